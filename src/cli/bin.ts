@@ -1,3 +1,6 @@
 #!/usr/bin/env node
-const x: number = 1;
-console.log("hello", x, process.version);
+// `npx signals …` from a checkout; runs on the project's Node 24 (native TypeScript).
+import { runCli } from "./main.ts";
+
+const code = await runCli(process.argv.slice(2));
+if (code >= 0) process.exit(code);

@@ -1,0 +1,122 @@
+/**
+ * AdminService: operator actions on accounts, keys and Tokens. Served on the internal
+ * listener and used in-process by the CLI, so both paths run exactly this code.
+ */
+import { create } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { Logger } from "pino";
+import { AccountSummarySchema, type AccountSummary as AccountSummaryMessage, type AdminService } from "../../gen/signals/v1/admin_pb.js";
+import type { DbHandle } from "../db/client.ts";
+import type { Limits } from "../config.ts";
+import type { Clock } from "../clock.ts";
+import {
+  AccountError,
+  createAccount,
+  getAccountSummary,
+  parseInstant,
+  regenerateKey,
+  setSubscription,
+  type AccountSummary,
+} from "../accounts/accounts.ts";
+import { adjustTokens, applyMonthlyGrant } from "../billing/tokens.ts";
+import { serviceError } from "../errors.ts";
+
+export interface AdminServiceDeps {
+  readonly db: DbHandle;
+  readonly limits: Limits;
+  readonly clock: Clock;
+  readonly logger: Logger;
+}
+
+const MAX_PACK = 10_000_000;
+const MONTH_MS = 31 * 24 * 3600 * 1000;
+
+function toMessage(summary: AccountSummary): AccountSummaryMessage {
+  return create(AccountSummarySchema, {
+    accountId: BigInt(summary.accountId),
+    email: summary.email,
+    plan: summary.plan,
+    subscriptionUntil: summary.subscriptionUntil?.toISOString() ?? "",
+    grantBalance: BigInt(summary.grantBalance),
+    packBalance: BigInt(summary.packBalance),
+    creditsLeft: BigInt(summary.creditsLeft),
+    callsToday: BigInt(summary.callsToday),
+    keyPrefix: summary.keyPrefix,
+    grantMonth: summary.grantMonth ?? "",
+  });
+}
+
+function accountIdOf(raw: bigint): number {
+  if (raw <= 0n || raw > BigInt(Number.MAX_SAFE_INTEGER)) throw new AccountError("bad_request", "account_id must be a positive integer");
+  return Number(raw);
+}
+
+/** Runs an admin action, translating domain errors into catalogue errors. */
+async function guarded<T>(logger: Logger, action: () => Promise<T>): Promise<T> {
+  try {
+    return await action();
+  } catch (err) {
+    if (err instanceof AccountError) throw serviceError(err.code, err.message);
+    logger.error({ err }, "admin action failed");
+    throw serviceError("unavailable");
+  }
+}
+
+/** Builds the AdminService implementation. */
+export function createAdminService(deps: AdminServiceDeps): ServiceImpl<typeof AdminService> {
+  const { db, limits, clock, logger } = deps;
+  const summaryAfterGrant = async (accountId: number) => {
+    const now = clock();
+    await applyMonthlyGrant(db, accountId, limits, now);
+    return getAccountSummary(db, accountId, now);
+  };
+  return {
+    createAccount: (req) =>
+      guarded(logger, async () => {
+        const now = clock();
+        const until = req.subscriptionUntil ? parseInstant(req.subscriptionUntil, "subscription_until") : new Date(now + MONTH_MS);
+        const { summary, apiKey } = await createAccount(db, { email: req.email, plan: req.plan, subscriptionUntil: until }, limits, now);
+        logger.info({ accountId: summary.accountId, plan: summary.plan }, "account created");
+        return { account: toMessage(summary), apiKey };
+      }),
+    getAccount: (req) => guarded(logger, async () => ({ account: toMessage(await summaryAfterGrant(accountIdOf(req.accountId))) })),
+    regenerateKey: (req) =>
+      guarded(logger, async () => {
+        const { summary, apiKey } = await regenerateKey(db, accountIdOf(req.accountId), clock());
+        logger.info({ accountId: summary.accountId }, "api key regenerated");
+        return { account: toMessage(summary), apiKey };
+      }),
+    setSubscription: (req) =>
+      guarded(logger, async () => {
+        const until = parseInstant(req.until, "until");
+        return { account: toMessage(await setSubscription(db, accountIdOf(req.accountId), until, clock())) };
+      }),
+    addTokenPack: (req) =>
+      guarded(logger, async () => {
+        const accountId = accountIdOf(req.accountId);
+        const amount = Number(req.amount);
+        if (!Number.isSafeInteger(amount) || amount < 1 || amount > MAX_PACK) {
+          throw new AccountError("bad_request", `amount must be between 1 and ${MAX_PACK}`);
+        }
+        await applyMonthlyGrant(db, accountId, limits, clock());
+        const outcome = await adjustTokens(db, accountId, "pack", amount, `pack of ${amount}`, limits);
+        if (outcome === "not_found") throw new AccountError("not_found", `no account with id ${accountId}`);
+        return { account: toMessage(await getAccountSummary(db, accountId, clock())) };
+      }),
+    adjustTokens: (req) =>
+      guarded(logger, async () => {
+        const accountId = accountIdOf(req.accountId);
+        const delta = Number(req.delta);
+        const reason = req.reason.trim();
+        if (!Number.isSafeInteger(delta) || delta === 0 || Math.abs(delta) > MAX_PACK) {
+          throw new AccountError("bad_request", `delta must be a non-zero integer within ±${MAX_PACK}`);
+        }
+        if (reason === "" || reason.length > 500) throw new AccountError("bad_request", "reason is required (at most 500 characters)");
+        await applyMonthlyGrant(db, accountId, limits, clock());
+        const outcome = await adjustTokens(db, accountId, "adjustment", delta, reason, limits);
+        if (outcome === "not_found") throw new AccountError("not_found", `no account with id ${accountId}`);
+        if (outcome === "insufficient_credits") throw new AccountError("insufficient_credits", "the adjustment would take the balance below zero");
+        return { account: toMessage(await getAccountSummary(db, accountId, clock())) };
+      }),
+  };
+}

@@ -1,0 +1,173 @@
+/**
+ * The operator CLI: `signals <command> [options]`. Every command accepts --json and then
+ * prints exactly one JSON object. Bad arguments print a one-line reason and exit 2; refused
+ * operations exit 1; no stack traces.
+ */
+import { parseArgs } from "node:util";
+import { ConnectError } from "@connectrpc/connect";
+import type { AccountSummary } from "../../gen/signals/v1/admin_pb.js";
+import { ConfigError, loadConfig, type Config } from "../config.ts";
+import { errorCodeOf } from "../errors.ts";
+import { CliError, withAdminClient, withLocalDb } from "./admin-client.ts";
+
+const USAGE = `Usage: signals <command> [options]   (every command accepts --json)
+
+  serve                                        start the server (same as npm start)
+  migrate                                      apply database migrations
+  account create --email E --plan P [--until ISO-8601]
+                                               create an account; prints its API key once
+  account show --account ID                    plan, subscription, balances, calls today
+  key regenerate --account ID                  new key (printed once); the old one stops at once
+  subscription set --account ID --until ISO-8601
+  tokens pack --account ID --amount N          credit a Token pack (never expires)
+  tokens adjust --account ID --delta N --reason TEXT
+                                               manual correction, written to the ledger
+
+Environment: DATABASE_URL (Postgres) or DATA_DIR (embedded, default ./.data); see README.`;
+
+class UsageError extends Error {
+  override name = "UsageError";
+}
+
+const OPTIONS = {
+  json: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+  email: { type: "string" },
+  plan: { type: "string" },
+  until: { type: "string" },
+  account: { type: "string" },
+  amount: { type: "string" },
+  delta: { type: "string" },
+  reason: { type: "string" },
+} as const;
+
+type Values = { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]["type"] extends "boolean" ? boolean : string };
+
+function required(values: Values, name: "email" | "plan" | "until" | "account" | "amount" | "delta" | "reason"): string {
+  const value = values[name];
+  if (value === undefined || value.trim() === "") throw new UsageError(`--${name} is required`);
+  return value.trim();
+}
+
+function integerArg(values: Values, name: "account" | "amount" | "delta"): bigint {
+  const raw = required(values, name);
+  if (!/^-?\d{1,15}$/.test(raw)) throw new UsageError(`--${name} must be a whole number, got "${raw}"`);
+  return BigInt(raw);
+}
+
+function summaryJson(account: AccountSummary | undefined): Record<string, unknown> {
+  if (!account) return {};
+  return {
+    account_id: Number(account.accountId),
+    email: account.email,
+    plan: account.plan,
+    subscription_until: account.subscriptionUntil || null,
+    grant_balance: Number(account.grantBalance),
+    pack_balance: Number(account.packBalance),
+    credits_left: Number(account.creditsLeft),
+    calls_today: Number(account.callsToday),
+    key_prefix: account.keyPrefix || null,
+    grant_month: account.grantMonth || null,
+  };
+}
+
+function printResult(json: boolean, result: Record<string, unknown>, lines: string[]): void {
+  if (json) process.stdout.write(JSON.stringify(result) + "\n");
+  else process.stdout.write(lines.join("\n") + "\n");
+}
+
+function describe(result: Record<string, unknown>): string[] {
+  const lines = [
+    `account ${result.account_id} <${result.email}>  plan ${result.plan}  subscription until ${result.subscription_until ?? "(none)"}`,
+    `Tokens: ${result.credits_left} (grant ${result.grant_balance} for ${result.grant_month ?? "-"}, packs ${result.pack_balance})  calls today: ${result.calls_today}`,
+    `key: ${result.key_prefix ?? "(none)"}…`,
+  ];
+  if (typeof result.api_key === "string") {
+    lines.push("", `API key (shown once, store it now): ${result.api_key}`);
+  }
+  return lines;
+}
+
+async function runAdmin(config: Config, command: string, values: Values): Promise<Record<string, unknown>> {
+  return withAdminClient(config, async (client) => {
+    switch (command) {
+      case "account create": {
+        const r = await client.createAccount({ email: required(values, "email"), plan: required(values, "plan"), subscriptionUntil: values.until ?? "" });
+        return { ...summaryJson(r.account), api_key: r.apiKey };
+      }
+      case "account show":
+        return summaryJson((await client.getAccount({ accountId: integerArg(values, "account") })).account);
+      case "key regenerate": {
+        const r = await client.regenerateKey({ accountId: integerArg(values, "account") });
+        return { ...summaryJson(r.account), api_key: r.apiKey };
+      }
+      case "subscription set":
+        return summaryJson((await client.setSubscription({ accountId: integerArg(values, "account"), until: required(values, "until") })).account);
+      case "tokens pack":
+        return summaryJson((await client.addTokenPack({ accountId: integerArg(values, "account"), amount: integerArg(values, "amount") })).account);
+      case "tokens adjust":
+        return summaryJson(
+          (await client.adjustTokens({ accountId: integerArg(values, "account"), delta: integerArg(values, "delta"), reason: required(values, "reason") })).account,
+        );
+      default:
+        throw new UsageError(`unknown command "${command}"`);
+    }
+  });
+}
+
+/** Runs one CLI invocation; resolves to the process exit code. */
+export async function runCli(argv: string[], env: Record<string, string | undefined> = process.env): Promise<number> {
+  let json = argv.includes("--json");
+  try {
+    const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+    json = values.json === true;
+    const command = positionals.slice(0, 2).join(" ");
+    if (values.help || positionals.length === 0 || positionals[0] === "help") {
+      process.stdout.write(USAGE + "\n");
+      return positionals.length === 0 && !values.help ? 2 : 0;
+    }
+    if (positionals[0] === "serve") {
+      await (await import("../main.ts")).main();
+      return -1; // keep running until a signal
+    }
+    const config = loadConfig(env);
+    if (positionals[0] === "migrate") {
+      await withLocalDb(config, async () => {});
+      printResult(json, { ok: true, migrated: true }, ["migrations applied"]);
+      return 0;
+    }
+    if (positionals.length !== 2) throw new UsageError(`unknown command "${positionals.join(" ")}"`);
+    const result = await runAdmin(config, command, values as Values);
+    printResult(json, result, describe(result));
+    return 0;
+  } catch (err) {
+    return reportFailure(err, json);
+  }
+}
+
+function reportFailure(err: unknown, json: boolean): number {
+  let code: string;
+  let message: string;
+  let exit = 1;
+  if (err instanceof UsageError || (err as { code?: string }).code?.startsWith?.("ERR_PARSE_ARGS")) {
+    code = "usage";
+    message = `${(err as Error).message}\n\n${USAGE}`;
+    exit = 2;
+  } else if (err instanceof ConfigError) {
+    code = "config";
+    message = err.message;
+    exit = 2;
+  } else if (err instanceof ConnectError) {
+    code = errorCodeOf(err);
+    message = err.rawMessage;
+  } else if (err instanceof CliError) {
+    code = "busy";
+    message = err.message;
+  } else {
+    code = "failed";
+    message = (err as Error)?.message ?? String(err);
+  }
+  if (json) process.stdout.write(JSON.stringify({ ok: false, error: code, message: message.split("\n")[0] }) + "\n");
+  process.stderr.write(`signals: ${message}\n`);
+  return exit;
+}

@@ -1,0 +1,90 @@
+/**
+ * Database factory: postgres.js when DATABASE_URL is set, embedded PGlite otherwise. Both
+ * drivers get the same Drizzle schema and the same migrations.
+ */
+import { fileURLToPath } from "node:url";
+import { mkdirSync } from "node:fs";
+import type { SQL } from "drizzle-orm";
+import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
+import * as schema from "./schema.ts";
+
+/** Any Drizzle Postgres database over our schema, whichever driver is behind it. */
+export type Database = PgDatabase<PgQueryResultHKT, typeof schema>;
+
+export interface DbHandle {
+  readonly db: Database;
+  readonly driver: "postgres" | "pglite";
+  /** Runs raw SQL and returns plain rows, hiding the drivers' different result shapes. */
+  rows<T = Record<string, unknown>>(query: SQL): Promise<T[]>;
+  close(): Promise<void>;
+}
+
+export interface DbOptions {
+  /** postgres:// URL, or null for PGlite. */
+  readonly databaseUrl: string | null;
+  /** PGlite data directory, or "memory://" for a throwaway in-memory database. */
+  readonly dataDir: string;
+  readonly poolSize?: number;
+}
+
+export const migrationsFolder = fileURLToPath(new URL("./migrations", import.meta.url));
+
+/** Opens (but does not migrate) the database described by the options. */
+export async function openDb(options: DbOptions): Promise<DbHandle> {
+  if (options.databaseUrl) return openPostgres(options.databaseUrl, options.poolSize ?? 10);
+  return openPglite(options.dataDir);
+}
+
+async function openPostgres(url: string, poolSize: number): Promise<DbHandle> {
+  const { default: postgres } = await import("postgres");
+  const { drizzle } = await import("drizzle-orm/postgres-js");
+  const client = postgres(url, {
+    max: poolSize,
+    onnotice: () => {},
+    // Connection errors surface as rejected queries (mapped to 503), never as crashes.
+    connect_timeout: 10,
+    idle_timeout: 60,
+  });
+  const db = drizzle(client, { schema }) as unknown as Database;
+  return {
+    db,
+    driver: "postgres",
+    async rows<T>(query: SQL): Promise<T[]> {
+      const result = (await db.execute(query)) as unknown as T[];
+      return Array.from(result);
+    },
+    async close() {
+      await client.end({ timeout: 5 });
+    },
+  };
+}
+
+async function openPglite(dataDir: string): Promise<DbHandle> {
+  const { PGlite } = await import("@electric-sql/pglite");
+  const { drizzle } = await import("drizzle-orm/pglite");
+  if (!dataDir.startsWith("memory://")) mkdirSync(dataDir, { recursive: true });
+  const client = await PGlite.create(dataDir);
+  const db = drizzle(client, { schema }) as unknown as Database;
+  return {
+    db,
+    driver: "pglite",
+    async rows<T>(query: SQL): Promise<T[]> {
+      const result = (await db.execute(query)) as unknown as { rows: T[] };
+      return result.rows;
+    },
+    async close() {
+      await client.close();
+    },
+  };
+}
+
+/** Applies every pending migration (idempotent; safe to run at each start). */
+export async function migrateDb(handle: DbHandle): Promise<void> {
+  if (handle.driver === "postgres") {
+    const { migrate } = await import("drizzle-orm/postgres-js/migrator");
+    await migrate(handle.db as never, { migrationsFolder });
+  } else {
+    const { migrate } = await import("drizzle-orm/pglite/migrator");
+    await migrate(handle.db as never, { migrationsFolder });
+  }
+}

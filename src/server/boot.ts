@@ -1,0 +1,104 @@
+/**
+ * Starting a server process: open and migrate the database (waiting while it is down),
+ * settle the internal token, create the demo account on a first embedded start, listen,
+ * and drain on SIGTERM/SIGINT. Used by `npm start` and `npx signals serve`.
+ */
+import { randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import { count } from "drizzle-orm";
+import type { Logger } from "pino";
+import type { Config } from "../config.ts";
+import { systemClock, type Clock } from "../clock.ts";
+import { openDb, migrateDb, type DbHandle } from "../db/client.ts";
+import { accounts } from "../db/schema.ts";
+import { createAccount } from "../accounts/accounts.ts";
+import { emptySnapshot } from "../signals/snapshot.ts";
+import { createApp } from "./create-app.ts";
+import { acquireLock, updateLock, writeInternalToken } from "./data-dir-lock.ts";
+
+export interface RunningServer {
+  readonly port: number;
+  readonly internalPort: number;
+  stop(): Promise<void>;
+}
+
+/** Opens the database, retrying with backoff while it is unreachable (never a crash loop). */
+export async function openDbWithRetry(config: Config, logger: Logger, signal?: AbortSignal): Promise<DbHandle> {
+  let delayMs = 500;
+  for (;;) {
+    try {
+      const handle = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.dbPoolSize });
+      await migrateDb(handle);
+      return handle;
+    } catch (err) {
+      if (signal?.aborted) throw err;
+      if (!config.databaseUrl) throw err; // an embedded database that fails to open will not heal by waiting
+      logger.warn({ err: (err as Error).message, retryInMs: delayMs }, "database not reachable; retrying");
+      await sleep(delayMs);
+      delayMs = Math.min(delayMs * 2, 10_000);
+    }
+  }
+}
+
+async function createDemoAccountOnce(config: Config, db: DbHandle, clock: Clock, port: number): Promise<void> {
+  const [row] = await db.db.select({ n: count() }).from(accounts);
+  if ((row?.n ?? 0) > 0) return;
+  const now = clock();
+  const { summary, apiKey } = await createAccount(
+    db,
+    { email: "demo@localhost", plan: "node", subscriptionUntil: new Date(now + 365 * 24 * 3600 * 1000) },
+    config.limits,
+    now,
+  );
+  const host = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
+  // Shown once, on the terminal, by design (like `signals account create`); never logged.
+  process.stderr.write(
+    [
+      "",
+      `First start: created demo node-plan account ${summary.accountId} with ${summary.creditsLeft} Tokens.`,
+      `Its API key (shown only now; regenerate with: npx signals key regenerate --account ${summary.accountId}):`,
+      `  ${apiKey}`,
+      "Try it:",
+      `  curl -s -H 'x-api-key: ${apiKey}' 'http://${host}:${port}/api/v1/signals?symbols=BTC,ETH&tf=1h'`,
+      "",
+    ].join("\n") + "\n",
+  );
+}
+
+/** Starts a full server process from a validated config. */
+export async function startServer(config: Config, logger: Logger, clock: Clock = systemClock): Promise<RunningServer> {
+  let releaseLock = () => {};
+  if (!config.databaseUrl) {
+    const lock = acquireLock(config.dataDir, { pid: process.pid, role: "server" });
+    if (!lock.ok) {
+      throw new Error(
+        `data directory ${config.dataDir} is in use by process ${lock.holder.pid} (${lock.holder.role}); stop it, use another DATA_DIR, or set DATABASE_URL`,
+      );
+    }
+    releaseLock = lock.release;
+  }
+  try {
+    const db = await openDbWithRetry(config, logger);
+    const internalToken = config.internalToken ?? randomBytes(32).toString("base64url");
+    if (!config.internalToken) writeInternalToken(config.dataDir, internalToken);
+    const app = createApp({ config, db, clock, logger, snapshot: emptySnapshot, internalToken });
+    const { port, internalPort } = await app.start();
+    if (!config.databaseUrl) {
+      updateLock(config.dataDir, { pid: process.pid, role: "server", internalHost: config.internalHost, internalPort });
+    }
+    logger.info({ host: config.host, port, internalHost: config.internalHost, internalPort, database: db.driver }, "listening");
+    if (config.demoAccount) await createDemoAccountOnce(config, db, clock, port);
+    return {
+      port,
+      internalPort,
+      async stop() {
+        await app.stop();
+        await db.close();
+        releaseLock();
+      },
+    };
+  } catch (err) {
+    releaseLock();
+    throw err;
+  }
+}

@@ -1,0 +1,131 @@
+/**
+ * REST routes derived from the `google.api.http` annotations of the services we serve. The
+ * handler builds the request message from the query string, calls the very same service
+ * implementation that Connect and gRPC use, and maps the result or the error to JSON.
+ */
+import type { ServerResponse } from "node:http";
+import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
+import { create, getOption, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
+import { createHandlerContext, type HandlerContext } from "@connectrpc/connect";
+import type { Logger } from "pino";
+import { http as httpRule } from "../../gen/google/api/annotations_pb.js";
+import { errorCodeOf, errorSpec, type ErrorCode } from "../errors.ts";
+import { ConnectError } from "@connectrpc/connect";
+
+type FallbackArgs = Parameters<NonNullable<ConnectNodeAdapterOptions["fallback"]>>;
+type NodeRequest = FallbackArgs[0];
+type NodeResponse = FallbackArgs[1];
+
+/** One method implementation plus how to turn its response into REST JSON. */
+export interface RestBinding {
+  readonly service: DescService;
+  readonly method: DescMethod;
+  readonly invoke: (request: unknown, ctx: HandlerContext) => Promise<unknown>;
+  readonly toJson: (response: never) => unknown;
+}
+
+interface RestRoute extends RestBinding {
+  readonly verb: "GET" | "POST";
+  readonly path: string;
+}
+
+/** Reads the GET/POST path of a method from its google.api.http option, if any. */
+export function httpRouteOf(method: DescMethod): { verb: "GET" | "POST"; path: string } | null {
+  const rule = getOption(method, httpRule);
+  if (rule.pattern.case === "get") return { verb: "GET", path: rule.pattern.value };
+  if (rule.pattern.case === "post") return { verb: "POST", path: rule.pattern.value };
+  return null;
+}
+
+/**
+ * Query → request message: every scalar string field takes the parameter of the same name;
+ * a repeated parameter is joined with commas (so `symbols=BTC&symbols=ETH` means
+ * `symbols=BTC,ETH`). Unknown parameters are ignored.
+ */
+export function requestFromQuery(schema: DescMessage, query: URLSearchParams): unknown {
+  const init: Record<string, unknown> = {};
+  for (const field of schema.fields) {
+    const values = query.getAll(field.name);
+    if (values.length === 0 || field.fieldKind !== "scalar") continue;
+    init[field.localName] = values.join(",");
+  }
+  return create(schema, init as never);
+}
+
+/** Converts Node's header object into fetch Headers; returns null if a value is unusable. */
+export function headersOf(req: NodeRequest): Headers | null {
+  const headers = new Headers();
+  try {
+    for (const [name, value] of Object.entries(req.headers)) {
+      if (name.startsWith(":") || value === undefined) continue;
+      for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
+    }
+  } catch {
+    return null;
+  }
+  return headers;
+}
+
+/** Writes the contract's error body with the catalogue's status. */
+export function sendError(res: NodeResponse, code: ErrorCode, message?: string, headers: Record<string, string> = {}): void {
+  const spec = errorSpec(code);
+  sendJson(res, spec.http, { ok: false, error: code, message: message ?? spec.message }, headers);
+}
+
+/** Writes a JSON body with no-store caching (answers are per caller and per moment). */
+export function sendJson(res: NodeResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const payload = JSON.stringify(body);
+  (res as ServerResponse).writeHead(status, {
+    ...headers,
+    "content-type": "application/json; charset=utf-8",
+    "content-length": String(Buffer.byteLength(payload)),
+    "cache-control": "no-store",
+  });
+  res.end(payload);
+}
+
+/** Builds the REST request handler; returns false when no REST route matches the path. */
+export function createRestHandler(bindings: RestBinding[], logger: Logger, shutdownSignal?: AbortSignal) {
+  const routes = new Map<string, RestRoute>();
+  for (const binding of bindings) {
+    const route = httpRouteOf(binding.method);
+    if (route) routes.set(route.path, { ...binding, ...route });
+  }
+  return async function handleRest(req: NodeRequest, res: NodeResponse): Promise<boolean> {
+    const url = new URL(req.url ?? "/", "http://localhost");
+    const route = routes.get(url.pathname);
+    if (!route) return false;
+    if (req.method !== route.verb) {
+      sendError(res, "method_not_allowed", `Use ${route.verb} for ${route.path}.`, { allow: route.verb });
+      return true;
+    }
+    const requestHeader = headersOf(req);
+    if (requestHeader === null) {
+      sendError(res, "bad_request", "A request header has a value that cannot be read.");
+      return true;
+    }
+    const ctx = createHandlerContext({
+      service: route.service,
+      method: route.method,
+      protocolName: "rest",
+      requestMethod: route.verb,
+      url: url.toString(),
+      requestHeader,
+      shutdownSignal,
+    });
+    try {
+      const output = await route.invoke(requestFromQuery(route.method.input, url.searchParams), ctx);
+      sendJson(res, 200, route.toJson(output as never), Object.fromEntries(ctx.responseHeader));
+    } catch (err) {
+      const code = errorCodeOf(err);
+      const headers = err instanceof ConnectError ? Object.fromEntries(err.metadata) : {};
+      if (code === "internal") {
+        logger.error({ err }, "unhandled error in REST handler");
+        sendError(res, code);
+      } else {
+        sendError(res, code, err instanceof ConnectError ? err.rawMessage : undefined, headers);
+      }
+    }
+    return true;
+  };
+}

@@ -1,0 +1,83 @@
+/**
+ * A real server on port 0 over a fresh database, with a controllable clock, for end-to-end
+ * tests with real clients.
+ */
+import { pino } from "pino";
+import { loadConfig, type Config } from "../../src/config.ts";
+import { createApp, type App } from "../../src/server/create-app.ts";
+import { createAccount } from "../../src/accounts/accounts.ts";
+import { emptySnapshot, type SignalSnapshot } from "../../src/signals/snapshot.ts";
+import { createTestDb, type TestDb } from "./test-db.ts";
+
+export const INTERNAL_TOKEN = "test-internal-token-0123456789";
+
+/** A clock tests can set and advance. */
+export function createTestClock(start = Date.parse("2026-11-15T04:00:00Z")) {
+  let now = start;
+  const clock = () => now;
+  clock.set = (ms: number) => {
+    now = ms;
+  };
+  clock.advance = (ms: number) => {
+    now += ms;
+  };
+  return clock;
+}
+export type TestClock = ReturnType<typeof createTestClock>;
+
+export interface TestServer {
+  readonly baseUrl: string;
+  readonly internalUrl: string;
+  readonly port: number;
+  readonly internalPort: number;
+  readonly db: TestDb;
+  readonly config: Config;
+  readonly clock: TestClock;
+  /** Creates an account and returns its id and key. */
+  account(input?: { plan?: string; email?: string; subscriptionUntil?: Date }): Promise<{ accountId: number; apiKey: string }>;
+  close(): Promise<void>;
+}
+
+let emailCounter = 0;
+
+/** Starts a server (public + internal listener) on loopback ports chosen by the OS. */
+export async function startTestServer(options: { env?: Record<string, string>; snapshot?: SignalSnapshot; clock?: TestClock } = {}): Promise<TestServer> {
+  const db = await createTestDb();
+  const config = loadConfig({ PORT: "0", INTERNAL_PORT: "0", INTERNAL_TOKEN, LOG_LEVEL: "silent", ...options.env });
+  const clock = options.clock ?? createTestClock();
+  const app: App = createApp({
+    config,
+    db: db.handle,
+    clock,
+    logger: pino({ level: "silent" }),
+    snapshot: options.snapshot ?? emptySnapshot,
+    internalToken: INTERNAL_TOKEN,
+  });
+  const { port, internalPort } = await app.start();
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    internalUrl: `http://127.0.0.1:${internalPort}`,
+    port,
+    internalPort,
+    db,
+    config,
+    clock,
+    async account(input = {}) {
+      const { summary, apiKey } = await createAccount(
+        db.handle,
+        {
+          email: input.email ?? `user${++emailCounter}-${process.pid}@example.test`,
+          plan: input.plan ?? "node",
+          subscriptionUntil: input.subscriptionUntil ?? new Date(clock() + 30 * 24 * 3600 * 1000),
+        },
+        config.limits,
+        clock(),
+      );
+      return { accountId: summary.accountId, apiKey };
+    },
+    async close() {
+      await app.stop(1000);
+      await db.drop();
+    },
+  };
+}
