@@ -1,0 +1,221 @@
+/**
+ * The Token ledger and the check-and-charge function on a real database (PGlite by default,
+ * Postgres with DATABASE_URL), with an injected clock for MYT day and month boundaries.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sql } from "drizzle-orm";
+import { createTestDb, type TestDb } from "../support/test-db.ts";
+import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
+import { loadConfig, type Limits } from "../../src/config.ts";
+import { createAccount, getAccountSummary } from "../../src/accounts/accounts.ts";
+import { hashApiKey } from "../../src/accounts/api-key.ts";
+import { chargeCall } from "../../src/billing/charge.ts";
+import { adjustTokens, applyMonthlyGrant } from "../../src/billing/tokens.ts";
+
+const limits: Limits = loadConfig({}).limits;
+const NOV_15 = Date.parse("2026-11-15T04:00:00Z");
+const LAST_MS_OF_NOV_MYT = Date.parse("2026-11-30T15:59:59.999Z");
+const FIRST_MS_OF_DEC_MYT = Date.parse("2026-11-30T16:00:00.000Z");
+
+let tdb: TestDb;
+let n = 0;
+
+beforeAll(async () => {
+  tdb = await createTestDb();
+});
+afterAll(async () => {
+  await tdb.drop();
+});
+
+async function newAccount(plan = "node", now = NOV_15, until = new Date(now + 60 * 86400_000)) {
+  const { summary, apiKey } = await createAccount(tdb.handle, { email: `b${++n}@example.test`, plan, subscriptionUntil: until }, limits, now);
+  return { id: summary.accountId, keyHash: hashApiKey(apiKey) };
+}
+
+async function setBalance(id: number, credits: number, now = NOV_15) {
+  const s = await getAccountSummary(tdb.handle, id, now);
+  const delta = credits - s.creditsLeft;
+  if (delta !== 0) expect(await adjustTokens(tdb.handle, id, "adjustment", delta, "test setup", limits)).toBe("ok");
+}
+
+async function expectLedgerSums(id: number) {
+  const check = await ledgerCheck(tdb.handle, id);
+  expect(ledgerBalances(check), JSON.stringify(check)).toBe(true);
+  return check;
+}
+
+describe("monthly grant", () => {
+  it("a new node account starts with the full grant of its first month", async () => {
+    const { id } = await newAccount();
+    const s = await getAccountSummary(tdb.handle, id, NOV_15);
+    expect(s).toMatchObject({ grantBalance: 10_000, packBalance: 0, creditsLeft: 10_000, grantMonth: "2026-11" });
+    await expectLedgerSums(id);
+  });
+
+  it("other plans get no grant", async () => {
+    const { id } = await newAccount("pro");
+    expect((await getAccountSummary(tdb.handle, id, NOV_15)).creditsLeft).toBe(0);
+  });
+
+  it("resets (not accumulates) the grant bucket at 00:00 MYT on the 1st and writes off the rest", async () => {
+    const { id, keyHash } = await newAccount();
+    await setBalance(id, 40);
+    expect((await chargeCall(tdb.handle, keyHash, limits, LAST_MS_OF_NOV_MYT)).creditsLeft).toBe(39);
+    const dec = await chargeCall(tdb.handle, keyHash, limits, FIRST_MS_OF_DEC_MYT);
+    expect(dec).toMatchObject({ outcome: "ok", creditsLeft: 9_999 });
+    const kinds = await tdb.handle.rows<{ kind: string; grant_delta: string | number }>(
+      sql`SELECT kind, grant_delta FROM ledger_entries WHERE account_id = ${id} ORDER BY id DESC LIMIT 3`,
+    );
+    expect(kinds.map((k) => [k.kind, Number(k.grant_delta)])).toEqual([
+      ["charge", -1],
+      ["grant", 10_000],
+      ["expiry", -39],
+    ]);
+    await expectLedgerSums(id);
+  });
+
+  it("applies each month's grant once, however many calls race for it", async () => {
+    const { id, keyHash } = await newAccount();
+    const results = await Promise.all(Array.from({ length: 20 }, () => chargeCall(tdb.handle, keyHash, limits, FIRST_MS_OF_DEC_MYT)));
+    expect(results.every((r) => r.outcome === "ok")).toBe(true);
+    const [grants] = await tdb.handle.rows<{ n: string | number }>(sql`SELECT count(*) AS n FROM ledger_entries WHERE account_id = ${id} AND kind = 'grant'`);
+    expect(Number(grants!.n)).toBe(2);
+    expect((await getAccountSummary(tdb.handle, id, FIRST_MS_OF_DEC_MYT)).creditsLeft).toBe(10_000 - 20);
+    await expectLedgerSums(id);
+  });
+
+  it("keeps packs across the month change and spends them only after the grant", async () => {
+    const { id, keyHash } = await newAccount();
+    await setBalance(id, 2);
+    expect(await adjustTokens(tdb.handle, id, "pack", 5, "pack of 5", limits)).toBe("ok");
+    for (let i = 0; i < 3; i++) await chargeCall(tdb.handle, keyHash, limits, NOV_15);
+    let s = await getAccountSummary(tdb.handle, id, NOV_15);
+    expect(s).toMatchObject({ grantBalance: 0, packBalance: 4 });
+    await applyMonthlyGrant(tdb.handle, id, limits, FIRST_MS_OF_DEC_MYT);
+    s = await getAccountSummary(tdb.handle, id, FIRST_MS_OF_DEC_MYT);
+    expect(s).toMatchObject({ grantBalance: 10_000, packBalance: 4, creditsLeft: 10_004 });
+    await expectLedgerSums(id);
+  });
+});
+
+describe("charge_call", () => {
+  it("charges exactly 1 Token and counts the call", async () => {
+    const { id, keyHash } = await newAccount();
+    const r = await chargeCall(tdb.handle, keyHash, limits, NOV_15);
+    expect(r).toEqual({ outcome: "ok", accountId: id, plan: "node", creditsLeft: 9_999, callsToday: 1, lowBalanceCrossed: false });
+    expect((await expectLedgerSums(id)).charges).toBe(1);
+  });
+
+  it("accepts founding_seat as the node tier", async () => {
+    const { keyHash } = await newAccount("founding_seat");
+    expect((await chargeCall(tdb.handle, keyHash, limits, NOV_15)).outcome).toBe("ok");
+  });
+
+  it("refuses an unknown key", async () => {
+    expect((await chargeCall(tdb.handle, hashApiKey("sig_live_" + "x".repeat(32)), limits, NOV_15)).outcome).toBe("invalid_api_key");
+  });
+
+  it("checks in the contract's order and changes nothing when refusing", async () => {
+    // pro plan + expired + no credits → tier first
+    const pro = await newAccount("pro", NOV_15, new Date(NOV_15 - 1000));
+    expect((await chargeCall(tdb.handle, pro.keyHash, limits, NOV_15)).outcome).toBe("node_tier_required");
+    // expired + no credits → subscription
+    const expired = await newAccount("node", NOV_15, new Date(NOV_15 - 1000));
+    await setBalance(expired.id, 0);
+    expect((await chargeCall(tdb.handle, expired.keyHash, limits, NOV_15)).outcome).toBe("subscription_inactive");
+    // no credits + cap reached → credits
+    const tight = { ...limits, dailyCap: 2 };
+    const both = await newAccount();
+    await setBalance(both.id, 2);
+    await chargeCall(tdb.handle, both.keyHash, tight, NOV_15);
+    await chargeCall(tdb.handle, both.keyHash, tight, NOV_15);
+    expect((await chargeCall(tdb.handle, both.keyHash, tight, NOV_15)).outcome).toBe("insufficient_credits");
+    await setBalance(both.id, 5);
+    expect((await chargeCall(tdb.handle, both.keyHash, tight, NOV_15)).outcome).toBe("rate_limited");
+    for (const acc of [pro, expired, both]) {
+      const before = await ledgerCheck(tdb.handle, acc.id);
+      await chargeCall(tdb.handle, acc.keyHash, tight, NOV_15);
+      expect(await ledgerCheck(tdb.handle, acc.id)).toEqual(before);
+      expect(ledgerBalances(before)).toBe(true);
+    }
+  });
+
+  it("treats the subscription end as exclusive and renewal as immediate", async () => {
+    const until = new Date(NOV_15 + 1000);
+    const { keyHash } = await newAccount("node", NOV_15, until);
+    expect((await chargeCall(tdb.handle, keyHash, limits, NOV_15 + 999)).outcome).toBe("ok");
+    expect((await chargeCall(tdb.handle, keyHash, limits, NOV_15 + 1000)).outcome).toBe("subscription_inactive");
+  });
+
+  it("resets the daily cap at 00:00 MYT, not UTC", async () => {
+    const tight = { ...limits, dailyCap: 3 };
+    const { keyHash } = await newAccount();
+    const beforeMidnight = Date.parse("2026-11-15T15:59:59Z");
+    for (let i = 1; i <= 3; i++) expect(await chargeCall(tdb.handle, keyHash, tight, beforeMidnight)).toMatchObject({ outcome: "ok", callsToday: i });
+    const refused = await chargeCall(tdb.handle, keyHash, tight, beforeMidnight);
+    expect(refused).toMatchObject({ outcome: "rate_limited", callsToday: 3, creditsLeft: 9_997 });
+    expect(await chargeCall(tdb.handle, keyHash, tight, Date.parse("2026-11-15T16:00:00Z"))).toMatchObject({ outcome: "ok", callsToday: 1 });
+  });
+
+  it("flags the low-balance crossing once per crossing and re-arms at or above the threshold", async () => {
+    const { id, keyHash } = await newAccount();
+    await setBalance(id, 1_501);
+    const crossings: boolean[] = [];
+    for (let i = 0; i < 3; i++) crossings.push((await chargeCall(tdb.handle, keyHash, limits, NOV_15)).lowBalanceCrossed);
+    expect(crossings).toEqual([false, true, false]); // 1500 (not below), 1499 (crossed), 1498
+    expect(await adjustTokens(tdb.handle, id, "pack", 3, "pack of 3", limits)).toBe("ok"); // 1501: re-armed
+    crossings.length = 0;
+    for (let i = 0; i < 3; i++) crossings.push((await chargeCall(tdb.handle, keyHash, limits, NOV_15)).lowBalanceCrossed);
+    expect(crossings).toEqual([false, true, false]);
+    await expectLedgerSums(id);
+  });
+
+  it("is exact under concurrency: 300 calls on 100 Tokens give 100 charges", async () => {
+    const { id, keyHash } = await newAccount();
+    await setBalance(id, 100);
+    const results = await Promise.all(Array.from({ length: 300 }, () => chargeCall(tdb.handle, keyHash, limits, NOV_15)));
+    const outcomes = results.map((r) => r.outcome);
+    expect(outcomes.filter((o) => o === "ok")).toHaveLength(100);
+    expect(outcomes.filter((o) => o === "insufficient_credits")).toHaveLength(200);
+    expect(new Set(results.filter((r) => r.outcome === "ok").map((r) => r.creditsLeft)).size).toBe(100);
+    const check = await expectLedgerSums(id);
+    expect(check.charges).toBe(100);
+    expect(check.grantBalance + check.packBalance).toBe(0);
+    expect((await getAccountSummary(tdb.handle, id, NOV_15)).callsToday).toBe(100);
+  });
+});
+
+describe("ledger", () => {
+  it("is append-only", async () => {
+    const { id } = await newAccount();
+    const refusal = (err: unknown) => /append-only/.test(String((err as { cause?: Error }).cause?.message ?? err));
+    await expect(tdb.handle.rows(sql`UPDATE ledger_entries SET grant_delta = 0 WHERE account_id = ${id}`)).rejects.toSatisfy(refusal);
+    await expect(tdb.handle.rows(sql`DELETE FROM ledger_entries WHERE account_id = ${id}`)).rejects.toSatisfy(refusal);
+    expect(ledgerBalances(await ledgerCheck(tdb.handle, id))).toBe(true);
+  });
+
+  it("refuses an adjustment below zero and changes nothing", async () => {
+    const { id } = await newAccount();
+    await setBalance(id, 3);
+    const before = await ledgerCheck(tdb.handle, id);
+    expect(await adjustTokens(tdb.handle, id, "adjustment", -4, "too much", limits)).toBe("insufficient_credits");
+    expect(await ledgerCheck(tdb.handle, id)).toEqual(before);
+  });
+
+  it("takes negative adjustments from the grant first, then packs", async () => {
+    const { id } = await newAccount();
+    await setBalance(id, 10);
+    await adjustTokens(tdb.handle, id, "pack", 5, "pack", limits);
+    await adjustTokens(tdb.handle, id, "adjustment", -12, "refund reversal", limits);
+    expect(await getAccountSummary(tdb.handle, id, NOV_15)).toMatchObject({ grantBalance: 0, packBalance: 3 });
+    await expectLedgerSums(id);
+  });
+
+  it("stores only a hash of the key", async () => {
+    const { summary, apiKey } = await createAccount(tdb.handle, { email: `h${++n}@example.test`, plan: "node", subscriptionUntil: new Date(NOV_15 + 1e9) }, limits, NOV_15);
+    const rows = await tdb.handle.rows<Record<string, unknown>>(sql`SELECT * FROM api_keys WHERE account_id = ${summary.accountId}`);
+    expect(JSON.stringify(rows)).not.toContain(apiKey);
+    expect(JSON.stringify(rows)).not.toContain(apiKey.slice(9, 20));
+    expect(rows[0]!.key_hash).toBe(hashApiKey(apiKey));
+  });
+});
