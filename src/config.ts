@@ -32,6 +32,10 @@ export interface Config {
   readonly logLevel: string;
   /** Largest request header block accepted, bytes. */
   readonly maxHeaderBytes: number;
+  /** A coin whose feed has been silent longer than this (ms) is answered `stale`. */
+  readonly staleAfterMs: number;
+  /** Run the built-in demo feed (seeded random walk) for a few coins. */
+  readonly demoFeed: boolean;
 }
 
 export class ConfigError extends Error {
@@ -99,5 +103,7 @@ export function loadConfig(env: Env = process.env): Config {
     demoAccount: boolVar(env, "DEMO_ACCOUNT", databaseUrl === null),
     logLevel,
     maxHeaderBytes: intVar(env, "MAX_HEADER_BYTES", 16 * 1024, 1024, 1024 * 1024),
+    staleAfterMs: intVar(env, "STALE_AFTER", 900, 1, 365 * 24 * 3600) * 1000,
+    demoFeed: boolVar(env, "DEMO_FEED", databaseUrl === null),
   });
 }

@@ -3,10 +3,13 @@
  * (Postgres, or an embedded data directory no server holds), or through the running
  * server's internal listener when a server holds the embedded data directory.
  */
-import { createClient, createRouterTransport, type Client, type Interceptor } from "@connectrpc/connect";
+import { createClient, createRouterTransport, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { pino } from "pino";
 import { AdminService } from "../../gen/signals/v1/admin_pb.js";
+import { IngestService } from "../../gen/signals/v1/ingest_pb.js";
+import { MarketFeed } from "../market/feed.ts";
+import { createIngestService } from "../market/ingest-service.ts";
 import type { Config } from "../config.ts";
 import { systemClock } from "../clock.ts";
 import { openDb, migrateDb, type DbHandle } from "../db/client.ts";
@@ -19,19 +22,37 @@ export class CliError extends Error {
   override name = "CliError";
 }
 
-/** Runs `action` with an AdminService client and the database handle when in-process. */
-export async function withAdminClient<T>(config: Config, action: (client: AdminClient) => Promise<T>): Promise<T> {
+/**
+ * Runs `action` with a transport to the internal services (AdminService, IngestService):
+ * the running server's internal listener when it holds the embedded data directory, else
+ * the same implementations in-process over the database.
+ */
+export async function withInternalTransport<T>(config: Config, action: (transport: Transport) => Promise<T>): Promise<T> {
   if (!config.databaseUrl) {
     const holder = readLock(config.dataDir);
-    if (holder?.role === "server" && holder.internalPort) return action(remoteClient(config, holder.internalHost ?? "127.0.0.1", holder.internalPort));
+    if (holder?.role === "server" && holder.internalPort) return action(remoteTransport(config, holder.internalHost ?? "127.0.0.1", holder.internalPort));
     if (holder) throw new CliError(`data directory ${config.dataDir} is busy (process ${holder.pid}); try again in a moment`);
   }
   return withLocalDb(config, async (db) => {
     const logger = pino({ level: "silent" });
-    const impl = createAdminService({ db, limits: config.limits, clock: systemClock, logger });
-    const transport = createRouterTransport(({ service }) => service(AdminService, impl));
-    return action(createClient(AdminService, transport));
+    const admin = createAdminService({ db, limits: config.limits, clock: systemClock, logger });
+    const feed = new MarketFeed({ db, clock: systemClock, logger, staleAfterMs: config.staleAfterMs });
+    await feed.load();
+    const transport = createRouterTransport(({ service }) => {
+      service(AdminService, admin);
+      service(IngestService, createIngestService(feed, logger));
+    });
+    try {
+      return await action(transport);
+    } finally {
+      await feed.close();
+    }
   });
+}
+
+/** Runs `action` with an AdminService client (see withInternalTransport). */
+export function withAdminClient<T>(config: Config, action: (client: AdminClient) => Promise<T>): Promise<T> {
+  return withInternalTransport(config, (transport) => action(createClient(AdminService, transport)));
 }
 
 /** Opens and migrates the database directly, holding the embedded data-directory lock. */
@@ -55,7 +76,7 @@ export async function withLocalDb<T>(config: Config, action: (db: DbHandle) => P
   }
 }
 
-function remoteClient(config: Config, host: string, port: number): AdminClient {
+function remoteTransport(config: Config, host: string, port: number): Transport {
   const token = config.internalToken ?? readInternalToken(config.dataDir);
   if (!token) throw new CliError(`a server holds ${config.dataDir} but no internal token was found; set INTERNAL_TOKEN`);
   const bearer: Interceptor = (next) => (req) => {
@@ -63,8 +84,6 @@ function remoteClient(config: Config, host: string, port: number): AdminClient {
     return next(req);
   };
   const hostPart = host.includes(":") ? `[${host}]` : host;
-  return createClient(
-    AdminService,
-    createConnectTransport({ baseUrl: `http://${hostPart}:${port}`, httpVersion: "1.1", interceptors: [bearer] }),
-  );
+  // HTTP/2: client streaming (candle import) needs it; unary admin calls work over it too.
+  return createConnectTransport({ baseUrl: `http://${hostPart}:${port}`, httpVersion: "2", interceptors: [bearer] });
 }

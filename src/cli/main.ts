@@ -8,7 +8,9 @@ import { ConnectError } from "@connectrpc/connect";
 import type { AccountSummary } from "../../gen/signals/v1/admin_pb.js";
 import { ConfigError, loadConfig, type Config } from "../config.ts";
 import { errorCodeOf } from "../errors.ts";
-import { CliError, withAdminClient, withLocalDb } from "./admin-client.ts";
+import { existsSync } from "node:fs";
+import { CliError, withAdminClient, withInternalTransport, withLocalDb } from "./admin-client.ts";
+import { importCandles } from "./import-command.ts";
 
 const USAGE = `Usage: signals <command> [options]   (every command accepts --json)
 
@@ -22,6 +24,7 @@ const USAGE = `Usage: signals <command> [options]   (every command accepts --jso
   tokens pack --account ID --amount N          credit a Token pack (never expires)
   tokens adjust --account ID --delta N --reason TEXT
                                                manual correction, written to the ledger
+  candles import --file F --symbol S --tf TF   import closed candles from CSV or .csv.gz
 
 Environment: DATABASE_URL (Postgres) or DATA_DIR (embedded, default ./.data); see README.`;
 
@@ -39,11 +42,14 @@ const OPTIONS = {
   amount: { type: "string" },
   delta: { type: "string" },
   reason: { type: "string" },
+  file: { type: "string" },
+  symbol: { type: "string" },
+  tf: { type: "string" },
 } as const;
 
 type Values = { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]["type"] extends "boolean" ? boolean : string };
 
-function required(values: Values, name: "email" | "plan" | "until" | "account" | "amount" | "delta" | "reason"): string {
+function required(values: Values, name: "email" | "plan" | "until" | "account" | "amount" | "delta" | "reason" | "file" | "symbol" | "tf"): string {
   const value = values[name];
   if (value === undefined || value.trim() === "") throw new UsageError(`--${name} is required`);
   return value.trim();
@@ -115,11 +121,32 @@ async function runAdmin(config: Config, command: string, values: Values): Promis
   });
 }
 
+/**
+ * parseArgs refuses `--delta -3` (a value starting with a dash is "ambiguous"), yet a negative
+ * number after a string option can only be its value: rewrite it as `--delta=-3`.
+ */
+function attachNegativeNumbers(argv: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const next = argv[i + 1];
+    if (arg === "--") return out.concat(argv.slice(i));
+    const option = OPTIONS[arg.slice(2) as keyof typeof OPTIONS] as { type: string } | undefined;
+    if (arg.startsWith("--") && option?.type === "string" && next !== undefined && /^-\d+$/.test(next)) {
+      out.push(`${arg}=${next}`);
+      i++;
+    } else {
+      out.push(arg);
+    }
+  }
+  return out;
+}
+
 /** Runs one CLI invocation; resolves to the process exit code. */
 export async function runCli(argv: string[], env: Record<string, string | undefined> = process.env): Promise<number> {
   let json = argv.includes("--json");
   try {
-    const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+    const { values, positionals } = parseArgs({ args: attachNegativeNumbers(argv), options: OPTIONS, allowPositionals: true, strict: true });
     json = values.json === true;
     const command = positionals.slice(0, 2).join(" ");
     if (values.help || positionals.length === 0 || positionals[0] === "help") {
@@ -134,6 +161,19 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     if (positionals[0] === "migrate") {
       await withLocalDb(config, async () => {});
       printResult(json, { ok: true, migrated: true }, ["migrations applied"]);
+      return 0;
+    }
+    if (command === "candles import") {
+      const file = required(values as Values, "file");
+      if (!existsSync(file)) throw new UsageError(`--file ${file} does not exist`);
+      const symbol = required(values as Values, "symbol");
+      const tf = required(values as Values, "tf");
+      const result = await withInternalTransport(config, (transport) => importCandles(transport, file, symbol, tf));
+      const reasons = result.rejections.slice(0, 5).map((r) => `  row ${r.index + 1}: ${r.reason}`);
+      printResult(json, { ok: true, ...result }, [
+        `${result.symbol} ${result.tf}: accepted ${result.accepted}, rejected ${result.rejected}, duplicates ${result.duplicates}`,
+        ...reasons,
+      ]);
       return 0;
     }
     if (positionals.length !== 2) throw new UsageError(`unknown command "${positionals.join(" ")}"`);

@@ -9,7 +9,9 @@ import {
   boolean,
   check,
   date,
+  doublePrecision,
   index,
+  jsonb,
   integer,
   pgTable,
   primaryKey,
@@ -96,4 +98,48 @@ export const dailyUsage = pgTable(
     calls: integer("calls").notNull().default(0),
   },
   (t) => [primaryKey({ columns: [t.accountId, t.day] })],
+);
+
+/** One row per coin a feeder has sent; its base timeframe is fixed by its first candle. */
+export const coins = pgTable("coins", {
+  symbol: text("symbol").primaryKey(),
+  /** The finest timeframe the feeder sends; the others are built from it. */
+  baseTf: text("base_tf").notNull(),
+  /** When the feed last delivered an update (forming or closed), for the `stale` check. */
+  lastUpdateAt: timestamp("last_update_at", { withTimezone: true, mode: "date" }).notNull(),
+  createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+});
+
+/** Candles of every timeframe, the forming one with closed = false until its close arrives. */
+export const candles = pgTable(
+  "candles",
+  {
+    symbol: text("symbol").notNull(),
+    tf: text("tf").notNull(),
+    /** Epoch milliseconds (UTC) of the candle's start. */
+    openTime: bigint("open_time", { mode: "number" }).notNull(),
+    open: doublePrecision("open").notNull(),
+    high: doublePrecision("high").notNull(),
+    low: doublePrecision("low").notNull(),
+    close: doublePrecision("close").notNull(),
+    volume: doublePrecision("volume").notNull(),
+    closed: boolean("closed").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.symbol, t.tf, t.openTime] })],
+);
+
+/**
+ * Engine checkpoint per (coin, timeframe), written in the same transaction as the candles it
+ * has folded, so a restart resumes exactly where the store is.
+ */
+export const seriesState = pgTable(
+  "series_state",
+  {
+    symbol: text("symbol").notNull(),
+    tf: text("tf").notNull(),
+    state: jsonb("state").notNull(),
+    lastClosedOpenTime: bigint("last_closed_open_time", { mode: "number" }),
+    updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.symbol, t.tf] })],
 );

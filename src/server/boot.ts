@@ -12,7 +12,8 @@ import { systemClock, type Clock } from "../clock.ts";
 import { openDb, migrateDb, type DbHandle } from "../db/client.ts";
 import { accounts } from "../db/schema.ts";
 import { createAccount } from "../accounts/accounts.ts";
-import { emptySnapshot } from "../signals/snapshot.ts";
+import { MarketFeed } from "../market/feed.ts";
+import { startDemoFeed } from "../market/demo-feed.ts";
 import { createApp } from "./create-app.ts";
 import { acquireLock, updateLock, writeInternalToken } from "./data-dir-lock.ts";
 
@@ -81,8 +82,11 @@ export async function startServer(config: Config, logger: Logger, clock: Clock =
     const db = await openDbWithRetry(config, logger);
     const internalToken = config.internalToken ?? randomBytes(32).toString("base64url");
     if (!config.internalToken) writeInternalToken(config.dataDir, internalToken);
-    const app = createApp({ config, db, clock, logger, snapshot: emptySnapshot, internalToken });
+    const feed = new MarketFeed({ db, clock, logger, staleAfterMs: config.staleAfterMs });
+    await feed.load();
+    const app = createApp({ config, db, clock, logger, snapshot: feed, feed, internalToken });
     const { port, internalPort } = await app.start();
+    const stopDemo = config.demoFeed ? await startDemoFeed(feed, clock, logger) : () => {};
     if (!config.databaseUrl) {
       updateLock(config.dataDir, { pid: process.pid, role: "server", internalHost: config.internalHost, internalPort });
     }
@@ -92,7 +96,9 @@ export async function startServer(config: Config, logger: Logger, clock: Clock =
       port,
       internalPort,
       async stop() {
+        stopDemo();
         await app.stop();
+        await feed.close();
         await db.close();
         releaseLock();
       },

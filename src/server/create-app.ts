@@ -10,6 +10,9 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { SignalsService } from "../../gen/signals/v1/signals_pb.js";
 import { AdminService } from "../../gen/signals/v1/admin_pb.js";
+import { IngestService } from "../../gen/signals/v1/ingest_pb.js";
+import type { MarketFeed } from "../market/feed.ts";
+import { createIngestService } from "../market/ingest-service.ts";
 import type { Config } from "../config.ts";
 import type { Clock } from "../clock.ts";
 import type { DbHandle } from "../db/client.ts";
@@ -27,6 +30,8 @@ export interface AppDeps {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly snapshot: SignalSnapshot;
+  /** Candle ingest; when absent the internal listener has no IngestService. */
+  readonly feed?: MarketFeed;
   /** The internal listener's bearer token (from config or generated at start). */
   readonly internalToken: string;
 }
@@ -82,7 +87,10 @@ export function createApp(deps: AppDeps): App {
   const bearer = createBearerCheck(deps.internalToken);
   const admin = createAdminService({ ...deps, limits: config.limits });
   const internalHandler = connectNodeAdapter({
-    routes: (router: ConnectRouter) => router.service(AdminService, admin),
+    routes: (router: ConnectRouter) => {
+      router.service(AdminService, admin);
+      if (deps.feed) router.service(IngestService, createIngestService(deps.feed, logger));
+    },
     interceptors: [bearerAuthInterceptor(bearer)],
     grpc: true,
     grpcWeb: false,

@@ -1,0 +1,178 @@
+/**
+ * The market feed: applies candle updates to the in-memory engines as they arrive (so a paid
+ * call only reads a snapshot), persists them in batched transactions, and answers lookups.
+ * If a batch cannot be written, the coins it touched are reloaded from the store, so memory
+ * never runs ahead of the database for long and nothing is half-applied.
+ */
+import type { Logger } from "pino";
+import type { DbHandle } from "../db/client.ts";
+import type { Clock } from "../clock.ts";
+import type { Timeframe } from "../signals/request.ts";
+import type { SignalSnapshot, SnapshotLookup } from "../signals/snapshot.ts";
+import { CoinRuntime, type CandleRow } from "./coin-runtime.ts";
+import { loadAllCoins, loadCoin, persistMarket } from "./store.ts";
+import { checkCandleFields, type CandleUpdate, type RejectReason, type ValidUpdate } from "./validate.ts";
+
+export interface IngestSummary {
+  accepted: number;
+  rejected: number;
+  duplicates: number;
+  /** The first rejections (index in the stream, symbol, reason), at most MAX_REPORTED. */
+  rejections: { index: number; symbol: string; reason: RejectReason }[];
+  /** Count per reason, complete. */
+  reasons: Partial<Record<RejectReason, number>>;
+}
+
+export interface MarketFeedDeps {
+  readonly db: DbHandle;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** A coin whose feed has been silent longer than this is `stale`. */
+  readonly staleAfterMs: number;
+}
+
+const MAX_REPORTED = 100;
+const FLUSH_ROWS = 5_000;
+const FLUSH_DELAY_MS = 100;
+
+/** Creates an empty summary. */
+export function emptySummary(): IngestSummary {
+  return { accepted: 0, rejected: 0, duplicates: 0, rejections: [], reasons: {} };
+}
+
+export class MarketFeed implements SignalSnapshot {
+  private readonly deps: MarketFeedDeps;
+  private readonly coins = new Map<string, CoinRuntime>();
+  private pending = new Map<string, CandleRow>();
+  private touched = new Set<string>();
+  private flushChain: Promise<void> = Promise.resolve();
+  private flushTimer: NodeJS.Timeout | null = null;
+
+  constructor(deps: MarketFeedDeps) {
+    this.deps = deps;
+  }
+
+  /** Loads every coin's state from the store (call once at start). */
+  async load(): Promise<void> {
+    for (const coin of await loadAllCoins(this.deps.db)) this.coins.set(coin.symbol, coin);
+  }
+
+  /** Current reading of a coin on a timeframe, or why there is none. */
+  lookup(symbol: string, tf: Timeframe, now: number): SnapshotLookup {
+    const coin = this.coins.get(symbol);
+    if (!coin) return { ok: false, reason: "unknown_symbol" };
+    if (now - coin.lastUpdateAt > this.deps.staleAfterMs) return { ok: false, reason: "stale" };
+    const reading = coin.reading(tf);
+    if (!reading || reading.atrPct === null) return { ok: false, reason: "no_data" };
+    return { ok: true, reading: { ...reading, atrPct: reading.atrPct } };
+  }
+
+  /** Symbols the feed knows, sorted. */
+  symbols(): string[] {
+    return [...this.coins.keys()].sort();
+  }
+
+  /**
+   * Applies a stream of updates in order and persists them; resolves once everything accepted
+   * is committed. `order` tracks the stream's own time order per (symbol, tf).
+   */
+  async ingest(source: Iterable<CandleUpdate> | AsyncIterable<CandleUpdate>, onProgress?: (s: IngestSummary) => void): Promise<IngestSummary> {
+    const summary = emptySummary();
+    const order = new Map<string, number>();
+    let index = 0;
+    for await (const update of source) {
+      this.applyOne(update, index++, order, summary);
+      if (this.pending.size >= FLUSH_ROWS) {
+        await this.flush();
+        onProgress?.(summary);
+      } else {
+        this.scheduleFlush();
+      }
+    }
+    await this.flush();
+    onProgress?.(summary);
+    return summary;
+  }
+
+  private reject(summary: IngestSummary, index: number, symbol: string, reason: RejectReason): void {
+    summary.rejected++;
+    summary.reasons[reason] = (summary.reasons[reason] ?? 0) + 1;
+    if (summary.rejections.length < MAX_REPORTED) summary.rejections.push({ index, symbol: symbol.slice(0, 32), reason });
+  }
+
+  private applyOne(raw: CandleUpdate, index: number, order: Map<string, number>, summary: IngestSummary): void {
+    const now = this.deps.clock();
+    const update = { ...raw, symbol: String(raw.symbol ?? "").trim().toUpperCase() };
+    const reason = checkCandleFields(update, now);
+    if (reason) return this.reject(summary, index, update.symbol, reason);
+    const valid = update as ValidUpdate;
+    const streamKey = `${valid.symbol}/${valid.tf}`;
+    const previous = order.get(streamKey);
+    if (previous !== undefined && valid.openTime < previous) return this.reject(summary, index, valid.symbol, "out_of_order");
+    order.set(streamKey, valid.openTime);
+    let coin = this.coins.get(valid.symbol);
+    if (!coin) {
+      coin = new CoinRuntime(valid.symbol, valid.tf, now);
+      this.coins.set(valid.symbol, coin);
+    }
+    if (valid.tf !== coin.baseTf) return this.reject(summary, index, valid.symbol, "not_base_timeframe");
+    const rows: CandleRow[] = [];
+    const outcome = coin.apply(valid, rows);
+    if (outcome === "duplicate") {
+      summary.duplicates++;
+      return;
+    }
+    if (outcome === "out_of_order") return this.reject(summary, index, valid.symbol, "out_of_order");
+    coin.lastUpdateAt = now;
+    summary.accepted++;
+    for (const row of rows) this.pending.set(`${row.symbol}/${row.tf}/${row.openTime}`, row);
+    this.touched.add(coin.symbol);
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushTimer || this.pending.size === 0) return;
+    this.flushTimer = setTimeout(() => {
+      this.flushTimer = null;
+      this.flush().catch((err: unknown) => this.deps.logger.error({ err }, "candle flush failed; touched coins reloaded"));
+    }, FLUSH_DELAY_MS);
+  }
+
+  /** Commits everything pending; on failure reloads the touched coins and rethrows. */
+  flush(): Promise<void> {
+    const run = this.flushChain.then(() => this.flushNow());
+    this.flushChain = run.catch(() => {});
+    return run;
+  }
+
+  private async flushNow(): Promise<void> {
+    if (this.flushTimer) {
+      clearTimeout(this.flushTimer);
+      this.flushTimer = null;
+    }
+    if (this.pending.size === 0) return;
+    const rows = [...this.pending.values()];
+    const touched = [...this.touched];
+    this.pending = new Map();
+    this.touched = new Set();
+    try {
+      await persistMarket(this.deps.db, rows, touched.map((s) => this.coins.get(s)!).filter(Boolean));
+    } catch (err) {
+      await this.reload(touched);
+      throw err;
+    }
+  }
+
+  /** Replaces the in-memory runtime of these coins with what the store holds. */
+  async reload(symbols: string[]): Promise<void> {
+    for (const symbol of symbols) {
+      const coin = await loadCoin(this.deps.db, symbol);
+      if (coin) this.coins.set(symbol, coin);
+      else this.coins.delete(symbol);
+    }
+  }
+
+  /** Flushes and stops the timer (shutdown). */
+  async close(): Promise<void> {
+    await this.flush().catch((err: unknown) => this.deps.logger.error({ err }, "final candle flush failed"));
+  }
+}

@@ -1,0 +1,37 @@
+/**
+ * IngestService: the feeders' client-streaming push, a thin adapter over MarketFeed.ingest.
+ * Used over the internal listener and in-process by `signals candles import`.
+ */
+import { ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import type { Logger } from "pino";
+import type { IngestService, PushCandlesRequest } from "../../gen/signals/v1/ingest_pb.js";
+import { serviceError } from "../errors.ts";
+import type { MarketFeed } from "./feed.ts";
+import type { CandleUpdate } from "./validate.ts";
+
+async function* toUpdates(requests: AsyncIterable<PushCandlesRequest>): AsyncGenerator<CandleUpdate> {
+  for await (const r of requests) {
+    yield { symbol: r.symbol, tf: r.tf, openTime: Number(r.openTime), open: r.open, high: r.high, low: r.low, close: r.close, volume: r.volume, closed: r.closed };
+  }
+}
+
+/** Builds the IngestService implementation over a market feed. */
+export function createIngestService(feed: MarketFeed, logger: Logger): ServiceImpl<typeof IngestService> {
+  return {
+    async pushCandles(requests) {
+      try {
+        const summary = await feed.ingest(toUpdates(requests));
+        return {
+          accepted: BigInt(summary.accepted),
+          rejected: BigInt(summary.rejected),
+          duplicates: BigInt(summary.duplicates),
+          rejections: summary.rejections.map((r) => ({ index: BigInt(r.index), symbol: r.symbol, reason: r.reason })),
+        };
+      } catch (err) {
+        if (err instanceof ConnectError) throw err;
+        logger.error({ err: (err as Error).message }, "candle ingest failed");
+        throw serviceError("unavailable", "The candle store could not be written; nothing after the last committed batch was kept. Resend: duplicates are ignored.");
+      }
+    },
+  };
+}

@@ -1,0 +1,145 @@
+/**
+ * Candle store and engine checkpoints in Postgres (Drizzle). Candles, the checkpoints of the
+ * series they moved and the coin's freshness are written in one transaction.
+ */
+import { and, asc, desc, eq, gt, gte, inArray, sql } from "drizzle-orm";
+import type { DbHandle } from "../db/client.ts";
+import { candles, coins, seriesState } from "../db/schema.ts";
+import { restoreState, runSeries, serializeState, type Candle } from "../engine/index.ts";
+import type { Timeframe } from "../signals/request.ts";
+import { CoinRuntime, emptySeries, mergeCandle, type CandleRow, type SeriesRuntime } from "./coin-runtime.ts";
+import { bucketStart, derivedTimeframes, isTimeframe } from "./timeframes.ts";
+
+/** Closed candles replayed when a checkpoint is missing or from an older engine version. */
+export const WARMUP_CANDLES = 2_000;
+const INSERT_CHUNK = 10_000;
+
+/** Writes candle rows, the checkpoints of the given coins' series and their freshness. */
+export async function persistMarket(handle: DbHandle, rows: CandleRow[], touched: CoinRuntime[]): Promise<void> {
+  await handle.db.transaction(async (tx) => {
+    for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+      const chunk = rows.slice(i, i + INSERT_CHUNK);
+      // unnest() of one array per column: one statement with 9 parameters, however many rows.
+      await tx.execute(sql`
+        INSERT INTO candles (symbol, tf, open_time, open, high, low, close, volume, closed)
+        SELECT * FROM unnest(
+          ${sql.param(chunk.map((r) => r.symbol))}::text[], ${sql.param(chunk.map((r) => r.tf))}::text[], ${sql.param(chunk.map((r) => r.openTime))}::bigint[],
+          ${sql.param(chunk.map((r) => r.open))}::float8[], ${sql.param(chunk.map((r) => r.high))}::float8[], ${sql.param(chunk.map((r) => r.low))}::float8[],
+          ${sql.param(chunk.map((r) => r.close))}::float8[], ${sql.param(chunk.map((r) => r.volume))}::float8[], ${sql.param(chunk.map((r) => (r.closed ? "t" : "f")))}::text[]::bool[])
+        ON CONFLICT (symbol, tf, open_time) DO UPDATE SET
+          open = excluded.open, high = excluded.high, low = excluded.low, close = excluded.close,
+          volume = excluded.volume, closed = excluded.closed`);
+    }
+    for (const coin of touched) {
+      await tx
+        .insert(coins)
+        .values({ symbol: coin.symbol, baseTf: coin.baseTf, lastUpdateAt: new Date(coin.lastUpdateAt) })
+        .onConflictDoUpdate({ target: coins.symbol, set: { lastUpdateAt: new Date(coin.lastUpdateAt) } });
+      const states = [...coin.series.values()].map((s) => ({
+        symbol: coin.symbol,
+        tf: s.tf,
+        state: JSON.parse(serializeState(s.state)) as unknown,
+        lastClosedOpenTime: s.state.lastOpenTime,
+        updatedAt: new Date(),
+      }));
+      await tx
+        .insert(seriesState)
+        .values(states)
+        .onConflictDoUpdate({
+          target: [seriesState.symbol, seriesState.tf],
+          set: { state: sql`excluded.state`, lastClosedOpenTime: sql`excluded.last_closed_open_time`, updatedAt: sql`excluded.updated_at` },
+        });
+    }
+  });
+}
+
+const toCandle = (r: { openTime: number; open: number; high: number; low: number; close: number; volume: number }): Candle => ({
+  openTime: Number(r.openTime),
+  open: r.open,
+  high: r.high,
+  low: r.low,
+  close: r.close,
+  volume: r.volume,
+});
+
+async function closedCandles(handle: DbHandle, symbol: string, tf: Timeframe, from: number | null, limit?: number): Promise<Candle[]> {
+  const where = and(eq(candles.symbol, symbol), eq(candles.tf, tf), eq(candles.closed, true), from === null ? undefined : gte(candles.openTime, from));
+  if (limit !== undefined) {
+    const rows = await handle.db.select().from(candles).where(where).orderBy(desc(candles.openTime)).limit(limit);
+    return rows.reverse().map(toCandle);
+  }
+  return (await handle.db.select().from(candles).where(where).orderBy(asc(candles.openTime))).map(toCandle);
+}
+
+async function restoreSeries(handle: DbHandle, symbol: string, tf: Timeframe, checkpoint: unknown): Promise<SeriesRuntime> {
+  const series = emptySeries(tf);
+  try {
+    if (checkpoint !== undefined) {
+      series.state = restoreState(checkpoint);
+      return series;
+    }
+  } catch {
+    // An unreadable or older checkpoint falls through to a bounded rebuild from the candles.
+  }
+  series.state = runSeries(await closedCandles(handle, symbol, tf, null, WARMUP_CANDLES));
+  return series;
+}
+
+/** Rebuilds one coin's runtime from its checkpoints and candles, exactly as it was persisted. */
+export async function loadCoin(handle: DbHandle, symbol: string): Promise<CoinRuntime | null> {
+  const [coin] = await handle.db.select().from(coins).where(eq(coins.symbol, symbol));
+  if (!coin || !isTimeframe(coin.baseTf)) return null;
+  const baseTf = coin.baseTf;
+  const checkpoints = new Map((await handle.db.select().from(seriesState).where(eq(seriesState.symbol, symbol))).map((r) => [r.tf, r.state]));
+  const series = new Map<Timeframe, SeriesRuntime>();
+  for (const tf of [baseTf, ...derivedTimeframes(baseTf)]) series.set(tf, await restoreSeries(handle, symbol, tf, checkpoints.get(tf)));
+  const base = series.get(baseTf)!;
+  const lastClosed = base.state.lastOpenTime;
+  const [formingRow] = await handle.db
+    .select()
+    .from(candles)
+    .where(and(eq(candles.symbol, symbol), eq(candles.tf, baseTf), eq(candles.closed, false), lastClosed === null ? undefined : gt(candles.openTime, lastClosed)))
+    .orderBy(desc(candles.openTime))
+    .limit(1);
+  base.forming = formingRow ? toCandle(formingRow) : null;
+  for (const tf of derivedTimeframes(baseTf)) {
+    const s = series.get(tf)!;
+    if (lastClosed !== null) {
+      const bucket = bucketStart(lastClosed, tf);
+      const derivedLast = s.state.lastOpenTime;
+      if (derivedLast === null || derivedLast < bucket) {
+        for (const c of await closedCandles(handle, symbol, baseTf, bucket)) s.partial = mergeCandle(s.partial, c, bucket);
+      }
+    }
+    if (base.forming) {
+      const bucket = bucketStart(base.forming.openTime, tf);
+      s.forming = mergeCandle(s.partial && s.partial.openTime === bucket ? s.partial : null, base.forming, bucket);
+    } else {
+      s.forming = s.partial;
+    }
+  }
+  return new CoinRuntime(symbol, baseTf, coin.lastUpdateAt.getTime(), series);
+}
+
+/** Loads every coin (at start). */
+export async function loadAllCoins(handle: DbHandle): Promise<CoinRuntime[]> {
+  const symbols = await handle.db.select({ symbol: coins.symbol }).from(coins);
+  const loaded = await Promise.all(symbols.map((r) => loadCoin(handle, r.symbol)));
+  return loaded.filter((c): c is CoinRuntime => c !== null);
+}
+
+/** Closed candles of one series in time order (chart pages, tests). */
+export async function readCandles(handle: DbHandle, symbol: string, tf: Timeframe): Promise<Candle[]> {
+  return closedCandles(handle, symbol, tf, null);
+}
+
+/** Number of stored candles per timeframe for some coins (import summaries, tests). */
+export async function countCandles(handle: DbHandle, symbols: string[]): Promise<Record<string, number>> {
+  if (symbols.length === 0) return {};
+  const rows = await handle.db
+    .select({ tf: candles.tf, n: sql<number>`count(*)::int` })
+    .from(candles)
+    .where(inArray(candles.symbol, symbols))
+    .groupBy(candles.tf);
+  return Object.fromEntries(rows.map((r) => [r.tf, Number(r.n)]));
+}
