@@ -4,7 +4,7 @@
  */
 import { and, eq, isNull, sql } from "drizzle-orm";
 import type { DbHandle } from "../db/client.ts";
-import { accounts, apiKeys, dailyUsage } from "../db/schema.ts";
+import { accounts, apiKeys } from "../db/schema.ts";
 import { displayPrefix, generateApiKey, hashApiKey } from "./api-key.ts";
 import { mytDay, mytMonth } from "../clock.ts";
 import type { Limits } from "../config.ts";
@@ -88,11 +88,11 @@ export async function getAccountSummary(handle: DbHandle, accountId: number, now
       packBalance: accounts.packBalance,
       grantMonth: accounts.grantMonth,
       keyPrefix: apiKeys.displayPrefix,
-      callsToday: dailyUsage.calls,
+      usageDay: accounts.usageDay,
+      callsToday: accounts.callsToday,
     })
     .from(accounts)
     .leftJoin(apiKeys, and(eq(apiKeys.accountId, accounts.id), isNull(apiKeys.revokedAt)))
-    .leftJoin(dailyUsage, and(eq(dailyUsage.accountId, accounts.id), eq(dailyUsage.day, mytDay(now))))
     .where(eq(accounts.id, accountId));
   const row = rows[0];
   if (!row) throw new AccountError("not_found", `no account with id ${accountId}`);
@@ -105,7 +105,7 @@ export async function getAccountSummary(handle: DbHandle, accountId: number, now
     grantBalance: Number(row.grantBalance),
     packBalance: Number(row.packBalance),
     creditsLeft: Number(row.grantBalance) + Number(row.packBalance),
-    callsToday: Number(row.callsToday ?? 0),
+    callsToday: row.usageDay === mytDay(now) ? Number(row.callsToday) : 0,
     keyPrefix: row.keyPrefix ?? "",
     grantMonth,
   };

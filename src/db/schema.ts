@@ -31,6 +31,10 @@ export const accounts = pgTable(
     packBalance: bigint("pack_balance", { mode: "number" }).notNull().default(0),
     /** First day of the MYT month the grant bucket belongs to; null before the first grant. */
     grantMonth: date("grant_month", { mode: "string" }),
+    /** MYT day that calls_today counts; a charge on a later day starts again from 0. */
+    usageDay: date("usage_day", { mode: "string" }),
+    /** Charged calls on usage_day (the daily cap); kept on the row so a charge is one row update. */
+    callsToday: integer("calls_today").notNull().default(0),
     /** Set when a charge crossed below the low-balance threshold; cleared when back above. */
     lowBalanceNotified: boolean("low_balance_notified").notNull().default(false),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
@@ -85,19 +89,6 @@ export const ledgerEntries = pgTable(
     index("ledger_entries_account_idx").on(t.accountId, t.id),
     check("ledger_entries_kind_check", sql`${t.kind} IN ('grant','expiry','pack','charge','adjustment')`),
   ],
-);
-
-export const dailyUsage = pgTable(
-  "daily_usage",
-  {
-    accountId: bigint("account_id", { mode: "number" })
-      .notNull()
-      .references(() => accounts.id),
-    /** Calendar day in MYT. */
-    day: date("day", { mode: "string" }).notNull(),
-    calls: integer("calls").notNull().default(0),
-  },
-  (t) => [primaryKey({ columns: [t.accountId, t.day] })],
 );
 
 /** One row per coin a feeder has sent; its base timeframe is fixed by its first candle. */

@@ -1,0 +1,59 @@
+/**
+ * Import of all twelve real coins (1h CSV, ~384,000 candles, plus the derived 4h and 1d) into
+ * Postgres through the same MarketFeed the server uses. Target: under 30 s on 2 cores.
+ *
+ *   node bench/import.ts        (needs ../shared/data/candles and PostgreSQL)
+ */
+import { existsSync, readdirSync } from "node:fs";
+import path from "node:path";
+import { randomBytes } from "node:crypto";
+import { fileURLToPath } from "node:url";
+import postgres from "postgres";
+import { pino } from "pino";
+import { openDb, migrateDb } from "../src/db/client.ts";
+import { MarketFeed } from "../src/market/feed.ts";
+import { readCandleFile } from "../src/market/csv-candles.ts";
+import { countCandles } from "../src/market/store.ts";
+
+const DATA = fileURLToPath(new URL("../../shared/data/candles/", import.meta.url));
+const BASE_URL = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+
+/** Imports every *USDT_1h.csv.gz into a fresh database; returns a Markdown table. */
+export async function benchImport(): Promise<string> {
+  if (!existsSync(DATA)) return "| import | skipped: ../shared/data/candles is absent | |";
+  const files = readdirSync(DATA).filter((f) => f.endsWith("USDT_1h.csv.gz")).sort();
+  const name = `signals_bench_${randomBytes(4).toString("hex")}`;
+  const u = new URL(BASE_URL);
+  u.pathname = "/postgres";
+  const admin = postgres(u.toString(), { max: 1, onnotice: () => {} });
+  await admin.unsafe(`CREATE DATABASE ${name}`);
+  u.pathname = "/" + name;
+  const db = await openDb({ databaseUrl: u.toString(), dataDir: "", poolSize: 4 });
+  try {
+    await migrateDb(db);
+    const feed = new MarketFeed({ db, clock: Date.now, logger: pino({ level: "silent" }), staleAfterMs: 1e12 });
+    const started = performance.now();
+    let accepted = 0;
+    for (const file of files) {
+      const symbol = file.replace("USDT_1h.csv.gz", "");
+      const summary = await feed.ingest(readCandleFile(path.join(DATA, file), symbol, "1h"));
+      accepted += summary.accepted;
+    }
+    const seconds = (performance.now() - started) / 1000;
+    const counts = await countCandles(db, files.map((f) => f.replace("USDT_1h.csv.gz", "")));
+    return [
+      `| measure | value | target |`,
+      `|---|---|---|`,
+      `| coins / 1h candles accepted | ${files.length} / ${accepted} | 12 / ~384,000 |`,
+      `| rows stored (1h / 4h / 1d) | ${counts["1h"]} / ${counts["4h"]} / ${counts["1d"]} | |`,
+      `| import time | ${seconds.toFixed(1)} s | < 30 s |`,
+      `| rate | ${Math.round(accepted / seconds)} candles/s | |`,
+    ].join("\n");
+  } finally {
+    await db.close();
+    await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.end();
+  }
+}
+
+if (import.meta.main) console.log(await benchImport());

@@ -1,0 +1,72 @@
+/**
+ * Memory of a server holding 500 coins × 5 timeframes: a real server process on Postgres
+ * receives 500 coins of synthetic 15m candles (so 15m, 30m, 1h, 4h and 1d are all live)
+ * through the internal gRPC IngestService; its RSS is read beside the same process idle.
+ * Target: under 200 MB RSS.
+ */
+import { randomBytes } from "node:crypto";
+import postgres from "postgres";
+import { create } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { IngestService, PushCandlesRequestSchema } from "../gen/signals/v1/ingest_pb.js";
+import { demoCandles } from "../src/market/demo-feed.ts";
+import { rssMiB, startServerProcess } from "./server-process.ts";
+
+const BASE_URL = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+const COINS = 500;
+const CANDLES_PER_COIN = 200;
+const TOKEN = "bench-internal-token-0123456789";
+
+/** Runs the memory benchmark; returns a Markdown table. */
+export async function benchMemory(): Promise<string> {
+  const name = `signals_bench_${randomBytes(4).toString("hex")}`;
+  const u = new URL(BASE_URL);
+  u.pathname = "/postgres";
+  const admin = postgres(u.toString(), { max: 1, onnotice: () => {} });
+  await admin.unsafe(`CREATE DATABASE ${name}`);
+  u.pathname = "/" + name;
+  const server = await startServerProcess({ DATABASE_URL: u.toString(), INTERNAL_TOKEN: TOKEN });
+  try {
+    await new Promise((r) => setTimeout(r, 1000));
+    const idle = await rssMiB(server.child.pid!);
+    const client = createClient(IngestService, createGrpcTransport({ baseUrl: `http://127.0.0.1:${server.internalPort}` }));
+    const template = demoCandles("BTC", CANDLES_PER_COIN);
+    const started = performance.now();
+    let accepted = 0;
+    for (let batch = 0; batch < COINS; batch += 50) {
+      async function* updates() {
+        for (let c = batch; c < Math.min(COINS, batch + 50); c++) {
+          const symbol = `C${String(c).padStart(3, "0")}`;
+          const scale = 1 + c / 100;
+          for (const k of template) {
+            yield create(PushCandlesRequestSchema, {
+              symbol, tf: "15m", openTime: BigInt(Date.now() - (Date.now() % 900_000) - (CANDLES_PER_COIN - (k.openTime - template[0]!.openTime) / 900_000) * 900_000),
+              open: k.open * scale, high: k.high * scale, low: k.low * scale, close: k.close * scale, volume: k.volume, closed: true,
+            });
+          }
+        }
+      }
+      const res = await client.pushCandles(updates(), { headers: { authorization: `Bearer ${TOKEN}` } });
+      accepted += Number(res.accepted);
+    }
+    const seconds = (performance.now() - started) / 1000;
+    await new Promise((r) => setTimeout(r, 1000));
+    const loaded = await rssMiB(server.child.pid!);
+    return [
+      `| measure | value | target |`,
+      `|---|---|---|`,
+      `| coins × timeframes held | ${COINS} × 5 (15m base; 30m, 1h, 4h, 1d derived) | 500 × 5 |`,
+      `| candles pushed over gRPC | ${accepted} in ${seconds.toFixed(1)} s | |`,
+      `| server RSS idle (baseline) | ${idle.toFixed(0)} MiB | |`,
+      `| server RSS holding 500 × 5 | ${loaded.toFixed(0)} MiB | < 200 MB |`,
+    ].join("\n");
+  } finally {
+    server.child.kill("SIGTERM");
+    await new Promise((r) => setTimeout(r, 1000));
+    await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.end();
+  }
+}
+
+if (import.meta.main) console.log(await benchMemory());

@@ -1,0 +1,41 @@
+/**
+ * Starts `node src/main.ts` as a child process for benchmarks and waits for its "listening"
+ * log line (ports chosen by the OS).
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+
+export interface ServerProcess {
+  child: ChildProcess;
+  port: number;
+  internalPort: number;
+}
+
+/** Spawns the server with extra environment and resolves once it listens. */
+export function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+  // Same V8 flag as `npm start` (see README: bounded young generation keeps RSS low).
+  const child = spawn(process.execPath, ["--max-semi-space-size=16", "src/main.ts"], {
+    env: { ...process.env, PORT: "0", INTERNAL_PORT: "0", LOG_LEVEL: "info", DEMO_ACCOUNT: "false", DEMO_FEED: "false", ...env },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  return new Promise((resolve, reject) => {
+    let buffer = "";
+    const onData = (d: Buffer) => {
+      buffer += d.toString();
+      const line = buffer.split("\n").find((l) => l.includes('"listening"'));
+      if (!line) return;
+      child.stdout!.off("data", onData);
+      child.stdout!.resume();
+      const info = JSON.parse(line) as { port: number; internalPort: number };
+      resolve({ child, port: info.port, internalPort: info.internalPort });
+    };
+    child.stdout!.on("data", onData);
+    child.on("exit", (code) => reject(new Error(`server exited with ${code}`)));
+  });
+}
+
+/** Resident set size of a process in MiB (Linux /proc). */
+export async function rssMiB(pid: number): Promise<number> {
+  const { readFileSync } = await import("node:fs");
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
+  return kb / 1024;
+}
