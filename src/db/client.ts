@@ -16,6 +16,8 @@ export interface DbHandle {
   readonly driver: "postgres" | "pglite";
   /** Runs raw SQL and returns plain rows, hiding the drivers' different result shapes. */
   rows<T = Record<string, unknown>>(query: SQL): Promise<T[]>;
+  /** Subscribes to a NOTIFY channel (other processes on the same database). */
+  listen(channel: string, onPayload: (payload: string) => void): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -53,6 +55,9 @@ async function openPostgres(url: string, poolSize: number): Promise<DbHandle> {
       const result = (await db.execute(query)) as unknown as T[];
       return Array.from(result);
     },
+    async listen(channel, onPayload) {
+      await client.listen(channel, onPayload);
+    },
     async close() {
       await client.end({ timeout: 5 });
     },
@@ -71,6 +76,9 @@ async function openPglite(dataDir: string): Promise<DbHandle> {
     async rows<T>(query: SQL): Promise<T[]> {
       const result = (await db.execute(query)) as unknown as { rows: T[] };
       return result.rows;
+    },
+    async listen(channel, onPayload) {
+      await client.listen(channel, onPayload);
     },
     async close() {
       await client.close();

@@ -10,7 +10,8 @@ import type { Clock } from "../clock.ts";
 import type { Timeframe } from "../signals/request.ts";
 import type { SignalSnapshot, SnapshotLookup } from "../signals/snapshot.ts";
 import { CoinRuntime, type CandleRow } from "./coin-runtime.ts";
-import { loadAllCoins, loadCoin, persistMarket } from "./store.ts";
+import { randomUUID } from "node:crypto";
+import { loadAllCoins, loadCoin, MARKET_CHANNEL, persistMarket } from "./store.ts";
 import { checkCandleFields, type CandleUpdate, type RejectReason, type ValidUpdate } from "./validate.ts";
 
 export interface IngestSummary {
@@ -47,14 +48,34 @@ export class MarketFeed implements SignalSnapshot {
   private touched = new Set<string>();
   private flushChain: Promise<void> = Promise.resolve();
   private flushTimer: NodeJS.Timeout | null = null;
+  /** Identifies this process's commits in market notifications. */
+  private readonly writerId = randomUUID();
+  /** Bumped when a batch could not be committed; a stream that overlapped it fails (its rows may be lost). */
+  private failedFlushes = 0;
 
   constructor(deps: MarketFeedDeps) {
     this.deps = deps;
   }
 
-  /** Loads every coin's state from the store (call once at start). */
+  /**
+   * Loads every coin's state from the store (call once at start) and follows the commits of
+   * other server processes on the same database through LISTEN/NOTIFY.
+   */
   async load(): Promise<void> {
+    await this.deps.db.listen(MARKET_CHANNEL, (payload) => this.onMarketNotice(payload));
     for (const coin of await loadAllCoins(this.deps.db)) this.coins.set(coin.symbol, coin);
+  }
+
+  private onMarketNotice(payload: string): void {
+    let notice: { writer?: string; symbols?: string[] };
+    try {
+      notice = JSON.parse(payload) as typeof notice;
+    } catch {
+      return;
+    }
+    if (notice.writer === this.writerId || !Array.isArray(notice.symbols)) return;
+    const reload = notice.symbols.includes("*") ? loadAllCoins(this.deps.db).then((all) => all.forEach((c) => this.coins.set(c.symbol, c))) : this.reload(notice.symbols);
+    reload.catch((err: unknown) => this.deps.logger.warn({ err: (err as Error).message }, "could not follow another process's market update"));
   }
 
   /** Current reading of a coin on a timeframe, or why there is none. */
@@ -79,8 +100,12 @@ export class MarketFeed implements SignalSnapshot {
   async ingest(source: Iterable<CandleUpdate> | AsyncIterable<CandleUpdate>, onProgress?: (s: IngestSummary) => void): Promise<IngestSummary> {
     const summary = emptySummary();
     const order = new Map<string, number>();
+    const failedAtStart = this.failedFlushes;
+    const lost = () => new Error("a batch of this stream could not be committed; resend it (duplicates are ignored)");
     let index = 0;
     for await (const update of source) {
+      // A background flush failed and reloaded the coins: stop before building on the reloaded state.
+      if (this.failedFlushes !== failedAtStart) throw lost();
       this.applyOne(update, index++, order, summary);
       if (this.pending.size >= FLUSH_ROWS) {
         await this.flush();
@@ -90,6 +115,7 @@ export class MarketFeed implements SignalSnapshot {
       }
     }
     await this.flush();
+    if (this.failedFlushes !== failedAtStart) throw lost();
     onProgress?.(summary);
     return summary;
   }
@@ -155,9 +181,14 @@ export class MarketFeed implements SignalSnapshot {
     this.pending = new Map();
     this.touched = new Set();
     try {
-      await persistMarket(this.deps.db, rows, touched.map((s) => this.coins.get(s)!).filter(Boolean));
+      await persistMarket(this.deps.db, rows, touched.map((s) => this.coins.get(s)!).filter(Boolean), this.writerId);
     } catch (err) {
-      await this.reload(touched);
+      try {
+        await this.reload(touched);
+      } finally {
+        // After the reload: a stream that applied updates during it fails too.
+        this.failedFlushes++;
+      }
       throw err;
     }
   }

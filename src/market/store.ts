@@ -14,8 +14,14 @@ import { bucketStart, derivedTimeframes, isTimeframe } from "./timeframes.ts";
 export const WARMUP_CANDLES = 2_000;
 const INSERT_CHUNK = 10_000;
 
-/** Writes candle rows, the checkpoints of the given coins' series and their freshness. */
-export async function persistMarket(handle: DbHandle, rows: CandleRow[], touched: CoinRuntime[]): Promise<void> {
+/** NOTIFY channel telling other server processes which coins a commit changed. */
+export const MARKET_CHANNEL = "market_updated";
+
+/**
+ * Writes candle rows, the checkpoints of the given coins' series and their freshness, and
+ * notifies other processes (delivered on commit) with `{writer, symbols}`.
+ */
+export async function persistMarket(handle: DbHandle, rows: CandleRow[], touched: CoinRuntime[], writer: string): Promise<void> {
   await handle.db.transaction(async (tx) => {
     for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
       const chunk = rows.slice(i, i + INSERT_CHUNK);
@@ -50,6 +56,10 @@ export async function persistMarket(handle: DbHandle, rows: CandleRow[], touched
           set: { state: sql`excluded.state`, lastClosedOpenTime: sql`excluded.last_closed_open_time`, updatedAt: sql`excluded.updated_at` },
         });
     }
+    // NOTIFY payloads are limited to 8000 bytes: many coins at once means "reload everything".
+    const symbols = touched.map((c) => c.symbol);
+    const payload = JSON.stringify({ writer, symbols: symbols.join(",").length > 7000 ? ["*"] : symbols });
+    await tx.execute(sql`SELECT pg_notify(${MARKET_CHANNEL}, ${payload})`);
   });
 }
 
