@@ -14,6 +14,8 @@ export type Database = PgDatabase<PgQueryResultHKT, typeof schema>;
 export interface DbHandle {
   readonly db: Database;
   readonly driver: "postgres" | "pglite";
+  /** postgres:// URL (null for PGlite). */
+  readonly url: string | null;
   /** Runs raw SQL and returns plain rows, hiding the drivers' different result shapes. */
   rows<T = Record<string, unknown>>(query: SQL): Promise<T[]>;
   /** Subscribes to a NOTIFY channel (other processes on the same database). */
@@ -51,6 +53,7 @@ async function openPostgres(url: string, poolSize: number): Promise<DbHandle> {
   return {
     db,
     driver: "postgres",
+    url,
     async rows<T>(query: SQL): Promise<T[]> {
       const result = (await db.execute(query)) as unknown as T[];
       return Array.from(result);
@@ -73,6 +76,7 @@ async function openPglite(dataDir: string): Promise<DbHandle> {
   return {
     db,
     driver: "pglite",
+    url: null,
     async rows<T>(query: SQL): Promise<T[]> {
       const result = (await db.execute(query)) as unknown as { rows: T[] };
       return result.rows;
@@ -86,11 +90,25 @@ async function openPglite(dataDir: string): Promise<DbHandle> {
   };
 }
 
-/** Applies every pending migration (idempotent; safe to run at each start). */
+/** Advisory-lock key that serialises migrations of processes starting together. */
+const MIGRATION_LOCK_KEY = 4_242_001;
+
+/**
+ * Applies every pending migration (idempotent; safe to run at each start). On Postgres the
+ * run holds an advisory lock on a connection of its own, so processes starting at the same
+ * time migrate one after the other instead of racing on CREATE TABLE.
+ */
 export async function migrateDb(handle: DbHandle): Promise<void> {
   if (handle.driver === "postgres") {
+    const { default: postgres } = await import("postgres");
     const { migrate } = await import("drizzle-orm/postgres-js/migrator");
-    await migrate(handle.db as never, { migrationsFolder });
+    const lock = postgres(handle.url!, { max: 1, onnotice: () => {}, connect_timeout: 10 });
+    try {
+      await lock`SELECT pg_advisory_lock(${MIGRATION_LOCK_KEY})`;
+      await migrate(handle.db as never, { migrationsFolder });
+    } finally {
+      await lock.end({ timeout: 5 });
+    }
   } else {
     const { migrate } = await import("drizzle-orm/pglite/migrator");
     await migrate(handle.db as never, { migrationsFolder });

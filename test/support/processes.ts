@@ -1,0 +1,192 @@
+/**
+ * Real child processes for end-to-end tests: the `signals` CLI and `src/main.ts` servers, run on
+ * the project's Node 24 (node_modules/.bin/node, native type stripping) with a clean environment.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+export const PROJECT_ROOT = fileURLToPath(new URL("../../", import.meta.url));
+/** The project's Node 24 (the `node` npm package); PATH `node` may be older. */
+export const NODE_BIN = fileURLToPath(new URL("../../node_modules/.bin/node", import.meta.url));
+
+/** Variables the code under test reads; never inherited from the test runner's environment. */
+const CONFIG_VARS = [
+  "DATABASE_URL",
+  "DATA_DIR",
+  "HOST",
+  "PORT",
+  "INTERNAL_HOST",
+  "INTERNAL_PORT",
+  "INTERNAL_TOKEN",
+  "DB_POOL_SIZE",
+  "DAILY_CAP",
+  "MONTHLY_GRANT",
+  "LOW_BALANCE_PCT",
+  "MAX_SYMBOLS",
+  "DEMO_ACCOUNT",
+  "LOG_LEVEL",
+  "MAX_HEADER_BYTES",
+  "NODE_OPTIONS",
+];
+
+/** process.env without the service's configuration, plus `vars`. */
+export function childEnv(vars: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of CONFIG_VARS) delete env[name];
+  return { ...env, ...vars };
+}
+
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `signals <args>` (src/cli/bin.ts) to completion. */
+export function runCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 45_000): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(NODE_BIN, ["src/cli/bin.ts", ...args], { cwd: PROJECT_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`signals ${args.join(" ")} did not finish within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+    }, timeoutMs);
+    child.on("error", (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}
+
+export interface ServerProcess {
+  readonly pid: number;
+  readonly port: number;
+  readonly internalPort: number;
+  readonly baseUrl: string;
+  readonly internalUrl: string;
+  /** JSON log lines written to stdout so far. */
+  logs(): Array<Record<string, unknown>>;
+  stderr(): string;
+  /** SIGTERM, wait for the exit (SIGKILL after a grace period); resolves to the exit code. */
+  stop(): Promise<number | null>;
+}
+
+/** Outcome of a server process that exited (or never said "listening"). */
+export interface ServerExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+function waitForExit(child: ChildProcess, graceMs: number): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      resolve(code);
+    });
+  });
+}
+
+/**
+ * Starts `node src/main.ts` with `env` and resolves once its "listening" log line names the
+ * ports. Rejects with the process's output when it exits first or takes longer than timeoutMs.
+ */
+export function startServerProcess(env: NodeJS.ProcessEnv, timeoutMs = 45_000): Promise<ServerProcess> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(NODE_BIN, ["src/main.ts"], { cwd: PROJECT_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+    const logs: Array<Record<string, unknown>> = [];
+    let stdout = "";
+    let stderr = "";
+    let pending = "";
+    let settled = false;
+    const fail = (why: string) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      child.kill("SIGKILL");
+      reject(new Error(`${why}\nstdout: ${stdout}\nstderr: ${stderr}`));
+    };
+    const timer = setTimeout(() => fail(`server did not log "listening" within ${timeoutMs} ms`), timeoutMs);
+    child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
+      stdout += chunk;
+      pending += chunk;
+      let newline: number;
+      while ((newline = pending.indexOf("\n")) >= 0) {
+        const line = pending.slice(0, newline);
+        pending = pending.slice(newline + 1);
+        let entry: Record<string, unknown>;
+        try {
+          entry = JSON.parse(line) as Record<string, unknown>;
+        } catch {
+          continue;
+        }
+        logs.push(entry);
+        if (!settled && entry.msg === "listening") {
+          settled = true;
+          clearTimeout(timer);
+          const port = Number(entry.port);
+          const internalPort = Number(entry.internalPort);
+          resolve({
+            pid: child.pid!,
+            port,
+            internalPort,
+            baseUrl: `http://127.0.0.1:${port}`,
+            internalUrl: `http://127.0.0.1:${internalPort}`,
+            logs: () => [...logs],
+            stderr: () => stderr,
+            async stop() {
+              if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+              return waitForExit(child, 10_000);
+            },
+          });
+        }
+      }
+    });
+    child.on("error", (err) => fail(`could not spawn the server: ${err.message}`));
+    child.on("exit", (code, signal) => fail(`server exited (code ${code}, signal ${signal}) before listening`));
+  });
+}
+
+/** Runs a server process that is expected to refuse to start; resolves when it exits. */
+export function runServerToExit(env: NodeJS.ProcessEnv, timeoutMs = 45_000): Promise<ServerExit> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(NODE_BIN, ["src/main.ts"], { cwd: PROJECT_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      stdout += chunk;
+      // It started after all: stop it now rather than at the timeout (the caller sees exit 0).
+      if (/"msg":"listening"/.test(stdout)) child.kill("SIGTERM");
+    });
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`server still running after ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+    }, timeoutMs);
+    child.on("error", (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}
+
+/** True when some line of `text` looks like a JavaScript stack frame. */
+export function hasStackTrace(text: string): boolean {
+  return /^\s+at /m.test(text);
+}
