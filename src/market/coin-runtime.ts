@@ -91,7 +91,8 @@ export class CoinRuntime {
     const s = this.series.get(tf);
     if (!s) return null;
     if (s.cached?.version === s.version) return s.cached.reading;
-    const reading = s.forming ? (s.state.count > 0 ? readForming(s.state, s.forming) : null) : readClosed(s.state);
+    // Fewer closed candles than the ATR period is no_data, forming candle or not (docs/decisions.md).
+    const reading = s.state.atr === null ? null : s.forming ? readForming(s.state, s.forming) : readClosed(s.state);
     s.cached = { version: s.version, reading };
     return reading;
   }

@@ -74,7 +74,12 @@ export class MarketFeed implements SignalSnapshot {
       return;
     }
     if (notice.writer === this.writerId || !Array.isArray(notice.symbols)) return;
-    const reload = notice.symbols.includes("*") ? loadAllCoins(this.deps.db).then((all) => all.forEach((c) => this.coins.set(c.symbol, c))) : this.reload(notice.symbols);
+    // One writer per coin is the rule; if this process also has unsaved updates for a coin,
+    // reloading would drop them from memory while their rows are still written. Keep ours.
+    const clash = notice.symbols.filter((symbol) => this.touched.has(symbol));
+    if (clash.length > 0) this.deps.logger.warn({ symbols: clash }, "another process wrote coins this process is writing; keeping local state");
+    const others = notice.symbols.filter((symbol) => !this.touched.has(symbol));
+    const reload = others.includes("*") ? loadAllCoins(this.deps.db).then((all) => all.forEach((c) => { if (!this.touched.has(c.symbol)) this.coins.set(c.symbol, c); })) : this.reload(others);
     reload.catch((err: unknown) => this.deps.logger.warn({ err: (err as Error).message }, "could not follow another process's market update"));
   }
 
@@ -183,10 +188,12 @@ export class MarketFeed implements SignalSnapshot {
     try {
       await persistMarket(this.deps.db, rows, touched.map((s) => this.coins.get(s)!).filter(Boolean), this.writerId);
     } catch (err) {
+      // Streams that overlapped this batch fail: from now on (they stop applying updates), and
+      // after the reload (one that started during it built on state the reload replaced).
+      this.failedFlushes++;
       try {
         await this.reload(touched);
       } finally {
-        // After the reload: a stream that applied updates during it fails too.
         this.failedFlushes++;
       }
       throw err;

@@ -7,6 +7,7 @@ import { loadConfig, type Config } from "../../src/config.ts";
 import { createApp, type App } from "../../src/server/create-app.ts";
 import { createAccount } from "../../src/accounts/accounts.ts";
 import { emptySnapshot, type SignalSnapshot } from "../../src/signals/snapshot.ts";
+import { MarketFeed } from "../../src/market/feed.ts";
 import { createTestDb, type TestDb } from "./test-db.ts";
 
 export const INTERNAL_TOKEN = "test-internal-token-0123456789";
@@ -33,6 +34,8 @@ export interface TestServer {
   readonly db: TestDb;
   readonly config: Config;
   readonly clock: TestClock;
+  /** The market feed serving both the snapshot and IngestService (only with `feed: true`). */
+  readonly feed: MarketFeed | null;
   /** Creates an account and returns its id and key. */
   account(input?: { plan?: string; email?: string; subscriptionUntil?: Date }): Promise<{ accountId: number; apiKey: string }>;
   close(): Promise<void>;
@@ -40,17 +43,30 @@ export interface TestServer {
 
 let emailCounter = 0;
 
-/** Starts a server (public + internal listener) on loopback ports chosen by the OS. */
-export async function startTestServer(options: { env?: Record<string, string>; snapshot?: SignalSnapshot; clock?: TestClock } = {}): Promise<TestServer> {
+/**
+ * Starts a server (public + internal listener) on loopback ports chosen by the OS. With
+ * `feed: true`, a MarketFeed over the same database (loaded, on the server's clock and
+ * STALE_AFTER) is both the snapshot and the IngestService backend; `snapshot` is then ignored.
+ */
+export async function startTestServer(
+  options: { env?: Record<string, string>; snapshot?: SignalSnapshot; clock?: TestClock; feed?: boolean } = {},
+): Promise<TestServer> {
   const db = await createTestDb();
   const config = loadConfig({ PORT: "0", INTERNAL_PORT: "0", INTERNAL_TOKEN, LOG_LEVEL: "silent", ...options.env });
   const clock = options.clock ?? createTestClock();
+  const logger = pino({ level: "silent" });
+  let feed: MarketFeed | null = null;
+  if (options.feed) {
+    feed = new MarketFeed({ db: db.handle, clock, logger, staleAfterMs: config.staleAfterMs });
+    await feed.load();
+  }
   const app: App = createApp({
     config,
     db: db.handle,
     clock,
-    logger: pino({ level: "silent" }),
-    snapshot: options.snapshot ?? emptySnapshot,
+    logger,
+    snapshot: feed ?? options.snapshot ?? emptySnapshot,
+    ...(feed ? { feed } : {}),
     internalToken: INTERNAL_TOKEN,
   });
   const { port, internalPort } = await app.start();
@@ -62,6 +78,7 @@ export async function startTestServer(options: { env?: Record<string, string>; s
     db,
     config,
     clock,
+    feed,
     async account(input = {}) {
       const { summary, apiKey } = await createAccount(
         db.handle,
@@ -77,6 +94,7 @@ export async function startTestServer(options: { env?: Record<string, string>; s
     },
     async close() {
       await app.stop(1000);
+      await feed?.close();
       await db.drop();
     },
   };
