@@ -99,7 +99,7 @@ export async function benchApi(): Promise<string> {
     console.log(`baseline: pgbench UPDATE … RETURNING, ${CONNECTIONS} clients, ${DURATION_S}s …`);
     const baselineTps = pgbenchBaseline(dbUrl, dir);
 
-    const started = await startServerProcess({ DATABASE_URL: dbUrl, INTERNAL_TOKEN: "bench-internal-token-0123456789", DB_POOL_SIZE: process.env.BENCH_POOL ?? "32", DAILY_CAP: "10000000" });
+    const started = await startServerProcess({ DATABASE_URL: dbUrl, INTERNAL_TOKEN: "bench-internal-token-0123456789", DAILY_CAP: "10000000" });
     server = started.child;
     const keys: string[] = [];
     for (let i = 0; i < ACCOUNTS; i++) {

@@ -6,9 +6,8 @@
  */
 import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
-import { randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
-import postgres from "postgres";
+import { benchDatabase } from "./server-process.ts";
 import { pino } from "pino";
 import { openDb, migrateDb } from "../src/db/client.ts";
 import { MarketFeed } from "../src/market/feed.ts";
@@ -16,19 +15,13 @@ import { readCandleFile } from "../src/market/csv-candles.ts";
 import { countCandles } from "../src/market/store.ts";
 
 const DATA = fileURLToPath(new URL("../../shared/data/candles/", import.meta.url));
-const BASE_URL = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 
 /** Imports every *USDT_1h.csv.gz into a fresh database; returns a Markdown table. */
 export async function benchImport(): Promise<string> {
   if (!existsSync(DATA)) return "| import | skipped: ../shared/data/candles is absent | |";
   const files = readdirSync(DATA).filter((f) => f.endsWith("USDT_1h.csv.gz")).sort();
-  const name = `signals_bench_${randomBytes(4).toString("hex")}`;
-  const u = new URL(BASE_URL);
-  u.pathname = "/postgres";
-  const admin = postgres(u.toString(), { max: 1, onnotice: () => {} });
-  await admin.unsafe(`CREATE DATABASE ${name}`);
-  u.pathname = "/" + name;
-  const db = await openDb({ databaseUrl: u.toString(), dataDir: "", poolSize: 4 });
+  const database = await benchDatabase();
+  const db = await openDb({ databaseUrl: database.url, dataDir: "", poolSize: 4 });
   try {
     await migrateDb(db);
     const feed = new MarketFeed({ db, clock: Date.now, logger: pino({ level: "silent" }), staleAfterMs: 1e12 });
@@ -51,8 +44,7 @@ export async function benchImport(): Promise<string> {
     ].join("\n");
   } finally {
     await db.close();
-    await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.end();
+    await database.drop();
   }
 }
 

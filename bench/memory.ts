@@ -4,29 +4,21 @@
  * through the internal gRPC IngestService; its RSS is read beside the same process idle.
  * Target: under 200 MB RSS.
  */
-import { randomBytes } from "node:crypto";
-import postgres from "postgres";
 import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { IngestService, PushCandlesRequestSchema } from "../gen/signals/v1/ingest_pb.js";
 import { demoCandles } from "../src/market/demo-feed.ts";
-import { rssMiB, startServerProcess } from "./server-process.ts";
+import { benchDatabase, rssMiB, startServerProcess } from "./server-process.ts";
 
-const BASE_URL = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const COINS = 500;
 const CANDLES_PER_COIN = 200;
 const TOKEN = "bench-internal-token-0123456789";
 
 /** Runs the memory benchmark; returns a Markdown table. */
 export async function benchMemory(): Promise<string> {
-  const name = `signals_bench_${randomBytes(4).toString("hex")}`;
-  const u = new URL(BASE_URL);
-  u.pathname = "/postgres";
-  const admin = postgres(u.toString(), { max: 1, onnotice: () => {} });
-  await admin.unsafe(`CREATE DATABASE ${name}`);
-  u.pathname = "/" + name;
-  const server = await startServerProcess({ DATABASE_URL: u.toString(), INTERNAL_TOKEN: TOKEN });
+  const database = await benchDatabase();
+  const server = await startServerProcess({ DATABASE_URL: database.url, INTERNAL_TOKEN: TOKEN });
   try {
     await new Promise((r) => setTimeout(r, 1000));
     const idle = await rssMiB(server.child.pid!);
@@ -64,8 +56,7 @@ export async function benchMemory(): Promise<string> {
   } finally {
     server.child.kill("SIGTERM");
     await new Promise((r) => setTimeout(r, 1000));
-    await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.end();
+    await database.drop();
   }
 }
 

@@ -3,6 +3,27 @@
  * log line (ports chosen by the OS).
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import postgres from "postgres";
+
+const BASE_URL = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+
+/** A fresh database on the benchmark server: its URL and a function that drops it. */
+export async function benchDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `signals_bench_${randomBytes(4).toString("hex")}`;
+  const u = new URL(BASE_URL);
+  u.pathname = "/postgres";
+  const admin = postgres(u.toString(), { max: 1, onnotice: () => {} });
+  await admin.unsafe(`CREATE DATABASE ${name}`);
+  u.pathname = "/" + name;
+  return {
+    url: u.toString(),
+    async drop() {
+      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+    },
+  };
+}
 
 export interface ServerProcess {
   child: ChildProcess;

@@ -18,6 +18,12 @@ export interface DbHandle {
   readonly url: string | null;
   /** Runs raw SQL and returns plain rows, hiding the drivers' different result shapes. */
   rows<T = Record<string, unknown>>(query: SQL): Promise<T[]>;
+  /**
+   * Runs one fixed SQL text with positional parameters as a prepared statement (postgres.js
+   * prepares and caches it per connection). For the hottest queries: it skips the query
+   * builder, which measured ~30% of a charge's client-side cost.
+   */
+  prepared<T = Record<string, unknown>>(text: string, params: unknown[]): Promise<T[]>;
   /** Subscribes to a NOTIFY channel (other processes on the same database). */
   listen(channel: string, onPayload: (payload: string) => void): Promise<void>;
   close(): Promise<void>;
@@ -58,6 +64,12 @@ async function openPostgres(url: string, poolSize: number): Promise<DbHandle> {
       const result = (await db.execute(query)) as unknown as T[];
       return Array.from(result);
     },
+    async prepared<T>(text: string, params: unknown[]): Promise<T[]> {
+      // postgres.js needs JS arrays wrapped to send them as Postgres arrays.
+      const values = params.map((p) => (Array.isArray(p) ? client.array(p as never[]) : p));
+      const result = await client.unsafe(text, values as never[], { prepare: true });
+      return Array.from(result) as T[];
+    },
     async listen(channel, onPayload) {
       await client.listen(channel, onPayload);
     },
@@ -80,6 +92,9 @@ async function openPglite(dataDir: string): Promise<DbHandle> {
     async rows<T>(query: SQL): Promise<T[]> {
       const result = (await db.execute(query)) as unknown as { rows: T[] };
       return result.rows;
+    },
+    async prepared<T>(text: string, params: unknown[]): Promise<T[]> {
+      return (await client.query<T>(text, params)).rows;
     },
     async listen(channel, onPayload) {
       await client.listen(channel, onPayload);

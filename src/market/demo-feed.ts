@@ -22,7 +22,7 @@ const HISTORY_CANDLES = 1_500;
 const REGIME_LENGTH = 48;
 
 /** Small, fast, seedable PRNG (mulberry32). */
-function prng(seed: number): () => number {
+export function prng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

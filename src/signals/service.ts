@@ -20,7 +20,7 @@ import type { Limits } from "../config.ts";
 import type { Clock } from "../clock.ts";
 import { nextMytMidnight } from "../clock.ts";
 import { hashApiKey, isWellFormedApiKey } from "../accounts/api-key.ts";
-import { chargeCall, type ChargeResult } from "../billing/charge.ts";
+import { createChargeBatcher, type ChargeResult, type Charger } from "../billing/charge.ts";
 import { serviceError } from "../errors.ts";
 import { isWellFormedSymbol, normaliseSymbols, normaliseTimeframe, type Timeframe } from "./request.ts";
 import type { SignalName, SignalReading, SignalSnapshot } from "./snapshot.ts";
@@ -76,13 +76,13 @@ function readingEntry(symbol: string, tf: Timeframe, r: SignalReading): SignalEn
   });
 }
 
-async function charge(deps: SignalsServiceDeps, ctx: HandlerContext, now: number): Promise<ChargeResult> {
+async function charge(deps: SignalsServiceDeps, charger: Charger, ctx: HandlerContext, now: number): Promise<ChargeResult> {
   const key = ctx.requestHeader.get(API_KEY_HEADER)?.trim() ?? "";
   if (key === "") throw serviceError("api_key_required");
   if (!isWellFormedApiKey(key)) throw serviceError("invalid_api_key");
   let result: ChargeResult;
   try {
-    result = await chargeCall(deps.db, hashApiKey(key), deps.limits, now);
+    result = await charger(hashApiKey(key), now);
   } catch (cause) {
     deps.logger.error({ err: cause }, "charge_call failed");
     throw serviceError("unavailable");
@@ -98,10 +98,11 @@ async function charge(deps: SignalsServiceDeps, ctx: HandlerContext, now: number
 
 /** Builds the service implementation over its dependencies. */
 export function createSignalsService(deps: SignalsServiceDeps): ServiceImpl<typeof SignalsService> {
+  const charger = createChargeBatcher(deps.db, deps.limits);
   return {
     async getSignals(request, ctx) {
       const now = deps.clock();
-      const charged = await charge(deps, ctx, now);
+      const charged = await charge(deps, charger, ctx, now);
       const tf = normaliseTimeframe(request.tf);
       const symbols = normaliseSymbols(request.symbols, deps.limits.maxSymbols);
       return create(GetSignalsResponseSchema, {

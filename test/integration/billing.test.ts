@@ -9,7 +9,7 @@ import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
 import { loadConfig, type Limits } from "../../src/config.ts";
 import { createAccount, getAccountSummary } from "../../src/accounts/accounts.ts";
 import { hashApiKey } from "../../src/accounts/api-key.ts";
-import { chargeCall } from "../../src/billing/charge.ts";
+import { chargeBatch, chargeCall, createChargeBatcher } from "../../src/billing/charge.ts";
 import { adjustTokens, applyMonthlyGrant } from "../../src/billing/tokens.ts";
 
 const limits: Limits = loadConfig({}).limits;
@@ -182,6 +182,48 @@ describe("charge_call", () => {
     expect(check.charges).toBe(100);
     expect(check.grantBalance + check.packBalance).toBe(0);
     expect((await getAccountSummary(tdb.handle, id, NOV_15)).callsToday).toBe(100);
+  });
+});
+
+describe("grouped charges", () => {
+  it("answers each call of a group in its own position, in arrival order per key", async () => {
+    const a = await newAccount();
+    const b = await newAccount();
+    await setBalance(a.id, 2);
+    const unknown = hashApiKey("sig_live_" + "Z".repeat(32));
+    const results = await chargeBatch(
+      tdb.handle,
+      [a, b, a, { keyHash: unknown }, a].map((x) => ({ keyHash: x.keyHash, now: NOV_15 })),
+      limits,
+    );
+    expect(results.map((r) => r.outcome)).toEqual(["ok", "ok", "ok", "invalid_api_key", "insufficient_credits"]);
+    expect(results.map((r) => r.creditsLeft)).toEqual([1, 9_999, 0, null, 0]);
+    await expectLedgerSums(a.id);
+    await expectLedgerSums(b.id);
+  });
+
+  it("keeps exact accounting when the batcher groups many concurrent calls", async () => {
+    const accountsUnderTest = await Promise.all([newAccount(), newAccount(), newAccount()]);
+    for (const acc of accountsUnderTest) await setBalance(acc.id, 20);
+    const charge = createChargeBatcher(tdb.handle, limits);
+    const results = await Promise.all(Array.from({ length: 150 }, (_, i) => charge(accountsUnderTest[i % 3]!.keyHash, NOV_15)));
+    expect(results.filter((r) => r.outcome === "ok")).toHaveLength(60);
+    expect(results.filter((r) => r.outcome === "insufficient_credits")).toHaveLength(90);
+    for (const acc of accountsUnderTest) {
+      const check = await expectLedgerSums(acc.id);
+      expect(check.charges).toBe(20);
+    }
+  });
+
+  it("refuses every call of a group, charging nothing, when the statement fails", async () => {
+    const { id, keyHash } = await newAccount();
+    const before = await ledgerCheck(tdb.handle, id);
+    // The database connection drops while the group's statement is in flight.
+    const failing = { ...tdb.handle, prepared: () => Promise.reject(new Error("connection lost")) } as typeof tdb.handle;
+    const charge = createChargeBatcher(failing, limits);
+    const outcomes = await Promise.allSettled([charge(keyHash, NOV_15), charge(keyHash, NOV_15)]);
+    expect(outcomes.every((o) => o.status === "rejected")).toBe(true);
+    expect(await ledgerCheck(tdb.handle, id)).toEqual(before);
   });
 });
 

@@ -5,6 +5,7 @@
  * implicit closes, duplicates / out-of-order updates, and gaps.
  */
 import { describe, expect, it } from "vitest";
+import { prng } from "../../../src/market/demo-feed.ts";
 import { readClosed, readForming, runSeries, type Candle, type EngineState, type Reading } from "../../../src/engine/index.ts";
 import { CoinRuntime, type CandleRow } from "../../../src/market/coin-runtime.ts";
 import type { ValidUpdate } from "../../../src/market/validate.ts";
@@ -67,17 +68,6 @@ function expectedReading(closed: readonly Candle[], forming: Candle | null): Rea
   return forming ? readForming(state, forming) : readClosed(state);
 }
 
-/** Deterministic PRNG (mulberry32), so every run sees the same series. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** A random walk of valid base candles from `start`, skipping some slots when gapRate > 0. */
 function walk(seed: number, count: number, baseMs: number, start: number, gapRate = 0): Candle[] {
