@@ -14,6 +14,10 @@ import path from "node:path";
 import { randomBytes } from "node:crypto";
 import postgres from "postgres";
 import { startServerProcess } from "./server-process.ts";
+import { openDb } from "../src/db/client.ts";
+import { loadConfig } from "../src/config.ts";
+import { createAccount } from "../src/accounts/accounts.ts";
+import { adjustTokens } from "../src/billing/tokens.ts";
 
 const BASE_URL = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const CONNECTIONS = 64;
@@ -38,9 +42,21 @@ function pgbenchBaseline(dbUrl: string, dir: string): number {
   return Number(tps[1]);
 }
 
-function runCli(dbUrl: string, args: string[]): Record<string, unknown> {
-  const out = execFileSync(process.execPath, ["src/cli/bin.ts", ...args, "--json"], { env: { ...process.env, DATABASE_URL: dbUrl }, encoding: "utf8" });
-  return JSON.parse(out) as Record<string, unknown>;
+/** Creates the benchmark accounts directly in the database (setup is not measured). */
+async function createAccounts(dbUrl: string, count: number): Promise<string[]> {
+  const handle = await openDb({ databaseUrl: dbUrl, dataDir: "", poolSize: 2 });
+  const limits = loadConfig({}).limits;
+  const keys: string[] = [];
+  try {
+    for (let i = 0; i < count; i++) {
+      const { summary, apiKey } = await createAccount(handle, { email: `bench${i}@example.test`, plan: "node", subscriptionUntil: new Date("2099-01-01T00:00:00Z") }, limits, Date.now());
+      await adjustTokens(handle, summary.accountId, "pack", 10_000_000, "benchmark pack", limits);
+      keys.push(apiKey);
+    }
+  } finally {
+    await handle.close();
+  }
+  return keys;
 }
 
 interface WrkResult {
@@ -70,6 +86,8 @@ request = function()
 end
 `,
   );
+  // Warm-up (JIT, pool connections, prepared statements), not measured.
+  execFileSync("wrk", ["-t", "2", "-c", String(CONNECTIONS), "-d", "3s", "-s", lua, `http://127.0.0.1:${port}`], { encoding: "utf8" });
   const out = execFileSync("wrk", ["-t", "2", "-c", String(CONNECTIONS), "-d", `${DURATION_S}s`, "--latency", "-s", lua, `http://127.0.0.1:${port}`], { encoding: "utf8" });
   const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? 0);
   const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0);
@@ -101,12 +119,7 @@ export async function benchApi(): Promise<string> {
 
     const started = await startServerProcess({ DATABASE_URL: dbUrl, INTERNAL_TOKEN: "bench-internal-token-0123456789", DAILY_CAP: "10000000" });
     server = started.child;
-    const keys: string[] = [];
-    for (let i = 0; i < ACCOUNTS; i++) {
-      const created = runCli(dbUrl, ["account", "create", "--email", `bench${i}@example.test`, "--plan", "node", "--until", "2099-01-01T00:00:00Z"]);
-      runCli(dbUrl, ["tokens", "pack", "--account", String(created.account_id), "--amount", "10000000"]);
-      keys.push(String(created.api_key));
-    }
+    const keys = await createAccounts(dbUrl, ACCOUNTS);
     console.log(`billed REST calls: wrk, ${CONNECTIONS} connections, ${ACCOUNTS} accounts, 8 coins, ${DURATION_S}s …`);
     const result = runWrk(started.port, keys, dir);
     const [charges] = await db`SELECT count(*)::int AS n FROM ledger_entries WHERE kind = 'charge'`;
@@ -120,7 +133,7 @@ export async function benchApi(): Promise<string> {
       `| p50 latency | ${result.p50ms.toFixed(2)} ms | |`,
       `| p99 latency | ${result.p99ms.toFixed(2)} ms | < 25 ms |`,
       `| requests / errors (non-2xx + socket) | ${result.requests} / ${result.errors} | 0 errors |`,
-      `| ledger charge rows written | ${charges!.n} | = 200 responses |`,
+      `| ledger charge rows written (warm-up + measured) | ${charges!.n} | ≥ measured 200 responses |`,
     ];
     return lines.join("\n");
   } finally {
