@@ -15,3 +15,19 @@ export function createLogger(level: string): Logger {
     },
   });
 }
+
+/**
+ * A loggable summary of an error: its name, code and the first line of its message, cut to
+ * 300 characters. Database errors carry the failed query and every parameter in their message
+ * and fields (thousands of candle values, key hashes); those never go to the log whole.
+ */
+export function errorSummary(err: unknown): { type: string; code?: string; message: string; cause?: string } {
+  const e = err as { name?: string; code?: string; message?: string; cause?: { message?: string } };
+  const firstLine = (text: string | undefined) => String(text ?? err).split("\n")[0]!.slice(0, 300);
+  return {
+    type: e?.name ?? typeof err,
+    ...(typeof e?.code === "string" ? { code: e.code } : {}),
+    message: firstLine(e?.message),
+    ...(e?.cause?.message ? { cause: firstLine(e.cause.message) } : {}),
+  };
+}

@@ -2,7 +2,7 @@
  * Entry point of `npm start`: load config, start, drain on SIGTERM/SIGINT.
  */
 import { ConfigError, loadConfig } from "./config.ts";
-import { createLogger } from "./logger.ts";
+import { createLogger, errorSummary } from "./logger.ts";
 import { startServer } from "./server/boot.ts";
 
 /** Runs the server until a termination signal; exits non-zero with a one-line reason on failure. */
@@ -35,7 +35,7 @@ export async function main(): Promise<void> {
       .stop()
       .then(() => process.exit(0))
       .catch((err: unknown) => {
-        logger.error({ err }, "error while stopping");
+        logger.error({ err: errorSummary(err) }, "error while stopping");
         process.exit(1);
       });
   };

@@ -2,6 +2,7 @@
  * AdminService: operator actions on accounts, keys and Tokens. Served on the internal
  * listener and used in-process by the CLI, so both paths run exactly this code.
  */
+import { errorSummary } from "../logger.ts";
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { Logger } from "pino";
@@ -57,7 +58,7 @@ async function guarded<T>(logger: Logger, action: () => Promise<T>): Promise<T> 
     return await action();
   } catch (err) {
     if (err instanceof AccountError) throw serviceError(err.code, err.message);
-    logger.error({ err }, "admin action failed");
+    logger.error({ err: errorSummary(err) }, "admin action failed");
     throw serviceError("unavailable");
   }
 }

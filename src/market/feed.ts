@@ -4,6 +4,7 @@
  * If a batch cannot be written, the coins it touched are reloaded from the store, so memory
  * never runs ahead of the database for long and nothing is half-applied.
  */
+import { errorSummary } from "../logger.ts";
 import type { Logger } from "pino";
 import type { DbHandle } from "../db/client.ts";
 import type { Clock } from "../clock.ts";
@@ -80,7 +81,7 @@ export class MarketFeed implements SignalSnapshot {
     if (clash.length > 0) this.deps.logger.warn({ symbols: clash }, "another process wrote coins this process is writing; keeping local state");
     const others = notice.symbols.filter((symbol) => !this.touched.has(symbol));
     const reload = others.includes("*") ? loadAllCoins(this.deps.db).then((all) => all.forEach((c) => { if (!this.touched.has(c.symbol)) this.coins.set(c.symbol, c); })) : this.reload(others);
-    reload.catch((err: unknown) => this.deps.logger.warn({ err: (err as Error).message }, "could not follow another process's market update"));
+    reload.catch((err: unknown) => this.deps.logger.warn({ err: errorSummary(err) }, "could not follow another process's market update"));
   }
 
   /** Current reading of a coin on a timeframe, or why there is none. */
@@ -164,7 +165,7 @@ export class MarketFeed implements SignalSnapshot {
     if (this.flushTimer || this.pending.size === 0) return;
     this.flushTimer = setTimeout(() => {
       this.flushTimer = null;
-      this.flush().catch((err: unknown) => this.deps.logger.error({ err }, "candle flush failed; touched coins reloaded"));
+      this.flush().catch((err: unknown) => this.deps.logger.error({ err: errorSummary(err) }, "candle flush failed; touched coins reloaded"));
     }, FLUSH_DELAY_MS);
   }
 
@@ -211,6 +212,6 @@ export class MarketFeed implements SignalSnapshot {
 
   /** Flushes and stops the timer (shutdown). */
   async close(): Promise<void> {
-    await this.flush().catch((err: unknown) => this.deps.logger.error({ err }, "final candle flush failed"));
+    await this.flush().catch((err: unknown) => this.deps.logger.error({ err: errorSummary(err) }, "final candle flush failed"));
   }
 }

@@ -2,6 +2,7 @@
  * IngestService: the feeders' client-streaming push, a thin adapter over MarketFeed.ingest.
  * Used over the internal listener and in-process by `signals candles import`.
  */
+import { errorSummary } from "../logger.ts";
 import { ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import type { IngestService, PushCandlesRequest } from "../../gen/signals/v1/ingest_pb.js";
@@ -29,7 +30,7 @@ export function createIngestService(feed: MarketFeed, logger: Logger): ServiceIm
         };
       } catch (err) {
         if (err instanceof ConnectError) throw err;
-        logger.error({ err: (err as Error).message }, "candle ingest failed");
+        logger.error({ err: errorSummary(err) }, "candle ingest failed");
         throw serviceError("unavailable", "The candle store could not be written; nothing after the last committed batch was kept. Resend: duplicates are ignored.");
       }
     },

@@ -3,6 +3,7 @@
  * settle the internal token, create the demo account on a first embedded start, listen,
  * and drain on SIGTERM/SIGINT. Used by `npm start` and `npx signals serve`.
  */
+import { errorSummary } from "../logger.ts";
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { count } from "drizzle-orm";
@@ -34,7 +35,7 @@ export async function openDbWithRetry(config: Config, logger: Logger, signal?: A
     } catch (err) {
       if (signal?.aborted) throw err;
       if (!config.databaseUrl) throw err; // an embedded database that fails to open will not heal by waiting
-      logger.warn({ err: (err as Error).message, retryInMs: delayMs }, "database not reachable; retrying");
+      logger.warn({ err: errorSummary(err), retryInMs: delayMs }, "database not reachable; retrying");
       await sleep(delayMs);
       delayMs = Math.min(delayMs * 2, 10_000);
     }

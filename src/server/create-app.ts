@@ -4,6 +4,7 @@
  *  - internal (loopback by default, bearer token): AdminService and health.
  * Only main.ts (or a test) calls start().
  */
+import { errorSummary } from "../logger.ts";
 import { randomUUID } from "node:crypto";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { ConnectRouter } from "@connectrpc/connect";
@@ -78,7 +79,7 @@ export function createApp(deps: AppDeps): App {
           if (!handled) sendError(res, "not_found", "No such route. The paid endpoint is GET /api/v1/signals.");
         })
         .catch((err: unknown) => {
-          logger.error({ err }, "fallback handler failed");
+          logger.error({ err: errorSummary(err) }, "fallback handler failed");
           if (!res.headersSent) sendError(res, "internal");
         });
     },

@@ -3,6 +3,7 @@
  * handler builds the request message from the query string, calls the very same service
  * implementation that Connect and gRPC use, and maps the result or the error to JSON.
  */
+import { errorSummary } from "../logger.ts";
 import type { ServerResponse } from "node:http";
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
 import { create, getOption, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
@@ -126,7 +127,7 @@ export function createRestHandler(bindings: RestBinding[], logger: Logger, shutd
       const code = errorCodeOf(err);
       const headers = err instanceof ConnectError ? Object.fromEntries(err.metadata) : {};
       if (code === "internal") {
-        logger.error({ err }, "unhandled error in REST handler");
+        logger.error({ err: errorSummary(err) }, "unhandled error in REST handler");
         sendError(res, code);
       } else {
         sendError(res, code, err instanceof ConnectError ? err.rawMessage : undefined, headers);

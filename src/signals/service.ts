@@ -4,6 +4,7 @@
  * subscription, credits, daily cap, charge) → read the in-memory snapshot. The charge comes
  * first so a refused call costs nothing and a charged call can no longer fail.
  */
+import { errorSummary } from "../logger.ts";
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { Logger } from "pino";
@@ -84,7 +85,7 @@ async function charge(deps: SignalsServiceDeps, charger: Charger, ctx: HandlerCo
   try {
     result = await charger(hashApiKey(key), now);
   } catch (cause) {
-    deps.logger.error({ err: cause }, "charge_call failed");
+    deps.logger.error({ err: errorSummary(cause) }, "charge_call failed");
     throw serviceError("unavailable");
   }
   const headers = result.callsToday === null ? undefined : rateLimitHeaders(deps.limits, result.callsToday, now);
