@@ -6,7 +6,7 @@ import { and, eq, isNull, sql } from "drizzle-orm";
 import type { DbHandle } from "../db/client.ts";
 import { accounts, apiKeys } from "../db/schema.ts";
 import { displayPrefix, generateApiKey, hashApiKey } from "./api-key.ts";
-import { mytDay, mytMonth } from "../clock.ts";
+import { mytDay } from "../clock.ts";
 import type { Limits } from "../config.ts";
 import { applyMonthlyGrant } from "../billing/tokens.ts";
 
@@ -129,9 +129,4 @@ export async function setSubscription(handle: DbHandle, accountId: number, until
   const updated = await handle.db.update(accounts).set({ subscriptionUntil: until }).where(eq(accounts.id, accountId)).returning({ id: accounts.id });
   if (updated.length === 0) throw new AccountError("not_found", `no account with id ${accountId}`);
   return getAccountSummary(handle, accountId, now);
-}
-
-/** MYT month key used by the grant functions, exported for callers that need to show it. */
-export function currentGrantMonth(now: number): string {
-  return mytMonth(now);
 }

@@ -2,7 +2,8 @@
  * Real child processes for end-to-end tests: the `signals` CLI and `src/main.ts` servers, run on
  * the project's Node 24 (node_modules/.bin/node, native type stripping) with a clean environment.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess, type ChildProcessByStdio } from "node:child_process";
+import type { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
 
 export const PROJECT_ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -43,17 +44,22 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs `signals <args>` (src/cli/bin.ts) to completion. */
-export function runCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 45_000): Promise<CliResult> {
+/**
+ * Collects a child's output until it exits; kills it and rejects with `what` after timeoutMs.
+ * `onStdout` sees the output so far after each chunk.
+ */
+function runToExit(child: ChildProcessByStdio<null, Readable, Readable>, timeoutMs: number, what: string, onStdout?: (stdout: string) => void): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(NODE_BIN, ["src/cli/bin.ts", ...args], { cwd: PROJECT_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      stdout += chunk;
+      onStdout?.(stdout);
+    });
     child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
     const timer = setTimeout(() => {
       child.kill("SIGKILL");
-      reject(new Error(`signals ${args.join(" ")} did not finish within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+      reject(new Error(`${what} after ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
     }, timeoutMs);
     child.on("error", (err) => {
       clearTimeout(timer);
@@ -64,6 +70,12 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 45_00
       resolve({ code, signal, stdout, stderr });
     });
   });
+}
+
+/** Runs `signals <args>` (src/cli/bin.ts) to completion. */
+export function runCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 45_000): Promise<CliResult> {
+  const child = spawn(NODE_BIN, ["src/cli/bin.ts", ...args], { cwd: PROJECT_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  return runToExit(child, timeoutMs, `signals ${args.join(" ")} did not finish`);
 }
 
 export interface ServerProcess {
@@ -161,28 +173,10 @@ export function startServerProcess(env: NodeJS.ProcessEnv, timeoutMs = 45_000): 
 
 /** Runs a server process that is expected to refuse to start; resolves when it exits. */
 export function runServerToExit(env: NodeJS.ProcessEnv, timeoutMs = 45_000): Promise<ServerExit> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(NODE_BIN, ["src/main.ts"], { cwd: PROJECT_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
-      stdout += chunk;
-      // It started after all: stop it now rather than at the timeout (the caller sees exit 0).
-      if (/"msg":"listening"/.test(stdout)) child.kill("SIGTERM");
-    });
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(new Error(`server still running after ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
-    }, timeoutMs);
-    child.on("error", (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-    child.on("close", (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr });
-    });
+  const child = spawn(NODE_BIN, ["src/main.ts"], { cwd: PROJECT_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  // It started after all: stop it now rather than at the timeout (the caller sees exit 0).
+  return runToExit(child, timeoutMs, "server still running", (stdout) => {
+    if (/"msg":"listening"/.test(stdout)) child.kill("SIGTERM");
   });
 }
 
