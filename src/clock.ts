@@ -31,3 +31,8 @@ export function nextMytMonthStart(epochMs: number): number {
   const local = new Date(epochMs + MYT_OFFSET_MS);
   return Date.UTC(local.getUTCFullYear(), local.getUTCMonth() + 1, 1) - MYT_OFFSET_MS;
 }
+
+/** "2026-11-22 08:00 MYT": a MYT wall-clock time for people (alerts, pages). */
+export function formatMyt(epochMs: number): string {
+  return new Date(epochMs + MYT_OFFSET_MS).toISOString().slice(0, 16).replace("T", " ") + " MYT";
+}

@@ -15,6 +15,24 @@ export interface Limits {
   readonly maxSymbols: number;
 }
 
+export interface AlertConfig {
+  /** Base URL of the Telegram Bot API (or a compatible server). */
+  readonly telegramApiBase: string;
+  /** Bot token; null turns delivery off (outbox rows wait, then expire after giveUpAfterMs). */
+  readonly telegramBotToken: string | null;
+  /** A candle whose close is older than this (ms) when it arrives is history: no alert. */
+  readonly maxDelayMs: number;
+  /** A message still undelivered this long (ms) after it was written is recorded as failed. */
+  readonly giveUpAfterMs: number;
+  /** One sendMessage call may take this long (ms) before it counts as failed. */
+  readonly sendTimeoutMs: number;
+  /** First retry delay (ms); doubles per attempt up to retryMaxMs, with jitter. */
+  readonly retryBaseMs: number;
+  readonly retryMaxMs: number;
+  /** Run the delivery worker in this process. */
+  readonly worker: boolean;
+}
+
 export interface Config {
   readonly host: string;
   readonly port: number;
@@ -36,6 +54,9 @@ export interface Config {
   readonly staleAfterMs: number;
   /** Run the built-in demo feed (seeded random walk) for a few coins. */
   readonly demoFeed: boolean;
+  /** Where members reach the web pages (links in alerts), without a trailing slash. */
+  readonly publicBaseUrl: string;
+  readonly alerts: AlertConfig;
 }
 
 export class ConfigError extends Error {
@@ -68,6 +89,19 @@ function hostVar(env: Env, name: string, fallback: string): string {
   return raw;
 }
 
+function urlVar(env: Env, name: string, fallback: string): string {
+  const raw = env[name]?.trim();
+  if (!raw) return fallback;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} must be an http(s) URL, got "${raw}"`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new ConfigError(`${name} must be an http(s) URL, got "${raw}"`);
+  return raw.replace(/\/+$/, "");
+}
+
 /** Parses and validates the environment once; throws ConfigError with a one-line reason. */
 export function loadConfig(env: Env = process.env): Config {
   const databaseUrl = env.DATABASE_URL?.trim() || null;
@@ -81,12 +115,19 @@ export function loadConfig(env: Env = process.env): Config {
   const port = intVar(env, "PORT", 8080, 0, 65535);
   const internalPort = intVar(env, "INTERNAL_PORT", 8081, 0, 65535);
   if (port !== 0 && port === internalPort) throw new ConfigError("PORT and INTERNAL_PORT must differ");
+  const telegramBotToken = env.TELEGRAM_BOT_TOKEN?.trim() || null;
+  if (telegramBotToken !== null && !/^[A-Za-z0-9:_-]{8,200}$/.test(telegramBotToken)) {
+    throw new ConfigError("TELEGRAM_BOT_TOKEN must look like 123456:ABC-DEF... (letters, digits, ':', '_', '-')");
+  }
+  const host = hostVar(env, "HOST", "127.0.0.1");
+  const linkHost = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host.includes(":") ? `[${host}]` : host;
+  const retryBaseMs = intVar(env, "ALERT_RETRY_BASE_MS", 1000, 1, 3_600_000);
   const logLevel = env.LOG_LEVEL?.trim() || "info";
   if (!["fatal", "error", "warn", "info", "debug", "trace", "silent"].includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent`);
   }
   return Object.freeze({
-    host: hostVar(env, "HOST", "127.0.0.1"),
+    host,
     port,
     internalHost: hostVar(env, "INTERNAL_HOST", "127.0.0.1"),
     internalPort,
@@ -105,5 +146,16 @@ export function loadConfig(env: Env = process.env): Config {
     maxHeaderBytes: intVar(env, "MAX_HEADER_BYTES", 16 * 1024, 1024, 1024 * 1024),
     staleAfterMs: intVar(env, "STALE_AFTER", 900, 1, 365 * 24 * 3600) * 1000,
     demoFeed: boolVar(env, "DEMO_FEED", databaseUrl === null),
+    publicBaseUrl: urlVar(env, "PUBLIC_BASE_URL", `http://${linkHost}:${port}`),
+    alerts: Object.freeze({
+      telegramApiBase: urlVar(env, "TELEGRAM_API_BASE", "https://api.telegram.org"),
+      telegramBotToken,
+      maxDelayMs: intVar(env, "ALERT_MAX_DELAY", 300, 0, 7 * 24 * 3600) * 1000,
+      giveUpAfterMs: intVar(env, "ALERT_GIVE_UP_AFTER", 3600, 1, 30 * 24 * 3600) * 1000,
+      sendTimeoutMs: intVar(env, "ALERT_SEND_TIMEOUT_MS", 10_000, 10, 600_000),
+      retryBaseMs,
+      retryMaxMs: Math.max(retryBaseMs, intVar(env, "ALERT_RETRY_MAX_MS", 300_000, 1, 24 * 3_600_000)),
+      worker: boolVar(env, "ALERT_WORKER", true),
+    }),
   });
 }

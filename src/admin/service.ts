@@ -21,6 +21,7 @@ import {
 } from "../accounts/accounts.ts";
 import { adjustTokens, applyMonthlyGrant } from "../billing/tokens.ts";
 import { serviceError } from "../errors.ts";
+import { AlertSettingsError, clearAlertSettings, getAlertSettings, parseAlertSettings, saveAlertSettings, type AlertSettings } from "../alerts/settings.ts";
 
 export interface AdminServiceDeps {
   readonly db: DbHandle;
@@ -32,7 +33,7 @@ export interface AdminServiceDeps {
 const MAX_PACK = 10_000_000;
 const MONTH_MS = 31 * 24 * 3600 * 1000;
 
-function toMessage(summary: AccountSummary): AccountSummaryMessage {
+function toMessage(summary: AccountSummary, alerts: AlertSettings | null): AccountSummaryMessage {
   return create(AccountSummarySchema, {
     accountId: BigInt(summary.accountId),
     email: summary.email,
@@ -44,6 +45,7 @@ function toMessage(summary: AccountSummary): AccountSummaryMessage {
     callsToday: BigInt(summary.callsToday),
     keyPrefix: summary.keyPrefix,
     grantMonth: summary.grantMonth ?? "",
+    alerts: alerts ?? undefined,
   });
 }
 
@@ -58,6 +60,7 @@ async function guarded<T>(logger: Logger, action: () => Promise<T>): Promise<T> 
     return await action();
   } catch (err) {
     if (err instanceof AccountError) throw serviceError(err.code, err.message);
+    if (err instanceof AlertSettingsError) throw serviceError("bad_request", err.message);
     logger.error({ err: errorSummary(err) }, "admin action failed");
     throw serviceError("unavailable");
   }
@@ -66,6 +69,7 @@ async function guarded<T>(logger: Logger, action: () => Promise<T>): Promise<T> 
 /** Builds the AdminService implementation. */
 export function createAdminService(deps: AdminServiceDeps): ServiceImpl<typeof AdminService> {
   const { db, limits, clock, logger } = deps;
+  const message = async (summary: AccountSummary) => toMessage(summary, await getAlertSettings(db, summary.accountId));
   const summaryAfterGrant = async (accountId: number) => {
     const now = clock();
     await applyMonthlyGrant(db, accountId, limits, now);
@@ -78,19 +82,19 @@ export function createAdminService(deps: AdminServiceDeps): ServiceImpl<typeof A
         const until = req.subscriptionUntil ? parseInstant(req.subscriptionUntil, "subscription_until") : new Date(now + MONTH_MS);
         const { summary, apiKey } = await createAccount(db, { email: req.email, plan: req.plan, subscriptionUntil: until }, limits, now);
         logger.info({ accountId: summary.accountId, plan: summary.plan }, "account created");
-        return { account: toMessage(summary), apiKey };
+        return { account: await message(summary), apiKey };
       }),
-    getAccount: (req) => guarded(logger, async () => ({ account: toMessage(await summaryAfterGrant(accountIdOf(req.accountId))) })),
+    getAccount: (req) => guarded(logger, async () => ({ account: await message(await summaryAfterGrant(accountIdOf(req.accountId))) })),
     regenerateKey: (req) =>
       guarded(logger, async () => {
         const { summary, apiKey } = await regenerateKey(db, accountIdOf(req.accountId), clock());
         logger.info({ accountId: summary.accountId }, "api key regenerated");
-        return { account: toMessage(summary), apiKey };
+        return { account: await message(summary), apiKey };
       }),
     setSubscription: (req) =>
       guarded(logger, async () => {
         const until = parseInstant(req.until, "until");
-        return { account: toMessage(await setSubscription(db, accountIdOf(req.accountId), until, clock())) };
+        return { account: await message(await setSubscription(db, accountIdOf(req.accountId), until, clock())) };
       }),
     addTokenPack: (req) =>
       guarded(logger, async () => {
@@ -102,7 +106,7 @@ export function createAdminService(deps: AdminServiceDeps): ServiceImpl<typeof A
         await applyMonthlyGrant(db, accountId, limits, clock());
         const outcome = await adjustTokens(db, accountId, "pack", amount, `pack of ${amount}`, limits);
         if (outcome === "not_found") throw new AccountError("not_found", `no account with id ${accountId}`);
-        return { account: toMessage(await getAccountSummary(db, accountId, clock())) };
+        return { account: await message(await getAccountSummary(db, accountId, clock())) };
       }),
     adjustTokens: (req) =>
       guarded(logger, async () => {
@@ -117,7 +121,23 @@ export function createAdminService(deps: AdminServiceDeps): ServiceImpl<typeof A
         const outcome = await adjustTokens(db, accountId, "adjustment", delta, reason, limits);
         if (outcome === "not_found") throw new AccountError("not_found", `no account with id ${accountId}`);
         if (outcome === "insufficient_credits") throw new AccountError("insufficient_credits", "the adjustment would take the balance below zero");
-        return { account: toMessage(await getAccountSummary(db, accountId, clock())) };
+        return { account: await message(await getAccountSummary(db, accountId, clock())) };
+      }),
+    setAlerts: (req) =>
+      guarded(logger, async () => {
+        const accountId = accountIdOf(req.accountId);
+        const settings = parseAlertSettings({ chatId: req.alerts?.chatId ?? "", symbols: req.alerts?.symbols ?? [], timeframes: req.alerts?.timeframes ?? [] });
+        if (!(await saveAlertSettings(db, accountId, settings))) throw new AccountError("not_found", `no account with id ${accountId}`);
+        logger.info({ accountId, symbols: settings.symbols.length, timeframes: settings.timeframes }, "alert settings changed");
+        return { account: await message(await getAccountSummary(db, accountId, clock())) };
+      }),
+    clearAlerts: (req) =>
+      guarded(logger, async () => {
+        const accountId = accountIdOf(req.accountId);
+        const summary = await getAccountSummary(db, accountId, clock());
+        await clearAlertSettings(db, accountId);
+        logger.info({ accountId }, "alert settings cleared");
+        return { account: await message(summary) };
       }),
   };
 }

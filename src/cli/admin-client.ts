@@ -36,7 +36,7 @@ export async function withInternalTransport<T>(config: Config, action: (transpor
   return withLocalDb(config, async (db) => {
     const logger = pino({ level: "silent" });
     const admin = createAdminService({ db, limits: config.limits, clock: systemClock, logger });
-    const feed = new MarketFeed({ db, clock: systemClock, logger, staleAfterMs: config.staleAfterMs });
+    const feed = new MarketFeed({ db, clock: systemClock, logger, staleAfterMs: config.staleAfterMs, alertMaxDelayMs: config.alerts.maxDelayMs });
     await feed.load();
     const transport = createRouterTransport(({ service }) => {
       service(AdminService, admin);

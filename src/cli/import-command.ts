@@ -8,6 +8,7 @@ import { IngestService, type PushCandlesRequest } from "../../gen/signals/v1/ing
 import { create } from "@bufbuild/protobuf";
 import { PushCandlesRequestSchema } from "../../gen/signals/v1/ingest_pb.js";
 import { readCandleFile } from "../market/csv-candles.ts";
+import { INGEST_MODE_HEADER } from "../market/ingest-service.ts";
 
 export interface ImportResult {
   file: string;
@@ -56,7 +57,8 @@ export async function importCandles(transport: Transport, file: string, symbol: 
       yield create(PushCandlesRequestSchema, { ...u, openTime: BigInt(Number.isSafeInteger(u.openTime) ? u.openTime : -1) });
     }
   }
-  const res = await client.pushCandles(requests());
+  // An import is history: its signal events are stored for the chart pages but alert no one.
+  const res = await client.pushCandles(requests(), { headers: { [INGEST_MODE_HEADER]: "backfill" } });
   bar.done();
   return {
     file,

@@ -25,6 +25,10 @@ const USAGE = `Usage: signals <command> [options]   (every command accepts --jso
   tokens adjust --account ID --delta N --reason TEXT
                                                manual correction, written to the ledger
   candles import --file F --symbol S --tf TF   import closed candles from CSV or .csv.gz
+                                               (history: stores signal events, sends no alerts)
+  alerts set --account ID --chat CHAT_ID --symbols BTC,ETH --tf 4h,1d
+                                               alert the member's Telegram chat on these
+  alerts clear --account ID                    stop the member's alerts
 
 Environment: DATABASE_URL (Postgres) or DATA_DIR (embedded, default ./.data); see README.`;
 
@@ -45,11 +49,13 @@ const OPTIONS = {
   file: { type: "string" },
   symbol: { type: "string" },
   tf: { type: "string" },
+  chat: { type: "string" },
+  symbols: { type: "string" },
 } as const;
 
 type Values = { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]["type"] extends "boolean" ? boolean : string };
 
-function required(values: Values, name: "email" | "plan" | "until" | "account" | "amount" | "delta" | "reason" | "file" | "symbol" | "tf"): string {
+function required(values: Values, name: "email" | "plan" | "until" | "account" | "amount" | "delta" | "reason" | "file" | "symbol" | "tf" | "chat" | "symbols"): string {
   const value = values[name];
   if (value === undefined || value.trim() === "") throw new UsageError(`--${name} is required`);
   return value.trim();
@@ -74,6 +80,7 @@ function summaryJson(account: AccountSummary | undefined): Record<string, unknow
     calls_today: Number(account.callsToday),
     key_prefix: account.keyPrefix || null,
     grant_month: account.grantMonth || null,
+    alerts: account.alerts ? { chat_id: account.alerts.chatId, symbols: account.alerts.symbols, timeframes: account.alerts.timeframes } : null,
   };
 }
 
@@ -88,6 +95,10 @@ function describe(result: Record<string, unknown>): string[] {
     `Tokens: ${result.credits_left} (grant ${result.grant_balance} for ${result.grant_month ?? "-"}, packs ${result.pack_balance})  calls today: ${result.calls_today}`,
     `key: ${result.key_prefix ?? "(none)"}…`,
   ];
+  const alerts = result.alerts as { chat_id: string; symbols: string[]; timeframes: string[] } | null | undefined;
+  if (alerts !== undefined) {
+    lines.push(alerts ? `alerts: chat ${alerts.chat_id}  coins ${alerts.symbols.join(",")}  timeframes ${alerts.timeframes.join(",")}` : "alerts: off");
+  }
   if (typeof result.api_key === "string") {
     lines.push("", `API key (shown once, store it now): ${result.api_key}`);
   }
@@ -115,6 +126,12 @@ async function runAdmin(config: Config, command: string, values: Values): Promis
         return summaryJson(
           (await client.adjustTokens({ accountId: integerArg(values, "account"), delta: integerArg(values, "delta"), reason: required(values, "reason") })).account,
         );
+      case "alerts set": {
+        const alerts = { chatId: required(values, "chat"), symbols: required(values, "symbols").split(","), timeframes: required(values, "tf").split(",") };
+        return summaryJson((await client.setAlerts({ accountId: integerArg(values, "account"), alerts })).account);
+      }
+      case "alerts clear":
+        return summaryJson((await client.clearAlerts({ accountId: integerArg(values, "account") })).account);
       default:
         throw new UsageError(`unknown command "${command}"`);
     }

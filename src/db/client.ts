@@ -37,6 +37,12 @@ export interface DbOptions {
   readonly poolSize?: number;
 }
 
+/** Plain rows of a Drizzle `execute` result, whichever driver produced it (also inside transactions). */
+export function resultRows<T>(result: unknown): T[] {
+  const withRows = result as { rows?: T[] };
+  return Array.isArray(withRows.rows) ? withRows.rows : Array.from(result as Iterable<T>);
+}
+
 export const migrationsFolder = fileURLToPath(new URL("./migrations", import.meta.url));
 
 /** Opens (but does not migrate) the database described by the options. */
@@ -61,8 +67,7 @@ async function openPostgres(url: string, poolSize: number): Promise<DbHandle> {
     driver: "postgres",
     url,
     async rows<T>(query: SQL): Promise<T[]> {
-      const result = (await db.execute(query)) as unknown as T[];
-      return Array.from(result);
+      return resultRows<T>(await db.execute(query));
     },
     async prepared<T>(text: string, params: unknown[]): Promise<T[]> {
       // postgres.js needs JS arrays wrapped to send them as Postgres arrays.
@@ -90,8 +95,7 @@ async function openPglite(dataDir: string): Promise<DbHandle> {
     driver: "pglite",
     url: null,
     async rows<T>(query: SQL): Promise<T[]> {
-      const result = (await db.execute(query)) as unknown as { rows: T[] };
-      return result.rows;
+      return resultRows<T>(await db.execute(query));
     },
     async prepared<T>(text: string, params: unknown[]): Promise<T[]> {
       return (await client.query<T>(text, params)).rows;

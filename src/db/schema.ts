@@ -134,3 +134,120 @@ export const seriesState = pgTable(
   },
   (t) => [primaryKey({ columns: [t.symbol, t.tf] })],
 );
+
+/**
+ * A signal change at a candle close (a new break, or an invalidation back to NONE). The id is
+ * `<SYMBOL>-<tf>-<open time of the closing candle, ms>`: the candle that set the signal names it,
+ * so the API, the alert and the stream carry the same id, and a replay of the same candle can
+ * never make a second event. `seq` orders events by commit (writers take an advisory lock).
+ */
+export const signalEvents = pgTable(
+  "signal_events",
+  {
+    seq: bigint("seq", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
+    id: text("id").notNull(),
+    symbol: text("symbol").notNull(),
+    tf: text("tf").notNull(),
+    signal: text("signal").notNull(),
+    /** Close of the candle that set the signal. */
+    price: doublePrecision("price").notNull(),
+    defense: doublePrecision("defense"),
+    atrPct: doublePrecision("atr_pct"),
+    /** Open time (epoch ms) of the candle whose close set the signal. */
+    candleOpenTime: bigint("candle_open_time", { mode: "number" }).notNull(),
+    /** The candle closed in real time (alerts go out); false for imports and backfills. */
+    live: boolean("live").notNull(),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [uniqueIndex("signal_events_id_key").on(t.id), index("signal_events_series_idx").on(t.symbol, t.tf, t.candleOpenTime)],
+);
+
+/** Where and about what a member is alerted (one row per account). */
+export const alertSettings = pgTable("alert_settings", {
+  accountId: bigint("account_id", { mode: "number" })
+    .primaryKey()
+    .references(() => accounts.id),
+  /** Telegram chat id (a number, or @channelname). */
+  chatId: text("chat_id").notNull(),
+  symbols: text("symbols").array().notNull(),
+  timeframes: text("timeframes").array().notNull(),
+  updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
+});
+
+export const outboxKinds = ["signal_alert", "low_balance"] as const;
+export type OutboxKind = (typeof outboxKinds)[number];
+
+/**
+ * Transactional outbox: a message to deliver, written in the same transaction as the fact it
+ * reports. The worker leases rows (lease_until), so a crashed worker's row is retried after
+ * the lease; sent_at or failed_at ends a row's life.
+ */
+export const outbox = pgTable(
+  "outbox",
+  {
+    id: bigint("id", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
+    kind: text("kind").$type<OutboxKind>().notNull(),
+    accountId: bigint("account_id", { mode: "number" })
+      .notNull()
+      .references(() => accounts.id),
+    /** Destination captured when the row was written; null when the member has none. */
+    chatId: text("chat_id"),
+    eventId: text("event_id"),
+    /** Kind-specific facts (low_balance: credits_left and threshold). */
+    payload: jsonb("payload"),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+    attempts: integer("attempts").notNull().default(0),
+    nextAttemptAt: timestamp("next_attempt_at", { withTimezone: true }).notNull().defaultNow(),
+    leaseUntil: timestamp("lease_until", { withTimezone: true }),
+    sentAt: timestamp("sent_at", { withTimezone: true }),
+    failedAt: timestamp("failed_at", { withTimezone: true }),
+    lastError: text("last_error"),
+  },
+  (t) => [
+    index("outbox_pending_idx").on(t.nextAttemptAt, t.id).where(sql`${t.sentAt} IS NULL AND ${t.failedAt} IS NULL`),
+    uniqueIndex("outbox_event_account_key").on(t.eventId, t.accountId).where(sql`${t.eventId} IS NOT NULL`),
+    check("outbox_kind_check", sql`${t.kind} IN ('signal_alert','low_balance')`),
+  ],
+);
+
+/** Web sign-in: the member's password (scrypt, self-describing string), set by the operator. */
+export const memberPasswords = pgTable("member_passwords", {
+  accountId: bigint("account_id", { mode: "number" })
+    .primaryKey()
+    .references(() => accounts.id),
+  passwordHash: text("password_hash").notNull(),
+  updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
+});
+
+/** Server-side web sessions; only a SHA-256 of the session token is stored. */
+export const webSessions = pgTable(
+  "web_sessions",
+  {
+    tokenHash: text("token_hash").primaryKey(),
+    accountId: bigint("account_id", { mode: "number" })
+      .notNull()
+      .references(() => accounts.id),
+    /** Per-session secret the CSRF tokens of its forms are derived from. */
+    csrfSecret: text("csrf_secret").notNull(),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+    expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
+  },
+  (t) => [index("web_sessions_account_idx").on(t.accountId)],
+);
+
+/** One-time password setup links printed by the CLI; only a hash of the token is stored. */
+export const passwordSetupTokens = pgTable("password_setup_tokens", {
+  tokenHash: text("token_hash").primaryKey(),
+  accountId: bigint("account_id", { mode: "number" })
+    .notNull()
+    .references(() => accounts.id),
+  expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
+  usedAt: timestamp("used_at", { withTimezone: true }),
+});
+
+/** Failed sign-ins per throttle key (address or email), for a bounded retry budget. */
+export const signInFailures = pgTable("sign_in_failures", {
+  throttleKey: text("throttle_key").primaryKey(),
+  failures: integer("failures").notNull(),
+  windowStart: timestamp("window_start", { withTimezone: true }).notNull(),
+});

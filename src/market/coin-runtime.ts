@@ -7,6 +7,7 @@ import { createEngineState, readClosed, readForming, stepClosed, type Candle, ty
 import type { Timeframe } from "../signals/request.ts";
 import { bucketStart, derivedTimeframes, TIMEFRAME_MS } from "./timeframes.ts";
 import type { ValidUpdate } from "./validate.ts";
+import { signalEventId, type SignalChange } from "./signal-events.ts";
 
 /** One candle row to upsert into the store. */
 export interface CandleRow extends Candle {
@@ -47,11 +48,16 @@ export function mergeCandle(partial: Candle | null, next: Candle, openTime: numb
   };
 }
 
+/** Sink outside apply(): a change there would be a bug, and this array is never read. */
+const NO_CHANGES: SignalChange[] = [];
+
 export class CoinRuntime {
   readonly symbol: string;
   readonly baseTf: Timeframe;
   readonly series: Map<Timeframe, SeriesRuntime>;
   lastUpdateAt: number;
+  /** Where the update being applied records its signal changes. */
+  private changes: SignalChange[] = NO_CHANGES;
 
   constructor(symbol: string, baseTf: Timeframe, lastUpdateAt: number, series?: Map<Timeframe, SeriesRuntime>) {
     this.symbol = symbol;
@@ -73,8 +79,18 @@ export class CoinRuntime {
    * Applies one validated base-timeframe update. A closed candle at or before the last closed
    * one is a duplicate (history is immutable); a forming one there, or one older than the
    * current forming candle, is out of order. A newer candle implicitly closes the forming one.
+   * Candle rows to persist go to `rows`; signal changes at the closes it caused go to `changes`.
    */
-  apply(update: ValidUpdate, rows: CandleRow[]): ApplyOutcome {
+  apply(update: ValidUpdate, rows: CandleRow[], changes: SignalChange[] = []): ApplyOutcome {
+    this.changes = changes;
+    try {
+      return this.applyCandle(update, rows);
+    } finally {
+      this.changes = NO_CHANGES;
+    }
+  }
+
+  private applyCandle(update: ValidUpdate, rows: CandleRow[]): ApplyOutcome {
     const candle: Candle = { openTime: update.openTime, open: update.open, high: update.high, low: update.low, close: update.close, volume: update.volume };
     const lastClosed = this.lastClosedOpenTime;
     if (lastClosed !== null && candle.openTime <= lastClosed) return update.closed ? "duplicate" : "out_of_order";
@@ -84,6 +100,33 @@ export class CoinRuntime {
     if (update.closed) this.closeBase(candle, rows);
     else this.setBaseForming(candle, rows);
     return "accepted";
+  }
+
+  /**
+   * Id of the signal event behind the series' confirmed signal, or null before its first break
+   * (a forming candle that would change the signal has no event yet: callers pass confirmed).
+   */
+  signalId(tf: Timeframe): string | null {
+    const at = this.series.get(tf)?.state.signalAt ?? null;
+    return at === null ? null : signalEventId(this.symbol, tf, at);
+  }
+
+  /** Steps a series' engine over a closed candle and records a signal change, if any. */
+  private stepSeries(s: SeriesRuntime, candle: Candle): void {
+    const before = s.state.signalAt;
+    stepClosed(s.state, candle);
+    const { signalAt, signal, defense, atr } = s.state;
+    if (signalAt === before || signalAt === null) return;
+    this.changes.push({
+      id: signalEventId(this.symbol, s.tf, signalAt),
+      symbol: this.symbol,
+      tf: s.tf,
+      signal,
+      price: candle.close,
+      defense,
+      atrPct: atr === null ? null : (100 * atr) / candle.close,
+      candleOpenTime: signalAt,
+    });
   }
 
   /** The reading of one timeframe now (forming candle included), cached per version. */
@@ -103,7 +146,7 @@ export class CoinRuntime {
 
   private closeBase(candle: Candle, rows: CandleRow[]): void {
     const base = this.base;
-    stepClosed(base.state, candle);
+    this.stepSeries(base, candle);
     base.forming = null;
     base.version++;
     rows.push(this.row(this.baseTf, candle, true));
@@ -126,7 +169,7 @@ export class CoinRuntime {
 
   private closeDerived(s: SeriesRuntime, rows: CandleRow[]): void {
     const candle = s.partial!;
-    stepClosed(s.state, candle);
+    this.stepSeries(s, candle);
     rows.push(this.row(s.tf, candle, true));
     s.partial = null;
     s.forming = null;

@@ -84,7 +84,7 @@ export async function startDemoFeed(feed: MarketFeed, clock: Clock, logger: Logg
     const series = seriesFor(symbol);
     for (const c of series.slice(-HISTORY_CANDLES - 1, -1)) history.push(update(symbol, c, true));
   }
-  const summary = await feed.ingest(history);
+  const summary = await feed.ingest(history, { alerts: false });
   logger.info({ coins: Object.keys(DEMO_COINS), accepted: summary.accepted, duplicates: summary.duplicates }, "demo feed: synthetic history loaded");
   const tick = async () => {
     const now = clock();

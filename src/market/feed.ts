@@ -14,6 +14,8 @@ import { CoinRuntime, type CandleRow } from "./coin-runtime.ts";
 import { randomUUID } from "node:crypto";
 import { loadAllCoins, loadCoin, MARKET_CHANNEL, persistMarket } from "./store.ts";
 import { checkCandleFields, type CandleUpdate, type RejectReason, type ValidUpdate } from "./validate.ts";
+import type { PendingSignalEvent, SignalChange } from "./signal-events.ts";
+import { TIMEFRAME_MS } from "./timeframes.ts";
 
 export interface IngestSummary {
   accepted: number;
@@ -31,6 +33,14 @@ export interface MarketFeedDeps {
   readonly logger: Logger;
   /** A coin whose feed has been silent longer than this is `stale`. */
   readonly staleAfterMs: number;
+  /** A close older than this when it arrives is history: its signal event does not alert. */
+  readonly alertMaxDelayMs: number;
+}
+
+export interface IngestOptions {
+  /** False for imports and backfills: their signal events are stored but never alert. */
+  readonly alerts?: boolean;
+  readonly onProgress?: (summary: IngestSummary) => void;
 }
 
 const MAX_REPORTED = 100;
@@ -46,6 +56,9 @@ export class MarketFeed implements SignalSnapshot {
   private readonly deps: MarketFeedDeps;
   private readonly coins = new Map<string, CoinRuntime>();
   private pending = new Map<string, CandleRow>();
+  private pendingEvents = new Map<string, PendingSignalEvent>();
+  /** A live signal change is waiting: flush now rather than after FLUSH_DELAY_MS. */
+  private urgent = false;
   private touched = new Set<string>();
   private flushChain: Promise<void> = Promise.resolve();
   private flushTimer: NodeJS.Timeout | null = null;
@@ -91,7 +104,9 @@ export class MarketFeed implements SignalSnapshot {
     if (now - coin.lastUpdateAt > this.deps.staleAfterMs) return { ok: false, reason: "stale" };
     const reading = coin.reading(tf);
     if (!reading || reading.atrPct === null) return { ok: false, reason: "no_data" };
-    return { ok: true, reading: { ...reading, atrPct: reading.atrPct } };
+    // A confirmed reading's signal is the one set by the event the series last recorded.
+    const signalId = reading.confirmed ? coin.signalId(tf) : null;
+    return { ok: true, reading: { ...reading, atrPct: reading.atrPct, signalId } };
   }
 
   /** Symbols the feed knows, sorted. */
@@ -103,7 +118,9 @@ export class MarketFeed implements SignalSnapshot {
    * Applies a stream of updates in order and persists them; resolves once everything accepted
    * is committed. `order` tracks the stream's own time order per (symbol, tf).
    */
-  async ingest(source: Iterable<CandleUpdate> | AsyncIterable<CandleUpdate>, onProgress?: (s: IngestSummary) => void): Promise<IngestSummary> {
+  async ingest(source: Iterable<CandleUpdate> | AsyncIterable<CandleUpdate>, options: IngestOptions = {}): Promise<IngestSummary> {
+    const { onProgress } = options;
+    const alerts = options.alerts !== false;
     const summary = emptySummary();
     const order = new Map<string, number>();
     const failedAtStart = this.failedFlushes;
@@ -112,7 +129,7 @@ export class MarketFeed implements SignalSnapshot {
     for await (const update of source) {
       // A background flush failed and reloaded the coins: stop before building on the reloaded state.
       if (this.failedFlushes !== failedAtStart) throw lost();
-      this.applyOne(update, index++, order, summary);
+      this.applyOne(update, index++, order, summary, alerts);
       if (this.pending.size >= FLUSH_ROWS) {
         await this.flush();
         onProgress?.(summary);
@@ -132,7 +149,7 @@ export class MarketFeed implements SignalSnapshot {
     if (summary.rejections.length < MAX_REPORTED) summary.rejections.push({ index, symbol: symbol.slice(0, 32), reason });
   }
 
-  private applyOne(raw: CandleUpdate, index: number, order: Map<string, number>, summary: IngestSummary): void {
+  private applyOne(raw: CandleUpdate, index: number, order: Map<string, number>, summary: IngestSummary, alerts: boolean): void {
     const now = this.deps.clock();
     const update = { ...raw, symbol: String(raw.symbol ?? "").trim().toUpperCase() };
     const reason = checkCandleFields(update, now);
@@ -149,7 +166,8 @@ export class MarketFeed implements SignalSnapshot {
     }
     if (valid.tf !== coin.baseTf) return this.reject(summary, index, valid.symbol, "not_base_timeframe");
     const rows: CandleRow[] = [];
-    const outcome = coin.apply(valid, rows);
+    const changes: SignalChange[] = [];
+    const outcome = coin.apply(valid, rows, changes);
     if (outcome === "duplicate") {
       summary.duplicates++;
       return;
@@ -158,15 +176,27 @@ export class MarketFeed implements SignalSnapshot {
     coin.lastUpdateAt = now;
     summary.accepted++;
     for (const row of rows) this.pending.set(`${row.symbol}/${row.tf}/${row.openTime}`, row);
+    for (const change of changes) this.queueEvent(change, alerts, now);
     this.touched.add(coin.symbol);
   }
 
+  /** Queues a signal change; one from a candle that closed in real time alerts and is flushed at once. */
+  private queueEvent(change: SignalChange, alerts: boolean, now: number): void {
+    const closeTime = change.candleOpenTime + TIMEFRAME_MS[change.tf];
+    const live = alerts && closeTime >= now - this.deps.alertMaxDelayMs;
+    this.pendingEvents.set(change.id, { ...change, live });
+    if (live) this.urgent = true;
+  }
+
   private scheduleFlush(): void {
-    if (this.flushTimer || this.pending.size === 0) return;
+    if (this.pending.size === 0) return;
+    // Batching saves commits; a live signal change skips the wait so its alert is not delayed.
+    if (this.flushTimer && !this.urgent) return;
+    if (this.flushTimer) clearTimeout(this.flushTimer);
     this.flushTimer = setTimeout(() => {
       this.flushTimer = null;
       this.flush().catch((err: unknown) => this.deps.logger.error({ err: errorSummary(err) }, "candle flush failed; touched coins reloaded"));
-    }, FLUSH_DELAY_MS);
+    }, this.urgent ? 0 : FLUSH_DELAY_MS);
   }
 
   /** Commits everything pending; on failure reloads the touched coins and rethrows. */
@@ -184,10 +214,14 @@ export class MarketFeed implements SignalSnapshot {
     if (this.pending.size === 0) return;
     const rows = [...this.pending.values()];
     const touched = [...this.touched];
+    const events = [...this.pendingEvents.values()];
     this.pending = new Map();
     this.touched = new Set();
+    this.pendingEvents = new Map();
+    this.urgent = false;
     try {
-      await persistMarket(this.deps.db, rows, touched.map((s) => this.coins.get(s)!).filter(Boolean), this.writerId);
+      const coins = touched.map((s) => this.coins.get(s)!).filter(Boolean);
+      await persistMarket(this.deps.db, { rows, touched: coins, events, writer: this.writerId, now: this.deps.clock() });
     } catch (err) {
       // Streams that overlapped this batch fail: from now on (they stop applying updates), and
       // after the reload (one that started during it built on state the reload replaced).

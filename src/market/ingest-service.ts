@@ -10,6 +10,12 @@ import { serviceError } from "../errors.ts";
 import type { MarketFeed } from "./feed.ts";
 import type { CandleUpdate } from "./validate.ts";
 
+/**
+ * Request header of PushCandles: `backfill` marks history (signal events are stored, nobody is
+ * alerted); `live` (the default) alerts members on signal changes at real-time closes.
+ */
+export const INGEST_MODE_HEADER = "x-ingest-mode";
+
 async function* toUpdates(requests: AsyncIterable<PushCandlesRequest>): AsyncGenerator<CandleUpdate> {
   for await (const r of requests) {
     yield { symbol: r.symbol, tf: r.tf, openTime: Number(r.openTime), open: r.open, high: r.high, low: r.low, close: r.close, volume: r.volume, closed: r.closed };
@@ -19,9 +25,11 @@ async function* toUpdates(requests: AsyncIterable<PushCandlesRequest>): AsyncGen
 /** Builds the IngestService implementation over a market feed. */
 export function createIngestService(feed: MarketFeed, logger: Logger): ServiceImpl<typeof IngestService> {
   return {
-    async pushCandles(requests) {
+    async pushCandles(requests, ctx) {
+      const mode = ctx.requestHeader.get(INGEST_MODE_HEADER)?.trim().toLowerCase() || "live";
+      if (mode !== "live" && mode !== "backfill") throw serviceError("bad_request", `${INGEST_MODE_HEADER} must be live or backfill`);
       try {
-        const summary = await feed.ingest(toUpdates(requests));
+        const summary = await feed.ingest(toUpdates(requests), { alerts: mode === "live" });
         return {
           accepted: BigInt(summary.accepted),
           rejected: BigInt(summary.rejected),

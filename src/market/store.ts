@@ -3,12 +3,13 @@
  * series they moved and the coin's freshness are written in one transaction.
  */
 import { and, asc, desc, eq, gt, gte, inArray, sql } from "drizzle-orm";
-import type { DbHandle } from "../db/client.ts";
+import { resultRows, type DbHandle } from "../db/client.ts";
 import { candles, coins, seriesState } from "../db/schema.ts";
 import { restoreState, runSeries, serializeState, type Candle } from "../engine/index.ts";
 import type { Timeframe } from "../signals/request.ts";
 import { CoinRuntime, emptySeries, mergeCandle, type CandleRow, type SeriesRuntime } from "./coin-runtime.ts";
 import { bucketStart, derivedTimeframes, isTimeframe } from "./timeframes.ts";
+import type { PendingSignalEvent } from "./signal-events.ts";
 
 /** Closed candles replayed when a checkpoint is missing or from an older engine version. */
 export const WARMUP_CANDLES = 2_000;
@@ -16,12 +17,38 @@ const INSERT_CHUNK = 10_000;
 
 /** NOTIFY channel telling other server processes which coins a commit changed. */
 export const MARKET_CHANNEL = "market_updated";
+/** NOTIFY channel: new signal events are committed (the internal stream wakes up). */
+export const SIGNAL_EVENTS_CHANNEL = "signal_events";
+/** NOTIFY channel: new outbox rows are committed (the delivery worker wakes up). */
+export const OUTBOX_CHANNEL = "outbox_ready";
 
 /**
- * Writes candle rows, the checkpoints of the given coins' series and their freshness, and
- * notifies other processes (delivered on commit) with `{writer, symbols}`.
+ * Every transaction that inserts signal events takes this lock first and holds it to commit,
+ * so event seq order is commit order: a stream reader that has seen seq n can never later
+ * find a smaller seq appear. (Writers of different coins in different processes would
+ * otherwise commit out of sequence order.)
  */
-export async function persistMarket(handle: DbHandle, rows: CandleRow[], touched: CoinRuntime[], writer: string): Promise<void> {
+const SIGNAL_EVENTS_LOCK = 0x51_6e_01;
+
+export interface MarketWrite {
+  rows: CandleRow[];
+  /** Coins whose checkpoints and freshness are written. */
+  touched: CoinRuntime[];
+  /** Signal changes of this batch; live ones queue an alert per subscribed member. */
+  events: PendingSignalEvent[];
+  /** Identifies the writing process in the market notification. */
+  writer: string;
+  /** The service clock: whose subscriptions are active. */
+  now: number;
+}
+
+/**
+ * Writes candle rows, the checkpoints of the given coins' series, their freshness, the signal
+ * events and their outbox rows in ONE transaction, and notifies other processes (delivered
+ * on commit) with `{writer, symbols}`.
+ */
+export async function persistMarket(handle: DbHandle, write: MarketWrite): Promise<void> {
+  const { rows, touched, events, writer, now } = write;
   await handle.db.transaction(async (tx) => {
     for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
       const chunk = rows.slice(i, i + INSERT_CHUNK);
@@ -55,6 +82,33 @@ export async function persistMarket(handle: DbHandle, rows: CandleRow[], touched
           target: [seriesState.symbol, seriesState.tf],
           set: { state: sql`excluded.state`, lastClosedOpenTime: sql`excluded.last_closed_open_time`, updatedAt: sql`excluded.updated_at` },
         });
+    }
+    if (events.length > 0) {
+      const [counts] = resultRows<{ stored: number; queued: number }>(await tx.execute(sql`
+        WITH lock AS (SELECT pg_advisory_xact_lock(${SIGNAL_EVENTS_LOCK})),
+        stored AS (
+          INSERT INTO signal_events (id, symbol, tf, signal, price, defense, atr_pct, candle_open_time, live)
+          SELECT e.* FROM lock, unnest(
+            ${sql.param(events.map((e) => e.id))}::text[], ${sql.param(events.map((e) => e.symbol))}::text[], ${sql.param(events.map((e) => e.tf))}::text[],
+            ${sql.param(events.map((e) => e.signal))}::text[], ${sql.param(events.map((e) => e.price))}::float8[], ${sql.param(events.map((e) => e.defense))}::float8[],
+            ${sql.param(events.map((e) => e.atrPct))}::float8[], ${sql.param(events.map((e) => e.candleOpenTime))}::bigint[],
+            ${sql.param(events.map((e) => (e.live ? "t" : "f")))}::text[]::bool[]) AS e
+          ORDER BY 8, 3, 2
+          -- The same candle always makes the same event: a replay stores and alerts nothing new.
+          ON CONFLICT (id) DO NOTHING
+          RETURNING seq, id, symbol, tf, live),
+        queued AS (
+          INSERT INTO outbox (kind, account_id, chat_id, event_id)
+          SELECT 'signal_alert', s.account_id, s.chat_id, stored.id
+            FROM stored
+            JOIN alert_settings s ON stored.symbol = ANY (s.symbols) AND stored.tf = ANY (s.timeframes)
+            JOIN accounts a ON a.id = s.account_id
+           WHERE stored.live AND a.subscription_until > ${new Date(now).toISOString()}::timestamptz
+           ORDER BY stored.seq, s.account_id
+          RETURNING 1)
+        SELECT (SELECT count(*) FROM stored)::int AS stored, (SELECT count(*) FROM queued)::int AS queued`));
+      if (Number(counts?.stored ?? 0) > 0) await tx.execute(sql`SELECT pg_notify(${SIGNAL_EVENTS_CHANNEL}, '')`);
+      if (Number(counts?.queued ?? 0) > 0) await tx.execute(sql`SELECT pg_notify(${OUTBOX_CHANNEL}, '')`);
     }
     // NOTIFY payloads are limited to 8000 bytes: many coins at once means "reload everything".
     const symbols = touched.map((c) => c.symbol);

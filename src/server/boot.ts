@@ -16,6 +16,8 @@ import { createAccount } from "../accounts/accounts.ts";
 import { MarketFeed } from "../market/feed.ts";
 import { startDemoFeed } from "../market/demo-feed.ts";
 import { createApp } from "./create-app.ts";
+import { SignalEventHub } from "../events/event-hub.ts";
+import { startAlertDelivery } from "../alerts/delivery.ts";
 import { acquireLock, updateLock, writeInternalToken } from "./data-dir-lock.ts";
 
 export interface RunningServer {
@@ -83,9 +85,11 @@ export async function startServer(config: Config, logger: Logger, clock: Clock =
     const db = await openDbWithRetry(config, logger);
     const internalToken = config.internalToken ?? randomBytes(32).toString("base64url");
     if (!config.internalToken) writeInternalToken(config.dataDir, internalToken);
-    const feed = new MarketFeed({ db, clock, logger, staleAfterMs: config.staleAfterMs });
+    const feed = new MarketFeed({ db, clock, logger, staleAfterMs: config.staleAfterMs, alertMaxDelayMs: config.alerts.maxDelayMs });
     await feed.load();
-    const app = createApp({ config, db, clock, logger, snapshot: feed, feed, internalToken });
+    const events = new SignalEventHub();
+    await events.start(db);
+    const app = createApp({ config, db, clock, logger, snapshot: feed, feed, internalToken, events });
     const { port, internalPort } = await app.start();
     const stopDemo = config.demoFeed ? await startDemoFeed(feed, clock, logger) : () => {};
     if (!config.databaseUrl) {
@@ -93,12 +97,14 @@ export async function startServer(config: Config, logger: Logger, clock: Clock =
     }
     logger.info({ host: config.host, port, internalHost: config.internalHost, internalPort, database: db.driver }, "listening");
     if (config.demoAccount) await createDemoAccountOnce(config, db, clock, port);
+    const delivery = await startAlertDelivery(config, db, logger);
     return {
       port,
       internalPort,
       async stop() {
         stopDemo();
         await app.stop();
+        await delivery.stop();
         await feed.close();
         await db.close();
         releaseLock();

@@ -1,7 +1,8 @@
 /**
  * Assembles the two listeners from their dependencies without starting them:
  *  - public: SignalsService over REST (from the proto annotations), Connect, gRPC, gRPC-Web;
- *  - internal (loopback by default, bearer token): AdminService and health.
+ *  - internal (loopback by default, bearer token): AdminService, IngestService, the signal
+ *    event stream and health.
  * Only main.ts (or a test) calls start().
  */
 import { errorSummary } from "../logger.ts";
@@ -12,6 +13,9 @@ import type { Logger } from "pino";
 import { SignalsService } from "../../gen/signals/v1/signals_pb.js";
 import { AdminService } from "../../gen/signals/v1/admin_pb.js";
 import { IngestService } from "../../gen/signals/v1/ingest_pb.js";
+import { SignalEventsService } from "../../gen/signals/v1/events_pb.js";
+import type { SignalEventHub } from "../events/event-hub.ts";
+import { createSignalEventsService } from "../events/events-service.ts";
 import type { MarketFeed } from "../market/feed.ts";
 import { createIngestService } from "../market/ingest-service.ts";
 import type { Config } from "../config.ts";
@@ -35,6 +39,8 @@ export interface AppDeps {
   readonly feed?: MarketFeed;
   /** The internal listener's bearer token (from config or generated at start). */
   readonly internalToken: string;
+  /** Wakes the internal signal event streams; when absent the stream is not served. */
+  readonly events?: SignalEventHub;
 }
 
 export interface App {
@@ -91,6 +97,7 @@ export function createApp(deps: AppDeps): App {
     routes: (router: ConnectRouter) => {
       router.service(AdminService, admin);
       if (deps.feed) router.service(IngestService, createIngestService(deps.feed, logger));
+      if (deps.events) router.service(SignalEventsService, createSignalEventsService({ db: deps.db, hub: deps.events, logger }));
     },
     interceptors: [bearerAuthInterceptor(bearer)],
     grpc: true,
@@ -117,6 +124,8 @@ export function createApp(deps: AppDeps): App {
     async stop(graceMs = 10_000) {
       // In-flight calls keep running until the grace period ends; then they are aborted.
       const deadline = setTimeout(() => shutdown.abort(), graceMs);
+      // Event streams never end by themselves: tell their consumers to reconnect elsewhere.
+      deps.events?.close();
       await Promise.all([publicListener.close(graceMs), internalListener.close(graceMs)]);
       clearTimeout(deadline);
       shutdown.abort();

@@ -1,7 +1,7 @@
 /**
  * The REST JSON mapping of GetSignalsResponse, byte-for-byte the contract of DESIGN.md §2:
  * snake_case names, `ts` and `credits_left` as JSON numbers, `signal` as the enum name
- * without its SIGNAL_ prefix, `defense`/`arming` null when unset, and entries with ok:false
+ * without its SIGNAL_ prefix, `defense`/`arming`/`signal_id` null when unset, and entries with ok:false
  * reduced to symbol, tf, ok and reason. (Canonical proto3 JSON would send int64 as strings
  * and omit unset fields, which the contract does not allow.)
  */
@@ -27,6 +27,7 @@ function entryJson(entry: SignalEntry): Record<string, unknown> {
       ? { dir: entry.arming.dir, score: entry.arming.score, trigger: entry.arming.trigger, invalidation: entry.arming.invalidation }
       : null,
     atr_pct: entry.atrPct,
+    signal_id: entry.signalId ?? null,
   };
 }
 

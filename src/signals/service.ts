@@ -74,6 +74,7 @@ function readingEntry(symbol: string, tf: Timeframe, r: SignalReading): SignalEn
     defense: r.defense ?? undefined,
     arming: r.arming ? create(ArmingSchema, r.arming) : undefined,
     atrPct: r.atrPct,
+    signalId: r.signalId ?? undefined,
   });
 }
 

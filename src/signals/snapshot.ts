@@ -20,6 +20,8 @@ export interface SignalReading {
   defense: number | null;
   arming: ArmingReading | null;
   atrPct: number;
+  /** Id of the signal event behind a confirmed reading; null when unconfirmed or before any. */
+  signalId: string | null;
 }
 
 export type UnavailableReason = "unknown_symbol" | "no_data" | "stale" | "invalid_symbol";

@@ -49,8 +49,9 @@ const BTC_1H = {
   defense: 63120.25,
   arming: { dir: -1 as const, score: 6, trigger: 63500, invalidation: 64890.75 },
   atrPct: 0.84,
+  signalId: "BTC-1h-1795302000000",
 };
-const ETH_1H = { price: 3120.125, signal: "NONE" as const, confirmed: false, defense: null, arming: null, atrPct: 1.5 };
+const ETH_1H = { price: 3120.125, signal: "NONE" as const, confirmed: false, defense: null, arming: null, atrPct: 1.5, signalId: null };
 
 const protocolSnapshot: SignalSnapshot = {
   lookup(symbol: string, tf: Timeframe) {
@@ -253,6 +254,7 @@ function normalise(r: GetSignalsResponse): Record<string, unknown> {
             defense: e.defense ?? null,
             arming: e.arming ? { dir: e.arming.dir, score: e.arming.score, trigger: e.arming.trigger, invalidation: e.arming.invalidation } : null,
             atr_pct: e.atrPct,
+            signal_id: e.signalId ?? null,
           }
         : { symbol: e.symbol, tf: e.tf, ok: false, reason: e.reason },
     ),
@@ -339,8 +341,9 @@ describe("SignalsService over gRPC, Connect and gRPC-Web", () => {
           defense: 63120.25,
           arming: { dir: -1, score: 6, trigger: 63500, invalidation: 64890.75 },
           atr_pct: 0.84,
+          signal_id: "BTC-1h-1795302000000",
         },
-        { symbol: "ETH", tf: "1h", ok: true, price: 3120.125, signal: "NONE", confirmed: false, defense: null, arming: null, atr_pct: 1.5 },
+        { symbol: "ETH", tf: "1h", ok: true, price: 3120.125, signal: "NONE", confirmed: false, defense: null, arming: null, atr_pct: 1.5, signal_id: null },
         { symbol: "B-D", tf: "1h", ok: false, reason: "invalid_symbol" },
         { symbol: "NEWCOIN", tf: "1h", ok: false, reason: "unknown_symbol" },
         { symbol: "OLDCOIN", tf: "1h", ok: false, reason: "stale" },

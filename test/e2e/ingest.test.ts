@@ -18,7 +18,10 @@ import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-no
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IngestService, PushCandlesRequestSchema, type PushCandlesRequest } from "../../gen/signals/v1/ingest_pb.js";
-import { readClosed, readForming, runSeries, type Candle, type Reading } from "../../src/engine/index.ts";
+import { readClosed, readForming, runSeries, type Candle, type EngineState, type Reading } from "../../src/engine/index.ts";
+import type { Timeframe } from "../../src/signals/request.ts";
+import { referenceSignalId } from "../support/reference-signal-id.ts";
+import { structureBreak } from "../support/structure-break.ts";
 import { readCandleFile } from "../../src/market/csv-candles.ts";
 import { MarketFeed } from "../../src/market/feed.ts";
 import type { CandleUpdate } from "../../src/market/validate.ts";
@@ -96,7 +99,7 @@ async function getSignals(symbols: string, tf: string): Promise<Array<Record<str
 }
 
 /** The REST entry the contract prescribes for an engine reading. */
-function entry(symbol: string, tf: string, r: Reading): Record<string, unknown> {
+function entry(symbol: string, tf: Timeframe, state: EngineState, r: Reading): Record<string, unknown> {
   return {
     symbol,
     tf,
@@ -107,6 +110,7 @@ function entry(symbol: string, tf: string, r: Reading): Record<string, unknown> 
     defense: r.defense,
     arming: r.arming ? { dir: r.arming.dir, score: r.arming.score, trigger: r.arming.trigger, invalidation: r.arming.invalidation } : null,
     atr_pct: r.atrPct,
+    signal_id: referenceSignalId(symbol, tf, state, r),
   };
 }
 
@@ -126,8 +130,9 @@ describe.runIf(existsSync(BTC_FILE) && existsSync(ETH_FILE))("real candles pushe
       const buckets = aggregateCandles(hourly, 4 * H);
       const last = buckets[buckets.length - 1]!;
       const complete = hourly[hourly.length - 1]!.openTime === last.openTime + 3 * H;
-      const reading = complete ? readClosed(runSeries(buckets)) : readForming(runSeries(buckets.slice(0, -1)), last);
-      return entry(symbol, "4h", reading!);
+      const state = runSeries(complete ? buckets : buckets.slice(0, -1));
+      const reading = complete ? readClosed(state) : readForming(state, last);
+      return entry(symbol, "4h", state, reading!);
     };
     const btc = expected(BTC_FILE, slices.BTC, "BTC");
     const eth = expected(ETH_FILE, slices.ETH, "ETH");
@@ -141,19 +146,8 @@ describe("a structure break pushed over gRPC", () => {
   // 60 hourly candles from 2026-11-12 00:00 UTC: a falling zigzag (5 down by 3, 4 up by 2),
   // so the structure trend is down and the last swing high is unbroken.
   const start = Date.UTC(2026, 10, 12);
-  const candles: Candle[] = [];
-  let level = 200;
-  for (let i = 0; candles.length < 60; i++) {
-    const open = level;
-    if (i > 0) level += i % 9 >= 1 && i % 9 <= 5 ? -3 : 2;
-    const close = i === 0 ? open : level;
-    candles.push({ openTime: start + i * H, open, high: Math.max(open, close) + 0.5, low: Math.min(open, close) - 0.5, close, volume: 10 + i });
-  }
+  const { history: candles, breaker } = structureBreak(start);
   const closed = runSeries(candles);
-  const last = candles[candles.length - 1]!;
-  // The forming candle closes 1 above the swing high.
-  const swingHigh = closed.swingHigh!;
-  const breaker: Candle = { openTime: last.openTime + H, open: last.close, high: swingHigh + 1.5, low: last.close - 0.25, close: swingHigh + 1, volume: 7 };
 
   it("is a real break per the engine (the premise of the next tests)", () => {
     expect(closed).toMatchObject({ trend: -1, swingHighBroken: false });
@@ -166,8 +160,8 @@ describe("a structure break pushed over gRPC", () => {
     const res = await authorized().pushCandles(requests(candles.map((c) => update("ZZB", c))));
     expect(counts(res)).toEqual({ accepted: 60, rejected: 0, duplicates: 0, rejections: [] });
     const [e] = await getSignals("ZZB", "1h");
-    expect(e).toEqual(entry("ZZB", "1h", readClosed(closed)!));
-    expect(e).toMatchObject({ confirmed: true, price: last.close });
+    expect(e).toEqual(entry("ZZB", "1h", closed, readClosed(closed)!));
+    expect(e).toMatchObject({ confirmed: true, price: candles[candles.length - 1]!.close });
   });
 
   it("a forming candle whose close breaks the swing high shows confirmed:false with the new signal at the forming close", async () => {
@@ -175,7 +169,7 @@ describe("a structure break pushed over gRPC", () => {
     expect(counts(res)).toEqual({ accepted: 1, rejected: 0, duplicates: 0, rejections: [] });
     const [e] = await getSignals("ZZB", "1h");
     expect(e).toMatchObject({ ok: true, signal: "LONG", confirmed: false, price: breaker.close });
-    expect(e).toEqual(entry("ZZB", "1h", readForming(closed, breaker)));
+    expect(e).toEqual(entry("ZZB", "1h", closed, readForming(closed, breaker)));
   });
 
   it("the same candle once closed shows confirmed:true and the same signal", async () => {
@@ -184,11 +178,13 @@ describe("a structure break pushed over gRPC", () => {
     expect(counts(res)).toEqual({ accepted: 1, rejected: 0, duplicates: 0, rejections: [] });
     const [e] = await getSignals("ZZB", "1h");
     expect(e).toMatchObject({ ok: true, signal: "LONG", confirmed: true, price: breaker.close, defense: forming.defense });
-    expect(e).toEqual(entry("ZZB", "1h", readClosed(runSeries([...candles, breaker]))!));
+    const afterBreak = runSeries([...candles, breaker]);
+    expect(e).toEqual(entry("ZZB", "1h", afterBreak, readClosed(afterBreak)!));
+    expect(e!.signal_id).toBe(`ZZB-1h-${breaker.openTime}`);
     // A new feed over the same store (a restart) answers the same.
     // (Without LISTEN: it must show what load() rebuilt, not follow the server's later commits.)
     const quiet = { ...server.db.handle, listen: async () => {} };
-    const restarted = new MarketFeed({ db: quiet, clock: server.clock, logger: pino({ level: "silent" }), staleAfterMs: server.config.staleAfterMs });
+    const restarted = new MarketFeed({ db: quiet, clock: server.clock, logger: pino({ level: "silent" }), staleAfterMs: server.config.staleAfterMs, alertMaxDelayMs: server.config.alerts.maxDelayMs });
     await restarted.load();
     for (const tf of ["1h", "4h", "1d"] as const) expect(restarted.lookup("ZZB", tf, server.clock()), tf).toEqual(server.feed!.lookup("ZZB", tf, server.clock()));
   });
@@ -223,7 +219,8 @@ describe("a structure break pushed over gRPC", () => {
       ],
     });
     const [e] = await getSignals("ZZB", "1h");
-    expect(e).toEqual(entry("ZZB", "1h", readClosed(runSeries([...candles, breaker, next]))!));
+    const afterNext = runSeries([...candles, breaker, next]);
+    expect(e).toEqual(entry("ZZB", "1h", afterNext, readClosed(afterNext)!));
   });
 });
 

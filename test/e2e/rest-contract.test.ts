@@ -70,10 +70,10 @@ describe("200 body", () => {
     expectMatchesSchema(btc, SignalEntrySchema, readingFields);
     expect(btc).toEqual({
       symbol: "BTC", tf: "1h", ok: true, price: 64210.5, signal: "LONG", confirmed: true, defense: 63120,
-      arming: { dir: -1, score: 6, trigger: 63500, invalidation: 64890 }, atr_pct: 0.84,
+      arming: { dir: -1, score: 6, trigger: 63500, invalidation: 64890 }, atr_pct: 0.84, signal_id: "BTC-1h-1795302000000",
     });
     expectMatchesSchema(btc.arming, ArmingSchema, ArmingSchema.fields.map((f) => f.name));
-    expect(eth).toMatchObject({ signal: "NONE", defense: null, arming: null });
+    expect(eth).toMatchObject({ signal: "NONE", defense: null, arming: null, signal_id: null });
     expect(unknown).toEqual({ symbol: "NEWCOIN", tf: "1h", ok: false, reason: "unknown_symbol" });
     expect((await getAccountSummary(server.db.handle, accountId, server.clock())).creditsLeft).toBe(9_999);
   });

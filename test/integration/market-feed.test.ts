@@ -22,6 +22,7 @@ import type { SnapshotLookup } from "../../src/signals/snapshot.ts";
 import type { DbHandle } from "../../src/db/client.ts";
 import { createTestDb, usingPostgres, type TestDb } from "../support/test-db.ts";
 import { createTestClock, type TestClock } from "../support/test-server.ts";
+import { referenceSignalId } from "../support/reference-signal-id.ts";
 
 const CANDLE_DIR = fileURLToPath(new URL("../../../shared/data/candles/", import.meta.url));
 const BTC_FILE = `${CANDLE_DIR}BTCUSDT_1h.csv.gz`;
@@ -29,6 +30,7 @@ const ETH_FILE = `${CANDLE_DIR}ETHUSDT_1h.csv.gz`;
 const H = 3_600_000;
 const TF_MS = { "4h": 4 * H, "1d": 24 * H } as const;
 const STALE_AFTER_MS = loadConfig({}).staleAfterMs;
+const ALERT_MAX_DELAY_MS = loadConfig({}).alerts.maxDelayMs;
 const logger = pino({ level: "silent" });
 
 let db: TestDb;
@@ -50,7 +52,7 @@ function quietHandle(): DbHandle {
 }
 
 function newFeed(clock: TestClock): MarketFeed {
-  return new MarketFeed({ db: quietHandle(), clock, logger, staleAfterMs: STALE_AFTER_MS });
+  return new MarketFeed({ db: quietHandle(), clock, logger, staleAfterMs: STALE_AFTER_MS, alertMaxDelayMs: ALERT_MAX_DELAY_MS });
 }
 
 async function loadedFeed(clock: TestClock): Promise<MarketFeed> {
@@ -92,7 +94,7 @@ function aggregate(base: readonly Candle[], tfMs: number): { closed: Candle[]; p
 }
 
 /** What lookup() must answer for a 1h coin whose closed candles are `base` (plus a forming 1h candle). */
-function expectedLookup(base: readonly Candle[], tf: "1h" | "4h" | "1d", forming1h: Candle | null = null): SnapshotLookup {
+function expectedLookup(symbol: string, base: readonly Candle[], tf: "1h" | "4h" | "1d", forming1h: Candle | null = null): SnapshotLookup {
   let closed: Candle[];
   let forming: Candle | null;
   if (tf === "1h") {
@@ -106,8 +108,9 @@ function expectedLookup(base: readonly Candle[], tf: "1h" | "4h" | "1d", forming
   }
   // Fewer than 14 closed candles: ATR(14) of the history is undefined (docs/decisions.md).
   if (closed.length < 14) return { ok: false, reason: "no_data" };
-  const reading: Reading = forming ? readForming(runSeries(closed), forming) : readClosed(runSeries(closed))!;
-  return { ok: true, reading: { ...reading, atrPct: reading.atrPct! } };
+  const state = runSeries(closed);
+  const reading: Reading = forming ? readForming(state, forming) : readClosed(state)!;
+  return { ok: true, reading: { ...reading, atrPct: reading.atrPct!, signalId: referenceSignalId(symbol, tf, state, reading) } };
 }
 
 async function* take<T>(source: AsyncIterable<T>, n: number): AsyncGenerator<T> {
@@ -203,7 +206,7 @@ describe.runIf(existsSync(BTC_FILE) && existsSync(ETH_FILE))(`real BTC and ETH 1
     expect(aggregate(btc, TF_MS["1d"]).partial).not.toBeNull();
     for (const [symbol, candles] of [["BTC", btc], ["ETH", ethSlice]] as const) {
       for (const tf of ["1h", "4h", "1d"] as const) {
-        const expected = expectedLookup(candles, tf);
+        const expected = expectedLookup(symbol, candles, tf);
         expect(expected.ok, `${symbol} ${tf}`).toBe(true);
         expect(feed.lookup(symbol, tf, clock()), `${symbol} ${tf}`).toEqual(expected);
       }
@@ -239,7 +242,7 @@ describe.runIf(existsSync(BTC_FILE) && existsSync(ETH_FILE))(`real BTC and ETH 1
     const s = await feed.ingest([closedUpdate("ETH", early, false), closedUpdate("ETH", next, false)]);
     expect(s).toMatchObject({ accepted: 2, rejected: 0, duplicates: 0 });
     const base = eth.slice(0, ETH_SLICE);
-    for (const tf of ["1h", "4h", "1d"] as const) expect(feed.lookup("ETH", tf, clock()), tf).toEqual(expectedLookup(base, tf, next));
+    for (const tf of ["1h", "4h", "1d"] as const) expect(feed.lookup("ETH", tf, clock()), tf).toEqual(expectedLookup("ETH", base, tf, next));
 
     const restarted = await loadedFeed(clock);
     for (const symbol of ["BTC", "ETH"]) expect(allLookups(restarted, symbol, clock()), symbol).toEqual(allLookups(feed, symbol, clock()));
@@ -248,7 +251,7 @@ describe.runIf(existsSync(BTC_FILE) && existsSync(ETH_FILE))(`real BTC and ETH 1
     await feed.ingest([closedUpdate("ETH", after, false)]);
     const restarted2 = await loadedFeed(clock);
     expect(allLookups(restarted2, "ETH", clock())).toEqual(allLookups(feed, "ETH", clock()));
-    for (const tf of ["1h", "4h", "1d"] as const) expect(feed.lookup("ETH", tf, clock()), tf).toEqual(expectedLookup(eth.slice(0, ETH_SLICE + 1), tf, after));
+    for (const tf of ["1h", "4h", "1d"] as const) expect(feed.lookup("ETH", tf, clock()), tf).toEqual(expectedLookup("ETH", eth.slice(0, ETH_SLICE + 1), tf, after));
 
     // The same further candles into the original feed and the restarted one: still identical,
     // and equal to the engine on the whole series (the partial buckets were restored exactly).
@@ -256,7 +259,7 @@ describe.runIf(existsSync(BTC_FILE) && existsSync(ETH_FILE))(`real BTC and ETH 1
     await restarted2.ingest(more);
     await feed.ingest(more);
     expect(allLookups(restarted2, "ETH", clock())).toEqual(allLookups(feed, "ETH", clock()));
-    for (const tf of ["1h", "4h", "1d"] as const) expect(feed.lookup("ETH", tf, clock()), tf).toEqual(expectedLookup(eth.slice(0, ETH_SLICE + 40), tf));
+    for (const tf of ["1h", "4h", "1d"] as const) expect(feed.lookup("ETH", tf, clock()), tf).toEqual(expectedLookup("ETH", eth.slice(0, ETH_SLICE + 40), tf));
     expect(await storedRows("ETH")).toEqual(expectedRows(eth.slice(0, ETH_SLICE + 40)));
   });
 
@@ -329,7 +332,7 @@ describe(`bad data (${usingPostgres ? "Postgres" : "PGlite"})`, () => {
     expect(await db.handle.rows(sql`SELECT symbol FROM coins WHERE symbol IN ('NEVER', 'MIX/USDT')`)).toEqual([]);
     expect(await db.handle.rows(sql`SELECT symbol FROM candles WHERE symbol IN ('NEVER', 'MIX/USDT')`)).toEqual([]);
     // The state: the engine on the good candles, in memory, in the checkpoint and after a restart.
-    for (const tf of ["1h", "4h", "1d"] as const) expect(feed.lookup("MIX", tf, clock()), tf).toEqual(expectedLookup(good, tf));
+    for (const tf of ["1h", "4h", "1d"] as const) expect(feed.lookup("MIX", tf, clock()), tf).toEqual(expectedLookup("MIX", good, tf));
     const [row] = await db.handle.rows<{ state: unknown }>(sql`SELECT state FROM series_state WHERE symbol = 'MIX' AND tf = '1h'`);
     expect(restoreState(typeof row!.state === "string" ? JSON.parse(row!.state) : row!.state)).toEqual(runSeries(good));
     expect(allLookups(await loadedFeed(clock), "MIX", clock())).toEqual(allLookups(feed, "MIX", clock()));
@@ -390,7 +393,7 @@ describe(`a batch the store cannot commit (${usingPostgres ? "Postgres" : "PGlit
       failNext = false;
       return Promise.reject(new Error("store unavailable"));
     }) as typeof real.transaction;
-    const feed = new MarketFeed({ db: { ...quietHandle(), db: failing }, clock, logger, staleAfterMs: STALE_AFTER_MS });
+    const feed = new MarketFeed({ db: { ...quietHandle(), db: failing }, clock, logger, staleAfterMs: STALE_AFTER_MS, alertMaxDelayMs: ALERT_MAX_DELAY_MS });
     await feed.load();
     const c = walk(10, 30, Date.UTC(2026, 5, 1)).map((x) => closedUpdate("FLK", x));
     await feed.ingest(c.slice(0, 20));
@@ -408,14 +411,14 @@ describe(`a batch the store cannot commit (${usingPostgres ? "Postgres" : "PGlit
     await expect(feed.ingest(slowStream())).rejects.toThrow(/could not be committed/);
     // Nothing of the failed stream is kept, in memory or in the store.
     expect(await readCandles(db.handle, "FLK", "1h")).toEqual(committed);
-    expect(feed.lookup("FLK", "1h", clock())).toEqual(expectedLookup(committed, "1h"));
+    expect(feed.lookup("FLK", "1h", clock())).toEqual(expectedLookup("FLK", committed, "1h"));
     expect(allLookups(feed, "FLK", clock())).toEqual(allLookups(await loadedFeed(clock), "FLK", clock()));
 
     // The sender resends: everything from the first lost row is applied, no hole is left.
     expect(await feed.ingest(c.slice(20, 30))).toMatchObject({ accepted: 10, rejected: 0, duplicates: 0 });
     const all = await readCandles(db.handle, "FLK", "1h");
     expect(all.map((x) => x.openTime)).toEqual(c.map((x) => x.openTime));
-    expect(feed.lookup("FLK", "1h", clock())).toEqual(expectedLookup(all, "1h"));
+    expect(feed.lookup("FLK", "1h", clock())).toEqual(expectedLookup("FLK", all, "1h"));
   });
 });
 
@@ -443,7 +446,7 @@ describe(`freshness and missing data (${usingPostgres ? "Postgres" : "PGlite"})`
     const forming: Candle = { openTime: last.openTime + H, open: last.close, high: last.close * 1.01, low: last.close * 0.995, close: last.close * 1.005, volume: 1 };
     await feed.ingest([closedUpdate("STL", forming, false)]);
     const now = feed.lookup("STL", "1h", clock());
-    expect(now).toEqual(expectedLookup(base, "1h", forming));
+    expect(now).toEqual(expectedLookup("STL", base, "1h", forming));
     expect(now.ok && now.reading.price).toBe(forming.close);
     expect(allLookups(await loadedFeed(clock), "STL", clock())).toEqual(allLookups(feed, "STL", clock()));
     clock.advance(STALE_AFTER_MS + 1);
@@ -468,7 +471,7 @@ describe(`freshness and missing data (${usingPostgres ? "Postgres" : "PGlite"})`
 
     // The 14th closed candle defines ATR on 1h; 4h (3 closed + a partial) and 1d still have no data.
     await feed.ingest([closedUpdate("FEW", base[13]!)]);
-    expect(feed.lookup("FEW", "1h", clock())).toEqual(expectedLookup(base.slice(0, 14), "1h"));
+    expect(feed.lookup("FEW", "1h", clock())).toEqual(expectedLookup("FEW", base.slice(0, 14), "1h"));
     expect(feed.lookup("FEW", "1h", clock()).ok).toBe(true);
     for (const tf of ["15m", "30m", "4h", "1d"] as const) expect(feed.lookup("FEW", tf, clock()), tf).toEqual({ ok: false, reason: "no_data" });
   });

@@ -25,7 +25,8 @@ export const SAMPLE_READINGS: Record<string, SignalReading> = {
     defense: 63120,
     arming: { dir: -1, score: 6, trigger: 63500, invalidation: 64890 },
     atrPct: 0.84,
+    signalId: "BTC-1h-1795302000000",
   },
-  "ETH/1h": { price: 3120.25, signal: "NONE", confirmed: false, defense: null, arming: null, atrPct: 1.25 },
-  "SOL/1h": { price: 150, signal: "STRONG_SHORT", confirmed: true, defense: 155.5, arming: null, atrPct: 2 },
+  "ETH/1h": { price: 3120.25, signal: "NONE", confirmed: false, defense: null, arming: null, atrPct: 1.25, signalId: null },
+  "SOL/1h": { price: 150, signal: "STRONG_SHORT", confirmed: true, defense: 155.5, arming: null, atrPct: 2, signalId: "SOL-1h-1795298400000" },
 };

@@ -9,6 +9,8 @@ import { createAccount } from "../../src/accounts/accounts.ts";
 import { emptySnapshot, type SignalSnapshot } from "../../src/signals/snapshot.ts";
 import { MarketFeed } from "../../src/market/feed.ts";
 import { createTestDb, type TestDb } from "./test-db.ts";
+import { SignalEventHub } from "../../src/events/event-hub.ts";
+import { startAlertDelivery, type AlertDelivery } from "../../src/alerts/delivery.ts";
 
 export const INTERNAL_TOKEN = "test-internal-token-0123456789";
 
@@ -36,6 +38,8 @@ export interface TestServer {
   readonly clock: TestClock;
   /** The market feed serving both the snapshot and IngestService (only with `feed: true`). */
   readonly feed: MarketFeed | null;
+  /** Message delivery (a worker only when the env sets TELEGRAM_BOT_TOKEN). */
+  readonly delivery: AlertDelivery;
   /** Creates an account and returns its id and key. */
   account(input?: { plan?: string; email?: string; subscriptionUntil?: Date }): Promise<{ accountId: number; apiKey: string }>;
   close(): Promise<void>;
@@ -57,9 +61,11 @@ export async function startTestServer(
   const logger = pino({ level: "silent" });
   let feed: MarketFeed | null = null;
   if (options.feed) {
-    feed = new MarketFeed({ db: db.handle, clock, logger, staleAfterMs: config.staleAfterMs });
+    feed = new MarketFeed({ db: db.handle, clock, logger, staleAfterMs: config.staleAfterMs, alertMaxDelayMs: config.alerts.maxDelayMs });
     await feed.load();
   }
+  const events = new SignalEventHub();
+  await events.start(db.handle);
   const app: App = createApp({
     config,
     db: db.handle,
@@ -68,8 +74,10 @@ export async function startTestServer(
     snapshot: feed ?? options.snapshot ?? emptySnapshot,
     ...(feed ? { feed } : {}),
     internalToken: INTERNAL_TOKEN,
+    events,
   });
   const { port, internalPort } = await app.start();
+  const delivery = await startAlertDelivery(config, db.handle, logger);
   return {
     baseUrl: `http://127.0.0.1:${port}`,
     internalUrl: `http://127.0.0.1:${internalPort}`,
@@ -79,6 +87,7 @@ export async function startTestServer(
     config,
     clock,
     feed,
+    delivery,
     async account(input = {}) {
       const { summary, apiKey } = await createAccount(
         db.handle,
@@ -94,6 +103,7 @@ export async function startTestServer(
     },
     async close() {
       await app.stop(1000);
+      await delivery.stop();
       await feed?.close();
       await db.drop();
     },

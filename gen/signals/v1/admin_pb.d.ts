@@ -85,6 +85,13 @@ export declare type AccountSummary = Message<"signals.v1.AccountSummary"> & {
    * @generated from field: string grant_month = 10;
    */
   grantMonth: string;
+
+  /**
+   * Alert settings; unset when the member receives no alerts.
+   *
+   * @generated from field: signals.v1.AlertSettings alerts = 11;
+   */
+  alerts?: AlertSettings | undefined;
 };
 
 /**
@@ -92,6 +99,40 @@ export declare type AccountSummary = Message<"signals.v1.AccountSummary"> & {
  * Use `create(AccountSummarySchema)` to create a new message.
  */
 export declare const AccountSummarySchema: GenMessage<AccountSummary>;
+
+/**
+ * AlertSettings says where and about what a member is alerted.
+ *
+ * @generated from message signals.v1.AlertSettings
+ */
+export declare type AlertSettings = Message<"signals.v1.AlertSettings"> & {
+  /**
+   * Telegram chat id: a number (e.g. 123456789, -1001234567890) or @channelname.
+   *
+   * @generated from field: string chat_id = 1;
+   */
+  chatId: string;
+
+  /**
+   * Base codes, e.g. BTC, ETH.
+   *
+   * @generated from field: repeated string symbols = 2;
+   */
+  symbols: string[];
+
+  /**
+   * Timeframes among 15m, 30m, 1h, 4h, 1d.
+   *
+   * @generated from field: repeated string timeframes = 3;
+   */
+  timeframes: string[];
+};
+
+/**
+ * Describes the message signals.v1.AlertSettings.
+ * Use `create(AlertSettingsSchema)` to create a new message.
+ */
+export declare const AlertSettingsSchema: GenMessage<AlertSettings>;
 
 /**
  * CreateAccountRequest names the new account.
@@ -391,6 +432,93 @@ export declare type AdjustTokensResponse = Message<"signals.v1.AdjustTokensRespo
 export declare const AdjustTokensResponseSchema: GenMessage<AdjustTokensResponse>;
 
 /**
+ * SetAlertsRequest replaces the account's alert settings.
+ *
+ * @generated from message signals.v1.SetAlertsRequest
+ */
+export declare type SetAlertsRequest = Message<"signals.v1.SetAlertsRequest"> & {
+  /**
+   * Account id.
+   *
+   * @generated from field: int64 account_id = 1;
+   */
+  accountId: bigint;
+
+  /**
+   * The new settings; symbols and timeframes must not be empty.
+   *
+   * @generated from field: signals.v1.AlertSettings alerts = 2;
+   */
+  alerts?: AlertSettings | undefined;
+};
+
+/**
+ * Describes the message signals.v1.SetAlertsRequest.
+ * Use `create(SetAlertsRequestSchema)` to create a new message.
+ */
+export declare const SetAlertsRequestSchema: GenMessage<SetAlertsRequest>;
+
+/**
+ * SetAlertsResponse describes the account after the change.
+ *
+ * @generated from message signals.v1.SetAlertsResponse
+ */
+export declare type SetAlertsResponse = Message<"signals.v1.SetAlertsResponse"> & {
+  /**
+   * The account.
+   *
+   * @generated from field: signals.v1.AccountSummary account = 1;
+   */
+  account?: AccountSummary | undefined;
+};
+
+/**
+ * Describes the message signals.v1.SetAlertsResponse.
+ * Use `create(SetAlertsResponseSchema)` to create a new message.
+ */
+export declare const SetAlertsResponseSchema: GenMessage<SetAlertsResponse>;
+
+/**
+ * ClearAlertsRequest names an account.
+ *
+ * @generated from message signals.v1.ClearAlertsRequest
+ */
+export declare type ClearAlertsRequest = Message<"signals.v1.ClearAlertsRequest"> & {
+  /**
+   * Account id.
+   *
+   * @generated from field: int64 account_id = 1;
+   */
+  accountId: bigint;
+};
+
+/**
+ * Describes the message signals.v1.ClearAlertsRequest.
+ * Use `create(ClearAlertsRequestSchema)` to create a new message.
+ */
+export declare const ClearAlertsRequestSchema: GenMessage<ClearAlertsRequest>;
+
+/**
+ * ClearAlertsResponse describes the account after the change.
+ *
+ * @generated from message signals.v1.ClearAlertsResponse
+ */
+export declare type ClearAlertsResponse = Message<"signals.v1.ClearAlertsResponse"> & {
+  /**
+   * The account.
+   *
+   * @generated from field: signals.v1.AccountSummary account = 1;
+   */
+  account?: AccountSummary | undefined;
+};
+
+/**
+ * Describes the message signals.v1.ClearAlertsResponse.
+ * Use `create(ClearAlertsResponseSchema)` to create a new message.
+ */
+export declare const ClearAlertsResponseSchema: GenMessage<ClearAlertsResponse>;
+
+/**
  * AdminService is the operator surface, served only on the internal listener (loopback by
  * default) and only with `authorization: Bearer <INTERNAL_TOKEN>`. The `signals` CLI calls
  * it, either over the network (a server holds the database) or in-process.
@@ -457,6 +585,26 @@ export declare const AdminService: GenService<{
     methodKind: "unary";
     input: typeof AdjustTokensRequestSchema;
     output: typeof AdjustTokensResponseSchema;
+  },
+  /**
+   * SetAlerts sets where (a Telegram chat) and about what (coins, timeframes) the member is alerted.
+   *
+   * @generated from rpc signals.v1.AdminService.SetAlerts
+   */
+  setAlerts: {
+    methodKind: "unary";
+    input: typeof SetAlertsRequestSchema;
+    output: typeof SetAlertsResponseSchema;
+  },
+  /**
+   * ClearAlerts stops all alerts of the account (pending ones are still delivered).
+   *
+   * @generated from rpc signals.v1.AdminService.ClearAlerts
+   */
+  clearAlerts: {
+    methodKind: "unary";
+    input: typeof ClearAlertsRequestSchema;
+    output: typeof ClearAlertsResponseSchema;
   },
 }>;
 

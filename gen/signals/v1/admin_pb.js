@@ -8,7 +8,7 @@ import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2
  * Describes the file signals/v1/admin.proto.
  */
 export const file_signals_v1_admin = /*@__PURE__*/
-  fileDesc("ChZzaWduYWxzL3YxL2FkbWluLnByb3RvEgpzaWduYWxzLnYxIt4BCg5BY2NvdW50U3VtbWFyeRISCgphY2NvdW50X2lkGAEgASgDEg0KBWVtYWlsGAIgASgJEgwKBHBsYW4YAyABKAkSGgoSc3Vic2NyaXB0aW9uX3VudGlsGAQgASgJEhUKDWdyYW50X2JhbGFuY2UYBSABKAMSFAoMcGFja19iYWxhbmNlGAYgASgDEhQKDGNyZWRpdHNfbGVmdBgHIAEoAxITCgtjYWxsc190b2RheRgIIAEoAxISCgprZXlfcHJlZml4GAkgASgJEhMKC2dyYW50X21vbnRoGAogASgJIk8KFENyZWF0ZUFjY291bnRSZXF1ZXN0Eg0KBWVtYWlsGAEgASgJEgwKBHBsYW4YAiABKAkSGgoSc3Vic2NyaXB0aW9uX3VudGlsGAMgASgJIlUKFUNyZWF0ZUFjY291bnRSZXNwb25zZRIrCgdhY2NvdW50GAEgASgLMhouc2lnbmFscy52MS5BY2NvdW50U3VtbWFyeRIPCgdhcGlfa2V5GAIgASgJIicKEUdldEFjY291bnRSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAMiQQoSR2V0QWNjb3VudFJlc3BvbnNlEisKB2FjY291bnQYASABKAsyGi5zaWduYWxzLnYxLkFjY291bnRTdW1tYXJ5IioKFFJlZ2VuZXJhdGVLZXlSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAMiVQoVUmVnZW5lcmF0ZUtleVJlc3BvbnNlEisKB2FjY291bnQYASABKAsyGi5zaWduYWxzLnYxLkFjY291bnRTdW1tYXJ5Eg8KB2FwaV9rZXkYAiABKAkiOwoWU2V0U3Vic2NyaXB0aW9uUmVxdWVzdBISCgphY2NvdW50X2lkGAEgASgDEg0KBXVudGlsGAIgASgJIkYKF1NldFN1YnNjcmlwdGlvblJlc3BvbnNlEisKB2FjY291bnQYASABKAsyGi5zaWduYWxzLnYxLkFjY291bnRTdW1tYXJ5IjkKE0FkZFRva2VuUGFja1JlcXVlc3QSEgoKYWNjb3VudF9pZBgBIAEoAxIOCgZhbW91bnQYAiABKAMiQwoUQWRkVG9rZW5QYWNrUmVzcG9uc2USKwoHYWNjb3VudBgBIAEoCzIaLnNpZ25hbHMudjEuQWNjb3VudFN1bW1hcnkiSAoTQWRqdXN0VG9rZW5zUmVxdWVzdBISCgphY2NvdW50X2lkGAEgASgDEg0KBWRlbHRhGAIgASgDEg4KBnJlYXNvbhgDIAEoCSJDChRBZGp1c3RUb2tlbnNSZXNwb25zZRIrCgdhY2NvdW50GAEgASgLMhouc2lnbmFscy52MS5BY2NvdW50U3VtbWFyeTKJBAoMQWRtaW5TZXJ2aWNlElQKDUNyZWF0ZUFjY291bnQSIC5zaWduYWxzLnYxLkNyZWF0ZUFjY291bnRSZXF1ZXN0GiEuc2lnbmFscy52MS5DcmVhdGVBY2NvdW50UmVzcG9uc2USSwoKR2V0QWNjb3VudBIdLnNpZ25hbHMudjEuR2V0QWNjb3VudFJlcXVlc3QaHi5zaWduYWxzLnYxLkdldEFjY291bnRSZXNwb25zZRJUCg1SZWdlbmVyYXRlS2V5EiAuc2lnbmFscy52MS5SZWdlbmVyYXRlS2V5UmVxdWVzdBohLnNpZ25hbHMudjEuUmVnZW5lcmF0ZUtleVJlc3BvbnNlEloKD1NldFN1YnNjcmlwdGlvbhIiLnNpZ25hbHMudjEuU2V0U3Vic2NyaXB0aW9uUmVxdWVzdBojLnNpZ25hbHMudjEuU2V0U3Vic2NyaXB0aW9uUmVzcG9uc2USUQoMQWRkVG9rZW5QYWNrEh8uc2lnbmFscy52MS5BZGRUb2tlblBhY2tSZXF1ZXN0GiAuc2lnbmFscy52MS5BZGRUb2tlblBhY2tSZXNwb25zZRJRCgxBZGp1c3RUb2tlbnMSHy5zaWduYWxzLnYxLkFkanVzdFRva2Vuc1JlcXVlc3QaIC5zaWduYWxzLnYxLkFkanVzdFRva2Vuc1Jlc3BvbnNlYgZwcm90bzM");
+  fileDesc("ChZzaWduYWxzL3YxL2FkbWluLnByb3RvEgpzaWduYWxzLnYxIokCCg5BY2NvdW50U3VtbWFyeRISCgphY2NvdW50X2lkGAEgASgDEg0KBWVtYWlsGAIgASgJEgwKBHBsYW4YAyABKAkSGgoSc3Vic2NyaXB0aW9uX3VudGlsGAQgASgJEhUKDWdyYW50X2JhbGFuY2UYBSABKAMSFAoMcGFja19iYWxhbmNlGAYgASgDEhQKDGNyZWRpdHNfbGVmdBgHIAEoAxITCgtjYWxsc190b2RheRgIIAEoAxISCgprZXlfcHJlZml4GAkgASgJEhMKC2dyYW50X21vbnRoGAogASgJEikKBmFsZXJ0cxgLIAEoCzIZLnNpZ25hbHMudjEuQWxlcnRTZXR0aW5ncyJFCg1BbGVydFNldHRpbmdzEg8KB2NoYXRfaWQYASABKAkSDwoHc3ltYm9scxgCIAMoCRISCgp0aW1lZnJhbWVzGAMgAygJIk8KFENyZWF0ZUFjY291bnRSZXF1ZXN0Eg0KBWVtYWlsGAEgASgJEgwKBHBsYW4YAiABKAkSGgoSc3Vic2NyaXB0aW9uX3VudGlsGAMgASgJIlUKFUNyZWF0ZUFjY291bnRSZXNwb25zZRIrCgdhY2NvdW50GAEgASgLMhouc2lnbmFscy52MS5BY2NvdW50U3VtbWFyeRIPCgdhcGlfa2V5GAIgASgJIicKEUdldEFjY291bnRSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAMiQQoSR2V0QWNjb3VudFJlc3BvbnNlEisKB2FjY291bnQYASABKAsyGi5zaWduYWxzLnYxLkFjY291bnRTdW1tYXJ5IioKFFJlZ2VuZXJhdGVLZXlSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAMiVQoVUmVnZW5lcmF0ZUtleVJlc3BvbnNlEisKB2FjY291bnQYASABKAsyGi5zaWduYWxzLnYxLkFjY291bnRTdW1tYXJ5Eg8KB2FwaV9rZXkYAiABKAkiOwoWU2V0U3Vic2NyaXB0aW9uUmVxdWVzdBISCgphY2NvdW50X2lkGAEgASgDEg0KBXVudGlsGAIgASgJIkYKF1NldFN1YnNjcmlwdGlvblJlc3BvbnNlEisKB2FjY291bnQYASABKAsyGi5zaWduYWxzLnYxLkFjY291bnRTdW1tYXJ5IjkKE0FkZFRva2VuUGFja1JlcXVlc3QSEgoKYWNjb3VudF9pZBgBIAEoAxIOCgZhbW91bnQYAiABKAMiQwoUQWRkVG9rZW5QYWNrUmVzcG9uc2USKwoHYWNjb3VudBgBIAEoCzIaLnNpZ25hbHMudjEuQWNjb3VudFN1bW1hcnkiSAoTQWRqdXN0VG9rZW5zUmVxdWVzdBISCgphY2NvdW50X2lkGAEgASgDEg0KBWRlbHRhGAIgASgDEg4KBnJlYXNvbhgDIAEoCSJDChRBZGp1c3RUb2tlbnNSZXNwb25zZRIrCgdhY2NvdW50GAEgASgLMhouc2lnbmFscy52MS5BY2NvdW50U3VtbWFyeSJRChBTZXRBbGVydHNSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAMSKQoGYWxlcnRzGAIgASgLMhkuc2lnbmFscy52MS5BbGVydFNldHRpbmdzIkAKEVNldEFsZXJ0c1Jlc3BvbnNlEisKB2FjY291bnQYASABKAsyGi5zaWduYWxzLnYxLkFjY291bnRTdW1tYXJ5IigKEkNsZWFyQWxlcnRzUmVxdWVzdBISCgphY2NvdW50X2lkGAEgASgDIkIKE0NsZWFyQWxlcnRzUmVzcG9uc2USKwoHYWNjb3VudBgBIAEoCzIaLnNpZ25hbHMudjEuQWNjb3VudFN1bW1hcnkyowUKDEFkbWluU2VydmljZRJUCg1DcmVhdGVBY2NvdW50EiAuc2lnbmFscy52MS5DcmVhdGVBY2NvdW50UmVxdWVzdBohLnNpZ25hbHMudjEuQ3JlYXRlQWNjb3VudFJlc3BvbnNlEksKCkdldEFjY291bnQSHS5zaWduYWxzLnYxLkdldEFjY291bnRSZXF1ZXN0Gh4uc2lnbmFscy52MS5HZXRBY2NvdW50UmVzcG9uc2USVAoNUmVnZW5lcmF0ZUtleRIgLnNpZ25hbHMudjEuUmVnZW5lcmF0ZUtleVJlcXVlc3QaIS5zaWduYWxzLnYxLlJlZ2VuZXJhdGVLZXlSZXNwb25zZRJaCg9TZXRTdWJzY3JpcHRpb24SIi5zaWduYWxzLnYxLlNldFN1YnNjcmlwdGlvblJlcXVlc3QaIy5zaWduYWxzLnYxLlNldFN1YnNjcmlwdGlvblJlc3BvbnNlElEKDEFkZFRva2VuUGFjaxIfLnNpZ25hbHMudjEuQWRkVG9rZW5QYWNrUmVxdWVzdBogLnNpZ25hbHMudjEuQWRkVG9rZW5QYWNrUmVzcG9uc2USUQoMQWRqdXN0VG9rZW5zEh8uc2lnbmFscy52MS5BZGp1c3RUb2tlbnNSZXF1ZXN0GiAuc2lnbmFscy52MS5BZGp1c3RUb2tlbnNSZXNwb25zZRJICglTZXRBbGVydHMSHC5zaWduYWxzLnYxLlNldEFsZXJ0c1JlcXVlc3QaHS5zaWduYWxzLnYxLlNldEFsZXJ0c1Jlc3BvbnNlEk4KC0NsZWFyQWxlcnRzEh4uc2lnbmFscy52MS5DbGVhckFsZXJ0c1JlcXVlc3QaHy5zaWduYWxzLnYxLkNsZWFyQWxlcnRzUmVzcG9uc2ViBnByb3RvMw");
 
 /**
  * Describes the message signals.v1.AccountSummary.
@@ -18,88 +18,123 @@ export const AccountSummarySchema = /*@__PURE__*/
   messageDesc(file_signals_v1_admin, 0);
 
 /**
+ * Describes the message signals.v1.AlertSettings.
+ * Use `create(AlertSettingsSchema)` to create a new message.
+ */
+export const AlertSettingsSchema = /*@__PURE__*/
+  messageDesc(file_signals_v1_admin, 1);
+
+/**
  * Describes the message signals.v1.CreateAccountRequest.
  * Use `create(CreateAccountRequestSchema)` to create a new message.
  */
 export const CreateAccountRequestSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 1);
+  messageDesc(file_signals_v1_admin, 2);
 
 /**
  * Describes the message signals.v1.CreateAccountResponse.
  * Use `create(CreateAccountResponseSchema)` to create a new message.
  */
 export const CreateAccountResponseSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 2);
+  messageDesc(file_signals_v1_admin, 3);
 
 /**
  * Describes the message signals.v1.GetAccountRequest.
  * Use `create(GetAccountRequestSchema)` to create a new message.
  */
 export const GetAccountRequestSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 3);
+  messageDesc(file_signals_v1_admin, 4);
 
 /**
  * Describes the message signals.v1.GetAccountResponse.
  * Use `create(GetAccountResponseSchema)` to create a new message.
  */
 export const GetAccountResponseSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 4);
+  messageDesc(file_signals_v1_admin, 5);
 
 /**
  * Describes the message signals.v1.RegenerateKeyRequest.
  * Use `create(RegenerateKeyRequestSchema)` to create a new message.
  */
 export const RegenerateKeyRequestSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 5);
+  messageDesc(file_signals_v1_admin, 6);
 
 /**
  * Describes the message signals.v1.RegenerateKeyResponse.
  * Use `create(RegenerateKeyResponseSchema)` to create a new message.
  */
 export const RegenerateKeyResponseSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 6);
+  messageDesc(file_signals_v1_admin, 7);
 
 /**
  * Describes the message signals.v1.SetSubscriptionRequest.
  * Use `create(SetSubscriptionRequestSchema)` to create a new message.
  */
 export const SetSubscriptionRequestSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 7);
+  messageDesc(file_signals_v1_admin, 8);
 
 /**
  * Describes the message signals.v1.SetSubscriptionResponse.
  * Use `create(SetSubscriptionResponseSchema)` to create a new message.
  */
 export const SetSubscriptionResponseSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 8);
+  messageDesc(file_signals_v1_admin, 9);
 
 /**
  * Describes the message signals.v1.AddTokenPackRequest.
  * Use `create(AddTokenPackRequestSchema)` to create a new message.
  */
 export const AddTokenPackRequestSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 9);
+  messageDesc(file_signals_v1_admin, 10);
 
 /**
  * Describes the message signals.v1.AddTokenPackResponse.
  * Use `create(AddTokenPackResponseSchema)` to create a new message.
  */
 export const AddTokenPackResponseSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 10);
+  messageDesc(file_signals_v1_admin, 11);
 
 /**
  * Describes the message signals.v1.AdjustTokensRequest.
  * Use `create(AdjustTokensRequestSchema)` to create a new message.
  */
 export const AdjustTokensRequestSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 11);
+  messageDesc(file_signals_v1_admin, 12);
 
 /**
  * Describes the message signals.v1.AdjustTokensResponse.
  * Use `create(AdjustTokensResponseSchema)` to create a new message.
  */
 export const AdjustTokensResponseSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 12);
+  messageDesc(file_signals_v1_admin, 13);
+
+/**
+ * Describes the message signals.v1.SetAlertsRequest.
+ * Use `create(SetAlertsRequestSchema)` to create a new message.
+ */
+export const SetAlertsRequestSchema = /*@__PURE__*/
+  messageDesc(file_signals_v1_admin, 14);
+
+/**
+ * Describes the message signals.v1.SetAlertsResponse.
+ * Use `create(SetAlertsResponseSchema)` to create a new message.
+ */
+export const SetAlertsResponseSchema = /*@__PURE__*/
+  messageDesc(file_signals_v1_admin, 15);
+
+/**
+ * Describes the message signals.v1.ClearAlertsRequest.
+ * Use `create(ClearAlertsRequestSchema)` to create a new message.
+ */
+export const ClearAlertsRequestSchema = /*@__PURE__*/
+  messageDesc(file_signals_v1_admin, 16);
+
+/**
+ * Describes the message signals.v1.ClearAlertsResponse.
+ * Use `create(ClearAlertsResponseSchema)` to create a new message.
+ */
+export const ClearAlertsResponseSchema = /*@__PURE__*/
+  messageDesc(file_signals_v1_admin, 17);
 
 /**
  * AdminService is the operator surface, served only on the internal listener (loopback by

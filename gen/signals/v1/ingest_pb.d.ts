@@ -176,6 +176,9 @@ export declare const IngestService: GenService<{
    * Each update is validated on its own: a bad one is rejected with a reason and changes
    * nothing; the rest are applied. The answer, sent when the stream ends and everything
    * accepted is committed, counts accepted, rejected and duplicate updates.
+   * Request metadata `x-ingest-mode: backfill` marks history: signal events are stored but no
+   * member is alerted. The default, `live`, alerts on signal changes at candles that closed
+   * within ALERT_MAX_DELAY of now.
    *
    * @generated from rpc signals.v1.IngestService.PushCandles
    */

@@ -178,6 +178,16 @@ export declare type SignalEntry = Message<"signals.v1.SignalEntry"> & {
    * @generated from field: string reason = 10;
    */
   reason: string;
+
+  /**
+   * Id of the signal event behind a confirmed reading, e.g. "BTC-4h-1718510400000" (coin,
+   * timeframe, open time of the candle whose close set the signal). The alert for that event
+   * carries the same id. Unset (REST null) when the reading is not confirmed or no break or
+   * invalidation has happened yet.
+   *
+   * @generated from field: optional string signal_id = 11;
+   */
+  signalId?: string | undefined;
 };
 
 /**

@@ -1,0 +1,257 @@
+/**
+ * Delivers the outbox at least once. Rows are leased (lease_until) in a short transaction, sent,
+ * then acknowledged one by one, so:
+ *  - a crash between send and acknowledgement repeats that one message after the lease ends,
+ *    rendered again from the same row: identical, with the same event id;
+ *  - nothing pending is lost across a restart, and nothing acknowledged is ever sent again.
+ * Failures back off exponentially with jitter, a 429 waits its retry_after (and pauses this
+ * worker: Telegram's flood control is per bot), and a row still undelivered after
+ * giveUpAfterMs is recorded as failed with its last error. Any number of worker processes may
+ * run: FOR UPDATE SKIP LOCKED hands each row to one of them. All times are the database's.
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import { sql } from "drizzle-orm";
+import type { Logger } from "pino";
+import type { AlertConfig } from "../config.ts";
+import type { DbHandle } from "../db/client.ts";
+import { errorSummary } from "../logger.ts";
+import { OUTBOX_CHANNEL } from "../market/store.ts";
+import { isTimeframe } from "../market/timeframes.ts";
+import { lowBalanceText, signalAlertText } from "./message-text.ts";
+import type { MessageSender, SendOutcome } from "./telegram.ts";
+
+export interface OutboxWorkerDeps {
+  readonly db: DbHandle;
+  readonly logger: Logger;
+  readonly sender: MessageSender;
+  readonly alerts: AlertConfig;
+  readonly publicBaseUrl: string;
+  /** Rows leased per round trip. */
+  readonly batchSize?: number;
+  /** Messages in flight at once (different chats; one chat's messages go in order). */
+  readonly concurrency?: number;
+}
+
+interface ClaimedRow {
+  id: number | string;
+  kind: "signal_alert" | "low_balance";
+  chat_id: string | null;
+  event_id: string | null;
+  payload: { credits_left?: number; threshold?: number } | null;
+  attempts: number;
+  last_error: string | null;
+  expired: boolean;
+  symbol: string | null;
+  tf: string | null;
+  signal: string | null;
+  price: number | null;
+  defense: number | null;
+  atr_pct: number | null;
+  candle_open_time: number | string | null;
+}
+
+export interface WorkerCounts {
+  sent: number;
+  retried: number;
+  failed: number;
+}
+
+/** Longest idle wait before looking for due retries again. */
+const MAX_IDLE_MS = 1000;
+
+/** Delay before attempt n+1 after n failed attempts: exponential, capped, half of it jittered. */
+export function backoffMs(attempts: number, baseMs: number, maxMs: number, random: () => number = Math.random): number {
+  const ceiling = Math.min(maxMs, baseMs * 2 ** Math.min(30, Math.max(0, attempts - 1)));
+  return Math.round(ceiling / 2 + random() * (ceiling / 2));
+}
+
+export class OutboxWorker {
+  private readonly deps: OutboxWorkerDeps;
+  private readonly leaseMs: number;
+  private running = false;
+  private loopDone: Promise<void> = Promise.resolve();
+  /** Bumped by every NOTIFY; a wait that started before the bump returns at once. */
+  private wakeups = 0;
+  private wake: (() => void) | null = null;
+  private pausedUntil = 0;
+  readonly counts: WorkerCounts = { sent: 0, retried: 0, failed: 0 };
+
+  constructor(deps: OutboxWorkerDeps) {
+    this.deps = deps;
+    // A lease must outlive one send, or a slow send would be handed to a second worker.
+    this.leaseMs = deps.alerts.sendTimeoutMs * 2 + 5_000;
+  }
+
+  async start(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    await this.deps.db.listen(OUTBOX_CHANNEL, () => this.nudge());
+    this.loopDone = this.loop();
+  }
+
+  /** Stops after the messages in flight are acknowledged. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.nudge();
+    await this.loopDone;
+  }
+
+  private nudge(): void {
+    this.wakeups++;
+    this.wake?.();
+  }
+
+  private async idle(sinceWakeups: number, ms: number): Promise<void> {
+    if (this.wakeups !== sinceWakeups || !this.running || ms <= 0) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wake = done;
+    });
+    this.wake = null;
+  }
+
+  private async loop(): Promise<void> {
+    while (this.running) {
+      const seen = this.wakeups;
+      const pause = this.pausedUntil - Date.now();
+      if (pause > 0) {
+        await this.idle(-1, pause);
+        continue;
+      }
+      try {
+        const rows = await this.claim();
+        if (rows.length > 0) {
+          await this.deliver(rows);
+          continue;
+        }
+        await this.idle(seen, await this.msUntilNextDue());
+      } catch (err) {
+        this.deps.logger.error({ err: errorSummary(err) }, "outbox round failed; retrying");
+        await this.idle(-1, MAX_IDLE_MS);
+      }
+    }
+  }
+
+  private async claim(): Promise<ClaimedRow[]> {
+    const { giveUpAfterMs } = this.deps.alerts;
+    return this.deps.db.rows<ClaimedRow>(sql`
+      WITH due AS (
+        SELECT id FROM outbox
+         WHERE sent_at IS NULL AND failed_at IS NULL AND next_attempt_at <= now()
+           AND (lease_until IS NULL OR lease_until <= now())
+         ORDER BY id
+         LIMIT ${this.deps.batchSize ?? 128}
+         FOR UPDATE SKIP LOCKED),
+      claimed AS (
+        UPDATE outbox o
+           SET lease_until = now() + ${this.leaseMs} * interval '1 millisecond', attempts = o.attempts + 1
+          FROM due WHERE o.id = due.id
+        RETURNING o.id, o.kind, o.chat_id, o.event_id, o.payload, o.attempts, o.last_error,
+                  o.created_at <= now() - ${giveUpAfterMs} * interval '1 millisecond' AS expired)
+      SELECT c.*, e.symbol, e.tf, e.signal, e.price, e.defense, e.atr_pct, e.candle_open_time
+        FROM claimed c LEFT JOIN signal_events e ON e.id = c.event_id
+       ORDER BY c.id`);
+  }
+
+  private async msUntilNextDue(): Promise<number> {
+    const [row] = await this.deps.db.rows<{ wait_ms: number | string | null }>(sql`
+      SELECT extract(epoch FROM min(greatest(next_attempt_at, coalesce(lease_until, next_attempt_at))) - now()) * 1000 AS wait_ms
+        FROM outbox WHERE sent_at IS NULL AND failed_at IS NULL`);
+    const wait = row?.wait_ms === null || row?.wait_ms === undefined ? MAX_IDLE_MS : Number(row.wait_ms);
+    return Math.max(0, Math.min(MAX_IDLE_MS, Math.ceil(wait)));
+  }
+
+  /** One chat's messages in order; different chats in parallel, at most `concurrency` at once. */
+  private async deliver(rows: ClaimedRow[]): Promise<void> {
+    const byChat = new Map<string, ClaimedRow[]>();
+    for (const row of rows) {
+      const key = row.chat_id ?? `#${row.id}`;
+      byChat.set(key, [...(byChat.get(key) ?? []), row]);
+    }
+    const queues = [...byChat.values()];
+    const lanes = Array.from({ length: Math.min(queues.length, this.deps.concurrency ?? 16) }, async () => {
+      for (let queue = queues.shift(); queue; queue = queues.shift()) {
+        for (const row of queue) await this.deliverOne(row);
+      }
+    });
+    await Promise.all(lanes);
+  }
+
+  private async deliverOne(row: ClaimedRow): Promise<void> {
+    const id = Number(row.id);
+    if (row.expired) {
+      return this.fail(id, `gave up after ${row.attempts - 1} attempts${row.last_error ? `; last error: ${row.last_error}` : ""}`);
+    }
+    const text = this.render(row);
+    if (row.chat_id === null) return this.fail(id, "no chat id configured for this account");
+    if (text === null) return this.fail(id, "the message's event is missing");
+    // A 429 seen by another lane pauses this one too: keep to the bot's flood limit.
+    const pause = this.pausedUntil - Date.now();
+    if (pause > 0) return this.retry(id, { kind: "retry", error: "paused by flood control", retryAfterMs: pause }, row.attempts);
+    const outcome = await this.deps.sender.send(row.chat_id, text);
+    if (outcome.kind === "sent") return this.acknowledge(id);
+    if (outcome.kind === "failed") return this.fail(id, outcome.error);
+    return this.retry(id, outcome, row.attempts);
+  }
+
+  private render(row: ClaimedRow): string | null {
+    if (row.kind === "low_balance") {
+      return lowBalanceText(Number(row.payload?.credits_left ?? 0), Number(row.payload?.threshold ?? 0), this.deps.publicBaseUrl);
+    }
+    if (row.event_id === null || row.symbol === null || row.tf === null || !isTimeframe(row.tf) || row.signal === null || row.price === null) return null;
+    return signalAlertText(
+      {
+        eventId: row.event_id,
+        symbol: row.symbol,
+        tf: row.tf,
+        signal: row.signal,
+        price: Number(row.price),
+        defense: row.defense === null ? null : Number(row.defense),
+        atrPct: row.atr_pct === null ? null : Number(row.atr_pct),
+        candleOpenTime: Number(row.candle_open_time),
+      },
+      this.deps.publicBaseUrl,
+    );
+  }
+
+  private async acknowledge(id: number): Promise<void> {
+    await this.deps.db.rows(sql`UPDATE outbox SET sent_at = now(), lease_until = NULL WHERE id = ${id}`);
+    this.counts.sent++;
+  }
+
+  private async fail(id: number, error: string): Promise<void> {
+    await this.deps.db.rows(sql`UPDATE outbox SET failed_at = now(), lease_until = NULL, last_error = ${error} WHERE id = ${id}`);
+    this.counts.failed++;
+    this.deps.logger.warn({ outboxId: id, error }, "message not delivered; recorded as failed");
+  }
+
+  private async retry(id: number, outcome: Extract<SendOutcome, { kind: "retry" }>, attempts: number): Promise<void> {
+    const { retryBaseMs, retryMaxMs, giveUpAfterMs } = this.deps.alerts;
+    const delayMs = outcome.retryAfterMs ?? backoffMs(attempts, retryBaseMs, retryMaxMs);
+    if (outcome.retryAfterMs !== undefined) this.pausedUntil = Math.max(this.pausedUntil, Date.now() + outcome.retryAfterMs);
+    // A retry that could only happen after the give-up point is a failure now.
+    await this.deps.db.rows(sql`
+      UPDATE outbox
+         SET lease_until = NULL, last_error = ${outcome.error},
+             next_attempt_at = now() + ${delayMs} * interval '1 millisecond',
+             failed_at = CASE WHEN created_at + ${giveUpAfterMs} * interval '1 millisecond' < now() + ${delayMs} * interval '1 millisecond' THEN now() END
+       WHERE id = ${id}`);
+    this.counts.retried++;
+    this.deps.logger.info({ outboxId: id, attempts, delayMs, error: outcome.error }, "message delivery will be retried");
+  }
+}
+
+/** Waits until no row is pending or leased, or the timeout passes (tests, benchmarks). */
+export async function waitForOutboxIdle(db: DbHandle, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const [row] = await db.rows<{ n: number | string }>(sql`SELECT count(*) AS n FROM outbox WHERE sent_at IS NULL AND failed_at IS NULL`);
+    if (Number(row?.n ?? 0) === 0) return true;
+    if (Date.now() > deadline) return false;
+    await sleep(20);
+  }
+}

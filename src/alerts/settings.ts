@@ -1,0 +1,78 @@
+/**
+ * A member's alert settings: one Telegram chat and the coins and timeframes to be alerted on.
+ * Set by the operator (`signals alerts set`) and by the member on the account page; both go
+ * through parseAlertSettings, so the rules are the same everywhere.
+ */
+import { eq, sql } from "drizzle-orm";
+import type { DbHandle } from "../db/client.ts";
+import { accounts, alertSettings } from "../db/schema.ts";
+import { isWellFormedSymbol, TIMEFRAMES, type Timeframe } from "../signals/request.ts";
+import { isTimeframe } from "../market/timeframes.ts";
+
+export interface AlertSettings {
+  chatId: string;
+  symbols: string[];
+  timeframes: Timeframe[];
+}
+
+/** Most coins one member can follow. */
+export const MAX_ALERT_SYMBOLS = 50;
+
+/** Telegram chat ids: a (possibly negative) integer, or a public @channelname. */
+const CHAT_ID_PATTERN = /^(-?[1-9]\d{0,19}|@[A-Za-z][A-Za-z0-9_]{4,31})$/;
+
+/** Why a settings change was refused (shown to the operator or member as is). */
+export class AlertSettingsError extends Error {
+  override name = "AlertSettingsError";
+}
+
+function splitList(raw: string | readonly string[]): string[] {
+  const parts = typeof raw === "string" ? raw.split(",") : raw.flatMap((part) => part.split(","));
+  return parts.map((part) => part.trim()).filter((part) => part !== "");
+}
+
+/**
+ * Validates and normalises settings: symbols upper-cased and de-duplicated (first kept),
+ * timeframes de-duplicated in the canonical order. Throws AlertSettingsError.
+ */
+export function parseAlertSettings(input: { chatId: string; symbols: string | readonly string[]; timeframes: string | readonly string[] }): AlertSettings {
+  const chatId = input.chatId.trim();
+  if (!CHAT_ID_PATTERN.test(chatId)) throw new AlertSettingsError(`chat id must be a Telegram chat id (a number) or @channelname, got "${chatId.slice(0, 40)}"`);
+  const symbols = [...new Set(splitList(input.symbols).map((s) => s.toUpperCase()))];
+  if (symbols.length === 0) throw new AlertSettingsError("name at least one coin, e.g. BTC,ETH");
+  if (symbols.length > MAX_ALERT_SYMBOLS) throw new AlertSettingsError(`at most ${MAX_ALERT_SYMBOLS} coins`);
+  const badSymbol = symbols.find((s) => !isWellFormedSymbol(s));
+  if (badSymbol !== undefined) throw new AlertSettingsError(`"${badSymbol.slice(0, 20)}" is not a coin code (1 to 15 letters or digits, e.g. BTC)`);
+  const requested = splitList(input.timeframes);
+  if (requested.length === 0) throw new AlertSettingsError(`name at least one timeframe among ${TIMEFRAMES.join(", ")}`);
+  const badTf = requested.find((tf) => !isTimeframe(tf));
+  if (badTf !== undefined) throw new AlertSettingsError(`timeframe must be one of ${TIMEFRAMES.join(", ")}, got "${badTf.slice(0, 10)}"`);
+  const timeframes = TIMEFRAMES.filter((tf) => requested.includes(tf));
+  return { chatId, symbols, timeframes };
+}
+
+/** The account's settings, or null when it receives no alerts. */
+export async function getAlertSettings(handle: DbHandle, accountId: number): Promise<AlertSettings | null> {
+  const [row] = await handle.db.select().from(alertSettings).where(eq(alertSettings.accountId, accountId));
+  if (!row) return null;
+  return { chatId: row.chatId, symbols: row.symbols, timeframes: row.timeframes.filter(isTimeframe) };
+}
+
+/** Replaces the account's settings; false when the account does not exist. */
+export async function saveAlertSettings(handle: DbHandle, accountId: number, settings: AlertSettings): Promise<boolean> {
+  const [account] = await handle.db.select({ id: accounts.id }).from(accounts).where(eq(accounts.id, accountId));
+  if (!account) return false;
+  await handle.db
+    .insert(alertSettings)
+    .values({ accountId, ...settings })
+    .onConflictDoUpdate({
+      target: alertSettings.accountId,
+      set: { chatId: settings.chatId, symbols: settings.symbols, timeframes: settings.timeframes, updatedAt: sql`now()` },
+    });
+  return true;
+}
+
+/** Removes the account's settings (no further alerts; rows already in the outbox still go out). */
+export async function clearAlertSettings(handle: DbHandle, accountId: number): Promise<void> {
+  await handle.db.delete(alertSettings).where(eq(alertSettings.accountId, accountId));
+}

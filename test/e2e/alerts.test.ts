@@ -1,0 +1,65 @@
+/**
+ * Alerts end to end: a live candle close that changes the signal is stored as an event with
+ * its outbox rows in the candle's transaction, delivered to a fake Telegram Bot API over HTTP,
+ * and the API answer right after carries the same signal id.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { AdminService } from "../../gen/signals/v1/admin_pb.js";
+import type { CandleUpdate } from "../../src/market/validate.ts";
+import type { Candle } from "../../src/engine/index.ts";
+import { startFakeTelegram, FAKE_BOT_TOKEN, type FakeTelegram } from "../support/fake-telegram.ts";
+import { createTestClock, INTERNAL_TOKEN, startTestServer, type TestServer } from "../support/test-server.ts";
+import { structureBreak } from "../support/structure-break.ts";
+
+const H = 3_600_000;
+const update = (symbol: string, c: Candle, closed = true): CandleUpdate => ({ symbol, tf: "1h", ...c, closed });
+
+let telegram: FakeTelegram;
+let server: TestServer;
+const start = Date.UTC(2026, 10, 12);
+const { history, breaker } = structureBreak(start);
+
+beforeAll(async () => {
+  telegram = await startFakeTelegram();
+  // The clock stands just after the breaker's close: that close is live.
+  const clock = createTestClock(breaker.openTime + H + 5_000);
+  server = await startTestServer({
+    feed: true,
+    clock,
+    env: { TELEGRAM_API_BASE: telegram.apiBase, TELEGRAM_BOT_TOKEN: FAKE_BOT_TOKEN, ALERT_RETRY_BASE_MS: "20", ALERT_RETRY_MAX_MS: "200" },
+  });
+});
+
+afterAll(async () => {
+  await server?.close();
+  await telegram?.close();
+});
+
+describe("a live structure break", () => {
+  it("alerts the subscribed member once, and the API shows the same signal id", async () => {
+    const admin = createClient(AdminService, createConnectTransport({ baseUrl: server.internalUrl, httpVersion: "1.1", interceptors: [(next) => (req) => { req.header.set("authorization", `Bearer ${INTERNAL_TOKEN}`); return next(req); }] }));
+    const member = await server.account();
+    const other = await server.account();
+    await admin.setAlerts({ accountId: BigInt(member.accountId), alerts: { chatId: "4242", symbols: ["ZZA"], timeframes: ["1h", "4h"] } });
+    await admin.setAlerts({ accountId: BigInt(other.accountId), alerts: { chatId: "4343", symbols: ["ETH"], timeframes: ["1h"] } });
+
+    // History is imported as a backfill: events stored, nobody alerted.
+    await server.feed!.ingest(history.map((c) => update("ZZA", c)), { alerts: false });
+    await server.feed!.ingest([update("ZZA", breaker)]);
+    const [message] = await telegram.waitForDelivered(1);
+    expect(message!.chatId).toBe("4242");
+    const eventId = `ZZA-1h-${breaker.openTime}`;
+    expect(message!.eventId).toBe(eventId);
+    expect(message!.text).toContain("ZZA 1h: LONG");
+    expect(message!.text).toContain("Educational information, not investment advice.");
+    expect(message!.text).toContain(`${server.config.publicBaseUrl}/charts/ZZA?tf=1h`);
+
+    const res = await fetch(`${server.baseUrl}/api/v1/signals?symbols=ZZA&tf=1h`, { headers: { "x-api-key": member.apiKey } });
+    const body = (await res.json()) as { signals: { signal: string; confirmed: boolean; signal_id: string | null }[] };
+    expect(body.signals[0]).toMatchObject({ signal: "LONG", confirmed: true, signal_id: eventId });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(telegram.received).toHaveLength(1);
+  });
+});
