@@ -19,6 +19,7 @@ export type ErrorCode =
   | "method_not_allowed"
   | "payload_too_large"
   | "conflict"
+  | "idempotency_key_reused"
   | "unauthorized"
   | "unavailable"
   | "internal";
@@ -59,6 +60,8 @@ export function errorSpec(code: ErrorCode): ErrorSpec {
       return { http: 413, connect: Code.ResourceExhausted, message: "The request is too large." };
     case "conflict":
       return { http: 409, connect: Code.AlreadyExists, message: "Already exists." };
+    case "idempotency_key_reused":
+      return { http: 422, connect: Code.FailedPrecondition, message: "This Idempotency-Key was used for a different request (other symbols or timeframe)." };
     case "unauthorized":
       return { http: 401, connect: Code.Unauthenticated, message: "A valid bearer token is required." };
     case "unavailable":

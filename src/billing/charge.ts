@@ -33,7 +33,7 @@ export interface ChargeResult {
   lowBalanceCrossed: boolean;
 }
 
-interface ChargeRow {
+export interface ChargeRow {
   outcome: ChargeOutcome;
   account_id: number | string | null;
   plan: string | null;
@@ -53,7 +53,7 @@ const MAX_BATCH = 128;
 
 const toNumber = (v: number | string | null): number | null => (v === null ? null : Number(v));
 
-function toResult(row: ChargeRow): ChargeResult {
+export function toResult(row: ChargeRow): ChargeResult {
   return {
     outcome: row.outcome,
     accountId: toNumber(row.account_id),

@@ -5,6 +5,7 @@
  */
 import { sql } from "drizzle-orm";
 import {
+  customType,
   bigint,
   boolean,
   check,
@@ -251,3 +252,25 @@ export const signInFailures = pgTable("sign_in_failures", {
   failures: integer("failures").notNull(),
   windowStart: timestamp("window_start", { withTimezone: true }).notNull(),
 });
+
+/** Raw bytes (a serialized protobuf message). */
+const bytea = customType<{ data: Uint8Array; driverData: Uint8Array }>({ dataType: () => "bytea" });
+
+/**
+ * Paid calls made with an Idempotency-Key: the first call's answer, stored in the transaction
+ * that charged it, so a retry within 24 h gets that answer back and is not charged again.
+ * Scoped by API key; `fingerprint` is the normalised request, so reusing a key for a different
+ * request is refused instead of answered with the wrong data.
+ */
+export const idempotentCalls = pgTable(
+  "idempotent_calls",
+  {
+    keyHash: text("key_hash").notNull(),
+    idempotencyKey: text("idempotency_key").notNull(),
+    fingerprint: text("fingerprint").notNull(),
+    /** The serialized GetSignalsResponse of the first call. */
+    response: bytea("response").notNull(),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.keyHash, t.idempotencyKey] }), index("idempotent_calls_created_idx").on(t.createdAt)],
+);

@@ -18,6 +18,10 @@ import { startDemoFeed } from "../market/demo-feed.ts";
 import { createApp } from "./create-app.ts";
 import { SignalEventHub } from "../events/event-hub.ts";
 import { startAlertDelivery } from "../alerts/delivery.ts";
+import { purgeExpiredIdempotentCalls } from "../billing/idempotent-charge.ts";
+
+/** How often answers stored for Idempotency-Keys past their 24 h are deleted. */
+const PURGE_EVERY_MS = 10 * 60 * 1000;
 import { acquireLock, updateLock, writeInternalToken } from "./data-dir-lock.ts";
 
 export interface RunningServer {
@@ -98,11 +102,16 @@ export async function startServer(config: Config, logger: Logger, clock: Clock =
     logger.info({ host: config.host, port, internalHost: config.internalHost, internalPort, database: db.driver }, "listening");
     if (config.demoAccount) await createDemoAccountOnce(config, db, clock, port);
     const delivery = await startAlertDelivery(config, db, logger);
+    const purge = setInterval(() => {
+      purgeExpiredIdempotentCalls(db, clock()).catch((err: unknown) => logger.warn({ err: errorSummary(err) }, "purge of old idempotent answers failed"));
+    }, PURGE_EVERY_MS);
+    purge.unref();
     return {
       port,
       internalPort,
       async stop() {
         stopDemo();
+        clearInterval(purge);
         await app.stop();
         await delivery.stop();
         await feed.close();
