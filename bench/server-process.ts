@@ -31,8 +31,11 @@ export interface ServerProcess {
   internalPort: number;
 }
 
-/** Spawns the server with extra environment and resolves once it listens. */
-export function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+/**
+ * Spawns the server with extra environment and resolves once it listens; kills it and rejects
+ * (with its output so far) when it has not listened within timeoutMs, rather than hanging.
+ */
+export function startServerProcess(env: Record<string, string>, timeoutMs = 60_000): Promise<ServerProcess> {
   // Same V8 flag as `npm start` (see README: bounded young generation keeps RSS low).
   const child = spawn(process.execPath, ["--max-semi-space-size=16", "src/main.ts"], {
     env: { ...process.env, PORT: "0", INTERNAL_PORT: "0", LOG_LEVEL: "info", DEMO_ACCOUNT: "false", DEMO_FEED: "false", ...env },
@@ -40,17 +43,25 @@ export function startServerProcess(env: Record<string, string>): Promise<ServerP
   });
   return new Promise((resolve, reject) => {
     let buffer = "";
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`the server did not listen within ${timeoutMs} ms; its output:\n${buffer.slice(-4000)}`));
+    }, timeoutMs);
     const onData = (d: Buffer) => {
       buffer += d.toString();
       const line = buffer.split("\n").find((l) => l.includes('"listening"'));
       if (!line) return;
+      clearTimeout(timer);
       child.stdout!.off("data", onData);
       child.stdout!.resume();
       const info = JSON.parse(line) as { port: number; internalPort: number };
       resolve({ child, port: info.port, internalPort: info.internalPort });
     };
     child.stdout!.on("data", onData);
-    child.on("exit", (code) => reject(new Error(`server exited with ${code}`)));
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code}`));
+    });
   });
 }
 

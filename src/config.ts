@@ -50,13 +50,31 @@ export interface Config {
   readonly logLevel: string;
   /** Largest request header block accepted, bytes. */
   readonly maxHeaderBytes: number;
+  /** A request's header block must arrive within this (ms), else 408 / the connection closes. */
+  readonly headersTimeoutMs: number;
+  /** A whole request (headers and body) must arrive within this (ms). */
+  readonly requestTimeoutMs: number;
+  /** A connection (or HTTP/2 session) with no traffic for this long (ms) is closed. */
+  readonly idleTimeoutMs: number;
   /** A coin whose feed has been silent longer than this (ms) is answered `stale`. */
   readonly staleAfterMs: number;
   /** Run the built-in demo feed (seeded random walk) for a few coins. */
   readonly demoFeed: boolean;
+  /** Failed API keys allowed per caller address per failedKeyWindowMs before 429. */
+  readonly failedKeyLimit: number;
+  readonly failedKeyWindowMs: number;
   /** Where members reach the web pages (links in alerts), without a trailing slash. */
   readonly publicBaseUrl: string;
   readonly alerts: AlertConfig;
+  /** How long a web sign-in lasts (ms). */
+  readonly sessionTtlMs: number;
+  /**
+   * A proxy in front of the public listener sets X-Forwarded-For / X-Forwarded-Proto: use them
+   * for the sign-in throttle's client address and for Secure cookies.
+   */
+  readonly trustProxy: boolean;
+  /** Free-endpoint calls (movers, derivatives, news, macro, fundamentals) per API key per minute. */
+  readonly freeRateLimit: number;
 }
 
 export class ConfigError extends Error {
@@ -144,8 +162,13 @@ export function loadConfig(env: Env = process.env): Config {
     demoAccount: boolVar(env, "DEMO_ACCOUNT", databaseUrl === null),
     logLevel,
     maxHeaderBytes: intVar(env, "MAX_HEADER_BYTES", 16 * 1024, 1024, 1024 * 1024),
+    headersTimeoutMs: intVar(env, "HEADERS_TIMEOUT", 10, 1, 600) * 1000,
+    requestTimeoutMs: intVar(env, "REQUEST_TIMEOUT", 30, 1, 3600) * 1000,
+    idleTimeoutMs: intVar(env, "IDLE_TIMEOUT", 65, 1, 24 * 3600) * 1000,
     staleAfterMs: intVar(env, "STALE_AFTER", 900, 1, 365 * 24 * 3600) * 1000,
     demoFeed: boolVar(env, "DEMO_FEED", databaseUrl === null),
+    failedKeyLimit: intVar(env, "FAILED_KEY_LIMIT", 100, 1, 1_000_000),
+    failedKeyWindowMs: intVar(env, "FAILED_KEY_WINDOW", 60, 1, 24 * 3600) * 1000,
     publicBaseUrl: urlVar(env, "PUBLIC_BASE_URL", `http://${linkHost}:${port}`),
     alerts: Object.freeze({
       telegramApiBase: urlVar(env, "TELEGRAM_API_BASE", "https://api.telegram.org"),
@@ -157,5 +180,8 @@ export function loadConfig(env: Env = process.env): Config {
       retryMaxMs: Math.max(retryBaseMs, intVar(env, "ALERT_RETRY_MAX_MS", 300_000, 1, 24 * 3_600_000)),
       worker: boolVar(env, "ALERT_WORKER", true),
     }),
+    sessionTtlMs: intVar(env, "SESSION_TTL_HOURS", 168, 1, 24 * 365) * 3_600_000,
+    trustProxy: boolVar(env, "TRUST_PROXY", false),
+    freeRateLimit: intVar(env, "FREE_RATE_LIMIT", 60, 1, 1_000_000),
   });
 }

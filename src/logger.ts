@@ -2,18 +2,25 @@
  * Structured JSON logs (pino). Secrets never reach a log line: headers that carry them are
  * redacted by path, and nothing logs a raw key anywhere in the code.
  */
-import { pino, type Logger } from "pino";
+import { pino, type Logger, type LoggerOptions } from "pino";
+import { currentRequest } from "./request-context.ts";
 
-/** Creates the process logger writing JSON lines to stdout. */
-export function createLogger(level: string): Logger {
-  return pino({
+/** Creates the process logger writing JSON lines to stdout (or to `destination`, in tests). */
+export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
+  const options: LoggerOptions = {
     level,
     base: { service: "signals" },
+    // Every line written while serving a request carries its id (the x-request-id header).
+    mixin: () => {
+      const request = currentRequest();
+      return request ? { reqId: request.reqId } : {};
+    },
     redact: {
       paths: ['req.headers["x-api-key"]', "req.headers.authorization", "req.headers.cookie", "apiKey", "api_key", "token"],
       censor: "[redacted]",
     },
-  });
+  };
+  return destination ? pino(options, destination) : pino(options);
 }
 
 /**

@@ -22,12 +22,15 @@ import {
 import { adjustTokens, applyMonthlyGrant } from "../billing/tokens.ts";
 import { serviceError } from "../errors.ts";
 import { AlertSettingsError, clearAlertSettings, getAlertSettings, parseAlertSettings, saveAlertSettings, type AlertSettings } from "../alerts/settings.ts";
+import { createSetupToken, setMemberPassword } from "../web/credentials.ts";
 
 export interface AdminServiceDeps {
   readonly db: DbHandle;
   readonly limits: Limits;
   readonly clock: Clock;
   readonly logger: Logger;
+  /** Base of the links the operator hands out (password setup), e.g. https://signals.example. */
+  readonly publicBaseUrl: string;
 }
 
 const MAX_PACK = 10_000_000;
@@ -138,6 +141,24 @@ export function createAdminService(deps: AdminServiceDeps): ServiceImpl<typeof A
         await clearAlertSettings(db, accountId);
         logger.info({ accountId }, "alert settings cleared");
         return { account: await message(summary) };
+      }),
+    setPassword: (req) =>
+      guarded(logger, async () => {
+        const accountId = accountIdOf(req.accountId);
+        const { sessionsRevoked } = await setMemberPassword(db, accountId, req.password);
+        logger.info({ accountId, sessionsRevoked }, "member password set by the operator");
+        return { account: await message(await getAccountSummary(db, accountId, clock())), sessionsRevoked: BigInt(sessionsRevoked) };
+      }),
+    createPasswordSetupLink: (req) =>
+      guarded(logger, async () => {
+        const accountId = accountIdOf(req.accountId);
+        const { token, expiresAt } = await createSetupToken(db, accountId, clock());
+        logger.info({ accountId }, "password setup link created");
+        return {
+          account: await message(await getAccountSummary(db, accountId, clock())),
+          url: `${deps.publicBaseUrl}/setup-password?token=${token}`,
+          expiresAt: expiresAt.toISOString(),
+        };
       }),
   };
 }

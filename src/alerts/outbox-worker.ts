@@ -7,7 +7,9 @@
  * Failures back off exponentially with jitter, a 429 waits its retry_after (and pauses this
  * worker: Telegram's flood control is per bot), and a row still undelivered after
  * giveUpAfterMs is recorded as failed with its last error. Any number of worker processes may
- * run: FOR UPDATE SKIP LOCKED hands each row to one of them. All times are the database's.
+ * run: FOR UPDATE SKIP LOCKED hands each row to one of them, and a batch's leases are renewed
+ * while it is being sent, so no row is taken over while its worker is alive. Lease, retry
+ * and give-up times are the database's.
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { sql } from "drizzle-orm";
@@ -50,6 +52,17 @@ interface ClaimedRow {
   candle_open_time: number | string | null;
 }
 
+/** The rows of one claim while they are delivered; their leases are renewed together. */
+interface Batch {
+  /** Local time just before the leases were taken or last renewed: they run at least leaseMs from here. */
+  leasedAt: number;
+  /** Rows leased and not yet acknowledged, failed or rescheduled by this worker. */
+  readonly unfinished: Set<ClaimedRow>;
+  /** Rows another worker has leased since (after this worker's lease ran out): never sent here. */
+  readonly lost: Set<ClaimedRow>;
+  renewing: Promise<void> | null;
+}
+
 export interface WorkerCounts {
   sent: number;
   retried: number;
@@ -58,6 +71,8 @@ export interface WorkerCounts {
 
 /** Longest idle wait before looking for due retries again. */
 const MAX_IDLE_MS = 1000;
+/** Lease left over after the longest send, for the acknowledgement's round trip. */
+const LEASE_MARGIN_MS = 2500;
 
 /** Delay before attempt n+1 after n failed attempts: exponential, capped, half of it jittered. */
 export function backoffMs(attempts: number, baseMs: number, maxMs: number, random: () => number = Math.random): number {
@@ -101,8 +116,13 @@ export class OutboxWorker {
     this.wake?.();
   }
 
-  private async idle(sinceWakeups: number, ms: number): Promise<void> {
-    if (this.wakeups !== sinceWakeups || !this.running || ms <= 0) return;
+  /**
+   * Waits up to `ms`. A NOTIFY after `sinceWakeups` was read skips the wait; with null (a pause
+   * or a failed round) only the time, a wake-up or stop() ends it. Never returns at once for
+   * null: the loop would spin on microtasks and freeze the process for the whole pause.
+   */
+  private async idle(sinceWakeups: number | null, ms: number): Promise<void> {
+    if ((sinceWakeups !== null && this.wakeups !== sinceWakeups) || !this.running || ms <= 0) return;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(done, ms);
       function done() {
@@ -119,19 +139,20 @@ export class OutboxWorker {
       const seen = this.wakeups;
       const pause = this.pausedUntil - Date.now();
       if (pause > 0) {
-        await this.idle(-1, pause);
+        await this.idle(null, pause);
         continue;
       }
       try {
+        const leasedAt = Date.now();
         const rows = await this.claim();
         if (rows.length > 0) {
-          await this.deliver(rows);
+          await this.deliver(rows, leasedAt);
           continue;
         }
         await this.idle(seen, await this.msUntilNextDue());
       } catch (err) {
         this.deps.logger.error({ err: errorSummary(err) }, "outbox round failed; retrying");
-        await this.idle(-1, MAX_IDLE_MS);
+        await this.idle(null, MAX_IDLE_MS);
       }
     }
   }
@@ -166,7 +187,8 @@ export class OutboxWorker {
   }
 
   /** One chat's messages in order; different chats in parallel, at most `concurrency` at once. */
-  private async deliver(rows: ClaimedRow[]): Promise<void> {
+  private async deliver(rows: ClaimedRow[], leasedAt: number): Promise<void> {
+    const batch: Batch = { leasedAt, unfinished: new Set(rows), lost: new Set(), renewing: null };
     const byChat = new Map<string, ClaimedRow[]>();
     for (const row of rows) {
       const key = row.chat_id ?? `#${row.id}`;
@@ -175,13 +197,19 @@ export class OutboxWorker {
     const queues = [...byChat.values()];
     const lanes = Array.from({ length: Math.min(queues.length, this.deps.concurrency ?? 16) }, async () => {
       for (let queue = queues.shift(); queue; queue = queues.shift()) {
-        for (const row of queue) await this.deliverOne(row);
+        for (const row of queue) {
+          try {
+            await this.deliverOne(row, batch);
+          } finally {
+            batch.unfinished.delete(row);
+          }
+        }
       }
     });
     await Promise.all(lanes);
   }
 
-  private async deliverOne(row: ClaimedRow): Promise<void> {
+  private async deliverOne(row: ClaimedRow, batch: Batch): Promise<void> {
     const id = Number(row.id);
     if (row.expired) {
       return this.fail(id, `gave up after ${row.attempts - 1} attempts${row.last_error ? `; last error: ${row.last_error}` : ""}`);
@@ -192,10 +220,48 @@ export class OutboxWorker {
     // A 429 seen by another lane pauses this one too: keep to the bot's flood limit.
     const pause = this.pausedUntil - Date.now();
     if (pause > 0) return this.retry(id, { kind: "retry", error: "paused by flood control", retryAfterMs: pause }, row.attempts);
+    if (!(await this.holdLease(batch, row))) return;
     const outcome = await this.deps.sender.send(row.chat_id, text);
     if (outcome.kind === "sent") return this.acknowledge(id);
     if (outcome.kind === "failed") return this.fail(id, outcome.error);
     return this.retry(id, outcome, row.attempts);
+  }
+
+  /**
+   * Makes sure the row's lease outlasts the send about to start. A batch is leased at once but
+   * one chat's messages go out one after the other (and chats wait for a free lane), so rows
+   * late in a long queue or behind slow sends would still be waiting when their leases ran
+   * out, and another worker would lease and send them too, out of order. When the lease left
+   * could not cover a whole send, every unfinished row of the batch is renewed in one statement
+   * (no round trip in the common case). A row another worker has leased since (which bumped
+   * its `attempts`) is not renewed: it is that worker's now, and false means "do not send".
+   */
+  private async holdLease(batch: Batch, row: ClaimedRow): Promise<boolean> {
+    const leaseLeftMs = batch.leasedAt + this.leaseMs - Date.now();
+    if (leaseLeftMs < this.deps.alerts.sendTimeoutMs + LEASE_MARGIN_MS) {
+      batch.renewing ??= this.renewLeases(batch).finally(() => {
+        batch.renewing = null;
+      });
+      await batch.renewing;
+    }
+    if (!batch.lost.has(row)) return true;
+    this.deps.logger.warn({ outboxId: Number(row.id) }, "lease lost to another worker before sending; not sent here");
+    return false;
+  }
+
+  private async renewLeases(batch: Batch): Promise<void> {
+    const rows = [...batch.unfinished].filter((row) => !batch.lost.has(row));
+    const renewedAt = Date.now();
+    const kept = await this.deps.db.rows<{ id: number | string }>(sql`
+      UPDATE outbox o SET lease_until = now() + ${this.leaseMs} * interval '1 millisecond'
+        FROM unnest(${sql.param(rows.map((r) => Number(r.id)))}::bigint[], ${sql.param(rows.map((r) => r.attempts))}::int[]) AS mine(id, attempts)
+       WHERE o.id = mine.id AND o.attempts = mine.attempts AND o.sent_at IS NULL AND o.failed_at IS NULL
+         -- Acknowledged, failed or rescheduled meanwhile (lease cleared): leave it alone.
+         AND o.lease_until IS NOT NULL
+      RETURNING o.id`);
+    const keptIds = new Set(kept.map((r) => Number(r.id)));
+    for (const row of rows) if (!keptIds.has(Number(row.id))) batch.lost.add(row);
+    batch.leasedAt = renewedAt;
   }
 
   private render(row: ClaimedRow): string | null {
@@ -233,13 +299,25 @@ export class OutboxWorker {
     const { retryBaseMs, retryMaxMs, giveUpAfterMs } = this.deps.alerts;
     const delayMs = outcome.retryAfterMs ?? backoffMs(attempts, retryBaseMs, retryMaxMs);
     if (outcome.retryAfterMs !== undefined) this.pausedUntil = Math.max(this.pausedUntil, Date.now() + outcome.retryAfterMs);
-    // A retry that could only happen after the give-up point is a failure now.
-    await this.deps.db.rows(sql`
-      UPDATE outbox
-         SET lease_until = NULL, last_error = ${outcome.error},
+    // A retry that could only happen after the give-up point is a failure now, recorded like
+    // one found expired when leased: "gave up after N attempts; last error: ...".
+    const [row] = await this.deps.db.rows<{ gave_up: boolean; last_error: string }>(sql`
+      WITH decided AS (
+        SELECT id, created_at + ${giveUpAfterMs} * interval '1 millisecond' < now() + ${delayMs} * interval '1 millisecond' AS gave_up
+          FROM outbox WHERE id = ${id})
+      UPDATE outbox o
+         SET lease_until = NULL,
              next_attempt_at = now() + ${delayMs} * interval '1 millisecond',
-             failed_at = CASE WHEN created_at + ${giveUpAfterMs} * interval '1 millisecond' < now() + ${delayMs} * interval '1 millisecond' THEN now() END
-       WHERE id = ${id}`);
+             failed_at = CASE WHEN d.gave_up THEN now() END,
+             last_error = CASE WHEN d.gave_up THEN 'gave up after ' || o.attempts || ' attempts; last error: ' || ${outcome.error}::text ELSE ${outcome.error}::text END
+        FROM decided d
+       WHERE o.id = d.id
+      RETURNING d.gave_up, o.last_error`);
+    if (row?.gave_up) {
+      this.counts.failed++;
+      this.deps.logger.warn({ outboxId: id, error: row.last_error }, "message not delivered; recorded as failed");
+      return;
+    }
     this.counts.retried++;
     this.deps.logger.info({ outboxId: id, attempts, delayMs, error: outcome.error }, "message delivery will be retried");
   }

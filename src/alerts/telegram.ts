@@ -36,8 +36,14 @@ async function readReply(response: Response): Promise<TelegramReply> {
   }
 }
 
-function describe(status: number, reply: TelegramReply): string {
-  const text = typeof reply.description === "string" ? `: ${reply.description}` : "";
+/** Removes the bot token (and its secret half) from a text the server wrote, e.g. a quoted URL. */
+function redact(text: string, botToken: string): string {
+  const secret = botToken.slice(botToken.indexOf(":") + 1);
+  return text.split(botToken).join("<bot token>").split(secret).join("<bot token>");
+}
+
+function describe(status: number, reply: TelegramReply, botToken: string): string {
+  const text = typeof reply.description === "string" ? `: ${redact(reply.description, botToken)}` : "";
   return `HTTP ${status}${text}`.slice(0, MAX_ERROR_TEXT);
 }
 
@@ -45,7 +51,9 @@ function describe(status: number, reply: TelegramReply): string {
 function retryAfterMs(response: Response, reply: TelegramReply): number | undefined {
   const fromBody = reply.parameters?.retry_after;
   if (typeof fromBody === "number" && Number.isFinite(fromBody) && fromBody >= 0) return fromBody * 1000;
-  const header = Number(response.headers.get("retry-after"));
+  // No header must not read as "0 s" (Number(null) === 0): that would retry at once, unpaused.
+  const raw = response.headers.get("retry-after")?.trim();
+  const header = raw ? Number(raw) : NaN;
   return Number.isFinite(header) && header >= 0 ? header * 1000 : undefined;
 }
 
@@ -74,7 +82,7 @@ export function createTelegramSender(options: TelegramOptions): MessageSender {
         return { kind: "retry", error: networkError(err, options.timeoutMs) };
       }
       if (response.ok && reply.ok !== false) return { kind: "sent" };
-      const error = describe(response.status, reply);
+      const error = describe(response.status, reply, options.botToken);
       if (response.status === 429) return { kind: "retry", error, retryAfterMs: retryAfterMs(response, reply) };
       // 401/404: the bot token is wrong (an operator can fix it); 5xx: Telegram's side.
       if (response.status >= 500 || response.status === 401 || response.status === 404 || response.status === 408) return { kind: "retry", error };

@@ -7,11 +7,22 @@
  * Within a group the calls run in key-hash order. Every group locks accounts in that same
  * global order, so two groups cannot deadlock. If the statement fails, the transaction rolls
  * back and every call in the group is refused as unavailable, with nothing charged.
+ *
+ * A statement whose connection breaks before its answer arrives may still have committed (the
+ * server ran it and failed only to send the result). Answering 503 then would be a charge the
+ * caller was told did not happen. So each statement also inserts a `charge_attempts` row under
+ * an id chosen here; on such a failure the batcher resolves the attempt once the database
+ * answers again: the row with results means "committed" (the calls get their real answers),
+ * and otherwise it inserts the id itself as a fence, which the lost statement's own insert
+ * would collide with, so that statement can never commit (the calls get 503, nothing charged).
  */
+import { randomBytes } from "node:crypto";
+import type { Logger } from "pino";
 import type { DbHandle } from "../db/client.ts";
 import type { Limits } from "../config.ts";
 import { mytDay, mytMonth } from "../clock.ts";
-import { lowBalanceThreshold } from "./tokens.ts";
+import { errorSummary } from "../logger.ts";
+import { adjustTokens, lowBalanceThreshold } from "./tokens.ts";
 
 export type ChargeOutcome =
   | "ok"
@@ -42,11 +53,20 @@ export interface ChargeRow {
   low_balance_crossed: boolean;
 }
 
+// The attempt row is written by the same statement (so it commits exactly when the charges do);
+// a data-modifying CTE runs whether or not the outer query reads it.
 const CHARGE_BATCH_SQL = `
-  SELECT k.ord, r.*
-    FROM unnest($1::text[], $2::timestamptz[], $3::date[], $4::date[]) WITH ORDINALITY AS k(key_hash, at, day, month, ord)
-   CROSS JOIN LATERAL charge_call(k.key_hash, k.at, k.day, k.month, $5::integer, $6::bigint, $7::bigint) AS r
-   ORDER BY k.ord`;
+  WITH r AS MATERIALIZED (
+    SELECT k.ord, c.*
+      FROM unnest($1::text[], $2::timestamptz[], $3::date[], $4::date[]) WITH ORDINALITY AS k(key_hash, at, day, month, ord)
+     CROSS JOIN LATERAL charge_call(k.key_hash, k.at, k.day, k.month, $5::integer, $6::bigint, $7::bigint) AS c),
+  attempt AS (
+    INSERT INTO charge_attempts (id, results) SELECT $8::uuid, jsonb_agg(to_jsonb(r) ORDER BY r.ord) FROM r)
+  SELECT * FROM r ORDER BY ord`;
+
+/** Inserts a fence for an attempt; a row back means the attempt had not committed and now never will. */
+const FENCE_SQL = `INSERT INTO charge_attempts (id, results) VALUES ($1::uuid, NULL) ON CONFLICT (id) DO NOTHING RETURNING id`;
+const ATTEMPT_SQL = `SELECT results FROM charge_attempts WHERE id = $1::uuid`;
 
 /** Largest group sent in one statement. */
 const MAX_BATCH = 128;
@@ -64,14 +84,42 @@ export function toResult(row: ChargeRow): ChargeResult {
   };
 }
 
-interface ChargeRequest {
+export interface ChargeRequest {
   keyHash: string;
   now: number;
 }
 
-/** Runs a group of charges in one statement; results come back in the order given. */
-export async function chargeBatch(handle: DbHandle, requests: ChargeRequest[], limits: Limits): Promise<ChargeResult[]> {
-  const order = requests.map((_, i) => i).sort((a, b) => (requests[a]!.keyHash < requests[b]!.keyHash ? -1 : requests[a]!.keyHash > requests[b]!.keyHash ? 1 : a - b));
+/**
+ * A time-ordered UUID (version 7: 48 bits of Unix milliseconds, then random bits), so attempt
+ * ids are appended to the primary-key index and old rows can be purged by id range.
+ */
+export function uuidV7(now = Date.now()): string {
+  const bytes = randomBytes(16);
+  bytes.writeUIntBE(now, 0, 6);
+  bytes[6] = 0x70 | (bytes[6]! & 0x0f);
+  bytes[8] = 0x80 | (bytes[8]! & 0x3f);
+  const hex = bytes.toString("hex");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/** Calls of a group in key-hash order (the global lock order), with their positions in `requests`. */
+function lockOrder(requests: ChargeRequest[]): number[] {
+  return requests.map((_, i) => i).sort((a, b) => (requests[a]!.keyHash < requests[b]!.keyHash ? -1 : requests[a]!.keyHash > requests[b]!.keyHash ? 1 : a - b));
+}
+
+/** Puts rows that came back in lock order back into the order of the requests. */
+function inRequestOrder(rows: ChargeRow[], order: number[]): ChargeResult[] {
+  if (rows.length !== order.length) throw new Error(`charge_call returned ${rows.length} rows for ${order.length} calls`);
+  const results = new Array<ChargeResult>(order.length);
+  rows.forEach((row, position) => {
+    results[order[position]!] = toResult(row);
+  });
+  return results;
+}
+
+/** Runs a group of charges in one statement under the given attempt id; results come back in the order given. */
+export async function chargeBatch(handle: DbHandle, requests: ChargeRequest[], limits: Limits, attemptId: string = uuidV7()): Promise<ChargeResult[]> {
+  const order = lockOrder(requests);
   const sorted = order.map((i) => requests[i]!);
   const rows = await handle.prepared<ChargeRow & { ord: number | string }>(CHARGE_BATCH_SQL, [
     sorted.map((r) => r.keyHash),
@@ -81,13 +129,48 @@ export async function chargeBatch(handle: DbHandle, requests: ChargeRequest[], l
     limits.dailyCap,
     limits.monthlyGrant,
     lowBalanceThreshold(limits),
+    attemptId,
   ]);
-  if (rows.length !== requests.length) throw new Error(`charge_call returned ${rows.length} rows for ${requests.length} calls`);
-  const results = new Array<ChargeResult>(requests.length);
-  rows.forEach((row, position) => {
-    results[order[position]!] = toResult(row);
-  });
-  return results;
+  return inRequestOrder(rows, order);
+}
+
+/**
+ * True when a failed statement certainly did not commit: the database refused it with an
+ * ordinary SQL error, or no connection could be opened, so it was never sent. Anything else
+ * (a connection reset, closed or terminated while the statement was out) leaves the outcome
+ * open and must be resolved.
+ */
+export function certainlyNotCommitted(err: unknown): boolean {
+  // Errors from Drizzle's query builder wrap the driver's error as `cause`.
+  const e = err as { code?: unknown; cause?: { code?: unknown } } | null;
+  const code = typeof e?.code === "string" ? e.code : e?.cause?.code;
+  if (typeof code !== "string") return false;
+  // SQLSTATE classes 08 (connection), 57 (operator intervention: terminated, shutting down),
+  // 58 (system I/O) and XX (internal) can come with the connection going away mid-commit.
+  if (/^[0-9A-Z]{5}$/.test(code)) return !/^(08|57|58|XX)/.test(code);
+  return ["CHARGE_NOT_SENT", "ECONNREFUSED", "CONNECT_TIMEOUT", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "CONNECTION_ENDED"].includes(code);
+}
+
+/**
+ * Learns whether the attempt committed, fencing it off if it had not: its results (in request
+ * order) or null ("not committed, and never will be"). Throws when the database cannot be
+ * reached.
+ */
+export async function resolveAttempt(handle: DbHandle, attemptId: string, requests: ChargeRequest[]): Promise<ChargeResult[] | null> {
+  // If the lost statement is still running, this insert waits for it on the id's index entry.
+  const fenced = await handle.prepared(FENCE_SQL, [attemptId]);
+  if (fenced.length > 0) return null;
+  const [row] = await handle.prepared<{ results: ChargeRow[] | string | null }>(ATTEMPT_SQL, [attemptId]);
+  const results = typeof row?.results === "string" ? (JSON.parse(row.results) as ChargeRow[]) : (row?.results ?? null);
+  return results === null ? null : inRequestOrder(results, lockOrder(requests));
+}
+
+/** Deletes attempt rows older than `olderThanMs` (they only matter for minutes after a fault). */
+export async function purgeChargeAttempts(handle: DbHandle, now: number, olderThanMs = 3600_000): Promise<number> {
+  // The smallest UUIDv7 of that millisecond: every id below it is older.
+  const bound = uuidV7(now - olderThanMs).slice(0, 13) + "-0000-0000-000000000000";
+  const rows = await handle.prepared(`DELETE FROM charge_attempts WHERE id < $1::uuid RETURNING 1`, [bound]);
+  return rows.length;
 }
 
 /** Checks the key, plan, subscription, balance and daily cap, and charges 1 Token if all pass. */
@@ -96,28 +179,150 @@ export async function chargeCall(handle: DbHandle, keyHash: string, limits: Limi
   return result!;
 }
 
-export type Charger = (keyHash: string, now: number) => Promise<ChargeResult>;
+/**
+ * Charges one call. `signal`: the caller's request; a call whose caller went away while it waited
+ * for its turn is dropped before it reaches the database (never charged).
+ */
+export type Charger = (keyHash: string, now: number, signal?: AbortSignal) => Promise<ChargeResult>;
+
+/** A group refused before its statement was sent: certainly nothing charged. */
+export class ChargeNotSent extends Error {
+  readonly code = "CHARGE_NOT_SENT";
+}
+
+export interface BatcherOptions {
+  /**
+   * How long callers of a group whose outcome is open wait for the database to answer again
+   * (default 10 s). Past it they get the statement's error (503), and the attempt is resolved
+   * in the background: if it turns out to have committed, each charged call is refunded.
+   */
+  readonly resolveWithinMs?: number;
+  /** Pause between resolution tries while the database is unreachable (default 250 ms). */
+  readonly retryEveryMs?: number;
+  /**
+   * Group statements in flight at once (default 8); later groups wait their turn, at most
+   * queueTimeoutMs (default 5 s), then are refused (503) without being sent. Without this bound
+   * the driver queued every group while the database was unreachable and ran them all when it
+   * came back, charging callers that had long given up.
+   */
+  readonly maxInFlight?: number;
+  readonly queueTimeoutMs?: number;
+  readonly logger?: Logger;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+
+interface PendingCall {
+  request: ChargeRequest;
+  signal: AbortSignal | undefined;
+  resolve: (r: ChargeResult) => void;
+  reject: (e: unknown) => void;
+}
 
 /**
  * Groups the calls that arrive in the same turn of the event loop (up to MAX_BATCH) into one
  * chargeBatch. Several groups may be in flight at once, each on its own pool connection.
  */
-export function createChargeBatcher(handle: DbHandle, limits: Limits): Charger {
-  let pending: { request: ChargeRequest; resolve: (r: ChargeResult) => void; reject: (e: unknown) => void }[] = [];
+export function createChargeBatcher(handle: DbHandle, limits: Limits, options: BatcherOptions = {}): Charger {
+  const resolveWithinMs = options.resolveWithinMs ?? 10_000;
+  const retryEveryMs = options.retryEveryMs ?? 250;
+  const maxInFlight = options.maxInFlight ?? 8;
+  const queueTimeoutMs = options.queueTimeoutMs ?? 5_000;
+  const log = options.logger;
+  let pending: PendingCall[] = [];
   let scheduled = false;
+  let inFlight = 0;
+  const waiting: { group: PendingCall[]; since: number }[] = [];
+
+  /** Tries resolveAttempt until it answers or `until` passes (then undefined). */
+  const resolveUntil = async (attemptId: string, requests: ChargeRequest[], until: number, every = retryEveryMs): Promise<ChargeResult[] | null | undefined> => {
+    for (;;) {
+      try {
+        return await resolveAttempt(handle, attemptId, requests);
+      } catch {
+        if (Date.now() + every > until) return undefined;
+        await sleep(every);
+      }
+    }
+  };
+
+  /** After the callers were answered 503: settle the attempt, refunding its charges if it committed. */
+  const settleLate = async (attemptId: string, requests: ChargeRequest[]) => {
+    const results = await resolveUntil(attemptId, requests, Date.now() + 24 * 3600_000, Math.max(retryEveryMs, 1000));
+    if (results === undefined || results === null) return;
+    const charged = results.filter((r) => r.outcome === "ok" && r.accountId !== null);
+    for (const r of charged) {
+      await adjustTokens(handle, r.accountId!, "adjustment", 1, `refund: call answered 503 after a database fault (attempt ${attemptId})`, limits);
+    }
+    log?.error({ attemptId, refunded: charged.length }, "charges of calls answered 503 committed after all; refunded");
+  };
+
+  const send = (group: PendingCall[]) => {
+    inFlight++;
+    const requests = group.map((g) => g.request);
+    const attemptId = uuidV7();
+    const answer = (results: ChargeResult[]) => group.forEach((g, i) => g.resolve(results[i]!));
+    const refuse = (err: unknown) => group.forEach((g) => g.reject(err));
+    chargeBatch(handle, requests, limits, attemptId).then(
+      (results) => {
+        inFlight--;
+        next();
+        answer(results);
+      },
+      async (err: unknown) => {
+        inFlight--;
+        next();
+        if (certainlyNotCommitted(err)) return refuse(err);
+        const results = await resolveUntil(attemptId, requests, Date.now() + resolveWithinMs);
+        if (results) return answer(results);
+        refuse(err);
+        if (results === undefined) {
+          log?.warn({ attemptId, calls: requests.length, err: errorSummary(err) }, "charge outcome unknown; answered 503, resolving in the background");
+          settleLate(attemptId, requests).catch((e: unknown) => log?.error({ attemptId, err: errorSummary(e) }, "charge attempt could not be settled"));
+        }
+      },
+    );
+  };
+
+  /** Drops calls whose caller is gone; refuses the rest if they waited too long. */
+  const live = (group: PendingCall[], since: number): PendingCall[] => {
+    const gone = new ChargeNotSent("the caller went away before the charge was sent");
+    const kept = group.filter((g) => !g.signal?.aborted || (g.reject(gone), false));
+    if (Date.now() - since <= queueTimeoutMs) return kept;
+    const late = new ChargeNotSent("the database did not take the charge in time");
+    kept.forEach((g) => g.reject(late));
+    return [];
+  };
+
+  const next = () => {
+    while (inFlight < maxInFlight && waiting.length > 0) {
+      const { group, since } = waiting.shift()!;
+      const kept = live(group, since);
+      if (kept.length > 0) send(kept);
+    }
+  };
+
   const flush = () => {
     scheduled = false;
     const group = pending;
     pending = [];
     if (group.length === 0) return;
-    chargeBatch(handle, group.map((g) => g.request), limits).then(
-      (results) => group.forEach((g, i) => g.resolve(results[i]!)),
-      (err: unknown) => group.forEach((g) => g.reject(err)),
-    );
+    const now = Date.now();
+    if (inFlight < maxInFlight && waiting.length === 0) {
+      const kept = live(group, now);
+      if (kept.length > 0) send(kept);
+      return;
+    }
+    waiting.push({ group, since: now });
+    // A queued group is refused at its deadline even if no statement finishes before it.
+    setTimeout(() => {
+      const at = waiting.findIndex((w) => w.group === group);
+      if (at >= 0) live(waiting.splice(at, 1)[0]!.group, now - queueTimeoutMs - 1);
+    }, queueTimeoutMs + 1).unref();
   };
-  return (keyHash, now) =>
+  return (keyHash, now, signal) =>
     new Promise<ChargeResult>((resolve, reject) => {
-      pending.push({ request: { keyHash, now }, resolve, reject });
+      pending.push({ request: { keyHash, now }, signal, resolve, reject });
       if (pending.length >= MAX_BATCH) flush();
       else if (!scheduled) {
         scheduled = true;

@@ -10,6 +10,8 @@ import { AdminService } from "../../gen/signals/v1/admin_pb.js";
 import { IngestService } from "../../gen/signals/v1/ingest_pb.js";
 import { MarketFeed } from "../market/feed.ts";
 import { createIngestService } from "../market/ingest-service.ts";
+import { DataIngestService } from "../../gen/signals/v1/data_ingest_pb.js";
+import { createDataIngestService } from "../market-data/ingest-service.ts";
 import type { Config } from "../config.ts";
 import { systemClock } from "../clock.ts";
 import { openDb, migrateDb, type DbHandle } from "../db/client.ts";
@@ -23,7 +25,8 @@ export class CliError extends Error {
 }
 
 /**
- * Runs `action` with a transport to the internal services (AdminService, IngestService):
+ * Runs `action` with a transport to the internal services (AdminService, IngestService,
+ * DataIngestService):
  * the running server's internal listener when it holds the embedded data directory, else
  * the same implementations in-process over the database.
  */
@@ -35,12 +38,13 @@ export async function withInternalTransport<T>(config: Config, action: (transpor
   }
   return withLocalDb(config, async (db) => {
     const logger = pino({ level: "silent" });
-    const admin = createAdminService({ db, limits: config.limits, clock: systemClock, logger });
+    const admin = createAdminService({ db, limits: config.limits, clock: systemClock, logger, publicBaseUrl: config.publicBaseUrl });
     const feed = new MarketFeed({ db, clock: systemClock, logger, staleAfterMs: config.staleAfterMs, alertMaxDelayMs: config.alerts.maxDelayMs });
     await feed.load();
     const transport = createRouterTransport(({ service }) => {
       service(AdminService, admin);
       service(IngestService, createIngestService(feed, logger));
+      service(DataIngestService, createDataIngestService({ db, clock: systemClock, logger }));
     });
     try {
       return await action(transport);

@@ -11,6 +11,9 @@ import { errorCodeOf } from "../errors.ts";
 import { existsSync } from "node:fs";
 import { CliError, withAdminClient, withInternalTransport, withLocalDb } from "./admin-client.ts";
 import { importCandles } from "./import-command.ts";
+import { importDataset } from "./data-import-command.ts";
+import { DATASETS, isPushedDataset } from "../market-data/datasets.ts";
+import { readSecretFromStdin } from "./read-secret.ts";
 
 const USAGE = `Usage: signals <command> [options]   (every command accepts --json)
 
@@ -29,6 +32,12 @@ const USAGE = `Usage: signals <command> [options]   (every command accepts --jso
   alerts set --account ID --chat CHAT_ID --symbols BTC,ETH --tf 4h,1d
                                                alert the member's Telegram chat on these
   alerts clear --account ID                    stop the member's alerts
+  account password --account ID                set the member's web password, read from
+                                               standard input (signs out their web sessions)
+  account password --account ID --link         print a one-time link (24 h) where the member
+                                               chooses a password
+  data import --dataset D --file F             import a free-endpoint dataset (derivatives, news,
+                                               macro, fundamentals) from JSON lines or .gz
 
 Environment: DATABASE_URL (Postgres) or DATA_DIR (embedded, default ./.data); see README.`;
 
@@ -51,11 +60,13 @@ const OPTIONS = {
   tf: { type: "string" },
   chat: { type: "string" },
   symbols: { type: "string" },
+  link: { type: "boolean" },
+  dataset: { type: "string" },
 } as const;
 
 type Values = { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]["type"] extends "boolean" ? boolean : string };
 
-function required(values: Values, name: "email" | "plan" | "until" | "account" | "amount" | "delta" | "reason" | "file" | "symbol" | "tf" | "chat" | "symbols"): string {
+function required(values: Values, name: "email" | "plan" | "until" | "account" | "amount" | "delta" | "reason" | "file" | "symbol" | "tf" | "chat" | "symbols" | "dataset"): string {
   const value = values[name];
   if (value === undefined || value.trim() === "") throw new UsageError(`--${name} is required`);
   return value.trim();
@@ -102,10 +113,16 @@ function describe(result: Record<string, unknown>): string[] {
   if (typeof result.api_key === "string") {
     lines.push("", `API key (shown once, store it now): ${result.api_key}`);
   }
+  if (typeof result.sessions_revoked === "number") {
+    lines.push("", `Web password set; ${result.sessions_revoked} web session(s) signed out.`);
+  }
+  if (typeof result.setup_link === "string") {
+    lines.push("", `Password setup link (works once, until ${result.expires_at}; send it to the member privately):`, `  ${result.setup_link}`);
+  }
   return lines;
 }
 
-async function runAdmin(config: Config, command: string, values: Values): Promise<Record<string, unknown>> {
+async function runAdmin(config: Config, command: string, values: Values, password: string | null): Promise<Record<string, unknown>> {
   return withAdminClient(config, async (client) => {
     switch (command) {
       case "account create": {
@@ -132,6 +149,14 @@ async function runAdmin(config: Config, command: string, values: Values): Promis
       }
       case "alerts clear":
         return summaryJson((await client.clearAlerts({ accountId: integerArg(values, "account") })).account);
+      case "account password": {
+        if (password === null) {
+          const r = await client.createPasswordSetupLink({ accountId: integerArg(values, "account") });
+          return { ...summaryJson(r.account), setup_link: r.url, expires_at: r.expiresAt };
+        }
+        const r = await client.setPassword({ accountId: integerArg(values, "account"), password });
+        return { ...summaryJson(r.account), sessions_revoked: Number(r.sessionsRevoked) };
+      }
       default:
         throw new UsageError(`unknown command "${command}"`);
     }
@@ -193,8 +218,30 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
       ]);
       return 0;
     }
+    if (command === "data import") {
+      const dataset = required(values as Values, "dataset");
+      if (!isPushedDataset(dataset)) throw new UsageError(`--dataset must be one of ${DATASETS.join(", ")}, got "${dataset}"`);
+      const file = required(values as Values, "file");
+      if (!existsSync(file)) throw new UsageError(`--file ${file} does not exist`);
+      const result = await withInternalTransport(config, (transport) => importDataset(transport, dataset, file));
+      const reasons = result.rejections.slice(0, 5).map((r) => `  line ${r.line}: ${r.reason}${r.key ? ` (${r.key})` : ""}`);
+      printResult(json, { ok: true, ...result }, [
+        `${result.dataset}: accepted ${result.accepted}, rejected ${result.rejected}, duplicates ${result.duplicates}`,
+        ...reasons,
+        ...(result.rejected > reasons.length ? [`  (${result.rejected - reasons.length} more; --json lists the first 100 and counts every reason)`] : []),
+      ]);
+      return 0;
+    }
     if (positionals.length !== 2) throw new UsageError(`unknown command "${positionals.join(" ")}"`);
-    const result = await runAdmin(config, command, values as Values);
+    // Read before any database work: a prompt must not hold the embedded data directory.
+    let password: string | null = null;
+    if (command === "account password" && !values.link) {
+      integerArg(values as Values, "account");
+      password = await readSecretFromStdin("password").catch((err: Error) => {
+        throw new UsageError(err.message);
+      });
+    }
+    const result = await runAdmin(config, command, values as Values, password);
     printResult(json, result, describe(result));
     return 0;
   } catch (err) {

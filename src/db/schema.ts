@@ -19,6 +19,7 @@ import {
   text,
   timestamp,
   uniqueIndex,
+  uuid,
 } from "drizzle-orm/pg-core";
 
 export const accounts = pgTable(
@@ -274,3 +275,91 @@ export const idempotentCalls = pgTable(
   },
   (t) => [primaryKey({ columns: [t.keyHash, t.idempotencyKey] }), index("idempotent_calls_created_idx").on(t.createdAt)],
 );
+
+/**
+ * One row per grouped charge statement (billing/charge.ts), inserted by that very statement
+ * with the group's outcomes. Its id (a time-ordered UUIDv7) is chosen by the server before the
+ * statement is sent, so when the connection breaks before the answer arrives the server can
+ * learn what happened: the row exists with results (the group committed: answer them) or the
+ * server inserts the id itself without results, a fence that the lost statement's own insert
+ * collides with, so it can never commit later (nothing charged: answer 503). Rows are needed
+ * for minutes; older ones are purged by id.
+ */
+export const chargeAttempts = pgTable("charge_attempts", {
+  id: uuid("id").primaryKey(),
+  /** The group's charge_call rows (with `ord`); null for a fence. */
+  results: jsonb("results"),
+  createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+});
+
+/**
+ * Free-endpoint calls per API key in the current fixed window (aligned to the window length,
+ * e.g. the minute), counted by the `free_call` SQL function in the same statement that checks
+ * the key and the subscription. One row per key that has made a free call.
+ */
+export const freeCallWindows = pgTable("free_call_windows", {
+  keyHash: text("key_hash").primaryKey(),
+  windowStart: timestamp("window_start", { withTimezone: true }).notNull(),
+  calls: integer("calls").notNull(),
+});
+
+/** Latest derivatives reading per coin and venue (GET /api/v1/derivatives); a later `time` replaces it. */
+export const derivativesReadings = pgTable(
+  "derivatives_readings",
+  {
+    symbol: text("symbol").notNull(),
+    venue: text("venue").notNull(),
+    /** Source time (epoch ms) of the values. */
+    time: bigint("time", { mode: "number" }).notNull(),
+    fundingRate: doublePrecision("funding_rate"),
+    openInterestUsd: doublePrecision("open_interest_usd"),
+    longShortRatio: doublePrecision("long_short_ratio"),
+    /** When this service received the row. */
+    updatedAt: timestamp("updated_at", { withTimezone: true }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.symbol, t.venue] })],
+);
+
+/** News items by the feeder's id (GET /api/v1/news); never edited. */
+export const newsItems = pgTable(
+  "news_items",
+  {
+    id: text("id").primaryKey(),
+    /** Publication time, epoch ms. */
+    time: bigint("time", { mode: "number" }).notNull(),
+    title: text("title").notNull(),
+    source: text("source").notNull(),
+    url: text("url").notNull(),
+    coins: text("coins").array().notNull(),
+    updatedAt: timestamp("updated_at", { withTimezone: true }).notNull(),
+  },
+  (t) => [index("news_items_time_idx").on(t.time, t.id)],
+);
+
+/** Points of macro-economic series (GET /api/v1/macro); history is immutable. */
+export const macroPoints = pgTable(
+  "macro_points",
+  {
+    series: text("series").notNull(),
+    /** Time the observation refers to, epoch ms. */
+    time: bigint("time", { mode: "number" }).notNull(),
+    value: doublePrecision("value").notNull(),
+    unit: text("unit").notNull(),
+    source: text("source").notNull(),
+    updatedAt: timestamp("updated_at", { withTimezone: true }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.series, t.time] }), index("macro_points_time_idx").on(t.time, t.series)],
+);
+
+/** Latest supply and market-cap figures per coin (GET /api/v1/fundamentals); a later `time` replaces them. */
+export const coinFundamentals = pgTable("coin_fundamentals", {
+  symbol: text("symbol").primaryKey(),
+  /** Source time (epoch ms) of the figures. */
+  time: bigint("time", { mode: "number" }).notNull(),
+  circulatingSupply: doublePrecision("circulating_supply").notNull(),
+  maxSupply: doublePrecision("max_supply"),
+  marketCapUsd: doublePrecision("market_cap_usd").notNull(),
+  rank: integer("rank"),
+  source: text("source").notNull(),
+  updatedAt: timestamp("updated_at", { withTimezone: true }).notNull(),
+});

@@ -25,6 +25,11 @@ export class SignalEventHub {
     return this.isClosed;
   }
 
+  /** Streams waiting for the next event right now (caught up and tailing); for health checks and tests. */
+  get waiting(): number {
+    return this.waiters.size;
+  }
+
   notify(): void {
     this.count++;
     for (const wake of this.waiters) wake();

@@ -109,6 +109,11 @@ export class MarketFeed implements SignalSnapshot {
     return { ok: true, reading: { ...reading, atrPct: reading.atrPct, signalId } };
   }
 
+  /** When each coin's feed last delivered an update (epoch ms), for freshness metrics. */
+  freshness(): { symbol: string; lastUpdateAt: number }[] {
+    return [...this.coins.values()].map((coin) => ({ symbol: coin.symbol, lastUpdateAt: coin.lastUpdateAt }));
+  }
+
   /** Symbols the feed knows, sorted. */
   symbols(): string[] {
     return [...this.coins.keys()].sort();

@@ -14,11 +14,13 @@ import { openDb, migrateDb, type DbHandle } from "../db/client.ts";
 import { accounts } from "../db/schema.ts";
 import { createAccount } from "../accounts/accounts.ts";
 import { MarketFeed } from "../market/feed.ts";
-import { startDemoFeed } from "../market/demo-feed.ts";
+import { startDemoData, startDemoFeed } from "../market/demo-feed.ts";
+import { purgeFreeCallWindows } from "../market-data/free-call.ts";
 import { createApp } from "./create-app.ts";
 import { SignalEventHub } from "../events/event-hub.ts";
-import { startAlertDelivery } from "../alerts/delivery.ts";
+import { startAlertDelivery, type AlertDelivery } from "../alerts/delivery.ts";
 import { purgeExpiredIdempotentCalls } from "../billing/idempotent-charge.ts";
+import { purgeChargeAttempts } from "../billing/charge.ts";
 
 /** How often answers stored for Idempotency-Keys past their 24 h are deleted. */
 const PURGE_EVERY_MS = 10 * 60 * 1000;
@@ -34,11 +36,14 @@ export interface RunningServer {
 export async function openDbWithRetry(config: Config, logger: Logger, signal?: AbortSignal): Promise<DbHandle> {
   let delayMs = 500;
   for (;;) {
+    let handle: DbHandle | null = null;
     try {
-      const handle = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.dbPoolSize });
+      handle = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.dbPoolSize });
       await migrateDb(handle);
       return handle;
     } catch (err) {
+      // A pool per failed attempt would otherwise stay open for the life of the process.
+      await handle?.close().catch(() => {});
       if (signal?.aborted) throw err;
       if (!config.databaseUrl) throw err; // an embedded database that fails to open will not heal by waiting
       logger.warn({ err: errorSummary(err), retryInMs: delayMs }, "database not reachable; retrying");
@@ -93,17 +98,23 @@ export async function startServer(config: Config, logger: Logger, clock: Clock =
     await feed.load();
     const events = new SignalEventHub();
     await events.start(db);
-    const app = createApp({ config, db, clock, logger, snapshot: feed, feed, internalToken, events });
+    let delivery: AlertDelivery | null = null;
+    const deliveries = () => delivery?.worker?.counts ?? null;
+    const app = createApp({ config, db, clock, logger, snapshot: feed, feed, internalToken, events, deliveries });
     const { port, internalPort } = await app.start();
     const stopDemo = config.demoFeed ? await startDemoFeed(feed, clock, logger) : () => {};
+    const stopDemoData = config.demoFeed ? await startDemoData(db, clock, logger) : () => {};
     if (!config.databaseUrl) {
       updateLock(config.dataDir, { pid: process.pid, role: "server", internalHost: config.internalHost, internalPort });
     }
     logger.info({ host: config.host, port, internalHost: config.internalHost, internalPort, database: db.driver }, "listening");
     if (config.demoAccount) await createDemoAccountOnce(config, db, clock, port);
-    const delivery = await startAlertDelivery(config, db, logger);
+    delivery = await startAlertDelivery(config, db, logger);
     const purge = setInterval(() => {
       purgeExpiredIdempotentCalls(db, clock()).catch((err: unknown) => logger.warn({ err: errorSummary(err) }, "purge of old idempotent answers failed"));
+      // Charge attempts are only read to resolve a fault of the last minutes (billing/charge.ts).
+      purgeChargeAttempts(db, Date.now()).catch((err: unknown) => logger.warn({ err: errorSummary(err) }, "purge of old charge attempts failed"));
+      purgeFreeCallWindows(db, clock()).catch((err: unknown) => logger.warn({ err: errorSummary(err) }, "purge of old free-call windows failed"));
     }, PURGE_EVERY_MS);
     purge.unref();
     return {
@@ -111,9 +122,10 @@ export async function startServer(config: Config, logger: Logger, clock: Clock =
       internalPort,
       async stop() {
         stopDemo();
+        stopDemoData();
         clearInterval(purge);
         await app.stop();
-        await delivery.stop();
+        await delivery?.stop();
         await feed.close();
         await db.close();
         releaseLock();

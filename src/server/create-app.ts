@@ -1,12 +1,12 @@
 /**
  * Assembles the two listeners from their dependencies without starting them:
- *  - public: SignalsService over REST (from the proto annotations), Connect, gRPC, gRPC-Web;
- *  - internal (loopback by default, bearer token): AdminService, IngestService, the signal
- *    event stream and health.
+ *  - public: SignalsService and the free MarketDataService over REST (from the proto
+ *    annotations), Connect, gRPC, gRPC-Web;
+ *  - internal (loopback by default, bearer token): AdminService, IngestService,
+ *    DataIngestService, the signal event stream and health.
  * Only main.ts (or a test) calls start().
  */
 import { errorSummary } from "../logger.ts";
-import { randomUUID } from "node:crypto";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { ConnectRouter } from "@connectrpc/connect";
 import type { Logger } from "pino";
@@ -24,10 +24,46 @@ import type { DbHandle } from "../db/client.ts";
 import type { SignalSnapshot } from "../signals/snapshot.ts";
 import { createSignalsService } from "../signals/service.ts";
 import { createAdminService } from "../admin/service.ts";
-import { createDualProtocolListener, type RequestHandler } from "./listener.ts";
-import { createRestHandler, sendError, sendJson } from "./rest.ts";
+import { createDualProtocolListener } from "./listener.ts";
+import { createRestHandler, requestUrl, sendError, sendJson } from "./rest.ts";
 import { getSignalsResponseJson } from "./rest-json.ts";
 import { bearerAuthInterceptor, createBearerCheck } from "./internal-auth.ts";
+import { withRequestScope } from "./request-scope.ts";
+import { clientFaultsAsInvalidArgument } from "./client-errors.ts";
+import { Health } from "../../gen/grpc/health/v1/health_pb.js";
+import { createHealthProbe, createHealthService, type HealthProbe } from "../observability/health.ts";
+import { createMetrics, type Metrics } from "../observability/metrics.ts";
+import { FailedKeyThrottle } from "../accounts/failed-key-throttle.ts";
+import { MarketDataService } from "../../gen/signals/v1/market_data_pb.js";
+import { DataIngestService } from "../../gen/signals/v1/data_ingest_pb.js";
+import { createMarketDataService } from "../market-data/service.ts";
+import { createDataIngestService } from "../market-data/ingest-service.ts";
+import {
+  getDerivativesResponseJson,
+  getFundamentalsResponseJson,
+  getMacroResponseJson,
+  getMoversResponseJson,
+  getNewsResponseJson,
+} from "../market-data/rest-json.ts";
+
+/** GET /healthz: 200 when the database answers and the process is not stopping, else 503. */
+async function sendHealth(res: Parameters<typeof sendJson>[0], probe: HealthProbe): Promise<void> {
+  const healthy = await probe.healthy();
+  sendJson(res, healthy ? 200 : 503, { ok: healthy, database: healthy ? "up" : "unavailable" });
+}
+
+/** GET /metrics in the Prometheus text format. */
+async function sendMetrics(res: Parameters<typeof sendJson>[0], metrics: Metrics, logger: Logger): Promise<void> {
+  try {
+    const body = await metrics.registry.metrics();
+    (res as import("node:http").ServerResponse).writeHead(200, { "content-type": metrics.registry.contentType, "cache-control": "no-store" });
+    res.end(body);
+  } catch (err) {
+    logger.error({ err: errorSummary(err) }, "metrics could not be collected");
+    sendError(res, "unavailable");
+  }
+}
+import { createWebRouter } from "../web/router.ts";
 
 export interface AppDeps {
   readonly config: Config;
@@ -41,39 +77,58 @@ export interface AppDeps {
   readonly internalToken: string;
   /** Wakes the internal signal event streams; when absent the stream is not served. */
   readonly events?: SignalEventHub;
+  /** This process's outbox delivery counters, for /metrics. */
+  readonly deliveries?: () => { sent: number; retried: number; failed: number } | null;
 }
 
 export interface App {
+  /** This app's Prometheus registry and instruments. */
+  readonly metrics: Metrics;
   /** Starts both listeners; returns the bound ports (useful with port 0 in tests). */
   start(): Promise<{ port: number; internalPort: number }>;
   /** Drains in-flight calls, then closes both listeners. */
   stop(graceMs?: number): Promise<void>;
 }
 
-const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
-
-/** Gives every response an x-request-id (the caller's, if well-formed) for log correlation. */
-function withRequestId(handler: RequestHandler): RequestHandler {
-  return (req, res) => {
-    const given = req.headers["x-request-id"];
-    const id = typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
-    res.setHeader("x-request-id", id);
-    handler(req, res);
-  };
-}
 
 /** Builds the application over its dependencies. */
 export function createApp(deps: AppDeps): App {
   const { config, logger } = deps;
   const shutdown = new AbortController();
-  const signals = createSignalsService({ ...deps, limits: config.limits });
+  const metrics = createMetrics({
+    db: deps.db,
+    clock: deps.clock,
+    poolSize: config.dbPoolSize,
+    ...(deps.feed ? { freshness: () => deps.feed!.freshness() } : {}),
+    ...(deps.deliveries ? { deliveries: deps.deliveries } : {}),
+  });
+  const throttle = new FailedKeyThrottle({ limit: config.failedKeyLimit, windowMs: config.failedKeyWindowMs, clock: deps.clock });
+  const health = createHealthProbe(deps.db, shutdown.signal);
+  // Charge statements in flight: leave connections free for everything else (and see service.ts).
+  const maxChargesInFlight = Math.max(1, config.dbPoolSize - 2);
+  const signals = createSignalsService({ ...deps, limits: config.limits, throttle, metrics, maxChargesInFlight });
+  // The free endpoints share the paid endpoint's failed-key throttle (one budget per address).
+  const marketData = createMarketDataService({ ...deps, staleAfterMs: config.staleAfterMs, freeRateLimit: config.freeRateLimit, throttle, metrics });
+  const md = MarketDataService.method;
   const rest = createRestHandler(
-    [{ service: SignalsService, method: SignalsService.method.getSignals, invoke: (r, ctx) => Promise.resolve(signals.getSignals(r as never, ctx)), toJson: getSignalsResponseJson }],
+    [
+      { service: SignalsService, method: SignalsService.method.getSignals, invoke: (r, ctx) => Promise.resolve(signals.getSignals(r as never, ctx)), toJson: getSignalsResponseJson },
+      { service: MarketDataService, method: md.getMovers, invoke: (r, ctx) => Promise.resolve(marketData.getMovers(r as never, ctx)), toJson: getMoversResponseJson },
+      { service: MarketDataService, method: md.getDerivatives, invoke: (r, ctx) => Promise.resolve(marketData.getDerivatives(r as never, ctx)), toJson: getDerivativesResponseJson },
+      { service: MarketDataService, method: md.getNews, invoke: (r, ctx) => Promise.resolve(marketData.getNews(r as never, ctx)), toJson: getNewsResponseJson },
+      { service: MarketDataService, method: md.getMacro, invoke: (r, ctx) => Promise.resolve(marketData.getMacro(r as never, ctx)), toJson: getMacroResponseJson },
+      { service: MarketDataService, method: md.getFundamentals, invoke: (r, ctx) => Promise.resolve(marketData.getFundamentals(r as never, ctx)), toJson: getFundamentalsResponseJson },
+    ],
     logger,
     shutdown.signal,
   );
+  const web = createWebRouter(deps);
   const publicHandler = connectNodeAdapter({
-    routes: (router: ConnectRouter) => router.service(SignalsService, signals),
+    routes: (router: ConnectRouter) => {
+      router.service(SignalsService, signals);
+      router.service(Health, createHealthService(health));
+      router.service(MarketDataService, marketData);
+    },
     grpc: true,
     grpcWeb: true,
     connect: true,
@@ -81,8 +136,9 @@ export function createApp(deps: AppDeps): App {
     shutdownSignal: shutdown.signal,
     fallback: (req, res) => {
       rest(req, res)
+        .then((handled) => handled || web(req, res))
         .then((handled) => {
-          if (!handled) sendError(res, "not_found", "No such route. The paid endpoint is GET /api/v1/signals.");
+          if (!handled) sendError(res, "not_found", "No such route. The API is GET /api/v1/signals (paid) and GET /api/v1/movers, /derivatives, /news, /macro and /fundamentals (free).");
         })
         .catch((err: unknown) => {
           logger.error({ err: errorSummary(err) }, "fallback handler failed");
@@ -92,12 +148,13 @@ export function createApp(deps: AppDeps): App {
   });
 
   const bearer = createBearerCheck(deps.internalToken);
-  const admin = createAdminService({ ...deps, limits: config.limits });
+  const admin = createAdminService({ ...deps, limits: config.limits, publicBaseUrl: config.publicBaseUrl });
   const internalHandler = connectNodeAdapter({
     routes: (router: ConnectRouter) => {
       router.service(AdminService, admin);
       if (deps.feed) router.service(IngestService, createIngestService(deps.feed, logger));
       if (deps.events) router.service(SignalEventsService, createSignalEventsService({ db: deps.db, hub: deps.events, logger }));
+      router.service(DataIngestService, createDataIngestService(deps));
     },
     interceptors: [bearerAuthInterceptor(bearer)],
     grpc: true,
@@ -106,16 +163,24 @@ export function createApp(deps: AppDeps): App {
     readMaxBytes: 4 * 1024 * 1024,
     shutdownSignal: shutdown.signal,
     fallback: (req, res) => {
-      const path = new URL(req.url ?? "/", "http://localhost").pathname;
-      if (path === "/healthz") return sendJson(res, 200, { ok: true });
+      const path = requestUrl(req.url)?.pathname;
+      if (path === "/healthz") return void sendHealth(res, health);
+      if (path === "/metrics") return void sendMetrics(res, metrics, logger);
       sendError(res, "not_found");
     },
   });
 
-  const listenerOptions = { maxHeaderBytes: config.maxHeaderBytes };
-  const publicListener = createDualProtocolListener(withRequestId(publicHandler), listenerOptions);
-  const internalListener = createDualProtocolListener(withRequestId(internalHandler), listenerOptions);
+  const listenerOptions = {
+    maxHeaderBytes: config.maxHeaderBytes,
+    headersTimeoutMs: config.headersTimeoutMs,
+    requestTimeoutMs: config.requestTimeoutMs,
+    idleTimeoutMs: config.idleTimeoutMs,
+  };
+  const scope = { logger, trustProxy: config.trustProxy };
+  const publicListener = createDualProtocolListener(withRequestScope(clientFaultsAsInvalidArgument(publicHandler), { ...scope, listener: "public" }), listenerOptions);
+  const internalListener = createDualProtocolListener(withRequestScope(clientFaultsAsInvalidArgument(internalHandler), { ...scope, listener: "internal" }), listenerOptions);
   return {
+    metrics,
     async start() {
       const port = await publicListener.listen(config.port, config.host);
       const internalPort = await internalListener.listen(config.internalPort, config.internalHost);

@@ -16,11 +16,22 @@ export type RequestHandler = (
 export interface ListenerOptions {
   /** Largest header block accepted (HTTP/1.1 answers 431 above it, HTTP/2 resets the stream). */
   readonly maxHeaderBytes: number;
-  /** A connection idle longer than this is closed. */
+  /** A connection idle longer than this is closed (default 65 s). */
   readonly idleTimeoutMs?: number;
-  /** A request whose headers and body take longer than this is answered 408. */
+  /**
+   * A request whose headers and body take longer than this is answered 408 (HTTP/1.1) or
+   * cancelled (HTTP/2) (default 30 s).
+   */
   readonly requestTimeoutMs?: number;
+  /**
+   * A request whose header block takes longer than this is answered 408; a new connection that
+   * does not say which protocol it speaks within it is closed (default min(10 s, request)).
+   */
+  readonly headersTimeoutMs?: number;
 }
+
+/** Concurrent streams one HTTP/2 connection may open (Node's default is unlimited). */
+export const MAX_CONCURRENT_STREAMS = 100;
 
 export interface DualProtocolListener {
   listen(port: number, host: string): Promise<number>;
@@ -30,19 +41,62 @@ export interface DualProtocolListener {
 
 const HTTP2_PREFACE_START = Buffer.from("PRI");
 
+/** While draining, a connection that has not sent its first request yet gets this long to do so. */
+const FIRST_REQUEST_WINDOW_MS = 1_000;
+
 /** Builds (but does not start) a listener that hands each connection to the right server. */
 export function createDualProtocolListener(handler: RequestHandler, options: ListenerOptions): DualProtocolListener {
   const idleTimeoutMs = options.idleTimeoutMs ?? 65_000;
+  const requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+  const headersTimeoutMs = Math.min(options.headersTimeoutMs ?? 10_000, requestTimeoutMs);
+  // HTTP/1.1 connections serving a request now, and those that have served one.
+  const active = new Set<net.Socket>();
+  const used = new WeakSet<net.Socket>();
+  let draining = false;
   const h1 = http.createServer(
     {
       maxHeaderSize: options.maxHeaderBytes,
-      requestTimeout: options.requestTimeoutMs ?? 30_000,
-      headersTimeout: Math.min(options.requestTimeoutMs ?? 30_000, 10_000),
+      requestTimeout: requestTimeoutMs,
+      headersTimeout: headersTimeoutMs,
       keepAliveTimeout: 5_000,
+      // Node checks both timeouts only this often (default 30 s), so a slow client could hold a
+      // connection up to 30 s past them (found by test/reliability/fuzz.test.ts).
+      connectionsCheckingInterval: Math.min(1_000, headersTimeoutMs),
     },
-    handler,
+    (req, res) => {
+      const socket = req.socket;
+      active.add(socket);
+      used.add(socket);
+      res.once("close", () => active.delete(socket));
+      // The last answer on this connection: the client opens a new one (to another process).
+      if (draining) res.setHeader("connection", "close");
+      handler(req, res);
+    },
   );
-  const h2 = http2.createServer({ maxSessionMemory: 16, settings: { maxHeaderListSize: options.maxHeaderBytes } }, handler);
+  // Node enforces requestTimeout and headersTimeout from a timer that a server starts when it
+  // emits "listening". This server never listens (connections are handed to it), so without
+  // this neither timeout was ever applied: a slowloris held its connection for good (found by
+  // test/reliability/fuzz.test.ts).
+  h1.emit("listening");
+  const h2 = http2.createServer(
+    { maxSessionMemory: 16, settings: { maxHeaderListSize: options.maxHeaderBytes, maxConcurrentStreams: MAX_CONCURRENT_STREAMS } },
+    (req, res) => {
+      // As HTTP/1.1's requestTimeout: the request (up to its END_STREAM) must arrive in time,
+      // else the stream is cancelled. A session's idle timeout cannot do this: it closes
+      // gracefully, waiting for open streams, and an unfinished request is one forever. Streams
+      // whose request is complete (server streams included) are not limited.
+      const stream = req.stream;
+      if (!stream.endAfterHeaders) {
+        const timer = setTimeout(() => {
+          if (!stream.destroyed && !stream.readableEnded) stream.close(http2.constants.NGHTTP2_CANCEL);
+        }, requestTimeoutMs);
+        const done = () => clearTimeout(timer);
+        stream.once("end", done);
+        stream.once("close", done);
+      }
+      handler(req, res);
+    },
+  );
   const sessions = new Set<http2.ServerHttp2Session>();
   h2.on("session", (session) => {
     sessions.add(session);
@@ -50,12 +104,14 @@ export function createDualProtocolListener(handler: RequestHandler, options: Lis
     session.on("close", () => sessions.delete(session));
   });
   const sockets = new Set<net.Socket>();
+  /** Connections speaking HTTP/2: their sessions drain by themselves (GOAWAY). */
+  const h2Sockets = new WeakSet<net.Socket>();
   const tcp = net.createServer((socket) => {
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
     socket.on("error", () => socket.destroy());
-    // A connection that never sends a byte is dropped rather than held forever.
-    socket.setTimeout(idleTimeoutMs, () => socket.destroy());
+    // A connection that does not send its first bytes in time is dropped rather than held.
+    socket.setTimeout(headersTimeoutMs, () => socket.destroy());
     let head = Buffer.alloc(0);
     const onData = (chunk: Buffer) => {
       head = Buffer.concat([head, chunk]);
@@ -65,6 +121,7 @@ export function createDualProtocolListener(handler: RequestHandler, options: Lis
       socket.pause();
       socket.unshift(head);
       const target = head.subarray(0, 3).equals(HTTP2_PREFACE_START) ? h2 : h1;
+      if (target === h2) h2Sockets.add(socket);
       target.emit("connection", socket);
       process.nextTick(() => socket.resume());
     };
@@ -81,18 +138,32 @@ export function createDualProtocolListener(handler: RequestHandler, options: Lis
       });
     },
     async close(graceMs) {
+      draining = true;
       const closed = new Promise<void>((resolve) => tcp.close(() => resolve()));
       for (const session of sessions) session.close();
-      h1.closeIdleConnections();
-      h1.close();
       const timer = setTimeout(() => {
         for (const socket of sockets) socket.destroy();
       }, graceMs);
-      // Keep-alive connections that finish their request are closed as soon as they go idle.
-      const sweep = setInterval(() => h1.closeIdleConnections(), 50);
+      // Idle keep-alive connections are closed at once and busy ones as soon as their answer is
+      // out. A connection accepted just before the signal whose request is still on its way is
+      // not idle but early: it gets a moment to deliver the request, which is then answered
+      // (h1.closeIdleConnections() dropped such requests unanswered).
+      const since = Date.now();
+      const sweep = () => {
+        const early = Date.now() - since < FIRST_REQUEST_WINDOW_MS;
+        for (const socket of sockets) {
+          if (h2Sockets.has(socket) || active.has(socket)) continue;
+          // (An answer still in the socket's buffer is flushed first.)
+          if (used.has(socket) || !early) socket.writableLength > 0 ? socket.end() : socket.destroy();
+        }
+      };
+      sweep();
+      const sweeper = setInterval(sweep, 50);
       await closed;
       clearTimeout(timer);
-      clearInterval(sweep);
+      clearInterval(sweeper);
+      // Stops the timeout checks started above (its "not running" error is expected).
+      h1.close(() => {});
     },
   };
 }

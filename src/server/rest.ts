@@ -88,6 +88,22 @@ export function sendJson(res: NodeResponse, status: number, body: unknown, heade
   res.end(payload);
 }
 
+/**
+ * The URL of a request whose target is a path ("origin form"), or null for anything else.
+ * `new URL(target, base)` throws on targets such as "//" and reads "//host/path" as another
+ * host's "/path"; the throw reached the fallback's catch as a 500 (found by
+ * test/reliability/fuzz.test.ts).
+ */
+export function requestUrl(target: string | undefined): URL | null {
+  const path = target ?? "/";
+  if (!path.startsWith("/")) return null;
+  try {
+    return new URL(`http://localhost${path}`);
+  } catch {
+    return null;
+  }
+}
+
 /** Builds the REST request handler; returns false when no REST route matches the path. */
 export function createRestHandler(bindings: RestBinding[], logger: Logger, shutdownSignal?: AbortSignal) {
   const routes = new Map<string, RestRoute>();
@@ -96,7 +112,11 @@ export function createRestHandler(bindings: RestBinding[], logger: Logger, shutd
     if (route) routes.set(route.path, { ...binding, ...route });
   }
   return async function handleRest(req: NodeRequest, res: NodeResponse): Promise<boolean> {
-    const url = new URL(req.url ?? "/", "http://localhost");
+    const url = requestUrl(req.url);
+    if (url === null) {
+      sendError(res, "bad_request", "The request target must be a path.");
+      return true;
+    }
     const route = routes.get(url.pathname);
     if (!route) return false;
     if (req.method !== route.verb) {

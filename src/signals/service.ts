@@ -1,8 +1,10 @@
 /**
  * SignalsService, written once and served over REST, Connect, gRPC and gRPC-Web.
- * Order of work: key present → key well-formed → one charge_call round trip (key, plan,
- * subscription, credits, daily cap, charge) → read the in-memory snapshot. The charge comes
- * first so a refused call costs nothing and a charged call can no longer fail.
+ * Order of work: failed-key budget of the caller's address → key present → key well-formed →
+ * Idempotency-Key well-formed → one charge_call round trip (key, plan, subscription, credits,
+ * daily cap, charge) → read the in-memory snapshot. The charge comes first so a refused call
+ * costs nothing and a charged call can no longer fail. With an Idempotency-Key the charge and
+ * the stored answer are one transaction (billing/idempotent-charge.ts).
  */
 import { errorSummary } from "../logger.ts";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
@@ -12,6 +14,7 @@ import {
   ArmingSchema,
   GetSignalsResponseSchema,
   Signal,
+  type GetSignalsRequest,
   type GetSignalsResponse,
   SignalEntrySchema,
   type SignalEntry,
@@ -24,7 +27,10 @@ import { nextMytMidnight } from "../clock.ts";
 import { hashApiKey, isWellFormedApiKey } from "../accounts/api-key.ts";
 import { createChargeBatcher, type ChargeResult } from "../billing/charge.ts";
 import { chargeIdempotent } from "../billing/idempotent-charge.ts";
-import { serviceError } from "../errors.ts";
+import { errorCodeOf, serviceError } from "../errors.ts";
+import type { FailedKeyThrottle } from "../accounts/failed-key-throttle.ts";
+import type { Metrics } from "../observability/metrics.ts";
+import { currentRequest, recordOutcome } from "../request-context.ts";
 import { isWellFormedSymbol, normaliseSymbols, normaliseTimeframe, type Timeframe } from "./request.ts";
 import type { SignalName, SignalReading, SignalSnapshot } from "./snapshot.ts";
 
@@ -38,6 +44,16 @@ export interface SignalsServiceDeps {
   readonly clock: Clock;
   readonly snapshot: SignalSnapshot;
   readonly logger: Logger;
+  /** Budget of failed keys per caller address. */
+  readonly throttle?: FailedKeyThrottle;
+  readonly metrics?: Metrics;
+  /**
+   * Charge statements in flight at once (default 8). Keep it below the connection pool size:
+   * the driver pipelines queries beyond the pool and lets those waiting for a connection
+   * starve while the others keep it busy, and a transaction's BEGIN pipelined behind another
+   * query fails (postgres.js 3.4.9).
+   */
+  readonly maxChargesInFlight?: number;
 }
 
 const SIGNAL_ENUM: Record<SignalName, Signal> = {
@@ -86,7 +102,7 @@ export const IDEMPOTENCY_HEADER = "idempotency-key";
 export const REPLAYED_HEADER = "idempotent-replayed";
 const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
-/** The caller's key after the local checks (present, well-formed), in the contract's order. */
+/** The local key checks (present, well-formed), in the contract's order. */
 function apiKeyOf(ctx: HandlerContext): string {
   const key = ctx.requestHeader.get(API_KEY_HEADER)?.trim() ?? "";
   if (key === "") throw serviceError("api_key_required");
@@ -120,7 +136,7 @@ function unavailable(deps: SignalsServiceDeps, cause: unknown): never {
 
 /** Builds the service implementation over its dependencies. */
 export function createSignalsService(deps: SignalsServiceDeps): ServiceImpl<typeof SignalsService> {
-  const charger = createChargeBatcher(deps.db, deps.limits);
+  const charger = createChargeBatcher(deps.db, deps.limits, { logger: deps.logger, ...(deps.maxChargesInFlight ? { maxInFlight: deps.maxChargesInFlight } : {}) });
   const respond = (tf: Timeframe, symbols: string[], now: number, charged: ChargeResult): GetSignalsResponse =>
     create(GetSignalsResponseSchema, {
       ok: true,
@@ -131,40 +147,75 @@ export function createSignalsService(deps: SignalsServiceDeps): ServiceImpl<type
       billing: BILLING_TEXT,
       creditsLeft: BigInt(charged.creditsLeft ?? 0),
     });
+  const { throttle, metrics } = deps;
+  const timed = <T>(path: string, charge: Promise<T>): Promise<T> => {
+    if (!metrics) return charge;
+    const stop = metrics.chargeSeconds.startTimer({ path });
+    metrics.chargesInFlight.inc();
+    return charge.finally(() => {
+      stop();
+      metrics.chargesInFlight.dec();
+    });
+  };
+
+  async function getSignals(request: GetSignalsRequest, ctx: HandlerContext, keyHash: string): Promise<GetSignalsResponse> {
+    const now = deps.clock();
+    const idempotencyKey = idempotencyKeyOf(ctx);
+    const tf = normaliseTimeframe(request.tf);
+    const symbols = normaliseSymbols(request.symbols, deps.limits.maxSymbols);
+    if (idempotencyKey === null) {
+      const result = await timed("grouped", charger(keyHash, now, ctx.signal)).catch((cause: unknown) => unavailable(deps, cause));
+      return respond(tf, symbols, now, settle(deps, ctx, result, now));
+    }
+    const call = chargeIdempotent(
+      deps.db,
+      {
+        keyHash,
+        idempotencyKey,
+        fingerprint: `${tf}|${symbols.join(",")}`,
+        now,
+        build: (charged) => toBinary(GetSignalsResponseSchema, respond(tf, symbols, now, charged)),
+      },
+      deps.limits,
+    );
+    const outcome = await timed("idempotent", call).catch((cause: unknown) => unavailable(deps, cause));
+    switch (outcome.kind) {
+      case "mismatch":
+        throw serviceError("idempotency_key_reused");
+      case "refused":
+        settle(deps, ctx, outcome.result, now);
+        throw new Error("unreachable: a refused charge settles as an error");
+      case "replayed":
+        ctx.responseHeader.set(REPLAYED_HEADER, "true");
+        return fromBinary(GetSignalsResponseSchema, outcome.response);
+      case "charged":
+        settle(deps, ctx, outcome.result, now);
+        return fromBinary(GetSignalsResponseSchema, outcome.response);
+    }
+  }
+
   return {
     async getSignals(request, ctx) {
-      const now = deps.clock();
-      const key = apiKeyOf(ctx);
-      const idempotencyKey = idempotencyKeyOf(ctx);
-      const tf = normaliseTimeframe(request.tf);
-      const symbols = normaliseSymbols(request.symbols, deps.limits.maxSymbols);
-      if (idempotencyKey === null) {
-        const result = await charger(hashApiKey(key), now).catch((cause: unknown) => unavailable(deps, cause));
-        return respond(tf, symbols, now, settle(deps, ctx, result, now));
-      }
-      const outcome = await chargeIdempotent(
-        deps.db,
-        {
-          keyHash: hashApiKey(key),
-          idempotencyKey,
-          fingerprint: `${tf}|${symbols.join(",")}`,
-          now,
-          build: (charged) => toBinary(GetSignalsResponseSchema, respond(tf, symbols, now, charged)),
-        },
-        deps.limits,
-      ).catch((cause: unknown) => unavailable(deps, cause));
-      switch (outcome.kind) {
-        case "mismatch":
-          throw serviceError("idempotency_key_reused");
-        case "refused":
-          settle(deps, ctx, outcome.result, now);
-          throw new Error("unreachable: a refused charge settles as an error");
-        case "replayed":
-          ctx.responseHeader.set(REPLAYED_HEADER, "true");
-          return fromBinary(GetSignalsResponseSchema, outcome.response);
-        case "charged":
-          settle(deps, ctx, outcome.result, now);
-          return fromBinary(GetSignalsResponseSchema, outcome.response);
+      const peer = currentRequest()?.peer ?? "unknown";
+      const given = ctx.requestHeader.get(API_KEY_HEADER)?.trim() ?? "";
+      const keyHash = isWellFormedApiKey(given) ? hashApiKey(given) : null;
+      let outcome = "ok";
+      try {
+        const wait = given === "" ? 0 : (throttle?.blockedFor(peer, keyHash) ?? 0);
+        if (wait > 0) {
+          throw serviceError("rate_limited", "Too many requests with invalid API keys from this address; retry later.", { "retry-after": String(Math.ceil(wait / 1000)) });
+        }
+        apiKeyOf(ctx); // present and well-formed, in the contract's order
+        const response = await getSignals(request, ctx, keyHash!);
+        throttle?.recordSuccess(keyHash!);
+        return response;
+      } catch (err) {
+        outcome = errorCodeOf(err);
+        if (outcome === "invalid_api_key") throttle?.recordFailure(peer);
+        throw err;
+      } finally {
+        recordOutcome(outcome);
+        metrics?.calls.inc({ protocol: ctx.protocolName, outcome });
       }
     },
   };

@@ -218,9 +218,11 @@ describe("grouped charges", () => {
   it("refuses every call of a group, charging nothing, when the statement fails", async () => {
     const { id, keyHash } = await newAccount();
     const before = await ledgerCheck(tdb.handle, id);
-    // The database connection drops while the group's statement is in flight.
+    // The database connection drops while the group's statement is in flight, and the database
+    // stays unreachable: the outcome cannot be resolved in time (test/reliability/db-faults.test.ts
+    // covers the resolution itself).
     const failing = { ...tdb.handle, prepared: () => Promise.reject(new Error("connection lost")) } as typeof tdb.handle;
-    const charge = createChargeBatcher(failing, limits);
+    const charge = createChargeBatcher(failing, limits, { resolveWithinMs: 100, retryEveryMs: 20 });
     const outcomes = await Promise.allSettled([charge(keyHash, NOV_15), charge(keyHash, NOV_15)]);
     expect(outcomes.every((o) => o.status === "rejected")).toBe(true);
     expect(await ledgerCheck(tdb.handle, id)).toEqual(before);

@@ -16,8 +16,11 @@ export interface ReceivedMessage {
   at: number;
 }
 
-/** What to answer one request: a status and body, or hang (never answer) for a timeout. */
-export type Reply = { status: number; body?: unknown; headers?: Record<string, string> } | "hang";
+/**
+ * What to answer one request: a status and body (after delayMs: a slow Bot API), or hang (never
+ * answer) for a timeout.
+ */
+export type Reply = { status: number; body?: unknown; headers?: Record<string, string>; delayMs?: number } | "hang";
 
 export interface FakeTelegram {
   readonly apiBase: string;
@@ -27,6 +30,8 @@ export interface FakeTelegram {
   readonly received: ReceivedMessage[];
   /** Answers for the next requests, in order; when empty, 200 ok. */
   script(...replies: Reply[]): void;
+  /** Answers for the next requests to one chat, used before the general script. */
+  scriptFor(chatId: string, ...replies: Reply[]): void;
   /** Resolves when `n` messages have been delivered (or rejects after timeoutMs). */
   waitForDelivered(n: number, timeoutMs?: number): Promise<ReceivedMessage[]>;
   /** Resolves when `n` requests have arrived. */
@@ -57,6 +62,7 @@ export async function startFakeTelegram(token = FAKE_BOT_TOKEN): Promise<FakeTel
   const delivered: ReceivedMessage[] = [];
   const received: ReceivedMessage[] = [];
   const replies: Reply[] = [];
+  const chatReplies = new Map<string, Reply[]>();
   const hanging = new Set<ServerResponse>();
   const server = createServer((req, res) => {
     void (async () => {
@@ -75,11 +81,12 @@ export async function startFakeTelegram(token = FAKE_BOT_TOKEN): Promise<FakeTel
       const text = String(parsed.text ?? "");
       const message: ReceivedMessage = { chatId: String(parsed.chat_id), text, eventId: /^Signal (\S+)$/m.exec(text)?.[1] ?? null, at: Date.now() };
       received.push(message);
-      const reply = replies.shift() ?? { status: 200 };
+      const reply = chatReplies.get(message.chatId)?.shift() ?? replies.shift() ?? { status: 200 };
       if (reply === "hang") {
         hanging.add(res);
         return;
       }
+      if (reply.delayMs) await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
       if (reply.status === 200) delivered.push(message);
       const answer = reply.body ?? (reply.status === 200 ? { ok: true, result: { message_id: received.length, chat: { id: parsed.chat_id }, text } } : { ok: false, error_code: reply.status, description: "scripted failure" });
       res.writeHead(reply.status, { "content-type": "application/json", ...reply.headers }).end(JSON.stringify(answer));
@@ -93,6 +100,9 @@ export async function startFakeTelegram(token = FAKE_BOT_TOKEN): Promise<FakeTel
     received,
     script(...more) {
       replies.push(...more);
+    },
+    scriptFor(chatId, ...more) {
+      chatReplies.set(chatId, [...(chatReplies.get(chatId) ?? []), ...more]);
     },
     waitForDelivered(n, timeoutMs = 10_000) {
       return waitUntil(() => (delivered.length >= n ? delivered.slice() : null), timeoutMs, `${n} delivered messages (have ${delivered.length})`);

@@ -3,7 +3,7 @@
  * the project's Node 24 (node_modules/.bin/node, native type stripping) with a clean environment.
  */
 import { spawn, type ChildProcess, type ChildProcessByStdio } from "node:child_process";
-import type { Readable } from "node:stream";
+import type { Readable, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 
 export const PROJECT_ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -27,7 +27,21 @@ const CONFIG_VARS = [
   "DEMO_ACCOUNT",
   "LOG_LEVEL",
   "MAX_HEADER_BYTES",
+  "STALE_AFTER",
+  "DEMO_FEED",
+  "PUBLIC_BASE_URL",
+  // A developer's real bot token must never reach a test server (it would message real chats).
+  "TELEGRAM_API_BASE",
+  "TELEGRAM_BOT_TOKEN",
+  "ALERT_MAX_DELAY",
+  "ALERT_GIVE_UP_AFTER",
+  "ALERT_SEND_TIMEOUT_MS",
+  "ALERT_RETRY_BASE_MS",
+  "ALERT_RETRY_MAX_MS",
+  "ALERT_WORKER",
   "NODE_OPTIONS",
+  "SESSION_TTL_HOURS",
+  "TRUST_PROXY",
 ];
 
 /** process.env without the service's configuration, plus `vars`. */
@@ -48,7 +62,7 @@ export interface CliResult {
  * Collects a child's output until it exits; kills it and rejects with `what` after timeoutMs.
  * `onStdout` sees the output so far after each chunk.
  */
-function runToExit(child: ChildProcessByStdio<null, Readable, Readable>, timeoutMs: number, what: string, onStdout?: (stdout: string) => void): Promise<CliResult> {
+function runToExit(child: ChildProcessByStdio<Writable | null, Readable, Readable>, timeoutMs: number, what: string, onStdout?: (stdout: string) => void): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     let stdout = "";
     let stderr = "";
@@ -78,6 +92,13 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 45_00
   return runToExit(child, timeoutMs, `signals ${args.join(" ")} did not finish`);
 }
 
+/** Runs `signals <args>` with `input` on its standard input (a pipe, closed after the input). */
+export function runCliWithInput(args: string[], env: NodeJS.ProcessEnv, input: string, timeoutMs = 45_000): Promise<CliResult> {
+  const child = spawn(NODE_BIN, ["src/cli/bin.ts", ...args], { cwd: PROJECT_ROOT, env, stdio: ["pipe", "pipe", "pipe"] });
+  child.stdin.end(input);
+  return runToExit(child, timeoutMs, `signals ${args.join(" ")} did not finish`);
+}
+
 export interface ServerProcess {
   readonly pid: number;
   readonly port: number;
@@ -89,6 +110,8 @@ export interface ServerProcess {
   stderr(): string;
   /** SIGTERM, wait for the exit (SIGKILL after a grace period); resolves to the exit code. */
   stop(): Promise<number | null>;
+  /** SIGKILL (a crash: no drain, no cleanup); resolves once the process is gone and reaped. */
+  kill(): Promise<void>;
 }
 
 /** Outcome of a server process that exited (or never said "listening"). */
@@ -161,6 +184,12 @@ export function startServerProcess(env: NodeJS.ProcessEnv, timeoutMs = 45_000): 
             async stop() {
               if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
               return waitForExit(child, 10_000);
+            },
+            async kill() {
+              if (child.exitCode !== null || child.signalCode !== null) return;
+              const exited = new Promise<void>((done) => child.once("exit", () => done()));
+              child.kill("SIGKILL");
+              await exited;
             },
           });
         }

@@ -3,6 +3,7 @@
  * tests with real clients.
  */
 import { pino } from "pino";
+import { createLogger } from "../../src/logger.ts";
 import { loadConfig, type Config } from "../../src/config.ts";
 import { createApp, type App } from "../../src/server/create-app.ts";
 import { createAccount } from "../../src/accounts/accounts.ts";
@@ -40,6 +41,8 @@ export interface TestServer {
   readonly feed: MarketFeed | null;
   /** Message delivery (a worker only when the env sets TELEGRAM_BOT_TOKEN). */
   readonly delivery: AlertDelivery;
+  /** Wakes this server's internal signal event streams (`waiting` counts the tailing ones). */
+  readonly events: SignalEventHub;
   /** Creates an account and returns its id and key. */
   account(input?: { plan?: string; email?: string; subscriptionUntil?: Date }): Promise<{ accountId: number; apiKey: string }>;
   close(): Promise<void>;
@@ -51,14 +54,24 @@ let emailCounter = 0;
  * Starts a server (public + internal listener) on loopback ports chosen by the OS. With
  * `feed: true`, a MarketFeed over the same database (loaded, on the server's clock and
  * STALE_AFTER) is both the snapshot and the IngestService backend; `snapshot` is then ignored.
+ * With `db`, the server runs over that (already migrated) database and close() leaves it open:
+ * a second server over the same `db` after close() is a restart.
  */
 export async function startTestServer(
-  options: { env?: Record<string, string>; snapshot?: SignalSnapshot; clock?: TestClock; feed?: boolean } = {},
+  options: {
+    env?: Record<string, string>;
+    snapshot?: SignalSnapshot;
+    clock?: TestClock;
+    feed?: boolean;
+    db?: TestDb;
+    /** Where the server's JSON log lines go (the production logger at LOG_LEVEL); default: nowhere. */
+    logs?: NodeJS.WritableStream;
+  } = {},
 ): Promise<TestServer> {
-  const db = await createTestDb();
+  const db = options.db ?? (await createTestDb());
   const config = loadConfig({ PORT: "0", INTERNAL_PORT: "0", INTERNAL_TOKEN, LOG_LEVEL: "silent", ...options.env });
   const clock = options.clock ?? createTestClock();
-  const logger = pino({ level: "silent" });
+  const logger = options.logs ? createLogger(config.logLevel, options.logs) : pino({ level: "silent" });
   let feed: MarketFeed | null = null;
   if (options.feed) {
     feed = new MarketFeed({ db: db.handle, clock, logger, staleAfterMs: config.staleAfterMs, alertMaxDelayMs: config.alerts.maxDelayMs });
@@ -75,9 +88,12 @@ export async function startTestServer(
     ...(feed ? { feed } : {}),
     internalToken: INTERNAL_TOKEN,
     events,
+    deliveries: () => delivery?.worker?.counts ?? null,
   });
   const { port, internalPort } = await app.start();
-  const delivery = await startAlertDelivery(config, db.handle, logger);
+  // Assigned after the app starts (as in boot.ts); /metrics reads it when scraped.
+  let delivery: AlertDelivery | null = null;
+  delivery = await startAlertDelivery(config, db.handle, logger);
   return {
     baseUrl: `http://127.0.0.1:${port}`,
     internalUrl: `http://127.0.0.1:${internalPort}`,
@@ -88,6 +104,7 @@ export async function startTestServer(
     clock,
     feed,
     delivery,
+    events,
     async account(input = {}) {
       const { summary, apiKey } = await createAccount(
         db.handle,
@@ -105,7 +122,7 @@ export async function startTestServer(
       await app.stop(1000);
       await delivery.stop();
       await feed?.close();
-      await db.drop();
+      if (!options.db) await db.drop();
     },
   };
 }

@@ -519,6 +519,114 @@ export declare type ClearAlertsResponse = Message<"signals.v1.ClearAlertsRespons
 export declare const ClearAlertsResponseSchema: GenMessage<ClearAlertsResponse>;
 
 /**
+ * SetPasswordRequest sets a member's web password.
+ *
+ * @generated from message signals.v1.SetPasswordRequest
+ */
+export declare type SetPasswordRequest = Message<"signals.v1.SetPasswordRequest"> & {
+  /**
+   * Account id.
+   *
+   * @generated from field: int64 account_id = 1;
+   */
+  accountId: bigint;
+
+  /**
+   * The new password, 10 to 1024 characters. Never logged, never stored in clear.
+   *
+   * @generated from field: string password = 2;
+   */
+  password: string;
+};
+
+/**
+ * Describes the message signals.v1.SetPasswordRequest.
+ * Use `create(SetPasswordRequestSchema)` to create a new message.
+ */
+export declare const SetPasswordRequestSchema: GenMessage<SetPasswordRequest>;
+
+/**
+ * SetPasswordResponse describes the account after the change.
+ *
+ * @generated from message signals.v1.SetPasswordResponse
+ */
+export declare type SetPasswordResponse = Message<"signals.v1.SetPasswordResponse"> & {
+  /**
+   * The account.
+   *
+   * @generated from field: signals.v1.AccountSummary account = 1;
+   */
+  account?: AccountSummary | undefined;
+
+  /**
+   * Web sessions of the account that were signed out.
+   *
+   * @generated from field: int64 sessions_revoked = 2;
+   */
+  sessionsRevoked: bigint;
+};
+
+/**
+ * Describes the message signals.v1.SetPasswordResponse.
+ * Use `create(SetPasswordResponseSchema)` to create a new message.
+ */
+export declare const SetPasswordResponseSchema: GenMessage<SetPasswordResponse>;
+
+/**
+ * CreatePasswordSetupLinkRequest names an account.
+ *
+ * @generated from message signals.v1.CreatePasswordSetupLinkRequest
+ */
+export declare type CreatePasswordSetupLinkRequest = Message<"signals.v1.CreatePasswordSetupLinkRequest"> & {
+  /**
+   * Account id.
+   *
+   * @generated from field: int64 account_id = 1;
+   */
+  accountId: bigint;
+};
+
+/**
+ * Describes the message signals.v1.CreatePasswordSetupLinkRequest.
+ * Use `create(CreatePasswordSetupLinkRequestSchema)` to create a new message.
+ */
+export declare const CreatePasswordSetupLinkRequestSchema: GenMessage<CreatePasswordSetupLinkRequest>;
+
+/**
+ * CreatePasswordSetupLinkResponse carries the only copy of the link.
+ *
+ * @generated from message signals.v1.CreatePasswordSetupLinkResponse
+ */
+export declare type CreatePasswordSetupLinkResponse = Message<"signals.v1.CreatePasswordSetupLinkResponse"> & {
+  /**
+   * The account.
+   *
+   * @generated from field: signals.v1.AccountSummary account = 1;
+   */
+  account?: AccountSummary | undefined;
+
+  /**
+   * {PUBLIC_BASE_URL}/setup-password?token=...; works once, until expires_at.
+   *
+   * @generated from field: string url = 2;
+   */
+  url: string;
+
+  /**
+   * When the link stops working, ISO 8601 UTC.
+   *
+   * @generated from field: string expires_at = 3;
+   */
+  expiresAt: string;
+};
+
+/**
+ * Describes the message signals.v1.CreatePasswordSetupLinkResponse.
+ * Use `create(CreatePasswordSetupLinkResponseSchema)` to create a new message.
+ */
+export declare const CreatePasswordSetupLinkResponseSchema: GenMessage<CreatePasswordSetupLinkResponse>;
+
+/**
  * AdminService is the operator surface, served only on the internal listener (loopback by
  * default) and only with `authorization: Bearer <INTERNAL_TOKEN>`. The `signals` CLI calls
  * it, either over the network (a server holds the database) or in-process.
@@ -605,6 +713,28 @@ export declare const AdminService: GenService<{
     methodKind: "unary";
     input: typeof ClearAlertsRequestSchema;
     output: typeof ClearAlertsResponseSchema;
+  },
+  /**
+   * SetPassword sets or replaces the member's web sign-in password (at least 10 characters,
+   * stored as a scrypt hash) and signs out every web session of the account.
+   *
+   * @generated from rpc signals.v1.AdminService.SetPassword
+   */
+  setPassword: {
+    methodKind: "unary";
+    input: typeof SetPasswordRequestSchema;
+    output: typeof SetPasswordResponseSchema;
+  },
+  /**
+   * CreatePasswordSetupLink makes a one-time link (valid 24 hours) where the member chooses a
+   * password; an earlier unused link of the account stops working.
+   *
+   * @generated from rpc signals.v1.AdminService.CreatePasswordSetupLink
+   */
+  createPasswordSetupLink: {
+    methodKind: "unary";
+    input: typeof CreatePasswordSetupLinkRequestSchema;
+    output: typeof CreatePasswordSetupLinkResponseSchema;
   },
 }>;
 

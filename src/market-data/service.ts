@@ -1,0 +1,247 @@
+/**
+ * MarketDataService: the free endpoints (movers, derivatives, news, macro, fundamentals),
+ * written once and served over REST, Connect, gRPC and gRPC-Web like SignalsService.
+ *
+ * Order of work per call: failed-key budget of the caller's address → key present → key
+ * well-formed → ONE `free_call` round trip (key valid, subscription active on any plan, the
+ * key's free calls in this minute) → the RateLimit headers → the filters (400 on a value that
+ * cannot be read) → the read. No Token is charged and the daily cap is not touched.
+ */
+import { create } from "@bufbuild/protobuf";
+import { ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import type { Logger } from "pino";
+import { Counter } from "prom-client";
+import {
+  DerivativesRowSchema,
+  FundamentalsRowSchema,
+  GetDerivativesResponseSchema,
+  GetFundamentalsResponseSchema,
+  GetMacroResponseSchema,
+  GetMoversResponseSchema,
+  GetNewsResponseSchema,
+  MacroPointSchema,
+  MoverSchema,
+  NewsItemSchema,
+  type MarketDataService,
+} from "../../gen/signals/v1/market_data_pb.js";
+import { Signal } from "../../gen/signals/v1/signals_pb.js";
+import { hashApiKey, isWellFormedApiKey } from "../accounts/api-key.ts";
+import type { FailedKeyThrottle } from "../accounts/failed-key-throttle.ts";
+import type { Clock } from "../clock.ts";
+import type { DbHandle } from "../db/client.ts";
+import { errorCodeOf, serviceError } from "../errors.ts";
+import { errorSummary } from "../logger.ts";
+import type { Metrics } from "../observability/metrics.ts";
+import { currentRequest, recordOutcome } from "../request-context.ts";
+import { normaliseTimeframe } from "../signals/request.ts";
+import { API_KEY_HEADER } from "../signals/service.ts";
+import type { SignalSnapshot } from "../signals/snapshot.ts";
+import { FREE_WINDOW_MS, freeCall, freeRateLimitHeaders, type FreeCallResult } from "./free-call.ts";
+import { computeMovers, type MoverRow } from "./movers.ts";
+import { encodeCursor, LIMITS, parseCursor, parseLimit, parseSeriesFilter, parseSince, parseSymbolFilter } from "./request.ts";
+import { readDerivatives, readFundamentals, readMacro, readNews } from "./store.ts";
+
+export interface MarketDataServiceDeps {
+  readonly db: DbHandle;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** Current signals, for the movers' `signal` column. */
+  readonly snapshot: SignalSnapshot;
+  /** Coins silent for longer than this are left out of the movers. */
+  readonly staleAfterMs: number;
+  /** Free calls per API key per minute. */
+  readonly freeRateLimit: number;
+  /** Budget of failed keys per caller address (the instance the paid endpoint uses). */
+  readonly throttle?: FailedKeyThrottle;
+  readonly metrics?: Metrics;
+}
+
+const moverMessage = (m: MoverRow) =>
+  create(MoverSchema, {
+    symbol: m.symbol,
+    price: m.price,
+    changePct: m.changePct,
+    change24hPct: m.change24hPct ?? undefined,
+    volume: m.volume,
+    volume24h: m.volume24h,
+    signal: Signal[m.signal],
+    updatedAt: BigInt(m.updatedAt),
+  });
+
+/** Builds the service implementation over its dependencies. */
+export function createMarketDataService(deps: MarketDataServiceDeps): ServiceImpl<typeof MarketDataService> {
+  const { throttle, logger } = deps;
+  const calls = deps.metrics
+    ? new Counter({
+        name: "signals_free_calls_total",
+        help: "Free calls (movers, derivatives, news, macro, fundamentals) by method, protocol and outcome code.",
+        labelNames: ["method", "protocol", "outcome"] as const,
+        registers: [deps.metrics.registry],
+      })
+    : null;
+
+  const unavailable = (cause: unknown, what: string): never => {
+    logger.error({ err: errorSummary(cause) }, what);
+    throw serviceError("unavailable");
+  };
+
+  /** The key and rate-limit checks; on success the RateLimit headers are set and the call's time returned. */
+  async function admit(ctx: HandlerContext, keyHash: string): Promise<{ now: number; headers: Record<string, string> }> {
+    const now = deps.clock();
+    const limit = deps.freeRateLimit;
+    const result: FreeCallResult = await freeCall(deps.db, keyHash, now, limit, FREE_WINDOW_MS).catch((cause: unknown) => unavailable(cause, "free_call failed"));
+    const headers = result.calls === null || result.windowStart === null ? {} : freeRateLimitHeaders(limit, result.calls, result.windowStart, now, FREE_WINDOW_MS);
+    switch (result.outcome) {
+      case "ok":
+        for (const [name, value] of Object.entries(headers)) ctx.responseHeader.set(name, value);
+        return { now, headers };
+      case "rate_limited": {
+        const reset = headers["ratelimit-reset"] ?? "60";
+        throw serviceError("rate_limited", `Free endpoints allow ${limit} calls per minute per API key; retry in ${reset} s.`, { ...headers, "retry-after": reset });
+      }
+      default:
+        throw serviceError(result.outcome);
+    }
+  }
+
+  /**
+   * Wraps one method: the checks, the outcome for the access log and metrics, and the
+   * RateLimit headers also on a 400 (the call has passed the checks and counted).
+   */
+  function free<Req, Res>(method: string, handle: (request: Req, now: number) => Promise<Res>) {
+    return async (request: Req, ctx: HandlerContext): Promise<Res> => {
+      const peer = currentRequest()?.peer ?? "unknown";
+      const given = ctx.requestHeader.get(API_KEY_HEADER)?.trim() ?? "";
+      const keyHash = isWellFormedApiKey(given) ? hashApiKey(given) : null;
+      let outcome = "ok";
+      let admitted: Record<string, string> | null = null;
+      try {
+        const wait = given === "" ? 0 : (throttle?.blockedFor(peer, keyHash) ?? 0);
+        if (wait > 0) {
+          throw serviceError("rate_limited", "Too many requests with invalid API keys from this address; retry later.", { "retry-after": String(Math.ceil(wait / 1000)) });
+        }
+        if (given === "") throw serviceError("api_key_required");
+        if (keyHash === null) throw serviceError("invalid_api_key");
+        const { now, headers } = await admit(ctx, keyHash);
+        admitted = headers;
+        throttle?.recordSuccess(keyHash);
+        return await handle(request, now);
+      } catch (err) {
+        outcome = errorCodeOf(err);
+        if (outcome === "invalid_api_key") throttle?.recordFailure(peer);
+        if (admitted && err instanceof ConnectError) {
+          // Once, on the error: Connect would append the error's metadata to the response headers.
+          for (const [name, value] of Object.entries(admitted)) {
+            ctx.responseHeader.delete(name);
+            err.metadata.set(name, value);
+          }
+        }
+        throw err;
+      } finally {
+        recordOutcome(outcome);
+        calls?.inc({ method, protocol: ctx.protocolName, outcome });
+      }
+    };
+  }
+
+  const read = <T>(query: Promise<T>, what: string): Promise<T> => query.catch((cause: unknown) => unavailable(cause, what));
+
+  return {
+    getMovers: free("GetMovers", async (request, now) => {
+      const tf = normaliseTimeframe(request.tf);
+      const limit = parseLimit(request.limit, LIMITS.movers);
+      const movers = await read(computeMovers(deps.db, deps.snapshot, { tf, limit, now, staleAfterMs: deps.staleAfterMs }), "movers query failed");
+      return create(GetMoversResponseSchema, {
+        ok: true,
+        tf,
+        ts: BigInt(now),
+        gainers: movers.gainers.map(moverMessage),
+        losers: movers.losers.map(moverMessage),
+        volumeLeaders: movers.volumeLeaders.map(moverMessage),
+      });
+    }),
+
+    getDerivatives: free("GetDerivatives", async (request, now) => {
+      const limit = parseLimit(request.limit, LIMITS.derivatives);
+      const after = parseCursor("derivatives", request.cursor);
+      const symbols = parseSymbolFilter(request.symbols);
+      const page = await read(readDerivatives(deps.db, { symbols, after, limit }), "derivatives query failed");
+      const last = page.rows[page.rows.length - 1];
+      return create(GetDerivativesResponseSchema, {
+        ok: true,
+        ts: BigInt(now),
+        rows: page.rows.map((r) =>
+          create(DerivativesRowSchema, {
+            symbol: r.symbol,
+            venue: r.venue,
+            fundingRate: r.fundingRate ?? undefined,
+            openInterestUsd: r.openInterestUsd ?? undefined,
+            longShortRatio: r.longShortRatio ?? undefined,
+            time: BigInt(r.time),
+            updatedAt: BigInt(r.updatedAt),
+          }),
+        ),
+        nextCursor: page.more && last ? encodeCursor("derivatives", [last.symbol, last.venue]) : undefined,
+      });
+    }),
+
+    getNews: free("GetNews", async (request, now) => {
+      const limit = parseLimit(request.limit, LIMITS.news);
+      const since = parseSince(request.since);
+      const before = parseCursor("news", request.cursor);
+      const symbols = parseSymbolFilter(request.symbols);
+      const page = await read(readNews(deps.db, { symbols, since, before, limit }), "news query failed");
+      const last = page.rows[page.rows.length - 1];
+      return create(GetNewsResponseSchema, {
+        ok: true,
+        ts: BigInt(now),
+        items: page.rows.map((r) =>
+          create(NewsItemSchema, { id: r.id, time: BigInt(r.time), title: r.title, source: r.source, url: r.url, coins: r.coins, updatedAt: BigInt(r.updatedAt) }),
+        ),
+        nextCursor: page.more && last ? encodeCursor("news", [last.time, last.id]) : undefined,
+      });
+    }),
+
+    getMacro: free("GetMacro", async (request, now) => {
+      const limit = parseLimit(request.limit, LIMITS.macro);
+      const since = parseSince(request.since);
+      const after = parseCursor("macro", request.cursor);
+      const series = parseSeriesFilter(request.series);
+      const page = await read(readMacro(deps.db, { series, since, after, limit }), "macro query failed");
+      const last = page.rows[page.rows.length - 1];
+      return create(GetMacroResponseSchema, {
+        ok: true,
+        ts: BigInt(now),
+        points: page.rows.map((r) =>
+          create(MacroPointSchema, { series: r.series, time: BigInt(r.time), value: r.value, unit: r.unit, source: r.source, updatedAt: BigInt(r.updatedAt) }),
+        ),
+        nextCursor: page.more && last ? encodeCursor("macro", [last.time, last.series]) : undefined,
+      });
+    }),
+
+    getFundamentals: free("GetFundamentals", async (request, now) => {
+      const limit = parseLimit(request.limit, LIMITS.fundamentals);
+      const cursor = parseCursor("fundamentals", request.cursor);
+      const symbols = parseSymbolFilter(request.symbols);
+      const page = await read(readFundamentals(deps.db, { symbols, after: cursor ? cursor[0] : null, limit }), "fundamentals query failed");
+      const last = page.rows[page.rows.length - 1];
+      return create(GetFundamentalsResponseSchema, {
+        ok: true,
+        ts: BigInt(now),
+        rows: page.rows.map((r) =>
+          create(FundamentalsRowSchema, {
+            symbol: r.symbol,
+            circulatingSupply: r.circulatingSupply,
+            maxSupply: r.maxSupply ?? undefined,
+            marketCapUsd: r.marketCapUsd,
+            rank: r.rank ?? undefined,
+            source: r.source,
+            time: BigInt(r.time),
+            updatedAt: BigInt(r.updatedAt),
+          }),
+        ),
+        nextCursor: page.more && last ? encodeCursor("fundamentals", [last.symbol]) : undefined,
+      });
+    }),
+  };
+}

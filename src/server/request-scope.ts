@@ -1,0 +1,53 @@
+/**
+ * Wraps a listener's handler so that each request has an id (the caller's x-request-id if
+ * well-formed, else a new one, echoed in the response), runs inside its request context (every
+ * log line carries reqId), and leaves one access log line with its outcome and duration.
+ */
+import { randomUUID } from "node:crypto";
+import type { Logger } from "pino";
+import { runInRequest, type RequestContext } from "../request-context.ts";
+import type { RequestHandler } from "./listener.ts";
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+export interface RequestScopeOptions {
+  readonly logger: Logger;
+  /** Which listener, for the access log. */
+  readonly listener: "public" | "internal";
+  /** Take the caller's address from the last X-Forwarded-For hop (behind our own proxy). */
+  readonly trustProxy: boolean;
+}
+
+function peerOf(req: Parameters<RequestHandler>[0], trustProxy: boolean): string {
+  if (trustProxy) {
+    const forwarded = req.headers["x-forwarded-for"];
+    const hops = (Array.isArray(forwarded) ? forwarded.join(",") : (forwarded ?? "")).split(",").map((h) => h.trim()).filter(Boolean);
+    // The last hop is the one our proxy added; earlier ones are the client's to invent.
+    if (hops.length > 0) return hops[hops.length - 1]!.slice(0, 64);
+  }
+  return req.socket?.remoteAddress ?? "unknown";
+}
+
+export function withRequestScope(handler: RequestHandler, options: RequestScopeOptions): RequestHandler {
+  const { logger, listener } = options;
+  return (req, res) => {
+    const given = req.headers["x-request-id"];
+    const reqId = typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
+    res.setHeader("x-request-id", reqId);
+    const context: RequestContext = { reqId, peer: peerOf(req, options.trustProxy) };
+    const started = process.hrtime.bigint();
+    res.once("close", () => {
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      // The path only: query strings are the caller's business (and never carry keys, but a
+      // misbehaving client might put anything there).
+      const path = (req.url ?? "/").split("?")[0]!.slice(0, 200);
+      runInRequest(context, () =>
+        logger.info(
+          { listener, method: req.method, path, status: res.statusCode, outcome: context.outcome, ms: Math.round(ms * 100) / 100, aborted: !res.writableFinished || undefined },
+          "request",
+        ),
+      );
+    });
+    runInRequest(context, () => handler(req, res));
+  };
+}

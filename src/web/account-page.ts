@@ -1,0 +1,224 @@
+/**
+ * The member's account page (plan, Tokens, usage, ledger, API key card, alert settings), the
+ * key regeneration confirmation, and the one-time display of a new key. Pure rendering: the
+ * router gathers the data. The full key appears only in renderNewKeyPage.
+ */
+import type { AccountSummary } from "../accounts/accounts.ts";
+import { PAID_PLANS } from "../accounts/accounts.ts";
+import { API_KEY_PREFIX } from "../accounts/api-key.ts";
+import type { AlertSettings } from "../alerts/settings.ts";
+import type { LedgerEntry } from "../billing/ledger.ts";
+import { nextMytMidnight, nextMytMonthStart } from "../clock.ts";
+import type { LedgerKind } from "../db/schema.ts";
+import { TIMEFRAMES } from "../signals/request.ts";
+import type { PageContext } from "./auth-pages.ts";
+import { CSRF_FIELD } from "./csrf.ts";
+import { formatDelta, formatIn, formatInteger, formatMyt, planName } from "./format.ts";
+import { html, layout, type SafeHtml } from "./html.ts";
+
+/** Characters of a key after its display prefix (shown as dots). */
+const HIDDEN_KEY_CHARS = 28;
+
+export interface AccountView {
+  readonly summary: AccountSummary;
+  readonly now: number;
+  readonly dailyCap: number;
+  readonly monthlyGrant: number;
+  readonly ledger: readonly LedgerEntry[];
+  readonly alerts: AlertSettings | null;
+  /** What the alert form shows after a refused change (the member's input and why). */
+  readonly alertsForm?: { chatId: string; symbols: string; timeframes: readonly string[]; error: string };
+  readonly flash?: string | null;
+}
+
+const LEDGER_LABELS: Record<LedgerKind, string> = {
+  grant: "Monthly grant",
+  expiry: "Unused grant expired",
+  pack: "Token pack",
+  charge: "API call",
+  adjustment: "Adjustment",
+};
+
+/** The key as it may be shown again: its display prefix, the rest as dots. */
+export function maskedKey(prefix: string): string {
+  return prefix + "\u2022".repeat(HIDDEN_KEY_CHARS);
+}
+
+function subscriptionLine(summary: AccountSummary, now: number): SafeHtml {
+  const until = summary.subscriptionUntil?.getTime() ?? null;
+  if (until === null) return html`<span>No subscription</span>`;
+  if (until > now) return html`<span>Active until ${formatMyt(until)}</span>`;
+  return html`<strong class="neg">Ended on ${formatMyt(until)}</strong> <span class="muted">(renew to use your key again)</span>`;
+}
+
+function planCard(view: AccountView): SafeHtml {
+  const { summary, now } = view;
+  const paid = (PAID_PLANS as readonly string[]).includes(summary.plan);
+  return html`<section class="card" aria-labelledby="plan-h">
+  <h2 id="plan-h">Plan</h2>
+  <p class="big">${planName(summary.plan)}</p>
+  <dl class="facts">
+    <dt>Subscription</dt><dd id="subscription">${subscriptionLine(summary, now)}</dd>
+    <dt>Account</dt><dd>${summary.email}</dd>
+  </dl>
+  ${paid ? "" : html`<p class="notice warn">This plan cannot call the signals API: it is open to the node and founding-seat plans.</p>`}
+</section>`;
+}
+
+function tokensCard(view: AccountView): SafeHtml {
+  const { summary, now } = view;
+  const paid = (PAID_PLANS as readonly string[]).includes(summary.plan);
+  const nextGrant = nextMytMonthStart(now);
+  return html`<section class="card" aria-labelledby="tokens-h">
+  <h2 id="tokens-h">Token balance</h2>
+  <p class="big" id="credits-left">${formatInteger(summary.creditsLeft)}</p>
+  <p class="muted">Tokens left; each successful API call uses 1.</p>
+  <dl class="facts">
+    <dt>Monthly grant</dt><dd id="grant-balance">${formatInteger(summary.grantBalance)}${summary.grantMonth ? html` <span class="muted">(${summary.grantMonth})</span>` : ""}</dd>
+    <dt>Token packs</dt><dd id="pack-balance">${formatInteger(summary.packBalance)} <span class="muted">(never expire)</span></dd>
+    ${paid
+      ? html`<dt>Next grant</dt><dd id="next-grant">${formatMyt(nextGrant)} <span class="muted">(${formatIn(nextGrant - now)})</span></dd>`
+      : ""}
+  </dl>
+  ${paid ? html`<p class="muted">Each grant resets the grant bucket to ${formatInteger(view.monthlyGrant)}; unused grant does not carry over. Packs are spent after the grant.</p>` : ""}
+</section>`;
+}
+
+function usageCard(view: AccountView): SafeHtml {
+  const { summary, now, dailyCap } = view;
+  const reset = nextMytMidnight(now);
+  return html`<section class="card" aria-labelledby="usage-h">
+  <h2 id="usage-h">Calls today</h2>
+  <p class="big"><span id="calls-today">${formatInteger(summary.callsToday)}</span> <span class="muted">of ${formatInteger(dailyCap)}</span></p>
+  <label for="usage-meter" class="hint">Share of today's call limit used</label>
+  <meter id="usage-meter" min="0" max="${dailyCap}" value="${Math.min(summary.callsToday, dailyCap)}">${summary.callsToday} of ${dailyCap}</meter>
+  <dl class="facts">
+    <dt>Resets</dt><dd id="usage-reset">tomorrow 00:00 MYT <span class="muted">(${formatMyt(reset)}, ${formatIn(reset - now)})</span></dd>
+  </dl>
+</section>`;
+}
+
+function keyCard(view: AccountView): SafeHtml {
+  const prefix = view.summary.keyPrefix;
+  return html`<section class="card wide" aria-labelledby="key-h">
+  <h2 id="key-h">API key</h2>
+  ${prefix
+    ? html`<p>Your key, masked: only its first characters are ever shown again.</p>
+  <code class="key" id="masked-key" aria-label="API key starting with ${prefix}, the rest hidden">${maskedKey(prefix)}</code>`
+    : html`<p>This account has no API key.</p>`}
+  <div class="actions">
+    <a class="button secondary" href="/account/key">Regenerate key…</a>
+    <span class="muted">Lost the key? Regenerate it: the old key stops working at once.</span>
+  </div>
+</section>`;
+}
+
+function ledgerCard(view: AccountView): SafeHtml {
+  const rows = view.ledger.map(
+    (e) => html`<tr>
+      <td>${formatMyt(e.createdAt.getTime())}</td>
+      <td class="text">${LEDGER_LABELS[e.kind] ?? e.kind}</td>
+      <td class="${e.grantDelta + e.packDelta < 0 ? "neg" : "pos"}">${formatDelta(e.grantDelta + e.packDelta)}</td>
+      <td>${formatInteger(e.grantAfter)}</td>
+      <td>${formatInteger(e.packAfter)}</td>
+      <td class="reason">${e.reason ?? ""}</td>
+    </tr>`,
+  );
+  return html`<section class="card wide" aria-labelledby="ledger-h">
+  <h2 id="ledger-h">Recent ledger entries</h2>
+  ${view.ledger.length === 0
+    ? html`<p>No entries yet.</p>`
+    : html`<p class="muted" id="ledger-note">Newest first; the latest ${view.ledger.length}. Times in MYT.</p>
+  <div class="table-wrap"><table id="ledger" aria-labelledby="ledger-h" aria-describedby="ledger-note">
+    <thead><tr><th scope="col">When</th><th scope="col" class="text">Entry</th><th scope="col">Tokens</th><th scope="col">Grant after</th><th scope="col">Packs after</th><th scope="col" class="text">Note</th></tr></thead>
+    <tbody>${rows}</tbody>
+  </table></div>`}
+</section>`;
+}
+
+function alertsCard(view: AccountView, csrfToken: string): SafeHtml {
+  const form = view.alertsForm;
+  const chatId = form?.chatId ?? view.alerts?.chatId ?? "";
+  const symbols = form?.symbols ?? view.alerts?.symbols.join(", ") ?? "";
+  const chosen: readonly string[] = form?.timeframes ?? view.alerts?.timeframes ?? [];
+  return html`<section class="card wide" aria-labelledby="alerts-h">
+  <h2 id="alerts-h">Message-app alerts</h2>
+  <p>${view.alerts
+    ? html`Alerts go to Telegram chat <code>${view.alerts.chatId}</code> for ${view.alerts.symbols.join(", ")} on ${view.alerts.timeframes.join(", ")}.`
+    : html`Alerts are off. Give a Telegram chat id, coins and timeframes to receive each new signal as it is confirmed.`}</p>
+  ${form ? html`<div class="notice error" role="alert" id="alerts-error">${form.error}</div>` : ""}
+  <form class="stack" method="post" action="/account/alerts">
+    <input type="hidden" name="${CSRF_FIELD}" value="${csrfToken}">
+    <div>
+      <label for="chat_id">Telegram chat id <span class="hint">A number such as 123456789, or @channelname.</span></label>
+      <input id="chat_id" name="chat_id" type="text" inputmode="text" autocomplete="off" maxlength="64" value="${chatId}">
+    </div>
+    <div>
+      <label for="symbols">Coins <span class="hint">Comma-separated codes, e.g. BTC, ETH.</span></label>
+      <input id="symbols" name="symbols" type="text" autocomplete="off" autocapitalize="characters" maxlength="800" value="${symbols}">
+    </div>
+    <fieldset>
+      <legend>Timeframes</legend>
+      <div class="checks">
+        ${TIMEFRAMES.map((tf) => html`<label><input type="checkbox" name="timeframes" value="${tf}"${chosen.includes(tf) ? html` checked` : ""}> ${tf}</label>`)}
+      </div>
+    </fieldset>
+    <div class="actions">
+      <button type="submit" name="action" value="save">Save alert settings</button>
+      ${view.alerts ? html`<button type="submit" name="action" value="clear" class="secondary">Stop all alerts</button>` : ""}
+    </div>
+  </form>
+</section>`;
+}
+
+/** The account page. */
+export function renderAccountPage(ctx: PageContext & { signedIn: { email: string; csrfToken: string } }, view: AccountView, scripts: readonly string[] = []): string {
+  return layout(
+    { title: "Your account", stylesheet: ctx.stylesheet, signedIn: ctx.signedIn, current: "account", scripts },
+    html`<h1>Your account</h1>
+${view.flash ? html`<div class="notice ok" role="status">${view.flash}</div>` : ""}
+<div class="cards">
+  ${planCard(view)}
+  ${tokensCard(view)}
+  ${usageCard(view)}
+  ${keyCard(view)}
+  ${alertsCard(view, ctx.signedIn.csrfToken)}
+  ${ledgerCard(view)}
+</div>`,
+  );
+}
+
+/** The confirmation step before a regeneration. */
+export function renderKeyConfirmPage(ctx: PageContext & { signedIn: { email: string; csrfToken: string } }, keyPrefix: string): string {
+  return layout(
+    { title: "Regenerate your API key", stylesheet: ctx.stylesheet, signedIn: ctx.signedIn, current: "account" },
+    html`<h1>Regenerate your API key?</h1>
+<div class="notice warn" role="alert">
+  <p><strong>Your current key ${keyPrefix ? html`(<code>${maskedKey(keyPrefix)}</code>) ` : ""}stops working at once</strong>, for every program that uses it, on every server.</p>
+  <p>The new key is shown once, on the next page. Copy it then: it cannot be shown again.</p>
+</div>
+<form method="post" action="/account/key" class="actions">
+  <input type="hidden" name="${CSRF_FIELD}" value="${ctx.signedIn.csrfToken}">
+  <input type="hidden" name="confirm" value="yes">
+  <button type="submit" class="danger">Regenerate the key now</button>
+  <a href="/account">Cancel, keep the current key</a>
+</form>`,
+  );
+}
+
+/** The only page that ever shows a full key: right after it was made. */
+export function renderNewKeyPage(ctx: PageContext & { signedIn: { email: string; csrfToken: string } }, apiKey: string, scripts: readonly string[]): string {
+  return layout(
+    { title: "Your new API key", stylesheet: ctx.stylesheet, signedIn: ctx.signedIn, current: "account", scripts },
+    html`<h1>Your new API key</h1>
+<div class="notice ok" role="status">Your old key has stopped working. Use this one from now on.</div>
+<p><strong>This is the only time the full key is shown.</strong> Copy it now and keep it somewhere safe; this page cannot be shown again.</p>
+<code class="key key-full" id="new-key">${apiKey}</code>
+<div class="actions">
+  <button type="button" data-copy-target="new-key" data-copy-status="copy-status" hidden>Copy key</button>
+  <a href="/account">Back to your account</a>
+</div>
+<p id="copy-status" role="status" aria-live="polite"></p>
+<p class="muted">Send it as the <code>x-api-key</code> header. Keys start with <code>${API_KEY_PREFIX}</code>.</p>`,
+  );
+}

@@ -1,0 +1,88 @@
+/**
+ * Pages around signing in: the sign-in form, the password setup form, and the plain message
+ * pages (refused form, too many attempts, errors). Pure rendering.
+ */
+import { CSRF_FIELD } from "./csrf.ts";
+import { html, layout, type SafeHtml } from "./html.ts";
+import { MIN_PASSWORD_LENGTH } from "./passwords.ts";
+
+/** What every page needs from the request. */
+export interface PageContext {
+  readonly stylesheet: string;
+  readonly signedIn: { email: string; csrfToken: string } | null;
+}
+
+function notice(kind: "ok" | "error" | "warn", text: string | null | undefined, role: "status" | "alert" = kind === "error" ? "alert" : "status"): SafeHtml | "" {
+  return text ? html`<div class="notice ${kind}" role="${role}">${text}</div>` : "";
+}
+
+/** The sign-in form. `csrfToken` is the double-submit value also set as the `csrf` cookie. */
+export function renderSignInPage(ctx: PageContext, form: { csrfToken: string; email?: string; next?: string | null; error?: string | null; info?: string | null }): string {
+  return layout(
+    { title: "Sign in", stylesheet: ctx.stylesheet, signedIn: null },
+    html`<h1>Sign in</h1>
+${notice("ok", form.info)}
+${notice("error", form.error)}
+<form class="stack" method="post" action="/signin">
+  <input type="hidden" name="${CSRF_FIELD}" value="${form.csrfToken}">
+  ${form.next ? html`<input type="hidden" name="next" value="${form.next}">` : ""}
+  <div>
+    <label for="email">Email</label>
+    <input id="email" name="email" type="email" autocomplete="username" required maxlength="320" value="${form.email ?? ""}"${form.error ? "" : html` autofocus`}>
+  </div>
+  <div>
+    <label for="password">Password</label>
+    <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="1024"${form.error ? html` autofocus` : ""}>
+  </div>
+  <div class="actions"><button type="submit">Sign in</button></div>
+</form>
+<p class="muted">No password yet, or forgot it? Your operator sets one for you or sends you a one-time setup link.</p>`,
+  );
+}
+
+/** The form of a one-time setup link. */
+export function renderSetupPasswordPage(ctx: PageContext, form: { csrfToken: string; token: string; email: string; error?: string | null }): string {
+  return layout(
+    { title: "Choose a password", stylesheet: ctx.stylesheet, signedIn: null },
+    html`<h1>Choose a password</h1>
+<p>For the account <strong>${form.email}</strong>. This link works once.</p>
+${notice("error", form.error)}
+<form class="stack" method="post" action="/setup-password">
+  <input type="hidden" name="${CSRF_FIELD}" value="${form.csrfToken}">
+  <input type="hidden" name="token" value="${form.token}">
+  <input type="text" name="username" autocomplete="username" value="${form.email}" hidden>
+  <div>
+    <label for="password">New password <span class="hint">At least ${MIN_PASSWORD_LENGTH} characters.</span></label>
+    <input id="password" name="password" type="password" autocomplete="new-password" required minlength="${MIN_PASSWORD_LENGTH}" maxlength="1024" autofocus>
+  </div>
+  <div>
+    <label for="confirm">Repeat the new password</label>
+    <input id="confirm" name="confirm" type="password" autocomplete="new-password" required minlength="${MIN_PASSWORD_LENGTH}" maxlength="1024">
+  </div>
+  <div class="actions"><button type="submit">Set password</button></div>
+</form>`,
+  );
+}
+
+/** A plain page with a heading, a message and a way on. */
+export function renderMessagePage(ctx: PageContext, title: string, message: string, link: { href: string; text: string } = { href: "/", text: "Go to the start page" }): string {
+  return layout(
+    { title, stylesheet: ctx.stylesheet, signedIn: ctx.signedIn },
+    html`<h1>${title}</h1>
+<p>${message}</p>
+<p><a href="${link.href}">${link.text}</a></p>`,
+  );
+}
+
+/**
+ * Continues a link followed from another site. SameSite=Strict cookies are not sent on such a
+ * navigation, so the member would look signed out; this page reloads the same address from our
+ * own origin (a meta refresh, no script), and that request carries the session cookie.
+ */
+export function renderContinuePage(ctx: PageContext, path: string): string {
+  return layout(
+    { title: "Opening", stylesheet: ctx.stylesheet, signedIn: null, refreshTo: path },
+    html`<h1>Opening…</h1>
+<p><a href="${path}">Continue to ${path}</a></p>`,
+  );
+}

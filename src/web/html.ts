@@ -1,0 +1,107 @@
+/**
+ * HTML building with escaping by default: `html\`...\`` escapes every interpolated value
+ * unless it is already SafeHtml (another html fragment). There is no way to interpolate an
+ * unescaped string except jsonScript for data blocks, so user data cannot become markup.
+ */
+import { CSRF_FIELD } from "./csrf.ts";
+
+/** Markup that is already safe to include as is. */
+export class SafeHtml {
+  readonly value: string;
+  constructor(value: string) {
+    this.value = value;
+  }
+  toString(): string {
+    return this.value;
+  }
+}
+
+const ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+
+/** Escapes text for element content and quoted attribute values. */
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
+}
+
+type Fragment = SafeHtml | string | number | null | undefined | false | readonly Fragment[];
+
+function render(value: Fragment): string {
+  if (value === null || value === undefined || value === false) return "";
+  if (value instanceof SafeHtml) return value.value;
+  if (Array.isArray(value)) return value.map(render).join("");
+  return escapeHtml(String(value));
+}
+
+/** Tagged template: literal parts are markup, interpolations are escaped (arrays are joined). */
+export function html(strings: TemplateStringsArray, ...values: Fragment[]): SafeHtml {
+  let out = strings[0]!;
+  for (let i = 0; i < values.length; i++) out += render(values[i]!) + strings[i + 1]!;
+  return new SafeHtml(out);
+}
+
+/**
+ * A JSON data block (`<script type="application/json">`), which browsers never execute, so the
+ * CSP needs no exception. `<` is escaped so the text can never close the element.
+ */
+export function jsonScript(id: string, data: unknown): SafeHtml {
+  const json = JSON.stringify(data).replace(/</g, "\\u003c").replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029");
+  return new SafeHtml(`<script type="application/json" id="${escapeHtml(id)}">${json}</script>`);
+}
+
+export interface LayoutOptions {
+  readonly title: string;
+  /** Signed-in pages show the navigation and a sign-out form carrying this CSRF token. */
+  readonly signedIn?: { email: string; csrfToken: string } | null;
+  /** URLs of the stylesheet and of extra scripts (from the asset table). */
+  readonly stylesheet: string;
+  readonly scripts?: readonly string[];
+  /** Which navigation entry is current (for aria-current). */
+  readonly current?: "account" | "charts";
+  /** A local path to load at once (meta refresh; no script needed). */
+  readonly refreshTo?: string;
+}
+
+/** The page around `content`: skip link, header, navigation, main, footer. */
+export function layout(options: LayoutOptions, content: SafeHtml): string {
+  const nav = options.signedIn
+    ? html`<nav aria-label="Main">
+        <ul class="nav">
+          <li><a href="/account"${options.current === "account" ? html` aria-current="page"` : ""}>Account</a></li>
+          <li><a href="/charts"${options.current === "charts" ? html` aria-current="page"` : ""}>Charts</a></li>
+          <li>
+            <form method="post" action="/signout" class="inline">
+              <input type="hidden" name="${CSRF_FIELD}" value="${options.signedIn.csrfToken}">
+              <button type="submit" class="link-button">Sign out</button>
+            </form>
+          </li>
+        </ul>
+        <p class="who">Signed in as <span>${options.signedIn.email}</span></p>
+      </nav>`
+    : "";
+  const page = html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+${options.refreshTo ? html`<meta http-equiv="refresh" content="0;url=${options.refreshTo}">
+` : ""}<title>${options.title} · Signals</title>
+<link rel="stylesheet" href="${options.stylesheet}">
+${(options.scripts ?? []).map((src) => html`<script src="${src}" defer></script>`)}
+</head>
+<body>
+<a class="skip" href="#main">Skip to content</a>
+<header class="site">
+  <p class="brand"><a href="/">Signals</a></p>
+  ${nav}
+</header>
+<main id="main" tabindex="-1">
+${content}
+</main>
+<footer class="site">
+  <p>Market-structure signals are educational information, not investment advice. Past results do not predict future ones.</p>
+</footer>
+</body>
+</html>
+`;
+  return page.value;
+}

@@ -1,0 +1,120 @@
+/**
+ * The outbox worker under conditions a single happy server does not show: several workers on
+ * one database (any number of server processes run one) while Telegram is slow, and a
+ * database that fails for a while. Real workers over a real database and a fake Bot API over
+ * HTTP; the only fault injected is the database handle refusing queries.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { sql } from "drizzle-orm";
+import { pino } from "pino";
+import { createTestDb, type TestDb } from "../support/test-db.ts";
+import { loadConfig, type Config } from "../../src/config.ts";
+import { createAccount } from "../../src/accounts/accounts.ts";
+import type { DbHandle } from "../../src/db/client.ts";
+import { OutboxWorker } from "../../src/alerts/outbox-worker.ts";
+import { createTelegramSender } from "../../src/alerts/telegram.ts";
+import { FAKE_BOT_TOKEN, startFakeTelegram, type FakeTelegram } from "../support/fake-telegram.ts";
+
+const logger = pino({ level: "silent" });
+let tdb: TestDb;
+let telegram: FakeTelegram;
+let accountId: number;
+const workers: OutboxWorker[] = [];
+
+beforeAll(async () => {
+  tdb = await createTestDb();
+  telegram = await startFakeTelegram();
+  const limits = loadConfig({}).limits;
+  ({
+    summary: { accountId },
+  } = await createAccount(tdb.handle, { email: "worker@example.test", plan: "node", subscriptionUntil: new Date(Date.now() + 86_400_000) }, limits, Date.now()));
+});
+
+afterEach(async () => {
+  for (const w of workers.splice(0)) await w.stop();
+});
+
+afterAll(async () => {
+  await telegram?.close();
+  await tdb?.drop();
+});
+
+function worker(config: Config, db: DbHandle = tdb.handle): OutboxWorker {
+  const sender = createTelegramSender({ apiBase: config.alerts.telegramApiBase, botToken: FAKE_BOT_TOKEN, timeoutMs: config.alerts.sendTimeoutMs });
+  const w = new OutboxWorker({ db, logger, sender, alerts: config.alerts, publicBaseUrl: config.publicBaseUrl });
+  workers.push(w);
+  return w;
+}
+
+/** Queues `count` low-balance notices for `chatId`, told apart by their credits_left. */
+async function queueNotices(chatId: string, count: number, firstCredits: number): Promise<void> {
+  await tdb.handle.rows(sql`
+    INSERT INTO outbox (kind, account_id, chat_id, payload)
+    SELECT 'low_balance', ${accountId}, ${chatId}, jsonb_build_object('credits_left', ${firstCredits}::int + g, 'threshold', 1500)
+      FROM generate_series(0, ${count - 1}::int) AS g`);
+}
+
+async function rowsOf(chatId: string) {
+  return tdb.handle.rows<{ sent: boolean; failed: boolean; attempts: number | string }>(sql`
+    SELECT sent_at IS NOT NULL AS sent, failed_at IS NOT NULL AS failed, attempts FROM outbox WHERE chat_id = ${chatId} ORDER BY id`);
+}
+
+describe("several workers on one database", () => {
+  it("never sends a message twice when one chat's queue takes longer than a lease to send", async () => {
+    // Lease = 2 × 1000 + 5000 = 7 s. Forty messages to one chat go out one after the other at
+    // 200 ms each: 8 s for the batch, so the last ones wait in the queue past their lease.
+    const config = loadConfig({ TELEGRAM_API_BASE: telegram.apiBase, TELEGRAM_BOT_TOKEN: FAKE_BOT_TOKEN, ALERT_SEND_TIMEOUT_MS: "1000" });
+    const COUNT = 40;
+    telegram.scriptFor("6001", ...Array.from({ length: COUNT }, () => ({ status: 200, delayMs: 200 })));
+    await queueNotices("6001", COUNT, 100);
+    const first = worker(config);
+    await first.start();
+    await telegram.waitForReceived(1);
+    // The second worker (another server process) starts while the first is busy with the batch.
+    const second = worker(config);
+    await second.start();
+    const deadline = Date.now() + 30_000;
+    while ((await rowsOf("6001")).some((r) => !r.sent) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    const rows = await rowsOf("6001");
+    expect(rows.every((r) => r.sent && !r.failed)).toBe(true);
+    const texts = telegram.received.filter((m) => m.chatId === "6001").map((m) => /(\d+) left/.exec(m.text)![1]);
+    const dupes = texts.filter((t, i) => texts.indexOf(t) !== i);
+    expect(dupes).toEqual([]);
+    expect(texts).toHaveLength(COUNT);
+    // In order, each leased and sent once.
+    expect(texts).toEqual(Array.from({ length: COUNT }, (_, i) => String(100 + i)));
+    expect(rows.map((r) => Number(r.attempts))).toEqual(Array.from({ length: COUNT }, () => 1));
+    // The first worker kept its lease on the whole batch: the second found nothing to take over.
+    expect([first.counts.sent, second.counts.sent]).toEqual([COUNT, 0]);
+  }, 60_000);
+});
+
+describe("a database that fails for a while", () => {
+  it("waits between rounds instead of spinning, and delivers once the database is back", async () => {
+    const config = loadConfig({ TELEGRAM_API_BASE: telegram.apiBase, TELEGRAM_BOT_TOKEN: FAKE_BOT_TOKEN, ALERT_SEND_TIMEOUT_MS: "1000" });
+    let down = true;
+    let queries = 0;
+    const flaky: DbHandle = {
+      ...tdb.handle,
+      rows: (query) => {
+        queries++;
+        // Refused asynchronously, as a dropped connection is (after a trip through the event loop).
+        if (down) return new Promise((_, reject) => setImmediate(() => reject(new Error("connection refused"))));
+        return tdb.handle.rows(query);
+      },
+    };
+    await queueNotices("6002", 1, 900);
+    const w = worker(config, flaky);
+    await w.start();
+    await new Promise((r) => setTimeout(r, 2_500));
+    // One failed round per second (the idle wait), not thousands of back-to-back queries.
+    expect(queries).toBeGreaterThanOrEqual(2);
+    expect(queries).toBeLessThanOrEqual(5);
+    expect(telegram.received.filter((m) => m.chatId === "6002")).toHaveLength(0);
+    down = false;
+    const deadline = Date.now() + 10_000;
+    while ((await rowsOf("6002")).some((r) => !r.sent) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(await rowsOf("6002")).toEqual([{ sent: true, failed: false, attempts: expect.anything() }]);
+    expect(telegram.delivered.filter((m) => m.chatId === "6002").map((m) => /(\d+) left/.exec(m.text)![1])).toEqual(["900"]);
+  });
+});

@@ -1,0 +1,26 @@
+/**
+ * Real headless Chromium for the web page tests: Debian's `chromium` package driven through
+ * playwright-core (no browser download). Suites skip cleanly when it is not installed;
+ * .ci/run installs it.
+ */
+import { existsSync, mkdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { chromium, type Browser } from "playwright-core";
+
+/** Where Debian puts the browser (CHROMIUM_PATH overrides, e.g. to check that suites skip). */
+export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+
+/** True when the browser is installed. */
+export const chromiumAvailable = existsSync(CHROMIUM_PATH);
+
+/** test-results/ at the project root (gitignored): screenshots of a run land here. */
+export const RESULTS_DIR = fileURLToPath(new URL("../../test-results/", import.meta.url));
+
+/** Launches headless Chromium with the flags this machine needs (no sandbox as root, no GPU, no network chatter). */
+export function launchChromium(): Promise<Browser> {
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  return chromium.launch({
+    executablePath: CHROMIUM_PATH,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+  });
+}

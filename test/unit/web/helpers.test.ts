@@ -1,0 +1,132 @@
+/**
+ * The small pure pieces of the web pages: HTML escaping, the JSON data block, cookies, safe
+ * redirect targets, client addresses behind a proxy or not, CSRF tokens, and MYT formatting.
+ */
+import { describe, expect, it } from "vitest";
+import { escapeHtml, html, jsonScript } from "../../../src/web/html.ts";
+import { clientAddress, cookie, normaliseAddress, ownOrigins, requestIsTls, safeLocalPath, type WebRequest } from "../../../src/web/http.ts";
+import { doubleSubmitMatches, newCsrfCookieValue, originAllowed, sessionCsrfMatches, sessionCsrfToken } from "../../../src/web/csrf.ts";
+import { formatDelta, formatIn, formatMyt, formatPercent, formatPrice } from "../../../src/web/format.ts";
+import { maskedKey } from "../../../src/web/account-page.ts";
+import { chartPath } from "../../../src/web/chart-page.ts";
+
+/** Just enough of a request for the helpers that read headers and the socket. */
+function fakeRequest(headers: Record<string, string>, socket: { remoteAddress?: string; encrypted?: boolean } = {}): WebRequest {
+  return { headers, socket } as unknown as WebRequest;
+}
+
+describe("html", () => {
+  it("escapes every interpolated value, and nests fragments without escaping them twice", () => {
+    const name = `<script>alert("x")</script> & 'quotes'`;
+    const inner = html`<b>${name}</b>`;
+    expect(html`<p title="${name}">${inner}</p>`.value).toBe(
+      `<p title="&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;quotes&#39;"><b>&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;quotes&#39;</b></p>`,
+    );
+    expect(html`${[html`<i>a</i>`, "<b>", null, false, undefined, 3]}`.value).toBe("<i>a</i>&lt;b&gt;3");
+    expect(escapeHtml("a&b")).toBe("a&amp;b");
+  });
+
+  it("writes JSON data blocks that cannot close their element and parse back to the same data", () => {
+    const data = { text: "</script><script>alert(1)</script>", sep: "\u2028\u2029", n: [1.5, null] };
+    const block = jsonScript("d", data).value;
+    expect(block.startsWith('<script type="application/json" id="d">')).toBe(true);
+    const body = block.slice(block.indexOf(">") + 1, block.lastIndexOf("</script>"));
+    expect(body).not.toMatch(/<|\u2028|\u2029/);
+    expect(JSON.parse(body)).toEqual(data);
+  });
+});
+
+describe("cookies and redirects", () => {
+  it("every cookie is HttpOnly, SameSite=Strict, Path=/; Secure only when asked", () => {
+    expect(cookie("sid", "abc", { maxAgeSeconds: 604800, secure: false })).toBe("sid=abc; Path=/; HttpOnly; SameSite=Strict; Max-Age=604800");
+    expect(cookie("sid", "", { maxAgeSeconds: 0, secure: true })).toBe("sid=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0; Secure");
+  });
+
+  it("only plain local paths are redirect targets", () => {
+    expect(safeLocalPath("/charts/BTC?tf=4h")).toBe("/charts/BTC?tf=4h");
+    expect(safeLocalPath("/account")).toBe("/account");
+    for (const bad of ["//evil.test", "https://evil.test/", "/\\evil.test", "javascript:alert(1)", "evil.test", "/a\nb", "", null, undefined, "/" + "a".repeat(600)]) {
+      expect(safeLocalPath(bad), String(bad)).toBeNull();
+    }
+  });
+});
+
+describe("client address and TLS", () => {
+  it("uses the socket address unless a trusted proxy names the client (its last X-Forwarded-For entry)", () => {
+    const req = fakeRequest({ "x-forwarded-for": "6.6.6.6, 203.0.113.7" }, { remoteAddress: "10.0.0.2" });
+    expect(clientAddress(req, false)).toBe("10.0.0.2");
+    expect(clientAddress(req, true)).toBe("203.0.113.7");
+    expect(clientAddress(fakeRequest({}, { remoteAddress: "::ffff:192.0.2.1" }), false)).toBe("192.0.2.1");
+  });
+
+  it("counts IPv6 clients per /64", () => {
+    expect(normaliseAddress("2001:db8:1:2:aaaa:bbbb:cccc:dddd")).toBe("2001:db8:1:2::/64");
+    expect(normaliseAddress("2001:db8:1:2::1")).toBe("2001:db8:1:2::/64");
+    expect(normaliseAddress("2001:db8::1")).toBe("2001:db8:0:0::/64");
+    expect(normaliseAddress("::1")).toBe("0:0:0:0::/64");
+    expect(normaliseAddress("127.0.0.1")).toBe("127.0.0.1");
+  });
+
+  it("believes X-Forwarded-Proto only from a trusted proxy", () => {
+    const forwarded = fakeRequest({ "x-forwarded-proto": "https" });
+    expect(requestIsTls(forwarded, false)).toBe(false);
+    expect(requestIsTls(forwarded, true)).toBe(true);
+    expect(requestIsTls(fakeRequest({}, { encrypted: true }), false)).toBe(true);
+  });
+
+  it("our origins are the configured public one and the one the request names", () => {
+    expect(ownOrigins(fakeRequest({ host: "127.0.0.1:8080" }), "https://signals.example/", false)).toEqual(["https://signals.example", "http://127.0.0.1:8080"]);
+    expect(originAllowed(undefined, ["https://signals.example"])).toBe(true);
+    expect(originAllowed("https://signals.example", ["https://signals.example"])).toBe(true);
+    expect(originAllowed("https://evil.example", ["https://signals.example"])).toBe(false);
+    expect(originAllowed("null", ["https://signals.example"])).toBe(false);
+  });
+});
+
+describe("CSRF tokens", () => {
+  it("a session's token matches only that session's secret", () => {
+    const token = sessionCsrfToken("secret-one");
+    expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(sessionCsrfMatches("secret-one", token)).toBe(true);
+    expect(sessionCsrfMatches("secret-two", token)).toBe(false);
+    expect(sessionCsrfMatches("secret-one", "")).toBe(false);
+    expect(sessionCsrfMatches("secret-one", null)).toBe(false);
+  });
+
+  it("double submit: the field must equal a well-formed cookie", () => {
+    const value = newCsrfCookieValue();
+    expect(doubleSubmitMatches(value, value)).toBe(true);
+    expect(doubleSubmitMatches(value, newCsrfCookieValue())).toBe(false);
+    expect(doubleSubmitMatches(undefined, value)).toBe(false);
+    expect(doubleSubmitMatches("short", "short")).toBe(false);
+    expect(doubleSubmitMatches(value, null)).toBe(false);
+  });
+});
+
+describe("formatting", () => {
+  it("shows times in MYT (UTC+8)", () => {
+    expect(formatMyt(Date.parse("2026-11-30T16:00:00Z"))).toBe("1 Dec 2026 00:00 MYT");
+    expect(formatMyt(Date.parse("2026-11-15T04:05:00Z"))).toBe("15 Nov 2026 12:05 MYT");
+    expect(formatIn(12 * 3_600_000)).toBe("in 12 h 0 min");
+    expect(formatIn(3 * 86_400_000 + 4 * 3_600_000)).toBe("in 3 days 4 h");
+    expect(formatIn(59_000)).toBe("in 1 min");
+  });
+
+  it("signs changes and percentages with a real minus sign", () => {
+    expect(formatDelta(10_000)).toBe("+10,000");
+    expect(formatDelta(-1)).toBe("\u22121");
+    expect(formatPercent(1.234)).toBe("+1.23%");
+    expect(formatPercent(-4.5)).toBe("\u22124.50%");
+    expect(formatPercent(-0.001)).toBe("0.00%");
+    expect(formatPercent(null)).toBe("\u2013");
+    expect(formatPrice(64210.5)).toBe("64,210.50");
+    expect(formatPrice(1.23456)).toBe("1.2346");
+    expect(formatPrice(0.012345678)).toBe("0.01235");
+  });
+
+  it("masks a key after its display prefix, and builds the chart path the alerts link to", () => {
+    expect(maskedKey("sig_live_AbCd")).toBe("sig_live_AbCd" + "\u2022".repeat(28));
+    expect(maskedKey("sig_live_AbCd")).not.toMatch(/sig_live_[0-9A-Za-z]{32}/);
+    expect(chartPath("BTC", "4h")).toBe("/charts/BTC?tf=4h");
+  });
+});

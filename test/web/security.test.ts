@@ -1,0 +1,421 @@
+/**
+ * Security of the web pages over real HTTP against a real server: session cookie flags, CSRF
+ * (every POST without a valid token or from a foreign origin is refused and changes nothing),
+ * no full key in any page or API answer except the one-time display, members isolated from
+ * each other, secrets hashed at rest and absent from the logs, the failed sign-in throttle,
+ * one-time setup links, session expiry and revocation, safe redirects, and bad form bodies.
+ */
+import { createHash } from "node:crypto";
+import { PassThrough } from "node:stream";
+import { sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createSetupToken, setMemberPassword } from "../../src/web/credentials.ts";
+import { DEFAULT_THROTTLE } from "../../src/web/throttle.ts";
+import type { CandleUpdate } from "../../src/market/validate.ts";
+import { startTestServer, type TestServer } from "../support/test-server.ts";
+import { csrfTokenOf, setCookieOf, WebClient, type WebResult } from "../support/web-client.ts";
+
+const FULL_KEY = /sig_live_[0-9A-Za-z]{32}/g;
+const HOUR = 3_600_000;
+const ANA = { email: "ana@example.test", password: "ana's long password 1" };
+const BOB = { email: "bob@example.test", password: "bob's long password 2" };
+
+let server: TestServer;
+const logLines: string[] = [];
+let ana: { accountId: number; apiKey: string };
+let bob: { accountId: number; apiKey: string };
+
+/** A deterministic zig-zag of closed 1h candles ending before the test clock. */
+function zigzagCandles(symbol: string, count: number, end: number): CandleUpdate[] {
+  const out: CandleUpdate[] = [];
+  const start = Math.floor(end / HOUR) * HOUR - count * HOUR;
+  let price = 100;
+  for (let i = 0; i < count; i++) {
+    const step = Math.sin(i / 7) * 2 + Math.sin(i / 23) * 3;
+    const open = price;
+    const close = Math.max(10, price + step);
+    out.push({ symbol, tf: "1h", openTime: start + i * HOUR, open, high: Math.max(open, close) + 1, low: Math.min(open, close) - 1, close, volume: 10, closed: true });
+    price = close;
+  }
+  return out;
+}
+
+beforeAll(async () => {
+  const logs = new PassThrough();
+  logs.setEncoding("utf8").on("data", (chunk: string) => logLines.push(...chunk.split("\n").filter(Boolean)));
+  server = await startTestServer({ feed: true, logs, env: { LOG_LEVEL: "debug" } });
+  ana = await server.account({ email: ANA.email });
+  bob = await server.account({ email: BOB.email });
+  await setMemberPassword(server.db.handle, ana.accountId, ANA.password);
+  await setMemberPassword(server.db.handle, bob.accountId, BOB.password);
+  const summary = await server.feed!.ingest(zigzagCandles("ZIG", 400, server.clock()));
+  expect(summary.rejected).toBe(0);
+});
+afterAll(async () => {
+  await server?.close();
+});
+
+async function signedIn(who: { email: string; password: string }, localAddress?: string): Promise<WebClient> {
+  const client = new WebClient(server.baseUrl, localAddress ? { localAddress } : {});
+  const res = await client.signIn(who.email, who.password);
+  expect(res.status, res.body.slice(0, 400)).toBe(303);
+  return client;
+}
+
+async function activeKeyHashes(accountId: number): Promise<string[]> {
+  const rows = await server.db.handle.rows<{ key_hash: string }>(sql`SELECT key_hash FROM api_keys WHERE account_id = ${accountId} AND revoked_at IS NULL`);
+  return rows.map((r) => r.key_hash);
+}
+
+async function restStatus(key: string): Promise<number> {
+  return (await fetch(`${server.baseUrl}/api/v1/signals?symbols=ZIG&tf=1h`, { headers: { "x-api-key": key } })).status;
+}
+
+/** The page text with the per-request tokens blanked, to compare two answers. */
+function withoutTokens(body: string): string {
+  return body.replace(/name="csrf_token" value="[^"]*"/g, "").replace(/value="[^"]*@example\.test"/g, "");
+}
+
+describe("session cookie", () => {
+  it("is HttpOnly, SameSite=Strict, Path=/ with the configured lifetime, and not Secure over plain HTTP", async () => {
+    const client = new WebClient(server.baseUrl);
+    const form = await client.get("/signin");
+    expect(setCookieOf(form, "csrf")).toMatch(/^csrf=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=7200$/);
+    const res = await client.post("/signin", { csrf_token: csrfTokenOf(form.body), email: ANA.email, password: ANA.password });
+    expect(res.status).toBe(303);
+    expect(res.headers.location).toBe("/account");
+    expect(setCookieOf(res, "sid")).toMatch(/^sid=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=604800$/);
+  });
+
+  it("is stored only as a SHA-256 hash, with its own CSRF secret", async () => {
+    const client = await signedIn(ANA);
+    const token = client.cookies.get("sid")!;
+    const rows = await server.db.handle.rows<{ token_hash: string; csrf_secret: string }>(sql`SELECT token_hash, csrf_secret FROM web_sessions`);
+    expect(rows.some((r) => r.token_hash === token || r.csrf_secret === token)).toBe(false);
+    expect(rows.map((r) => r.token_hash)).toContain(createHash("sha256").update(token).digest("hex"));
+  });
+
+  it("is Secure when the public URL is https, and forms from that origin are accepted", async () => {
+    const tls = await startTestServer({ env: { PUBLIC_BASE_URL: "https://signals.example.test" } });
+    try {
+      const member = await tls.account({ email: "tls@example.test" });
+      await setMemberPassword(tls.db.handle, member.accountId, "a long password for tls");
+      const client = new WebClient(tls.baseUrl);
+      const form = await client.get("/signin");
+      expect(setCookieOf(form, "csrf")).toMatch(/; Secure$/);
+      const res = await client.post(
+        "/signin",
+        { csrf_token: csrfTokenOf(form.body), email: "tls@example.test", password: "a long password for tls" },
+        { origin: "https://signals.example.test" },
+      );
+      expect(res.status).toBe(303);
+      expect(setCookieOf(res, "sid")).toMatch(/; HttpOnly; SameSite=Strict; Max-Age=604800; Secure$/);
+    } finally {
+      await tls.close();
+    }
+  });
+
+  it("ends after SESSION_TTL_HOURS, and a sign-out or a new password ends it on the server", async () => {
+    const client = await signedIn(ANA);
+    expect((await client.get("/account")).status).toBe(200);
+    server.clock.advance(7 * 24 * HOUR + 60_000);
+    try {
+      const expired = await client.get("/account");
+      expect(expired.status).toBe(303);
+      expect(expired.headers.location).toBe("/signin");
+    } finally {
+      server.clock.advance(-(7 * 24 * HOUR + 60_000));
+    }
+    const again = await signedIn(ANA);
+    const stolen = again.cookies.get("sid")!;
+    const { sessionsRevoked } = await setMemberPassword(server.db.handle, ana.accountId, ANA.password);
+    expect(sessionsRevoked).toBeGreaterThanOrEqual(1);
+    expect((await new WebClient(server.baseUrl).get("/account", { cookie: `sid=${stolen}` })).status).toBe(303);
+  });
+});
+
+describe("CSRF: a POST without a valid token, or from another origin, is refused and changes nothing", () => {
+  const expectRefused = (res: WebResult) => {
+    expect(res.status, res.body.slice(0, 300)).toBe(403);
+    expect(res.headers["content-type"]).toBe("text/html; charset=utf-8");
+    expect(res.body).toContain("Nothing was changed");
+    expect(setCookieOf(res, "sid")).toBeUndefined();
+  };
+
+  it("sign-in: no token, a token not matching the cookie, or no cookie at all", async () => {
+    const client = new WebClient(server.baseUrl);
+    const form = await client.get("/signin");
+    const token = csrfTokenOf(form.body);
+    expectRefused(await client.post("/signin", { email: ANA.email, password: ANA.password }));
+    expectRefused(await client.post("/signin", { csrf_token: token.replace(/.$/, (c) => (c === "A" ? "B" : "A")), email: ANA.email, password: ANA.password }));
+    expectRefused(await new WebClient(server.baseUrl).post("/signin", { csrf_token: token, email: ANA.email, password: ANA.password }));
+    expectRefused(await client.post("/signin", { csrf_token: token, email: ANA.email, password: ANA.password }, { origin: "http://evil.test" }));
+    expectRefused(await client.post("/signin", { csrf_token: token, email: ANA.email, password: ANA.password }, { origin: "null" }));
+    // The same form with its token, from our own origin, works.
+    expect((await client.post("/signin", { csrf_token: token, email: ANA.email, password: ANA.password }, { origin: server.baseUrl })).status).toBe(303);
+  });
+
+  it("key regeneration: no token, another member's token, or a foreign origin leave the key as it was", async () => {
+    const anaClient = await signedIn(ANA);
+    const bobClient = await signedIn(BOB);
+    const bobToken = await bobClient.sessionCsrfToken();
+    const before = await activeKeyHashes(ana.accountId);
+    expectRefused(await anaClient.post("/account/key", { confirm: "yes" }));
+    expectRefused(await anaClient.post("/account/key", { confirm: "yes", csrf_token: "" }));
+    expectRefused(await anaClient.post("/account/key", { confirm: "yes", csrf_token: bobToken }));
+    expectRefused(await anaClient.post("/account/key", { confirm: "yes", csrf_token: await anaClient.sessionCsrfToken() }, { origin: "http://evil.test" }));
+    expect(await activeKeyHashes(ana.accountId)).toEqual(before);
+    expect(await restStatus(ana.apiKey)).toBe(200);
+  });
+
+  it("alert settings and sign-out without a token change nothing", async () => {
+    const client = await signedIn(ANA);
+    expectRefused(await client.post("/account/alerts", { chat_id: "123456789", symbols: "BTC", timeframes: "4h", action: "save" }));
+    const [settings] = await server.db.handle.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM alert_settings WHERE account_id = ${ana.accountId}`);
+    expect(settings!.n).toBe(0);
+    expectRefused(await client.post("/signout", {}));
+    expect((await client.get("/account")).status).toBe(200);
+  });
+
+  it("a signed-out POST changes nothing and goes to the sign-in page", async () => {
+    const before = await activeKeyHashes(ana.accountId);
+    const res = await new WebClient(server.baseUrl).post("/account/key", { confirm: "yes", csrf_token: "x" });
+    expect(res.status).toBe(303);
+    expect(res.headers.location).toBe("/signin");
+    expect(await activeKeyHashes(ana.accountId)).toEqual(before);
+  });
+
+  it("the password setup form without its token leaves the link unused", async () => {
+    const { token } = await createSetupToken(server.db.handle, bob.accountId, server.clock());
+    const client = new WebClient(server.baseUrl);
+    expect((await client.get(`/setup-password?token=${token}`)).status).toBe(200);
+    expectRefused(await client.post("/setup-password", { token, password: "a brand new password", confirm: "a brand new password" }));
+    const [row] = await server.db.handle.rows<{ used: boolean }>(sql`SELECT used_at IS NOT NULL AS used FROM password_setup_tokens WHERE account_id = ${bob.accountId}`);
+    expect(row!.used).toBe(false);
+    expect((await new WebClient(server.baseUrl).signIn(BOB.email, BOB.password)).status).toBe(303);
+  });
+});
+
+describe("full keys", () => {
+  it("appear in no page and no API answer, except the one response right after regeneration (no-store)", async () => {
+    const client = await signedIn(ANA);
+    const { token: setupToken } = await createSetupToken(server.db.handle, ana.accountId, server.clock());
+    const pages = ["/", "/signin", "/account", "/account/key", "/charts", "/charts/ZIG?tf=1h", "/charts/ZIG?tf=4h", "/charts/NOPE", `/setup-password?token=${setupToken}`];
+    for (const path of pages) {
+      const res = await client.get(path);
+      expect(res.status, path).toBeLessThan(500);
+      expect(res.body.match(FULL_KEY), path).toBeNull();
+    }
+    const api = await fetch(`${server.baseUrl}/api/v1/signals?symbols=ZIG&tf=1h`, { headers: { "x-api-key": ana.apiKey } });
+    expect((await api.text()).match(FULL_KEY)).toBeNull();
+
+    const confirm = await client.get("/account/key");
+    const regenerated = await client.post("/account/key", { confirm: "yes", csrf_token: csrfTokenOf(confirm.body) });
+    expect(regenerated.status).toBe(200);
+    expect(regenerated.headers["cache-control"]).toBe("no-store");
+    const shown = regenerated.body.match(FULL_KEY)!;
+    expect(shown).toHaveLength(1);
+    expect(await activeKeyHashes(ana.accountId)).toEqual([createHash("sha256").update(shown[0]!).digest("hex")]);
+    expect(await restStatus(ana.apiKey)).toBe(401);
+    expect(await restStatus(shown[0]!)).toBe(200);
+    const after = await client.get("/account");
+    expect(after.body.match(FULL_KEY)).toBeNull();
+    expect(after.body).toContain(shown[0]!.slice(0, 13) + "\u2022".repeat(28));
+    ana = { ...ana, apiKey: shown[0]! };
+  });
+
+  it("a regeneration POST without the confirmation goes back to the confirmation page", async () => {
+    const client = await signedIn(ANA);
+    const before = await activeKeyHashes(ana.accountId);
+    const res = await client.post("/account/key", { csrf_token: await client.sessionCsrfToken() });
+    expect(res.status).toBe(303);
+    expect(res.headers.location).toBe("/account/key");
+    expect(await activeKeyHashes(ana.accountId)).toEqual(before);
+  });
+});
+
+describe("members are isolated", () => {
+  it("a member sees only their own account and ledger, whatever the URL says", async () => {
+    for (let i = 0; i < 7; i++) expect(await restStatus(bob.apiKey)).toBe(200);
+    const client = await signedIn(ANA);
+    for (const path of ["/account", `/account?account=${bob.accountId}`, `/account?account_id=${bob.accountId}&email=${BOB.email}`]) {
+      const page = await client.get(path);
+      expect(page.status).toBe(200);
+      expect(page.body).toContain(ANA.email);
+      expect(page.body).not.toContain(BOB.email);
+    }
+    const page = await client.get("/account");
+    const anaRows = await server.db.handle.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM ledger_entries WHERE account_id = ${ana.accountId}`);
+    const shownRows = page.body.split("<tbody>")[1]!.split("</tbody>")[0]!.match(/<tr>/g)!.length;
+    expect(shownRows).toBe(Math.min(20, anaRows[0]!.n));
+    // Bob's seven calls left his balance at 9,993: that number is nowhere on Ana's page.
+    expect(page.body).not.toContain("9,993");
+  });
+
+  it("a member's POST cannot touch another account: the account comes from the session only", async () => {
+    const client = await signedIn(ANA);
+    const bobKeys = await activeKeyHashes(bob.accountId);
+    const res = await client.post("/account/alerts", {
+      csrf_token: await client.sessionCsrfToken(),
+      account_id: String(bob.accountId),
+      chat_id: "987654321",
+      symbols: "BTC",
+      timeframes: "1h",
+      action: "save",
+    });
+    expect(res.status).toBe(303);
+    const rows = await server.db.handle.rows<{ account_id: number }>(sql`SELECT account_id FROM alert_settings`);
+    expect(rows.map((r) => Number(r.account_id))).toEqual([ana.accountId]);
+    expect(await activeKeyHashes(bob.accountId)).toEqual(bobKeys);
+  });
+});
+
+describe("passwords and sign-in", () => {
+  it("stores the password as a self-describing scrypt hash, never in clear", async () => {
+    const [row] = await server.db.handle.rows<{ password_hash: string }>(sql`SELECT password_hash FROM member_passwords WHERE account_id = ${ana.accountId}`);
+    expect(row!.password_hash).toMatch(/^scrypt\$131072\$8\$1\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{43}$/);
+    expect(row!.password_hash).not.toContain(ANA.password);
+  });
+
+  it("answers an unknown email and a wrong password the same way", async () => {
+    const unknown = await new WebClient(server.baseUrl, { localAddress: "127.0.0.3" }).signIn("nobody@example.test", "whatever password");
+    const wrong = await new WebClient(server.baseUrl, { localAddress: "127.0.0.3" }).signIn(ANA.email, "a wrong password");
+    expect(unknown.status).toBe(401);
+    expect(wrong.status).toBe(401);
+    expect(unknown.body).toContain("The email or password is not correct.");
+    expect(withoutTokens(unknown.body)).toBe(withoutTokens(wrong.body));
+  });
+
+  it(`throttles an address after ${DEFAULT_THROTTLE.perAddress} failures (429, even with the right password) without locking the member out elsewhere`, async () => {
+    const attacker = new WebClient(server.baseUrl, { localAddress: "127.0.0.2" });
+    for (let i = 0; i < DEFAULT_THROTTLE.perAddress; i++) {
+      const res = await attacker.signIn(ANA.email, `wrong password ${i}`);
+      expect(res.status).toBe(401);
+    }
+    const blocked = await attacker.signIn(ANA.email, ANA.password);
+    expect(blocked.status).toBe(429);
+    expect(Number(blocked.headers["retry-after"])).toBeGreaterThan(0);
+    expect(blocked.body).toContain("Too many failed sign-ins");
+    expect(setCookieOf(blocked, "sid")).toBeUndefined();
+    // Another email from the same address is blocked too: the budget is the address's.
+    expect((await attacker.signIn(BOB.email, BOB.password)).status).toBe(429);
+    // The member, from their own address, signs in at once.
+    expect((await new WebClient(server.baseUrl, { localAddress: "127.0.0.1" }).signIn(ANA.email, ANA.password)).status).toBe(303);
+    // After the window, the address may try again.
+    server.clock.advance(DEFAULT_THROTTLE.windowMs + 1000);
+    try {
+      expect((await attacker.signIn(ANA.email, ANA.password)).status).toBe(303);
+    } finally {
+      server.clock.advance(-(DEFAULT_THROTTLE.windowMs + 1000));
+    }
+  });
+
+  it("never redirects to another site after sign-in", async () => {
+    for (const next of ["//evil.test/x", "https://evil.test/", "/\\evil.test", "javascript:alert(1)"]) {
+      const res = await new WebClient(server.baseUrl).signIn(ANA.email, ANA.password, { next });
+      expect(res.status).toBe(303);
+      expect(res.headers.location, next).toBe("/account");
+    }
+    const res = await new WebClient(server.baseUrl).signIn(ANA.email, ANA.password, { next: "/charts/ZIG?tf=1h" });
+    expect(res.headers.location).toBe("/charts/ZIG?tf=1h");
+  });
+});
+
+describe("one-time password setup link", () => {
+  it("sets the password once, signs out the account's sessions, and cannot be used again", async () => {
+    const carol = await server.account({ email: "carol@example.test" });
+    await setMemberPassword(server.db.handle, carol.accountId, "carol's first password");
+    const carolSession = await signedIn({ email: "carol@example.test", password: "carol's first password" });
+    const { token } = await createSetupToken(server.db.handle, carol.accountId, server.clock());
+    const client = new WebClient(server.baseUrl);
+    const page = await client.get(`/setup-password?token=${token}`);
+    expect(page.status).toBe(200);
+    expect(page.body).toContain("carol@example.test");
+    const csrf = csrfTokenOf(page.body);
+    const differ = await client.post("/setup-password", { csrf_token: csrf, token, password: "carol's new password", confirm: "another password!" });
+    expect(differ.status).toBe(400);
+    const short = await client.post("/setup-password", { csrf_token: csrf, token, password: "short", confirm: "short" });
+    expect(short.status).toBe(400);
+    expect(short.body).toContain("at least 10 characters");
+    const done = await client.post("/setup-password", { csrf_token: csrf, token, password: "carol's new password", confirm: "carol's new password" });
+    expect(done.status).toBe(303);
+    expect(done.headers.location).toBe("/signin?password-set");
+    expect((await carolSession.get("/account")).status).toBe(303);
+    expect((await new WebClient(server.baseUrl).signIn("carol@example.test", "carol's first password")).status).toBe(401);
+    expect((await new WebClient(server.baseUrl).signIn("carol@example.test", "carol's new password")).status).toBe(303);
+    expect((await client.get(`/setup-password?token=${token}`)).status).toBe(404);
+    const reuse = await client.post("/setup-password", { csrf_token: csrf, token, password: "a third password!!", confirm: "a third password!!" });
+    expect(reuse.status).toBe(404);
+    expect((await new WebClient(server.baseUrl).signIn("carol@example.test", "a third password!!")).status).toBe(401);
+  });
+
+  it("stops working after 24 hours, and when a newer link is made", async () => {
+    const { token: first } = await createSetupToken(server.db.handle, bob.accountId, server.clock());
+    const { token: second } = await createSetupToken(server.db.handle, bob.accountId, server.clock());
+    const client = new WebClient(server.baseUrl);
+    expect((await client.get(`/setup-password?token=${first}`)).status).toBe(404);
+    expect((await client.get(`/setup-password?token=${second}`)).status).toBe(200);
+    server.clock.advance(24 * HOUR + 1000);
+    try {
+      expect((await client.get(`/setup-password?token=${second}`)).status).toBe(404);
+    } finally {
+      server.clock.advance(-(24 * HOUR + 1000));
+    }
+    const [stored] = await server.db.handle.rows<{ token_hash: string }>(sql`SELECT token_hash FROM password_setup_tokens WHERE account_id = ${bob.accountId}`);
+    expect(stored!.token_hash).toBe(createHash("sha256").update(second).digest("hex"));
+  });
+});
+
+describe("HTTP details", () => {
+  it("sends the security headers with every page", async () => {
+    const res = await new WebClient(server.baseUrl).get("/signin");
+    expect(res.headers["content-security-policy"]).toBe(
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    );
+    expect(res.headers["x-content-type-options"]).toBe("nosniff");
+    expect(res.headers["referrer-policy"]).toBe("same-origin");
+    expect(res.headers["x-frame-options"]).toBe("DENY");
+    expect(res.headers["cache-control"]).toBe("no-store");
+  });
+
+  it("refuses a wrong method, a form that is too large, and a body that is not a form", async () => {
+    const client = await signedIn(ANA);
+    const wrongMethod = await client.get("/signout");
+    expect(wrongMethod.status).toBe(405);
+    expect(wrongMethod.headers.allow).toBe("POST");
+    const token = await client.sessionCsrfToken();
+    const big = await client.post("/account/alerts", { csrf_token: token, chat_id: "1".repeat(20_000), symbols: "BTC", timeframes: "1h" });
+    expect(big.status).toBe(413);
+    const json = await client.request("POST", "/account/alerts", { headers: { "content-type": "application/json" }, body: JSON.stringify({ csrf_token: token }) });
+    expect(json.status).toBe(415);
+    const [settings] = await server.db.handle.rows<{ chat_id: string }>(sql`SELECT chat_id FROM alert_settings WHERE account_id = ${ana.accountId}`);
+    expect(settings!.chat_id).toBe("987654321");
+  });
+
+  it("keeps API 404s as JSON and unknown coins as a 404 page", async () => {
+    const api = await fetch(`${server.baseUrl}/api/v1/nothing`);
+    expect(api.status).toBe(404);
+    expect(await api.json()).toMatchObject({ ok: false, error: "not_found" });
+    const client = await signedIn(ANA);
+    const chart = await client.get("/charts/NOPE?tf=1h");
+    expect(chart.status).toBe(404);
+    expect(chart.body).toContain("No such coin");
+    expect((await client.get("/charts/%3Cscript%3E")).body).not.toContain("<script>");
+  });
+});
+
+describe("logs", () => {
+  it("never contain a password, a session token, a setup token or a key", async () => {
+    const client = await signedIn(ANA);
+    await new WebClient(server.baseUrl).signIn(ANA.email, "a wrong password for the log");
+    const { token } = await createSetupToken(server.db.handle, bob.accountId, server.clock());
+    await new WebClient(server.baseUrl).get(`/setup-password?token=${token}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const text = logLines.join("\n");
+    expect(text).toContain("member signed in");
+    for (const secret of [ANA.password, BOB.password, "a wrong password for the log", client.cookies.get("sid")!, token, ana.apiKey, bob.apiKey]) {
+      expect(text.includes(secret), `log mentions a secret`).toBe(false);
+    }
+    expect(text.match(FULL_KEY)).toBeNull();
+  });
+});
