@@ -1,7 +1,7 @@
 /**
  * Delivers the outbox at least once. Rows are leased (lease_until) in a short transaction, sent,
- * then acknowledged one by one, so:
- *  - a crash between send and acknowledgement repeats that one message after the lease ends,
+ * then acknowledged (in groups, as they are delivered), so:
+ *  - a crash between send and acknowledgement repeats each unacknowledged message once after the lease ends,
  *    rendered again from the same row: identical, with the same event id;
  *  - nothing pending is lost across a restart, and nothing acknowledged is ever sent again.
  * Failures back off exponentially with jitter, a 429 waits its retry_after (and pauses this
@@ -89,6 +89,9 @@ export class OutboxWorker {
   private wakeups = 0;
   private wake: (() => void) | null = null;
   private pausedUntil = 0;
+  /** Delivered rows whose acknowledgement is not written yet, and the write in flight. */
+  private acks: number[] = [];
+  private ackWriting: Promise<void> | null = null;
   readonly counts: WorkerCounts = { sent: 0, retried: 0, failed: 0 };
 
   constructor(deps: OutboxWorkerDeps) {
@@ -207,6 +210,7 @@ export class OutboxWorker {
       }
     });
     await Promise.all(lanes);
+    await this.acksWritten();
   }
 
   private async deliverOne(row: ClaimedRow, batch: Batch): Promise<void> {
@@ -284,9 +288,37 @@ export class OutboxWorker {
     );
   }
 
-  private async acknowledge(id: number): Promise<void> {
-    await this.deps.db.rows(sql`UPDATE outbox SET sent_at = now(), lease_until = NULL WHERE id = ${id}`);
-    this.counts.sent++;
+  /**
+   * Queues the acknowledgement of a delivered row. Acks are written in groups: one UPDATE for
+   * every row delivered while the previous one was in flight, so a burst of messages costs a
+   * few round trips instead of one each. A lane does not wait for its ack; deliver() waits for
+   * all of them before the next claim. A crash before a group is written re-sends those rows
+   * once each after their lease, exactly as a crash just before a single ack would.
+   */
+  private acknowledge(id: number): void {
+    this.acks.push(id);
+    this.ackWriting ??= this.writeAcks().finally(() => {
+      this.ackWriting = null;
+    });
+  }
+
+  private async writeAcks(): Promise<void> {
+    while (this.acks.length > 0) {
+      const ids = this.acks;
+      this.acks = [];
+      try {
+        await this.deps.db.rows(sql`UPDATE outbox SET sent_at = now(), lease_until = NULL WHERE id = ANY (${sql.param(ids)}::bigint[])`);
+        this.counts.sent += ids.length;
+      } catch (err) {
+        // Not acknowledged: the rows are sent again after their lease (at least once).
+        this.deps.logger.error({ err: errorSummary(err), rows: ids.length }, "could not acknowledge delivered messages; they will be re-sent after their lease");
+      }
+    }
+  }
+
+  /** Resolves when every queued acknowledgement has been written (or has failed). */
+  private async acksWritten(): Promise<void> {
+    while (this.ackWriting) await this.ackWriting;
   }
 
   private async fail(id: number, error: string): Promise<void> {

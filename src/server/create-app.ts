@@ -178,7 +178,10 @@ export function createApp(deps: AppDeps): App {
   };
   const scope = { logger, trustProxy: config.trustProxy };
   const publicListener = createDualProtocolListener(withRequestScope(clientFaultsAsInvalidArgument(publicHandler), { ...scope, listener: "public" }), listenerOptions);
-  const internalListener = createDualProtocolListener(withRequestScope(clientFaultsAsInvalidArgument(internalHandler), { ...scope, listener: "internal" }), listenerOptions);
+  const internalListener = createDualProtocolListener(withRequestScope(clientFaultsAsInvalidArgument(internalHandler), { ...scope, listener: "internal" }), {
+    ...listenerOptions,
+    longRequestStreams: true,
+  });
   return {
     metrics,
     async start() {

@@ -24,6 +24,12 @@ export interface ListenerOptions {
    */
   readonly requestTimeoutMs?: number;
   /**
+   * HTTP/2 requests may stream for as long as they like (the internal listener: feeders keep one
+   * PushCandles stream open for hours). Without this, a request must be complete within
+   * requestTimeoutMs, as on HTTP/1.1.
+   */
+  readonly longRequestStreams?: boolean;
+  /**
    * A request whose header block takes longer than this is answered 408; a new connection that
    * does not say which protocol it speaks within it is closed (default min(10 s, request)).
    */
@@ -78,6 +84,11 @@ export function createDualProtocolListener(handler: RequestHandler, options: Lis
   // this neither timeout was ever applied: a slowloris held its connection for good (found by
   // test/reliability/fuzz.test.ts).
   h1.emit("listening");
+  // A connection where nothing moves for idleTimeoutMs in the middle of a request (a client that
+  // sends requests but never reads the answers, so the server's writes stall) is destroyed;
+  // without it such a connection stayed open for good (found by test/reliability/fuzz.test.ts).
+  // Between requests keepAliveTimeout (5 s) closes connections sooner.
+  h1.setTimeout(idleTimeoutMs);
   const h2 = http2.createServer(
     { maxSessionMemory: 16, settings: { maxHeaderListSize: options.maxHeaderBytes, maxConcurrentStreams: MAX_CONCURRENT_STREAMS } },
     (req, res) => {
@@ -86,7 +97,7 @@ export function createDualProtocolListener(handler: RequestHandler, options: Lis
       // gracefully, waiting for open streams, and an unfinished request is one forever. Streams
       // whose request is complete (server streams included) are not limited.
       const stream = req.stream;
-      if (!stream.endAfterHeaders) {
+      if (!stream.endAfterHeaders && !options.longRequestStreams) {
         const timer = setTimeout(() => {
           if (!stream.destroyed && !stream.readableEnded) stream.close(http2.constants.NGHTTP2_CANCEL);
         }, requestTimeoutMs);

@@ -335,3 +335,22 @@ describe(`signals candles import (${usingPostgres ? "Postgres" : "embedded PGlit
     }
   });
 });
+
+describe("a feeder's long-lived stream", () => {
+  it("is not cut by REQUEST_TIMEOUT on the internal listener (a stream open for hours is normal there)", async () => {
+    const quick = await startTestServer({ feed: true, env: { REQUEST_TIMEOUT: "1" } });
+    try {
+      const { history } = structureBreak(Date.UTC(2026, 10, 1), 30);
+      async function* slowly(): AsyncGenerator<PushCandlesRequest> {
+        for (const c of history.slice(0, 6)) {
+          yield request(update("SLOW", c));
+          await new Promise((r) => setTimeout(r, 500)); // 2.5 s in all, over a 1 s request timeout
+        }
+      }
+      const res = await ingestClient(`Bearer ${INTERNAL_TOKEN}`, quick.internalUrl).pushCandles(slowly());
+      expect(counts(res)).toEqual({ accepted: 6, rejected: 0, duplicates: 0, rejections: [] });
+    } finally {
+      await quick.close();
+    }
+  });
+});
