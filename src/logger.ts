@@ -30,11 +30,21 @@ export function createLogger(level: string, destination?: NodeJS.WritableStream)
  */
 export function errorSummary(err: unknown): { type: string; code?: string; message: string; cause?: string } {
   const e = err as { name?: string; code?: string; message?: string; cause?: { message?: string } };
-  const firstLine = (text: string | undefined) => String(text ?? err).split("\n")[0]!.slice(0, 300);
+  const firstLine = (text: string | undefined) => redactSecrets(String(text ?? err).split("\n")[0]!.slice(0, 300));
   return {
     type: e?.name ?? typeof err,
     ...(typeof e?.code === "string" ? { code: e.code } : {}),
     message: firstLine(e?.message),
     ...(e?.cause?.message ? { cause: firstLine(e.cause.message) } : {}),
   };
+}
+
+/**
+ * Masks what looks like a secret in free text: our API keys and long hex digests (key hashes,
+ * tokens). A database error's first line can quote a parameter (e.g. `malformed array literal:
+ * "<key hash>,..."`, seen in test/reliability/db-faults.test.ts), and key hashes must not reach
+ * the log either.
+ */
+export function redactSecrets(text: string): string {
+  return text.replace(/sig_live_[0-9A-Za-z]+/g, "sig_live_[redacted]").replace(/\b[0-9a-fA-F]{32,}\b/g, "[redacted]");
 }

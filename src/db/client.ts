@@ -174,6 +174,10 @@ async function openPostgres(url: string, poolSize: number): Promise<DbHandle> {
       target.serializers[typarray] ??= source.serializers[typarray];
     }
   };
+  /** Stops the pool's connections from fetching array types when they connect (options are read per connection). */
+  const noTypeFetching = (client: Client) => {
+    (client as unknown as { options: { fetch_types: boolean } }).options.fetch_types = false;
+  };
   // New queries go to a fresh pool; the old one finishes (or, after the grace, fails) its own.
   const replace = () => {
     replaceTimer = null;
@@ -182,6 +186,7 @@ async function openPostgres(url: string, poolSize: number): Promise<DbHandle> {
     const old = current;
     current = openPool();
     seedArrayTypes(old.client, current.client);
+    noTypeFetching(current.client);
     for (const [channel, onPayload] of listeners) current.client.listen(channel, onPayload).catch(() => {});
     const ended = old.client.end({ timeout: RETIRED_POOL_GRACE_S }).catch(() => {});
     retiring.add(ended);
@@ -195,6 +200,11 @@ async function openPostgres(url: string, poolSize: number): Promise<DbHandle> {
   // (see seedArrayTypes); a database that cannot be reached fails the open (callers retry).
   try {
     await current.client`SELECT 1`;
+    // Every later connection would fetch the types again, first thing: a connection cut during
+    // that fetch rejected a promise nobody handles inside postgres.js, and the process died of
+    // an unhandled rejection (RELIABILITY_FULL run of test/reliability/db-faults.test.ts). The
+    // types are known now; replacement pools are seeded with them and do not fetch either.
+    noTypeFetching(current.client);
   } catch (err) {
     await current.client.end({ timeout: 0 }).catch(() => {});
     throw err;

@@ -7,6 +7,8 @@ import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { runInRequest, type RequestContext } from "../request-context.ts";
 import type { RequestHandler } from "./listener.ts";
+import { API_KEY_PREFIX } from "../accounts/api-key.ts";
+import { redactSecrets } from "../logger.ts";
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
@@ -32,7 +34,8 @@ export function withRequestScope(handler: RequestHandler, options: RequestScopeO
   const { logger, listener } = options;
   return (req, res) => {
     const given = req.headers["x-request-id"];
-    const reqId = typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
+    // An API key sent as a request id (a client's mix-up) is neither echoed nor logged.
+    const reqId = typeof given === "string" && REQUEST_ID.test(given) && !given.toLowerCase().includes(API_KEY_PREFIX) ? given : randomUUID();
     res.setHeader("x-request-id", reqId);
     const context: RequestContext = { reqId, peer: peerOf(req, options.trustProxy) };
     const started = process.hrtime.bigint();
@@ -40,7 +43,8 @@ export function withRequestScope(handler: RequestHandler, options: RequestScopeO
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       // The path only: query strings are the caller's business (and never carry keys, but a
       // misbehaving client might put anything there).
-      const path = (req.url ?? "/").split("?")[0]!.slice(0, 200);
+      // A key pasted into the path (a client's mistake) is masked like any secret.
+      const path = redactSecrets((req.url ?? "/").split("?")[0]!.slice(0, 200));
       runInRequest(context, () =>
         logger.info(
           { listener, method: req.method, path, status: res.statusCode, outcome: context.outcome, ms: Math.round(ms * 100) / 100, aborted: !res.writableFinished || undefined },

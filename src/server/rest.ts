@@ -89,16 +89,17 @@ export function sendJson(res: NodeResponse, status: number, body: unknown, heade
 }
 
 /**
- * The URL of a request whose target is a path ("origin form"), or null for anything else.
- * `new URL(target, base)` throws on targets such as "//" and reads "//host/path" as another
- * host's "/path"; the throw reached the fallback's catch as a 500 (found by
+ * The URL of a request whose target is a plain path ("origin form"), or null for anything else
+ * (answered 400 by the REST handler, which runs first for every request the RPC router does not
+ * take). `new URL(target, base)` throws on targets such as "//" and reads "//host/path" as
+ * another host's "/path"; the throw reached the fallback's catch as a 500 (found by
  * test/reliability/fuzz.test.ts).
  */
 export function requestUrl(target: string | undefined): URL | null {
   const path = target ?? "/";
-  if (!path.startsWith("/")) return null;
+  if (!path.startsWith("/") || path.startsWith("//")) return null;
   try {
-    return new URL(`http://localhost${path}`);
+    return new URL(path, "http://localhost");
   } catch {
     return null;
   }
