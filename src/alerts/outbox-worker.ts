@@ -11,7 +11,6 @@
  * while it is being sent, so no row is taken over while its worker is alive. Lease, retry
  * and give-up times are the database's.
  */
-import { setTimeout as sleep } from "node:timers/promises";
 import { sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import type { AlertConfig } from "../config.ts";
@@ -352,16 +351,5 @@ export class OutboxWorker {
     }
     this.counts.retried++;
     this.deps.logger.info({ outboxId: id, attempts, delayMs, error: outcome.error }, "message delivery will be retried");
-  }
-}
-
-/** Waits until no row is pending or leased, or the timeout passes (tests, benchmarks). */
-export async function waitForOutboxIdle(db: DbHandle, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const [row] = await db.rows<{ n: number | string }>(sql`SELECT count(*) AS n FROM outbox WHERE sent_at IS NULL AND failed_at IS NULL`);
-    if (Number(row?.n ?? 0) === 0) return true;
-    if (Date.now() > deadline) return false;
-    await sleep(20);
   }
 }

@@ -25,16 +25,14 @@ import {
   type MarketDataService,
 } from "../../gen/signals/v1/market_data_pb.js";
 import { Signal } from "../../gen/signals/v1/signals_pb.js";
-import { hashApiKey, isWellFormedApiKey } from "../accounts/api-key.ts";
+import { withApiKey } from "../accounts/api-key-guard.ts";
 import type { FailedKeyThrottle } from "../accounts/failed-key-throttle.ts";
 import type { Clock } from "../clock.ts";
 import type { DbHandle } from "../db/client.ts";
-import { errorCodeOf, serviceError } from "../errors.ts";
+import { serviceError } from "../errors.ts";
 import { errorSummary } from "../logger.ts";
 import type { Metrics } from "../observability/metrics.ts";
-import { currentRequest, recordOutcome } from "../request-context.ts";
 import { normaliseTimeframe } from "../signals/request.ts";
-import { API_KEY_HEADER } from "../signals/service.ts";
 import type { SignalSnapshot } from "../signals/snapshot.ts";
 import { FREE_WINDOW_MS, freeCall, freeRateLimitHeaders, type FreeCallResult } from "./free-call.ts";
 import { computeMovers, type MoverRow } from "./movers.ts";
@@ -109,39 +107,28 @@ export function createMarketDataService(deps: MarketDataServiceDeps): ServiceImp
    * RateLimit headers also on a 400 (the call has passed the checks and counted).
    */
   function free<Req, Res>(method: string, handle: (request: Req, now: number) => Promise<Res>) {
-    return async (request: Req, ctx: HandlerContext): Promise<Res> => {
-      const peer = currentRequest()?.peer ?? "unknown";
-      const given = ctx.requestHeader.get(API_KEY_HEADER)?.trim() ?? "";
-      const keyHash = isWellFormedApiKey(given) ? hashApiKey(given) : null;
-      let outcome = "ok";
-      let admitted: Record<string, string> | null = null;
-      try {
-        const wait = given === "" ? 0 : (throttle?.blockedFor(peer, keyHash) ?? 0);
-        if (wait > 0) {
-          throw serviceError("rate_limited", "Too many requests with invalid API keys from this address; retry later.", { "retry-after": String(Math.ceil(wait / 1000)) });
-        }
-        if (given === "") throw serviceError("api_key_required");
-        if (keyHash === null) throw serviceError("invalid_api_key");
-        const { now, headers } = await admit(ctx, keyHash);
-        admitted = headers;
-        throttle?.recordSuccess(keyHash);
-        return await handle(request, now);
-      } catch (err) {
-        outcome = errorCodeOf(err);
-        if (outcome === "invalid_api_key") throttle?.recordFailure(peer);
-        if (admitted && err instanceof ConnectError) {
-          // Once, on the error: Connect would append the error's metadata to the response headers.
-          for (const [name, value] of Object.entries(admitted)) {
-            ctx.responseHeader.delete(name);
-            err.metadata.set(name, value);
+    return (request: Req, ctx: HandlerContext): Promise<Res> =>
+      withApiKey(
+        ctx,
+        throttle,
+        (outcome) => calls?.inc({ method, protocol: ctx.protocolName, outcome }),
+        async (keyHash) => {
+          const { now, headers } = await admit(ctx, keyHash);
+          throttle?.recordSuccess(keyHash);
+          try {
+            return await handle(request, now);
+          } catch (err) {
+            if (err instanceof ConnectError) {
+              // Once, on the error: Connect would append the error's metadata to the response headers.
+              for (const [name, value] of Object.entries(headers)) {
+                ctx.responseHeader.delete(name);
+                err.metadata.set(name, value);
+              }
+            }
+            throw err;
           }
-        }
-        throw err;
-      } finally {
-        recordOutcome(outcome);
-        calls?.inc({ method, protocol: ctx.protocolName, outcome });
-      }
-    };
+        },
+      );
   }
 
   const read = <T>(query: Promise<T>, what: string): Promise<T> => query.catch((cause: unknown) => unavailable(cause, what));

@@ -24,17 +24,16 @@ import type { DbHandle } from "../db/client.ts";
 import type { Limits } from "../config.ts";
 import type { Clock } from "../clock.ts";
 import { nextMytMidnight } from "../clock.ts";
-import { hashApiKey, isWellFormedApiKey } from "../accounts/api-key.ts";
 import { createChargeBatcher, type ChargeResult } from "../billing/charge.ts";
 import { chargeIdempotent } from "../billing/idempotent-charge.ts";
-import { errorCodeOf, serviceError } from "../errors.ts";
+import { serviceError } from "../errors.ts";
+import { withApiKey } from "../accounts/api-key-guard.ts";
 import type { FailedKeyThrottle } from "../accounts/failed-key-throttle.ts";
 import type { Metrics } from "../observability/metrics.ts";
-import { currentRequest, recordOutcome } from "../request-context.ts";
 import { isWellFormedSymbol, normaliseSymbols, normaliseTimeframe, type Timeframe } from "./request.ts";
 import type { SignalName, SignalReading, SignalSnapshot } from "./snapshot.ts";
 
-export const API_KEY_HEADER = "x-api-key";
+export { API_KEY_HEADER } from "../accounts/api-key-guard.ts";
 export const BILLING_TEXT = "1 energy credit per call (node / founding seats only)";
 export const TIER_NAME = "node";
 
@@ -101,14 +100,6 @@ export const IDEMPOTENCY_HEADER = "idempotency-key";
 /** Response header set on an answer replayed for an Idempotency-Key. */
 export const REPLAYED_HEADER = "idempotent-replayed";
 const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
-
-/** The local key checks (present, well-formed), in the contract's order. */
-function apiKeyOf(ctx: HandlerContext): string {
-  const key = ctx.requestHeader.get(API_KEY_HEADER)?.trim() ?? "";
-  if (key === "") throw serviceError("api_key_required");
-  if (!isWellFormedApiKey(key)) throw serviceError("invalid_api_key");
-  return key;
-}
 
 function idempotencyKeyOf(ctx: HandlerContext): string | null {
   const raw = ctx.requestHeader.get(IDEMPOTENCY_HEADER);
@@ -195,28 +186,16 @@ export function createSignalsService(deps: SignalsServiceDeps): ServiceImpl<type
   }
 
   return {
-    async getSignals(request, ctx) {
-      const peer = currentRequest()?.peer ?? "unknown";
-      const given = ctx.requestHeader.get(API_KEY_HEADER)?.trim() ?? "";
-      const keyHash = isWellFormedApiKey(given) ? hashApiKey(given) : null;
-      let outcome = "ok";
-      try {
-        const wait = given === "" ? 0 : (throttle?.blockedFor(peer, keyHash) ?? 0);
-        if (wait > 0) {
-          throw serviceError("rate_limited", "Too many requests with invalid API keys from this address; retry later.", { "retry-after": String(Math.ceil(wait / 1000)) });
-        }
-        apiKeyOf(ctx); // present and well-formed, in the contract's order
-        const response = await getSignals(request, ctx, keyHash!);
-        throttle?.recordSuccess(keyHash!);
-        return response;
-      } catch (err) {
-        outcome = errorCodeOf(err);
-        if (outcome === "invalid_api_key") throttle?.recordFailure(peer);
-        throw err;
-      } finally {
-        recordOutcome(outcome);
-        metrics?.calls.inc({ protocol: ctx.protocolName, outcome });
-      }
-    },
+    getSignals: (request, ctx) =>
+      withApiKey(
+        ctx,
+        throttle,
+        (outcome) => metrics?.calls.inc({ protocol: ctx.protocolName, outcome }),
+        async (keyHash) => {
+          const response = await getSignals(request, ctx, keyHash);
+          throttle?.recordSuccess(keyHash);
+          return response;
+        },
+      ),
   };
 }

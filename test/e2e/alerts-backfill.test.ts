@@ -23,7 +23,7 @@ import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-no
 import { asc, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IngestService, PushCandlesRequestSchema } from "../../gen/signals/v1/ingest_pb.js";
-import { waitForOutboxIdle } from "../../src/alerts/outbox-worker.ts";
+import { waitForOutboxIdle } from "../support/outbox.ts";
 import { saveAlertSettings } from "../../src/alerts/settings.ts";
 import { importCandles } from "../../src/cli/import-command.ts";
 import type { DbHandle } from "../../src/db/client.ts";
