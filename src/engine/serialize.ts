@@ -39,11 +39,21 @@ export function restoreState(value: unknown): EngineState {
   if (v.version !== ENGINE_STATE_VERSION) fail("version");
   let params;
   try {
-    params = resolveParams({ pivotHalfWidth: num(v.pivotHalfWidth, "pivotHalfWidth"), atrPeriod: num(v.atrPeriod, "atrPeriod") });
+    // Checkpoints stored before the MS-2 options existed lack them; absent means the MS-1 default.
+    params = resolveParams({
+      pivotHalfWidth: num(v.pivotHalfWidth, "pivotHalfWidth"),
+      atrPeriod: num(v.atrPeriod, "atrPeriod"),
+      breakBufferAtr: v.breakBufferAtr === undefined ? undefined : num(v.breakBufferAtr, "breakBufferAtr"),
+      trailDefense: v.trailDefense === undefined ? undefined : bool(v.trailDefense, "trailDefense"),
+      withTrendOnly: v.withTrendOnly === undefined ? undefined : bool(v.withTrendOnly, "withTrendOnly"),
+      majorPivotHalfWidth: v.majorPivotHalfWidth === undefined ? undefined : num(v.majorPivotHalfWidth, "majorPivotHalfWidth"),
+    });
   } catch {
     fail("parameters");
   }
-  const width = ringSize(params.pivotHalfWidth);
+  const width = ringSize(Math.max(params.pivotHalfWidth, params.majorPivotHalfWidth));
+  const majorTrend = v.majorTrend ?? 0;
+  if (majorTrend !== -1 && majorTrend !== 0 && majorTrend !== 1) fail("majorTrend");
   const count = num(v.count, "count");
   if (!Number.isInteger(count) || count < 0) fail("count");
   const signal = v.signal;
@@ -55,6 +65,10 @@ export function restoreState(value: unknown): EngineState {
     version: ENGINE_STATE_VERSION,
     pivotHalfWidth: params.pivotHalfWidth,
     atrPeriod: params.atrPeriod,
+    breakBufferAtr: params.breakBufferAtr,
+    trailDefense: params.trailDefense,
+    withTrendOnly: params.withTrendOnly,
+    majorPivotHalfWidth: params.majorPivotHalfWidth,
     count,
     lastOpenTime: numOrNull(v.lastOpenTime, "lastOpenTime"),
     lastClose: numOrNull(v.lastClose, "lastClose"),
@@ -72,6 +86,11 @@ export function restoreState(value: unknown): EngineState {
     swingLowBroken: bool(v.swingLowBroken, "swingLowBroken"),
     maxSinceLow: numOrNull(v.maxSinceLow, "maxSinceLow"),
     trend,
+    majorHigh: v.majorHigh === undefined ? null : numOrNull(v.majorHigh, "majorHigh"),
+    majorHighBroken: v.majorHighBroken === undefined ? false : bool(v.majorHighBroken, "majorHighBroken"),
+    majorLow: v.majorLow === undefined ? null : numOrNull(v.majorLow, "majorLow"),
+    majorLowBroken: v.majorLowBroken === undefined ? false : bool(v.majorLowBroken, "majorLowBroken"),
+    majorTrend,
     signal: signal as Signal,
     defense: numOrNull(v.defense, "defense"),
     signalAt: numOrNull(v.signalAt, "signalAt"),

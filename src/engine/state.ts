@@ -12,6 +12,11 @@ export type EngineState = {
   pivotHalfWidth: number;
   /** ATR period N. */
   atrPeriod: number;
+  /** MS-2 options (params.ts); their defaults are MS-1. */
+  breakBufferAtr: number;
+  trailDefense: boolean;
+  withTrendOnly: boolean;
+  majorPivotHalfWidth: number;
   /** Number of closed candles folded so far (t + 1). */
   count: number;
   lastOpenTime: number | null;
@@ -20,7 +25,7 @@ export type EngineState = {
   trSum: number;
   /** Wilder ATR, null until N candles have closed. */
   atr: number | null;
-  /** Ring buffers holding (at least) the last 2k+1 candles: length `ringSize(k)`, slot = index & (length − 1). */
+  /** Ring buffers holding (at least) the last 2·max(k, K)+1 candles: length `ringSize(max(k, K))`, slot = index & (length − 1). */
   highs: number[];
   lows: number[];
   openTimes: number[];
@@ -36,6 +41,12 @@ export type EngineState = {
   /** Highest high of the candles strictly after L's candle up to the last closed candle. */
   maxSinceLow: number | null;
   trend: Trend;
+  /** Major structure (half-width K, only when K > 0): its latest swing levels and their trend. */
+  majorHigh: number | null;
+  majorHighBroken: boolean;
+  majorLow: number | null;
+  majorLowBroken: boolean;
+  majorTrend: Trend;
   signal: Signal;
   /** Level whose close-through invalidates the signal; null exactly when signal is NONE. */
   defense: number | null;
@@ -52,12 +63,16 @@ export function ringSize(pivotHalfWidth: number): number {
 
 /** A fresh state before any candle, with validated parameters (defaults k = 3, N = 14). */
 export function createEngineState(params?: Partial<EngineParams>): EngineState {
-  const { pivotHalfWidth, atrPeriod } = resolveParams(params);
-  const width = ringSize(pivotHalfWidth);
+  const { pivotHalfWidth, atrPeriod, breakBufferAtr, trailDefense, withTrendOnly, majorPivotHalfWidth } = resolveParams(params);
+  const width = ringSize(Math.max(pivotHalfWidth, majorPivotHalfWidth));
   return {
     version: ENGINE_STATE_VERSION,
     pivotHalfWidth,
     atrPeriod,
+    breakBufferAtr,
+    trailDefense,
+    withTrendOnly,
+    majorPivotHalfWidth,
     count: 0,
     lastOpenTime: null,
     lastClose: null,
@@ -75,6 +90,11 @@ export function createEngineState(params?: Partial<EngineParams>): EngineState {
     swingLowBroken: false,
     maxSinceLow: null,
     trend: 0,
+    majorHigh: null,
+    majorHighBroken: false,
+    majorLow: null,
+    majorLowBroken: false,
+    majorTrend: 0,
     signal: "NONE",
     defense: null,
     signalAt: null,

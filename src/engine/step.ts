@@ -2,6 +2,33 @@ import type { Candle } from "./candle.ts";
 import { assertValidCandle } from "./candle.ts";
 import type { EngineState } from "./state.ts";
 
+const PIVOT_HIGH = 1;
+const PIVOT_LOW = 2;
+
+/** Whether candle p is a swing high and/or low with half-width w (bit flags); its windows must be in the ring. */
+function pivotKind(state: EngineState, p: number, w: number, mask: number): number {
+  const ph = state.highs[p & mask] as number;
+  const pl = state.lows[p & mask] as number;
+  let isHigh = true;
+  let isLow = true;
+  for (let j = 1; j <= w && (isHigh || isLow); j++) {
+    const left = (p - j) & mask;
+    const right = (p + j) & mask;
+    // Left strict, right non-strict: of equal highs the first one is the pivot.
+    if (isHigh && ((state.highs[left] as number) >= ph || (state.highs[right] as number) > ph)) isHigh = false;
+    if (isLow && ((state.lows[left] as number) <= pl || (state.lows[right] as number) < pl)) isLow = false;
+  }
+  return (isHigh ? PIVOT_HIGH : 0) | (isLow ? PIVOT_LOW : 0);
+}
+
+function isLong(state: EngineState): boolean {
+  return state.signal === "LONG" || state.signal === "STRONG_LONG";
+}
+
+function isShort(state: EngineState): boolean {
+  return state.signal === "SHORT" || state.signal === "STRONG_SHORT";
+}
+
 /** Folds one closed candle into the state in place (S_t = step(S_{t-1}, candle_t)); throws RangeError on bad input. */
 export function stepClosed(state: EngineState, candle: Candle): void {
   // Mutating in place keeps the hot path allocation-free; callers that need the old state use
@@ -49,23 +76,36 @@ export function stepClosed(state: EngineState, candle: Candle): void {
   // 3. Breaks are tested against the levels known before this candle. A bullish and a bearish break
   //    cannot both happen on one candle: that would need an unbroken L above an unbroken H, which the
   //    pivot rules plus the break rule exclude (see docs/signals.md), so `else` costs no symmetry.
-  if (state.swingHigh !== null && !state.swingHighBroken && close > state.swingHigh) {
-    state.signal = state.trend === 1 ? "STRONG_LONG" : "LONG";
+  //    Differences (close − H) rather than sums (H + buffer) keep the test exact under mirroring.
+  //    MS-2's major structure is updated first, so a close that breaks both agrees with itself.
+  if (state.majorPivotHalfWidth > 0) {
+    if (state.majorHigh !== null && !state.majorHighBroken && close > state.majorHigh) {
+      state.majorTrend = 1;
+      state.majorHighBroken = true;
+    } else if (state.majorLow !== null && !state.majorLowBroken && close < state.majorLow) {
+      state.majorTrend = -1;
+      state.majorLowBroken = true;
+    }
+  }
+  const buffer = state.breakBufferAtr > 0 && state.atr !== null ? state.breakBufferAtr * state.atr : 0;
+  if (state.swingHigh !== null && !state.swingHighBroken && close - state.swingHigh > buffer) {
+    const blocked = (state.withTrendOnly && state.trend !== 1) || state.majorTrend === -1;
+    state.signal = blocked ? "NONE" : state.trend === 1 ? "STRONG_LONG" : "LONG";
     state.trend = 1;
     state.swingHighBroken = true;
-    state.defense = state.minSinceHigh;
+    state.defense = blocked ? null : state.minSinceHigh;
     state.signalAt = openTime;
-  } else if (state.swingLow !== null && !state.swingLowBroken && close < state.swingLow) {
-    state.signal = state.trend === -1 ? "STRONG_SHORT" : "SHORT";
+  } else if (state.swingLow !== null && !state.swingLowBroken && state.swingLow - close > buffer) {
+    const blocked = (state.withTrendOnly && state.trend !== -1) || state.majorTrend === 1;
+    state.signal = blocked ? "NONE" : state.trend === -1 ? "STRONG_SHORT" : "SHORT";
     state.trend = -1;
     state.swingLowBroken = true;
-    state.defense = state.maxSinceLow;
+    state.defense = blocked ? null : state.maxSinceLow;
     state.signalAt = openTime;
   } else if (state.defense !== null) {
     // 4. Invalidation. A break always leaves defense strictly beyond the close, so testing it only
     //    when no break happened loses nothing.
-    const isLong = state.signal === "LONG" || state.signal === "STRONG_LONG";
-    if (isLong ? close <= state.defense : close >= state.defense) {
+    if (isLong(state) ? close <= state.defense : close >= state.defense) {
       state.signal = "NONE";
       state.defense = null;
       state.signalAt = openTime;
@@ -77,18 +117,9 @@ export function stepClosed(state: EngineState, candle: Candle): void {
   if (t >= 2 * k) {
     const p = t - k;
     const pSlot = p & mask;
-    const ph = state.highs[pSlot] as number;
-    const pl = state.lows[pSlot] as number;
-    let isHigh = true;
-    let isLow = true;
-    for (let j = 1; j <= k; j++) {
-      const left = (p - j) & mask;
-      const right = (p + j) & mask;
-      // Left strict, right non-strict: of equal highs the first one is the pivot.
-      if (isHigh && ((state.highs[left] as number) >= ph || (state.highs[right] as number) > ph)) isHigh = false;
-      if (isLow && ((state.lows[left] as number) <= pl || (state.lows[right] as number) < pl)) isLow = false;
-    }
-    if (isHigh) {
+    const kind = pivotKind(state, p, k, mask);
+    if ((kind & PIVOT_HIGH) !== 0) {
+      const ph = state.highs[pSlot] as number;
       let m = Infinity;
       for (let j = 1; j <= k; j++) {
         const v = state.lows[(p + j) & mask] as number;
@@ -98,8 +129,11 @@ export function stepClosed(state: EngineState, candle: Candle): void {
       state.swingHighAt = state.openTimes[pSlot] as number;
       state.swingHighBroken = false;
       state.minSinceHigh = m;
+      // MS-2 trailing: a new lower high above the close tightens a short's defense.
+      if (state.trailDefense && state.defense !== null && isShort(state) && ph < state.defense && ph > close) state.defense = ph;
     }
-    if (isLow) {
+    if ((kind & PIVOT_LOW) !== 0) {
+      const pl = state.lows[pSlot] as number;
       let m = -Infinity;
       for (let j = 1; j <= k; j++) {
         const v = state.highs[(p + j) & mask] as number;
@@ -109,6 +143,21 @@ export function stepClosed(state: EngineState, candle: Candle): void {
       state.swingLowAt = state.openTimes[pSlot] as number;
       state.swingLowBroken = false;
       state.maxSinceLow = m;
+      // MS-2 trailing: a new higher low below the close tightens a long's defense.
+      if (state.trailDefense && state.defense !== null && isLong(state) && pl > state.defense && pl < close) state.defense = pl;
+    }
+  }
+  const major = state.majorPivotHalfWidth;
+  if (major > 0 && t >= 2 * major) {
+    const p = t - major;
+    const kind = pivotKind(state, p, major, mask);
+    if ((kind & PIVOT_HIGH) !== 0) {
+      state.majorHigh = state.highs[p & mask] as number;
+      state.majorHighBroken = false;
+    }
+    if ((kind & PIVOT_LOW) !== 0) {
+      state.majorLow = state.lows[p & mask] as number;
+      state.majorLowBroken = false;
     }
   }
 

@@ -9,7 +9,7 @@ import { loadRealCandles, realCandlesAvailable } from "../../support/real-candle
 import { naiveSeries } from "./naive-batch.ts";
 
 /** Asserts the engine and the naive reference agree on every reading and every structural field. */
-function expectAgreement(candles: readonly Candle[], params: EngineParams = { pivotHalfWidth: 3, atrPeriod: 14 }): void {
+function expectAgreement(candles: readonly Candle[], params: Pick<EngineParams, "pivotHalfWidth" | "atrPeriod"> = { pivotHalfWidth: 3, atrPeriod: 14 }): void {
   const steps = foldSteps(candles, params);
   const naive = naiveSeries(candles, params.pivotHalfWidth, params.atrPeriod);
   for (let t = 0; t < candles.length; t++) {

@@ -1,0 +1,13 @@
+import { loadStudySeries } from "./series.ts";
+import { ADDITIONS, DESIGN_END, Evaluator, FOLDS, nameOf, selectConfig, walkForward } from "./walk-forward.ts";
+const t0 = performance.now();
+const series = loadStudySeries(DESIGN_END);
+const ev = new Evaluator(series);
+const base = ev.get([]);
+const fmt = (e: ReturnType<Evaluator["get"]>) => e.scores.map((s) => s.toFixed(3)).join(" ") + " | " + e.folds.map((f) => f.map((t) => `${t.positiveAvg}/${t.medianPf.toFixed(2)}`).join(",")).join("  ");
+console.log("MS-1", fmt(base));
+for (const a of ADDITIONS) console.log(a.label.padEnd(28), fmt(ev.get([a])));
+for (const s of walkForward(ev)) console.log(FOLDS[s.validation]!.name, nameOf(s.selected), s.selectedSummary.map((t) => `${t.positiveAvg}/${t.medianPf.toFixed(2)}`).join(","), "vs", s.baselineSummary.map((t) => `${t.positiveAvg}/${t.medianPf.toFixed(2)}`).join(","));
+const fin = selectConfig(ev, [0, 1, 2, 3, 4]);
+console.log("final", nameOf(fin.config), fmt(ev.get(fin.config)));
+console.log(((performance.now() - t0) / 1000).toFixed(1), "s", ev.all().length, "configs");

@@ -1,0 +1,193 @@
+/**
+ * Design-data side of the study: the walk-forward folds, the candidate additions to MS-1, the
+ * score of a configuration on a fold, and the greedy forward selection that picks MS-2. It only
+ * ever sees candles opening before DESIGN_END (series.ts cuts them), so the hold-out cannot leak in.
+ */
+import type { EngineParams } from "../../src/engine/index.ts";
+import type { RealTimeframe } from "../../test/support/real-candles.ts";
+import type { Metrics, Window } from "./accounting.ts";
+import { backtestWindow } from "./accounting.ts";
+import type { Series } from "./series.ts";
+import { signalEventsOf, STUDY_TIMEFRAMES } from "./series.ts";
+
+/** Fee per side: 0.1%. */
+export const FEE = 0.001;
+
+/** First instant after the design data: candles up to and including 2023-06-15 UTC are design data. */
+export const DESIGN_END = Date.UTC(2023, 5, 16);
+
+/** A named walk-forward fold of the design data. */
+export type Fold = Window & { readonly name: string; readonly label: string };
+
+/** Five consecutive half-year folds (the data starts 2020-10-23; a week of warm-up precedes F1). */
+export const FOLDS: readonly Fold[] = [
+  { name: "F1", label: "2020-11-01 – 2021-04-30", start: Date.UTC(2020, 10, 1), end: Date.UTC(2021, 4, 1) },
+  { name: "F2", label: "2021-05-01 – 2021-10-31", start: Date.UTC(2021, 4, 1), end: Date.UTC(2021, 10, 1) },
+  { name: "F3", label: "2021-11-01 – 2022-04-30", start: Date.UTC(2021, 10, 1), end: Date.UTC(2022, 4, 1) },
+  { name: "F4", label: "2022-05-01 – 2022-10-31", start: Date.UTC(2022, 4, 1), end: Date.UTC(2022, 10, 1) },
+  { name: "F5", label: "2022-11-01 – 2023-06-15", start: Date.UTC(2022, 10, 1), end: DESIGN_END },
+];
+
+/** One candidate addition to MS-1; additions of one family exclude each other. */
+export type Addition = { readonly family: string; readonly label: string; readonly params: Partial<EngineParams>; readonly why: string };
+
+/** The complete candidate list, in the order ties are broken. */
+export const ADDITIONS: readonly Addition[] = [
+  { family: "buffer", label: "break buffer 0.25 ATR", params: { breakBufferAtr: 0.25 }, why: "a close barely through a swing level is often noise; demand a margin" },
+  { family: "buffer", label: "break buffer 0.5 ATR", params: { breakBufferAtr: 0.5 }, why: "same, larger margin" },
+  { family: "buffer", label: "break buffer 1 ATR", params: { breakBufferAtr: 1 }, why: "same, margin of a full ATR" },
+  { family: "trail", label: "trailing defense", params: { trailDefense: true }, why: "MS-1 keeps the defense at the pullback low of the break, giving back whole moves; trail it to each new higher low" },
+  { family: "trend", label: "with-trend breaks only", params: { withTrendOnly: true }, why: "STRONG (BOS) breaks are the with-trend ones; a CHoCH ends the position instead of reversing it" },
+  { family: "major", label: "major structure K = 10", params: { majorPivotHalfWidth: 10 }, why: "higher-timeframe agreement: no position against the trend of a slower swing structure" },
+  { family: "major", label: "major structure K = 20", params: { majorPivotHalfWidth: 20 }, why: "same, slower structure" },
+  { family: "pivot", label: "pivot half-width k = 5", params: { pivotHalfWidth: 5 }, why: "fewer, larger swings: fewer trades and fees" },
+];
+
+/** A configuration: MS-1 plus some additions. */
+export type Config = readonly Addition[];
+
+/** Engine parameters of a configuration. */
+export function paramsOf(config: Config): Partial<EngineParams> {
+  return Object.assign({}, ...config.map((a) => a.params)) as Partial<EngineParams>;
+}
+
+/** "MS-1" or "MS-1 + a + b". */
+export function nameOf(config: Config): string {
+  return config.length === 0 ? "MS-1" : `MS-1 + ${config.map((a) => a.label).join(" + ")}`;
+}
+
+/** Per-timeframe summary of the twelve coins. */
+export type TimeframeSummary = {
+  readonly timeframe: RealTimeframe;
+  /** Coins with at least one trade and a positive average trade. */
+  readonly positiveAvg: number;
+  /** Median profit factor over the coins; a coin without trades counts as 1. */
+  readonly medianPf: number;
+  readonly medianCompoundedPct: number;
+};
+
+/** Median of a list (mean of the middle two for an even count). */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  if (sorted.length === 0) return Number.NaN;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/** The per-timeframe summaries of per-series metrics (same order as the series). */
+export function summarize(series: readonly Series[], metrics: readonly Metrics[]): TimeframeSummary[] {
+  return STUDY_TIMEFRAMES.map((timeframe) => {
+    const rows = metrics.filter((_, i) => series[i]!.timeframe === timeframe);
+    return {
+      timeframe,
+      positiveAvg: rows.filter((m) => m.avgTradePct !== null && m.avgTradePct > 0).length,
+      medianPf: median(rows.map((m) => m.profitFactor ?? 1)),
+      medianCompoundedPct: median(rows.map((m) => m.compoundedPct)),
+    };
+  });
+}
+
+// PF is clamped so that one fold with a median of ∞ or ~0 cannot dominate the mean of logs.
+const PF_CLAMP = 10;
+
+/** Score of a fold: the mean over 1h, 4h and 1d of ln(median profit factor), clamped to ±ln 10. */
+export function scoreOf(summaries: readonly TimeframeSummary[]): number {
+  const logs = summaries.map((s) => Math.log(Math.min(PF_CLAMP, Math.max(1 / PF_CLAMP, s.medianPf))));
+  return logs.reduce((a, b) => a + b, 0) / logs.length;
+}
+
+/** A configuration's results on every fold. */
+export type Evaluation = { readonly config: Config; readonly folds: readonly TimeframeSummary[][]; readonly scores: readonly number[] };
+
+/** Runs a configuration once over every design series and measures each fold. */
+export function evaluate(config: Config, series: readonly Series[], folds: readonly Fold[] = FOLDS): Evaluation {
+  const params = paramsOf(config);
+  const events = series.map((s) => signalEventsOf(s.candles, params));
+  const perFold = folds.map((fold) => summarize(series, series.map((s, i) => backtestWindow(events[i]!, s.candles, fold, FEE))));
+  return { config, folds: perFold, scores: perFold.map(scoreOf) };
+}
+
+/** Caches evaluations by parameters, so each configuration runs once however often it is asked for. */
+export class Evaluator {
+  readonly #series: readonly Series[];
+  readonly #cache = new Map<string, Evaluation>();
+  constructor(series: readonly Series[]) {
+    this.#series = series;
+  }
+  /** The evaluation of a configuration. */
+  get(config: Config): Evaluation {
+    const key = JSON.stringify(paramsOf(config));
+    let found = this.#cache.get(key);
+    if (found === undefined) {
+      found = evaluate(config, this.#series);
+      this.#cache.set(key, found);
+    }
+    return found;
+  }
+  /** Every configuration evaluated so far, in evaluation order. */
+  all(): Evaluation[] {
+    return [...this.#cache.values()];
+  }
+}
+
+/** Smallest gain in the mean training score (ln PF) for an addition to be kept. */
+export const MIN_GAIN = 0.01;
+
+/** One round of the greedy selection: every candidate tried on top of the current configuration. */
+export type Round = { readonly base: Config; readonly tried: readonly { config: Config; train: number; foldsBetter: number }[]; readonly accepted: Config | null };
+
+/** Mean of the scores on the given folds. */
+export function meanScore(evaluation: Evaluation, folds: readonly number[]): number {
+  return folds.reduce((s, f) => s + evaluation.scores[f]!, 0) / folds.length;
+}
+
+/**
+ * Greedy forward selection on the training folds: add the candidate that raises the mean score
+ * most, if it gains at least MIN_GAIN and beats the current configuration on a majority of the
+ * training folds; stop when no candidate does.
+ */
+export function selectConfig(evaluator: Evaluator, trainFolds: readonly number[]): { config: Config; rounds: Round[] } {
+  let current: Config = [];
+  const rounds: Round[] = [];
+  for (;;) {
+    const base = evaluator.get(current);
+    const baseScore = meanScore(base, trainFolds);
+    const families = new Set(current.map((a) => a.family));
+    const tried = ADDITIONS.filter((a) => !families.has(a.family)).map((a) => {
+      const config = [...current, a];
+      const e = evaluator.get(config);
+      const foldsBetter = trainFolds.filter((f) => e.scores[f]! > base.scores[f]!).length;
+      return { config, train: meanScore(e, trainFolds), foldsBetter };
+    });
+    let best: (typeof tried)[number] | null = null;
+    for (const t of tried) if (best === null || t.train > best.train) best = t;
+    const accept = best !== null && best.train >= baseScore + MIN_GAIN && best.foldsBetter * 2 > trainFolds.length;
+    rounds.push({ base: current, tried, accepted: accept ? best!.config : null });
+    if (!accept) return { config: current, rounds };
+    current = best!.config;
+  }
+}
+
+/** One walk-forward step: select on the folds before `validation`, score on it. */
+export type WalkForwardStep = {
+  readonly validation: number;
+  readonly selected: Config;
+  readonly selectedSummary: readonly TimeframeSummary[];
+  readonly baselineSummary: readonly TimeframeSummary[];
+};
+
+/** Anchored walk-forward: for each fold from the third on, select on all earlier folds and score on it. */
+export function walkForward(evaluator: Evaluator): WalkForwardStep[] {
+  const steps: WalkForwardStep[] = [];
+  for (let v = 2; v < FOLDS.length; v++) {
+    const train = Array.from({ length: v }, (_, i) => i);
+    const { config } = selectConfig(evaluator, train);
+    steps.push({
+      validation: v,
+      selected: config,
+      selectedSummary: evaluator.get(config).folds[v]!,
+      baselineSummary: evaluator.get([]).folds[v]!,
+    });
+  }
+  return steps;
+}
