@@ -87,24 +87,33 @@ export function summarize(series: readonly Series[], metrics: readonly Metrics[]
   });
 }
 
-// PF is clamped so that one fold with a median of ∞ or ~0 cannot dominate the mean of logs.
+// PF is clamped so that one fold with a median of ∞ or ~0 cannot dominate a mean of logs.
 const PF_CLAMP = 10;
 
-/** Score of a fold: the mean over 1h, 4h and 1d of ln(median profit factor), clamped to ±ln 10. */
-export function scoreOf(summaries: readonly TimeframeSummary[]): number {
-  const logs = summaries.map((s) => Math.log(Math.min(PF_CLAMP, Math.max(1 / PF_CLAMP, s.medianPf))));
-  return logs.reduce((a, b) => a + b, 0) / logs.length;
+/** Score of one timeframe on a fold: ln(median profit factor), clamped to ±ln 10. */
+export function scoreOf(summary: TimeframeSummary): number {
+  return Math.log(Math.min(PF_CLAMP, Math.max(1 / PF_CLAMP, summary.medianPf)));
 }
 
+/** What a selection optimizes: one timeframe (index into STUDY_TIMEFRAMES) or, with null, the mean over all three. */
+export type Target = number | null;
+
 /** A configuration's results on every fold. */
-export type Evaluation = { readonly config: Config; readonly folds: readonly TimeframeSummary[][]; readonly scores: readonly number[] };
+export type Evaluation = { readonly config: Config; readonly folds: readonly TimeframeSummary[][] };
+
+/** Score of an evaluation on one fold for a target. */
+export function foldScore(evaluation: Evaluation, fold: number, target: Target): number {
+  const summaries = evaluation.folds[fold]!;
+  if (target !== null) return scoreOf(summaries[target]!);
+  return summaries.reduce((s, t) => s + scoreOf(t), 0) / summaries.length;
+}
 
 /** Runs a configuration once over every design series and measures each fold. */
 export function evaluate(config: Config, series: readonly Series[], folds: readonly Fold[] = FOLDS): Evaluation {
   const params = paramsOf(config);
   const events = series.map((s) => signalEventsOf(s.candles, params));
   const perFold = folds.map((fold) => summarize(series, series.map((s, i) => backtestWindow(events[i]!, s.candles, fold, FEE))));
-  return { config, folds: perFold, scores: perFold.map(scoreOf) };
+  return { config, folds: perFold };
 }
 
 /** Caches evaluations by parameters, so each configuration runs once however often it is asked for. */
@@ -133,12 +142,15 @@ export class Evaluator {
 /** Smallest gain in the mean training score (ln PF) for an addition to be kept. */
 export const MIN_GAIN = 0.01;
 
-/** One round of the greedy selection: every candidate tried on top of the current configuration. */
-export type Round = { readonly base: Config; readonly tried: readonly { config: Config; train: number; foldsBetter: number }[]; readonly accepted: Config | null };
+/** One candidate tried in a round, with its mean training score and the training folds it improved. */
+export type Trial = { readonly config: Config; readonly train: number; readonly foldsBetter: number };
 
-/** Mean of the scores on the given folds. */
-export function meanScore(evaluation: Evaluation, folds: readonly number[]): number {
-  return folds.reduce((s, f) => s + evaluation.scores[f]!, 0) / folds.length;
+/** One round of the greedy selection: every candidate tried on top of the current configuration. */
+export type Round = { readonly base: Config; readonly baseTrain: number; readonly tried: readonly Trial[]; readonly accepted: Config | null };
+
+/** Mean of the fold scores on the given folds. */
+export function meanScore(evaluation: Evaluation, folds: readonly number[], target: Target): number {
+  return folds.reduce((s, f) => s + foldScore(evaluation, f, target), 0) / folds.length;
 }
 
 /**
@@ -146,25 +158,25 @@ export function meanScore(evaluation: Evaluation, folds: readonly number[]): num
  * most, if it gains at least MIN_GAIN and beats the current configuration on a majority of the
  * training folds; stop when no candidate does.
  */
-export function selectConfig(evaluator: Evaluator, trainFolds: readonly number[]): { config: Config; rounds: Round[] } {
+export function selectConfig(evaluator: Evaluator, trainFolds: readonly number[], target: Target): { config: Config; rounds: Round[] } {
   let current: Config = [];
   const rounds: Round[] = [];
   for (;;) {
     const base = evaluator.get(current);
-    const baseScore = meanScore(base, trainFolds);
+    const baseTrain = meanScore(base, trainFolds, target);
     const families = new Set(current.map((a) => a.family));
-    const tried = ADDITIONS.filter((a) => !families.has(a.family)).map((a) => {
+    const tried: Trial[] = ADDITIONS.filter((a) => !families.has(a.family)).map((a) => {
       const config = [...current, a];
       const e = evaluator.get(config);
-      const foldsBetter = trainFolds.filter((f) => e.scores[f]! > base.scores[f]!).length;
-      return { config, train: meanScore(e, trainFolds), foldsBetter };
+      const foldsBetter = trainFolds.filter((f) => foldScore(e, f, target) > foldScore(base, f, target)).length;
+      return { config, train: meanScore(e, trainFolds, target), foldsBetter };
     });
-    let best: (typeof tried)[number] | null = null;
+    let best: Trial | null = null;
     for (const t of tried) if (best === null || t.train > best.train) best = t;
-    const accept = best !== null && best.train >= baseScore + MIN_GAIN && best.foldsBetter * 2 > trainFolds.length;
-    rounds.push({ base: current, tried, accepted: accept ? best!.config : null });
-    if (!accept) return { config: current, rounds };
-    current = best!.config;
+    const accept = best !== null && best.train >= baseTrain + MIN_GAIN && best.foldsBetter * 2 > trainFolds.length;
+    rounds.push({ base: current, baseTrain, tried, accepted: accept ? best!.config : null });
+    if (!accept || best === null) return { config: current, rounds };
+    current = best.config;
   }
 }
 
@@ -172,21 +184,21 @@ export function selectConfig(evaluator: Evaluator, trainFolds: readonly number[]
 export type WalkForwardStep = {
   readonly validation: number;
   readonly selected: Config;
-  readonly selectedSummary: readonly TimeframeSummary[];
-  readonly baselineSummary: readonly TimeframeSummary[];
+  readonly selectedScore: number;
+  readonly baselineScore: number;
 };
 
 /** Anchored walk-forward: for each fold from the third on, select on all earlier folds and score on it. */
-export function walkForward(evaluator: Evaluator): WalkForwardStep[] {
+export function walkForward(evaluator: Evaluator, target: Target): WalkForwardStep[] {
   const steps: WalkForwardStep[] = [];
   for (let v = 2; v < FOLDS.length; v++) {
     const train = Array.from({ length: v }, (_, i) => i);
-    const { config } = selectConfig(evaluator, train);
+    const { config } = selectConfig(evaluator, train, target);
     steps.push({
       validation: v,
       selected: config,
-      selectedSummary: evaluator.get(config).folds[v]!,
-      baselineSummary: evaluator.get([]).folds[v]!,
+      selectedScore: foldScore(evaluator.get(config), v, target),
+      baselineScore: foldScore(evaluator.get([]), v, target),
     });
   }
   return steps;

@@ -14,3 +14,5 @@ export { SIGNALS, signalDirection } from "./signal.ts";
 export type { EngineState } from "./state.ts";
 export { cloneState, createEngineState, ENGINE_STATE_VERSION, ringSize } from "./state.ts";
 export { stepClosed } from "./step.ts";
+export type { StudiedTimeframe } from "./variants.ts";
+export { MS2_PARAMS } from "./variants.ts";

@@ -8,6 +8,7 @@ import { createEngineState } from "../../../src/engine/state.ts";
 import { stepClosed } from "../../../src/engine/step.ts";
 import { candleSeries } from "../../support/generated-candles.ts";
 import { aggregateCandles, loadBtcMinuteWeek, loadRealCandles, realCandlesAvailable } from "../../support/real-candles.ts";
+import { ENGINE_VARIANTS } from "../../support/engine-variants.ts";
 
 /** Partial candles of one period as a feed would send them: each prefix of the sub-candles, merged. */
 function formingPrefixes(parts: readonly Candle[], openTime: number): Candle[] {
@@ -20,12 +21,12 @@ function formingPrefixes(parts: readonly Candle[], openTime: number): Candle[] {
 }
 
 
-describe("forming candles", { timeout: 60_000 }, () => {
+describe.each(ENGINE_VARIANTS)("forming candles ($name)", { timeout: 60_000 }, ({ params }) => {
   it("reading a forming candle never changes the state, and forming-then-close equals close", () => {
     fc.assert(
       fc.property(candleSeries(), (candles) => {
-        const direct = createEngineState();
-        const viaForming = createEngineState();
+        const direct = createEngineState(params);
+        const viaForming = createEngineState(params);
         for (const candle of candles) {
           const before = serializeState(viaForming);
           const closedBefore = readClosed(viaForming);
@@ -52,7 +53,7 @@ describe("forming candles", { timeout: 60_000 }, () => {
     fc.assert(
       fc.property(candleSeries(), fc.integer({ min: 2, max: 6 }), (candles, perPeriod) => {
         // Treat every `perPeriod` generated candles as the sub-candles of one coarser candle.
-        const state = createEngineState();
+        const state = createEngineState(params);
         for (let i = 0; i + perPeriod <= candles.length; i += perPeriod) {
           const parts = candles.slice(i, i + perPeriod);
           const openTime = (parts[0] as Candle).openTime;
@@ -67,6 +68,9 @@ describe("forming candles", { timeout: 60_000 }, () => {
       { numRuns: 100 },
     );
   });
+});
+
+describe("forming candles", { timeout: 60_000 }, () => {
 
   it.runIf(realCandlesAvailable)("real BTC 1h candles forming minute by minute (one week of 1m data)", () => {
     const minutes = loadBtcMinuteWeek() as Candle[];

@@ -7,6 +7,9 @@ import { createEngineState } from "../../../src/engine/state.ts";
 import { stepClosed } from "../../../src/engine/step.ts";
 import { candleSeries } from "../../support/generated-candles.ts";
 import { loadRealCandles, REAL_COINS, realCandlesAvailable } from "../../support/real-candles.ts";
+import { ENGINE_VARIANTS } from "../../support/engine-variants.ts";
+import type { EngineParams } from "../../../src/engine/params.ts";
+import { MS2_PARAMS } from "../../../src/engine/variants.ts";
 
 /** Returns a description of the first broken invariant, or null; cheap enough for 500k readings. */
 function violation(r: Reading): string | null {
@@ -35,8 +38,8 @@ function violation(r: Reading): string | null {
 }
 
 /** Checks closed readings and, for each candle, the forming reading of a half-formed version of it. */
-function checkSeries(candles: readonly Candle[]): number {
-  const state = createEngineState();
+function checkSeries(candles: readonly Candle[], params: Partial<EngineParams> = {}): number {
+  const state = createEngineState(params);
   let checked = 0;
   for (const [t, c] of candles.entries()) {
     // A plausible mid-candle snapshot: same open, the close halfway, extremes so far.
@@ -55,15 +58,18 @@ function checkSeries(candles: readonly Candle[]): number {
   return checked;
 }
 
-describe("reading invariants", { timeout: 60_000 }, () => {
+describe.each(ENGINE_VARIANTS)("reading invariants ($name)", { timeout: 60_000 }, ({ params }) => {
   it("hold on generated series (closed and forming readings)", () => {
     fc.assert(
       fc.property(candleSeries(), (candles) => {
-        checkSeries(candles);
+        checkSeries(candles, params);
       }),
       { numRuns: 300 },
     );
   });
+});
+
+describe("reading invariants", { timeout: 60_000 }, () => {
 
   it("the checker itself rejects broken readings", () => {
     const ok: Reading = { price: 10, signal: "LONG", confirmed: true, defense: 9, arming: null, atrPct: 1 };
@@ -81,6 +87,14 @@ describe("reading invariants", { timeout: 60_000 }, () => {
     let checked = 0;
     for (const coin of REAL_COINS) {
       for (const tf of ["1h", "4h", "1d"] as const) checked += checkSeries(loadRealCandles(coin, tf) as Candle[]);
+    }
+    expect(checked).toBe(2 * 495_600);
+  });
+
+  it.runIf(realCandlesAvailable)("hold for MS-2 on all twelve real coins at 1h, 4h and 1d", () => {
+    let checked = 0;
+    for (const coin of REAL_COINS) {
+      for (const tf of ["1h", "4h", "1d"] as const) checked += checkSeries(loadRealCandles(coin, tf) as Candle[], MS2_PARAMS[tf]);
     }
     expect(checked).toBe(2 * 495_600);
   });

@@ -34,6 +34,12 @@ export type NaiveReading = {
 
 type Break = { dir: 1 | -1; level: number; defense: number };
 
+/** The MS-2 options in the naive reference's own terms (all off = MS-1). */
+export type NaiveOptions = { breakBufferAtr?: number; trailDefense?: boolean; withTrendOnly?: boolean; majorPivotHalfWidth?: number };
+
+/** How far a close must pass a level at each candle: buffer·ATR(u), 0 where ATR is undefined. */
+type Margins = readonly number[];
+
 /** Wilder ATR at t recomputed from the start: undefined before N-1, mean of the first N TRs at N-1. */
 export function naiveAtr(c: readonly Candle[], t: number, n: number): number | null {
   if (t < n - 1) return null;
@@ -76,12 +82,12 @@ function latestPivot(c: readonly Candle[], s: number, k: number, kind: "high" | 
   return null;
 }
 
-/** A pivot at p is broken by the end of s when some close after its confirmation went through it. */
-function isBroken(c: readonly Candle[], p: number, s: number, k: number, kind: "high" | "low"): boolean {
+/** A pivot at p is broken by the end of s when some close after its confirmation went through it by more than the margin. */
+function isBroken(c: readonly Candle[], p: number, s: number, k: number, kind: "high" | "low", margins: Margins): boolean {
   const level = kind === "high" ? (c[p] as Candle).high : (c[p] as Candle).low;
   for (let u = p + k + 1; u <= s; u++) {
     const close = (c[u] as Candle).close;
-    if (kind === "high" ? close > level : close < level) return true;
+    if (kind === "high" ? close - level > (margins[u] ?? 0) : level - close > (margins[u] ?? 0)) return true;
   }
   return false;
 }
@@ -96,16 +102,17 @@ function highestHigh(c: readonly Candle[], p: number, s: number): number {
 }
 
 /** Break on candle s, judged against the swing points confirmed by candle s-1. */
-function breakAt(c: readonly Candle[], s: number, k: number): Break | null {
+function breakAt(c: readonly Candle[], s: number, k: number, margins: Margins): Break | null {
   const close = (c[s] as Candle).close;
+  const margin = margins[s] ?? 0;
   const ph = s > 0 ? latestPivot(c, s - 1, k, "high") : null;
   const pl = s > 0 ? latestPivot(c, s - 1, k, "low") : null;
   const bull =
-    ph !== null && !isBroken(c, ph, s - 1, k, "high") && close > (c[ph] as Candle).high
+    ph !== null && !isBroken(c, ph, s - 1, k, "high", margins) && close - (c[ph] as Candle).high > margin
       ? { dir: 1 as const, level: (c[ph] as Candle).high, defense: lowestLow(c, ph, s) }
       : null;
   const bear =
-    pl !== null && !isBroken(c, pl, s - 1, k, "low") && close < (c[pl] as Candle).low
+    pl !== null && !isBroken(c, pl, s - 1, k, "low", margins) && (c[pl] as Candle).low - close > margin
       ? { dir: -1 as const, level: (c[pl] as Candle).low, defense: highestHigh(c, pl, s) }
       : null;
   if (bull !== null && bear !== null) throw new Error(`naive: bullish and bearish break on the same candle ${s}`);
@@ -113,13 +120,20 @@ function breakAt(c: readonly Candle[], s: number, k: number): Break | null {
 }
 
 /** The naive reading at every t of the series, each computed from candles[0..t] only. */
-export function naiveSeries(candles: readonly Candle[], k = 3, n = 14): NaiveReading[] {
+export function naiveSeries(candles: readonly Candle[], k = 3, n = 14, options: NaiveOptions = {}): NaiveReading[] {
+  const buffer = options.breakBufferAtr ?? 0;
+  const major = options.majorPivotHalfWidth ?? 0;
+  const noMargins: Margins = [];
   const breaks: (Break | null)[] = [];
+  const majorBreaks: (Break | null)[] = [];
   const out: NaiveReading[] = [];
   for (let t = 0; t < candles.length; t++) {
     // Only the prefix is visible: this is what makes look-ahead impossible by construction.
     const c = candles.slice(0, t + 1);
-    breaks.push(breakAt(c, t, k));
+    const margins: Margins = buffer === 0 ? noMargins : c.map((_, u) => buffer * (naiveAtr(c, u, n) ?? 0));
+    breaks.push(breakAt(c, t, k, margins));
+    // The major structure: the same pivots and breaks with half-width K and no margin.
+    majorBreaks.push(major > 0 ? breakAt(c, t, major, noMargins) : null);
     const price = (c[t] as Candle).close;
 
     // Signal: the latest break decides it, unless a later close went through its defense.
@@ -145,14 +159,37 @@ export function naiveSeries(candles: readonly Candle[], k = 3, n = 14): NaiveRea
         }
       }
       const strong = before === b.dir;
-      signal = b.dir === 1 ? (strong ? "STRONG_LONG" : "LONG") : strong ? "STRONG_SHORT" : "SHORT";
-      defense = b.defense;
-      for (let u = last + 1; u <= t; u++) {
-        const close = (c[u] as Candle).close;
-        if (b.dir === 1 ? close <= b.defense : close >= b.defense) {
-          signal = "NONE";
-          defense = null;
+      let majorTrend: -1 | 0 | 1 = 0;
+      for (let u = last; u >= 0; u--) {
+        const mb = majorBreaks[u];
+        if (mb != null) {
+          majorTrend = mb.dir;
           break;
+        }
+      }
+      const blocked = (options.withTrendOnly === true && !strong) || majorTrend === -b.dir;
+      if (!blocked) {
+        signal = b.dir === 1 ? (strong ? "STRONG_LONG" : "LONG") : strong ? "STRONG_SHORT" : "SHORT";
+        defense = b.defense;
+        for (let u = last; u <= t; u++) {
+          const close = (c[u] as Candle).close;
+          if (u > last && (b.dir === 1 ? close <= defense : close >= defense)) {
+            signal = "NONE";
+            defense = null;
+            break;
+          }
+          // Trailing: a swing point of the position's side confirmed by this close, tighter than the defense.
+          const p = u - k;
+          if (options.trailDefense === true && p - k >= 0) {
+            if (b.dir === 1 && isSwingLow(c, p, k)) {
+              const level = (c[p] as Candle).low;
+              if (level > defense && level < close) defense = level;
+            }
+            if (b.dir === -1 && isSwingHigh(c, p, k)) {
+              const level = (c[p] as Candle).high;
+              if (level < defense && level > close) defense = level;
+            }
+          }
         }
       }
     }
@@ -162,8 +199,8 @@ export function naiveSeries(candles: readonly Candle[], k = 3, n = 14): NaiveRea
     const pl = latestPivot(c, t, k, "low");
     const swingHigh = ph === null ? null : (c[ph] as Candle).high;
     const swingLow = pl === null ? null : (c[pl] as Candle).low;
-    const highBroken = ph !== null && isBroken(c, ph, t, k, "high");
-    const lowBroken = pl !== null && isBroken(c, pl, t, k, "low");
+    const highBroken = ph !== null && isBroken(c, ph, t, k, "high", margins);
+    const lowBroken = pl !== null && isBroken(c, pl, t, k, "low", margins);
     const minSinceHigh = ph === null ? null : lowestLow(c, ph, t);
     const maxSinceLow = pl === null ? null : highestHigh(c, pl, t);
 

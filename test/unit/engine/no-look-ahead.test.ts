@@ -8,6 +8,7 @@ import { foldReadings, foldSteps } from "../../support/engine-fold.ts";
 import { candleSeries } from "../../support/generated-candles.ts";
 import { loadRealCandles, REAL_COINS, realCandlesAvailable } from "../../support/real-candles.ts";
 import { naiveSeries } from "./naive-batch.ts";
+import { ENGINE_VARIANTS } from "../../support/engine-variants.ts";
 
 /** Shifts a series in time and price so it can follow `prefix` as an alternative future. */
 function appendAfter(prefix: readonly Candle[], future: readonly Candle[]): Candle[] {
@@ -18,17 +19,31 @@ function appendAfter(prefix: readonly Candle[], future: readonly Candle[]): Cand
   return [...prefix, ...future.map((c) => ({ ...c, openTime: c.openTime + dt }))];
 }
 
-describe("no look-ahead", { timeout: 60_000 }, () => {
+describe.each(ENGINE_VARIANTS)("no look-ahead ($name)", { timeout: 60_000 }, ({ params }) => {
   it("the state at t from c[0..t] equals the state at t from the full series", () => {
     fc.assert(
       fc.property(candleSeries(), fc.nat(), (candles, cut) => {
         const t = cut % candles.length;
-        const full = foldSteps(candles);
-        expect(runSeries(candles.slice(0, t + 1))).toEqual((full[t] as (typeof full)[number]).state);
+        const full = foldSteps(candles, params);
+        expect(runSeries(candles.slice(0, t + 1), params)).toEqual((full[t] as (typeof full)[number]).state);
       }),
       { numRuns: 200 },
     );
   });
+
+  it("a different future never changes the readings up to t", () => {
+    fc.assert(
+      fc.property(candleSeries(), candleSeries({ maxSegments: 4 }), fc.nat(), (candles, other, cut) => {
+        const t = cut % candles.length;
+        const alt = appendAfter(candles.slice(0, t + 1), other);
+        expect(foldReadings(alt, params).slice(0, t + 1)).toEqual(foldReadings(candles, params).slice(0, t + 1));
+      }),
+      { numRuns: 60 },
+    );
+  });
+});
+
+describe("no look-ahead", { timeout: 60_000 }, () => {
 
   it("a different future never changes the readings up to t (engine and naive reference)", () => {
     fc.assert(

@@ -7,23 +7,27 @@ import { restoreState, serializeState } from "../../../src/engine/serialize.ts";
 import { cloneState, createEngineState } from "../../../src/engine/state.ts";
 import { stepClosed } from "../../../src/engine/step.ts";
 import { candleSeries } from "../../support/generated-candles.ts";
+import { ENGINE_VARIANTS } from "../../support/engine-variants.ts";
 
-describe("state persistence", { timeout: 60_000 }, () => {
+describe.each(ENGINE_VARIANTS)("state persistence ($name)", { timeout: 60_000 }, ({ params }) => {
   it("serialise → restore at any point, then continue, equals the uninterrupted fold", () => {
     fc.assert(
       fc.property(candleSeries(), fc.nat(), (candles, cut) => {
         const t = cut % (candles.length + 1);
-        const first = runSeries(candles.slice(0, t));
+        const first = runSeries(candles.slice(0, t), params);
         const text = serializeState(first);
         const restored = restoreState(JSON.parse(text));
         expect(restored).toEqual(first);
         expect(serializeState(restored)).toBe(text);
         for (const c of candles.slice(t)) stepClosed(restored, c);
-        expect(restored).toEqual(runSeries(candles));
+        expect(restored).toEqual(runSeries(candles, params));
       }),
       { numRuns: 150 },
     );
   });
+});
+
+describe("state persistence", { timeout: 60_000 }, () => {
 
   it("cloneState is deep: stepping the clone leaves the original untouched", () => {
     fc.assert(

@@ -7,6 +7,7 @@ import type { EngineState } from "../../../src/engine/state.ts";
 import { foldReadings, foldSteps } from "../../support/engine-fold.ts";
 import { candleSeries } from "../../support/generated-candles.ts";
 import { loadRealCandles, REAL_COINS, realCandlesAvailable } from "../../support/real-candles.ts";
+import { ENGINE_VARIANTS } from "../../support/engine-variants.ts";
 
 function scale(candles: readonly Candle[], lambda: number): Candle[] {
   return candles.map((c) => ({
@@ -77,17 +78,34 @@ function onAtrBoundary(state: EngineState, price: number): boolean {
   return candidates.some(([distance, risk]) => near((2 * distance) / atr) || near(risk / atr) || near(distance / atr));
 }
 
-describe("scale invariance", { timeout: 60_000 }, () => {
+describe.each(ENGINE_VARIANTS)("symmetries ($name)", { timeout: 60_000 }, ({ params }) => {
   it("multiplying prices by a power of two gives exactly the scaled readings", () => {
     fc.assert(
       fc.property(candleSeries(), fc.constantFrom(2 ** -10, 0.5, 2, 8, 2 ** 20), (candles, lambda) => {
-        const base = foldSteps(candles).map((s) => s.reading);
-        const scaled = foldSteps(scale(candles, lambda)).map((s) => s.reading);
+        const base = foldSteps(candles, params).map((s) => s.reading);
+        const scaled = foldSteps(scale(candles, lambda), params).map((s) => s.reading);
         expect(scaled).toEqual(base.map((r) => scaledReading(r, lambda)));
       }),
       { numRuns: 150 },
     );
   });
+
+  it("reflecting prices flips every direction and keeps scores (generated, exact dyadic ticks)", () => {
+    fc.assert(
+      fc.property(candleSeries(), (candles) => {
+        const top = Math.max(...candles.map((c) => c.high));
+        const C = 2 * top + 1024;
+        const base = foldSteps(candles, params);
+        const mirrored = foldSteps(mirror(candles, C), params);
+        expect(mirrored.map((s) => withoutAtrPct(s.reading))).toEqual(base.map((s) => mirroredReading(s.reading, C)));
+        expect(mirrored.map((s) => s.state.atr)).toEqual(base.map((s) => s.state.atr));
+      }),
+      { numRuns: 150 },
+    );
+  });
+});
+
+describe("scale invariance", { timeout: 60_000 }, () => {
 
   it("multiplying integer prices by 3 keeps signal and defense exactly, atr_pct to 1e-12, arming except on ATR boundaries", () => {
     let boundaryExcused = 0;
