@@ -60,8 +60,27 @@ describe("state persistence", { timeout: 60_000 }, () => {
       ["atr before warm-up", { ...createEngineState(), atr: 1 }],
       ["NaN", { ...good, lastClose: Number.NaN }],
       ["half a swing high", { ...good, swingHigh: 1, minSinceHigh: null }],
+      ["break buffer", { ...good, breakBufferAtr: -1 }],
+      ["trail flag", { ...good, trailDefense: "yes" }],
+      ["major half-width", { ...good, majorPivotHalfWidth: 2.5 }],
+      ["major trend", { ...good, majorTrend: 5 }],
     ];
     for (const [name, value] of bad) expect(() => restoreState(value), name).toThrow(TypeError);
+  });
+
+  it("a checkpoint stored before the MS-2 options existed restores as MS-1 and continues identically", () => {
+    const candles = fc.sample(candleSeries({ minSegments: 3 }), { numRuns: 1, seed: 11 })[0] as Candle[];
+    const half = Math.floor(candles.length / 2);
+    const state = runSeries(candles.slice(0, half));
+    const { breakBufferAtr, trailDefense, withTrendOnly, majorPivotHalfWidth, majorHigh, majorHighBroken, majorLow, majorLowBroken, majorTrend, ...old } = state;
+    expect({ breakBufferAtr, trailDefense, withTrendOnly, majorPivotHalfWidth, majorHigh, majorHighBroken, majorLow, majorLowBroken, majorTrend }).toEqual({
+      breakBufferAtr: 0, trailDefense: false, withTrendOnly: false, majorPivotHalfWidth: 0,
+      majorHigh: null, majorHighBroken: false, majorLow: null, majorLowBroken: false, majorTrend: 0,
+    });
+    const restored = restoreState(JSON.parse(JSON.stringify(old)));
+    expect(restored).toEqual(state);
+    for (const c of candles.slice(half)) stepClosed(restored, c);
+    expect(restored).toEqual(runSeries(candles));
   });
 });
 
