@@ -25,7 +25,8 @@ import type { SignalSnapshot } from "../signals/snapshot.ts";
 import { createSignalsService } from "../signals/service.ts";
 import { createAdminService } from "../admin/service.ts";
 import { createDualProtocolListener } from "./listener.ts";
-import { createRestHandler, requestUrl, sendError, sendJson } from "./rest.ts";
+import { createRestHandler, errorResponse, requestUrl, sendError, sendJson } from "./rest.ts";
+import { createWebHandler } from "../web/app.ts";
 import { getSignalsResponseJson } from "./rest-json.ts";
 import { bearerAuthInterceptor, createBearerCheck } from "./internal-auth.ts";
 import { withRequestScope } from "./request-scope.ts";
@@ -63,7 +64,6 @@ async function sendMetrics(res: Parameters<typeof sendJson>[0], metrics: Metrics
     sendError(res, "unavailable");
   }
 }
-import { createWebRouter } from "../web/router.ts";
 
 export interface AppDeps {
   readonly config: Config;
@@ -122,7 +122,10 @@ export function createApp(deps: AppDeps): App {
     logger,
     shutdown.signal,
   );
-  const web = createWebRouter(deps);
+  const web = createWebHandler(deps, {
+    notFound: () => errorResponse("not_found", "No such route. The API is GET /api/v1/signals (paid) and GET /api/v1/movers, /derivatives, /news, /macro and /fundamentals (free)."),
+    badRequest: () => errorResponse("bad_request", "The Host header cannot be read."),
+  });
   const publicHandler = connectNodeAdapter({
     routes: (router: ConnectRouter) => {
       router.service(SignalsService, signals);
@@ -136,10 +139,7 @@ export function createApp(deps: AppDeps): App {
     shutdownSignal: shutdown.signal,
     fallback: (req, res) => {
       rest(req, res)
-        .then((handled) => handled || web(req, res))
-        .then((handled) => {
-          if (!handled) sendError(res, "not_found", "No such route. The API is GET /api/v1/signals (paid) and GET /api/v1/movers, /derivatives, /news, /macro and /fundamentals (free).");
-        })
+        .then((handled) => (handled ? undefined : web(req, res)))
         .catch((err: unknown) => {
           logger.error({ err: errorSummary(err) }, "fallback handler failed");
           if (!res.headersSent) sendError(res, "internal");

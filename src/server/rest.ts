@@ -76,6 +76,15 @@ export function sendError(res: NodeResponse, code: ErrorCode, message?: string, 
   sendJson(res, spec.http, { ok: false, error: code, message: message ?? spec.message }, headers);
 }
 
+/** The contract's error body as a fetch Response (for the hono-served fallback paths). */
+export function errorResponse(code: ErrorCode, message?: string): Response {
+  const spec = errorSpec(code);
+  return new Response(JSON.stringify({ ok: false, error: code, message: message ?? spec.message }), {
+    status: spec.http,
+    headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" },
+  });
+}
+
 /** Writes a JSON body with no-store caching (answers are per caller and per moment). */
 export function sendJson(res: NodeResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const payload = JSON.stringify(body);
