@@ -165,8 +165,8 @@ export async function resolveAttempt(handle: DbHandle, attemptId: string, reques
   return results === null ? null : inRequestOrder(results, lockOrder(requests));
 }
 
-/** Deletes attempt rows older than `olderThanMs` (they only matter for minutes after a fault). */
-export async function purgeChargeAttempts(handle: DbHandle, now: number, olderThanMs = 3600_000): Promise<number> {
+/** Deletes attempt rows older than `olderThanMs` (they only matter for minutes after a fault); `now` is wall time, as in the ids. */
+export async function purgeChargeAttempts(handle: DbHandle, now: number = Date.now(), olderThanMs = 3600_000): Promise<number> {
   // The smallest UUIDv7 of that millisecond: every id below it is older.
   const bound = uuidV7(now - olderThanMs).slice(0, 13) + "-0000-0000-000000000000";
   const rows = await handle.prepared(`DELETE FROM charge_attempts WHERE id < $1::uuid RETURNING 1`, [bound]);
