@@ -33,7 +33,7 @@ import { serviceError } from "../errors.ts";
 import { errorSummary } from "../logger.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import { normaliseTimeframe } from "../signals/request.ts";
-import type { SignalSnapshot } from "../signals/snapshot.ts";
+import type { SignalSnapshot } from "../market/snapshot.ts";
 import { FREE_WINDOW_MS, freeCall, freeRateLimitHeaders, type FreeCallResult } from "./free-call.ts";
 import { computeMovers, type MoverRow } from "./movers.ts";
 import { encodeCursor, LIMITS, parseCursor, parseLimit, parseSeriesFilter, parseSince, parseSymbolFilter } from "./request.ts";

@@ -6,7 +6,7 @@ import { and, asc, desc, eq, gt, gte, inArray, sql } from "drizzle-orm";
 import { resultRows, type DbHandle } from "../db/client.ts";
 import { candles, coins, seriesState } from "../db/schema.ts";
 import { restoreState, runSeries, serializeState, type Candle } from "../engine/index.ts";
-import type { Timeframe } from "../signals/request.ts";
+import type { Timeframe } from "./timeframes.ts";
 import { CoinRuntime, emptySeries, mergeCandle, type CandleRow, type SeriesRuntime } from "./coin-runtime.ts";
 import { bucketStart, derivedTimeframes, isTimeframe } from "./timeframes.ts";
 import type { PendingSignalEvent } from "./signal-events.ts";

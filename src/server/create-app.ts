@@ -21,7 +21,7 @@ import { createIngestService } from "../market/ingest-service.ts";
 import type { Config } from "../config.ts";
 import type { Clock } from "../clock.ts";
 import type { DbHandle } from "../db/client.ts";
-import type { SignalSnapshot } from "../signals/snapshot.ts";
+import type { SignalSnapshot } from "../market/snapshot.ts";
 import { createSignalsService } from "../signals/service.ts";
 import { createAdminService } from "../admin/service.ts";
 import { createDualProtocolListener } from "./listener.ts";

@@ -10,7 +10,7 @@ import type { Clock } from "../clock.ts";
 import type { DbHandle } from "../db/client.ts";
 import { errorSummary } from "../logger.ts";
 import { MarketFeed } from "../market/feed.ts";
-import type { SignalSnapshot } from "../signals/snapshot.ts";
+import type { SignalSnapshot } from "../market/snapshot.ts";
 import { SignalEventHub } from "../events/event-hub.ts";
 import { startAlertDelivery, type AlertDelivery } from "../alerts/delivery.ts";
 import { purgeExpiredIdempotentCalls } from "../billing/idempotent-charge.ts";

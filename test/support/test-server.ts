@@ -7,7 +7,7 @@ import { createLogger } from "../../src/logger.ts";
 import { loadConfig, type Config } from "../../src/config.ts";
 import { createServer } from "../../src/server/create-server.ts";
 import { createAccount } from "../../src/accounts/accounts.ts";
-import { emptySnapshot, type SignalSnapshot } from "../../src/signals/snapshot.ts";
+import { emptySnapshot, type SignalSnapshot } from "../../src/market/snapshot.ts";
 import type { MarketFeed } from "../../src/market/feed.ts";
 import { createTestDb, type TestDb } from "./test-db.ts";
 import type { SignalEventHub } from "../../src/events/event-hub.ts";

@@ -3,7 +3,8 @@
  * `/charts/<SYMBOL>?tf=…` (candles, signal markers and current levels).
  */
 import { Hono } from "hono";
-import { isWellFormedSymbol, normaliseTimeframe } from "../../signals/request.ts";
+import { isWellFormedSymbol } from "../../market/symbols.ts";
+import { normaliseTimeframe } from "../../signals/request.ts";
 import { renderMessagePage } from "../auth-pages.ts";
 import { listChartCoins, loadChartData } from "../chart-data.ts";
 import { chartPath, renderChartIndexPage, renderChartPage } from "../chart-page.ts";
