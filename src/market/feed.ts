@@ -12,7 +12,8 @@ import type { Timeframe } from "./timeframes.ts";
 import type { SignalSnapshot, SnapshotLookup } from "./snapshot.ts";
 import { CoinRuntime, type CandleRow } from "./coin-runtime.ts";
 import { randomUUID } from "node:crypto";
-import { loadAllCoins, loadCoin, MARKET_CHANNEL, persistMarket } from "./store.ts";
+import { loadAllCoins, loadCoin, persistMarket } from "./store.ts";
+import { MARKET_UPDATED } from "../db/channels.ts";
 import { checkCandleFields, type CandleUpdate, type RejectReason, type ValidUpdate } from "./validate.ts";
 import type { PendingSignalEvent, SignalChange } from "./signal-events.ts";
 import { TIMEFRAME_MS } from "./timeframes.ts";
@@ -76,7 +77,7 @@ export class MarketFeed implements SignalSnapshot {
    * other server processes on the same database through LISTEN/NOTIFY.
    */
   async load(): Promise<void> {
-    await this.deps.db.listen(MARKET_CHANNEL, (payload) => this.onMarketNotice(payload));
+    await this.deps.db.listen(MARKET_UPDATED, (payload) => this.onMarketNotice(payload));
     for (const coin of await loadAllCoins(this.deps.db)) this.coins.set(coin.symbol, coin);
   }
 

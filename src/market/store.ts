@@ -4,6 +4,7 @@
  */
 import { and, asc, desc, eq, gt, gte, inArray, sql } from "drizzle-orm";
 import { resultRows, type DbHandle } from "../db/client.ts";
+import { MARKET_UPDATED, OUTBOX_READY, SIGNAL_EVENTS } from "../db/channels.ts";
 import { candles, coins, seriesState } from "../db/schema.ts";
 import { restoreState, runSeries, serializeState, type Candle } from "../engine/index.ts";
 import type { Timeframe } from "./timeframes.ts";
@@ -17,12 +18,6 @@ const INSERT_CHUNK = 10_000;
 /** Rows per multi-row upsert of coins / checkpoints (5 parameters a row, far below the 65,535 limit). */
 const UPSERT_CHUNK = 2_000;
 
-/** NOTIFY channel telling other server processes which coins a commit changed. */
-export const MARKET_CHANNEL = "market_updated";
-/** NOTIFY channel: new signal events are committed (the internal stream wakes up). */
-export const SIGNAL_EVENTS_CHANNEL = "signal_events";
-/** NOTIFY channel: new outbox rows are committed (the delivery worker wakes up). */
-export const OUTBOX_CHANNEL = "outbox_ready";
 
 /**
  * Every transaction that inserts signal events takes this lock first and holds it to commit,
@@ -120,13 +115,13 @@ export async function persistMarket(handle: DbHandle, write: MarketWrite): Promi
            ORDER BY stored.seq, s.account_id
           RETURNING 1)
         SELECT (SELECT count(*) FROM stored)::int AS stored, (SELECT count(*) FROM queued)::int AS queued`));
-      if (Number(counts?.stored ?? 0) > 0) await tx.execute(sql`SELECT pg_notify(${SIGNAL_EVENTS_CHANNEL}, '')`);
-      if (Number(counts?.queued ?? 0) > 0) await tx.execute(sql`SELECT pg_notify(${OUTBOX_CHANNEL}, '')`);
+      if (Number(counts?.stored ?? 0) > 0) await tx.execute(sql`SELECT pg_notify(${SIGNAL_EVENTS}, '')`);
+      if (Number(counts?.queued ?? 0) > 0) await tx.execute(sql`SELECT pg_notify(${OUTBOX_READY}, '')`);
     }
     // NOTIFY payloads are limited to 8000 bytes: many coins at once means "reload everything".
     const symbols = touched.map((c) => c.symbol);
     const payload = JSON.stringify({ writer, symbols: symbols.join(",").length > 7000 ? ["*"] : symbols });
-    await tx.execute(sql`SELECT pg_notify(${MARKET_CHANNEL}, ${payload})`);
+    await tx.execute(sql`SELECT pg_notify(${MARKET_UPDATED}, ${payload})`);
   });
 }
 
