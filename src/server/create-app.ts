@@ -27,7 +27,6 @@ import { createAdminService } from "../admin/service.ts";
 import { createDualProtocolListener } from "./listener.ts";
 import { createRestHandler, errorResponse, requestUrl, sendError, sendJson } from "./rest.ts";
 import { createWebHandler } from "../web/app.ts";
-import { getSignalsResponseJson } from "./rest-json.ts";
 import { bearerAuthInterceptor, createBearerCheck } from "./internal-auth.ts";
 import { withRequestScope } from "./request-scope.ts";
 import { clientFaultsAsInvalidArgument } from "./client-errors.ts";
@@ -39,13 +38,6 @@ import { MarketDataService } from "../../gen/signals/v1/market_data_pb.js";
 import { DataIngestService } from "../../gen/signals/v1/data_ingest_pb.js";
 import { createMarketDataService } from "../market-data/service.ts";
 import { createDataIngestService } from "../market-data/ingest-service.ts";
-import {
-  getDerivativesResponseJson,
-  getFundamentalsResponseJson,
-  getMacroResponseJson,
-  getMoversResponseJson,
-  getNewsResponseJson,
-} from "../market-data/rest-json.ts";
 
 /** GET /healthz: 200 when the database answers and the process is not stopping, else 503. */
 async function sendHealth(res: Parameters<typeof sendJson>[0], probe: HealthProbe): Promise<void> {
@@ -109,15 +101,10 @@ export function createApp(deps: AppDeps): App {
   const signals = createSignalsService({ ...deps, limits: config.limits, throttle, metrics, maxChargesInFlight });
   // The free endpoints share the paid endpoint's failed-key throttle (one budget per address).
   const marketData = createMarketDataService({ ...deps, staleAfterMs: config.staleAfterMs, freeRateLimit: config.freeRateLimit, throttle, metrics });
-  const md = MarketDataService.method;
   const rest = createRestHandler(
     [
-      { service: SignalsService, method: SignalsService.method.getSignals, invoke: (r, ctx) => Promise.resolve(signals.getSignals(r as never, ctx)), toJson: getSignalsResponseJson },
-      { service: MarketDataService, method: md.getMovers, invoke: (r, ctx) => Promise.resolve(marketData.getMovers(r as never, ctx)), toJson: getMoversResponseJson },
-      { service: MarketDataService, method: md.getDerivatives, invoke: (r, ctx) => Promise.resolve(marketData.getDerivatives(r as never, ctx)), toJson: getDerivativesResponseJson },
-      { service: MarketDataService, method: md.getNews, invoke: (r, ctx) => Promise.resolve(marketData.getNews(r as never, ctx)), toJson: getNewsResponseJson },
-      { service: MarketDataService, method: md.getMacro, invoke: (r, ctx) => Promise.resolve(marketData.getMacro(r as never, ctx)), toJson: getMacroResponseJson },
-      { service: MarketDataService, method: md.getFundamentals, invoke: (r, ctx) => Promise.resolve(marketData.getFundamentals(r as never, ctx)), toJson: getFundamentalsResponseJson },
+      { service: SignalsService, impl: signals },
+      { service: MarketDataService, impl: marketData },
     ],
     logger,
     shutdown.signal,
