@@ -13,6 +13,9 @@ import { openRepairedPool, type PostgresClient } from "./postgres-js-repairs.ts"
 /** Any Drizzle Postgres database over our schema, whichever driver is behind it. */
 export type Database = PgDatabase<PgQueryResultHKT, typeof schema>;
 
+/** A transaction of that database (what `db.transaction` hands its callback). */
+export type Transaction = Parameters<Parameters<Database["transaction"]>[0]>[0];
+
 export interface DbHandle {
   readonly db: Database;
   readonly driver: "postgres" | "pglite";

@@ -10,7 +10,6 @@
 import { create } from "@bufbuild/protobuf";
 import { ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import type { Logger } from "pino";
-import { Counter } from "prom-client";
 import {
   DerivativesRowSchema,
   FundamentalsRowSchema,
@@ -69,14 +68,7 @@ const moverMessage = (m: MoverRow) =>
 /** Builds the service implementation over its dependencies. */
 export function createMarketDataService(deps: MarketDataServiceDeps): ServiceImpl<typeof MarketDataService> {
   const { throttle, logger } = deps;
-  const calls = deps.metrics
-    ? new Counter({
-        name: "signals_free_calls_total",
-        help: "Free calls (movers, derivatives, news, macro, fundamentals) by method, protocol and outcome code.",
-        labelNames: ["method", "protocol", "outcome"] as const,
-        registers: [deps.metrics.registry],
-      })
-    : null;
+  const calls = deps.metrics?.freeCalls ?? null;
 
   const unavailable = (cause: unknown, what: string): never => {
     logger.error({ err: errorSummary(cause) }, what);

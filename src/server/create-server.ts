@@ -13,6 +13,7 @@ import { MarketFeed } from "../market/feed.ts";
 import type { SignalSnapshot } from "../market/snapshot.ts";
 import { SignalEventHub } from "../events/event-hub.ts";
 import { startAlertDelivery, type AlertDelivery } from "../alerts/delivery.ts";
+import { queueSignalAlerts } from "../alerts/signal-alerts.ts";
 import { purgeExpiredIdempotentCalls } from "../billing/idempotent-charge.ts";
 import { purgeChargeAttempts } from "../billing/charge.ts";
 import { purgeFreeCallWindows } from "../market-data/free-call.ts";
@@ -52,7 +53,15 @@ export interface Server {
 /** Builds the server over an open, migrated database without starting anything. */
 export function createServer(config: Config, deps: ServerDeps): Server {
   const { db, clock, logger } = deps;
-  const feed = deps.snapshot ? null : new MarketFeed({ db, clock, logger, staleAfterMs: config.staleAfterMs, alertMaxDelayMs: config.alerts.maxDelayMs });
+  const feed = deps.snapshot ? null : new MarketFeed({
+        db,
+        clock,
+        logger,
+        staleAfterMs: config.staleAfterMs,
+        alertMaxDelayMs: config.alerts.maxDelayMs,
+        // Alerts subscribe to what the market commits (same transaction).
+        onEventsStored: queueSignalAlerts,
+      });
   const events = new SignalEventHub();
   let delivery: AlertDelivery | null = null;
   let purge: NodeJS.Timeout | undefined;

@@ -35,7 +35,6 @@ import { normaliseSymbols, normaliseTimeframe } from "./request.ts";
 import { type Timeframe } from "../market/timeframes.ts";
 import type { SignalName, SignalReading, SignalSnapshot } from "../market/snapshot.ts";
 
-export { API_KEY_HEADER } from "../accounts/api-key-guard.ts";
 export const BILLING_TEXT = "1 energy credit per call (node / founding seats only)";
 export const TIER_NAME = "node";
 

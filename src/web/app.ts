@@ -16,9 +16,6 @@ import { chartRoutes } from "./routes/charts.ts";
 import { setupPasswordRoutes } from "./routes/setup-password.ts";
 import { signInRoutes } from "./routes/sign-in.ts";
 
-export type { WebDeps } from "./page-kit.ts";
-export { SESSION_COOKIE } from "./page-kit.ts";
-
 /** How paths that are not pages are answered (the API's JSON errors, owned by the server). */
 export interface WebFallbacks {
   /** The answer for a path no route takes. */
