@@ -13,7 +13,8 @@ import { systemClock, type Clock } from "../clock.ts";
 import { openDb, migrateDb, type DbHandle } from "../db/client.ts";
 import { accounts } from "../db/schema.ts";
 import { createAccount } from "../accounts/accounts.ts";
-import { startDemoData, startDemoFeed } from "../market/demo-feed.ts";
+import { startDemoFeed } from "../market/demo-feed.ts";
+import { startDemoData } from "../market-data/demo-data.ts";
 import { createServer } from "./create-server.ts";
 import { acquireLock, updateLock, writeInternalToken } from "./data-dir-lock.ts";
 
