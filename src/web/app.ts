@@ -41,7 +41,8 @@ export function createWebApp(deps: WebDeps, fallbacks: Pick<WebFallbacks, "notFo
 /** The web app as a Node request handler for the Connect adapter's fallback. */
 export function createWebHandler(deps: WebDeps, fallbacks: WebFallbacks): (req: WebRequest, res: WebResponse) => Promise<void> {
   const app = createWebApp(deps, fallbacks);
-  // overrideGlobalObjects: false keeps Node's own Request/Response for the rest of the process.
-  const listener = getRequestListener(app.fetch, { overrideGlobalObjects: false, errorHandler: () => fallbacks.badRequest() });
+  // The default overrideGlobalObjects: hono's bodyLimit builds a `new Request` from the adapter's
+  // lightweight request, which only the adapter's Request subclass accepts (a chunked form was a 500).
+  const listener = getRequestListener(app.fetch, { errorHandler: () => fallbacks.badRequest() });
   return (req, res) => listener(req as never, res as never);
 }
