@@ -5,7 +5,7 @@
  */
 import { formatMyt } from "../clock.ts";
 import { TIMEFRAME_MS } from "../market/timeframes.ts";
-import type { Timeframe } from "../signals/request.ts";
+import type { Timeframe } from "../market/timeframes.ts";
 
 export const DISCLAIMER = "Educational information, not investment advice.";
 

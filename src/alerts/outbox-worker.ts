@@ -16,7 +16,7 @@ import type { Logger } from "pino";
 import type { AlertConfig } from "../config.ts";
 import type { DbHandle } from "../db/client.ts";
 import { errorSummary } from "../logger.ts";
-import { OUTBOX_CHANNEL } from "../market/store.ts";
+import { OUTBOX_READY } from "../db/channels.ts";
 import { isTimeframe } from "../market/timeframes.ts";
 import { lowBalanceText, signalAlertText } from "./message-text.ts";
 import type { MessageSender, SendOutcome } from "./telegram.ts";
@@ -102,7 +102,7 @@ export class OutboxWorker {
   async start(): Promise<void> {
     if (this.running) return;
     this.running = true;
-    await this.deps.db.listen(OUTBOX_CHANNEL, () => this.nudge());
+    await this.deps.db.listen(OUTBOX_READY, () => this.nudge());
     this.loopDone = this.loop();
   }
 

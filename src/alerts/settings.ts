@@ -6,7 +6,8 @@
 import { eq, sql } from "drizzle-orm";
 import type { DbHandle } from "../db/client.ts";
 import { accounts, alertSettings } from "../db/schema.ts";
-import { isWellFormedSymbol, TIMEFRAMES, type Timeframe } from "../signals/request.ts";
+import { isWellFormedSymbol } from "../market/symbols.ts";
+import { TIMEFRAMES, type Timeframe } from "../market/timeframes.ts";
 import { isTimeframe } from "../market/timeframes.ts";
 
 export interface AlertSettings {

@@ -20,9 +20,9 @@ import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import type { DbHandle } from "../db/client.ts";
 import type { Limits } from "../config.ts";
-import { mytDay, mytMonth } from "../clock.ts";
 import { errorSummary } from "../logger.ts";
-import { adjustTokens, lowBalanceThreshold } from "./tokens.ts";
+import { adjustTokens } from "./tokens.ts";
+import { chargeBatchStatement, type ChargeRequest } from "./charge-statement.ts";
 
 export type ChargeOutcome =
   | "ok"
@@ -53,17 +53,6 @@ export interface ChargeRow {
   low_balance_crossed: boolean;
 }
 
-// The attempt row is written by the same statement (so it commits exactly when the charges do);
-// a data-modifying CTE runs whether or not the outer query reads it.
-const CHARGE_BATCH_SQL = `
-  WITH r AS MATERIALIZED (
-    SELECT k.ord, c.*
-      FROM unnest($1::text[], $2::timestamptz[], $3::date[], $4::date[]) WITH ORDINALITY AS k(key_hash, at, day, month, ord)
-     CROSS JOIN LATERAL charge_call(k.key_hash, k.at, k.day, k.month, $5::integer, $6::bigint, $7::bigint) AS c),
-  attempt AS (
-    INSERT INTO charge_attempts (id, results) SELECT $8::uuid, jsonb_agg(to_jsonb(r) ORDER BY r.ord) FROM r)
-  SELECT * FROM r ORDER BY ord`;
-
 /** Inserts a fence for an attempt; a row back means the attempt had not committed and now never will. */
 const FENCE_SQL = `INSERT INTO charge_attempts (id, results) VALUES ($1::uuid, NULL) ON CONFLICT (id) DO NOTHING RETURNING id`;
 const ATTEMPT_SQL = `SELECT results FROM charge_attempts WHERE id = $1::uuid`;
@@ -82,11 +71,6 @@ export function toResult(row: ChargeRow): ChargeResult {
     callsToday: toNumber(row.calls_today),
     lowBalanceCrossed: row.low_balance_crossed === true,
   };
-}
-
-export interface ChargeRequest {
-  keyHash: string;
-  now: number;
 }
 
 /**
@@ -121,16 +105,8 @@ function inRequestOrder(rows: ChargeRow[], order: number[]): ChargeResult[] {
 export async function chargeBatch(handle: DbHandle, requests: ChargeRequest[], limits: Limits, attemptId: string = uuidV7()): Promise<ChargeResult[]> {
   const order = lockOrder(requests);
   const sorted = order.map((i) => requests[i]!);
-  const rows = await handle.prepared<ChargeRow & { ord: number | string }>(CHARGE_BATCH_SQL, [
-    sorted.map((r) => r.keyHash),
-    sorted.map((r) => new Date(r.now).toISOString()),
-    sorted.map((r) => mytDay(r.now)),
-    sorted.map((r) => mytMonth(r.now)),
-    limits.dailyCap,
-    limits.monthlyGrant,
-    lowBalanceThreshold(limits),
-    attemptId,
-  ]);
+  const statement = chargeBatchStatement(sorted, limits, attemptId);
+  const rows = await handle.prepared<ChargeRow & { ord: number | string }>(statement.text, statement.params);
   return inRequestOrder(rows, order);
 }
 
@@ -165,8 +141,8 @@ export async function resolveAttempt(handle: DbHandle, attemptId: string, reques
   return results === null ? null : inRequestOrder(results, lockOrder(requests));
 }
 
-/** Deletes attempt rows older than `olderThanMs` (they only matter for minutes after a fault). */
-export async function purgeChargeAttempts(handle: DbHandle, now: number, olderThanMs = 3600_000): Promise<number> {
+/** Deletes attempt rows older than `olderThanMs` (they only matter for minutes after a fault); `now` is wall time, as in the ids. */
+export async function purgeChargeAttempts(handle: DbHandle, now: number = Date.now(), olderThanMs = 3600_000): Promise<number> {
   // The smallest UUIDv7 of that millisecond: every id below it is older.
   const bound = uuidV7(now - olderThanMs).slice(0, 13) + "-0000-0000-000000000000";
   const rows = await handle.prepared(`DELETE FROM charge_attempts WHERE id < $1::uuid RETURNING 1`, [bound]);

@@ -10,9 +10,8 @@
 import { sql } from "drizzle-orm";
 import type { Limits } from "../config.ts";
 import { resultRows, type DbHandle } from "../db/client.ts";
-import { mytDay, mytMonth } from "../clock.ts";
 import { toResult, type ChargeResult, type ChargeRow } from "./charge.ts";
-import { lowBalanceThreshold } from "./tokens.ts";
+import { chargeCallStatement } from "./charge-statement.ts";
 
 /** How long a stored answer is replayed. */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
@@ -70,11 +69,7 @@ export async function chargeIdempotent(handle: DbHandle, call: IdempotentCall, l
   if (stored) return replay(stored, call);
   try {
     return await handle.db.transaction(async (tx) => {
-      const [row] = resultRows<ChargeRow>(
-        await tx.execute(sql`
-          SELECT * FROM charge_call(${call.keyHash}, ${new Date(call.now).toISOString()}::timestamptz, ${mytDay(call.now)}::date,
-            ${mytMonth(call.now)}::date, ${limits.dailyCap}::integer, ${limits.monthlyGrant}::bigint, ${lowBalanceThreshold(limits)}::bigint)`),
-      );
+      const [row] = resultRows<ChargeRow>(await tx.execute(chargeCallStatement(call, limits)));
       const result = toResult(row!);
       if (result.outcome !== "ok") throw new Rollback("refused", result);
       const response = call.build(result);

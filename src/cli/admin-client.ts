@@ -17,6 +17,7 @@ import { systemClock } from "../clock.ts";
 import { openDb, migrateDb, type DbHandle } from "../db/client.ts";
 import { createAdminService } from "../admin/service.ts";
 import { acquireLock, readInternalToken, readLock } from "../server/data-dir-lock.ts";
+import { queueSignalAlerts } from "../alerts/signal-alerts.ts";
 
 export type AdminClient = Client<typeof AdminService>;
 
@@ -39,7 +40,7 @@ export async function withInternalTransport<T>(config: Config, action: (transpor
   return withLocalDb(config, async (db) => {
     const logger = pino({ level: "silent" });
     const admin = createAdminService({ db, limits: config.limits, clock: systemClock, logger, publicBaseUrl: config.publicBaseUrl });
-    const feed = new MarketFeed({ db, clock: systemClock, logger, staleAfterMs: config.staleAfterMs, alertMaxDelayMs: config.alerts.maxDelayMs });
+    const feed = new MarketFeed({ db, clock: systemClock, logger, staleAfterMs: config.staleAfterMs, alertMaxDelayMs: config.alerts.maxDelayMs, onEventsStored: queueSignalAlerts });
     await feed.load();
     const transport = createRouterTransport(({ service }) => {
       service(AdminService, admin);

@@ -4,7 +4,7 @@
  * reads, so an event committed between its read and its wait is never slept through.
  */
 import type { DbHandle } from "../db/client.ts";
-import { SIGNAL_EVENTS_CHANNEL } from "../market/store.ts";
+import { SIGNAL_EVENTS } from "../db/channels.ts";
 
 export class SignalEventHub {
   private count = 0;
@@ -13,7 +13,7 @@ export class SignalEventHub {
 
   /** Subscribes to the database's notifications (call once). */
   async start(db: DbHandle): Promise<void> {
-    await db.listen(SIGNAL_EVENTS_CHANNEL, () => this.notify());
+    await db.listen(SIGNAL_EVENTS, () => this.notify());
   }
 
   /** Wake-ups so far; pass it to wait(). */

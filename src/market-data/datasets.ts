@@ -4,7 +4,7 @@
  * a fixed order, first failure wins), and the collection of a stream into the rows to write.
  * Pure: no I/O; the clock is a parameter.
  */
-import { isWellFormedSymbol } from "../signals/request.ts";
+import { isWellFormedSymbol } from "../market/symbols.ts";
 
 export const DATASETS = ["derivatives", "news", "macro", "fundamentals"] as const;
 export type PushedDataset = (typeof DATASETS)[number];

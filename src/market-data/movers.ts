@@ -7,8 +7,8 @@
  */
 import { sql } from "drizzle-orm";
 import type { DbHandle } from "../db/client.ts";
-import type { Timeframe } from "../signals/request.ts";
-import type { SignalName, SignalSnapshot } from "../signals/snapshot.ts";
+import type { Timeframe } from "../market/timeframes.ts";
+import type { SignalName, SignalSnapshot } from "../market/snapshot.ts";
 
 const DAY_MS = 24 * 3_600_000;
 

@@ -10,7 +10,6 @@
 import { create } from "@bufbuild/protobuf";
 import { ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import type { Logger } from "pino";
-import { Counter } from "prom-client";
 import {
   DerivativesRowSchema,
   FundamentalsRowSchema,
@@ -33,7 +32,7 @@ import { serviceError } from "../errors.ts";
 import { errorSummary } from "../logger.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import { normaliseTimeframe } from "../signals/request.ts";
-import type { SignalSnapshot } from "../signals/snapshot.ts";
+import type { SignalSnapshot } from "../market/snapshot.ts";
 import { FREE_WINDOW_MS, freeCall, freeRateLimitHeaders, type FreeCallResult } from "./free-call.ts";
 import { computeMovers, type MoverRow } from "./movers.ts";
 import { encodeCursor, LIMITS, parseCursor, parseLimit, parseSeriesFilter, parseSince, parseSymbolFilter } from "./request.ts";
@@ -69,14 +68,7 @@ const moverMessage = (m: MoverRow) =>
 /** Builds the service implementation over its dependencies. */
 export function createMarketDataService(deps: MarketDataServiceDeps): ServiceImpl<typeof MarketDataService> {
   const { throttle, logger } = deps;
-  const calls = deps.metrics
-    ? new Counter({
-        name: "signals_free_calls_total",
-        help: "Free calls (movers, derivatives, news, macro, fundamentals) by method, protocol and outcome code.",
-        labelNames: ["method", "protocol", "outcome"] as const,
-        registers: [deps.metrics.registry],
-      })
-    : null;
+  const calls = deps.metrics?.freeCalls ?? null;
 
   const unavailable = (cause: unknown, what: string): never => {
     logger.error({ err: errorSummary(cause) }, what);

@@ -4,7 +4,7 @@
  * (no I/O, no clock): every accepted update returns the candle rows to persist.
  */
 import { createEngineState, readClosed, readForming, stepClosed, type Candle, type EngineState, type Reading } from "../engine/index.ts";
-import type { Timeframe } from "../signals/request.ts";
+import type { Timeframe } from "./timeframes.ts";
 import { bucketStart, derivedTimeframes, TIMEFRAME_MS } from "./timeframes.ts";
 import type { ValidUpdate } from "./validate.ts";
 import { signalEventId, type SignalChange } from "./signal-events.ts";

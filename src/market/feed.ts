@@ -8,11 +8,12 @@ import { errorSummary } from "../logger.ts";
 import type { Logger } from "pino";
 import type { DbHandle } from "../db/client.ts";
 import type { Clock } from "../clock.ts";
-import type { Timeframe } from "../signals/request.ts";
-import type { SignalSnapshot, SnapshotLookup } from "../signals/snapshot.ts";
+import type { Timeframe } from "./timeframes.ts";
+import type { SignalSnapshot, SnapshotLookup } from "./snapshot.ts";
 import { CoinRuntime, type CandleRow } from "./coin-runtime.ts";
 import { randomUUID } from "node:crypto";
-import { loadAllCoins, loadCoin, MARKET_CHANNEL, persistMarket } from "./store.ts";
+import { loadAllCoins, loadCoin, persistMarket, type SignalEventsSubscriber } from "./store.ts";
+import { MARKET_UPDATED } from "../db/channels.ts";
 import { checkCandleFields, type CandleUpdate, type RejectReason, type ValidUpdate } from "./validate.ts";
 import type { PendingSignalEvent, SignalChange } from "./signal-events.ts";
 import { TIMEFRAME_MS } from "./timeframes.ts";
@@ -35,6 +36,8 @@ export interface MarketFeedDeps {
   readonly staleAfterMs: number;
   /** A close older than this when it arrives is history: its signal event does not alert. */
   readonly alertMaxDelayMs: number;
+  /** Told, inside the market's transaction, about the signal events it stored (alerts subscribe here). */
+  readonly onEventsStored?: SignalEventsSubscriber;
 }
 
 export interface IngestOptions {
@@ -76,7 +79,7 @@ export class MarketFeed implements SignalSnapshot {
    * other server processes on the same database through LISTEN/NOTIFY.
    */
   async load(): Promise<void> {
-    await this.deps.db.listen(MARKET_CHANNEL, (payload) => this.onMarketNotice(payload));
+    await this.deps.db.listen(MARKET_UPDATED, (payload) => this.onMarketNotice(payload));
     for (const coin of await loadAllCoins(this.deps.db)) this.coins.set(coin.symbol, coin);
   }
 
@@ -226,7 +229,7 @@ export class MarketFeed implements SignalSnapshot {
     this.urgent = false;
     try {
       const coins = touched.map((s) => this.coins.get(s)!).filter(Boolean);
-      await persistMarket(this.deps.db, { rows, touched: coins, events, writer: this.writerId, now: this.deps.clock() });
+      await persistMarket(this.deps.db, { rows, touched: coins, events, writer: this.writerId, now: this.deps.clock(), ...(this.deps.onEventsStored ? { onEventsStored: this.deps.onEventsStored } : {}) });
     } catch (err) {
       // Streams that overlapped this batch fail: from now on (they stop applying updates), and
       // after the reload (one that started during it built on state the reload replaced).

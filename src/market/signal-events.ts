@@ -5,7 +5,7 @@
  * the stored row, the alert and the internal stream.
  */
 import type { Signal } from "../engine/index.ts";
-import type { Timeframe } from "../signals/request.ts";
+import type { Timeframe } from "./timeframes.ts";
 
 /** A signal change produced by a candle close, before it is stored. */
 export interface SignalChange {

@@ -3,10 +3,11 @@
  * series they moved and the coin's freshness are written in one transaction.
  */
 import { and, asc, desc, eq, gt, gte, inArray, sql } from "drizzle-orm";
-import { resultRows, type DbHandle } from "../db/client.ts";
+import { resultRows, type DbHandle, type Transaction } from "../db/client.ts";
+import { MARKET_UPDATED, SIGNAL_EVENTS } from "../db/channels.ts";
 import { candles, coins, seriesState } from "../db/schema.ts";
 import { restoreState, runSeries, serializeState, type Candle } from "../engine/index.ts";
-import type { Timeframe } from "../signals/request.ts";
+import type { Timeframe } from "./timeframes.ts";
 import { CoinRuntime, emptySeries, mergeCandle, type CandleRow, type SeriesRuntime } from "./coin-runtime.ts";
 import { bucketStart, derivedTimeframes, isTimeframe } from "./timeframes.ts";
 import type { PendingSignalEvent } from "./signal-events.ts";
@@ -17,12 +18,6 @@ const INSERT_CHUNK = 10_000;
 /** Rows per multi-row upsert of coins / checkpoints (5 parameters a row, far below the 65,535 limit). */
 const UPSERT_CHUNK = 2_000;
 
-/** NOTIFY channel telling other server processes which coins a commit changed. */
-export const MARKET_CHANNEL = "market_updated";
-/** NOTIFY channel: new signal events are committed (the internal stream wakes up). */
-export const SIGNAL_EVENTS_CHANNEL = "signal_events";
-/** NOTIFY channel: new outbox rows are committed (the delivery worker wakes up). */
-export const OUTBOX_CHANNEL = "outbox_ready";
 
 /**
  * Every transaction that inserts signal events takes this lock first and holds it to commit,
@@ -32,12 +27,30 @@ export const OUTBOX_CHANNEL = "outbox_ready";
  */
 const SIGNAL_EVENTS_LOCK = 0x51_6e_01;
 
+/** A signal event the market's transaction stored (a replayed one is not stored again). */
+export interface StoredSignalEvent {
+  readonly seq: number;
+  readonly id: string;
+  readonly symbol: string;
+  readonly tf: string;
+  /** From a candle that closed in real time (not an import, a backfill or a late close). */
+  readonly live: boolean;
+}
+
+/**
+ * Called inside the market's transaction with the events it stored: what it writes commits
+ * with them or not at all (alerts/signal-alerts.ts queues the members' alerts this way).
+ */
+export type SignalEventsSubscriber = (tx: Transaction, stored: readonly StoredSignalEvent[], now: number) => Promise<void>;
+
 export interface MarketWrite {
   rows: CandleRow[];
   /** Coins whose checkpoints and freshness are written. */
   touched: CoinRuntime[];
-  /** Signal changes of this batch; live ones queue an alert per subscribed member. */
+  /** Signal changes of this batch. */
   events: PendingSignalEvent[];
+  /** Told about the events stored, in the same transaction. */
+  onEventsStored?: SignalEventsSubscriber;
   /** Identifies the writing process in the market notification. */
   writer: string;
   /** The service clock: whose subscriptions are active. */
@@ -45,9 +58,9 @@ export interface MarketWrite {
 }
 
 /**
- * Writes candle rows, the checkpoints of the given coins' series, their freshness, the signal
- * events and their outbox rows in ONE transaction, and notifies other processes (delivered
- * on commit) with `{writer, symbols}`.
+ * Writes candle rows, the checkpoints of the given coins' series, their freshness and the signal
+ * events in ONE transaction (with whatever the events' subscriber writes), and notifies other
+ * processes (delivered on commit) with `{writer, symbols}`.
  */
 export async function persistMarket(handle: DbHandle, write: MarketWrite): Promise<void> {
   const { rows, touched, events, writer, now } = write;
@@ -97,7 +110,7 @@ export async function persistMarket(handle: DbHandle, write: MarketWrite): Promi
         });
     }
     if (events.length > 0) {
-      const [counts] = resultRows<{ stored: number; queued: number }>(await tx.execute(sql`
+      const stored = resultRows<{ seq: number | string; id: string; symbol: string; tf: string; live: boolean }>(await tx.execute(sql`
         WITH lock AS (SELECT pg_advisory_xact_lock(${SIGNAL_EVENTS_LOCK})),
         stored AS (
           INSERT INTO signal_events (id, symbol, tf, signal, price, defense, atr_pct, candle_open_time, live)
@@ -109,24 +122,17 @@ export async function persistMarket(handle: DbHandle, write: MarketWrite): Promi
           ORDER BY 8, 3, 2
           -- The same candle always makes the same event: a replay stores and alerts nothing new.
           ON CONFLICT (id) DO NOTHING
-          RETURNING seq, id, symbol, tf, live),
-        queued AS (
-          INSERT INTO outbox (kind, account_id, chat_id, event_id)
-          SELECT 'signal_alert', s.account_id, s.chat_id, stored.id
-            FROM stored
-            JOIN alert_settings s ON stored.symbol = ANY (s.symbols) AND stored.tf = ANY (s.timeframes)
-            JOIN accounts a ON a.id = s.account_id
-           WHERE stored.live AND a.subscription_until > ${new Date(now).toISOString()}::timestamptz
-           ORDER BY stored.seq, s.account_id
-          RETURNING 1)
-        SELECT (SELECT count(*) FROM stored)::int AS stored, (SELECT count(*) FROM queued)::int AS queued`));
-      if (Number(counts?.stored ?? 0) > 0) await tx.execute(sql`SELECT pg_notify(${SIGNAL_EVENTS_CHANNEL}, '')`);
-      if (Number(counts?.queued ?? 0) > 0) await tx.execute(sql`SELECT pg_notify(${OUTBOX_CHANNEL}, '')`);
+          RETURNING seq, id, symbol, tf, live)
+        SELECT seq, id, symbol, tf, live FROM stored ORDER BY seq`)).map((r) => ({ ...r, seq: Number(r.seq), live: r.live === true }));
+      if (stored.length > 0) {
+        await tx.execute(sql`SELECT pg_notify(${SIGNAL_EVENTS}, '')`);
+        await write.onEventsStored?.(tx, stored, now);
+      }
     }
     // NOTIFY payloads are limited to 8000 bytes: many coins at once means "reload everything".
     const symbols = touched.map((c) => c.symbol);
     const payload = JSON.stringify({ writer, symbols: symbols.join(",").length > 7000 ? ["*"] : symbols });
-    await tx.execute(sql`SELECT pg_notify(${MARKET_CHANNEL}, ${payload})`);
+    await tx.execute(sql`SELECT pg_notify(${MARKET_UPDATED}, ${payload})`);
   });
 }
 

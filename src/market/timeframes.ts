@@ -2,7 +2,9 @@
  * Timeframes and their UTC bucket boundaries. Higher timeframes are built from the finest one a
  * feeder sends; 4h and 1d buckets start at 00:00 UTC, as on the exchanges.
  */
-import { TIMEFRAMES, type Timeframe } from "../signals/request.ts";
+/** The five timeframes the service computes, finest first. */
+export const TIMEFRAMES = ["15m", "30m", "1h", "4h", "1d"] as const;
+export type Timeframe = (typeof TIMEFRAMES)[number];
 
 export const TIMEFRAME_MS: Readonly<Record<Timeframe, number>> = Object.freeze({
   "15m": 15 * 60_000,

@@ -2,7 +2,8 @@
  * Validation of one incoming candle update. Each rejection has a stable reason code that is
  * counted and reported back to the sender; a rejected update changes nothing.
  */
-import { isWellFormedSymbol, type Timeframe } from "../signals/request.ts";
+import { isWellFormedSymbol } from "./symbols.ts";
+import { type Timeframe } from "./timeframes.ts";
 import { isTimeframe, TIMEFRAME_MS } from "./timeframes.ts";
 
 /** One candle update as feeders send it (forming or closed). */

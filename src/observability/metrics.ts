@@ -26,6 +26,8 @@ export interface Metrics {
   readonly chargeSeconds: Histogram<"path">;
   /** Charge statements waiting on the database pool or running. */
   readonly chargesInFlight: Gauge;
+  /** Free calls (movers, derivatives, news, macro, fundamentals) by method, protocol and outcome. */
+  readonly freeCalls: Counter<"method" | "protocol" | "outcome">;
 }
 
 export function createMetrics(sources: MetricSources): Metrics {
@@ -40,6 +42,12 @@ export function createMetrics(sources: MetricSources): Metrics {
     registers: [registry],
   });
   const chargesInFlight = new Gauge({ name: "signals_charges_in_flight", help: "Charges waiting for or using a database connection.", registers: [registry] });
+  const freeCalls = new Counter({
+    name: "signals_free_calls_total",
+    help: "Free calls (movers, derivatives, news, macro, fundamentals) by method, protocol and outcome code.",
+    labelNames: ["method", "protocol", "outcome"] as const,
+    registers: [registry],
+  });
   new Gauge({ name: "signals_db_pool_size", help: "Database connections this process may open.", registers: [registry] }).set(sources.poolSize);
 
   const outboxPending = new Gauge({ name: "signals_outbox_pending", help: "Messages waiting for delivery.", registers: [registry] });
@@ -96,5 +104,5 @@ export function createMetrics(sources: MetricSources): Metrics {
     });
   }
 
-  return { registry, calls, chargeSeconds, chargesInFlight };
+  return { registry, calls, chargeSeconds, chargesInFlight, freeCalls };
 }

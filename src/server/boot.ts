@@ -3,27 +3,19 @@
  * settle the internal token, create the demo account on a first embedded start, listen,
  * and drain on SIGTERM/SIGINT. Used by `npm start` and `npx signals serve`.
  */
-import { errorSummary } from "../logger.ts";
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { count } from "drizzle-orm";
 import type { Logger } from "pino";
+import { errorSummary } from "../logger.ts";
 import type { Config } from "../config.ts";
 import { systemClock, type Clock } from "../clock.ts";
 import { openDb, migrateDb, type DbHandle } from "../db/client.ts";
 import { accounts } from "../db/schema.ts";
 import { createAccount } from "../accounts/accounts.ts";
-import { MarketFeed } from "../market/feed.ts";
-import { startDemoData, startDemoFeed } from "../market/demo-feed.ts";
-import { purgeFreeCallWindows } from "../market-data/free-call.ts";
-import { createApp } from "./create-app.ts";
-import { SignalEventHub } from "../events/event-hub.ts";
-import { startAlertDelivery, type AlertDelivery } from "../alerts/delivery.ts";
-import { purgeExpiredIdempotentCalls } from "../billing/idempotent-charge.ts";
-import { purgeChargeAttempts } from "../billing/charge.ts";
-
-/** How often answers stored for Idempotency-Keys past their 24 h are deleted. */
-const PURGE_EVERY_MS = 10 * 60 * 1000;
+import { startDemoFeed } from "../market/demo-feed.ts";
+import { startDemoData } from "../market-data/demo-data.ts";
+import { createServer } from "./create-server.ts";
 import { acquireLock, updateLock, writeInternalToken } from "./data-dir-lock.ts";
 
 export interface RunningServer {
@@ -94,39 +86,22 @@ export async function startServer(config: Config, logger: Logger, clock: Clock =
     const db = await openDbWithRetry(config, logger);
     const internalToken = config.internalToken ?? randomBytes(32).toString("base64url");
     if (!config.internalToken) writeInternalToken(config.dataDir, internalToken);
-    const feed = new MarketFeed({ db, clock, logger, staleAfterMs: config.staleAfterMs, alertMaxDelayMs: config.alerts.maxDelayMs });
-    await feed.load();
-    const events = new SignalEventHub();
-    await events.start(db);
-    let delivery: AlertDelivery | null = null;
-    const deliveries = () => delivery?.worker?.counts ?? null;
-    const app = createApp({ config, db, clock, logger, snapshot: feed, feed, internalToken, events, deliveries });
-    const { port, internalPort } = await app.start();
-    const stopDemo = config.demoFeed ? await startDemoFeed(feed, clock, logger) : () => {};
+    const server = createServer(config, { db, clock, logger, internalToken });
+    const { port, internalPort } = await server.start();
+    const stopDemo = config.demoFeed ? await startDemoFeed(server.feed!, clock, logger) : () => {};
     const stopDemoData = config.demoFeed ? await startDemoData(db, clock, logger) : () => {};
     if (!config.databaseUrl) {
       updateLock(config.dataDir, { pid: process.pid, role: "server", internalHost: config.internalHost, internalPort });
     }
     logger.info({ host: config.host, port, internalHost: config.internalHost, internalPort, database: db.driver }, "listening");
     if (config.demoAccount) await createDemoAccountOnce(config, db, clock, port);
-    delivery = await startAlertDelivery(config, db, logger);
-    const purge = setInterval(() => {
-      purgeExpiredIdempotentCalls(db, clock()).catch((err: unknown) => logger.warn({ err: errorSummary(err) }, "purge of old idempotent answers failed"));
-      // Charge attempts are only read to resolve a fault of the last minutes (billing/charge.ts).
-      purgeChargeAttempts(db, Date.now()).catch((err: unknown) => logger.warn({ err: errorSummary(err) }, "purge of old charge attempts failed"));
-      purgeFreeCallWindows(db, clock()).catch((err: unknown) => logger.warn({ err: errorSummary(err) }, "purge of old free-call windows failed"));
-    }, PURGE_EVERY_MS);
-    purge.unref();
     return {
       port,
       internalPort,
       async stop() {
         stopDemo();
         stopDemoData();
-        clearInterval(purge);
-        await app.stop();
-        await delivery?.stop();
-        await feed.close();
+        await server.stop();
         await db.close();
         releaseLock();
       },

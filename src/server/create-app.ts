@@ -21,12 +21,12 @@ import { createIngestService } from "../market/ingest-service.ts";
 import type { Config } from "../config.ts";
 import type { Clock } from "../clock.ts";
 import type { DbHandle } from "../db/client.ts";
-import type { SignalSnapshot } from "../signals/snapshot.ts";
+import type { SignalSnapshot } from "../market/snapshot.ts";
 import { createSignalsService } from "../signals/service.ts";
 import { createAdminService } from "../admin/service.ts";
 import { createDualProtocolListener } from "./listener.ts";
-import { createRestHandler, requestUrl, sendError, sendJson } from "./rest.ts";
-import { getSignalsResponseJson } from "./rest-json.ts";
+import { createRestHandler, errorResponse, requestUrl, sendError, sendJson } from "./rest.ts";
+import { createWebHandler } from "../web/app.ts";
 import { bearerAuthInterceptor, createBearerCheck } from "./internal-auth.ts";
 import { withRequestScope } from "./request-scope.ts";
 import { clientFaultsAsInvalidArgument } from "./client-errors.ts";
@@ -38,13 +38,6 @@ import { MarketDataService } from "../../gen/signals/v1/market_data_pb.js";
 import { DataIngestService } from "../../gen/signals/v1/data_ingest_pb.js";
 import { createMarketDataService } from "../market-data/service.ts";
 import { createDataIngestService } from "../market-data/ingest-service.ts";
-import {
-  getDerivativesResponseJson,
-  getFundamentalsResponseJson,
-  getMacroResponseJson,
-  getMoversResponseJson,
-  getNewsResponseJson,
-} from "../market-data/rest-json.ts";
 
 /** GET /healthz: 200 when the database answers and the process is not stopping, else 503. */
 async function sendHealth(res: Parameters<typeof sendJson>[0], probe: HealthProbe): Promise<void> {
@@ -63,7 +56,6 @@ async function sendMetrics(res: Parameters<typeof sendJson>[0], metrics: Metrics
     sendError(res, "unavailable");
   }
 }
-import { createWebRouter } from "../web/router.ts";
 
 export interface AppDeps {
   readonly config: Config;
@@ -109,20 +101,18 @@ export function createApp(deps: AppDeps): App {
   const signals = createSignalsService({ ...deps, limits: config.limits, throttle, metrics, maxChargesInFlight });
   // The free endpoints share the paid endpoint's failed-key throttle (one budget per address).
   const marketData = createMarketDataService({ ...deps, staleAfterMs: config.staleAfterMs, freeRateLimit: config.freeRateLimit, throttle, metrics });
-  const md = MarketDataService.method;
   const rest = createRestHandler(
     [
-      { service: SignalsService, method: SignalsService.method.getSignals, invoke: (r, ctx) => Promise.resolve(signals.getSignals(r as never, ctx)), toJson: getSignalsResponseJson },
-      { service: MarketDataService, method: md.getMovers, invoke: (r, ctx) => Promise.resolve(marketData.getMovers(r as never, ctx)), toJson: getMoversResponseJson },
-      { service: MarketDataService, method: md.getDerivatives, invoke: (r, ctx) => Promise.resolve(marketData.getDerivatives(r as never, ctx)), toJson: getDerivativesResponseJson },
-      { service: MarketDataService, method: md.getNews, invoke: (r, ctx) => Promise.resolve(marketData.getNews(r as never, ctx)), toJson: getNewsResponseJson },
-      { service: MarketDataService, method: md.getMacro, invoke: (r, ctx) => Promise.resolve(marketData.getMacro(r as never, ctx)), toJson: getMacroResponseJson },
-      { service: MarketDataService, method: md.getFundamentals, invoke: (r, ctx) => Promise.resolve(marketData.getFundamentals(r as never, ctx)), toJson: getFundamentalsResponseJson },
+      { service: SignalsService, impl: signals },
+      { service: MarketDataService, impl: marketData },
     ],
     logger,
     shutdown.signal,
   );
-  const web = createWebRouter(deps);
+  const web = createWebHandler(deps, {
+    notFound: () => errorResponse("not_found", "No such route. The API is GET /api/v1/signals (paid) and GET /api/v1/movers, /derivatives, /news, /macro and /fundamentals (free)."),
+    badRequest: () => errorResponse("bad_request", "The Host header cannot be read."),
+  });
   const publicHandler = connectNodeAdapter({
     routes: (router: ConnectRouter) => {
       router.service(SignalsService, signals);
@@ -136,10 +126,7 @@ export function createApp(deps: AppDeps): App {
     shutdownSignal: shutdown.signal,
     fallback: (req, res) => {
       rest(req, res)
-        .then((handled) => handled || web(req, res))
-        .then((handled) => {
-          if (!handled) sendError(res, "not_found", "No such route. The API is GET /api/v1/signals (paid) and GET /api/v1/movers, /derivatives, /news, /macro and /fundamentals (free).");
-        })
+        .then((handled) => (handled ? undefined : web(req, res)))
         .catch((err: unknown) => {
           logger.error({ err: errorSummary(err) }, "fallback handler failed");
           if (!res.headersSent) sendError(res, "internal");

@@ -1,45 +1,106 @@
 /**
- * The REST JSON mapping of GetSignalsResponse, byte-for-byte the contract of DESIGN.md §2:
- * snake_case names, `ts` and `credits_left` as JSON numbers, `signal` as the enum name
- * without its SIGNAL_ prefix, `defense`/`arming`/`signal_id` null when unset, and entries with ok:false
- * reduced to symbol, tf, ok and reason. (Canonical proto3 JSON would send int64 as strings
- * and omit unset fields, which the contract does not allow.)
+ * The REST JSON of any response message, derived from its descriptor (DESIGN.md §2): every
+ * field under its proto name in field order, int64 as a JSON number, an enum as its value's
+ * name without the enum's prefix (`SIGNAL_STRONG_LONG` → "STRONG_LONG"), an unset optional
+ * scalar or message as null (never omitted), lists as arrays. Canonical proto3 JSON would send
+ * int64 as strings and omit unset fields, which the contract does not allow.
+ *
+ * One documented exception: a signal entry with ok:false is reduced to symbol, tf, ok and
+ * reason, and an ok entry has no reason (see SELECTIONS).
  */
-import { Signal, type GetSignalsResponse, type SignalEntry } from "../../gen/signals/v1/signals_pb.js";
+import { ScalarType, type DescEnum, type DescField, type DescMessage, type Message } from "@bufbuild/protobuf";
+import { SignalEntrySchema, type SignalEntry } from "../../gen/signals/v1/signals_pb.js";
 
-/** Name of a Signal value as REST sends it, e.g. "STRONG_LONG". */
-export function signalName(value: Signal): string {
-  const name = Signal[value];
-  return name === undefined || value === Signal.UNSPECIFIED ? "NONE" : name;
+type Json = unknown;
+type Mapper = (message: Message) => Record<string, Json>;
+
+/** Which fields (proto names) of a message are written; the contract's exceptions only. */
+const SELECTIONS = new Map<string, (message: Message) => readonly string[]>([
+  [
+    SignalEntrySchema.typeName,
+    (() => {
+      const reading = SignalEntrySchema.fields.map((f) => f.name).filter((name) => name !== "reason");
+      const refusal = ["symbol", "tf", "ok", "reason"];
+      return (entry: Message) => ((entry as SignalEntry).ok ? reading : refusal);
+    })(),
+  ],
+]);
+
+const INT64_SCALARS = new Set([ScalarType.INT64, ScalarType.UINT64, ScalarType.SINT64, ScalarType.FIXED64, ScalarType.SFIXED64]);
+
+/**
+ * An enum value's name without the enum's shared prefix. The zero value (UNSPECIFIED, which
+ * the services never set) and unknown numbers are written as the first real value (for
+ * Signal: NONE), so a reader never sees a name outside the contract.
+ */
+function enumJson(desc: DescEnum): (value: number) => string {
+  const prefix = desc.sharedPrefix ?? "";
+  const names = new Map(desc.values.map((v) => [v.number, v.name.slice(prefix.length)]));
+  const fallback = desc.values.find((v) => v.number !== 0)?.name.slice(prefix.length) ?? "";
+  return (value) => (value === 0 ? fallback : (names.get(value) ?? fallback));
 }
 
-function entryJson(entry: SignalEntry): Record<string, unknown> {
-  if (!entry.ok) return { symbol: entry.symbol, tf: entry.tf, ok: false, reason: entry.reason };
-  return {
-    symbol: entry.symbol,
-    tf: entry.tf,
-    ok: true,
-    price: entry.price,
-    signal: signalName(entry.signal),
-    confirmed: entry.confirmed,
-    defense: entry.defense ?? null,
-    arming: entry.arming
-      ? { dir: entry.arming.dir, score: entry.arming.score, trigger: entry.arming.trigger, invalidation: entry.arming.invalidation }
-      : null,
-    atr_pct: entry.atrPct,
-    signal_id: entry.signalId ?? null,
-  };
+function scalarJson(scalar: ScalarType): (value: unknown) => Json {
+  if (INT64_SCALARS.has(scalar)) return (v) => Number(v);
+  if (scalar === ScalarType.BYTES) return (v) => Buffer.from(v as Uint8Array).toString("base64");
+  return (v) => v;
 }
 
-/** The 200 body of GET /api/v1/signals. */
-export function getSignalsResponseJson(response: GetSignalsResponse): Record<string, unknown> {
-  return {
-    ok: response.ok,
-    tf: response.tf,
-    ts: Number(response.ts),
-    signals: response.signals.map(entryJson),
-    tier: response.tier,
-    billing: response.billing,
-    credits_left: Number(response.creditsLeft),
-  };
+/** How one field's value becomes JSON (message fields are mapped lazily: recursive types). */
+function fieldJson(field: DescField): (value: unknown) => Json {
+  switch (field.fieldKind) {
+    case "message":
+      return (v) => (v === undefined ? null : restJsonMapper(field.message)(v as Message));
+    case "enum": {
+      const toName = enumJson(field.enum);
+      return (v) => (v === undefined ? null : toName(v as number));
+    }
+    case "scalar": {
+      const toJson = scalarJson(field.scalar);
+      return (v) => (v === undefined ? null : toJson(v));
+    }
+    case "list": {
+      const item = field.listKind === "message" ? (v: unknown) => restJsonMapper(field.message)(v as Message) : field.listKind === "enum" ? enumJson(field.enum) : scalarJson(field.scalar);
+      return (v) => (v as unknown[]).map((x) => item(x as never));
+    }
+    case "map": {
+      const value = field.mapKind === "message" ? (v: unknown) => restJsonMapper(field.message)(v as Message) : field.mapKind === "enum" ? enumJson(field.enum) : scalarJson(field.scalar);
+      return (v) => Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([k, x]) => [k, value(x as never)]));
+    }
+  }
+}
+
+const mappers = new WeakMap<DescMessage, Mapper>();
+
+/** The REST JSON mapper of a message type, built once per type from its descriptor. */
+export function restJsonMapper(schema: DescMessage): Mapper {
+  const known = mappers.get(schema);
+  if (known) return known;
+  const fields = schema.fields.map((field) => {
+    const toJson = fieldJson(field);
+    const oneof = field.oneof;
+    const read = oneof
+      ? (m: Message) => {
+          const chosen = (m as unknown as Record<string, { case?: string; value?: unknown }>)[oneof.localName];
+          return chosen?.case === field.localName ? chosen.value : undefined;
+        }
+      : (m: Message) => (m as unknown as Record<string, unknown>)[field.localName];
+    return { name: field.name, write: (m: Message) => toJson(read(m)) };
+  });
+  const byName = new Map(fields.map((f) => [f.name, f]));
+  const select = SELECTIONS.get(schema.typeName);
+  const mapper: Mapper = select
+    ? (m) => Object.fromEntries(select(m).map((name) => [name, byName.get(name)!.write(m)]))
+    : (m) => {
+        const out: Record<string, Json> = {};
+        for (const f of fields) out[f.name] = f.write(m);
+        return out;
+      };
+  mappers.set(schema, mapper);
+  return mapper;
+}
+
+/** The REST JSON of a message of `schema`. */
+export function toRestJson(schema: DescMessage, message: Message): Record<string, Json> {
+  return restJsonMapper(schema)(message);
 }

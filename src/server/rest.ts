@@ -6,26 +6,29 @@
 import { errorSummary } from "../logger.ts";
 import type { ServerResponse } from "node:http";
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
-import { create, getOption, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
+import { create, getOption, type DescMessage, type DescMethod, type DescService, type Message } from "@bufbuild/protobuf";
 import { createHandlerContext, type HandlerContext } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { http as httpRule } from "../../gen/google/api/annotations_pb.js";
 import { errorCodeOf, errorSpec, type ErrorCode } from "../errors.ts";
+import { restJsonMapper } from "./rest-json.ts";
 import { ConnectError } from "@connectrpc/connect";
 
 type FallbackArgs = Parameters<NonNullable<ConnectNodeAdapterOptions["fallback"]>>;
 type NodeRequest = FallbackArgs[0];
 type NodeResponse = FallbackArgs[1];
 
-/** One method implementation plus how to turn its response into REST JSON. */
-export interface RestBinding {
+/** A service served over REST: its descriptor and the implementation Connect and gRPC also use. */
+export interface RestService {
+  readonly service: DescService;
+  readonly impl: object;
+}
+
+interface RestRoute {
   readonly service: DescService;
   readonly method: DescMethod;
   readonly invoke: (request: unknown, ctx: HandlerContext) => Promise<unknown>;
-  readonly toJson: (response: never) => unknown;
-}
-
-interface RestRoute extends RestBinding {
+  readonly toJson: (response: Message) => unknown;
   readonly verb: "GET" | "POST";
   readonly path: string;
 }
@@ -76,6 +79,15 @@ export function sendError(res: NodeResponse, code: ErrorCode, message?: string, 
   sendJson(res, spec.http, { ok: false, error: code, message: message ?? spec.message }, headers);
 }
 
+/** The contract's error body as a fetch Response (for the hono-served fallback paths). */
+export function errorResponse(code: ErrorCode, message?: string): Response {
+  const spec = errorSpec(code);
+  return new Response(JSON.stringify({ ok: false, error: code, message: message ?? spec.message }), {
+    status: spec.http,
+    headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" },
+  });
+}
+
 /** Writes a JSON body with no-store caching (answers are per caller and per moment). */
 export function sendJson(res: NodeResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const payload = JSON.stringify(body);
@@ -105,13 +117,25 @@ export function requestUrl(target: string | undefined): URL | null {
   }
 }
 
-/** Builds the REST request handler; returns false when no REST route matches the path. */
-export function createRestHandler(bindings: RestBinding[], logger: Logger, shutdownSignal?: AbortSignal) {
+/** Every method of the services that has a google.api.http annotation, keyed by its path. */
+export function restRoutesOf(services: readonly RestService[]): Map<string, RestRoute> {
   const routes = new Map<string, RestRoute>();
-  for (const binding of bindings) {
-    const route = httpRouteOf(binding.method);
-    if (route) routes.set(route.path, { ...binding, ...route });
+  for (const { service, impl } of services) {
+    for (const method of service.methods) {
+      const http = httpRouteOf(method);
+      if (http === null) continue;
+      const handler = (impl as Record<string, unknown>)[method.localName];
+      if (typeof handler !== "function") throw new Error(`${service.typeName}.${method.name} has a REST route but no implementation`);
+      const toJson = restJsonMapper(method.output);
+      routes.set(http.path, { service, method, ...http, invoke: async (request, ctx) => handler.call(impl, request, ctx), toJson: (response) => toJson(response) });
+    }
   }
+  return routes;
+}
+
+/** Builds the REST request handler; returns false when no REST route matches the path. */
+export function createRestHandler(services: readonly RestService[], logger: Logger, shutdownSignal?: AbortSignal) {
+  const routes = restRoutesOf(services);
   return async function handleRest(req: NodeRequest, res: NodeResponse): Promise<boolean> {
     const url = requestUrl(req.url);
     if (url === null) {
@@ -143,7 +167,7 @@ export function createRestHandler(bindings: RestBinding[], logger: Logger, shutd
     res.once("close", () => ctx.abort(REQUEST_DONE));
     try {
       const output = await route.invoke(requestFromQuery(route.method.input, url.searchParams), ctx);
-      sendJson(res, 200, route.toJson(output as never), Object.fromEntries(ctx.responseHeader));
+      sendJson(res, 200, route.toJson(output as Message), Object.fromEntries(ctx.responseHeader));
     } catch (err) {
       const code = errorCodeOf(err);
       const headers = err instanceof ConnectError ? Object.fromEntries(err.metadata) : {};

@@ -30,10 +30,11 @@ import { serviceError } from "../errors.ts";
 import { withApiKey } from "../accounts/api-key-guard.ts";
 import type { FailedKeyThrottle } from "../accounts/failed-key-throttle.ts";
 import type { Metrics } from "../observability/metrics.ts";
-import { isWellFormedSymbol, normaliseSymbols, normaliseTimeframe, type Timeframe } from "./request.ts";
-import type { SignalName, SignalReading, SignalSnapshot } from "./snapshot.ts";
+import { isWellFormedSymbol } from "../market/symbols.ts";
+import { normaliseSymbols, normaliseTimeframe } from "./request.ts";
+import { type Timeframe } from "../market/timeframes.ts";
+import type { SignalName, SignalReading, SignalSnapshot } from "../market/snapshot.ts";
 
-export { API_KEY_HEADER } from "../accounts/api-key-guard.ts";
 export const BILLING_TEXT = "1 energy credit per call (node / founding seats only)";
 export const TIER_NAME = "node";
 

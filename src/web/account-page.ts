@@ -10,7 +10,7 @@ import type { AlertSettings } from "../alerts/settings.ts";
 import type { LedgerEntry } from "../billing/ledger.ts";
 import { nextMytMidnight, nextMytMonthStart } from "../clock.ts";
 import type { LedgerKind } from "../db/schema.ts";
-import { TIMEFRAMES } from "../signals/request.ts";
+import { TIMEFRAMES } from "../market/timeframes.ts";
 import type { PageContext } from "./auth-pages.ts";
 import { CSRF_FIELD } from "./csrf.ts";
 import { formatDelta, formatIn, formatInteger, formatMyt, planName } from "./format.ts";

@@ -10,8 +10,7 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
-import type { ServerResponse } from "node:http";
-import { header, type WebRequest, type WebResponse } from "./http.ts";
+import type { Context } from "hono";
 
 interface Asset {
   readonly body: Buffer;
@@ -25,8 +24,8 @@ export type AssetName = "app.css" | "account.js" | "chart.js" | "lightweight-cha
 export interface Assets {
   /** The URL of an asset, with its content hash. */
   url(name: AssetName): string;
-  /** Serves GET /assets/<name>; false when the path is not an asset. */
-  handle(req: WebRequest, res: WebResponse, pathname: string): boolean;
+  /** The answer to a request for /assets/<name>; null when there is no such asset. */
+  serve(c: Context, name: string): Response | null;
 }
 
 const STATIC_DIR = fileURLToPath(new URL("./static/", import.meta.url));
@@ -54,36 +53,23 @@ export function loadAssets(): Assets {
     url(name) {
       return `/assets/${name}?v=${assets.get(name)!.hash}`;
     },
-    handle(req, res, pathname) {
-      if (!pathname.startsWith("/assets/")) return false;
-      const asset = assets.get(pathname.slice("/assets/".length));
-      if (!asset) return false;
+    serve(c, name) {
+      const asset = assets.get(name);
+      if (!asset) return null;
       const etag = `"${asset.hash}"`;
-      const versioned = new URL(req.url ?? "/", "http://local.invalid").searchParams.get("v") === asset.hash;
       const headers: Record<string, string> = {
         "content-type": asset.type,
         "x-content-type-options": "nosniff",
         etag,
         vary: "accept-encoding",
         // A hashed URL never changes content; an unversioned one must be revalidated.
-        "cache-control": versioned ? "public, max-age=31536000, immutable" : "no-cache",
+        "cache-control": c.req.query("v") === asset.hash ? "public, max-age=31536000, immutable" : "no-cache",
       };
-      if (req.method !== "GET" && req.method !== "HEAD") {
-        (res as ServerResponse).writeHead(405, { allow: "GET, HEAD", "content-length": "0" });
-        res.end();
-        return true;
-      }
-      if (header(req, "if-none-match") === etag) {
-        (res as ServerResponse).writeHead(304, headers);
-        res.end();
-        return true;
-      }
-      const gzip = /\bgzip\b/.test(header(req, "accept-encoding") ?? "");
+      if (c.req.method !== "GET" && c.req.method !== "HEAD") return c.body(null, 405, { allow: "GET, HEAD", "content-length": "0" });
+      if (c.req.header("if-none-match") === etag) return c.body(null, 304, headers);
+      const gzip = /\bgzip\b/.test(c.req.header("accept-encoding") ?? "");
       const body = gzip ? asset.gzip : asset.body;
-      (res as ServerResponse).writeHead(200, { ...headers, ...(gzip ? { "content-encoding": "gzip" } : {}), "content-length": String(body.length) });
-      if (req.method === "HEAD") res.end();
-      else res.end(body);
-      return true;
+      return c.body(new Uint8Array(body), 200, { ...headers, ...(gzip ? { "content-encoding": "gzip" } : {}), "content-length": String(body.length) });
     },
   };
 }

@@ -8,8 +8,8 @@ import type { DbHandle } from "../db/client.ts";
 import { candles, coins, seriesState, signalEvents } from "../db/schema.ts";
 import { readClosed, restoreState, type Candle } from "../engine/index.ts";
 import { derivedTimeframes, isTimeframe } from "../market/timeframes.ts";
-import type { Timeframe } from "../signals/request.ts";
-import type { SignalName } from "../signals/snapshot.ts";
+import type { Timeframe } from "../market/timeframes.ts";
+import type { SignalName } from "../market/snapshot.ts";
 import { computeTrackRecord, type TrackEvent, type TrackRecord } from "./track-record.ts";
 
 /** Candles drawn on the chart (the newest ones); the track record uses the whole history. */

@@ -3,8 +3,8 @@
  * signal history as markers and the current levels as lines, followed by the track record and
  * the backtest. Pure rendering over ChartData.
  */
-import type { Timeframe } from "../signals/request.ts";
-import type { SignalName } from "../signals/snapshot.ts";
+import type { Timeframe } from "../market/timeframes.ts";
+import type { SignalName } from "../market/snapshot.ts";
 import type { PageContext } from "./auth-pages.ts";
 import { HISTORY_ROWS, type ChartData } from "./chart-data.ts";
 import { formatInteger, formatMyt, formatPercent, formatPrice } from "./format.ts";

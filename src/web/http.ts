@@ -1,8 +1,8 @@
 /**
- * HTTP plumbing of the web pages: cookies, form bodies, security headers, redirects, and who
- * the client is (address, TLS) with or without a trusted proxy in front.
+ * What the web pages need to know about a request that hono does not tell: who the client is
+ * (address, TLS) with or without a trusted proxy in front, which origins are ours, and which
+ * redirect targets are safe.
  */
-import type { ServerResponse } from "node:http";
 import type { TLSSocket } from "node:tls";
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
 
@@ -11,36 +11,10 @@ type FallbackArgs = Parameters<NonNullable<ConnectNodeAdapterOptions["fallback"]
 export type WebRequest = FallbackArgs[0];
 export type WebResponse = FallbackArgs[1];
 
-/** Largest form body accepted; every form of the site is far smaller. */
-export const MAX_FORM_BYTES = 16 * 1024;
-
 /**
- * Sent with every page. Scripts and styles only from our own origin (files, no inline code),
- * no framing, no referrer to other sites (setup links carry a token in the URL).
+ * A Set-Cookie value: always HttpOnly, SameSite=Strict and Path=/; Secure over TLS. Written
+ * here rather than by hono's setCookie to keep the attribute order browsers and tests have seen.
  */
-export const SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze({
-  "content-security-policy":
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "same-origin",
-  "x-frame-options": "DENY",
-  "cross-origin-opener-policy": "same-origin",
-});
-
-/** Cookies of the request (first value wins for a repeated name). */
-export function parseCookies(req: WebRequest): Map<string, string> {
-  const cookies = new Map<string, string>();
-  const header = req.headers.cookie;
-  for (const part of (Array.isArray(header) ? header.join(";") : (header ?? "")).split(";")) {
-    const eq = part.indexOf("=");
-    if (eq <= 0) continue;
-    const name = part.slice(0, eq).trim();
-    if (!cookies.has(name)) cookies.set(name, part.slice(eq + 1).trim());
-  }
-  return cookies;
-}
-
-/** A Set-Cookie value: always HttpOnly, SameSite=Strict and Path=/; Secure over TLS. */
 export function cookie(name: string, value: string, options: { maxAgeSeconds: number; secure: boolean }): string {
   const parts = [`${name}=${value}`, "Path=/", "HttpOnly", "SameSite=Strict", `Max-Age=${Math.max(0, Math.floor(options.maxAgeSeconds))}`];
   if (options.secure) parts.push("Secure");
@@ -94,49 +68,6 @@ export function ownOrigins(req: WebRequest, publicBaseUrl: string, trustProxy: b
   const host = header(req, "host") ?? header(req, ":authority");
   if (host) origins.push(`${requestIsTls(req, trustProxy) ? "https" : "http"}://${host.toLowerCase()}`);
   return origins;
-}
-
-/** Outcome of reading a form body. */
-export type FormResult = { ok: true; form: URLSearchParams } | { ok: false; status: 400 | 413 | 415; message: string };
-
-/** Reads an application/x-www-form-urlencoded body of at most MAX_FORM_BYTES. */
-export async function readForm(req: WebRequest): Promise<FormResult> {
-  const type = (header(req, "content-type") ?? "").split(";")[0]!.trim().toLowerCase();
-  if (type !== "application/x-www-form-urlencoded") return { ok: false, status: 415, message: "Forms must be sent as application/x-www-form-urlencoded." };
-  const declared = Number(header(req, "content-length") ?? "0");
-  if (declared > MAX_FORM_BYTES) return { ok: false, status: 413, message: "The form is too large." };
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_FORM_BYTES) return { ok: false, status: 413, message: "The form is too large." };
-    chunks.push(chunk);
-  }
-  let text: string;
-  try {
-    text = new TextDecoder("utf-8", { fatal: true }).decode(Buffer.concat(chunks));
-  } catch {
-    return { ok: false, status: 400, message: "The form is not valid UTF-8." };
-  }
-  return { ok: true, form: new URLSearchParams(text) };
-}
-
-/** Writes an HTML page with the security headers; pages are never cached (they carry CSRF tokens and account data). */
-export function sendHtml(res: WebResponse, status: number, body: string, extra: Record<string, string | string[]> = {}): void {
-  (res as ServerResponse).writeHead(status, {
-    ...SECURITY_HEADERS,
-    "content-type": "text/html; charset=utf-8",
-    "content-length": String(Buffer.byteLength(body)),
-    "cache-control": "no-store",
-    ...extra,
-  });
-  res.end(body);
-}
-
-/** 303 See Other to a path of this site (after a POST, the browser follows with a GET). */
-export function redirect(res: WebResponse, location: string, extra: Record<string, string | string[]> = {}): void {
-  (res as ServerResponse).writeHead(303, { ...SECURITY_HEADERS, location, "cache-control": "no-store", "content-length": "0", ...extra });
-  res.end();
 }
 
 /**

@@ -8,7 +8,7 @@
  * next event in the opposite direction or a NONE invalidation (exit at that event's price).
  * A trade with no exit yet is open: valued at the last close, left out of win rates and averages.
  */
-import type { SignalName } from "../signals/snapshot.ts";
+import type { SignalName } from "../market/snapshot.ts";
 
 export interface TrackEvent {
   readonly signal: SignalName;

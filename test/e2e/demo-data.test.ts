@@ -6,7 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pino } from "pino";
 import { collectStream, DATASETS } from "../../src/market-data/datasets.ts";
-import { demoDataRows, startDemoData, startDemoFeed } from "../../src/market/demo-feed.ts";
+import { startDemoFeed } from "../../src/market/demo-feed.ts";
+import { demoDataRows, startDemoData } from "../../src/market-data/demo-data.ts";
 import { startTestServer, type TestServer } from "../support/test-server.ts";
 
 let server: TestServer;

@@ -20,13 +20,7 @@ import {
 } from "../../gen/signals/v1/market_data_pb.js";
 import { ErrorBodySchema } from "../../gen/signals/v1/errors_pb.js";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
-import {
-  getDerivativesResponseJson,
-  getFundamentalsResponseJson,
-  getMacroResponseJson,
-  getMoversResponseJson,
-  getNewsResponseJson,
-} from "../../src/market-data/rest-json.ts";
+import { toRestJson } from "../../src/server/rest-json.ts";
 import { getAccountSummary, regenerateKey, setSubscription } from "../../src/accounts/accounts.ts";
 import { adjustTokens } from "../../src/billing/tokens.ts";
 import { httpRouteOf } from "../../src/server/rest.ts";
@@ -41,16 +35,15 @@ interface Endpoint {
   readonly path: string;
   readonly method: DescMethod;
   readonly schema: DescMessage;
-  readonly toJson: (r: never) => Record<string, unknown>;
 }
 
 const m = MarketDataService.method;
 const ENDPOINTS: Endpoint[] = [
-  { name: "movers", path: "/api/v1/movers", method: m.getMovers, schema: GetMoversResponseSchema, toJson: getMoversResponseJson },
-  { name: "derivatives", path: "/api/v1/derivatives", method: m.getDerivatives, schema: GetDerivativesResponseSchema, toJson: getDerivativesResponseJson },
-  { name: "news", path: "/api/v1/news", method: m.getNews, schema: GetNewsResponseSchema, toJson: getNewsResponseJson },
-  { name: "macro", path: "/api/v1/macro", method: m.getMacro, schema: GetMacroResponseSchema, toJson: getMacroResponseJson },
-  { name: "fundamentals", path: "/api/v1/fundamentals", method: m.getFundamentals, schema: GetFundamentalsResponseSchema, toJson: getFundamentalsResponseJson },
+  { name: "movers", path: "/api/v1/movers", method: m.getMovers, schema: GetMoversResponseSchema },
+  { name: "derivatives", path: "/api/v1/derivatives", method: m.getDerivatives, schema: GetDerivativesResponseSchema },
+  { name: "news", path: "/api/v1/news", method: m.getNews, schema: GetNewsResponseSchema },
+  { name: "macro", path: "/api/v1/macro", method: m.getMacro, schema: GetMacroResponseSchema },
+  { name: "fundamentals", path: "/api/v1/fundamentals", method: m.getFundamentals, schema: GetFundamentalsResponseSchema },
 ];
 
 type Json = Record<string, any>;
@@ -303,7 +296,7 @@ describe("gRPC and Connect parity", () => {
           const headers = new Headers();
           const call = (client as unknown as Record<string, (r: unknown, o: unknown) => Promise<never>>)[e.method.localName]!;
           const res = await call(create(e.method.input, req), { headers: { "x-api-key": apiKey }, onHeader: (h: Headers) => h.forEach((v, k) => headers.set(k, v)) });
-          expect(e.toJson(res), `${label} ${e.name} ${JSON.stringify(req)}`).toEqual(rest.body);
+          expect(toRestJson(e.schema, res), `${label} ${e.name} ${JSON.stringify(req)}`).toEqual(rest.body);
           expect(headers.get("ratelimit-limit"), label).toBe("100000");
         }
       }

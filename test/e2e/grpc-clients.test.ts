@@ -28,8 +28,8 @@ import { ErrorInfoSchema, type ErrorInfo } from "../../gen/google/rpc/error_deta
 import { getAccountSummary, regenerateKey, setSubscription } from "../../src/accounts/accounts.ts";
 import { adjustTokens } from "../../src/billing/tokens.ts";
 import { nextMytMidnight } from "../../src/clock.ts";
-import type { SignalSnapshot } from "../../src/signals/snapshot.ts";
-import type { Timeframe } from "../../src/signals/request.ts";
+import type { SignalSnapshot } from "../../src/market/snapshot.ts";
+import type { Timeframe } from "../../src/market/timeframes.ts";
 import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
 import { startTestServer, type TestServer } from "../support/test-server.ts";
 

@@ -19,7 +19,7 @@ import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IngestService, PushCandlesRequestSchema, type PushCandlesRequest } from "../../gen/signals/v1/ingest_pb.js";
 import { readClosed, readForming, runSeries, type Candle, type EngineState, type Reading } from "../../src/engine/index.ts";
-import type { Timeframe } from "../../src/signals/request.ts";
+import type { Timeframe } from "../../src/market/timeframes.ts";
 import { referenceSignalId } from "../support/reference-signal-id.ts";
 import { structureBreak } from "../support/structure-break.ts";
 import { readCandleFile } from "../../src/market/csv-candles.ts";

@@ -2,8 +2,8 @@
  * A SignalSnapshot with fixed readings, so the REST and gRPC contracts can be tested with
  * every field populated before the engine feeds the real one.
  */
-import type { SignalReading, SignalSnapshot, SnapshotLookup } from "../../src/signals/snapshot.ts";
-import type { Timeframe } from "../../src/signals/request.ts";
+import type { SignalReading, SignalSnapshot, SnapshotLookup } from "../../src/market/snapshot.ts";
+import type { Timeframe } from "../../src/market/timeframes.ts";
 
 /** Readings by "SYMBOL/tf"; symbols listed in `known` without a reading answer no_data. */
 export function fixedSnapshot(readings: Record<string, SignalReading>, known: string[] = []): SignalSnapshot {

@@ -7,7 +7,7 @@ import { pino } from "pino";
 import type { Candle } from "../../src/engine/index.ts";
 import { pushDataset } from "../../src/market-data/ingest-service.ts";
 import type { DerivativesInput, FundamentalsInput, MacroInput, NewsInput } from "../../src/market-data/datasets.ts";
-import type { Timeframe } from "../../src/signals/request.ts";
+import type { Timeframe } from "../../src/market/timeframes.ts";
 import type { TestServer } from "./test-server.ts";
 
 export const H = 3_600_000;

@@ -4,7 +4,7 @@
  */
 import type { EngineState, Reading } from "../../src/engine/index.ts";
 import { signalEventId } from "../../src/market/signal-events.ts";
-import type { Timeframe } from "../../src/signals/request.ts";
+import type { Timeframe } from "../../src/market/timeframes.ts";
 
 export function referenceSignalId(symbol: string, tf: Timeframe, closedState: EngineState, reading: Reading): string | null {
   return reading.confirmed && closedState.signalAt !== null ? signalEventId(symbol, tf, closedState.signalAt) : null;

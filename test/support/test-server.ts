@@ -1,17 +1,17 @@
 /**
  * A real server on port 0 over a fresh database, with a controllable clock, for end-to-end
- * tests with real clients.
+ * tests with real clients. It is the production server (createServer), as main.ts starts it.
  */
 import { pino } from "pino";
 import { createLogger } from "../../src/logger.ts";
 import { loadConfig, type Config } from "../../src/config.ts";
-import { createApp, type App } from "../../src/server/create-app.ts";
+import { createServer } from "../../src/server/create-server.ts";
 import { createAccount } from "../../src/accounts/accounts.ts";
-import { emptySnapshot, type SignalSnapshot } from "../../src/signals/snapshot.ts";
-import { MarketFeed } from "../../src/market/feed.ts";
+import { emptySnapshot, type SignalSnapshot } from "../../src/market/snapshot.ts";
+import type { MarketFeed } from "../../src/market/feed.ts";
 import { createTestDb, type TestDb } from "./test-db.ts";
-import { SignalEventHub } from "../../src/events/event-hub.ts";
-import { startAlertDelivery, type AlertDelivery } from "../../src/alerts/delivery.ts";
+import type { SignalEventHub } from "../../src/events/event-hub.ts";
+import type { AlertDelivery } from "../../src/alerts/delivery.ts";
 
 export const INTERNAL_TOKEN = "test-internal-token-0123456789";
 
@@ -72,28 +72,17 @@ export async function startTestServer(
   const config = loadConfig({ PORT: "0", INTERNAL_PORT: "0", INTERNAL_TOKEN, LOG_LEVEL: "silent", ...options.env });
   const clock = options.clock ?? createTestClock();
   const logger = options.logs ? createLogger(config.logLevel, options.logs) : pino({ level: "silent" });
-  let feed: MarketFeed | null = null;
-  if (options.feed) {
-    feed = new MarketFeed({ db: db.handle, clock, logger, staleAfterMs: config.staleAfterMs, alertMaxDelayMs: config.alerts.maxDelayMs });
-    await feed.load();
-  }
-  const events = new SignalEventHub();
-  await events.start(db.handle);
-  const app: App = createApp({
-    config,
+  const server = createServer(config, {
     db: db.handle,
     clock,
     logger,
-    snapshot: feed ?? options.snapshot ?? emptySnapshot,
-    ...(feed ? { feed } : {}),
     internalToken: INTERNAL_TOKEN,
-    events,
-    deliveries: () => delivery?.worker?.counts ?? null,
+    ...(options.feed ? {} : { snapshot: options.snapshot ?? emptySnapshot }),
   });
-  const { port, internalPort } = await app.start();
-  // Assigned after the app starts (as in boot.ts); /metrics reads it when scraped.
-  let delivery: AlertDelivery | null = null;
-  delivery = await startAlertDelivery(config, db.handle, logger);
+  const { port, internalPort } = await server.start();
+  const feed = server.feed;
+  const delivery = server.delivery!;
+  const events = server.events;
   return {
     baseUrl: `http://127.0.0.1:${port}`,
     internalUrl: `http://127.0.0.1:${internalPort}`,
@@ -119,9 +108,7 @@ export async function startTestServer(
       return { accountId: summary.accountId, apiKey };
     },
     async close() {
-      await app.stop(1000);
-      await delivery.stop();
-      await feed?.close();
+      await server.stop(1000);
       if (!options.db) await db.drop();
     },
   };

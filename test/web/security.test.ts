@@ -6,6 +6,7 @@
  * one-time setup links, session expiry and revocation, safe redirects, and bad form bodies.
  */
 import { createHash } from "node:crypto";
+import http from "node:http";
 import { PassThrough } from "node:stream";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -390,6 +391,30 @@ describe("HTTP details", () => {
     expect(json.status).toBe(415);
     const [settings] = await server.db.handle.rows<{ chat_id: string }>(sql`SELECT chat_id FROM alert_settings WHERE account_id = ${ana.accountId}`);
     expect(settings!.chat_id).toBe("987654321");
+  });
+
+  it("reads a form sent without Content-Length (chunked) under the same limits", async () => {
+    const client = await signedIn(ANA);
+    const token = await client.sessionCsrfToken();
+    const postChunked = (form: Record<string, string>) =>
+      new Promise<number>((resolve, reject) => {
+        const cookie = [...client.cookies].map(([k, v]) => `${k}=${v}`).join("; ");
+        const req = http.request(
+          { host: "127.0.0.1", port: server.port, path: "/account/alerts", method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", cookie }, agent: false },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
+        req.on("error", reject);
+        const body = new URLSearchParams(form).toString();
+        for (let i = 0; i < body.length; i += 1000) req.write(body.slice(i, i + 1000));
+        req.end();
+      });
+    expect(await postChunked({ csrf_token: token, chat_id: "1".repeat(20_000), symbols: "BTC", timeframes: "1h" })).toBe(413);
+    const [before] = await server.db.handle.rows<{ chat_id: string; symbols: string[]; timeframes: string[] }>(sql`SELECT chat_id, symbols, timeframes FROM alert_settings WHERE account_id = ${ana.accountId}`);
+    expect(await postChunked({ csrf_token: token, chat_id: before!.chat_id, symbols: before!.symbols.join(","), timeframes: before!.timeframes[0]! })).toBe(303);
+    expect(await postChunked({ csrf_token: "wrong", chat_id: "1", symbols: "BTC", timeframes: "1h" })).toBe(403);
   });
 
   it("keeps API 404s as JSON and unknown coins as a 404 page", async () => {

@@ -9,7 +9,7 @@ import { prng } from "../../../src/market/demo-feed.ts";
 import { readClosed, readForming, runSeries, type Candle, type EngineState, type Reading } from "../../../src/engine/index.ts";
 import { CoinRuntime, type CandleRow } from "../../../src/market/coin-runtime.ts";
 import type { ValidUpdate } from "../../../src/market/validate.ts";
-import type { Timeframe } from "../../../src/signals/request.ts";
+import type { Timeframe } from "../../../src/market/timeframes.ts";
 
 const MIN = 60_000;
 const H = 60 * MIN;

@@ -2,7 +2,7 @@
  * The read side of the engine: what a paid call reads. A call never computes signals; it
  * only looks up the latest reading per (coin, timeframe).
  */
-import type { Timeframe } from "./request.ts";
+import type { Timeframe } from "./timeframes.ts";
 
 export type SignalName = "NONE" | "LONG" | "STRONG_LONG" | "SHORT" | "STRONG_SHORT";
 

@@ -1,0 +1,48 @@
+/**
+ * The web pages as one hono app, mounted as the public listener's fallback (after the REST
+ * routes). Every page is server-rendered; every POST passes the Origin check, the form checks
+ * and a CSRF token check before it changes anything; every signed-in page reads the account
+ * from the session only. Each page's routes live in routes/, built over the shared page kit.
+ */
+import { Hono } from "hono";
+import { getRequestListener } from "@hono/node-server";
+import { errorSummary } from "../logger.ts";
+import { renderMessagePage } from "./auth-pages.ts";
+import type { WebRequest, WebResponse } from "./http.ts";
+import { createPageKit, pageSecurityHeaders, type WebDeps, type WebEnv } from "./page-kit.ts";
+import { accountRoutes } from "./routes/account.ts";
+import { assetRoutes } from "./routes/assets.ts";
+import { chartRoutes } from "./routes/charts.ts";
+import { setupPasswordRoutes } from "./routes/setup-password.ts";
+import { signInRoutes } from "./routes/sign-in.ts";
+
+/** How paths that are not pages are answered (the API's JSON errors, owned by the server). */
+export interface WebFallbacks {
+  /** The answer for a path no route takes. */
+  notFound(): Response;
+  /** The answer for a request Node accepted but that cannot be a URL (a malformed Host). */
+  badRequest(): Response;
+}
+
+/** Builds the web app over its dependencies (assets are read once, here). */
+export function createWebApp(deps: WebDeps, fallbacks: Pick<WebFallbacks, "notFound">): Hono<WebEnv> {
+  const kit = createPageKit(deps);
+  const app = new Hono<WebEnv>();
+  app.use(pageSecurityHeaders);
+  for (const routes of [assetRoutes, signInRoutes, setupPasswordRoutes, accountRoutes, chartRoutes]) app.route("/", routes(kit));
+  app.notFound(() => fallbacks.notFound());
+  app.onError((err, c) => {
+    deps.logger.error({ err: errorSummary(err), path: c.req.path }, "web page failed");
+    return kit.page(c, 500, renderMessagePage(kit.publicCtx, "Something went wrong", "The page could not be built. Try again in a moment."));
+  });
+  return app;
+}
+
+/** The web app as a Node request handler for the Connect adapter's fallback. */
+export function createWebHandler(deps: WebDeps, fallbacks: WebFallbacks): (req: WebRequest, res: WebResponse) => Promise<void> {
+  const app = createWebApp(deps, fallbacks);
+  // The default overrideGlobalObjects: hono's bodyLimit builds a `new Request` from the adapter's
+  // lightweight request, which only the adapter's Request subclass accepts (a chunked form was a 500).
+  const listener = getRequestListener(app.fetch, { errorHandler: () => fallbacks.badRequest() });
+  return (req, res) => listener(req as never, res as never);
+}

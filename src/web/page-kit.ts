@@ -1,0 +1,193 @@
+/**
+ * What every page route shares: the web layer's hono environment, the security headers, the
+ * session and CSRF cookies, the checks every POST passes before it may change anything, and
+ * the few ways a page answers (a page, a 303 redirect, a refusal). Built once per app over its
+ * dependencies; the route modules in routes/ take it as their only argument.
+ */
+import type { Context, MiddlewareHandler } from "hono";
+import type { HttpBindings, Http2Bindings } from "@hono/node-server";
+import { getCookie } from "hono/cookie";
+import { bodyLimit } from "hono/body-limit";
+import { secureHeaders } from "hono/secure-headers";
+import type { Logger } from "pino";
+import type { Config } from "../config.ts";
+import type { Clock } from "../clock.ts";
+import type { DbHandle } from "../db/client.ts";
+import { getAccountSummary, type AccountSummary } from "../accounts/accounts.ts";
+import { loadAssets, type Assets } from "./assets.ts";
+import { renderContinuePage, renderMessagePage, type PageContext } from "./auth-pages.ts";
+import { CSRF_COOKIE, CSRF_FIELD, isWellFormedCsrfCookie, newCsrfCookieValue, originAllowed, sessionCsrfMatches, sessionCsrfToken } from "./csrf.ts";
+import { cookie, ownOrigins, requestIsTls, type WebRequest } from "./http.ts";
+import { findSession, type WebSession } from "./sessions.ts";
+import { DEFAULT_THROTTLE, type ThrottlePolicy } from "./throttle.ts";
+
+export interface WebDeps {
+  readonly config: Config;
+  readonly db: DbHandle;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** Failed sign-in budget (tests may pass a smaller one). */
+  readonly throttle?: ThrottlePolicy;
+}
+
+/** A signed-in member: their session, account summary and the context their pages render in. */
+export interface Signed {
+  readonly session: WebSession;
+  readonly summary: AccountSummary;
+  readonly ctx: PageContext & { signedIn: { email: string; csrfToken: string } };
+}
+
+/** The hono environment of the web pages: Node's request (for the socket) and per-request values. */
+export interface WebEnv {
+  Bindings: HttpBindings | Http2Bindings;
+  Variables: {
+    /** Set by `kit.session` on the routes that need it. */
+    signed: Signed | null;
+    /** Set by `kit.form` on POST routes. */
+    form: URLSearchParams;
+  };
+}
+export type WebContext = Context<WebEnv>;
+
+/** Name of the session cookie. */
+export const SESSION_COOKIE = "sid";
+/** Largest form body accepted; every form of the site is far smaller. */
+export const MAX_FORM_BYTES = 16 * 1024;
+const CSRF_COOKIE_MAX_AGE_S = 2 * 3600;
+
+/**
+ * Sent with every page. Scripts and styles only from our own origin (files, no inline code),
+ * no framing, no referrer to other sites (setup links carry a token in the URL). HSTS stays the
+ * TLS proxy's decision (includeSubDomains would reach the operator's other hosts).
+ */
+export const pageSecurityHeaders = secureHeaders({
+  contentSecurityPolicy: {
+    defaultSrc: ["'none'"],
+    scriptSrc: ["'self'"],
+    styleSrc: ["'self'"],
+    imgSrc: ["'self'"],
+    connectSrc: ["'self'"],
+    formAction: ["'self'"],
+    frameAncestors: ["'none'"],
+    baseUri: ["'none'"],
+  },
+  referrerPolicy: "same-origin",
+  xFrameOptions: "DENY",
+  crossOriginOpenerPolicy: "same-origin",
+  strictTransportSecurity: false,
+});
+
+/** Builds the shared page helpers over the web dependencies (assets are read once, here). */
+export function createPageKit(deps: WebDeps) {
+  const { config, db, clock } = deps;
+  const assets: Assets = loadAssets();
+  const stylesheet = assets.url("app.css");
+  const publicCtx: PageContext = { stylesheet, signedIn: null };
+  const nodeRequest = (c: WebContext): WebRequest => c.env.incoming;
+  const secureCookies = (c: WebContext) => requestIsTls(nodeRequest(c), config.trustProxy) || config.publicBaseUrl.startsWith("https:");
+
+  /** An HTML page; pages are never cached (they carry CSRF tokens and account data). */
+  function page(c: WebContext, status: number, body: string, headers: Record<string, string> = {}): Response {
+    return c.body(body, status as 200, { ...headers, "content-type": "text/html; charset=utf-8", "cache-control": "no-store" });
+  }
+
+  /** 303 See Other to a path of this site (after a POST, the browser follows with a GET). */
+  function seeOther(c: WebContext, location: string): Response {
+    return c.body(null, 303, { location, "cache-control": "no-store", "content-length": "0" });
+  }
+
+  function refuse(c: WebContext, ctx: PageContext): Response {
+    return page(c, 403, renderMessagePage(ctx, "Form refused", "This form did not come from this site, or it has expired. Nothing was changed. Go back, reload the page and try again."));
+  }
+
+  const ctxOf = (c: WebContext): PageContext => c.get("signed")?.ctx ?? publicCtx;
+
+  async function signedIn(c: WebContext): Promise<Signed | null> {
+    const session = await findSession(db, getCookie(c, SESSION_COOKIE), clock());
+    if (session === null) return null;
+    const summary = await getAccountSummary(db, session.accountId, clock());
+    return { session, summary, ctx: { stylesheet, signedIn: { email: summary.email, csrfToken: sessionCsrfToken(session.csrfSecret) } } };
+  }
+
+  /** Loads the member of the session cookie (or null) into `c.var.signed`. */
+  const session: MiddlewareHandler<WebEnv> = async (c, next) => {
+    c.set("signed", await signedIn(c));
+    await next();
+  };
+
+  const formRefused = (c: WebContext, status: 400 | 413 | 415, message: string) => page(c, status, renderMessagePage(ctxOf(c), "Form refused", `${message} Nothing was changed.`));
+
+  /**
+   * The checks every POST passes, in this order, before its handler runs: the Origin header
+   * (when sent) is ours, the body is a form of at most MAX_FORM_BYTES in UTF-8. The form is left
+   * in `c.var.form`.
+   */
+  const limit = bodyLimit({ maxSize: MAX_FORM_BYTES, onError: (c) => formRefused(c as WebContext, 413, "The form is too large.") });
+  const form: MiddlewareHandler<WebEnv> = async (c, next) => {
+    if (!originAllowed(c.req.header("origin"), ownOrigins(nodeRequest(c), config.publicBaseUrl, config.trustProxy))) return refuse(c, ctxOf(c));
+    const type = (c.req.header("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
+    if (type !== "application/x-www-form-urlencoded") return formRefused(c, 415, "Forms must be sent as application/x-www-form-urlencoded.");
+    let refused: Response | undefined;
+    const limited = await limit(c, async () => {
+      let text: string;
+      try {
+        text = new TextDecoder("utf-8", { fatal: true }).decode(await c.req.arrayBuffer());
+      } catch {
+        refused = formRefused(c, 400, "The form is not valid UTF-8.");
+        return;
+      }
+      c.set("form", new URLSearchParams(text));
+      await next();
+    });
+    return limited ?? refused;
+  };
+
+  /** For a signed-in form (after `session` and `form`): a live session and its CSRF token. */
+  const signedInForm: MiddlewareHandler<WebEnv> = async (c, next) => {
+    const signed = c.get("signed");
+    if (signed === null) {
+      clearSessionCookie(c);
+      return seeOther(c, "/signin");
+    }
+    if (!sessionCsrfMatches(signed.session.csrfSecret, c.get("form").get(CSRF_FIELD))) return refuse(c, signed.ctx);
+    await next();
+  };
+
+  const setCookie = (c: WebContext, name: string, value: string, maxAgeSeconds: number) =>
+    c.header("set-cookie", cookie(name, value, { maxAgeSeconds, secure: secureCookies(c) }), { append: true });
+
+  function setSessionCookie(c: WebContext, token: string): void {
+    setCookie(c, SESSION_COOKIE, token, config.sessionTtlMs / 1000);
+  }
+
+  function clearSessionCookie(c: WebContext): void {
+    setCookie(c, SESSION_COOKIE, "", 0);
+  }
+
+  /** The double-submit value of this browser; sets the cookie when it is new. */
+  function csrfCookie(c: WebContext): string {
+    const existing = getCookie(c, CSRF_COOKIE);
+    if (isWellFormedCsrfCookie(existing)) return existing;
+    const value = newCsrfCookieValue();
+    setCookie(c, CSRF_COOKIE, value, CSRF_COOKIE_MAX_AGE_S);
+    return value;
+  }
+
+  /** For a GET with no session: sign in first, then come back here. */
+  function toSignIn(c: WebContext, path: string): Response {
+    // A link from another site (an alert message) arrives without our SameSite=Strict cookie;
+    // one same-site reload brings it along (see renderContinuePage).
+    if (c.req.header("sec-fetch-site") === "cross-site") return page(c, 200, renderContinuePage(publicCtx, path));
+    return seeOther(c, path === "/account" ? "/signin" : `/signin?next=${encodeURIComponent(path)}`);
+  }
+
+  return { deps, assets, publicCtx, nodeRequest, page, seeOther, refuse, signedIn, session, form, signedInForm, setSessionCookie, clearSessionCookie, csrfCookie, toSignIn };
+}
+
+/** The shared page helpers a route module receives. */
+export type PageKit = ReturnType<typeof createPageKit>;
+
+/** Answers 405 with an Allow header for the other methods on a path whose routes are registered. */
+export function methodNotAllowed(kit: PageKit, allow: string) {
+  return (c: WebContext) => kit.page(c, 405, renderMessagePage(kit.publicCtx, "Method not allowed", `This address accepts ${allow} only.`), { allow });
+}

@@ -1,0 +1,82 @@
+/**
+ * The member's own account: `/account` (balance, ledger, alert settings), `/account/key`
+ * (regenerate the API key) and `/account/alerts`. The account comes from the session only:
+ * there is no account id in any URL or form.
+ */
+import { Hono } from "hono";
+import { getAccountSummary, regenerateKey } from "../../accounts/accounts.ts";
+import { applyMonthlyGrant } from "../../billing/tokens.ts";
+import { recentLedgerEntries } from "../../billing/ledger.ts";
+import { AlertSettingsError, clearAlertSettings, getAlertSettings, parseAlertSettings, saveAlertSettings } from "../../alerts/settings.ts";
+import { renderAccountPage, renderKeyConfirmPage, renderNewKeyPage, type AccountView } from "../account-page.ts";
+import { methodNotAllowed, type PageKit, type Signed, type WebEnv } from "../page-kit.ts";
+
+const LEDGER_ROWS = 20;
+
+/** Routes of `/account`, `/account/key` and `/account/alerts`. */
+export function accountRoutes(kit: PageKit): Hono<WebEnv> {
+  const { config, db, clock, logger } = kit.deps;
+  const app = new Hono<WebEnv>();
+
+  async function accountView(signed: Signed, extra: Partial<AccountView> = {}): Promise<AccountView> {
+    const now = clock();
+    return {
+      summary: signed.summary,
+      now,
+      dailyCap: config.limits.dailyCap,
+      monthlyGrant: config.limits.monthlyGrant,
+      ledger: await recentLedgerEntries(db, signed.session.accountId, LEDGER_ROWS),
+      alerts: await getAlertSettings(db, signed.session.accountId),
+      ...extra,
+    };
+  }
+
+  app.get("/account", kit.session, async (c) => {
+    let signed = c.get("signed");
+    if (signed === null) return kit.toSignIn(c, "/account");
+    // The month's grant is applied lazily; applying it here shows the balance the next call sees.
+    await applyMonthlyGrant(db, signed.session.accountId, config.limits, clock());
+    signed = { ...signed, summary: await getAccountSummary(db, signed.session.accountId, clock()) };
+    const flash = c.req.query("alerts-saved") !== undefined ? "Alert settings saved." : c.req.query("alerts-stopped") !== undefined ? "Alerts stopped." : null;
+    return kit.page(c, 200, renderAccountPage(signed.ctx, await accountView(signed, { flash })));
+  });
+  app.all("/account", methodNotAllowed(kit, "GET"));
+
+  app.get("/account/key", kit.session, (c) => {
+    const signed = c.get("signed");
+    if (signed === null) return kit.toSignIn(c, "/account/key");
+    return kit.page(c, 200, renderKeyConfirmPage(signed.ctx, signed.summary.keyPrefix));
+  });
+
+  app.post("/account/key", kit.session, kit.form, kit.signedInForm, async (c) => {
+    const signed = c.get("signed")!;
+    if (c.get("form").get("confirm") !== "yes") return kit.seeOther(c, "/account/key");
+    const { apiKey } = await regenerateKey(db, signed.session.accountId, clock());
+    logger.info({ accountId: signed.session.accountId }, "api key regenerated from the account page");
+    // The one response that carries a full key: never stored by any cache (kit.page: no-store).
+    return kit.page(c, 200, renderNewKeyPage(signed.ctx, apiKey, [kit.assets.url("account.js")]));
+  });
+  app.all("/account/key", methodNotAllowed(kit, "GET, POST"));
+
+  app.post("/account/alerts", kit.session, kit.form, kit.signedInForm, async (c) => {
+    const signed = c.get("signed")!;
+    const form = c.get("form");
+    const accountId = signed.session.accountId;
+    if (form.get("action") === "clear") {
+      await clearAlertSettings(db, accountId);
+      return kit.seeOther(c, "/account?alerts-stopped");
+    }
+    const input = { chatId: (form.get("chat_id") ?? "").slice(0, 64), symbols: (form.get("symbols") ?? "").slice(0, 800), timeframes: form.getAll("timeframes").slice(0, 10) };
+    try {
+      const settings = parseAlertSettings(input);
+      await saveAlertSettings(db, accountId, settings);
+      return kit.seeOther(c, "/account?alerts-saved");
+    } catch (err) {
+      if (!(err instanceof AlertSettingsError)) throw err;
+      const view = await accountView(signed, { alertsForm: { ...input, error: `Not saved: ${err.message}.` } });
+      return kit.page(c, 400, renderAccountPage(signed.ctx, view));
+    }
+  });
+  app.all("/account/alerts", methodNotAllowed(kit, "POST"));
+  return app;
+}
