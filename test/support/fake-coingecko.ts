@@ -4,23 +4,11 @@
  * shapes, refuses a key of the other plan with CoinGecko's 10010 / 10011 errors, and can
  * answer 429 (with Retry-After) a given number of times.
  */
+import type { MarketRow } from "../../src/feeder/sources/fundamentals.ts";
 import { json, startFakeHttp, type FakeHttp } from "./fake-http.ts";
 
-export interface CoinGeckoMarket {
-  id: string;
-  symbol: string;
-  name: string;
-  current_price: number;
-  market_cap: number | null;
-  market_cap_rank: number | null;
-  fully_diluted_valuation: number | null;
-  circulating_supply: number | null;
-  total_supply: number | null;
-  max_supply: number | null;
-  ath: number | null;
-  ath_date: string | null;
-  last_updated: string | null;
-}
+/** A /coins/markets row: the fields the source reads plus a few it ignores. */
+export type CoinGeckoMarket = MarketRow & { name: string; current_price: number };
 
 export interface FakeCoinGecko extends FakeHttp {
   /** What the fake serves; change it in place. */

@@ -11,12 +11,10 @@
  * up in /coins/list, and when several coins share it, the best market-cap rank wins and the
  * choice is logged and reported.
  */
-import type { Logger } from "pino";
-import type { Clock } from "../../clock.ts";
 import type { FundamentalsConfig } from "./config.ts";
 import { backoffMs, expectOk, HttpStatusError, httpGet } from "./http-get.ts";
-import { streamOf, summaryOf, type DataIngestClient } from "./ingest-client.ts";
-import type { ContextSource, SourceReporter } from "./source.ts";
+import { streamOf, summaryOf } from "./ingest-client.ts";
+import type { ContextSource, SourceDeps } from "./source.ts";
 
 export const COINGECKO_SOURCE = "CoinGecko";
 /** /coins/list is re-read at most this often (it changes slowly and costs a call). */
@@ -24,7 +22,7 @@ const COIN_LIST_TTL_MS = 24 * 3_600_000;
 const FIRST_RETRY_MS = 60_000;
 
 /** The /coins/markets fields we read (CoinGecko's documented names). */
-interface MarketRow {
+export interface MarketRow {
   id: string;
   symbol: string;
   market_cap: number | null;
@@ -99,14 +97,7 @@ function describeCoinGeckoError(body: string): string {
   }
 }
 
-export interface FundamentalsSourceDeps {
-  readonly config: FundamentalsConfig;
-  readonly timeoutMs: number;
-  readonly ingest: DataIngestClient;
-  readonly clock: Clock;
-  readonly logger: Logger;
-  readonly report: SourceReporter;
-}
+export type FundamentalsSourceDeps = SourceDeps<FundamentalsConfig>;
 
 /** The fundamentals source, with the ambiguous codes it resolved (for reports). */
 export function createFundamentalsSource(deps: FundamentalsSourceDeps): ContextSource & { ambiguous(): AmbiguousCode[] } {

@@ -6,12 +6,10 @@
  * the series' short unit, at 00:00 UTC of the observation date; "." (no value) is skipped.
  * One series failing does not stop the others.
  */
-import type { Logger } from "pino";
-import type { Clock } from "../../clock.ts";
 import type { MacroConfig } from "./config.ts";
 import { backoffMs, expectOk, HttpStatusError, httpGet } from "./http-get.ts";
-import { streamOf, summaryOf, type DataIngestClient } from "./ingest-client.ts";
-import type { ContextSource, SourceReporter } from "./source.ts";
+import { streamOf, summaryOf } from "./ingest-client.ts";
+import type { ContextSource, SourceDeps } from "./source.ts";
 
 export const FRED_SOURCE = "FRED, Federal Reserve Bank of St. Louis";
 const FIRST_RETRY_MS = 15 * 60_000;
@@ -53,14 +51,7 @@ function describeFredError(body: string): string {
   }
 }
 
-export interface MacroSourceDeps {
-  readonly config: MacroConfig;
-  readonly timeoutMs: number;
-  readonly ingest: DataIngestClient;
-  readonly clock: Clock;
-  readonly logger: Logger;
-  readonly report: SourceReporter;
-}
+export type MacroSourceDeps = SourceDeps<MacroConfig>;
 
 /** The macro source. Needs FRED_API_KEY (checked by startContextSources). */
 export function createMacroSource(deps: MacroSourceDeps): ContextSource {

@@ -11,14 +11,12 @@
  */
 import { createHash } from "node:crypto";
 import { extractFromJson, extractFromXml, type FeedEntry } from "@extractus/feed-extractor";
-import type { Logger } from "pino";
-import type { Clock } from "../../clock.ts";
 import { MAX_NEWS_COINS } from "../../market-data/datasets.ts";
 import { tagCoins } from "./coin-tags.ts";
 import type { NewsConfig } from "./config.ts";
 import { backoffMs, displayUrl, expectOk, HttpStatusError, httpGet } from "./http-get.ts";
-import { streamOf, summaryOf, type DataIngestClient } from "./ingest-client.ts";
-import type { ContextSource, SourceReporter } from "./source.ts";
+import { streamOf, summaryOf } from "./ingest-client.ts";
+import type { ContextSource, SourceDeps } from "./source.ts";
 
 /** Longest wait after repeated failures of one feed. */
 const MAX_BACKOFF_MS = 6 * 3_600_000;
@@ -124,14 +122,7 @@ class BoundedSet {
   }
 }
 
-export interface NewsSourceDeps {
-  readonly config: NewsConfig;
-  readonly timeoutMs: number;
-  readonly ingest: DataIngestClient;
-  readonly clock: Clock;
-  readonly logger: Logger;
-  readonly report: SourceReporter;
-}
+export type NewsSourceDeps = SourceDeps<NewsConfig>;
 
 /** The news source: fetches the feeds that are due and pushes their new items in one stream. */
 export function createNewsSource(deps: NewsSourceDeps): ContextSource {
