@@ -12,7 +12,7 @@
  * choice is logged and reported.
  */
 import type { FundamentalsConfig } from "./config.ts";
-import { backoffMs, expectOk, HttpStatusError, httpGet } from "./http-get.ts";
+import { backoffMs, expectOk, HttpStatusError, httpGet, readJson } from "./http-get.ts";
 import { streamOf, summaryOf } from "./ingest-client.ts";
 import type { ContextSource, SourceDeps } from "./source.ts";
 
@@ -111,7 +111,7 @@ export function createFundamentalsSource(deps: FundamentalsSourceDeps): ContextS
 
   async function getJson<T>(path: string, signal: AbortSignal): Promise<T> {
     const res = await expectOk(await httpGet(`${config.apiBase}${path}`, { headers, timeoutMs: deps.timeoutMs, signal }), clock(), describeCoinGeckoError);
-    return (await res.json()) as T;
+    return readJson<T>(res);
   }
 
   /** Candidates per lower-case symbol for the codes without an explicit id. */

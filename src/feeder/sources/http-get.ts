@@ -51,6 +51,34 @@ export async function expectOk(res: Response, now: number, describe: (body: stri
   throw new HttpStatusError(res.status, `HTTP ${res.status}${body.trim() ? `: ${describe(body).replace(/\s+/g, " ").trim()}` : ""}`, retryAfterMs(res.headers.get("retry-after"), now));
 }
 
+/** Largest body we read from a provider: a feed or a coin list is far smaller; a runaway answer is an error, not a crash. */
+export const MAX_BODY_BYTES = 16 * 1024 * 1024;
+
+/** The body as UTF-8 text, refusing one larger than MAX_BODY_BYTES. */
+export async function readBody(res: Response, maxBytes = MAX_BODY_BYTES): Promise<string> {
+  const declared = Number(res.headers.get("content-length") ?? "0");
+  if (declared > maxBytes) throw new Error(`answer of ${declared} bytes is larger than ${maxBytes}`);
+  if (!res.body) return "";
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of res.body) {
+    size += chunk.byteLength;
+    if (size > maxBytes) throw new Error(`answer larger than ${maxBytes} bytes`);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/** The body parsed as JSON (within MAX_BODY_BYTES). */
+export async function readJson<T>(res: Response): Promise<T> {
+  const text = await readBody(res);
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    throw new Error("answer is not JSON");
+  }
+}
+
 /** Origin and path of a URL, for logs and statuses (never its query, which may hold a key). */
 export function displayUrl(url: string): string {
   try {

@@ -7,7 +7,7 @@
  * One series failing does not stop the others.
  */
 import type { MacroConfig } from "./config.ts";
-import { backoffMs, expectOk, HttpStatusError, httpGet } from "./http-get.ts";
+import { backoffMs, expectOk, HttpStatusError, httpGet, readJson } from "./http-get.ts";
 import { streamOf, summaryOf } from "./ingest-client.ts";
 import type { ContextSource, SourceDeps } from "./source.ts";
 
@@ -64,7 +64,7 @@ export function createMacroSource(deps: MacroSourceDeps): ContextSource {
     // The key travels in the query (FRED has no header for it); errors never repeat the URL.
     const query = new URLSearchParams({ ...params, api_key: config.apiKey ?? "", file_type: "json" });
     const res = await expectOk(await httpGet(`${config.apiBase}${path}?${query}`, { headers: { accept: "application/json" }, timeoutMs: deps.timeoutMs, signal }), clock(), describeFredError);
-    return (await res.json()) as T;
+    return readJson<T>(res);
   }
 
   async function seriesRows(series: string, signal: AbortSignal): Promise<MacroPushRow[]> {

@@ -14,7 +14,7 @@ import { extractFromJson, extractFromXml, type FeedEntry } from "@extractus/feed
 import { MAX_NEWS_COINS } from "../../market-data/datasets.ts";
 import { tagCoins } from "./coin-tags.ts";
 import type { NewsConfig } from "./config.ts";
-import { backoffMs, displayUrl, expectOk, HttpStatusError, httpGet } from "./http-get.ts";
+import { backoffMs, displayUrl, expectOk, HttpStatusError, httpGet, readBody } from "./http-get.ts";
 import { streamOf, summaryOf } from "./ingest-client.ts";
 import type { ContextSource, SourceDeps } from "./source.ts";
 
@@ -138,7 +138,7 @@ export function createNewsSource(deps: NewsSourceDeps): ContextSource {
     const etag = res.headers.get("etag") ?? feed.etag;
     const lastModified = res.headers.get("last-modified") ?? feed.lastModified;
     if (res.status === 304) return { feed, items: [], malformed: 0, etag, lastModified, notModified: true };
-    const body = await res.text();
+    const body = await readBody(res);
     let parsed;
     try {
       parsed = parseFeed(body, res.headers.get("content-type") ?? "", feed.url);
@@ -168,11 +168,12 @@ export function createNewsSource(deps: NewsSourceDeps): ContextSource {
       for (const f of due) f.nextDueMs = now + config.refreshMs;
       const results: FeedResult[] = [];
       const settled = await Promise.allSettled(due.map((f) => fetchFeed(f, signal)));
+      // Stopping aborts the fetches: that is no failure of the feeds.
+      if (signal.aborted) return;
       settled.forEach((r, i) => {
         if (r.status === "fulfilled") results.push(r.value);
         else failed(due[i]!, r.reason, now);
       });
-      if (signal.aborted) return;
       // De-duplicate across the feeds of this round and what earlier rounds sent (guid/link
       // digests are the ids; the store ignores ids it already has).
       const batch: NewsItemOut[] = [];

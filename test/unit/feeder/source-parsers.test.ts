@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { fundamentalsRow } from "../../../src/feeder/sources/fundamentals.ts";
 import { macroRows } from "../../../src/feeder/sources/macro.ts";
 import { newsId, parseFeed } from "../../../src/feeder/sources/news.ts";
-import { backoffMs, retryAfterMs } from "../../../src/feeder/sources/http-get.ts";
+import { backoffMs, readBody, retryAfterMs } from "../../../src/feeder/sources/http-get.ts";
 
 const NOW = Date.parse("2026-11-15T04:00:00Z");
 
@@ -78,5 +78,13 @@ describe("back-off and Retry-After", () => {
     expect(retryAfterMs(new Date(NOW + 30_000).toUTCString(), NOW)).toBe(30_000);
     expect(retryAfterMs(null, NOW)).toBeNull();
     expect(retryAfterMs("soon", NOW)).toBeNull();
+  });
+});
+
+describe("readBody", () => {
+  it("reads a body up to the limit and refuses a larger one, declared or streamed", async () => {
+    expect(await readBody(new Response("é".repeat(5)), 10)).toBe("ééééé");
+    await expect(readBody(new Response("x".repeat(11)), 10)).rejects.toThrow(/larger than 10/);
+    await expect(readBody(new Response("x", { headers: { "content-length": "999" } }), 10)).rejects.toThrow(/999 bytes is larger than 10/);
   });
 });
