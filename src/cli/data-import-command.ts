@@ -62,6 +62,10 @@ const FIELDS: Record<PushedDataset, Record<string, { type: FieldType; local: str
     market_cap_usd: { type: "number", local: "marketCapUsd" },
     rank: { type: "integer", local: "rank", optional: true },
     source: { type: "string", local: "source" },
+    total_supply: { type: "number", local: "totalSupply", optional: true },
+    fully_diluted_valuation_usd: { type: "number", local: "fullyDilutedValuationUsd", optional: true },
+    ath_usd: { type: "number", local: "athUsd", optional: true },
+    ath_time: { type: "time", local: "athTime", optional: true },
   },
 };
 

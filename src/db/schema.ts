@@ -336,7 +336,7 @@ export const newsItems = pgTable(
   (t) => [index("news_items_time_idx").on(t.time, t.id)],
 );
 
-/** Points of macro-economic series (GET /api/v1/macro); history is immutable. */
+/** Points of macro-economic series (GET /api/v1/macro); a changed value for a stored (series, time) is a revision and replaces it. */
 export const macroPoints = pgTable(
   "macro_points",
   {
@@ -362,4 +362,9 @@ export const coinFundamentals = pgTable("coin_fundamentals", {
   rank: integer("rank"),
   source: text("source").notNull(),
   updatedAt: timestamp("updated_at", { withTimezone: true }).notNull(),
+  totalSupply: doublePrecision("total_supply"),
+  fullyDilutedValuationUsd: doublePrecision("fully_diluted_valuation_usd"),
+  athUsd: doublePrecision("ath_usd"),
+  /** When the all-time high was reached, epoch ms. */
+  athTime: bigint("ath_time", { mode: "number" }),
 });

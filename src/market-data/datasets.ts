@@ -65,6 +65,10 @@ export interface FundamentalsInput {
   marketCapUsd: number;
   rank?: number | undefined;
   source: string;
+  totalSupply?: number | undefined;
+  fullyDilutedValuationUsd?: number | undefined;
+  athUsd?: number | undefined;
+  athTime?: number | undefined;
 }
 export interface FundamentalsRow {
   symbol: string;
@@ -74,6 +78,10 @@ export interface FundamentalsRow {
   marketCapUsd: number;
   rank: number | null;
   source: string;
+  totalSupply: number | null;
+  fullyDilutedValuationUsd: number | null;
+  athUsd: number | null;
+  athTime: number | null;
 }
 
 export interface DatasetTypes {
@@ -179,15 +187,33 @@ export function checkFundamentals(input: FundamentalsInput, now: number): Checke
   if (!symbol) return fail("invalid_symbol");
   const timeFail = timeReason(input.time, now);
   if (timeFail) return fail(timeFail);
-  const { circulatingSupply, maxSupply, marketCapUsd, rank } = input;
-  if (!finite(circulatingSupply, maxSupply, marketCapUsd) || typeof circulatingSupply !== "number" || typeof marketCapUsd !== "number") return fail("non_finite_value");
-  if (circulatingSupply < 0 || (maxSupply !== undefined && maxSupply < 0)) return fail("negative_supply");
+  const { circulatingSupply, maxSupply, marketCapUsd, rank, totalSupply, fullyDilutedValuationUsd, athUsd, athTime } = input;
+  if (!finite(circulatingSupply, maxSupply, marketCapUsd, totalSupply, fullyDilutedValuationUsd, athUsd) || typeof circulatingSupply !== "number" || typeof marketCapUsd !== "number") return fail("non_finite_value");
+  if (circulatingSupply < 0 || (maxSupply !== undefined && maxSupply < 0) || (totalSupply !== undefined && totalSupply < 0)) return fail("negative_supply");
   if (maxSupply !== undefined && circulatingSupply > maxSupply) return fail("supply_above_max");
-  if (marketCapUsd < 0) return fail("negative_market_cap");
+  if (marketCapUsd < 0 || (fullyDilutedValuationUsd !== undefined && fullyDilutedValuationUsd < 0)) return fail("negative_market_cap");
   if (rank !== undefined && (!Number.isSafeInteger(rank) || rank < 1)) return fail("invalid_rank");
+  if (athUsd !== undefined && athUsd <= 0) return fail("non_positive_price");
+  const athTimeFail = athTime === undefined ? null : timeReason(athTime, now);
+  if (athTimeFail) return fail(athTimeFail);
   const source = text(input.source, 100);
   if (!source) return fail("invalid_source");
-  return { ok: true, row: { symbol, time: input.time, circulatingSupply, maxSupply: maxSupply ?? null, marketCapUsd, rank: rank ?? null, source } };
+  return {
+    ok: true,
+    row: {
+      symbol,
+      time: input.time,
+      circulatingSupply,
+      maxSupply: maxSupply ?? null,
+      marketCapUsd,
+      rank: rank ?? null,
+      source,
+      totalSupply: totalSupply ?? null,
+      fullyDilutedValuationUsd: fullyDilutedValuationUsd ?? null,
+      athUsd: athUsd ?? null,
+      athTime: athTime ?? null,
+    },
+  };
 }
 
 interface Spec<D extends PushedDataset> {

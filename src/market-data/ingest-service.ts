@@ -53,6 +53,10 @@ const fundamentalsInput = (r: PushFundamentalsRequest): InputOf<"fundamentals"> 
   marketCapUsd: r.marketCapUsd,
   rank: r.rank,
   source: r.source,
+  totalSupply: r.totalSupply,
+  fullyDilutedValuationUsd: r.fullyDilutedValuationUsd,
+  athUsd: r.athUsd,
+  athTime: r.athTime === undefined ? undefined : timeOf(r.athTime),
 });
 
 /** The response fields shared by the four Push*Response messages. */

@@ -2,9 +2,10 @@
  * Storage of the pushed datasets (Drizzle over Postgres / PGlite): one transaction per pushed
  * stream, and the paged reads behind the free endpoints.
  *
- * Writes are idempotent: history (news, macro) is insert-if-absent, snapshots (derivatives per
- * coin and venue, fundamentals per coin) are replaced only by a later source time. So a stream
- * that is resent after a failure, or a file imported twice, changes nothing the second time.
+ * Writes are idempotent: news is insert-if-absent, macro points are replaced only when their
+ * value, unit or source changed (a revision), snapshots (derivatives per coin and venue,
+ * fundamentals per coin) are replaced only by a later source time. So a stream that is resent
+ * after a failure, or a file imported twice, changes nothing the second time.
  */
 import { and, asc, desc, eq, gt, gte, inArray, lt, or, sql, type SQL } from "drizzle-orm";
 import { resultRows, type DbHandle } from "../db/client.ts";
@@ -58,14 +59,18 @@ function insertChunk(dataset: PushedDataset, rows: unknown[], at: string): SQL {
     }
     case "macro": {
       const r = rows as MacroRow[];
+      // A stored point with another value, unit or source is a revision (FRED revises past
+      // observations): it is replaced; the same point again changes nothing and counts as a duplicate.
       return sql`
         WITH written AS (
-          INSERT INTO macro_points (series, time, value, unit, source, updated_at)
+          INSERT INTO macro_points AS m (series, time, value, unit, source, updated_at)
           SELECT u.*, ${at}::timestamptz FROM unnest(
             ${p(r.map((x) => x.series))}::text[], ${p(r.map((x) => x.time))}::bigint[], ${p(r.map((x) => x.value))}::float8[],
             ${p(r.map((x) => x.unit))}::text[], ${p(r.map((x) => x.source))}::text[]) AS u
           ORDER BY 1, 2
-          ON CONFLICT (series, time) DO NOTHING
+          ON CONFLICT (series, time) DO UPDATE
+            SET value = excluded.value, unit = excluded.unit, source = excluded.source, updated_at = excluded.updated_at
+            WHERE (m.value, m.unit, m.source) IS DISTINCT FROM (excluded.value, excluded.unit, excluded.source)
           RETURNING 1)
         SELECT count(*)::int AS n FROM written`;
     }
@@ -73,15 +78,19 @@ function insertChunk(dataset: PushedDataset, rows: unknown[], at: string): SQL {
       const r = rows as FundamentalsRow[];
       return sql`
         WITH written AS (
-          INSERT INTO coin_fundamentals AS f (symbol, time, circulating_supply, max_supply, market_cap_usd, rank, source, updated_at)
+          INSERT INTO coin_fundamentals AS f (symbol, time, circulating_supply, max_supply, market_cap_usd, rank, source,
+            total_supply, fully_diluted_valuation_usd, ath_usd, ath_time, updated_at)
           SELECT u.*, ${at}::timestamptz FROM unnest(
             ${p(r.map((x) => x.symbol))}::text[], ${p(r.map((x) => x.time))}::bigint[], ${p(r.map((x) => x.circulatingSupply))}::float8[],
             ${p(r.map((x) => x.maxSupply))}::float8[], ${p(r.map((x) => x.marketCapUsd))}::float8[], ${p(r.map((x) => x.rank))}::int[],
-            ${p(r.map((x) => x.source))}::text[]) AS u
+            ${p(r.map((x) => x.source))}::text[], ${p(r.map((x) => x.totalSupply))}::float8[], ${p(r.map((x) => x.fullyDilutedValuationUsd))}::float8[],
+            ${p(r.map((x) => x.athUsd))}::float8[], ${p(r.map((x) => x.athTime))}::bigint[]) AS u
           ORDER BY 1
           ON CONFLICT (symbol) DO UPDATE
             SET time = excluded.time, circulating_supply = excluded.circulating_supply, max_supply = excluded.max_supply,
-                market_cap_usd = excluded.market_cap_usd, rank = excluded.rank, source = excluded.source, updated_at = excluded.updated_at
+                market_cap_usd = excluded.market_cap_usd, rank = excluded.rank, source = excluded.source,
+                total_supply = excluded.total_supply, fully_diluted_valuation_usd = excluded.fully_diluted_valuation_usd,
+                ath_usd = excluded.ath_usd, ath_time = excluded.ath_time, updated_at = excluded.updated_at
             WHERE excluded.time > f.time
           RETURNING 1)
         SELECT count(*)::int AS n FROM written`;
@@ -195,7 +204,7 @@ export async function readFundamentals(
   const where = and(filter.symbols.length > 0 ? inArray(t.symbol, filter.symbols) : undefined, filter.after !== null ? gt(t.symbol, filter.after) : undefined);
   const rows = await handle.db.select().from(t).where(where).orderBy(asc(t.symbol)).limit(filter.limit + 1);
   return page(
-    rows.map((r) => ({ ...r, time: Number(r.time), updatedAt: ms(r.updatedAt) })),
+    rows.map((r) => ({ ...r, time: Number(r.time), athTime: r.athTime === null ? null : Number(r.athTime), updatedAt: ms(r.updatedAt) })),
     filter.limit,
   );
 }

@@ -124,7 +124,7 @@ describe("DataIngestService over gRPC on the internal port", () => {
     expect((await get("/api/v1/fundamentals?symbols=SOL")).rows).toMatchObject([{ symbol: "SOL", market_cap_usd: 1, time: now - H, max_supply: null, rank: null }]);
   });
 
-  it("macro: reports the first 100 rejections and counts every reason; points are immutable", async () => {
+  it("macro: reports the first 100 rejections and counts every reason; a changed value is a revision that replaces the point", async () => {
     const now = server.clock();
     const good = Array.from({ length: 5 }, (_, i) => ({ series: "Rate", time: BigInt(now - (i + 1) * 24 * H), value: 4 + i / 10, unit: "%", source: "CB" }));
     const bad = Array.from({ length: 130 }, (_, i) => (i % 2 ? { ...good[0]!, unit: "" } : { ...good[0]!, value: Number.NaN }));
@@ -136,9 +136,12 @@ describe("DataIngestService over gRPC on the internal port", () => {
       reasons: { non_finite_value: 65, invalid_unit: 65 },
     });
     expect(res.rejections[0]).toEqual({ index: 5, key: "Rate", reason: "non_finite_value" });
-    const changed = plain(await ingest().pushMacro(stream([{ ...good[0]!, value: 99 }])));
-    expect([changed.accepted, changed.duplicates]).toEqual([0, 1]);
-    expect((await get("/api/v1/macro?series=Rate&limit=1")).points[0]).toMatchObject({ value: 4, time: now - 24 * H });
+    const same = plain(await ingest().pushMacro(stream([good[0]!])));
+    expect([same.accepted, same.duplicates]).toEqual([0, 1]);
+    const revised = plain(await ingest().pushMacro(stream([{ ...good[0]!, value: 99 }])));
+    expect([revised.accepted, revised.duplicates]).toEqual([1, 0]);
+    const points = (await get("/api/v1/macro?series=Rate")).points;
+    expect(points.map((p: { value: number }) => p.value)).toEqual([99, 4.1, 4.2, 4.3, 4.4]);
   });
 
   it("a stream that fails part-way stores nothing, also its valid rows", async () => {

@@ -133,7 +133,11 @@ describe("REST contract, derived from the proto descriptors", () => {
       "GetMacroResponse.next_cursor",
       "GetFundamentalsResponse.next_cursor",
       "FundamentalsRow.max_supply",
+      "FundamentalsRow.total_supply",
+      "FundamentalsRow.fully_diluted_valuation_usd",
       "FundamentalsRow.rank",
+      "FundamentalsRow.ath_usd",
+      "FundamentalsRow.ath_time",
     ]) {
       expect([...(seen.get(field) ?? [])].sort(), field).toEqual(["null", field.endsWith("next_cursor") ? "string" : "number"]);
     }
@@ -181,8 +185,34 @@ describe("REST contract, derived from the proto descriptors", () => {
     expect(d.body.next_cursor).toBeNull();
     const f = await get(server, "/api/v1/fundamentals?symbols=sol,%20btc,SOL,NOPE", apiKey);
     expect(f.body.rows).toEqual([
-      { symbol: "BTC", circulating_supply: 19.8e6, max_supply: 21e6, market_cap_usd: 1.27e12, rank: 1, source: "coingecko", time: NOW - H, updated_at: NOW },
-      { symbol: "SOL", circulating_supply: 4.6e8, max_supply: null, market_cap_usd: 6.9e10, rank: 5, source: "coingecko", time: NOW - 40 * 24 * H, updated_at: NOW },
+      {
+        symbol: "BTC",
+        circulating_supply: 19.8e6,
+        max_supply: 21e6,
+        total_supply: 19.8e6,
+        market_cap_usd: 1.27e12,
+        fully_diluted_valuation_usd: 1.35e12,
+        rank: 1,
+        ath_usd: 126_080,
+        ath_time: Date.parse("2025-10-06T18:57:42.558Z"),
+        source: "coingecko",
+        time: NOW - H,
+        updated_at: NOW,
+      },
+      {
+        symbol: "SOL",
+        circulating_supply: 4.6e8,
+        max_supply: null,
+        total_supply: null,
+        market_cap_usd: 6.9e10,
+        fully_diluted_valuation_usd: null,
+        rank: 5,
+        ath_usd: null,
+        ath_time: null,
+        source: "coingecko",
+        time: NOW - 40 * 24 * H,
+        updated_at: NOW,
+      },
     ]);
   });
 

@@ -222,6 +222,35 @@ export declare type PushFundamentalsRequest = Message<"signals.v1.PushFundamenta
    * @generated from field: string source = 7;
    */
   source: string;
+
+  /**
+   * Coins that exist now, locked or not (>= 0); unset when not known.
+   *
+   * @generated from field: optional double total_supply = 8;
+   */
+  totalSupply?: number | undefined;
+
+  /**
+   * Market capitalisation if max_supply (or, without a cap, total_supply) were in circulation,
+   * in US dollars (>= 0); unset when not known.
+   *
+   * @generated from field: optional double fully_diluted_valuation_usd = 9;
+   */
+  fullyDilutedValuationUsd?: number | undefined;
+
+  /**
+   * All-time high price in US dollars (> 0); unset when not known.
+   *
+   * @generated from field: optional double ath_usd = 10;
+   */
+  athUsd?: number | undefined;
+
+  /**
+   * When the all-time high was reached, Unix epoch milliseconds; unset when not known.
+   *
+   * @generated from field: optional int64 ath_time = 11;
+   */
+  athTime?: bigint | undefined;
 };
 
 /**
@@ -503,9 +532,12 @@ export declare const DataIngestService: GenService<{
     output: typeof PushNewsResponseSchema;
   },
   /**
-   * PushMacro stores series points by (series, time); a point already stored is a duplicate
-   * (history is immutable). Reasons: the common ones, invalid_series (not 1-64 letters,
-   * digits, spaces or . _ : / ( ) % -), invalid_unit (not 1-32 characters).
+   * PushMacro stores series points by (series, time). A point already stored with the same
+   * value, unit and source is a duplicate; one with a different value, unit or source replaces
+   * it (a revision: publishers such as FRED revise past observations) and counts as accepted.
+   * Within one stream the first point per (series, time) is kept. Reasons: the common ones,
+   * invalid_series (not 1-64 letters, digits, spaces or . _ : / ( ) % -), invalid_unit (not
+   * 1-32 characters).
    *
    * @generated from rpc signals.v1.DataIngestService.PushMacro
    */
@@ -517,8 +549,10 @@ export declare const DataIngestService: GenService<{
   /**
    * PushFundamentals stores the latest figures per symbol: a row replaces the stored one only
    * when its time is later; otherwise it is a duplicate. Reasons: the common ones,
-   * negative_supply, supply_above_max (circulating > max), negative_market_cap,
-   * invalid_rank (below 1).
+   * negative_supply (circulating, total or max below 0), supply_above_max (circulating > max),
+   * negative_market_cap (market cap or fully diluted valuation below 0), invalid_rank (below 1),
+   * non_positive_price (all-time high not above 0), invalid_time / future_time also for
+   * ath_time.
    *
    * @generated from rpc signals.v1.DataIngestService.PushFundamentals
    */

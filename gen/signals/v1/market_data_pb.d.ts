@@ -689,6 +689,13 @@ export declare type FundamentalsRow = Message<"signals.v1.FundamentalsRow"> & {
   maxSupply?: number | undefined;
 
   /**
+   * Coins that exist now, locked or not; unset (REST null) when not known.
+   *
+   * @generated from field: optional double total_supply = 9;
+   */
+  totalSupply?: number | undefined;
+
+  /**
    * Market capitalisation in US dollars.
    *
    * @generated from field: double market_cap_usd = 4;
@@ -696,11 +703,33 @@ export declare type FundamentalsRow = Message<"signals.v1.FundamentalsRow"> & {
   marketCapUsd: number;
 
   /**
+   * Market capitalisation if the maximum supply (or, without a cap, the total supply) were in
+   * circulation, US dollars; unset (REST null) when not known.
+   *
+   * @generated from field: optional double fully_diluted_valuation_usd = 10;
+   */
+  fullyDilutedValuationUsd?: number | undefined;
+
+  /**
    * Rank by market capitalisation (1 = largest); unset (REST null) when not given.
    *
    * @generated from field: optional int32 rank = 5;
    */
   rank?: number | undefined;
+
+  /**
+   * All-time high price in US dollars; unset (REST null) when not known.
+   *
+   * @generated from field: optional double ath_usd = 11;
+   */
+  athUsd?: number | undefined;
+
+  /**
+   * When the all-time high was reached, Unix epoch milliseconds; unset (REST null) when not known.
+   *
+   * @generated from field: optional int64 ath_time = 12;
+   */
+  athTime?: bigint | undefined;
 
   /**
    * Publisher or feed name.

@@ -133,9 +133,26 @@ describe("fundamentals rows", () => {
   it("accepts a row; no cap and no rank become null; circulating = max is fine", () => {
     expect(checkFundamentals(fundamentals({ maxSupply: undefined, rank: undefined, symbol: "eth" }), NOW)).toEqual({
       ok: true,
-      row: { symbol: "ETH", time: NOW - MIN, circulatingSupply: 19e6, maxSupply: null, marketCapUsd: 1.2e12, rank: null, source: "coingecko" },
+      row: {
+        symbol: "ETH",
+        time: NOW - MIN,
+        circulatingSupply: 19e6,
+        maxSupply: null,
+        marketCapUsd: 1.2e12,
+        rank: null,
+        source: "coingecko",
+        totalSupply: null,
+        fullyDilutedValuationUsd: null,
+        athUsd: null,
+        athTime: null,
+      },
     });
     expect(reason(checkFundamentals(fundamentals({ circulatingSupply: 21e6 }), NOW))).toBeNull();
+  });
+
+  it("keeps total supply, fully diluted valuation and the all-time high when given", () => {
+    const checked = checkFundamentals(fundamentals({ totalSupply: 19.9e6, fullyDilutedValuationUsd: 1.33e12, athUsd: 126_080, athTime: NOW - 30 * 24 * 60 * MIN }), NOW);
+    expect(checked).toMatchObject({ ok: true, row: { totalSupply: 19.9e6, fullyDilutedValuationUsd: 1.33e12, athUsd: 126_080, athTime: NOW - 30 * 24 * 60 * MIN } });
   });
 
   it.each<[string, Partial<FundamentalsInput>]>([
@@ -151,6 +168,14 @@ describe("fundamentals rows", () => {
     ["negative_market_cap", { marketCapUsd: -1 }],
     ["invalid_rank", { rank: 0 }],
     ["invalid_rank", { rank: 1.5 }],
+    ["non_finite_value", { totalSupply: Number.NaN }],
+    ["non_finite_value", { fullyDilutedValuationUsd: Number.POSITIVE_INFINITY }],
+    ["non_finite_value", { athUsd: Number.NaN }],
+    ["negative_supply", { totalSupply: -1 }],
+    ["negative_market_cap", { fullyDilutedValuationUsd: -1 }],
+    ["non_positive_price", { athUsd: 0 }],
+    ["invalid_time", { athTime: 0 }],
+    ["future_time", { athTime: NOW + 10 * MIN }],
     ["invalid_source", { source: "" }],
   ])("rejects %s: %j", (expected, overrides) => {
     expect(reason(checkFundamentals(fundamentals(overrides), NOW))).toBe(expected);

@@ -1,0 +1,34 @@
+/**
+ * The context sources push through DataIngestService on the server's internal listener,
+ * like `signals data import`: HTTP/2 (client streams), `authorization: Bearer <token>`.
+ */
+import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { DataIngestService } from "../../../gen/signals/v1/data_ingest_pb.js";
+import type { PushSummary } from "../../market-data/datasets.ts";
+
+export type DataIngestClient = Client<typeof DataIngestService>;
+
+/** A DataIngestService client for the internal listener at `baseUrl`. */
+export function createDataIngestClient(baseUrl: string, token: string): DataIngestClient {
+  const bearer: Interceptor = (next) => (req) => {
+    req.header.set("authorization", `Bearer ${token}`);
+    return next(req);
+  };
+  return createClient(DataIngestService, createConnectTransport({ baseUrl, httpVersion: "2", interceptors: [bearer] }));
+}
+
+/** A push answer as plain numbers, for logs. */
+export function summaryOf(res: { accepted: bigint; rejected: bigint; duplicates: bigint; reasons: { [reason: string]: bigint } }): Omit<PushSummary, "rejections"> {
+  return {
+    accepted: Number(res.accepted),
+    rejected: Number(res.rejected),
+    duplicates: Number(res.duplicates),
+    reasons: Object.fromEntries(Object.entries(res.reasons).map(([k, v]) => [k, Number(v)])),
+  };
+}
+
+/** Yields the rows one by one: the client stream of a push. */
+export async function* streamOf<T>(rows: readonly T[]): AsyncGenerator<T> {
+  for (const row of rows) yield row;
+}
