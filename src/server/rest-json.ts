@@ -46,11 +46,19 @@ function scalarJson(scalar: ScalarType): (value: unknown) => Json {
   return (v) => v;
 }
 
-/** How one field's value becomes JSON (message fields are mapped lazily: recursive types). */
+/** The mapper of a nested message type, looked up on first use (types may be recursive). */
+function lazyMapper(schema: DescMessage): (value: unknown) => Json {
+  let mapper: Mapper | undefined;
+  return (v) => (mapper ??= restJsonMapper(schema))(v as Message);
+}
+
+/** How one field's value becomes JSON. */
 function fieldJson(field: DescField): (value: unknown) => Json {
   switch (field.fieldKind) {
-    case "message":
-      return (v) => (v === undefined ? null : restJsonMapper(field.message)(v as Message));
+    case "message": {
+      const toJson = lazyMapper(field.message);
+      return (v) => (v === undefined ? null : toJson(v));
+    }
     case "enum": {
       const toName = enumJson(field.enum);
       return (v) => (v === undefined ? null : toName(v as number));
@@ -60,11 +68,11 @@ function fieldJson(field: DescField): (value: unknown) => Json {
       return (v) => (v === undefined ? null : toJson(v));
     }
     case "list": {
-      const item = field.listKind === "message" ? (v: unknown) => restJsonMapper(field.message)(v as Message) : field.listKind === "enum" ? enumJson(field.enum) : scalarJson(field.scalar);
+      const item = field.listKind === "message" ? lazyMapper(field.message) : field.listKind === "enum" ? enumJson(field.enum) : scalarJson(field.scalar);
       return (v) => (v as unknown[]).map((x) => item(x as never));
     }
     case "map": {
-      const value = field.mapKind === "message" ? (v: unknown) => restJsonMapper(field.message)(v as Message) : field.mapKind === "enum" ? enumJson(field.enum) : scalarJson(field.scalar);
+      const value = field.mapKind === "message" ? lazyMapper(field.message) : field.mapKind === "enum" ? enumJson(field.enum) : scalarJson(field.scalar);
       return (v) => Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([k, x]) => [k, value(x as never)]));
     }
   }
@@ -89,13 +97,18 @@ export function restJsonMapper(schema: DescMessage): Mapper {
   });
   const byName = new Map(fields.map((f) => [f.name, f]));
   const select = SELECTIONS.get(schema.typeName);
-  const mapper: Mapper = select
-    ? (m) => Object.fromEntries(select(m).map((name) => [name, byName.get(name)!.write(m)]))
-    : (m) => {
-        const out: Record<string, Json> = {};
-        for (const f of fields) out[f.name] = f.write(m);
-        return out;
-      };
+  // A selection returns one of a few constant name lists; their writers are looked up once.
+  const selected = new WeakMap<readonly string[], typeof fields>();
+  const fieldsOf = (names: readonly string[]) => {
+    let list = selected.get(names);
+    if (!list) selected.set(names, (list = names.map((name) => byName.get(name)!)));
+    return list;
+  };
+  const mapper: Mapper = (m) => {
+    const out: Record<string, Json> = {};
+    for (const f of select ? fieldsOf(select(m)) : fields) out[f.name] = f.write(m);
+    return out;
+  };
   mappers.set(schema, mapper);
   return mapper;
 }
