@@ -3,6 +3,7 @@
  * A bad value stops the start with a one-line reason (ConfigError).
  */
 import path from "node:path";
+import { parseFeedConfig, type FeedConfig } from "./feeder/feed-config.ts";
 
 export interface Limits {
   /** Charged calls per account per MYT day. */
@@ -185,3 +186,6 @@ export function loadConfig(env: Env = process.env): Config {
     freeRateLimit: intVar(env, "FREE_RATE_LIMIT", 60, 1, 1_000_000),
   });
 }
+
+/** The `signals feed` configuration from its flags and this process's environment. */
+export const loadFeedConfig = (argv: string[]): FeedConfig => parseFeedConfig(process.env, argv);
