@@ -88,9 +88,23 @@ export class CoinFeed {
     return { symbol: this.symbol, state: this.state, lastClosedOpenTime: this.lastClosed, lastMessageAt: this.lastMessageAt };
   }
 
-  /** Starts feeding (resolves at once). */
+  /** Starts feeding and the periodic audit (resolves at once). */
   start(): void {
-    this.running ??= this.run();
+    this.running ??= Promise.all([this.run(), this.auditLoop()]).then(() => {});
+  }
+
+  private async auditLoop(): Promise<void> {
+    while (!this.stopped) {
+      await sleep(Math.max(0, this.nextAudit - this.deps.now()), this.abort.signal);
+      if (this.stopped) return;
+      if (this.deps.now() < this.nextAudit) continue;
+      try {
+        await this.audit();
+      } catch (err) {
+        if (!this.stopped) this.deps.logger.warn({ symbol: this.symbol, err: errorSummary(err) }, "candle audit failed");
+        this.nextAudit = this.deps.now() + this.deps.auditEveryMs;
+      }
+    }
   }
 
   /** Stops feeding and waits for the loop to end. */
@@ -111,10 +125,11 @@ export class CoinFeed {
     let first = true;
     while (!this.stopped) {
       try {
-        this.state = "backfilling";
+        // A silent coin stays stale until its stream speaks again, whatever REST delivered.
+        if (this.state !== "stale") this.state = "backfilling";
         await this.backfillToPresent(first ? "start" : "reconnect");
         first = false;
-        this.state = "live";
+        if (this.state !== "stale") this.state = "live";
         failures = 0;
         await this.stream();
       } catch (err) {
@@ -154,8 +169,8 @@ export class CoinFeed {
         const rows = await Promise.race([exchange.watchOHLCV(this.market, this.deps.tf), silence, stop]);
         if (rows === null) return;
         this.lastMessageAt = this.deps.now();
+        this.state = "live";
         for (const row of [...rows].sort((a, b) => a[0] - b[0])) await this.onStreamCandle(row);
-        if (this.deps.now() >= this.nextAudit) await this.audit();
       } finally {
         clearTimeout(timer);
       }
@@ -285,7 +300,7 @@ export class CoinFeed {
     this.deps.logger.info({ symbol: this.symbol, reason, candles: closed.length, from, until }, "feed backfilled");
   }
 
-  /** Re-reads the last closed candles and counts (never applies) any the exchange has changed. */
+  /** Re-reads the last 50 closed candles and counts (never applies) any the exchange has changed. */
   async audit(): Promise<number> {
     this.nextAudit = this.deps.now() + this.deps.auditEveryMs;
     const rows = await this.fetch(undefined, AUDIT_CANDLES + 1);

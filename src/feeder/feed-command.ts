@@ -3,7 +3,7 @@
  * line and exits 2; a missing internal token exits 2 with where to find it.
  */
 import { loadFeedConfig } from "../config.ts";
-import { createLogger } from "../logger.ts";
+import { createLogger, errorSummary } from "../logger.ts";
 import { readInternalToken } from "../server/data-dir-lock.ts";
 import { FeedConfigError } from "./feed-config.ts";
 import { startFeeder } from "./feeder.ts";
@@ -26,6 +26,9 @@ export async function runFeedCommand(argv: string[]): Promise<number> {
     return 2;
   }
   const logger = createLogger(config.logLevel);
+  // A library promise nobody awaited (ccxt's socket housekeeping) must not end a process that
+  // feeds many coins: log it; the coin's own loop notices the failure and reconnects.
+  process.on("unhandledRejection", (reason) => logger.warn({ err: errorSummary(reason) }, "unhandled rejection in the exchange client"));
   const feeder = await startFeeder({ config, token, logger });
   let stopping = false;
   const stop = (signal: string) => {

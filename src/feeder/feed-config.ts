@@ -7,10 +7,11 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { z } from "zod";
 
-/** Base timeframes the feeder can feed (the ingest's base timeframes) and their lengths. */
+/**
+ * Base timeframes the feeder can feed and their lengths: the service's base timeframes (1m and
+ * 5m are not stored by the service; see docs/feeder.md).
+ */
 export const FEED_TIMEFRAME_MS: Readonly<Record<string, number>> = Object.freeze({
-  "1m": 60_000,
-  "5m": 5 * 60_000,
   "15m": 15 * 60_000,
   "30m": 30 * 60_000,
   "1h": 3_600_000,

@@ -153,7 +153,8 @@ export async function startFeeder(deps: FeederDeps): Promise<Feeder> {
       })()
     : Promise.resolve();
 
-  const context: SourceContext = { config, ledCoins: () => [...feeds.keys()], server, metrics, logger };
+  // Without the candle feed there is no lease to follow: the sources serve every listed coin.
+  const context: SourceContext = { config, ledCoins: () => (candles ? [...feeds.keys()] : [...listed]), server, metrics, logger };
   const sources: FeedSource[] = [];
   if (config.datasets.includes("derivatives")) {
     const derivatives = createDerivativesSource(context);
@@ -178,6 +179,8 @@ export async function startFeeder(deps: FeederDeps): Promise<Feeder> {
     async stop() {
       stopping.abort();
       await leaseLoop;
+      // What the exchange already closed goes out before the leases are given back.
+      await Promise.race([pusher.flushed(), sleep(5_000)]);
       const led = [...feeds.keys()];
       await Promise.all(led.map(dropCoin));
       await Promise.all(sources.map((s) => s.stop()));

@@ -25,6 +25,7 @@ import { clientAddress, cookie, header, ownOrigins, parseCookies, readForm, redi
 import { checkPasswordPolicy, MAX_PASSWORD_LENGTH, PasswordPolicyError, verifyAgainstDummy, verifyPassword } from "./passwords.ts";
 import { createSession, deleteSession, findSession, type WebSession } from "./sessions.ts";
 import { DEFAULT_THROTTLE, recordFailure, throttledFor, throttleKeys, type ThrottlePolicy } from "./throttle.ts";
+import { loadFeedStatus, renderStatusPage } from "./status-page.ts";
 
 export interface WebDeps {
   readonly config: Config;
@@ -323,6 +324,7 @@ export function createWebRouter(deps: WebDeps): WebRouter {
     ["/account/key", { GET: getKeyConfirm, POST: postKey }],
     ["/account/alerts", { POST: postAlerts }],
     ["/charts", { GET: getChartIndex }],
+    ["/status", { GET: async (_req, res) => sendHtml(res, 200, renderStatusPage(publicCtx, await loadFeedStatus(db, clock(), config.staleAfterMs), clock())) }],
   ]);
   const CHART_PATH = /^\/charts\/([^/]{1,40})$/;
   // A malformed escape cannot name a coin; it becomes a code that fails the symbol check.

@@ -7,6 +7,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { pino } from "pino";
+import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cloneState, readClosed, readForming, runSeries, type Candle } from "../../src/engine/index.ts";
 import { readCandles } from "../../src/market/store.ts";
@@ -16,7 +17,7 @@ import { createServerClient } from "../../src/feeder/server-client.ts";
 import { startFakeExchange, type FakeExchange } from "../support/fake-exchange.ts";
 import { loadRealCandles, realCandlesAvailable, type RealCoin } from "../support/real-candles.ts";
 import { referenceSignalId } from "../support/reference-signal-id.ts";
-import { childEnv, NODE_BIN, PROJECT_ROOT } from "../support/processes.ts";
+import { childEnv, NODE_BIN, PROJECT_ROOT, runCli } from "../support/processes.ts";
 import { createTestClock, INTERNAL_TOKEN, startTestServer, type TestServer } from "../support/test-server.ts";
 
 const H = 3_600_000;
@@ -189,10 +190,17 @@ describe.runIf(realCandlesAvailable)("signals feed against a fake Binance", () =
     const storedBefore = (await storedClosed("ETH")).length;
     await waitFor("silence detected", async () => (await counter(f, "feed_reconnects_total", { symbol: "ETH" })) > before, 6_000);
     expect((await storedClosed("ETH")).length).toBe(storedBefore);
+    // The feeder's /healthz fails while a coin it leads is stale.
+    const unhealthy = await fetch(`http://127.0.0.1:${f.metricsPort}/healthz`);
+    expect(unhealthy.status).toBe(503);
+    expect(((await unhealthy.json()) as { stale: string[] }).stale).toContain("ETH");
     closeCandles(["ETH"]);
     fake.silence("ETH", false);
     fake.tick(["ETH"]);
     await expectExact(["ETH"]);
+    // The fake only speaks when told to (a real market never pauses 2 s): a message for every coin.
+    fake.tick(["BTC", "ETH"]);
+    await waitFor("healthy again", async () => (await fetch(`http://127.0.0.1:${f.metricsPort}/healthz`)).status === 200);
   });
 
   it("a 429 with Retry-After and a 5xx burst: backs off, never crashes, catches up", async () => {
@@ -218,10 +226,31 @@ describe.runIf(realCandlesAvailable)("signals feed against a fake Binance", () =
     expect((await storedClosed("BTC")).find((c) => c.openTime === target.openTime)).toEqual(stored);
   });
 
+  it("the public /status page shows each coin's feed state and last candle, without sign-in", async () => {
+    const res = await fetch(`${server.baseUrl}/status`);
+    expect(res.status).toBe(200);
+    const page = await res.text();
+    expect(page).toMatch(/<tr data-symbol="BTC" data-state="live"><th scope="row">BTC<\/th><td>live<\/td><td>1h<\/td>/);
+    expect(page).toMatch(/<tr data-symbol="ETH" data-state="live">[^\n]*<td>leading<\/td><\/tr>/);
+  });
+
+  it("derivatives: funding rate, open interest in USD and long/short ratio of the perpetual, venue named after the exchange", async () => {
+    const f = await feeder(["LINK", "NOPE"], { FEED_DATASETS: "derivatives", FEED_DERIVATIVES_EVERY: "0.5" });
+    await waitFor("derivatives stored", () => f.sources()[0]!.lastSuccessMs !== null);
+    const rows = await server.db.handle.rows<{ symbol: string; venue: string; funding_rate: number; open_interest_usd: number; long_short_ratio: number }>(
+      sql`SELECT symbol, venue, funding_rate, open_interest_usd, long_short_ratio FROM derivatives_readings ORDER BY symbol`,
+    );
+    const price = fake.forming("LINK").close;
+    expect(rows).toEqual([{ symbol: "LINK", venue: "binance", funding_rate: 0.0001, open_interest_usd: expect.closeTo(1000.5 * price, 6), long_short_ratio: 1.25 }]);
+    expect(f.coins().map((c) => c.state)).toEqual(["standby", "unlisted"]);
+    await f.stop();
+    feeders.splice(feeders.indexOf(f), 1);
+  });
+
   it("/healthz and /metrics on the feeder's loopback port", async () => {
     const f = feeders[0]!;
-    const health = await fetch(`http://127.0.0.1:${f.metricsPort}/healthz`);
-    expect(health.status).toBe(200);
+    fake.tick(["BTC", "ETH"]);
+    await waitFor("healthy", async () => (await fetch(`http://127.0.0.1:${f.metricsPort}/healthz`)).status === 200);
     const metrics = await (await fetch(`http://127.0.0.1:${f.metricsPort}/metrics`)).text();
     expect(metrics).toMatch(/feed_lag_seconds\{symbol="BTC"\} /);
     expect(metrics).toMatch(/feed_candle_revisions_total\{symbol="BTC"\} 1/);
@@ -270,4 +299,15 @@ describe.runIf(realCandlesAvailable)("signals feed against a fake Binance", () =
     await expectExact(coins);
     second.child.kill("SIGTERM");
   }, 60_000);
+});
+
+describe("signals feed start errors", () => {
+  it("a bad flag prints one line and exits 2; no token exits 2 and says where to find one", async () => {
+    const bad = await runCli(["feed", "--tf", "2h"], childEnv({}));
+    expect(bad.code).toBe(2);
+    expect(bad.stderr.trim()).toBe("signals feed: --tf must be one of 15m, 30m, 1h, 4h, 1d");
+    const noToken = await runCli(["feed"], childEnv({ DATA_DIR: "/nonexistent/feeder-test" }));
+    expect(noToken.code).toBe(2);
+    expect(noToken.stderr).toMatch(/^signals feed: no internal token: set INTERNAL_TOKEN/);
+  });
 });
