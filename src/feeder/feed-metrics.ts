@@ -28,36 +28,26 @@ export class FeedMetrics {
   readonly sourceErrors = new Counter({ name: "feed_source_errors_total", help: "Failed runs of periodic sources (derivatives …).", labelNames: ["source"], registers: [this.registry] });
 
   constructor(coins: () => CoinHealth[], tfMs: number, now: () => number) {
-    const lag = new Gauge({
-      name: "feed_lag_seconds",
-      help: "Now minus the end of the last closed candle pushed, per coin this feeder leads.",
-      labelNames: ["symbol"],
-      registers: [this.registry],
-      collect() {
-        lag.reset();
-        for (const c of coins()) if (c.state !== "standby" && c.lastClosedOpenTime !== null) lag.set({ symbol: c.symbol }, (now() - (c.lastClosedOpenTime + tfMs)) / 1000);
-      },
-    });
-    const lastMessage = new Gauge({
-      name: "feed_last_message_timestamp_seconds",
-      help: "When the coin's stream last delivered a message (Unix seconds).",
-      labelNames: ["symbol"],
-      registers: [this.registry],
-      collect() {
-        lastMessage.reset();
-        for (const c of coins()) if (c.lastMessageAt !== null) lastMessage.set({ symbol: c.symbol }, c.lastMessageAt / 1000);
-      },
-    });
-    const leader = new Gauge({
-      name: "feed_leader",
-      help: "1 when this feeder leads the coin, 0 on standby.",
-      labelNames: ["symbol"],
-      registers: [this.registry],
-      collect() {
-        leader.reset();
-        for (const c of coins()) if (c.state !== "unlisted") leader.set({ symbol: c.symbol }, c.state === "standby" ? 0 : 1);
-      },
-    });
+    const perCoin = (name: string, help: string, value: (c: CoinHealth) => number | null) => {
+      const gauge: Gauge = new Gauge({
+        name,
+        help,
+        labelNames: ["symbol"],
+        registers: [this.registry],
+        collect() {
+          gauge.reset();
+          for (const c of coins()) {
+            const v = value(c);
+            if (v !== null) gauge.set({ symbol: c.symbol }, v);
+          }
+        },
+      });
+    };
+    perCoin("feed_lag_seconds", "Now minus the end of the last closed candle pushed, per coin this feeder leads.", (c) =>
+      c.state !== "standby" && c.lastClosedOpenTime !== null ? (now() - (c.lastClosedOpenTime + tfMs)) / 1000 : null,
+    );
+    perCoin("feed_last_message_timestamp_seconds", "When the coin's stream last delivered a message (Unix seconds).", (c) => (c.lastMessageAt === null ? null : c.lastMessageAt / 1000));
+    perCoin("feed_leader", "1 when this feeder leads the coin, 0 on standby.", (c) => (c.state === "unlisted" ? null : c.state === "standby" ? 0 : 1));
   }
 }
 

@@ -9,14 +9,14 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { pino } from "pino";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cloneState, readClosed, readForming, runSeries, type Candle } from "../../src/engine/index.ts";
+import { cloneState, readForming, runSeries, type Candle } from "../../src/engine/index.ts";
 import { readCandles } from "../../src/market/store.ts";
 import { parseFeedConfig } from "../../src/feeder/feed-config.ts";
 import { startFeeder, type Feeder } from "../../src/feeder/feeder.ts";
 import { createServerClient } from "../../src/feeder/server-client.ts";
 import { startFakeExchange, type FakeExchange } from "../support/fake-exchange.ts";
 import { loadRealCandles, realCandlesAvailable, type RealCoin } from "../support/real-candles.ts";
-import { referenceSignalId } from "../support/reference-signal-id.ts";
+import { referenceEntry } from "../support/reference-signal-id.ts";
 import { childEnv, NODE_BIN, PROJECT_ROOT, runCli } from "../support/processes.ts";
 import { createTestClock, INTERNAL_TOKEN, startTestServer, type TestServer } from "../support/test-server.ts";
 
@@ -101,19 +101,7 @@ async function apiPrice(base: string): Promise<unknown> {
 function engineEntry(base: string): Record<string, unknown> {
   const state = runSeries(expectedClosed(base));
   const forming = fake.forming(base);
-  const r = readForming(cloneState(state), forming);
-  return {
-    symbol: base,
-    tf: "1h",
-    ok: true,
-    price: r.price,
-    signal: r.signal,
-    confirmed: r.confirmed,
-    defense: r.defense,
-    arming: r.arming ? { dir: r.arming.dir, score: r.arming.score, trigger: r.arming.trigger, invalidation: r.arming.invalidation } : null,
-    atr_pct: r.atrPct,
-    signal_id: referenceSignalId(base, "1h", state, r),
-  };
+  return referenceEntry(base, "1h", state, readForming(cloneState(state), forming));
 }
 
 /** No gap, no duplicate, no candle the exchange did not close, and the API equals the engine. */
@@ -123,7 +111,15 @@ async function expectExact(bases: string[]): Promise<void> {
     expect(await storedClosed(base)).toEqual(expectedClosed(base));
   }
   expect(await signals(bases)).toEqual(bases.map(engineEntry));
-  void readClosed;
+}
+
+/** The fake only speaks when told to (a real market never pauses for 2 s): keep the coins talking until /healthz is 200. */
+async function waitForHealthy(f: Feeder): Promise<void> {
+  await waitFor("a healthy feeder", async () => {
+    fake.tick(["BTC", "ETH"]);
+    await new Promise((r) => setTimeout(r, 150));
+    return (await fetch(`http://127.0.0.1:${f.metricsPort}/healthz`)).status === 200;
+  });
 }
 
 function counter(f: Feeder, name: string, labels: Record<string, string>): Promise<number> {
@@ -198,9 +194,7 @@ describe.runIf(realCandlesAvailable)("signals feed against a fake Binance", () =
     fake.silence("ETH", false);
     fake.tick(["ETH"]);
     await expectExact(["ETH"]);
-    // The fake only speaks when told to (a real market never pauses 2 s): a message for every coin.
-    fake.tick(["BTC", "ETH"]);
-    await waitFor("healthy again", async () => (await fetch(`http://127.0.0.1:${f.metricsPort}/healthz`)).status === 200);
+    await waitForHealthy(f);
   });
 
   it("a 429 with Retry-After and a 5xx burst: backs off, never crashes, catches up", async () => {
@@ -249,8 +243,7 @@ describe.runIf(realCandlesAvailable)("signals feed against a fake Binance", () =
 
   it("/healthz and /metrics on the feeder's loopback port", async () => {
     const f = feeders[0]!;
-    fake.tick(["BTC", "ETH"]);
-    await waitFor("healthy", async () => (await fetch(`http://127.0.0.1:${f.metricsPort}/healthz`)).status === 200);
+    await waitForHealthy(f);
     const metrics = await (await fetch(`http://127.0.0.1:${f.metricsPort}/metrics`)).text();
     expect(metrics).toMatch(/feed_lag_seconds\{symbol="BTC"\} /);
     expect(metrics).toMatch(/feed_candle_revisions_total\{symbol="BTC"\} 1/);
