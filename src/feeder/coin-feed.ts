@@ -159,12 +159,13 @@ export class CoinFeed {
   /** Reads the websocket until it fails, falls silent or the feed stops. */
   private async stream(): Promise<void> {
     const { exchange, silenceMs } = this.deps;
+    // One stop listener per stream, not per message (a listener per message would pile up).
+    const stop = new Promise<null>((resolve) => this.abort.signal.addEventListener("abort", () => resolve(null), { once: true }));
     while (!this.stopped) {
       let timer: NodeJS.Timeout | undefined;
       const silence = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new SilenceError(`no message for ${silenceMs} ms`)), silenceMs);
       });
-      const stop = new Promise<null>((resolve) => this.abort.signal.addEventListener("abort", () => resolve(null), { once: true }));
       try {
         const rows = await Promise.race([exchange.watchOHLCV(this.market, this.deps.tf), silence, stop]);
         if (rows === null) return;

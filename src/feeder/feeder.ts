@@ -121,16 +121,19 @@ export async function startFeeder(deps: FeederDeps): Promise<Feeder> {
     }
   }
 
-  // Leases last two thirds of FEED_FAILOVER and are renewed every ninth: a dead leader's lease
-  // ends within 2/3 of it, and a standby polling every sixth takes the coin within FEED_FAILOVER.
+  // Leases last two thirds of FEED_FAILOVER (F) and are renewed every F/9: a dead leader's lease
+  // ends within 2/3 F, and a standby polling as often takes the coin within F.
   const ttlMs = Math.max(1_000, Math.round((config.failoverMs * 2) / 3));
+  // One round both renews what it leads and claims what has expired: every F/9 (≤ F/6).
   const renewMs = Math.max(200, Math.round(config.failoverMs / 9));
-  const pollMs = Math.max(200, Math.round(config.failoverMs / 6));
   let heldUntil = 0;
   async function leaseRound(): Promise<void> {
     const sent = now();
     try {
-      const leases = await server.acquireLeases(listed, ttlMs);
+      const leases = await server.acquireLeases(
+        listed.filter((s) => !unlisted.has(s)),
+        ttlMs,
+      );
       heldUntil = sent + ttlMs;
       const won = leases.filter((l) => l.held && !feeds.has(l.symbol)).map((l) => l.symbol);
       for (const lost of leases.filter((l) => !l.held && feeds.has(l.symbol))) {
@@ -148,7 +151,7 @@ export async function startFeeder(deps: FeederDeps): Promise<Feeder> {
     ? (async () => {
         while (!stopping.signal.aborted) {
           await leaseRound();
-          await sleep(feeds.size === listed.length ? renewMs : Math.min(renewMs, pollMs), stopping.signal);
+          await sleep(renewMs, stopping.signal);
         }
       })()
     : Promise.resolve();

@@ -285,7 +285,7 @@ describe.runIf(realCandlesAvailable)("signals feed against a fake Binance", () =
     closeCandles(coins);
     fake.tick(coins);
     await waitFor("standby takes over", () => (second.logs().match(/"leading coin"/g) ?? []).length === 2, 10_000);
-    expect(Date.now() - killedAt).toBeLessThan(3_000 + 1_000);
+    expect(Date.now() - killedAt).toBeLessThan(3_000);
     await expectExact(coins);
     closeCandles(coins);
     fake.tick(coins);
