@@ -40,6 +40,14 @@ export interface SourceContext {
   readonly logger: Logger;
 }
 
+/**
+ * The periodic sources by dataset name (`--datasets`); a factory answers null when it has
+ * nothing to read (an exchange without perpetual futures). New sources register here.
+ */
+export const SOURCES: Partial<Record<string, (ctx: SourceContext) => FeedSource | null>> = {
+  derivatives: createDerivativesSource,
+};
+
 export interface Feeder {
   readonly id: string;
   readonly metrics: FeedMetrics;
@@ -159,10 +167,12 @@ export async function startFeeder(deps: FeederDeps): Promise<Feeder> {
   // Without the candle feed there is no lease to follow: the sources serve every listed coin.
   const context: SourceContext = { config, ledCoins: () => (candles ? [...feeds.keys()] : [...listed]), server, metrics, logger };
   const sources: FeedSource[] = [];
-  if (config.datasets.includes("derivatives")) {
-    const derivatives = createDerivativesSource(context);
-    if (derivatives) sources.push(derivatives);
-    else logger.info({ exchange: config.exchange }, "the exchange has no perpetual futures in ccxt; derivatives left alone");
+  for (const dataset of config.datasets) {
+    const create = SOURCES[dataset];
+    if (!create) continue;
+    const source = create(context);
+    if (source) sources.push(source);
+    else logger.info({ dataset, exchange: config.exchange }, "this source has nothing to read here; dataset left alone");
   }
   for (const source of sources) source.start();
   const listener = await startMetricsListener(config.metricsPort, metrics, health);
