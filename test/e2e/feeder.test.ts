@@ -164,6 +164,21 @@ describe.runIf(realCandlesAvailable)("signals feed against a fake Binance", () =
     expect(await counter(f, "feed_backfilled_candles_total", { symbol: "BTC" })).toBe(HISTORY);
   });
 
+  it("no closing update from the exchange: the candle is closed when the next one begins, with its final values read over REST", async () => {
+    const f = feeders[0]!;
+    const before = await counter(f, "feed_backfilled_candles_total", { symbol: "BTC" });
+    fake.withholdCloses("BTC", true);
+    fake.tick(["BTC"]);
+    await waitFor("forming update", async () => (await apiPrice("BTC")) === fake.forming("BTC").close);
+    const stored = (await storedClosed("BTC")).length;
+    closeCandles(["BTC", "ETH"]);
+    fake.tick(["BTC", "ETH"]);
+    await expectExact(["BTC", "ETH"]);
+    expect((await storedClosed("BTC")).length).toBe(stored + 1);
+    expect(await counter(f, "feed_backfilled_candles_total", { symbol: "BTC" })).toBe(before + 1);
+    fake.withholdCloses("BTC", false);
+  });
+
   it("a dropped socket mid-candle: reconnects and backfills the candles closed meanwhile over REST", async () => {
     const f = feeders[0]!;
     fake.tick(["BTC"]);

@@ -48,6 +48,7 @@ interface CoinState {
   /** Fraction of the forming candle revealed (0 < f <= 1). */
   revealed: number;
   silent: boolean;
+  withholdCloses: boolean;
 }
 
 export interface FakeExchange {
@@ -65,6 +66,8 @@ export interface FakeExchange {
   closeCandles(bases?: readonly string[]): void;
   /** Changes a closed candle in the REST history only (a revision the audit must find). */
   revise(base: string, openTime: number, change: Partial<Candle>): void;
+  /** Stops (true) or resumes sending a coin's closing update (x:true): only the next candle's updates show the close. */
+  withholdCloses(base: string, withhold: boolean): void;
   /** Stops (true) or resumes streaming a coin; its socket stays open. */
   silence(base: string, silent: boolean): void;
   /** Terminates every open websocket (a network drop). */
@@ -150,7 +153,7 @@ export async function startFakeExchange(options: FakeExchangeOptions): Promise<F
   const coins = new Map<string, CoinState>();
   for (const coin of options.coins) {
     const id = `${coin.base}USDT`;
-    coins.set(id, { base: coin.base, id, series: retime(coin.candles, options.history, formingOpen, intervalMs), cursor: options.history, revealed: 0.25, silent: false });
+    coins.set(id, { base: coin.base, id, series: retime(coin.candles, options.history, formingOpen, intervalMs), cursor: options.history, revealed: 0.25, silent: false, withholdCloses: false });
   }
   const byBase = (base: string) => {
     const c = coins.get(`${base}USDT`);
@@ -306,7 +309,7 @@ export async function startFakeExchange(options: FakeExchangeOptions): Promise<F
     closeCandles(bases) {
       for (const c of selected(bases)) {
         if (c.cursor + 1 >= c.series.length) throw new Error(`fake exchange ran out of candles for ${c.base}`);
-        stream(c, { ...c.series[c.cursor]! }, true);
+        if (!c.withholdCloses) stream(c, { ...c.series[c.cursor]! }, true);
         c.cursor++;
         c.revealed = 0.25;
         stream(c, partial(c.series[c.cursor]!, c.revealed), false);
@@ -317,6 +320,9 @@ export async function startFakeExchange(options: FakeExchangeOptions): Promise<F
       const i = c.series.findIndex((x) => x.openTime === openTime);
       if (i < 0 || i >= c.cursor) throw new Error("only a closed candle can be revised");
       c.series[i] = { ...c.series[i]!, ...change };
+    },
+    withholdCloses(base, withhold) {
+      byBase(base).withholdCloses = withhold;
     },
     silence(base, silent) {
       byBase(base).silent = silent;
