@@ -6,6 +6,7 @@
  */
 import path from "node:path";
 import { z } from "zod";
+import { parseFeedConfig, type FeedConfig } from "./feeder/feed-config.ts";
 
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -206,3 +207,6 @@ export function loadConfig(env: Env = process.env): Config {
   }
   return Object.freeze(parsed.data);
 }
+
+/** The `signals feed` configuration from its flags and this process's environment. */
+export const loadFeedConfig = (argv: string[]): FeedConfig => parseFeedConfig(process.env, argv);

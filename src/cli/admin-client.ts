@@ -44,7 +44,7 @@ export async function withInternalTransport<T>(config: Config, action: (transpor
     await feed.load();
     const transport = createRouterTransport(({ service }) => {
       service(AdminService, admin);
-      service(IngestService, createIngestService(feed, logger));
+      service(IngestService, createIngestService(feed, logger, db));
       service(DataIngestService, createDataIngestService({ db, clock: systemClock, logger }));
     });
     try {

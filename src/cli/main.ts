@@ -18,6 +18,8 @@ import { readSecretFromStdin } from "./read-secret.ts";
 const USAGE = `Usage: signals <command> [options]   (every command accepts --json)
 
   serve                                        start the server (same as npm start)
+  feed [--exchange X] [--quote Q] [--symbols A,B] [--tf TF] [--server URL] [--datasets candles,derivatives]
+                                               live market data from an exchange (docs/feeder.md)
   migrate                                      apply database migrations
   account create --email E --plan P [--until ISO-8601]
                                                create an account; prints its API key once
@@ -187,6 +189,7 @@ function attachNegativeNumbers(argv: string[]): string[] {
 /** Runs one CLI invocation; resolves to the process exit code. */
 export async function runCli(argv: string[], env: Record<string, string | undefined> = process.env): Promise<number> {
   let json = argv.includes("--json");
+  if (argv[0] === "feed") return (await import("../feeder/feed-command.ts")).runFeedCommand(argv.slice(1));
   try {
     const { values, positionals } = parseArgs({ args: attachNegativeNumbers(argv), options: OPTIONS, allowPositionals: true, strict: true });
     json = values.json === true;

@@ -368,3 +368,15 @@ export const coinFundamentals = pgTable("coin_fundamentals", {
   /** When the all-time high was reached, epoch ms. */
   athTime: bigint("ath_time", { mode: "number" }),
 });
+
+/**
+ * Which feeder leads each coin (FeederService). `expires_at` is set from the database's own
+ * clock, so feeders on machines with skewed clocks still agree on who holds a lease.
+ */
+export const feedLeases = pgTable("feed_leases", {
+  symbol: text("symbol").primaryKey(),
+  holder: text("holder").notNull(),
+  expiresAt: timestamp("expires_at", { withTimezone: true, mode: "date" }).notNull(),
+  /** Bumped each time the lease changes hands (a fencing number for logs). */
+  generation: bigint("generation", { mode: "number" }).notNull().default(1),
+});

@@ -44,6 +44,8 @@ export interface IngestOptions {
   /** False for imports and backfills: their signal events are stored but never alert. */
   readonly alerts?: boolean;
   readonly onProgress?: (summary: IngestSummary) => void;
+  /** Refuses a coin's updates before anything else is checked (feeder leases); null admits. */
+  readonly admit?: (symbol: string) => RejectReason | null;
 }
 
 const MAX_REPORTED = 100;
@@ -137,7 +139,7 @@ export class MarketFeed implements SignalSnapshot {
     for await (const update of source) {
       // A background flush failed and reloaded the coins: stop before building on the reloaded state.
       if (this.failedFlushes !== failedAtStart) throw lost();
-      this.applyOne(update, index++, order, summary, alerts);
+      this.applyOne(update, index++, order, summary, alerts, options.admit);
       if (this.pending.size >= FLUSH_ROWS) {
         await this.flush();
         onProgress?.(summary);
@@ -157,9 +159,11 @@ export class MarketFeed implements SignalSnapshot {
     if (summary.rejections.length < MAX_REPORTED) summary.rejections.push({ index, symbol: symbol.slice(0, 32), reason });
   }
 
-  private applyOne(raw: CandleUpdate, index: number, order: Map<string, number>, summary: IngestSummary, alerts: boolean): void {
+  private applyOne(raw: CandleUpdate, index: number, order: Map<string, number>, summary: IngestSummary, alerts: boolean, admit?: IngestOptions["admit"]): void {
     const now = this.deps.clock();
     const update = { ...raw, symbol: String(raw.symbol ?? "").trim().toUpperCase() };
+    const refused = admit?.(update.symbol) ?? null;
+    if (refused) return this.reject(summary, index, update.symbol, refused);
     const reason = checkCandleFields(update, now);
     if (reason) return this.reject(summary, index, update.symbol, reason);
     const valid = update as ValidUpdate;

@@ -32,7 +32,8 @@ export type RejectReason =
   | "high_below_low"
   | "open_outside_range"
   | "close_outside_range"
-  | "out_of_order";
+  | "out_of_order"
+  | "lease_not_held";
 
 /** A candle update that passed the field checks, with a normalised symbol and timeframe. */
 export interface ValidUpdate extends CandleUpdate {

@@ -13,6 +13,8 @@ import type { Logger } from "pino";
 import { SignalsService } from "../../gen/signals/v1/signals_pb.js";
 import { AdminService } from "../../gen/signals/v1/admin_pb.js";
 import { IngestService } from "../../gen/signals/v1/ingest_pb.js";
+import { FeederService } from "../../gen/signals/v1/feeder_pb.js";
+import { createFeederService } from "../market/feed-leases.ts";
 import { SignalEventsService } from "../../gen/signals/v1/events_pb.js";
 import type { SignalEventHub } from "../events/event-hub.ts";
 import { createSignalEventsService } from "../events/events-service.ts";
@@ -139,7 +141,8 @@ export function createApp(deps: AppDeps): App {
   const internalHandler = connectNodeAdapter({
     routes: (router: ConnectRouter) => {
       router.service(AdminService, admin);
-      if (deps.feed) router.service(IngestService, createIngestService(deps.feed, logger));
+      if (deps.feed) router.service(IngestService, createIngestService(deps.feed, logger, deps.db));
+      router.service(FeederService, createFeederService(deps.db));
       if (deps.events) router.service(SignalEventsService, createSignalEventsService({ db: deps.db, hub: deps.events, logger }));
       router.service(DataIngestService, createDataIngestService(deps));
     },

@@ -15,6 +15,7 @@ import { assetRoutes } from "./routes/assets.ts";
 import { chartRoutes } from "./routes/charts.ts";
 import { setupPasswordRoutes } from "./routes/setup-password.ts";
 import { signInRoutes } from "./routes/sign-in.ts";
+import { statusRoutes } from "./routes/status.ts";
 
 /** How paths that are not pages are answered (the API's JSON errors, owned by the server). */
 export interface WebFallbacks {
@@ -29,7 +30,7 @@ export function createWebApp(deps: WebDeps, fallbacks: Pick<WebFallbacks, "notFo
   const kit = createPageKit(deps);
   const app = new Hono<WebEnv>();
   app.use(pageSecurityHeaders);
-  for (const routes of [assetRoutes, signInRoutes, setupPasswordRoutes, accountRoutes, chartRoutes]) app.route("/", routes(kit));
+  for (const routes of [assetRoutes, signInRoutes, setupPasswordRoutes, accountRoutes, chartRoutes, statusRoutes]) app.route("/", routes(kit));
   app.notFound(() => fallbacks.notFound());
   app.onError((err, c) => {
     deps.logger.error({ err: errorSummary(err), path: c.req.path }, "web page failed");

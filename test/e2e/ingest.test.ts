@@ -18,9 +18,8 @@ import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-no
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IngestService, PushCandlesRequestSchema, type PushCandlesRequest } from "../../gen/signals/v1/ingest_pb.js";
-import { readClosed, readForming, runSeries, type Candle, type EngineState, type Reading } from "../../src/engine/index.ts";
-import type { Timeframe } from "../../src/market/timeframes.ts";
-import { referenceSignalId } from "../support/reference-signal-id.ts";
+import { readClosed, readForming, runSeries, type Candle } from "../../src/engine/index.ts";
+import { referenceEntry } from "../support/reference-signal-id.ts";
 import { structureBreak } from "../support/structure-break.ts";
 import { readCandleFile } from "../../src/market/csv-candles.ts";
 import { MarketFeed } from "../../src/market/feed.ts";
@@ -98,21 +97,7 @@ async function getSignals(symbols: string, tf: string): Promise<Array<Record<str
   return body.signals;
 }
 
-/** The REST entry the contract prescribes for an engine reading. */
-function entry(symbol: string, tf: Timeframe, state: EngineState, r: Reading): Record<string, unknown> {
-  return {
-    symbol,
-    tf,
-    ok: true,
-    price: r.price,
-    signal: r.signal,
-    confirmed: r.confirmed,
-    defense: r.defense,
-    arming: r.arming ? { dir: r.arming.dir, score: r.arming.score, trigger: r.arming.trigger, invalidation: r.arming.invalidation } : null,
-    atr_pct: r.atrPct,
-    signal_id: referenceSignalId(symbol, tf, state, r),
-  };
-}
+const entry = referenceEntry;
 
 // ------------------------------------------------------------------------------------------
 

@@ -117,7 +117,7 @@ describe("no API path exposes the track record", () => {
     ]);
     // Internal services (the signal event stream among them) are not reachable there.
     expect(new Set(notServed.map((m) => m.parent.typeName))).toEqual(
-      new Set(["signals.v1.AdminService", "signals.v1.IngestService", "signals.v1.DataIngestService", "signals.v1.SignalEventsService"]),
+      new Set(["signals.v1.AdminService", "signals.v1.IngestService", "signals.v1.DataIngestService", "signals.v1.FeederService", "signals.v1.SignalEventsService"]),
     );
   });
 

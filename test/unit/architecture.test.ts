@@ -29,7 +29,8 @@ const ALLOWED: Record<string, readonly string[]> = {
   web: ["db", "engine", "market", "accounts", "billing", "alerts", "signals"],
   admin: ["db", "accounts", "billing", "alerts", "web"],
   server: ["db", "engine", "market", "accounts", "billing", "alerts", "events", "signals", "market-data", "observability", "web", "admin"],
-  cli: ["db", "market", "market-data", "alerts", "admin", "server", "main.ts"],
+  feeder: ["engine", "market-data", "server"],
+  cli: ["db", "market", "market-data", "alerts", "admin", "server", "feeder", "main.ts"],
 };
 
 function sourceFiles(dir: string): string[] {

@@ -151,7 +151,7 @@ export declare type CandleRejection = Message<"signals.v1.CandleRejection"> & {
   /**
    * invalid_symbol, unknown_timeframe, not_base_timeframe, misaligned_open_time,
    * future_open_time, non_finite_value, non_positive_price, negative_volume, high_below_low,
-   * open_outside_range, close_outside_range or out_of_order.
+   * open_outside_range, close_outside_range, out_of_order or lease_not_held.
    *
    * @generated from field: string reason = 3;
    */
@@ -179,6 +179,8 @@ export declare const IngestService: GenService<{
    * Request metadata `x-ingest-mode: backfill` marks history: signal events are stored but no
    * member is alerted. The default, `live`, alerts on signal changes at candles that closed
    * within ALERT_MAX_DELAY of now.
+   * Request metadata `x-feeder-id` names the sending feeder (see FeederService): while another
+   * feeder holds a coin's lease, that coin's updates are rejected with `lease_not_held`.
    *
    * @generated from rpc signals.v1.IngestService.PushCandles
    */

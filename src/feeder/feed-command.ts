@@ -1,0 +1,46 @@
+/**
+ * `signals feed`: runs the feeder until SIGTERM / SIGINT. A bad flag or variable prints one
+ * line and exits 2; a missing internal token exits 2 with where to find it.
+ */
+import { loadFeedConfig } from "../config.ts";
+import { createLogger, errorSummary } from "../logger.ts";
+import { readInternalToken } from "../server/data-dir-lock.ts";
+import { FeedConfigError } from "./feed-config.ts";
+import { startFeeder } from "./feeder.ts";
+
+/** Starts the feeder; resolves to an exit code on a start failure, else -1 (keeps running). */
+export async function runFeedCommand(argv: string[]): Promise<number> {
+  let config;
+  try {
+    config = loadFeedConfig(argv);
+  } catch (err) {
+    if (err instanceof FeedConfigError) {
+      process.stderr.write(`signals feed: ${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
+  const token = config.internalToken ?? readInternalToken(config.dataDir);
+  if (!token) {
+    process.stderr.write(`signals feed: no internal token: set INTERNAL_TOKEN, or run where the server's data directory (${config.dataDir}) holds its token file\n`);
+    return 2;
+  }
+  const logger = createLogger(config.logLevel);
+  // A library promise nobody awaited (ccxt's socket housekeeping) must not end a process that
+  // feeds many coins: log it; the coin's own loop notices the failure and reconnects.
+  process.on("unhandledRejection", (reason) => logger.warn({ err: errorSummary(reason) }, "unhandled rejection in the exchange client"));
+  const feeder = await startFeeder({ config, token, logger });
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, "feeder stopping");
+    feeder.stop().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
+  return -1;
+}

@@ -1,0 +1,183 @@
+/**
+ * Configuration of `signals feed`: flags win over environment variables. Pure (the caller
+ * passes the environment; only src/config.ts hands it process.env). Durations are whole or
+ * decimal seconds; any positive value set explicitly is honoured.
+ */
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { z } from "zod";
+
+/**
+ * Base timeframes the feeder can feed and their lengths: the service's base timeframes (1m and
+ * 5m are not stored by the service; see docs/feeder.md).
+ */
+export const FEED_TIMEFRAME_MS: Readonly<Record<string, number>> = Object.freeze({
+  "15m": 15 * 60_000,
+  "30m": 30 * 60_000,
+  "1h": 3_600_000,
+  "4h": 4 * 3_600_000,
+  "1d": 24 * 3_600_000,
+});
+
+/** Periodic sources the feeder knows; `--datasets` picks among them. */
+export const FEED_DATASETS = ["candles", "derivatives"] as const;
+export type FeedDataset = (typeof FEED_DATASETS)[number];
+
+export interface FeedConfig {
+  readonly exchange: string;
+  readonly quote: string;
+  readonly symbols: readonly string[];
+  readonly tf: string;
+  readonly tfMs: number;
+  /** Internal listener of the server, without a trailing slash. */
+  readonly server: string;
+  /** Bearer token; null: read the token file the server writes in dataDir. */
+  readonly internalToken: string | null;
+  readonly dataDir: string;
+  readonly restUrl: string | null;
+  readonly wsUrl: string | null;
+  /** Candles fetched for a coin the service has never seen. */
+  readonly historyCandles: number;
+  readonly silenceMs: number;
+  readonly auditEveryMs: number;
+  readonly derivativesEveryMs: number;
+  readonly failoverMs: number;
+  /** Loopback port of /metrics and /healthz; 0 lets the system choose. */
+  readonly metricsPort: number;
+  readonly datasets: readonly FeedDataset[];
+  readonly logLevel: string;
+}
+
+export class FeedConfigError extends Error {
+  override name = "FeedConfigError";
+}
+
+const FLAGS = {
+  exchange: { type: "string" },
+  quote: { type: "string" },
+  symbols: { type: "string" },
+  tf: { type: "string" },
+  server: { type: "string" },
+  datasets: { type: "string" },
+  json: { type: "boolean" },
+} as const;
+
+const code = (what: string) =>
+  z
+    .string()
+    .trim()
+    .toUpperCase()
+    .regex(/^[A-Z0-9]{1,15}$/, `${what} must be 1-15 letters or digits`);
+const seconds = (name: string) =>
+  z.coerce
+    .number({ error: `${name} must be a number of seconds` })
+    .refine((v) => Number.isFinite(v) && v > 0, `${name} must be a positive number of seconds`)
+    .transform((v) => Math.round(v * 1000))
+    .optional();
+const url = (name: string, schemes: string[]) =>
+  z
+    .string()
+    .trim()
+    .refine((v) => {
+      try {
+        return schemes.includes(new URL(v).protocol);
+      } catch {
+        return false;
+      }
+    }, `${name} must be a ${schemes.map((s) => s.replace(":", "")).join(" or ")} URL`)
+    .transform((v) => v.replace(/\/+$/, ""));
+const csv = (value: string) =>
+  value
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
+
+const schema = z.object({
+  exchange: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .regex(/^[a-z0-9]{2,32}$/, "--exchange must be a ccxt exchange id such as binance")
+    .default("binance"),
+  quote: code("--quote").default("USDT"),
+  symbols: z
+    .array(code("each of --symbols"))
+    .min(1, "--symbols needs at least one base code")
+    .max(500, "--symbols takes at most 500 coins")
+    .default(["BTC", "ETH", "SOL", "BNB", "XRP"]),
+  tf: z.enum(Object.keys(FEED_TIMEFRAME_MS) as [string, ...string[]], { error: `--tf must be one of ${Object.keys(FEED_TIMEFRAME_MS).join(", ")}` }).default("15m"),
+  server: url("--server", ["http:", "https:"]).default("http://127.0.0.1:8081"),
+  internalToken: z.string().trim().min(1).optional(),
+  dataDir: z.string().trim().min(1).default(".data"),
+  restUrl: url("FEED_REST_URL", ["http:", "https:"]).optional(),
+  wsUrl: url("FEED_WS_URL", ["ws:", "wss:"]).optional(),
+  historyCandles: z.coerce.number().int("FEED_HISTORY must be a whole number of candles").min(1, "FEED_HISTORY must be at least 1").max(100_000, "FEED_HISTORY must be at most 100000").default(1500),
+  silenceMs: seconds("FEED_SILENCE"),
+  auditEveryMs: seconds("FEED_AUDIT_EVERY"),
+  derivativesEveryMs: seconds("FEED_DERIVATIVES_EVERY"),
+  failoverMs: seconds("FEED_FAILOVER"),
+  metricsPort: z.coerce.number().int("FEED_METRICS_PORT must be a port number").min(0).max(65_535, "FEED_METRICS_PORT must be a port number").default(9464),
+  datasets: z.array(z.enum(FEED_DATASETS, { error: `--datasets takes ${FEED_DATASETS.join(", ")}` })).min(1).default(["candles", "derivatives"]),
+  logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+});
+
+const blankToUndefined = (value: string | undefined) => (value === undefined || value.trim() === "" ? undefined : value);
+
+/** Parses the feeder's flags (`argv` after `feed`) and environment; throws FeedConfigError with one line. */
+export function parseFeedConfig(env: Record<string, string | undefined>, argv: string[]): FeedConfig {
+  let flags: Partial<Record<keyof typeof FLAGS, string | boolean>>;
+  try {
+    flags = parseArgs({ args: argv, options: FLAGS, strict: true, allowPositionals: false }).values;
+  } catch (err) {
+    throw new FeedConfigError((err as Error).message);
+  }
+  const pick = (flag: keyof typeof FLAGS, name: string) => blankToUndefined(typeof flags[flag] === "string" ? (flags[flag] as string) : env[name]);
+  const symbols = pick("symbols", "FEED_SYMBOLS");
+  const datasets = pick("datasets", "FEED_DATASETS");
+  const result = schema.safeParse({
+    exchange: pick("exchange", "FEED_EXCHANGE"),
+    quote: pick("quote", "FEED_QUOTE"),
+    symbols: symbols === undefined ? undefined : [...new Set(csv(symbols).map((s) => s.toUpperCase()))],
+    tf: pick("tf", "FEED_TF"),
+    server: pick("server", "FEED_SERVER"),
+    internalToken: blankToUndefined(env.INTERNAL_TOKEN),
+    dataDir: blankToUndefined(env.DATA_DIR),
+    restUrl: blankToUndefined(env.FEED_REST_URL),
+    wsUrl: blankToUndefined(env.FEED_WS_URL),
+    historyCandles: blankToUndefined(env.FEED_HISTORY),
+    silenceMs: blankToUndefined(env.FEED_SILENCE),
+    auditEveryMs: blankToUndefined(env.FEED_AUDIT_EVERY),
+    derivativesEveryMs: blankToUndefined(env.FEED_DERIVATIVES_EVERY),
+    failoverMs: blankToUndefined(env.FEED_FAILOVER),
+    metricsPort: blankToUndefined(env.FEED_METRICS_PORT),
+    datasets: datasets === undefined ? undefined : csv(datasets).map((s) => s.toLowerCase()),
+    logLevel: blankToUndefined(env.LOG_LEVEL)?.trim().toLowerCase(),
+  });
+  if (!result.success) {
+    const issue = result.error.issues[0]!;
+    throw new FeedConfigError(issue.message);
+  }
+  const v = result.data;
+  const tfMs = FEED_TIMEFRAME_MS[v.tf]!;
+  return Object.freeze({
+    exchange: v.exchange,
+    quote: v.quote,
+    symbols: Object.freeze(v.symbols),
+    tf: v.tf,
+    tfMs,
+    server: v.server,
+    internalToken: v.internalToken ?? null,
+    dataDir: path.resolve(v.dataDir),
+    restUrl: v.restUrl ?? null,
+    wsUrl: v.wsUrl ?? null,
+    historyCandles: v.historyCandles,
+    // Twice the timeframe, at least 90 s: a quiet market still sends a forming update within that.
+    silenceMs: v.silenceMs ?? Math.max(2 * tfMs, 90_000),
+    auditEveryMs: v.auditEveryMs ?? 15 * 60_000,
+    derivativesEveryMs: v.derivativesEveryMs ?? 5 * 60_000,
+    failoverMs: v.failoverMs ?? 30_000,
+    metricsPort: v.metricsPort,
+    datasets: Object.freeze([...new Set(v.datasets)]),
+    logLevel: v.logLevel,
+  });
+}

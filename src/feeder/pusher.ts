@@ -1,0 +1,105 @@
+/**
+ * One ordered queue of candle updates for every coin, flushed as one PushCandles call at a
+ * time (per coin, order is the order of enqueueing). A failed call is retried with backoff;
+ * updates the service refuses for lack of the lease are reported to the coin's owner.
+ */
+import type { Logger } from "pino";
+import { errorSummary } from "../logger.ts";
+import type { FeedMetrics } from "./feed-metrics.ts";
+import type { PushItem, ServerClient } from "./server-client.ts";
+import { backoffMs, sleep } from "./timing.ts";
+
+const MAX_BATCH = 5_000;
+
+interface Queued extends PushItem {
+  readonly mode: "live" | "backfill";
+}
+
+export class Pusher {
+  private queue: Queued[] = [];
+  private running: Promise<void> | null = null;
+  private stopped = false;
+  private readonly idle = new Set<() => void>();
+
+  private readonly client: ServerClient;
+  private readonly metrics: FeedMetrics;
+  private readonly logger: Logger;
+  private readonly onLeaseLost: (symbol: string) => void;
+
+  constructor(client: ServerClient, metrics: FeedMetrics, logger: Logger, onLeaseLost: (symbol: string) => void) {
+    this.client = client;
+    this.metrics = metrics;
+    this.logger = logger;
+    this.onLeaseLost = onLeaseLost;
+  }
+
+  /** Queues updates and starts a flush if none is running. */
+  enqueue(items: readonly PushItem[], mode: "live" | "backfill"): void {
+    if (this.stopped) return;
+    for (const item of items) this.queue.push({ ...item, mode });
+    this.running ??= this.drain().finally(() => {
+      this.running = null;
+      if (this.queue.length > 0 && !this.stopped) this.enqueue([], "live");
+      else for (const resolve of this.idle) resolve();
+    });
+  }
+
+  /** Drops a coin's queued updates (its lease was lost or it stopped). */
+  discard(symbol: string): void {
+    this.queue = this.queue.filter((q) => q.symbol !== symbol);
+  }
+
+  /** Resolves once everything queued so far has been pushed. */
+  flushed(): Promise<void> {
+    if (!this.running && this.queue.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idle.add(resolve));
+  }
+
+  /** Stops pushing (shutdown); what is still queued is left to the next leader's backfill. */
+  stop(): void {
+    this.stopped = true;
+    this.queue = [];
+  }
+
+  private async drain(): Promise<void> {
+    let failures = 0;
+    while (this.queue.length > 0 && !this.stopped) {
+      const mode = this.queue[0]!.mode;
+      let n = 0;
+      while (n < this.queue.length && n < MAX_BATCH && this.queue[n]!.mode === mode) n++;
+      const batch = this.queue.slice(0, n);
+      try {
+        const result = await this.client.push(batch, mode);
+        this.queue.splice(0, n);
+        failures = 0;
+        this.account(batch, result);
+      } catch (err) {
+        failures++;
+        this.logger.warn({ err: errorSummary(err), updates: batch.length, attempt: failures }, "candle push failed; retrying");
+        await sleep(backoffMs(failures, 250, 15_000));
+      }
+    }
+  }
+
+  private account(batch: readonly Queued[], result: Awaited<ReturnType<ServerClient["push"]>>): void {
+    const lost = new Set<string>();
+    const refused = new Map<string, number>();
+    for (const r of result.rejections) {
+      this.metrics.rejected.inc({ symbol: r.symbol, reason: r.reason });
+      refused.set(r.symbol, (refused.get(r.symbol) ?? 0) + 1);
+      if (r.reason === "lease_not_held") lost.add(r.symbol);
+      else this.logger.warn({ symbol: r.symbol, reason: r.reason }, "the service refused a candle update");
+    }
+    for (const item of batch) if (!refused.has(item.symbol)) this.metrics.pushed.inc({ symbol: item.symbol, state: item.closed ? "closed" : "forming" });
+    if (result.duplicates > 0) {
+      const symbols = [...new Set(batch.filter((b) => b.closed).map((b) => b.symbol))];
+      this.logger.warn({ duplicates: result.duplicates, symbols }, "the service already had some pushed closed candles");
+      if (symbols.length === 1) this.metrics.duplicates.inc({ symbol: symbols[0]! }, result.duplicates);
+      else this.metrics.duplicates.inc({ symbol: "*" }, result.duplicates);
+    }
+    for (const symbol of lost) {
+      this.discard(symbol);
+      this.onLeaseLost(symbol);
+    }
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * `signals feed` configuration: defaults, flags over environment, seconds honoured as set, and
+ * one clear line for each bad value.
+ */
+import { describe, expect, it } from "vitest";
+import { FeedConfigError, parseFeedConfig } from "../../src/feeder/feed-config.ts";
+import { feedState } from "../../src/web/status-page.ts";
+
+describe("parseFeedConfig", () => {
+  it("has the documented defaults", () => {
+    const c = parseFeedConfig({}, []);
+    expect(c).toMatchObject({
+      exchange: "binance",
+      quote: "USDT",
+      symbols: ["BTC", "ETH", "SOL", "BNB", "XRP"],
+      tf: "15m",
+      tfMs: 900_000,
+      server: "http://127.0.0.1:8081",
+      internalToken: null,
+      restUrl: null,
+      wsUrl: null,
+      historyCandles: 1500,
+      silenceMs: 1_800_000,
+      auditEveryMs: 900_000,
+      derivativesEveryMs: 300_000,
+      failoverMs: 30_000,
+      datasets: ["candles", "derivatives"],
+    });
+  });
+
+  it("FEED_SILENCE defaults to twice the timeframe, at least 90 s", () => {
+    expect(parseFeedConfig({ FEED_TF: "15m" }, []).silenceMs).toBe(1_800_000);
+    expect(parseFeedConfig({ FEED_TF: "30m", FEED_SILENCE: "" }, []).silenceMs).toBe(3_600_000);
+    expect(parseFeedConfig({ FEED_TF: "1h" }, []).silenceMs).toBe(7_200_000);
+  });
+
+  it("flags win over the environment; codes are trimmed, upper-cased and de-duplicated", () => {
+    const c = parseFeedConfig({ FEED_EXCHANGE: "kraken", FEED_SYMBOLS: "ADA", FEED_TF: "4h", FEED_QUOTE: "usdc", FEED_SERVER: "http://10.0.0.2:8081/" }, ["--exchange", "Binance", "--symbols", " btc, eth ,btc,,sol ", "--tf", "1h"]);
+    expect(c).toMatchObject({ exchange: "binance", symbols: ["BTC", "ETH", "SOL"], tf: "1h", quote: "USDC", server: "http://10.0.0.2:8081" });
+  });
+
+  it("any positive number of seconds set explicitly is honoured", () => {
+    const c = parseFeedConfig({ FEED_SILENCE: "2", FEED_AUDIT_EVERY: "0.5", FEED_DERIVATIVES_EVERY: "7", FEED_FAILOVER: "3", FEED_HISTORY: "10", FEED_METRICS_PORT: "0" }, []);
+    expect(c).toMatchObject({ silenceMs: 2_000, auditEveryMs: 500, derivativesEveryMs: 7_000, failoverMs: 3_000, historyCandles: 10, metricsPort: 0 });
+  });
+
+  it("base URLs of the exchange and the internal token come from the environment", () => {
+    const c = parseFeedConfig({ FEED_REST_URL: "http://127.0.0.1:9000/", FEED_WS_URL: "ws://127.0.0.1:9000", INTERNAL_TOKEN: "tok" }, []);
+    expect(c).toMatchObject({ restUrl: "http://127.0.0.1:9000", wsUrl: "ws://127.0.0.1:9000", internalToken: "tok" });
+  });
+
+  it.each([
+    [{ FEED_SILENCE: "0" }, [], /FEED_SILENCE must be a positive number of seconds/],
+    [{ FEED_FAILOVER: "-3" }, [], /FEED_FAILOVER must be a positive number of seconds/],
+    [{ FEED_AUDIT_EVERY: "soon" }, [], /FEED_AUDIT_EVERY must be a (positive )?number of seconds/],
+    [{}, ["--tf", "2h"], /--tf must be one of/],
+    [{}, ["--symbols", "BTC-USDT"], /--symbols must be 1-15 letters or digits/],
+    [{ FEED_REST_URL: "ftp://x" }, [], /FEED_REST_URL must be a http or https URL/],
+    [{ FEED_WS_URL: "http://x" }, [], /FEED_WS_URL must be a ws or wss URL/],
+    [{}, ["--bogus"], /Unknown option '--bogus'/],
+    [{ FEED_HISTORY: "1.5" }, [], /FEED_HISTORY must be a whole number/],
+    [{}, ["--datasets", "candles,weather"], /--datasets takes candles, derivatives/],
+  ])("refuses %j %j with one line", (env, argv, message) => {
+    expect(() => parseFeedConfig(env, argv)).toThrow(FeedConfigError);
+    expect(() => parseFeedConfig(env, argv)).toThrow(message);
+  });
+});
+
+describe("feedState (the /status page)", () => {
+  const H = 3_600_000;
+  const now = Date.UTC(2026, 10, 20, 12, 0, 30);
+  it("live when updates arrive and the last closed candle is the one before the forming one", () => {
+    expect(feedState(now, now - 1_000, Date.UTC(2026, 10, 20, 11), H, 600_000)).toBe("live");
+  });
+  it("backfilling when updates arrive but the history is more than a candle behind", () => {
+    expect(feedState(now, now - 1_000, Date.UTC(2026, 10, 20, 8), H, 600_000)).toBe("backfilling");
+    expect(feedState(now, now - 1_000, null, H, 600_000)).toBe("backfilling");
+  });
+  it("stale when nothing arrived for STALE_AFTER", () => {
+    expect(feedState(now, now - 600_001, Date.UTC(2026, 10, 20, 11), H, 600_000)).toBe("stale");
+  });
+});
