@@ -10,7 +10,6 @@
 import { create } from "@bufbuild/protobuf";
 import { ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import type { Logger } from "pino";
-import { Counter } from "prom-client";
 import {
   DerivativesRowSchema,
   FundamentalsRowSchema,
@@ -34,7 +33,7 @@ import { errorSummary } from "../logger.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import { normaliseTimeframe } from "../signals/request.ts";
 import type { SignalSnapshot } from "../signals/snapshot.ts";
-import { FREE_WINDOW_MS, freeCall, freeRateLimitHeaders, type FreeCallResult } from "./free-call.ts";
+import { admitFreeCall, FREE_WINDOW_MS, freeCall, freeCallsCounter, type FreeCallResult } from "./free-call.ts";
 import { computeMovers, type MoverRow } from "./movers.ts";
 import { encodeCursor, LIMITS, parseCursor, parseLimit, parseSeriesFilter, parseSince, parseSymbolFilter } from "./request.ts";
 import { readDerivatives, readFundamentals, readMacro, readNews } from "./store.ts";
@@ -69,14 +68,7 @@ const moverMessage = (m: MoverRow) =>
 /** Builds the service implementation over its dependencies. */
 export function createMarketDataService(deps: MarketDataServiceDeps): ServiceImpl<typeof MarketDataService> {
   const { throttle, logger } = deps;
-  const calls = deps.metrics
-    ? new Counter({
-        name: "signals_free_calls_total",
-        help: "Free calls (movers, derivatives, news, macro, fundamentals) by method, protocol and outcome code.",
-        labelNames: ["method", "protocol", "outcome"] as const,
-        registers: [deps.metrics.registry],
-      })
-    : null;
+  const calls = deps.metrics ? freeCallsCounter(deps.metrics.registry) : null;
 
   const unavailable = (cause: unknown, what: string): never => {
     logger.error({ err: errorSummary(cause) }, what);
@@ -88,18 +80,7 @@ export function createMarketDataService(deps: MarketDataServiceDeps): ServiceImp
     const now = deps.clock();
     const limit = deps.freeRateLimit;
     const result: FreeCallResult = await freeCall(deps.db, keyHash, now, limit, FREE_WINDOW_MS).catch((cause: unknown) => unavailable(cause, "free_call failed"));
-    const headers = result.calls === null || result.windowStart === null ? {} : freeRateLimitHeaders(limit, result.calls, result.windowStart, now, FREE_WINDOW_MS);
-    switch (result.outcome) {
-      case "ok":
-        for (const [name, value] of Object.entries(headers)) ctx.responseHeader.set(name, value);
-        return { now, headers };
-      case "rate_limited": {
-        const reset = headers["ratelimit-reset"] ?? "60";
-        throw serviceError("rate_limited", `Free endpoints allow ${limit} calls per minute per API key; retry in ${reset} s.`, { ...headers, "retry-after": reset });
-      }
-      default:
-        throw serviceError(result.outcome);
-    }
+    return { now, headers: admitFreeCall(ctx, result, limit, now, FREE_WINDOW_MS) };
   }
 
   /**

@@ -64,6 +64,8 @@ async function sendMetrics(res: Parameters<typeof sendJson>[0], metrics: Metrics
   }
 }
 import { createWebRouter } from "../web/router.ts";
+import { UsageService } from "../../gen/signals/v1/usage_pb.js";
+import { createUsageService, getUsageResponseJson } from "../accounts/usage-service.ts";
 
 export interface AppDeps {
   readonly config: Config;
@@ -109,6 +111,7 @@ export function createApp(deps: AppDeps): App {
   const signals = createSignalsService({ ...deps, limits: config.limits, throttle, metrics, maxChargesInFlight });
   // The free endpoints share the paid endpoint's failed-key throttle (one budget per address).
   const marketData = createMarketDataService({ ...deps, staleAfterMs: config.staleAfterMs, freeRateLimit: config.freeRateLimit, throttle, metrics });
+  const usage = createUsageService({ ...deps, limits: config.limits, freeRateLimit: config.freeRateLimit, throttle, metrics });
   const md = MarketDataService.method;
   const rest = createRestHandler(
     [
@@ -118,6 +121,7 @@ export function createApp(deps: AppDeps): App {
       { service: MarketDataService, method: md.getNews, invoke: (r, ctx) => Promise.resolve(marketData.getNews(r as never, ctx)), toJson: getNewsResponseJson },
       { service: MarketDataService, method: md.getMacro, invoke: (r, ctx) => Promise.resolve(marketData.getMacro(r as never, ctx)), toJson: getMacroResponseJson },
       { service: MarketDataService, method: md.getFundamentals, invoke: (r, ctx) => Promise.resolve(marketData.getFundamentals(r as never, ctx)), toJson: getFundamentalsResponseJson },
+      { service: UsageService, method: UsageService.method.getUsage, invoke: (r, ctx) => Promise.resolve(usage.getUsage(r as never, ctx)), toJson: getUsageResponseJson },
     ],
     logger,
     shutdown.signal,
@@ -128,6 +132,7 @@ export function createApp(deps: AppDeps): App {
       router.service(SignalsService, signals);
       router.service(Health, createHealthService(health));
       router.service(MarketDataService, marketData);
+      router.service(UsageService, usage);
     },
     grpc: true,
     grpcWeb: true,
