@@ -143,7 +143,7 @@ export function createApp(deps: AppDeps): App {
       rest(req, res)
         .then((handled) => handled || web(req, res))
         .then((handled) => {
-          if (!handled) sendError(res, "not_found", "No such route. The API is GET /api/v1/signals (paid) and GET /api/v1/movers, /derivatives, /news, /macro and /fundamentals (free).");
+          if (!handled) sendError(res, "not_found", "No such route. The API is GET /api/v1/signals (paid) and GET /api/v1/movers, /derivatives, /news, /macro, /fundamentals and /usage (free); the reference is GET /api/v1/openapi.json and /docs.");
         })
         .catch((err: unknown) => {
           logger.error({ err: errorSummary(err) }, "fallback handler failed");
