@@ -30,6 +30,7 @@ import { getSignalsResponseJson } from "./rest-json.ts";
 import { bearerAuthInterceptor, createBearerCheck } from "./internal-auth.ts";
 import { withRequestScope } from "./request-scope.ts";
 import { clientFaultsAsInvalidArgument } from "./client-errors.ts";
+import { withJsonRouterErrors, withRequestLimits } from "./http-errors.ts";
 import { Health } from "../../gen/grpc/health/v1/health_pb.js";
 import { createHealthProbe, createHealthService, type HealthProbe } from "../observability/health.ts";
 import { createMetrics, type Metrics } from "../observability/metrics.ts";
@@ -182,8 +183,10 @@ export function createApp(deps: AppDeps): App {
     idleTimeoutMs: config.idleTimeoutMs,
   };
   const scope = { logger, trustProxy: config.trustProxy };
-  const publicListener = createDualProtocolListener(withRequestScope(clientFaultsAsInvalidArgument(publicHandler), { ...scope, listener: "public" }), listenerOptions);
-  const internalListener = createDualProtocolListener(withRequestScope(clientFaultsAsInvalidArgument(internalHandler), { ...scope, listener: "internal" }), {
+  // Size limits and the router's refusals answer the JSON error body, inside the request scope (logged).
+  const guarded = (handler: typeof publicHandler) => withRequestLimits(withJsonRouterErrors(clientFaultsAsInvalidArgument(handler)), listenerOptions);
+  const publicListener = createDualProtocolListener(withRequestScope(guarded(publicHandler), { ...scope, listener: "public" }), listenerOptions);
+  const internalListener = createDualProtocolListener(withRequestScope(guarded(internalHandler), { ...scope, listener: "internal" }), {
     ...listenerOptions,
     longRequestStreams: true,
   });
