@@ -67,6 +67,8 @@ async function sendMetrics(res: Parameters<typeof sendJson>[0], metrics: Metrics
 import { createWebRouter } from "../web/router.ts";
 import { UsageService } from "../../gen/signals/v1/usage_pb.js";
 import { createUsageService, getUsageResponseJson } from "../accounts/usage-service.ts";
+import { createDocsRouter } from "./docs-page.ts";
+import { publicOpenApiDocument } from "./public-api.ts";
 
 export interface AppDeps {
   readonly config: Config;
@@ -128,6 +130,7 @@ export function createApp(deps: AppDeps): App {
     shutdown.signal,
   );
   const web = createWebRouter(deps);
+  const docs = createDocsRouter(publicOpenApiDocument(config.publicBaseUrl));
   const publicHandler = connectNodeAdapter({
     routes: (router: ConnectRouter) => {
       router.service(SignalsService, signals);
@@ -142,6 +145,7 @@ export function createApp(deps: AppDeps): App {
     shutdownSignal: shutdown.signal,
     fallback: (req, res) => {
       rest(req, res)
+        .then((handled) => handled || docs(req, res))
         .then((handled) => handled || web(req, res))
         .then((handled) => {
           if (!handled) sendError(res, "not_found", "No such route. The API is GET /api/v1/signals (paid) and GET /api/v1/movers, /derivatives, /news, /macro, /fundamentals and /usage (free); the reference is GET /api/v1/openapi.json and /docs.");
