@@ -16,6 +16,7 @@
  *  - An HTTP/2 request that does not arrive in time is answered 408, then the stream is reset
  *    with NO_ERROR (RFC 9113 §8.1), unless its answer has already begun.
  */
+import { randomUUID } from "node:crypto";
 import type http from "node:http";
 import http2 from "node:http2";
 import type net from "node:net";
@@ -65,7 +66,9 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: net.Socket
   const { status, body } = errorBody(code, message);
   const head =
     `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? "Error"}\r\n` +
-    `content-type: application/json; charset=utf-8\r\ncontent-length: ${body.length}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n`;
+    `content-type: application/json; charset=utf-8\r\ncontent-length: ${body.length}\r\ncache-control: no-store\r\n` +
+    // No request was parsed, so the request scope never ran: a new id, as it would have given.
+    `x-request-id: ${randomUUID()}\r\nconnection: close\r\n\r\n`;
   socket.end(Buffer.concat([Buffer.from(head, "latin1"), body]), () => socket.destroy());
 }
 
@@ -112,14 +115,20 @@ export function withRequestLimits(handler: RequestHandler, limits: RequestLimits
 }
 
 /** Answers an HTTP/2 request that did not arrive in time with 408, then resets its stream. */
-export function answerStreamTimeout(stream: http2.ServerHttp2Stream): void {
+export function answerStreamTimeout(stream: http2.ServerHttp2Stream, requestId?: string): void {
   if (stream.destroyed || stream.closed) return;
   if (stream.headersSent) {
     stream.close(http2.constants.NGHTTP2_CANCEL);
     return;
   }
   const { status, body } = errorBody("request_timeout");
-  stream.respond({ ":status": status, "content-type": "application/json; charset=utf-8", "content-length": String(body.length), "cache-control": "no-store" });
+  stream.respond({
+    ":status": status,
+    "content-type": "application/json; charset=utf-8",
+    "content-length": String(body.length),
+    "cache-control": "no-store",
+    "x-request-id": requestId || randomUUID(),
+  });
   stream.end(body, () => {
     if (!stream.closed) stream.close(http2.constants.NGHTTP2_NO_ERROR);
   });

@@ -112,7 +112,7 @@ export function createDualProtocolListener(handler: RequestHandler, options: Lis
       const stream = req.stream;
       if (!stream.endAfterHeaders && !options.longRequestStreams) {
         const timer = setTimeout(() => {
-          if (!stream.destroyed && !stream.readableEnded) answerStreamTimeout(stream);
+          if (!stream.destroyed && !stream.readableEnded) answerStreamTimeout(stream, String(res.getHeader("x-request-id") ?? ""));
         }, requestTimeoutMs);
         const done = () => clearTimeout(timer);
         stream.once("end", done);

@@ -38,6 +38,7 @@ const INTEGER_SCALARS = new Set([ScalarType.INT32, ScalarType.INT64, ScalarType.
 /** Error codes each status carries, per kind of operation (in the order they are checked). */
 const KEY_ERRORS: Record<number, ErrorCode[]> = { 401: ["api_key_required", "invalid_api_key"] };
 const PROTOCOL_ERRORS: Record<number, ErrorCode[]> = {
+  400: ["bad_request"],
   405: ["method_not_allowed"],
   408: ["request_timeout"],
   413: ["payload_too_large"],
@@ -149,7 +150,9 @@ const header = (name: string, required = false): Json => (required ? { ...HEADER
 function responseHeaders(kind: OperationKind, status: number): Json {
   const h: Json = { "X-Request-Id": header("X-Request-Id", true) };
   const rateLimited = status === 200 || status === 429 || (kind === "paid" && (status === 402 || status === 403));
-  if (rateLimited) for (const name of ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"]) h[name] = header(name, status === 200);
+  // Every charged or free 200 carries them; a replayed paid answer (Idempotent-Replayed) was not
+  // charged again and does not.
+  if (rateLimited) for (const name of ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"]) h[name] = header(name, status === 200 && kind !== "paid");
   if (status === 429) h["Retry-After"] = header("Retry-After", true);
   if (status === 405) h.Allow = header("Allow", true);
   if (kind === "paid" && status === 200) h["Idempotent-Replayed"] = header("Idempotent-Replayed");

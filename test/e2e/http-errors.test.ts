@@ -10,6 +10,7 @@ import { ErrorBodySchema } from "../../gen/signals/v1/errors_pb.js";
 import { ERROR_CODES, errorSpec, type ErrorCode } from "../../src/errors.ts";
 import { rawHttp1, rawHttp2, type RawAnswer } from "../support/raw-http.ts";
 import { startTestServer, type TestServer } from "../support/test-server.ts";
+import { expectMatchesOpenApi } from "../support/openapi-contract.ts";
 
 let server: TestServer;
 let apiKey: string;
@@ -35,7 +36,15 @@ function expectJsonError(answer: RawAnswer, status: number, code: ErrorCode): Re
 
 const longQuery = `symbols=${"A".repeat(100 * 1024)}`;
 const repeated = Array.from({ length: 3_000 }, () => "symbols=BTC").join("&");
-const h1 = (head: string, extra: Array<string | Buffer> = []) => rawHttp1(server.port, [head, ...extra]);
+/** Every answer to a request with a path is also checked against the OpenAPI document. */
+function checked<T extends RawAnswer>(method: string, path: string, answer: T): T {
+  if (path.startsWith("/") && answer.status !== null && answer.end === "answer") expectMatchesOpenApi(method, path, { ...answer, body: JSON.parse(answer.body) });
+  return answer;
+}
+const h1 = async (head: string, extra: Array<string | Buffer> = []) => {
+  const [method = "", path = ""] = head.split("\r\n")[0]!.split(" ");
+  return checked(method, path, await rawHttp1(server.port, [head, ...extra]));
+};
 
 describe("HTTP/1.1 (raw sockets)", () => {
   it("a 100 KB query string and 3,000 repeated parameters: 414 uri_too_long", async () => {
@@ -97,7 +106,7 @@ describe("HTTP/1.1 (raw sockets)", () => {
 });
 
 describe("HTTP/2 (prior knowledge)", () => {
-  const h2 = (path: string, headers: Record<string, string> = {}, method = "GET") => rawHttp2(server.port, { ":method": method, ":path": path, ...headers });
+  const h2 = async (path: string, headers: Record<string, string> = {}, method = "GET") => checked(method, path, await rawHttp2(server.port, { ":method": method, ":path": path, ...headers }));
 
   it("a 50 KB query string and 3,000 repeated parameters: 414 uri_too_long", async () => {
     expectJsonError(await h2(`/api/v1/signals?symbols=${"A".repeat(50 * 1024)}`, { "x-api-key": apiKey }), 414, "uri_too_long");

@@ -16,12 +16,15 @@ import { adjustTokens } from "../../src/billing/tokens.ts";
 import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
 import { expectProtoJson } from "../support/proto-json.ts";
 import { startTestServer, type TestServer } from "../support/test-server.ts";
+import { expectMatchesOpenApi } from "../support/openapi-contract.ts";
 
 type Json = Record<string, any>;
 
 async function get(server: TestServer, path: string, key?: string) {
   const res = await fetch(`${server.baseUrl}${path}`, { headers: key ? { "x-api-key": key } : {} });
-  return { status: res.status, headers: res.headers, body: (await res.json()) as Json };
+  const body = (await res.json()) as Json;
+  expectMatchesOpenApi("GET", res.url, { status: res.status, headers: res.headers, body });
+  return { status: res.status, headers: res.headers, body };
 }
 
 const expectError = (r: { status: number; body: Json }, status: number, code: string) => {
