@@ -35,11 +35,21 @@ const PAGE = `<!doctype html>
 </html>
 `;
 
+/** Redoc's sidebar shows a logo from Redocly's CDN; the page must not reach another host. */
+const REDOCLY_LOGO = "https://cdn.redoc.ly/redoc/logo-mini.svg";
+const LOCAL_LOGO = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' width='1' height='1'/%3E";
+
+/** Redoc's standalone bundle from node_modules, with its one remote image made local. */
+export function loadRedocBundle(): Buffer {
+  const text = readFileSync(createRequire(import.meta.url).resolve("redoc/bundles/redoc.standalone.js"), "utf8");
+  return Buffer.from(text.replaceAll(REDOCLY_LOGO, LOCAL_LOGO));
+}
+
 /** Serves the document, the page and its script; resolves false for other paths. */
 export function createDocsRouter(document: unknown): (req: WebRequest, res: WebResponse) => Promise<boolean> {
   const json = JSON.stringify(document);
   let redoc: Buffer | null = null;
-  const redocBundle = () => (redoc ??= readFileSync(createRequire(import.meta.url).resolve("redoc/bundles/redoc.standalone.js")));
+  const redocBundle = () => (redoc ??= loadRedocBundle());
   return async (req, res) => {
     const path = requestUrl(req.url)?.pathname;
     if (path !== OPENAPI_PATH && path !== DOCS_PATH && path !== REDOC_PATH) return false;
