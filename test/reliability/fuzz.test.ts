@@ -23,6 +23,7 @@ import { startTestServer, INTERNAL_TOKEN, type TestServer } from "../support/tes
 import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
 import { FULL, leakIn } from "../support/reliability.ts";
 import { MAX_CONCURRENT_STREAMS } from "../../src/server/listener.ts";
+import { rawHttp1, type RawAnswer } from "../support/raw-http.ts";
 
 /** Small timeouts so that slow clients are cut within seconds (the defaults are in the docs). */
 const HEADERS_TIMEOUT_S = 2;
@@ -64,56 +65,12 @@ afterAll(async () => {
   await server?.close();
 });
 
-interface RawAnswer {
-  status: number | null;
-  head: string;
-  body: string;
-  /** How the exchange ended: a complete answer, the server closing, or our own timeout. */
-  end: "answer" | "closed" | "timeout";
-  ms: number;
-}
-
 /**
  * Writes `request` (in pieces, with pauses, if given several) on a fresh connection and reads
  * until a complete answer, the server closing, or `timeoutMs`.
  */
 function raw(port: number, request: Buffer | string | Array<Buffer | string>, timeoutMs = 10_000, pauseMs = 0): Promise<RawAnswer> {
-  return new Promise((resolve) => {
-    const started = Date.now();
-    const socket = net.connect(port, "127.0.0.1");
-    let data = Buffer.alloc(0);
-    let settled = false;
-    const finish = (end: RawAnswer["end"]) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      socket.destroy();
-      const text = data.toString("latin1");
-      const split = text.indexOf("\r\n\r\n");
-      const head = split >= 0 ? text.slice(0, split) : text;
-      const match = /^HTTP\/1\.[01] (\d{3})/.exec(head);
-      resolve({ status: match ? Number(match[1]) : null, head, body: split >= 0 ? data.subarray(split + 4).toString("utf8") : "", end, ms: Date.now() - started });
-    };
-    const timer = setTimeout(() => finish("timeout"), timeoutMs);
-    socket.on("data", (chunk: Buffer) => {
-      data = Buffer.concat([data, chunk]);
-      const text = data.toString("latin1");
-      const split = text.indexOf("\r\n\r\n");
-      if (split < 0) return;
-      const length = /\r\ncontent-length: *(\d+)/i.exec(text.slice(0, split));
-      if (length && data.length - (split + 4) >= Number(length[1])) finish("answer");
-    });
-    socket.on("close", () => finish("closed"));
-    socket.on("error", () => finish("closed"));
-    const pieces = Array.isArray(request) ? request : [request];
-    void (async () => {
-      for (const piece of pieces) {
-        if (socket.destroyed) return;
-        socket.write(piece);
-        if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
-      }
-    })();
-  });
+  return rawHttp1(port, Array.isArray(request) ? request : [request], timeoutMs, pauseMs);
 }
 
 /** Records an answer and checks the promises every answer keeps. */

@@ -7,6 +7,10 @@ import net from "node:net";
 
 export interface RawAnswer {
   readonly status: number | null;
+  /** The status line and header lines as received (HTTP/1.1). */
+  readonly head: string;
+  /** Time from connecting to the end of the exchange. */
+  readonly ms: number;
   /** Header names lower-cased. */
   readonly headers: Record<string, string>;
   readonly body: string;
@@ -14,9 +18,13 @@ export interface RawAnswer {
   readonly end: "answer" | "closed" | "timeout";
 }
 
-/** Writes `pieces` on a fresh HTTP/1.1 connection and reads until one whole answer, a close or the timeout. */
-export function rawHttp1(port: number, pieces: Array<string | Buffer>, timeoutMs = 10_000): Promise<RawAnswer> {
+/**
+ * Writes `pieces` on a fresh HTTP/1.1 connection (with `pauseMs` between them) and reads until
+ * one whole answer, the server closing, or `timeoutMs`.
+ */
+export function rawHttp1(port: number, pieces: Array<string | Buffer>, timeoutMs = 10_000, pauseMs = 0): Promise<RawAnswer> {
   return new Promise((resolve) => {
+    const started = Date.now();
     const socket = net.connect(port, "127.0.0.1");
     let data = Buffer.alloc(0);
     let settled = false;
@@ -34,7 +42,7 @@ export function rawHttp1(port: number, pieces: Array<string | Buffer>, timeoutMs
         if (colon > 0) headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
       }
       const match = /^HTTP\/1\.[01] (\d{3})/.exec(statusLine);
-      resolve({ status: match ? Number(match[1]) : null, headers, body: split >= 0 ? data.subarray(split + 4).toString("utf8") : "", end });
+      resolve({ status: match ? Number(match[1]) : null, head, headers, body: split >= 0 ? data.subarray(split + 4).toString("utf8") : "", end, ms: Date.now() - started });
     };
     const timer = setTimeout(() => finish("timeout"), timeoutMs);
     socket.on("data", (chunk: Buffer) => {
@@ -46,9 +54,13 @@ export function rawHttp1(port: number, pieces: Array<string | Buffer>, timeoutMs
     });
     socket.on("close", () => finish("closed"));
     socket.on("error", () => finish("closed"));
-    socket.on("connect", () => {
-      for (const piece of pieces) socket.write(piece);
-    });
+    void (async () => {
+      for (const piece of pieces) {
+        if (socket.destroyed) return;
+        socket.write(piece);
+        if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
+      }
+    })();
   });
 }
 
@@ -62,6 +74,7 @@ export function rawHttp2(
   options: { body?: string | Buffer; endStream?: boolean; timeoutMs?: number } = {},
 ): Promise<RawAnswer & { rstCode: number | undefined }> {
   return new Promise((resolve) => {
+    const started = Date.now();
     const session = http2.connect(`http://127.0.0.1:${port}`, { maxHeaderListPairs: 10_000, maxSendHeaderBlockLength: 1 << 20, settings: { maxHeaderListSize: 1 << 20 } });
     session.on("error", () => {});
     const stream = session.request(headers, { endStream: options.endStream ?? options.body === undefined });
@@ -75,7 +88,7 @@ export function rawHttp2(
       clearTimeout(timer);
       const rstCode = stream.rstCode;
       session.destroy();
-      resolve({ status, headers: responseHeaders, body: Buffer.concat(chunks).toString("utf8"), end, rstCode });
+      resolve({ status, head: "", headers: responseHeaders, body: Buffer.concat(chunks).toString("utf8"), end, rstCode, ms: Date.now() - started });
     };
     const timer = setTimeout(() => finish("timeout"), options.timeoutMs ?? 10_000);
     stream.on("response", (h) => {
