@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { SignalsService } from "../../gen/signals/v1/signals_pb.js";
 import { UsageService } from "../../gen/signals/v1/usage_pb.js";
 import { regenerateKey } from "../../src/accounts/accounts.ts";
@@ -53,7 +53,7 @@ describe("checksum keys", () => {
   it("a random key of the right shape with a bad checksum: 401 invalid_api_key with no database query, on REST, Connect and gRPC", async () => {
     const grpc = createGrpcTransport({ baseUrl: server.baseUrl });
     const signals = createClient(SignalsService, grpc);
-    const usage = createClient(UsageService, grpc);
+    const usage = createClient(UsageService, createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "1.1" }));
     await rest("/api/v1/usage", generateApiKey()); // any lazy start-up work happens now
     const before = queries;
     for (let i = 0; i < 30; i++) {
@@ -61,6 +61,7 @@ describe("checksum keys", () => {
         const r = await rest(path, badChecksumKey());
         expect({ status: r.status, error: r.body.error }).toEqual({ status: 401, error: "invalid_api_key" });
       }
+      // GetSignals over gRPC, GetUsage over Connect (HTTP/1.1).
       for (const call of [() => signals.getSignals({ symbols: "BTC" }, { headers: { "x-api-key": badChecksumKey() } }), () => usage.getUsage({}, { headers: { "x-api-key": badChecksumKey() } })]) {
         const err = await call().then(() => null, (e: unknown) => ConnectError.from(e));
         expect(err?.code).toBe(Code.Unauthenticated);
