@@ -280,6 +280,7 @@ describe("REST contract, derived from the proto descriptors", () => {
       const r = await fetch(`${server.baseUrl}${e.path}`, { method: "POST", headers: { "x-api-key": apiKey } });
       expect(r.status).toBe(405);
       expect(r.headers.get("allow")).toBe("GET");
+      expectMatchesOpenApi("POST", r.url, { status: r.status, headers: r.headers, body: await r.json() });
     }
   });
 });
