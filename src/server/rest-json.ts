@@ -6,7 +6,7 @@
  * int64 as strings and omit unset fields, which the contract does not allow.
  *
  * One documented exception: a signal entry with ok:false is reduced to symbol, tf, ok and
- * reason, and an ok entry has no reason (see OK_DEPENDENT).
+ * reason, and an ok entry has no reason (see OK_DEPENDENT and SELECTIONS).
  */
 import { ScalarType, type DescEnum, type DescField, type DescMessage, type Message } from "@bufbuild/protobuf";
 import { SignalEntrySchema } from "../../gen/signals/v1/signals_pb.js";
@@ -33,6 +33,11 @@ const OK_DEPENDENT = new Map<string, OkDependentFields>([
 export function okDependentFields(schema: DescMessage): OkDependentFields | undefined {
   return OK_DEPENDENT.get(schema.typeName);
 }
+
+/** Which fields (proto names) of a message are written; the contract's exceptions only. */
+const SELECTIONS = new Map<string, (message: Message) => readonly string[]>(
+  [...OK_DEPENDENT].map(([typeName, lists]) => [typeName, (m: Message) => ((m as unknown as { ok: boolean }).ok ? lists.ok : lists.notOk)]),
+);
 
 const INT64_SCALARS = new Set([ScalarType.INT64, ScalarType.UINT64, ScalarType.SINT64, ScalarType.FIXED64, ScalarType.SFIXED64]);
 
@@ -105,9 +110,9 @@ export function restJsonMapper(schema: DescMessage): Mapper {
     return { name: field.name, write: (m: Message) => toJson(read(m)) };
   });
   const byName = new Map(fields.map((f) => [f.name, f]));
-  const selection = okDependentFields(schema);
-  const mapper: Mapper = selection
-    ? (m) => Object.fromEntries((((m as unknown as { ok: boolean }).ok ? selection.ok : selection.notOk)).map((name) => [name, byName.get(name)!.write(m)]))
+  const select = SELECTIONS.get(schema.typeName);
+  const mapper: Mapper = select
+    ? (m) => Object.fromEntries(select(m).map((name) => [name, byName.get(name)!.write(m)]))
     : (m) => {
         const out: Record<string, Json> = {};
         for (const f of fields) out[f.name] = f.write(m);
