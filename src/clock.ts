@@ -36,3 +36,8 @@ export function nextMytMonthStart(epochMs: number): number {
 export function formatMyt(epochMs: number): string {
   return new Date(epochMs + MYT_OFFSET_MS).toISOString().slice(0, 16).replace("T", " ") + " MYT";
 }
+
+/** "2026-11-24T00:00:00+08:00": an instant as ISO-8601 in MYT, to the second (for API bodies). */
+export function mytIso(epochMs: number): string {
+  return new Date(epochMs + MYT_OFFSET_MS).toISOString().slice(0, 19) + "+08:00";
+}

@@ -7,22 +7,30 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
 import { ErrorInfoSchema } from "../gen/google/rpc/error_details_pb.js";
 
-export type ErrorCode =
-  | "api_key_required"
-  | "invalid_api_key"
-  | "node_tier_required"
-  | "subscription_inactive"
-  | "insufficient_credits"
-  | "rate_limited"
-  | "bad_request"
-  | "not_found"
-  | "method_not_allowed"
-  | "payload_too_large"
-  | "conflict"
-  | "idempotency_key_reused"
-  | "unauthorized"
-  | "unavailable"
-  | "internal";
+/** Every machine code a caller can see, in one list (the OpenAPI document's enum reads it). */
+export const ERROR_CODES = [
+  "api_key_required",
+  "invalid_api_key",
+  "node_tier_required",
+  "subscription_inactive",
+  "insufficient_credits",
+  "rate_limited",
+  "bad_request",
+  "not_found",
+  "method_not_allowed",
+  "request_timeout",
+  "payload_too_large",
+  "uri_too_long",
+  "headers_too_large",
+  "unsupported_media_type",
+  "conflict",
+  "idempotency_key_reused",
+  "unauthorized",
+  "unavailable",
+  "internal",
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
 
 /** Domain of the google.rpc.ErrorInfo detail. */
 export const ERROR_DOMAIN = "signals.v1";
@@ -56,8 +64,16 @@ export function errorSpec(code: ErrorCode): ErrorSpec {
       return { http: 404, connect: Code.NotFound, message: "Not found." };
     case "method_not_allowed":
       return { http: 405, connect: Code.Unimplemented, message: "Method not allowed." };
+    case "request_timeout":
+      return { http: 408, connect: Code.DeadlineExceeded, message: "The request did not arrive in time." };
     case "payload_too_large":
       return { http: 413, connect: Code.ResourceExhausted, message: "The request is too large." };
+    case "uri_too_long":
+      return { http: 414, connect: Code.ResourceExhausted, message: "The request target (path and query) is too long." };
+    case "headers_too_large":
+      return { http: 431, connect: Code.ResourceExhausted, message: "The request's header block is too large." };
+    case "unsupported_media_type":
+      return { http: 415, connect: Code.InvalidArgument, message: "Unsupported content-type for an RPC: use a Connect, gRPC or gRPC-Web content type." };
     case "conflict":
       return { http: 409, connect: Code.AlreadyExists, message: "Already exists." };
     case "idempotency_key_reused":

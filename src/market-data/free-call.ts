@@ -4,7 +4,9 @@
  * in the key's fixed window, correct across server processes. It never touches balances, the
  * ledger or the daily cap of the paid endpoint.
  */
+import type { HandlerContext } from "@connectrpc/connect";
 import type { DbHandle } from "../db/client.ts";
+import { serviceError } from "../errors.ts";
 
 export type FreeCallOutcome = "ok" | "invalid_api_key" | "subscription_inactive" | "rate_limited";
 
@@ -54,4 +56,23 @@ export function freeRateLimitHeaders(limit: number, calls: number, windowStart: 
 export async function purgeFreeCallWindows(handle: DbHandle, now: number): Promise<number> {
   const rows = await handle.prepared(`DELETE FROM free_call_windows WHERE window_start < $1::timestamptz RETURNING 1`, [new Date(now - 24 * 3_600_000).toISOString()]);
   return rows.length;
+}
+
+/**
+ * Turns a free_call outcome into the call's answer: on "ok" the RateLimit headers are set on
+ * the response and returned; otherwise the catalogue error is thrown (429 with Retry-After).
+ */
+export function admitFreeCall(ctx: HandlerContext, result: FreeCallResult, limit: number, now: number, windowMs = FREE_WINDOW_MS): Record<string, string> {
+  const headers = result.calls === null || result.windowStart === null ? {} : freeRateLimitHeaders(limit, result.calls, result.windowStart, now, windowMs);
+  switch (result.outcome) {
+    case "ok":
+      for (const [name, value] of Object.entries(headers)) ctx.responseHeader.set(name, value);
+      return headers;
+    case "rate_limited": {
+      const reset = headers["ratelimit-reset"] ?? "60";
+      throw serviceError("rate_limited", `Free endpoints allow ${limit} calls per minute per API key; retry in ${reset} s.`, { ...headers, "retry-after": reset });
+    }
+    default:
+      throw serviceError(result.outcome);
+  }
 }

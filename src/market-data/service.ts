@@ -33,7 +33,7 @@ import { errorSummary } from "../logger.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import { normaliseTimeframe } from "../signals/request.ts";
 import type { SignalSnapshot } from "../market/snapshot.ts";
-import { FREE_WINDOW_MS, freeCall, freeRateLimitHeaders, type FreeCallResult } from "./free-call.ts";
+import { admitFreeCall, FREE_WINDOW_MS, freeCall, type FreeCallResult } from "./free-call.ts";
 import { computeMovers, type MoverRow } from "./movers.ts";
 import { encodeCursor, LIMITS, parseCursor, parseLimit, parseSeriesFilter, parseSince, parseSymbolFilter } from "./request.ts";
 import { readDerivatives, readFundamentals, readMacro, readNews } from "./store.ts";
@@ -80,18 +80,7 @@ export function createMarketDataService(deps: MarketDataServiceDeps): ServiceImp
     const now = deps.clock();
     const limit = deps.freeRateLimit;
     const result: FreeCallResult = await freeCall(deps.db, keyHash, now, limit, FREE_WINDOW_MS).catch((cause: unknown) => unavailable(cause, "free_call failed"));
-    const headers = result.calls === null || result.windowStart === null ? {} : freeRateLimitHeaders(limit, result.calls, result.windowStart, now, FREE_WINDOW_MS);
-    switch (result.outcome) {
-      case "ok":
-        for (const [name, value] of Object.entries(headers)) ctx.responseHeader.set(name, value);
-        return { now, headers };
-      case "rate_limited": {
-        const reset = headers["ratelimit-reset"] ?? "60";
-        throw serviceError("rate_limited", `Free endpoints allow ${limit} calls per minute per API key; retry in ${reset} s.`, { ...headers, "retry-after": reset });
-      }
-      default:
-        throw serviceError(result.outcome);
-    }
+    return { now, headers: admitFreeCall(ctx, result, limit, now, FREE_WINDOW_MS) };
   }
 
   /**

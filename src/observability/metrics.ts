@@ -44,7 +44,7 @@ export function createMetrics(sources: MetricSources): Metrics {
   const chargesInFlight = new Gauge({ name: "signals_charges_in_flight", help: "Charges waiting for or using a database connection.", registers: [registry] });
   const freeCalls = new Counter({
     name: "signals_free_calls_total",
-    help: "Free calls (movers, derivatives, news, macro, fundamentals) by method, protocol and outcome code.",
+    help: "Free calls (movers, derivatives, news, macro, fundamentals, usage) by method, protocol and outcome code.",
     labelNames: ["method", "protocol", "outcome"] as const,
     registers: [registry],
   });

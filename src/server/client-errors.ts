@@ -13,7 +13,7 @@ import type { RequestHandler } from "./listener.ts";
 const CLIENT_FAULT = /^(parse binary:|received compressed envelope|invalid envelope)/;
 const MESSAGE = "The request message could not be parsed.";
 /** gRPC / Connect method paths: /package.Service/Method. */
-const RPC_PATH = /^\/[A-Za-z_][\w.]*\/[A-Za-z_]\w*$/;
+export const RPC_PATH = /^\/[A-Za-z_][\w.]*\/[A-Za-z_]\w*$/;
 
 type Headers = Record<string, string | string[] | number | undefined>;
 

@@ -1,7 +1,8 @@
 /**
  * Assembles the two listeners from their dependencies without starting them:
- *  - public: SignalsService and the free MarketDataService over REST (from the proto
- *    annotations), Connect, gRPC, gRPC-Web;
+ *  - public: SignalsService and the free MarketDataService and UsageService over REST (from
+ *    the proto annotations), Connect, gRPC, gRPC-Web; the OpenAPI document and /docs; the
+ *    web pages;
  *  - internal (loopback by default, bearer token): AdminService, IngestService,
  *    DataIngestService, the signal event stream and health.
  * Only main.ts (or a test) calls start().
@@ -32,6 +33,7 @@ import { createWebHandler } from "../web/app.ts";
 import { bearerAuthInterceptor, createBearerCheck } from "./internal-auth.ts";
 import { withRequestScope } from "./request-scope.ts";
 import { clientFaultsAsInvalidArgument } from "./client-errors.ts";
+import { withJsonRouterErrors, withRequestLimits } from "./http-errors.ts";
 import { Health } from "../../gen/grpc/health/v1/health_pb.js";
 import { createHealthProbe, createHealthService, type HealthProbe } from "../observability/health.ts";
 import { createMetrics, type Metrics } from "../observability/metrics.ts";
@@ -40,6 +42,10 @@ import { MarketDataService } from "../../gen/signals/v1/market_data_pb.js";
 import { DataIngestService } from "../../gen/signals/v1/data_ingest_pb.js";
 import { createMarketDataService } from "../market-data/service.ts";
 import { createDataIngestService } from "../market-data/ingest-service.ts";
+import { UsageService } from "../../gen/signals/v1/usage_pb.js";
+import { createUsageService } from "../market-data/usage-service.ts";
+import { createDocsHandler } from "./docs-page.ts";
+import { publicOpenApiDocument } from "./public-api.ts";
 
 /** GET /healthz: 200 when the database answers and the process is not stopping, else 503. */
 async function sendHealth(res: Parameters<typeof sendJson>[0], probe: HealthProbe): Promise<void> {
@@ -103,16 +109,23 @@ export function createApp(deps: AppDeps): App {
   const signals = createSignalsService({ ...deps, limits: config.limits, throttle, metrics, maxChargesInFlight });
   // The free endpoints share the paid endpoint's failed-key throttle (one budget per address).
   const marketData = createMarketDataService({ ...deps, staleAfterMs: config.staleAfterMs, freeRateLimit: config.freeRateLimit, throttle, metrics });
+  const usage = createUsageService({ ...deps, limits: config.limits, freeRateLimit: config.freeRateLimit, throttle, metrics });
   const rest = createRestHandler(
     [
       { service: SignalsService, impl: signals },
       { service: MarketDataService, impl: marketData },
+      { service: UsageService, impl: usage },
     ],
     logger,
     shutdown.signal,
   );
+  const docs = createDocsHandler(publicOpenApiDocument(config.publicBaseUrl));
   const web = createWebHandler(deps, {
-    notFound: () => errorResponse("not_found", "No such route. The API is GET /api/v1/signals (paid) and GET /api/v1/movers, /derivatives, /news, /macro and /fundamentals (free)."),
+    notFound: () =>
+      errorResponse(
+        "not_found",
+        "No such route. The API is GET /api/v1/signals (paid) and GET /api/v1/movers, /derivatives, /news, /macro, /fundamentals and /usage (free); the reference is GET /api/v1/openapi.json and /docs.",
+      ),
     badRequest: () => errorResponse("bad_request", "The Host header cannot be read."),
   });
   const publicHandler = connectNodeAdapter({
@@ -120,6 +133,7 @@ export function createApp(deps: AppDeps): App {
       router.service(SignalsService, signals);
       router.service(Health, createHealthService(health));
       router.service(MarketDataService, marketData);
+      router.service(UsageService, usage);
     },
     grpc: true,
     grpcWeb: true,
@@ -128,6 +142,7 @@ export function createApp(deps: AppDeps): App {
     shutdownSignal: shutdown.signal,
     fallback: (req, res) => {
       rest(req, res)
+        .then((handled) => handled || docs(req, res))
         .then((handled) => (handled ? undefined : web(req, res)))
         .catch((err: unknown) => {
           logger.error({ err: errorSummary(err) }, "fallback handler failed");
@@ -167,8 +182,10 @@ export function createApp(deps: AppDeps): App {
     idleTimeoutMs: config.idleTimeoutMs,
   };
   const scope = { logger, trustProxy: config.trustProxy };
-  const publicListener = createDualProtocolListener(withRequestScope(clientFaultsAsInvalidArgument(publicHandler), { ...scope, listener: "public" }), listenerOptions);
-  const internalListener = createDualProtocolListener(withRequestScope(clientFaultsAsInvalidArgument(internalHandler), { ...scope, listener: "internal" }), {
+  // Size limits and the router's refusals answer the JSON error body, inside the request scope (logged).
+  const guarded = (handler: typeof publicHandler) => withRequestLimits(withJsonRouterErrors(clientFaultsAsInvalidArgument(handler)), listenerOptions);
+  const publicListener = createDualProtocolListener(withRequestScope(guarded(publicHandler), { ...scope, listener: "public" }), listenerOptions);
+  const internalListener = createDualProtocolListener(withRequestScope(guarded(internalHandler), { ...scope, listener: "internal" }), {
     ...listenerOptions,
     longRequestStreams: true,
   });

@@ -7,6 +7,7 @@
 import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
+import { answerClientError, answerStreamTimeout } from "./http-errors.ts";
 
 export type RequestHandler = (
   req: http.IncomingMessage | http2.Http2ServerRequest,
@@ -47,6 +48,9 @@ export interface DualProtocolListener {
 
 const HTTP2_PREFACE_START = Buffer.from("PRI");
 
+/** Header list size nghttp2 accepts before resetting a stream (our own limit answers below it). */
+const H2_HEADER_LIST_CEILING = 256 * 1024;
+
 /** While draining, a connection that has not sent its first request yet gets this long to do so. */
 const FIRST_REQUEST_WINDOW_MS = 1_000;
 
@@ -84,13 +88,22 @@ export function createDualProtocolListener(handler: RequestHandler, options: Lis
   // this neither timeout was ever applied: a slowloris held its connection for good (found by
   // test/reliability/fuzz.test.ts).
   h1.emit("listening");
+  // Parser errors (431, 414, 400) and timeouts (408) answer the JSON error body, not Node's empty one.
+  h1.on("clientError", answerClientError);
   // A connection where nothing moves for idleTimeoutMs in the middle of a request (a client that
   // sends requests but never reads the answers, so the server's writes stall) is destroyed;
   // without it such a connection stayed open for good (found by test/reliability/fuzz.test.ts).
   // Between requests keepAliveTimeout (5 s) closes connections sooner.
   h1.setTimeout(idleTimeoutMs);
   const h2 = http2.createServer(
-    { maxSessionMemory: 16, settings: { maxHeaderListSize: options.maxHeaderBytes, maxConcurrentStreams: MAX_CONCURRENT_STREAMS } },
+    {
+      maxSessionMemory: 16,
+      // nghttp2 resets a stream over these limits before we see it (no body can be sent), so
+      // they are set well above maxHeaderBytes and the header limit is enforced per request,
+      // with the JSON 431 (withRequestLimits in http-errors.ts, which callers wrap handlers in). 2,000 fields as HTTP/1.1's maxHeadersCount.
+      maxHeaderListPairs: 2_000,
+      settings: { maxHeaderListSize: Math.max(4 * options.maxHeaderBytes, H2_HEADER_LIST_CEILING), maxConcurrentStreams: MAX_CONCURRENT_STREAMS },
+    },
     (req, res) => {
       // As HTTP/1.1's requestTimeout: the request (up to its END_STREAM) must arrive in time,
       // else the stream is cancelled. A session's idle timeout cannot do this: it closes
@@ -99,7 +112,7 @@ export function createDualProtocolListener(handler: RequestHandler, options: Lis
       const stream = req.stream;
       if (!stream.endAfterHeaders && !options.longRequestStreams) {
         const timer = setTimeout(() => {
-          if (!stream.destroyed && !stream.readableEnded) stream.close(http2.constants.NGHTTP2_CANCEL);
+          if (!stream.destroyed && !stream.readableEnded) answerStreamTimeout(stream, String(res.getHeader("x-request-id") ?? ""));
         }, requestTimeoutMs);
         const done = () => clearTimeout(timer);
         stream.once("end", done);

@@ -6,37 +6,59 @@
  * int64 as strings and omit unset fields, which the contract does not allow.
  *
  * One documented exception: a signal entry with ok:false is reduced to symbol, tf, ok and
- * reason, and an ok entry has no reason (see SELECTIONS).
+ * reason, and an ok entry has no reason (see OK_DEPENDENT and SELECTIONS).
  */
 import { ScalarType, type DescEnum, type DescField, type DescMessage, type Message } from "@bufbuild/protobuf";
-import { SignalEntrySchema, type SignalEntry } from "../../gen/signals/v1/signals_pb.js";
+import { SignalEntrySchema } from "../../gen/signals/v1/signals_pb.js";
 
 type Json = unknown;
 type Mapper = (message: Message) => Record<string, Json>;
 
-/** Which fields (proto names) of a message are written; the contract's exceptions only. */
-const SELECTIONS = new Map<string, (message: Message) => readonly string[]>([
-  [
-    SignalEntrySchema.typeName,
-    (() => {
-      const reading = SignalEntrySchema.fields.map((f) => f.name).filter((name) => name !== "reason");
-      const refusal = ["symbol", "tf", "ok", "reason"];
-      return (entry: Message) => ((entry as SignalEntry).ok ? reading : refusal);
-    })(),
-  ],
+/**
+ * The contract's one exception to "every field": a message whose written fields (proto names)
+ * depend on its `ok` field. The OpenAPI document describes it from the same table.
+ */
+export interface OkDependentFields {
+  /** Written when ok is true. */
+  readonly ok: readonly string[];
+  /** Written when ok is false. */
+  readonly notOk: readonly string[];
+}
+
+const OK_DEPENDENT = new Map<string, OkDependentFields>([
+  [SignalEntrySchema.typeName, { ok: SignalEntrySchema.fields.map((f) => f.name).filter((name) => name !== "reason"), notOk: ["symbol", "tf", "ok", "reason"] }],
 ]);
+
+/** The ok-dependent field lists of a message type, or undefined when every field is written. */
+export function okDependentFields(schema: DescMessage): OkDependentFields | undefined {
+  return OK_DEPENDENT.get(schema.typeName);
+}
+
+/** Which fields (proto names) of a message are written; the contract's exceptions only. */
+const SELECTIONS = new Map<string, (message: Message) => readonly string[]>(
+  [...OK_DEPENDENT].map(([typeName, lists]) => [typeName, (m: Message) => ((m as unknown as { ok: boolean }).ok ? lists.ok : lists.notOk)]),
+);
 
 const INT64_SCALARS = new Set([ScalarType.INT64, ScalarType.UINT64, ScalarType.SINT64, ScalarType.FIXED64, ScalarType.SFIXED64]);
 
+/** A value's REST name: its proto name without the enum's shared prefix (`SIGNAL_STRONG_LONG` → "STRONG_LONG"). */
+function restEnumName(desc: DescEnum, name: string): string {
+  return name.slice((desc.sharedPrefix ?? "").length);
+}
+
+/** The names REST writes for an enum, in declaration order (never the zero UNSPECIFIED value). */
+export function restEnumValues(desc: DescEnum): string[] {
+  return desc.values.filter((v) => v.number !== 0).map((v) => restEnumName(desc, v.name));
+}
+
 /**
- * An enum value's name without the enum's shared prefix. The zero value (UNSPECIFIED, which
- * the services never set) and unknown numbers are written as the first real value (for
- * Signal: NONE), so a reader never sees a name outside the contract.
+ * An enum value's REST name. The zero value (UNSPECIFIED, which the services never set) and
+ * unknown numbers are written as the first real value (for Signal: NONE), so a reader never
+ * sees a name outside the contract.
  */
 function enumJson(desc: DescEnum): (value: number) => string {
-  const prefix = desc.sharedPrefix ?? "";
-  const names = new Map(desc.values.map((v) => [v.number, v.name.slice(prefix.length)]));
-  const fallback = desc.values.find((v) => v.number !== 0)?.name.slice(prefix.length) ?? "";
+  const names = new Map(desc.values.map((v) => [v.number, restEnumName(desc, v.name)]));
+  const fallback = restEnumValues(desc)[0] ?? "";
   return (value) => (value === 0 ? fallback : (names.get(value) ?? fallback));
 }
 

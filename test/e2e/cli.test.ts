@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
 import { childEnv, hasStackTrace, runCli, runServerToExit, startServerProcess, type CliResult, type ServerProcess } from "../support/processes.ts";
 
-const KEY_PATTERN = /^sig_live_[0-9A-Za-z]{32}$/;
+const KEY_PATTERN = /^sig_live_[0-9A-Za-z]{36}$/;
 
 type Json = Record<string, unknown>;
 

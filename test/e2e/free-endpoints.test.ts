@@ -29,6 +29,7 @@ import { expectProtoJson } from "../support/proto-json.ts";
 import { datasetFixture, expectedMover, feedCoins, H, hourly, storeDatasets, type CoinFixture } from "../support/market-data-fixtures.ts";
 import { startTestServer, type TestServer } from "../support/test-server.ts";
 import { structureBreak } from "../support/structure-break.ts";
+import { expectMatchesOpenApi } from "../support/openapi-contract.ts";
 
 interface Endpoint {
   readonly name: string;
@@ -51,6 +52,7 @@ type Json = Record<string, any>;
 async function get(server: TestServer, pathAndQuery: string, key?: string | null) {
   const res = await fetch(`${server.baseUrl}${pathAndQuery}`, { headers: key ? { "x-api-key": key } : {} });
   const text = await res.text();
+  expectMatchesOpenApi("GET", res.url, { status: res.status, headers: res.headers, body: JSON.parse(text) });
   return { status: res.status, headers: res.headers, body: JSON.parse(text) as Json };
 }
 
@@ -301,6 +303,7 @@ describe("REST contract, derived from the proto descriptors", () => {
       const r = await fetch(`${server.baseUrl}${e.path}`, { method: "POST", headers: { "x-api-key": apiKey } });
       expect(r.status).toBe(405);
       expect(r.headers.get("allow")).toBe("GET");
+      expectMatchesOpenApi("POST", r.url, { status: r.status, headers: r.headers, body: await r.json() });
     }
   });
 });

@@ -13,6 +13,7 @@ import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
 import { adjustTokens } from "../../src/billing/tokens.ts";
 import { regenerateKey } from "../../src/accounts/accounts.ts";
 import { purgeExpiredIdempotentCalls } from "../../src/billing/idempotent-charge.ts";
+import { expectMatchesOpenApi } from "../support/openapi-contract.ts";
 
 let server: TestServer;
 
@@ -27,7 +28,9 @@ async function get(query: string, key: string, idempotencyKey?: string) {
   const headers: Record<string, string> = { "x-api-key": key };
   if (idempotencyKey !== undefined) headers["idempotency-key"] = idempotencyKey;
   const res = await fetch(`${server.baseUrl}/api/v1/signals${query}`, { headers });
-  return { status: res.status, headers: res.headers, text: await res.text() };
+  const text = await res.text();
+  expectMatchesOpenApi("GET", res.url, { status: res.status, headers: res.headers, body: JSON.parse(text) });
+  return { status: res.status, headers: res.headers, text };
 }
 
 const charges = async (accountId: number) => (await ledgerCheck(server.db.handle, accountId)).charges;

@@ -103,7 +103,7 @@ describe("no API path exposes the track record", () => {
     }
   });
 
-  it("the public port serves exactly SignalsService, MarketDataService and the health service", () => {
+  it("the public port serves exactly SignalsService, MarketDataService, UsageService and the health service", () => {
     const names = (ms: DescMethod[]) => ms.map((m) => `${m.parent.typeName}/${m.name}`).sort();
     expect(names(served)).toEqual([
       "grpc.health.v1.Health/Check",
@@ -114,6 +114,7 @@ describe("no API path exposes the track record", () => {
       "signals.v1.MarketDataService/GetMovers",
       "signals.v1.MarketDataService/GetNews",
       "signals.v1.SignalsService/GetSignals",
+      "signals.v1.UsageService/GetUsage",
     ]);
     // Internal services (the signal event stream among them) are not reachable there.
     expect(new Set(notServed.map((m) => m.parent.typeName))).toEqual(
@@ -128,7 +129,7 @@ describe("no API path exposes the track record", () => {
     }
   });
 
-  it("the REST routes from the annotations are exactly the paid and the five free endpoints", () => {
+  it("the REST routes from the annotations are exactly the paid and the six free endpoints (usage among them)", () => {
     const routes = served.map(httpRouteOf).filter((r) => r !== null);
     expect(routes.map((r) => `${r!.verb} ${r!.path}`).sort()).toEqual([
       "GET /api/v1/derivatives",
@@ -137,6 +138,7 @@ describe("no API path exposes the track record", () => {
       "GET /api/v1/movers",
       "GET /api/v1/news",
       "GET /api/v1/signals",
+      "GET /api/v1/usage",
     ]);
     for (const r of routes) expect(r!.path).not.toMatch(FORBIDDEN);
   });

@@ -14,6 +14,7 @@ import { fixedSnapshot, SAMPLE_READINGS } from "../support/fixed-snapshot.ts";
 import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
 import { getAccountSummary } from "../../src/accounts/accounts.ts";
 import { adjustTokens } from "../../src/billing/tokens.ts";
+import { expectMatchesOpenApi } from "../support/openapi-contract.ts";
 
 let server: TestServer;
 
@@ -33,6 +34,7 @@ async function get(query: string, key?: string, headers: Record<string, string> 
   } catch {
     body = text;
   }
+  expectMatchesOpenApi("GET", res.url, { status: res.status, headers: res.headers, body });
   return { status: res.status, headers: res.headers, body: body as Record<string, any> };
 }
 
@@ -184,10 +186,14 @@ describe("error table", () => {
   it("answers POST with 405 and unknown paths with 404, in the error body shape", async () => {
     const post = await fetch(`${server.baseUrl}/api/v1/signals`, { method: "POST" });
     expect(post.status).toBe(405);
-    expect(await post.json()).toMatchObject({ ok: false, error: "method_not_allowed" });
+    const postBody = await post.json();
+    expect(postBody).toMatchObject({ ok: false, error: "method_not_allowed" });
+    expectMatchesOpenApi("POST", post.url, { status: post.status, headers: post.headers, body: postBody });
     const missing = await fetch(`${server.baseUrl}/api/v1/nothing`);
     expect(missing.status).toBe(404);
-    expect(await missing.json()).toMatchObject({ ok: false, error: "not_found" });
+    const missingBody = await missing.json();
+    expect(missingBody).toMatchObject({ ok: false, error: "not_found" });
+    expectMatchesOpenApi("GET", missing.url, { status: missing.status, headers: missing.headers, body: missingBody });
   });
 });
 

@@ -221,7 +221,7 @@ describe(`keys never appear in logs (${usingPostgres ? "two server processes on 
     }
     if (!usingPostgres) {
       await sleep(500);
-      demoKey = /sig_live_[0-9A-Za-z]{32}/.exec(servers[0]!.p.stderr())?.[0] ?? "";
+      demoKey = /sig_live_[0-9A-Za-z]{36}/.exec(servers[0]!.p.stderr())?.[0] ?? "";
     }
   }, 120_000);
 

@@ -29,7 +29,7 @@ declare const window: any;
 
 const EMAIL = "ana.member@example.test";
 const PASSWORD = "a long and correct password";
-const FULL_KEY = /sig_live_[0-9A-Za-z]{32}/g;
+const FULL_KEY = /sig_live_[0-9A-Za-z]{32,36}/g;
 const DB_SUFFIX = usingPostgres ? "postgres" : "pglite";
 
 interface SeenResponse {
@@ -155,7 +155,7 @@ describe.skipIf(!chromiumAvailable)("web pages in headless Chromium", () => {
     expect(response.status()).toBe(200);
     expect(response.headers()["cache-control"]).toBe("no-store");
     newKey = (await page.locator("#new-key").textContent())!.trim();
-    expect(newKey).toMatch(/^sig_live_[0-9A-Za-z]{32}$/);
+    expect(newKey).toMatch(/^sig_live_[0-9A-Za-z]{36}$/);
     expect(newKey).not.toBe(apiKey);
     await page.getByRole("button", { name: "Copy key" }).click();
     await page.waitForFunction(() => document.getElementById("copy-status")?.textContent !== "");

@@ -16,7 +16,7 @@ import type { CandleUpdate } from "../../src/market/validate.ts";
 import { startTestServer, type TestServer } from "../support/test-server.ts";
 import { csrfTokenOf, setCookieOf, WebClient, type WebResult } from "../support/web-client.ts";
 
-const FULL_KEY = /sig_live_[0-9A-Za-z]{32}/g;
+const FULL_KEY = /sig_live_[0-9A-Za-z]{32,36}/g;
 const HOUR = 3_600_000;
 const ANA = { email: "ana@example.test", password: "ana's long password 1" };
 const BOB = { email: "bob@example.test", password: "bob's long password 2" };

@@ -11,7 +11,8 @@ import type { Message } from "@bufbuild/protobuf";
 export declare const file_signals_v1_errors: GenFile;
 
 /**
- * ErrorBody is the JSON body of every refused REST call, e.g.
+ * ErrorBody is the JSON body of every refused REST call and of every error the HTTP layer
+ * answers (400, 404, 405, 408, 413, 414, 415, 431), e.g.
  * {"ok":false,"error":"insufficient_credits","message":"No Tokens left ..."}.
  * gRPC and Connect carry the same code as a google.rpc.ErrorInfo detail (reason = error).
  *
@@ -26,9 +27,12 @@ export declare type ErrorBody = Message<"signals.v1.ErrorBody"> & {
   ok: boolean;
 
   /**
-   * Stable machine code: api_key_required, invalid_api_key, node_tier_required,
-   * subscription_inactive, insufficient_credits, rate_limited, unavailable, not_found,
-   * bad_request, internal.
+   * Stable machine code (the catalogue in src/errors.ts; the OpenAPI document lists them as an
+   * enum): api_key_required, invalid_api_key, node_tier_required, subscription_inactive,
+   * insufficient_credits, rate_limited, bad_request, not_found, method_not_allowed,
+   * request_timeout, payload_too_large, uri_too_long, headers_too_large,
+   * unsupported_media_type, conflict, idempotency_key_reused, unauthorized, unavailable,
+   * internal.
    *
    * @generated from field: string error = 2;
    */
