@@ -3,6 +3,7 @@
  * A bad value stops the start with a one-line reason (ConfigError).
  */
 import path from "node:path";
+import { parsePaymentsConfig, PaymentsConfigError, type PaymentsConfig } from "./payments/config.ts";
 
 export interface Limits {
   /** Charged calls per account per MYT day. */
@@ -75,6 +76,8 @@ export interface Config {
   readonly trustProxy: boolean;
   /** Free-endpoint calls (movers, derivatives, news, macro, fundamentals) per API key per minute. */
   readonly freeRateLimit: number;
+  /** Stripe, the Token pack catalogue and the subscription grace (src/payments/config.ts). */
+  readonly payments: PaymentsConfig;
 }
 
 export class ConfigError extends Error {
@@ -118,6 +121,15 @@ function urlVar(env: Env, name: string, fallback: string): string {
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") throw new ConfigError(`${name} must be an http(s) URL, got "${raw}"`);
   return raw.replace(/\/+$/, "");
+}
+
+function paymentsVar(env: Env): PaymentsConfig {
+  try {
+    return parsePaymentsConfig(env);
+  } catch (err) {
+    if (err instanceof PaymentsConfigError) throw new ConfigError(err.message);
+    throw err;
+  }
 }
 
 /** Parses and validates the environment once; throws ConfigError with a one-line reason. */
@@ -183,5 +195,6 @@ export function loadConfig(env: Env = process.env): Config {
     sessionTtlMs: intVar(env, "SESSION_TTL_HOURS", 168, 1, 24 * 365) * 3_600_000,
     trustProxy: boolVar(env, "TRUST_PROXY", false),
     freeRateLimit: intVar(env, "FREE_RATE_LIMIT", 60, 1, 1_000_000),
+    payments: paymentsVar(env),
   });
 }

@@ -20,12 +20,25 @@ export const MAX_FORM_BYTES = 16 * 1024;
  */
 export const SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze({
   "content-security-policy":
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self' https://checkout.stripe.com https://billing.stripe.com; frame-ancestors 'none'; base-uri 'none'",
   "x-content-type-options": "nosniff",
   "referrer-policy": "same-origin",
   "x-frame-options": "DENY",
   "cross-origin-opener-policy": "same-origin",
 });
+
+/**
+ * The account page's policy: its Buy / Subscribe / Manage billing forms redirect (303) to
+ * Stripe's checkout and billing origins, and form-action covers redirects. With
+ * STRIPE_API_BASE pointing elsewhere (a local fake in tests), that origin serves the sessions'
+ * pages, so it is allowed too.
+ */
+export function accountPageCsp(payments: { stripe: { apiBase: { url: string } } | null }): string {
+  const csp = SECURITY_HEADERS["content-security-policy"]!;
+  const base = payments.stripe?.apiBase.url;
+  if (!base || base === "https://api.stripe.com") return csp;
+  return csp.replace("form-action 'self'", `form-action 'self' ${base}`);
+}
 
 /** Cookies of the request (first value wins for a repeated name). */
 export function parseCookies(req: WebRequest): Map<string, string> {

@@ -9,7 +9,7 @@ import type { Config } from "../config.ts";
 import type { Clock } from "../clock.ts";
 import type { DbHandle } from "../db/client.ts";
 import { errorSummary } from "../logger.ts";
-import { getAccountSummary, regenerateKey, type AccountSummary } from "../accounts/accounts.ts";
+import { getAccountSummary, PAID_PLANS, regenerateKey, type AccountSummary } from "../accounts/accounts.ts";
 import { applyMonthlyGrant } from "../billing/tokens.ts";
 import { recentLedgerEntries } from "../billing/ledger.ts";
 import { AlertSettingsError, clearAlertSettings, getAlertSettings, parseAlertSettings, saveAlertSettings } from "../alerts/settings.ts";
@@ -25,6 +25,11 @@ import { clientAddress, cookie, header, ownOrigins, parseCookies, readForm, redi
 import { checkPasswordPolicy, MAX_PASSWORD_LENGTH, PasswordPolicyError, verifyAgainstDummy, verifyPassword } from "./passwords.ts";
 import { createSession, deleteSession, findSession, type WebSession } from "./sessions.ts";
 import { DEFAULT_THROTTLE, recordFailure, throttledFor, throttleKeys, type ThrottlePolicy } from "./throttle.ts";
+import { createStripeClient } from "../payments/stripe-client.ts";
+import { billingView, buyPack, openBillingPortal, stripeWebhookAnswer, sendWebhookAnswer, subscribe, type PaymentFormResult, type PaymentRouteDeps } from "./payment-routes.ts";
+import { signUp } from "./signup.ts";
+import { renderSignUpPage } from "./signup-page.ts";
+import { accountPageCsp } from "./http.ts";
 
 export interface WebDeps {
   readonly config: Config;
@@ -57,6 +62,7 @@ export function createWebRouter(deps: WebDeps): WebRouter {
   const assets: Assets = loadAssets();
   const stylesheet = assets.url("app.css");
   const publicCtx: PageContext = { stylesheet, signedIn: null };
+  const payments: PaymentRouteDeps = { ...deps, stripe: config.payments.stripe ? createStripeClient(config.payments.stripe) : null };
   const secureCookies = (req: WebRequest) => requestIsTls(req, config.trustProxy) || config.publicBaseUrl.startsWith("https:");
 
   const sessionCookie = (req: WebRequest, token: string) => cookie(SESSION_COOKIE, token, { maxAgeSeconds: config.sessionTtlMs / 1000, secure: secureCookies(req) });
@@ -237,6 +243,7 @@ export function createWebRouter(deps: WebDeps): WebRouter {
       monthlyGrant: config.limits.monthlyGrant,
       ledger: await recentLedgerEntries(db, signed.session.accountId, LEDGER_ROWS),
       alerts: await getAlertSettings(db, signed.session.accountId),
+      billing: billingView(payments, signed.summary, signed.ctx.signedIn.csrfToken),
       ...extra,
     };
   }
@@ -247,8 +254,16 @@ export function createWebRouter(deps: WebDeps): WebRouter {
     // The month's grant is applied lazily; applying it here shows the balance the next call sees.
     await applyMonthlyGrant(db, signed.session.accountId, config.limits, clock());
     signed = { ...signed, summary: await getAccountSummary(db, signed.session.accountId, clock()) };
-    const flash = url.searchParams.has("alerts-saved") ? "Alert settings saved." : url.searchParams.has("alerts-stopped") ? "Alerts stopped." : null;
-    sendHtml(res, 200, renderAccountPage(signed.ctx, await accountView(signed, { flash })));
+    const flash = url.searchParams.has("alerts-saved")
+      ? "Alert settings saved."
+      : url.searchParams.has("alerts-stopped")
+        ? "Alerts stopped."
+        : url.searchParams.get("checkout") === "success"
+          ? "Thank you. Stripe is confirming your payment; your Tokens or plan appear here as soon as it has."
+          : url.searchParams.get("checkout") === "cancelled"
+            ? "Checkout cancelled. Nothing was charged."
+            : null;
+    sendHtml(res, 200, renderAccountPage(signed.ctx, await accountView(signed, { flash })), { "content-security-policy": accountPageCsp(config.payments) });
   }
 
   async function getKeyConfirm(req: WebRequest, res: WebResponse): Promise<void> {
@@ -261,6 +276,10 @@ export function createWebRouter(deps: WebDeps): WebRouter {
     const posted = await signedInPost(req, res);
     if (posted === null) return;
     if (posted.form.get("confirm") !== "yes") return redirect(res, "/account/key");
+    const { summary } = posted.signed;
+    if (summary.keyPrefix === "" && !(PAID_PLANS as readonly string[]).includes(summary.plan)) {
+      return sendHtml(res, 403, renderMessagePage(posted.signed.ctx, "Subscribe first", "An API key is made once your plan is paid. Subscribe on your account page.", { href: "/account", text: "Back to your account" }));
+    }
     const { apiKey } = await regenerateKey(db, posted.signed.session.accountId, clock());
     logger.info({ accountId: posted.signed.session.accountId }, "api key regenerated from the account page");
     // The one response that carries a full key: never stored by any cache (sendHtml: no-store).
@@ -311,6 +330,48 @@ export function createWebRouter(deps: WebDeps): WebRouter {
     sendHtml(res, 200, renderChartPage(signed.ctx, data, [assets.url("lightweight-charts.js"), assets.url("chart.js")]));
   }
 
+  // ---- sign-up and payments ------------------------------------------------------------------
+
+  async function getSignUp(req: WebRequest, res: WebResponse): Promise<void> {
+    if ((await signedIn(req)) !== null) return redirect(res, "/account");
+    const csrf = csrfCookieFor(req);
+    sendHtml(res, 200, renderSignUpPage(publicCtx, { csrfToken: csrf.value }), { "set-cookie": csrf.setCookie });
+  }
+
+  async function postSignUp(req: WebRequest, res: WebResponse): Promise<void> {
+    const form = await postForm(req, res, publicCtx);
+    if (form === null) return;
+    if (!doubleSubmitMatches(parseCookies(req).get(CSRF_COOKIE), form.get(CSRF_FIELD))) return refuse(res, publicCtx);
+    const email = (form.get("email") ?? "").trim().slice(0, 320);
+    const csrf = csrfCookieFor(req);
+    const again = (status: number, error: string, extra: Record<string, string> = {}) =>
+      sendHtml(res, status, renderSignUpPage(publicCtx, { csrfToken: csrf.value, email, error }), { ...extra, "set-cookie": csrf.setCookie });
+    // Sign-ups spend the sign-in budget of the address and the email: bounded account creation.
+    const now = clock();
+    const keys = throttleKeys(clientAddress(req, config.trustProxy), email);
+    const waitMs = await throttledFor(db, keys, throttle, now);
+    if (waitMs > 0) {
+      const minutes = Math.ceil(waitMs / 60_000);
+      return again(429, `Too many attempts. Try again in ${minutes} minute${minutes === 1 ? "" : "s"}.`, { "retry-after": String(Math.ceil(waitMs / 1000)) });
+    }
+    await recordFailure(db, keys, throttle, now);
+    const result = await signUp(db, { email, password: form.get("password") ?? "", confirm: form.get("confirm") ?? "" });
+    if (!result.ok) return again(result.status, result.message);
+    const { token } = await createSession(db, result.accountId, now, config.sessionTtlMs);
+    logger.info({ accountId: result.accountId }, "member signed up");
+    redirect(res, "/account", { "set-cookie": sessionCookie(req, token) });
+  }
+
+  /** A payment form post: session, Origin and CSRF checked here, the rest in payment-routes.ts. */
+  const paymentForm =
+    (action: (deps: PaymentRouteDeps, account: AccountSummary, form: URLSearchParams) => Promise<PaymentFormResult>) => async (req: WebRequest, res: WebResponse) => {
+      const posted = await signedInPost(req, res);
+      if (posted === null) return;
+      const result = await action(payments, posted.signed.summary, posted.form);
+      if (result.kind === "redirect") return redirect(res, result.location);
+      sendHtml(res, result.status, renderMessagePage(posted.signed.ctx, result.title, result.message, { href: "/account", text: "Back to your account" }));
+    };
+
   // ---- dispatch -----------------------------------------------------------------------------
 
   type Handler = (req: WebRequest, res: WebResponse, url: URL) => Promise<void>;
@@ -322,6 +383,11 @@ export function createWebRouter(deps: WebDeps): WebRouter {
     ["/account", { GET: getAccount }],
     ["/account/key", { GET: getKeyConfirm, POST: postKey }],
     ["/account/alerts", { POST: postAlerts }],
+    ["/signup", { GET: getSignUp, POST: postSignUp }],
+    ["/account/buy", { POST: paymentForm(buyPack) }],
+    ["/account/subscribe", { POST: paymentForm(subscribe) }],
+    ["/account/billing-portal", { POST: paymentForm((d, account) => openBillingPortal(d, account)) }],
+    ["/webhooks/stripe", { POST: async (req, res) => sendWebhookAnswer(res, await stripeWebhookAnswer(payments, req)) }],
     ["/charts", { GET: getChartIndex }],
   ]);
   const CHART_PATH = /^\/charts\/([^/]{1,40})$/;

@@ -1,0 +1,49 @@
+/**
+ * POST /webhooks/stripe: verify the signature on the raw body, then apply the event once.
+ * 400 for anything unsigned, mis-signed or outside the timestamp tolerance (nothing changes);
+ * 200 after the effect has committed (or for events this service does not use); 500 when the
+ * effect failed, so Stripe retries, and the retry applies it exactly once.
+ */
+import type Stripe from "stripe";
+import { errorSummary } from "../logger.ts";
+import type { StripeSettings } from "./config.ts";
+import { handleStripeEvent, type EventDeps } from "./event-handlers.ts";
+
+/** Largest webhook body accepted (Stripe events are a few KB; invoices with many lines more). */
+export const MAX_WEBHOOK_BYTES = 1024 * 1024;
+
+export interface WebhookDeps extends EventDeps {
+  readonly stripe: Stripe;
+  readonly settings: StripeSettings;
+}
+
+export interface WebhookAnswer {
+  readonly status: 200 | 400 | 500;
+  readonly body: Record<string, unknown>;
+}
+
+/** Verifies and applies one webhook delivery. */
+export async function handleStripeWebhook(deps: WebhookDeps, request: { rawBody: Buffer; signature: string | undefined }): Promise<WebhookAnswer> {
+  let event: Stripe.Event;
+  try {
+    event = deps.stripe.webhooks.constructEvent(
+      request.rawBody,
+      request.signature ?? "",
+      deps.settings.webhookSecret,
+      deps.settings.webhookToleranceS,
+      undefined,
+      Math.floor(deps.now() / 1000),
+    );
+  } catch {
+    // The library's message can quote the header; neither it nor the body is logged.
+    deps.logger.warn({ bytes: request.rawBody.length, signed: request.signature !== undefined }, "stripe webhook refused: signature not valid");
+    return { status: 400, body: { ok: false, error: "invalid_signature", message: "The Stripe-Signature header does not verify for this body and time." } };
+  }
+  try {
+    const handled = await handleStripeEvent(deps, event);
+    return { status: 200, body: { received: true, handled } };
+  } catch (err) {
+    deps.logger.error({ eventId: event.id, type: event.type, err: errorSummary(err) }, "stripe webhook failed; Stripe will retry");
+    return { status: 500, body: { ok: false, error: "internal", message: "The event could not be applied; it will be retried." } };
+  }
+}
