@@ -25,14 +25,20 @@ export interface WebhookAnswer {
 /** Verifies and applies one webhook delivery. */
 export async function handleStripeWebhook(deps: WebhookDeps, request: { rawBody: Buffer; signature: string | undefined }): Promise<WebhookAnswer> {
   let event: Stripe.Event;
+  const nowS = Math.floor(deps.now() / 1000);
   try {
+    // The library refuses signatures older than the tolerance; one from further in the future
+    // than that is as suspect (a clock that far off, or a forged time), so it is refused too.
+    const signedAt = /(?:^|,)\s*t=(\d{1,12})(?:,|$)/.exec(request.signature ?? "");
+    if (signedAt && Number(signedAt[1]) > nowS + deps.settings.webhookToleranceS) throw new Error("signature timestamp in the future");
     event = deps.stripe.webhooks.constructEvent(
       request.rawBody,
       request.signature ?? "",
       deps.settings.webhookSecret,
       deps.settings.webhookToleranceS,
       undefined,
-      Math.floor(deps.now() / 1000),
+      deps.now(), // milliseconds: the library divides by 1000
+
     );
   } catch {
     // The library's message can quote the header; neither it nor the body is logged.
