@@ -38,16 +38,29 @@ export async function ensureStripeCustomer(deps: CheckoutDeps, account: { accoun
   return again!.customerId!;
 }
 
-const accountReturn = (deps: CheckoutDeps, flag: string) => `${deps.publicBaseUrl}/account?${flag}`;
-
-/** A Checkout Session in `payment` mode for one pack; its url is where the member pays. */
-export async function createPackCheckout(deps: CheckoutDeps, account: { accountId: number; email: string }, pack: TokenPack): Promise<{ id: string; url: string }> {
+/** A Checkout Session for the account's Customer, returning to the account page; its url is where the member pays. */
+async function checkoutSession(
+  deps: CheckoutDeps,
+  account: { accountId: number; email: string },
+  params: Pick<Stripe.Checkout.SessionCreateParams, "mode" | "line_items" | "metadata" | "payment_intent_data" | "subscription_data">,
+): Promise<{ id: string; url: string }> {
   const customer = await ensureStripeCustomer(deps, account);
-  const metadata = { account_id: String(account.accountId), kind: "pack", pack_id: pack.id, tokens: String(pack.tokens) };
   const session = await deps.stripe.checkout.sessions.create({
-    mode: "payment",
+    ...params,
     customer,
     client_reference_id: String(account.accountId),
+    success_url: `${deps.publicBaseUrl}/account?checkout=success`,
+    cancel_url: `${deps.publicBaseUrl}/account?checkout=cancelled`,
+  });
+  if (!session.url) throw new Error(`Stripe returned Checkout Session ${session.id} without a url`);
+  return { id: session.id, url: session.url };
+}
+
+/** A Checkout Session in `payment` mode for one pack, with the account and pack in its metadata. */
+export function createPackCheckout(deps: CheckoutDeps, account: { accountId: number; email: string }, pack: TokenPack): Promise<{ id: string; url: string }> {
+  const metadata = { account_id: String(account.accountId), kind: "pack", pack_id: pack.id, tokens: String(pack.tokens) };
+  return checkoutSession(deps, account, {
+    mode: "payment",
     line_items: [
       {
         quantity: 1,
@@ -56,31 +69,15 @@ export async function createPackCheckout(deps: CheckoutDeps, account: { accountI
     ],
     metadata,
     payment_intent_data: { metadata },
-    success_url: accountReturn(deps, "checkout=success"),
-    cancel_url: accountReturn(deps, "checkout=cancelled"),
   });
-  if (!session.url) throw new Error(`Stripe returned Checkout Session ${session.id} without a url`);
-  return { id: session.id, url: session.url };
 }
 
 /** A Checkout Session in `subscription` mode for a plan's recurring Price. */
-export async function createSubscriptionCheckout(deps: CheckoutDeps, account: { accountId: number; email: string }, plan: PaidPlan): Promise<{ id: string; url: string }> {
+export function createSubscriptionCheckout(deps: CheckoutDeps, account: { accountId: number; email: string }, plan: PaidPlan): Promise<{ id: string; url: string }> {
   const price = deps.settings.prices[plan];
-  if (!price) throw new Error(`no Stripe Price is configured for plan ${plan}`);
-  const customer = await ensureStripeCustomer(deps, account);
+  if (!price) return Promise.reject(new Error(`no Stripe Price is configured for plan ${plan}`));
   const metadata = { account_id: String(account.accountId), kind: "subscription", plan };
-  const session = await deps.stripe.checkout.sessions.create({
-    mode: "subscription",
-    customer,
-    client_reference_id: String(account.accountId),
-    line_items: [{ price, quantity: 1 }],
-    metadata,
-    subscription_data: { metadata },
-    success_url: accountReturn(deps, "checkout=success"),
-    cancel_url: accountReturn(deps, "checkout=cancelled"),
-  });
-  if (!session.url) throw new Error(`Stripe returned Checkout Session ${session.id} without a url`);
-  return { id: session.id, url: session.url };
+  return checkoutSession(deps, account, { mode: "subscription", line_items: [{ price, quantity: 1 }], metadata, subscription_data: { metadata } });
 }
 
 /** A Billing Portal session for the account's Customer (card, invoices, cancellation). */

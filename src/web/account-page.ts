@@ -110,8 +110,10 @@ function keyCard(view: AccountView): SafeHtml {
   <code class="key" id="masked-key" aria-label="API key starting with ${prefix}, the rest hidden">${maskedKey(prefix)}</code>`
     : html`<p id="no-key">This account has no API key yet.${(PAID_PLANS as readonly string[]).includes(view.summary.plan) ? " Create it below." : " Subscribe first: a key is made once your plan is paid."}</p>`}
   <div class="actions">
-    <a class="button secondary" href="/account/key">Regenerate key…</a>
-    <span class="muted">Lost the key? Regenerate it: the old key stops working at once.</span>
+    ${prefix
+      ? html`<a class="button secondary" href="/account/key">Regenerate key…</a>
+    <span class="muted">Lost the key? Regenerate it: the old key stops working at once.</span>`
+      : html`<a class="button secondary" href="/account/key">Create key…</a>`}
   </div>
 </section>`;
 }
