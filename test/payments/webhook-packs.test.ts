@@ -251,9 +251,32 @@ describe("crediting from the signed webhook", () => {
     expect(answer.body.handled).toBe("ignored");
   });
 
-  it("the webhook is the only POST that needs no session: GET is not allowed", async () => {
-    const res = await fetch(`${server.baseUrl}/webhooks/stripe`);
-    expect(res.status).toBe(405);
+  it("the webhook is the only POST that takes no CSRF token; every other POST refuses a bare request and changes nothing", async () => {
+    expect((await fetch(`${server.baseUrl}/webhooks/stripe`)).status).toBe(405);
+    const m = await member();
+    const before = { calls: stripe.calls.length, accounts: (await server.db.handle.rows(sql`SELECT id FROM accounts`)).length };
+    const routes = ["/signin", "/signup", "/signout", "/setup-password", "/account/key", "/account/alerts", "/account/buy", "/account/subscribe", "/account/billing-portal"];
+    const fields = { email: "x@example.test", password: "a long enough password", confirm: "a long enough password", pack: "5000-usd", plan: "node", confirm_key: "yes", chat_id: "1", symbols: "BTC", timeframes: "1h" };
+    for (const route of routes) {
+      const anonymous = await new WebClient(server.baseUrl).post(route, fields);
+      const signedInWithoutToken = await m.web.post(route, fields);
+      for (const res of [anonymous, signedInWithoutToken]) {
+        expect(res.status === 403 || (res.status === 303 && res.headers.location === "/signin"), `${route}: ${res.status} ${res.headers.location}`).toBe(true);
+      }
+    }
+    expect(stripe.calls.length).toBe(before.calls);
+    expect(await server.db.handle.rows(sql`SELECT id FROM accounts`)).toHaveLength(before.accounts);
+    expect((await m.web.get("/account")).status).toBe(200); // still signed in: the bare sign-out was refused
+  });
+
+  it("no Stripe secret appears in the logs or the pages", async () => {
+    const m = await member();
+    await buy(m.web);
+    const page = await m.web.get("/account");
+    for (const secret of [FAKE_STRIPE_SECRET_KEY, FAKE_WEBHOOK_SECRET]) {
+      expect(logLines.join("\n")).not.toContain(secret);
+      expect(page.body).not.toContain(secret);
+    }
   });
 });
 
