@@ -166,6 +166,18 @@ describe("crediting from the signed webhook", () => {
     await expectLedgerHolds(m.accountId);
   });
 
+  it("re-arms the low-balance notice when the pack takes the balance back above the threshold", async () => {
+    const m = await member();
+    await server.db.handle.rows(sql`SELECT ledger_adjust(${m.accountId}::bigint, 'adjustment', -9000::bigint, 'spent (test)', 1500::bigint)`);
+    await server.db.handle.rows(sql`UPDATE accounts SET low_balance_notified = true WHERE id = ${m.accountId}`);
+    const session = await buy(m.web);
+    await deliver(server.baseUrl, signedEvent("checkout.session.completed", completedPackSession(session), { timestampS: nowS() }));
+    const [row] = await server.db.handle.rows<{ low_balance_notified: boolean }>(sql`SELECT low_balance_notified FROM accounts WHERE id = ${m.accountId}`);
+    expect(row!.low_balance_notified).toBe(false);
+    expect(await balances(m.accountId)).toEqual({ grant: 1_000, pack: 5_000 });
+    await expectLedgerHolds(m.accountId);
+  });
+
   it("credits once when the same event arrives 20 times at once", async () => {
     const m = await member();
     const session = await buy(m.web);
