@@ -83,7 +83,11 @@ async function onInvoicePaid(deps: EventDeps, key: EventKey, invoice: Stripe.Inv
   const accountId = await accountFor(deps, customerId, metadata.account_id);
   if (accountId === null) return unmatched(deps, key, `paid invoice of subscription ${subscriptionId} for an unknown customer`);
   const lines = invoiceLines(invoice);
-  const plan = lines.map((l) => planOfPrice(deps, linePrice(l))).find((p) => p !== null) ?? planOfMetadata(metadata.plan);
+  // On a plan change the invoice also holds a negative proration line for the old plan: the
+  // plan is the one charged for, the last positive line with a configured Price.
+  const charged = lines.filter((l) => (int(at(l, "amount")) ?? 0) > 0);
+  const planOfLines = (ls: unknown[]) => ls.map((l) => planOfPrice(deps, linePrice(l))).findLast((p) => p !== null) ?? null;
+  const plan = planOfLines(charged) ?? planOfLines(lines) ?? planOfMetadata(metadata.plan);
   const periodEnds = lines.map((l) => seconds(at(l, "period", "end"))).filter((e): e is number => e !== null);
   if (plan === null || periodEnds.length === 0) return unmatched(deps, key, `paid invoice ${invoice.id} names no configured plan Price or no period`);
   const paidAt = seconds(at(invoice, "status_transitions", "paid_at")) ?? key.created;

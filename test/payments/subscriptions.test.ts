@@ -209,6 +209,20 @@ describe("subscriptions", () => {
     expect(ledgerBalances(await ledgerCheck(server.db.handle, accountId))).toBe(true);
   });
 
+  it("an upgrade's invoice (a negative proration line for the old plan) sets the plan charged for", async () => {
+    const { web, accountId } = await signUp();
+    const customer = (await subscribe(web, "node")).customer!;
+    const t = nowS();
+    await send("invoice.paid", paidInvoice({ customer, subscription: "sub_test_d1", price: PRICE_NODE, periodStartS: t, periodEndS: t + 30 * DAY_S, paidAtS: t }));
+    expect((await account(accountId)).plan).toBe("node");
+    await send(
+      "invoice.paid",
+      paidInvoice({ customer, subscription: "sub_test_d1", price: PRICE_FOUNDING_SEAT, periodStartS: t + DAY_S, periodEndS: t + 30 * DAY_S, paidAtS: t + DAY_S, billingReason: "subscription_update", extraLines: [{ price: PRICE_NODE, amount: -9000 }] }),
+      t + DAY_S,
+    );
+    expect((await account(accountId)).plan).toBe("founding_seat");
+  });
+
   it("opens the Billing Portal for the account's own Customer", async () => {
     const { web, accountId } = await signUp();
     await subscribe(web, "node");

@@ -253,8 +253,29 @@ export function completedSubscriptionSession(session: CheckoutSessionRecord, sub
 }
 
 /** A paid subscription invoice (API 2025-03-31 and later: the subscription in `parent`). */
-export function paidInvoice(input: { customer: string; subscription: string; price: string; periodStartS: number; periodEndS: number; paidAtS: number; metadata?: Record<string, string>; billingReason?: string }): Record<string, unknown> {
+export function paidInvoice(input: {
+  customer: string;
+  subscription: string;
+  price: string;
+  periodStartS: number;
+  periodEndS: number;
+  paidAtS: number;
+  metadata?: Record<string, string>;
+  billingReason?: string;
+  /** Lines before the plan's own line (e.g. a negative proration for the old plan). */
+  extraLines?: { price: string; amount: number }[];
+}): Record<string, unknown> {
   const id = newId("in");
+  const line = (price: string, amount: number) => ({
+    id: newId("il"),
+    object: "line_item",
+    amount,
+    currency: "usd",
+    period: { start: input.periodStartS, end: input.periodEndS },
+    pricing: { type: "price_details", price_details: { price, product: "prod_test_signals" }, unit_amount_decimal: String(amount) },
+    parent: { type: "subscription_item_details", subscription_item_details: { subscription: input.subscription, proration: amount < 0 } },
+    quantity: 1,
+  });
   return {
     id,
     object: "invoice",
@@ -274,18 +295,7 @@ export function paidInvoice(input: { customer: string; subscription: string; pri
     lines: {
       object: "list",
       has_more: false,
-      data: [
-        {
-          id: newId("il"),
-          object: "line_item",
-          amount: 9900,
-          currency: "usd",
-          period: { start: input.periodStartS, end: input.periodEndS },
-          pricing: { type: "price_details", price_details: { price: input.price, product: "prod_test_signals" }, unit_amount_decimal: "9900" },
-          parent: { type: "subscription_item_details", subscription_item_details: { subscription: input.subscription } },
-          quantity: 1,
-        },
-      ],
+      data: [...(input.extraLines ?? []).map((l) => line(l.price, l.amount)), line(input.price, 9900)],
     },
     livemode: false,
   };
