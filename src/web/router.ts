@@ -21,7 +21,7 @@ import { listChartCoins, loadChartData } from "./chart-data.ts";
 import { chartPath, renderChartIndexPage, renderChartPage } from "./chart-page.ts";
 import { checkSetupToken, findCredentials, redeemSetupToken } from "./credentials.ts";
 import { CSRF_COOKIE, CSRF_FIELD, doubleSubmitMatches, isWellFormedCsrfCookie, newCsrfCookieValue, originAllowed, sessionCsrfMatches, sessionCsrfToken } from "./csrf.ts";
-import { clientAddress, cookie, header, ownOrigins, parseCookies, readForm, redirect, requestIsTls, safeLocalPath, sendHtml, type WebRequest, type WebResponse } from "./http.ts";
+import { accountPageCsp, clientAddress, cookie, header, ownOrigins, parseCookies, readForm, redirect, requestIsTls, safeLocalPath, sendHtml, type WebRequest, type WebResponse } from "./http.ts";
 import { checkPasswordPolicy, MAX_PASSWORD_LENGTH, PasswordPolicyError, verifyAgainstDummy, verifyPassword } from "./passwords.ts";
 import { createSession, deleteSession, findSession, type WebSession } from "./sessions.ts";
 import { DEFAULT_THROTTLE, recordFailure, throttledFor, throttleKeys, type ThrottlePolicy } from "./throttle.ts";
@@ -29,7 +29,6 @@ import { createStripeClient } from "../payments/stripe-client.ts";
 import { billingView, buyPack, openBillingPortal, stripeWebhookAnswer, sendWebhookAnswer, subscribe, type PaymentFormResult, type PaymentRouteDeps } from "./payment-routes.ts";
 import { signUp } from "./signup.ts";
 import { renderSignUpPage } from "./signup-page.ts";
-import { accountPageCsp } from "./http.ts";
 
 export interface WebDeps {
   readonly config: Config;
