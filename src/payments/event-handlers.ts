@@ -9,7 +9,7 @@ import type { Logger } from "pino";
 import type { DbHandle } from "../db/client.ts";
 import type { Limits } from "../config.ts";
 import type { PaymentsConfig } from "./config.ts";
-import { accountOfCustomer, applySubscriptionFact, creditPack, recordDispute, takeBackRefund, type EventKey } from "./stripe-store.ts";
+import { accountOfCustomer, accountOfSubscription, applySubscriptionFact, creditPack, recordDispute, takeBackRefund, type EventKey } from "./stripe-store.ts";
 import { at, idOf, int, invoiceLines, invoiceSubscription, invoiceSubscriptionMetadata, linePrice, metadataInt, seconds, subscriptionPrice, text } from "./stripe-objects.ts";
 
 export interface EventDeps {
@@ -37,8 +37,21 @@ function planOfPrice(deps: EventDeps, price: string | null): string | null {
 
 const planOfMetadata = (value: unknown): string | null => (value === "node" || value === "founding_seat" ? value : null);
 
-async function accountFor(deps: EventDeps, customerId: string | null, metadataAccountId: unknown): Promise<number | null> {
-  return (await accountOfCustomer(deps.db, customerId)) ?? metadataInt(metadataAccountId, MAX_ACCOUNT_ID);
+/**
+ * The account of a subscription event: by our Customer, by a subscription already linked to an
+ * account, then by the metadata this service put on the Checkout Session and Subscription.
+ */
+async function accountFor(deps: EventDeps, customerId: string | null, subscriptionId: string | null, metadataAccountId: unknown): Promise<number | null> {
+  return (await accountOfCustomer(deps.db, customerId)) ?? (await accountOfSubscription(deps.db, subscriptionId)) ?? metadataInt(metadataAccountId, MAX_ACCOUNT_ID);
+}
+
+/**
+ * Thrown for a subscription event that cannot be tied to an account yet: nothing is recorded
+ * and the webhook answers 500, so Stripe delivers it again later, when the event that links it
+ * (the Checkout Session's completion) may have arrived. Events are never dropped for arriving early.
+ */
+export class NotYetMatched extends Error {
+  override name = "NotYetMatched";
 }
 
 async function onCheckoutPaid(deps: EventDeps, key: EventKey, session: Stripe.Checkout.Session): Promise<HandledAs> {
@@ -46,7 +59,7 @@ async function onCheckoutPaid(deps: EventDeps, key: EventKey, session: Stripe.Ch
   if (session.mode === "subscription") {
     const subscriptionId = idOf(session.subscription);
     const customerId = idOf(session.customer);
-    const accountId = await accountFor(deps, customerId, metadata.account_id ?? session.client_reference_id);
+    const accountId = await accountFor(deps, customerId, subscriptionId, metadata.account_id ?? session.client_reference_id);
     if (!subscriptionId || accountId === null) return unmatched(deps, key, "subscription checkout without a known account or subscription");
     // Links the subscription to the account; the plan is only a first guess until its own state or invoice arrives.
     const result = await applySubscriptionFact(
@@ -80,8 +93,8 @@ async function onInvoicePaid(deps: EventDeps, key: EventKey, invoice: Stripe.Inv
   if (!subscriptionId) return "ignored"; // a one-off invoice, not a plan
   const customerId = idOf(invoice.customer);
   const metadata = invoiceSubscriptionMetadata(invoice);
-  const accountId = await accountFor(deps, customerId, metadata.account_id);
-  if (accountId === null) return unmatched(deps, key, `paid invoice of subscription ${subscriptionId} for an unknown customer`);
+  const accountId = await accountFor(deps, customerId, subscriptionId, metadata.account_id);
+  if (accountId === null) throw new NotYetMatched(`paid invoice of subscription ${subscriptionId} for a customer not linked to an account yet`);
   const lines = invoiceLines(invoice);
   // On a plan change the invoice also holds a negative proration line for the old plan: the
   // plan is the one charged for, the last positive line with a configured Price.
@@ -113,8 +126,8 @@ async function onInvoicePaid(deps: EventDeps, key: EventKey, invoice: Stripe.Inv
 
 async function onSubscriptionChanged(deps: EventDeps, key: EventKey, subscription: Stripe.Subscription, deleted: boolean): Promise<HandledAs> {
   const customerId = idOf(subscription.customer);
-  const accountId = await accountFor(deps, customerId, subscription.metadata?.account_id);
-  if (accountId === null) return unmatched(deps, key, `subscription ${subscription.id} of an unknown customer`);
+  const accountId = await accountFor(deps, customerId, subscription.id, subscription.metadata?.account_id);
+  if (accountId === null) throw new NotYetMatched(`subscription ${subscription.id} of a customer not linked to an account yet`);
   const ended = deleted || subscription.status === "canceled";
   const endedAt = ended ? (seconds(subscription.ended_at) ?? seconds(subscription.canceled_at) ?? key.created) : null;
   const result = await applySubscriptionFact(

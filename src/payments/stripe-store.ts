@@ -109,3 +109,10 @@ export async function accountOfCustomer(db: DbHandle, customerId: string | null)
   const [row] = await db.rows<{ id: number | string }>(sql`SELECT id FROM accounts WHERE stripe_customer_id = ${customerId}`);
   return row ? Number(row.id) : null;
 }
+
+/** The account a Stripe subscription is linked to, or null. */
+export async function accountOfSubscription(db: DbHandle, subscriptionId: string | null): Promise<number | null> {
+  if (!subscriptionId) return null;
+  const [row] = await db.rows<{ account_id: number | string }>(sql`SELECT account_id FROM stripe_subscriptions WHERE subscription_id = ${subscriptionId}`);
+  return row ? Number(row.account_id) : null;
+}

@@ -7,7 +7,7 @@
 import type Stripe from "stripe";
 import { errorSummary } from "../logger.ts";
 import type { StripeSettings } from "./config.ts";
-import { handleStripeEvent, type EventDeps } from "./event-handlers.ts";
+import { handleStripeEvent, NotYetMatched, type EventDeps } from "./event-handlers.ts";
 
 /** Largest webhook body accepted (Stripe events are a few KB; invoices with many lines more). */
 export const MAX_WEBHOOK_BYTES = 1024 * 1024;
@@ -49,6 +49,10 @@ export async function handleStripeWebhook(deps: WebhookDeps, request: { rawBody:
     const handled = await handleStripeEvent(deps, event);
     return { status: 200, body: { received: true, handled } };
   } catch (err) {
+    if (err instanceof NotYetMatched) {
+      deps.logger.warn({ eventId: event.id, type: event.type }, `stripe event not applied yet: ${err.message}; Stripe will retry`);
+      return { status: 500, body: { ok: false, error: "not_yet_matched", message: "The event's account is not known yet; it will be retried." } };
+    }
     deps.logger.error({ eventId: event.id, type: event.type, err: errorSummary(err) }, "stripe webhook failed; Stripe will retry");
     return { status: 500, body: { ok: false, error: "internal", message: "The event could not be applied; it will be retried." } };
   }

@@ -223,6 +223,21 @@ describe("subscriptions", () => {
     expect((await account(accountId)).plan).toBe("founding_seat");
   });
 
+  it("an invoice that cannot be tied to an account yet is answered 500 (Stripe retries), and applies once the checkout links it", async () => {
+    const { web, accountId } = await signUp();
+    const session = await subscribe(web, "node");
+    const t = nowS();
+    // A Customer this service has not seen and no metadata: only the checkout completion links it.
+    const invoice = paidInvoice({ customer: "cus_test_unlinked", subscription: "sub_test_e1", price: PRICE_NODE, periodStartS: t, periodEndS: t + 30 * DAY_S, paidAtS: t });
+    const early = signedEvent("invoice.paid", invoice, { timestampS: t });
+    expect((await deliver(server.baseUrl, early)).status).toBe(500);
+    expect((await account(accountId)).plan).toBe("free");
+    await send("checkout.session.completed", { ...completedSubscriptionSession(session, "sub_test_e1"), customer: "cus_test_unlinked" });
+    expect((await deliver(server.baseUrl, early)).status).toBe(200); // Stripe's retry
+    expect(await account(accountId)).toMatchObject({ plan: "node", until: (t + 31 * DAY_S) * 1000, grant: 10_000 });
+    expect(ledgerBalances(await ledgerCheck(server.db.handle, accountId))).toBe(true);
+  });
+
   it("opens the Billing Portal for the account's own Customer", async () => {
     const { web, accountId } = await signUp();
     await subscribe(web, "node");
