@@ -15,9 +15,7 @@ DECLARE
   v_payment_id bigint;
   v_ledger_id bigint;
 BEGIN
-  INSERT INTO stripe_events (event_id, type, event_created, outcome) VALUES (p_event_id, p_type, p_event_created, 'applied')
-  ON CONFLICT (event_id) DO NOTHING;
-  IF NOT FOUND THEN
+  IF NOT stripe_record_event(p_event_id, p_type, p_event_created) THEN
     RETURN QUERY SELECT 'duplicate_event'::text, NULL::bigint, NULL::bigint, NULL::bigint;
     RETURN;
   END IF;

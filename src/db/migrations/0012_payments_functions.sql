@@ -1,4 +1,15 @@
 -- Stripe payments (issue 13). Sources: src/db/functions/stripe_*.sql, one function a file.
+-- Records a Stripe event as processed, inside the caller's transaction; false when it already
+-- was (a replay or a duplicate: the caller then changes nothing). A concurrent duplicate waits
+-- on the event id's index entry until the first transaction ends.
+CREATE FUNCTION stripe_record_event(p_event_id text, p_type text, p_event_created timestamptz)
+RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO stripe_events (event_id, type, event_created, outcome) VALUES (p_event_id, p_type, p_event_created, 'applied')
+  ON CONFLICT (event_id) DO NOTHING;
+  RETURN FOUND;
+END $$;
+--> statement-breakpoint
 -- Credits a Token pack bought through Stripe Checkout, once. One statement, one transaction:
 -- the processed-event record (keyed by the Stripe event id), the payment row (unique per
 -- Checkout Session, so `checkout.session.completed` and `async_payment_succeeded` of the same
@@ -16,9 +27,7 @@ DECLARE
   v_payment_id bigint;
   v_ledger_id bigint;
 BEGIN
-  INSERT INTO stripe_events (event_id, type, event_created, outcome) VALUES (p_event_id, p_type, p_event_created, 'applied')
-  ON CONFLICT (event_id) DO NOTHING;
-  IF NOT FOUND THEN
+  IF NOT stripe_record_event(p_event_id, p_type, p_event_created) THEN
     RETURN QUERY SELECT 'duplicate_event'::text, NULL::bigint, NULL::bigint, NULL::bigint;
     RETURN;
   END IF;
@@ -71,9 +80,7 @@ DECLARE
   v_until timestamptz;
   v_plan text;
 BEGIN
-  INSERT INTO stripe_events (event_id, type, event_created, outcome) VALUES (p_event_id, p_type, p_event_created, 'applied')
-  ON CONFLICT (event_id) DO NOTHING;
-  IF NOT FOUND THEN
+  IF NOT stripe_record_event(p_event_id, p_type, p_event_created) THEN
     RETURN QUERY SELECT 'duplicate_event'::text, NULL::text, NULL::timestamptz;
     RETURN;
   END IF;
@@ -148,9 +155,7 @@ DECLARE
   v_grant_delta bigint;
   v_ledger_id bigint;
 BEGIN
-  INSERT INTO stripe_events (event_id, type, event_created, outcome) VALUES (p_event_id, p_type, p_event_created, 'applied')
-  ON CONFLICT (event_id) DO NOTHING;
-  IF NOT FOUND THEN
+  IF NOT stripe_record_event(p_event_id, p_type, p_event_created) THEN
     RETURN QUERY SELECT 'duplicate_event'::text, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint;
     RETURN;
   END IF;
@@ -201,9 +206,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
   v_account_id bigint;
 BEGIN
-  INSERT INTO stripe_events (event_id, type, event_created, outcome) VALUES (p_event_id, p_type, p_event_created, 'applied')
-  ON CONFLICT (event_id) DO NOTHING;
-  IF NOT FOUND THEN
+  IF NOT stripe_record_event(p_event_id, p_type, p_event_created) THEN
     RETURN QUERY SELECT 'duplicate_event'::text, NULL::bigint;
     RETURN;
   END IF;
