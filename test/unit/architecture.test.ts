@@ -21,14 +21,15 @@ const ALLOWED: Record<string, readonly string[]> = {
   observability: ["db"],
   billing: ["db"],
   accounts: ["db", "billing"],
+  payments: ["db", "billing"],
   market: ["db", "engine"],
   alerts: ["db", "market"],
   events: ["db", "market"],
   signals: ["db", "market", "accounts", "billing", "observability"],
   "market-data": ["db", "market", "accounts", "observability", "signals"],
-  web: ["db", "engine", "market", "accounts", "billing", "alerts", "signals"],
-  admin: ["db", "accounts", "billing", "alerts", "web"],
-  server: ["db", "engine", "market", "accounts", "billing", "alerts", "events", "signals", "market-data", "observability", "web", "admin"],
+  web: ["db", "engine", "market", "accounts", "billing", "alerts", "signals", "payments"],
+  admin: ["db", "accounts", "billing", "alerts", "web", "payments"],
+  server: ["db", "engine", "market", "accounts", "billing", "alerts", "events", "signals", "market-data", "observability", "web", "admin", "payments"],
   cli: ["db", "market", "market-data", "alerts", "admin", "server", "main.ts"],
 };
 
