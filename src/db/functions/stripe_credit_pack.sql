@@ -4,7 +4,7 @@
 -- session cannot both credit), the pack bucket, the ledger row and the low-balance re-arm.
 -- A duplicate delivery waits on the event id's index entry until the first commits, then
 -- changes nothing.
-CREATE FUNCTION stripe_credit_pack(
+CREATE OR REPLACE FUNCTION stripe_credit_pack(
   p_event_id text, p_type text, p_event_created timestamptz, p_account_id bigint, p_tokens bigint,
   p_session_id text, p_payment_intent_id text, p_amount bigint, p_currency text, p_reason text, p_low_threshold bigint)
 RETURNS TABLE (outcome text, ledger_entry_id bigint, grant_balance bigint, pack_balance bigint)

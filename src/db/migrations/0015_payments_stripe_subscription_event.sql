@@ -6,7 +6,7 @@
 -- all its subscriptions: paid period end plus grace, but never past a deletion's end. Its plan
 -- follows the subscription that runs longest (a deletion keeps the plan). A paid plan gets the
 -- month's grant at once when it has not had it (a new subscriber starts with the full grant).
-CREATE FUNCTION stripe_subscription_event(
+CREATE OR REPLACE FUNCTION stripe_subscription_event(
   p_event_id text, p_type text, p_event_created timestamptz, p_account_id bigint,
   p_subscription_id text, p_customer_id text, p_plan text, p_version timestamptz, p_status text,
   p_paid_through timestamptz, p_ended_at timestamptz,

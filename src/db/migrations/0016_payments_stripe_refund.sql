@@ -3,7 +3,7 @@
 -- what earlier refunds of the same payment already took (or failed to take). Never below zero:
 -- what cannot be taken is recorded as the shortfall on the payment row and in the ledger
 -- reason, for the operator. Pack Tokens are taken before grant Tokens (they are what was sold).
-CREATE FUNCTION stripe_refund(
+CREATE OR REPLACE FUNCTION stripe_refund(
   p_event_id text, p_type text, p_event_created timestamptz, p_charge_id text, p_payment_intent_id text,
   p_amount_refunded bigint, p_currency text, p_low_threshold bigint)
 RETURNS TABLE (outcome text, account_id bigint, tokens bigint, shortfall bigint, ledger_entry_id bigint)

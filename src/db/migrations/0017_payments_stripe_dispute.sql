@@ -1,6 +1,6 @@
 -- Records a dispute (chargeback) once, tied to the account whose payment it concerns when the
 -- payment is known. No Tokens move: the operator decides (see docs/payments.md).
-CREATE FUNCTION stripe_dispute(
+CREATE OR REPLACE FUNCTION stripe_dispute(
   p_event_id text, p_type text, p_event_created timestamptz, p_dispute_id text, p_charge_id text,
   p_payment_intent_id text, p_amount bigint, p_currency text, p_reason text)
 RETURNS TABLE (outcome text, account_id bigint)
