@@ -48,5 +48,7 @@ export function paymentRoutes(kit: PageKit): Hono<WebEnv> {
     const answer = await stripeWebhookAnswer(payments, { rawBody, signature: c.req.header("stripe-signature") });
     return webhookJson(c, answer.status, answer.body);
   });
+  // With payments off the path does not exist (the POST above answers 404 too).
+  if (payments.stripe) app.all("/webhooks/stripe", methodNotAllowed(kit, "POST"));
   return app;
 }
