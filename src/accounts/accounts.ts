@@ -34,6 +34,8 @@ export interface AccountSummary {
   callsToday: number;
   keyPrefix: string;
   grantMonth: string | null;
+  /** The account's Stripe Customer (created at its first checkout), or null. */
+  stripeCustomerId: string | null;
 }
 
 /** Validates a plan name (any lower-case identifier; only node/founding_seat may call). */
@@ -90,6 +92,7 @@ export async function getAccountSummary(handle: DbHandle, accountId: number, now
       keyPrefix: apiKeys.displayPrefix,
       usageDay: accounts.usageDay,
       callsToday: accounts.callsToday,
+      stripeCustomerId: accounts.stripeCustomerId,
     })
     .from(accounts)
     .leftJoin(apiKeys, and(eq(apiKeys.accountId, accounts.id), isNull(apiKeys.revokedAt)))
@@ -108,6 +111,7 @@ export async function getAccountSummary(handle: DbHandle, accountId: number, now
     callsToday: row.usageDay === mytDay(now) ? Number(row.callsToday) : 0,
     keyPrefix: row.keyPrefix ?? "",
     grantMonth,
+    stripeCustomerId: row.stripeCustomerId,
   };
 }
 

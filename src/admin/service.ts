@@ -23,6 +23,8 @@ import { adjustTokens, applyMonthlyGrant } from "../billing/tokens.ts";
 import { serviceError } from "../errors.ts";
 import { AlertSettingsError, clearAlertSettings, getAlertSettings, parseAlertSettings, saveAlertSettings, type AlertSettings } from "../alerts/settings.ts";
 import { createSetupToken, setMemberPassword } from "../web/credentials.ts";
+import { listPayments } from "../payments/queries.ts";
+import { paymentMessage } from "./payment-message.ts";
 
 export interface AdminServiceDeps {
   readonly db: DbHandle;
@@ -49,6 +51,7 @@ function toMessage(summary: AccountSummary, alerts: AlertSettings | null): Accou
     keyPrefix: summary.keyPrefix,
     grantMonth: summary.grantMonth ?? "",
     alerts: alerts ?? undefined,
+    stripeCustomerId: summary.stripeCustomerId ?? "",
   });
 }
 
@@ -148,6 +151,12 @@ export function createAdminService(deps: AdminServiceDeps): ServiceImpl<typeof A
         const { sessionsRevoked } = await setMemberPassword(db, accountId, req.password);
         logger.info({ accountId, sessionsRevoked }, "member password set by the operator");
         return { account: await message(await getAccountSummary(db, accountId, clock())), sessionsRevoked: BigInt(sessionsRevoked) };
+      }),
+    listPayments: (req) =>
+      guarded(logger, async () => {
+        const accountId = accountIdOf(req.accountId);
+        const account = await message(await getAccountSummary(db, accountId, clock()));
+        return { account, payments: (await listPayments(db, accountId)).map(paymentMessage) };
       }),
     createPasswordSetupLink: (req) =>
       guarded(logger, async () => {

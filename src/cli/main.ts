@@ -5,7 +5,7 @@
  */
 import { parseArgs } from "node:util";
 import { ConnectError } from "@connectrpc/connect";
-import type { AccountSummary } from "../../gen/signals/v1/admin_pb.js";
+import type { AccountSummary, Payment } from "../../gen/signals/v1/admin_pb.js";
 import { ConfigError, loadConfig, type Config } from "../config.ts";
 import { errorCodeOf } from "../errors.ts";
 import { existsSync } from "node:fs";
@@ -38,6 +38,9 @@ const USAGE = `Usage: signals <command> [options]   (every command accepts --jso
                                                standard input (signs out their web sessions)
   account password --account ID --link         print a one-time link (24 h) where the member
                                                chooses a password
+  payments list --account ID                   payments Stripe reported (packs, subscription
+                                               invoices, refunds, disputes), their Stripe ids
+                                               and ledger rows, newest first
   data import --dataset D --file F             import a free-endpoint dataset (derivatives, news,
                                                macro, fundamentals) from JSON lines or .gz
 
@@ -94,7 +97,50 @@ function summaryJson(account: AccountSummary | undefined): Record<string, unknow
     key_prefix: account.keyPrefix || null,
     grant_month: account.grantMonth || null,
     alerts: account.alerts ? { chat_id: account.alerts.chatId, symbols: account.alerts.symbols, timeframes: account.alerts.timeframes } : null,
+    stripe_customer_id: account.stripeCustomerId || null,
   };
+}
+
+function paymentJson(p: Payment): Record<string, unknown> {
+  const l = p.ledgerEntry;
+  const orNull = (v: string) => v || null;
+  return {
+    id: Number(p.id),
+    kind: p.kind,
+    created_at: p.createdAt,
+    amount: Number(p.amount),
+    currency: orNull(p.currency),
+    tokens: Number(p.tokens),
+    shortfall: Number(p.shortfall),
+    stripe_event_id: p.stripeEventId,
+    checkout_session_id: orNull(p.checkoutSessionId),
+    payment_intent_id: orNull(p.paymentIntentId),
+    invoice_id: orNull(p.invoiceId),
+    subscription_id: orNull(p.subscriptionId),
+    charge_id: orNull(p.chargeId),
+    dispute_id: orNull(p.disputeId),
+    detail: orNull(p.detail),
+    ledger_entry: l
+      ? { id: Number(l.id), kind: l.kind, grant_delta: Number(l.grantDelta), pack_delta: Number(l.packDelta), grant_after: Number(l.grantAfter), pack_after: Number(l.packAfter), reason: l.reason || null }
+      : null,
+  };
+}
+
+/** One line per payment for people: what, when, how much, the Stripe ids, the ledger row. */
+function describePayments(payments: Record<string, unknown>[]): string[] {
+  if (payments.length === 0) return ["", "no payments"];
+  return [
+    "",
+    `${payments.length} payment(s), newest first:`,
+    ...payments.map((p) => {
+      const money = p.currency ? `${(Number(p.amount) / 100).toFixed(2)} ${String(p.currency).toUpperCase()}` : "-";
+      const ids = ["checkout_session_id", "payment_intent_id", "invoice_id", "subscription_id", "charge_id", "dispute_id"].map((k) => p[k]).filter(Boolean).join(" ");
+      const ledger = p.ledger_entry as { id: number; grant_delta: number; pack_delta: number } | null;
+      const moved = ledger ? `ledger #${ledger.id} ${ledger.grant_delta + ledger.pack_delta >= 0 ? "+" : ""}${ledger.grant_delta + ledger.pack_delta}` : "no ledger row";
+      const shortfall = Number(p.shortfall) > 0 ? `  SHORTFALL ${p.shortfall}` : "";
+      return `  #${p.id} ${p.created_at} ${p.kind} ${money} tokens ${p.tokens}  ${moved}${shortfall}  ${ids} (${p.stripe_event_id})${p.detail ? `  ${p.detail}` : ""}`;
+    }),
+  ];
 }
 
 function printResult(json: boolean, result: Record<string, unknown>, lines: string[]): void {
@@ -106,7 +152,7 @@ function describe(result: Record<string, unknown>): string[] {
   const lines = [
     `account ${result.account_id} <${result.email}>  plan ${result.plan}  subscription until ${result.subscription_until ?? "(none)"}`,
     `Tokens: ${result.credits_left} (grant ${result.grant_balance} for ${result.grant_month ?? "-"}, packs ${result.pack_balance})  calls today: ${result.calls_today}`,
-    `key: ${result.key_prefix ?? "(none)"}…`,
+    `key: ${result.key_prefix ?? "(none)"}…  Stripe customer: ${result.stripe_customer_id ?? "(none)"}`,
   ];
   const alerts = result.alerts as { chat_id: string; symbols: string[]; timeframes: string[] } | null | undefined;
   if (alerts !== undefined) {
@@ -118,6 +164,7 @@ function describe(result: Record<string, unknown>): string[] {
   if (typeof result.sessions_revoked === "number") {
     lines.push("", `Web password set; ${result.sessions_revoked} web session(s) signed out.`);
   }
+  if (Array.isArray(result.payments)) lines.push(...describePayments(result.payments as Record<string, unknown>[]));
   if (typeof result.setup_link === "string") {
     lines.push("", `Password setup link (works once, until ${result.expires_at}; send it to the member privately):`, `  ${result.setup_link}`);
   }
@@ -158,6 +205,10 @@ async function runAdmin(config: Config, command: string, values: Values, passwor
         }
         const r = await client.setPassword({ accountId: integerArg(values, "account"), password });
         return { ...summaryJson(r.account), sessions_revoked: Number(r.sessionsRevoked) };
+      }
+      case "payments list": {
+        const r = await client.listPayments({ accountId: integerArg(values, "account") });
+        return { ...summaryJson(r.account), payments: r.payments.map(paymentJson) };
       }
       default:
         throw new UsageError(`unknown command "${command}"`);

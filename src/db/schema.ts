@@ -39,10 +39,13 @@ export const accounts = pgTable(
     callsToday: integer("calls_today").notNull().default(0),
     /** Set when a charge crossed below the low-balance threshold; cleared when back above. */
     lowBalanceNotified: boolean("low_balance_notified").notNull().default(false),
+    /** The Stripe Customer of this account (created at its first checkout), e.g. cus_123. */
+    stripeCustomerId: text("stripe_customer_id"),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
     uniqueIndex("accounts_email_key").on(sql`lower(${t.email})`),
+    uniqueIndex("accounts_stripe_customer_key").on(t.stripeCustomerId),
     check("accounts_grant_nonneg", sql`${t.grantBalance} >= 0`),
     check("accounts_pack_nonneg", sql`${t.packBalance} >= 0`),
   ],
@@ -380,3 +383,86 @@ export const feedLeases = pgTable("feed_leases", {
   /** Bumped each time the lease changes hands (a fencing number for logs). */
   generation: bigint("generation", { mode: "number" }).notNull().default(1),
 });
+
+/**
+ * Stripe webhook events whose effect is committed: inserted by the same SQL function (one
+ * transaction) that applies the event, so a replayed or duplicated delivery changes nothing.
+ */
+export const stripeEvents = pgTable("stripe_events", {
+  eventId: text("event_id").primaryKey(),
+  type: text("type").notNull(),
+  /** Event creation time (Stripe's `created`, seconds since the epoch). */
+  eventCreated: timestamp("event_created", { withTimezone: true }).notNull(),
+  /** What the handler did: applied, duplicate_object, unmatched, ignored. */
+  outcome: text("outcome").notNull(),
+  processedAt: timestamp("processed_at", { withTimezone: true }).notNull().defaultNow(),
+});
+
+export const paymentKinds = ["pack", "subscription", "refund", "dispute"] as const;
+export type PaymentKind = (typeof paymentKinds)[number];
+
+/**
+ * Money movements reported by Stripe, each with its Stripe ids and (when Tokens moved) its
+ * ledger row. A Checkout Session is credited once (unique per pack session, whatever the event),
+ * an invoice is recorded once, a dispute once.
+ */
+export const payments = pgTable(
+  "payments",
+  {
+    id: bigint("id", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
+    /** Null when Stripe reported money this service cannot tie to an account (logged for the operator). */
+    accountId: bigint("account_id", { mode: "number" }).references(() => accounts.id),
+    kind: text("kind").$type<PaymentKind>().notNull(),
+    stripeEventId: text("stripe_event_id").notNull(),
+    checkoutSessionId: text("checkout_session_id"),
+    paymentIntentId: text("payment_intent_id"),
+    invoiceId: text("invoice_id"),
+    subscriptionId: text("subscription_id"),
+    chargeId: text("charge_id"),
+    disputeId: text("dispute_id"),
+    /** Minor units (cents), positive; a refund's is the amount refunded by this event. */
+    amount: bigint("amount", { mode: "number" }),
+    currency: text("currency"),
+    /** Tokens this payment moved (pack: credited; refund: taken back). */
+    tokens: bigint("tokens", { mode: "number" }).notNull().default(0),
+    /** Refunds: Tokens that could not be taken back because the balance was too low. */
+    shortfall: bigint("shortfall", { mode: "number" }).notNull().default(0),
+    ledgerEntryId: bigint("ledger_entry_id", { mode: "number" }).references(() => ledgerEntries.id),
+    /** Dispute reason, plan of a subscription invoice, … */
+    detail: text("detail"),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    index("payments_account_idx").on(t.accountId, t.id),
+    uniqueIndex("payments_pack_session_key").on(t.checkoutSessionId).where(sql`${t.kind} = 'pack'`),
+    uniqueIndex("payments_invoice_key").on(t.invoiceId).where(sql`${t.kind} = 'subscription'`),
+    uniqueIndex("payments_dispute_key").on(t.disputeId).where(sql`${t.kind} = 'dispute'`),
+    index("payments_payment_intent_idx").on(t.paymentIntentId),
+    check("payments_kind_check", sql`${t.kind} IN ('pack','subscription','refund','dispute')`),
+  ],
+);
+
+/**
+ * What this service knows of each Stripe subscription. Fields only move forward by the
+ * objects' own timestamps, so events applied in any order converge: `paidThrough` is the
+ * latest paid period end, `endedAt` is set by the deletion, and the plan follows the newest
+ * subscription state (`planVersion`). The account's subscription_until is derived from these rows.
+ */
+export const stripeSubscriptions = pgTable(
+  "stripe_subscriptions",
+  {
+    subscriptionId: text("subscription_id").primaryKey(),
+    accountId: bigint("account_id", { mode: "number" })
+      .notNull()
+      .references(() => accounts.id),
+    customerId: text("customer_id"),
+    plan: text("plan"),
+    /** Stripe `created` of the newest subscription state applied to `plan` / `status`. */
+    planVersion: timestamp("plan_version", { withTimezone: true }),
+    status: text("status"),
+    paidThrough: timestamp("paid_through", { withTimezone: true }),
+    endedAt: timestamp("ended_at", { withTimezone: true }),
+    updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index("stripe_subscriptions_account_idx").on(t.accountId)],
+);

@@ -15,6 +15,7 @@ import type { PageContext } from "./auth-pages.ts";
 import { CSRF_FIELD } from "./csrf.ts";
 import { formatDelta, formatIn, formatInteger, formatMyt, planName } from "./format.ts";
 import { html, layout, type SafeHtml } from "./html.ts";
+import { renderBillingCard, type BillingView } from "./billing-card.ts";
 
 /** Characters of a key after its display prefix (shown as dots). */
 const HIDDEN_KEY_CHARS = 28;
@@ -29,6 +30,8 @@ export interface AccountView {
   /** What the alert form shows after a refused change (the member's input and why). */
   readonly alertsForm?: { chatId: string; symbols: string; timeframes: readonly string[]; error: string };
   readonly flash?: string | null;
+  /** Packs, plans and the Billing Portal; null when payments are off. */
+  readonly billing?: BillingView | null;
 }
 
 const LEDGER_LABELS: Record<LedgerKind, string> = {
@@ -105,10 +108,12 @@ function keyCard(view: AccountView): SafeHtml {
   ${prefix
     ? html`<p>Your key, masked: only its first characters are ever shown again.</p>
   <code class="key" id="masked-key" aria-label="API key starting with ${prefix}, the rest hidden">${maskedKey(prefix)}</code>`
-    : html`<p>This account has no API key.</p>`}
+    : html`<p id="no-key">This account has no API key yet.${(PAID_PLANS as readonly string[]).includes(view.summary.plan) ? " Create it below." : " Subscribe first: a key is made once your plan is paid."}</p>`}
   <div class="actions">
-    <a class="button secondary" href="/account/key">Regenerate key…</a>
-    <span class="muted">Lost the key? Regenerate it: the old key stops working at once.</span>
+    ${prefix
+      ? html`<a class="button secondary" href="/account/key">Regenerate key…</a>
+    <span class="muted">Lost the key? Regenerate it: the old key stops working at once.</span>`
+      : html`<a class="button secondary" href="/account/key">Create key…</a>`}
   </div>
 </section>`;
 }
@@ -181,6 +186,7 @@ ${view.flash ? html`<div class="notice ok" role="status">${view.flash}</div>` : 
   ${planCard(view)}
   ${tokensCard(view)}
   ${usageCard(view)}
+  ${view.billing ? renderBillingCard(view.billing) : ""}
   ${keyCard(view)}
   ${alertsCard(view, ctx.signedIn.csrfToken)}
   ${ledgerCard(view)}

@@ -13,9 +13,11 @@ import { createPageKit, pageSecurityHeaders, type WebDeps, type WebEnv } from ".
 import { accountRoutes } from "./routes/account.ts";
 import { assetRoutes } from "./routes/assets.ts";
 import { chartRoutes } from "./routes/charts.ts";
+import { paymentRoutes } from "./routes/payments.ts";
 import { setupPasswordRoutes } from "./routes/setup-password.ts";
 import { signInRoutes } from "./routes/sign-in.ts";
 import { statusRoutes } from "./routes/status.ts";
+import { signUpRoutes } from "./routes/sign-up.ts";
 
 /** How paths that are not pages are answered (the API's JSON errors, owned by the server). */
 export interface WebFallbacks {
@@ -29,8 +31,8 @@ export interface WebFallbacks {
 export function createWebApp(deps: WebDeps, fallbacks: Pick<WebFallbacks, "notFound">): Hono<WebEnv> {
   const kit = createPageKit(deps);
   const app = new Hono<WebEnv>();
-  app.use(pageSecurityHeaders);
-  for (const routes of [assetRoutes, signInRoutes, setupPasswordRoutes, accountRoutes, chartRoutes, statusRoutes]) app.route("/", routes(kit));
+  app.use(pageSecurityHeaders(deps.config));
+  for (const routes of [assetRoutes, signInRoutes, signUpRoutes, setupPasswordRoutes, accountRoutes, paymentRoutes, chartRoutes, statusRoutes]) app.route("/", routes(kit));
   app.notFound(() => fallbacks.notFound());
   app.onError((err, c) => {
     deps.logger.error({ err: errorSummary(err), path: c.req.path }, "web page failed");

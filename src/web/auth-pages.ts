@@ -36,7 +36,7 @@ ${notice("error", form.error)}
   </div>
   <div class="actions"><button type="submit">Sign in</button></div>
 </form>
-<p class="muted">No password yet, or forgot it? Your operator sets one for you or sends you a one-time setup link.</p>`,
+<p class="muted">New here? <a href="/signup">Create an account</a>. Forgot your password? Your operator sends you a one-time setup link.</p>`,
   );
 }
 

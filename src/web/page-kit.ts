@@ -14,7 +14,9 @@ import type { Config } from "../config.ts";
 import type { Clock } from "../clock.ts";
 import type { DbHandle } from "../db/client.ts";
 import { getAccountSummary, type AccountSummary } from "../accounts/accounts.ts";
+import { createStripeClient } from "../payments/stripe-client.ts";
 import { loadAssets, type Assets } from "./assets.ts";
+import type { PaymentRouteDeps } from "./payment-actions.ts";
 import { renderContinuePage, renderMessagePage, type PageContext } from "./auth-pages.ts";
 import { CSRF_COOKIE, CSRF_FIELD, isWellFormedCsrfCookie, newCsrfCookieValue, originAllowed, sessionCsrfMatches, sessionCsrfToken } from "./csrf.ts";
 import { cookie, ownOrigins, requestIsTls, type WebRequest } from "./http.ts";
@@ -55,27 +57,36 @@ export const SESSION_COOKIE = "sid";
 export const MAX_FORM_BYTES = 16 * 1024;
 const CSRF_COOKIE_MAX_AGE_S = 2 * 3600;
 
+/** Stripe's hosted pages a payment form's 303 leads to (form-action covers redirects). */
+const STRIPE_FORM_TARGETS = ["https://checkout.stripe.com", "https://billing.stripe.com"];
+
 /**
  * Sent with every page. Scripts and styles only from our own origin (files, no inline code),
  * no framing, no referrer to other sites (setup links carry a token in the URL). HSTS stays the
- * TLS proxy's decision (includeSubDomains would reach the operator's other hosts).
+ * TLS proxy's decision (includeSubDomains would reach the operator's other hosts). Forms may
+ * lead to Stripe's Checkout and Billing Portal; with STRIPE_API_BASE pointing elsewhere (a local
+ * fake in tests), that origin serves the sessions' pages, so it is allowed too.
  */
-export const pageSecurityHeaders = secureHeaders({
-  contentSecurityPolicy: {
-    defaultSrc: ["'none'"],
-    scriptSrc: ["'self'"],
-    styleSrc: ["'self'"],
-    imgSrc: ["'self'"],
-    connectSrc: ["'self'"],
-    formAction: ["'self'"],
-    frameAncestors: ["'none'"],
-    baseUri: ["'none'"],
-  },
-  referrerPolicy: "same-origin",
-  xFrameOptions: "DENY",
-  crossOriginOpenerPolicy: "same-origin",
-  strictTransportSecurity: false,
-});
+export function pageSecurityHeaders(config: Config): MiddlewareHandler {
+  const apiBase = config.payments.stripe?.apiBase.url;
+  const paymentOrigins = apiBase && apiBase !== "https://api.stripe.com" ? [...STRIPE_FORM_TARGETS, apiBase] : STRIPE_FORM_TARGETS;
+  return secureHeaders({
+    contentSecurityPolicy: {
+      defaultSrc: ["'none'"],
+      scriptSrc: ["'self'"],
+      styleSrc: ["'self'"],
+      imgSrc: ["'self'"],
+      connectSrc: ["'self'"],
+      formAction: ["'self'", ...paymentOrigins],
+      frameAncestors: ["'none'"],
+      baseUri: ["'none'"],
+    },
+    referrerPolicy: "same-origin",
+    xFrameOptions: "DENY",
+    crossOriginOpenerPolicy: "same-origin",
+    strictTransportSecurity: false,
+  });
+}
 
 /** Builds the shared page helpers over the web dependencies (assets are read once, here). */
 export function createPageKit(deps: WebDeps) {
@@ -83,6 +94,8 @@ export function createPageKit(deps: WebDeps) {
   const assets: Assets = loadAssets();
   const stylesheet = assets.url("app.css");
   const publicCtx: PageContext = { stylesheet, signedIn: null };
+  /** What the payment routes and the account page's billing card need; no Stripe client when payments are off. */
+  const payments: PaymentRouteDeps = { ...deps, stripe: config.payments.stripe ? createStripeClient(config.payments.stripe) : null };
   const nodeRequest = (c: WebContext): WebRequest => c.env.incoming;
   const secureCookies = (c: WebContext) => requestIsTls(nodeRequest(c), config.trustProxy) || config.publicBaseUrl.startsWith("https:");
 
@@ -91,7 +104,7 @@ export function createPageKit(deps: WebDeps) {
     return c.body(body, status as 200, { ...headers, "content-type": "text/html; charset=utf-8", "cache-control": "no-store" });
   }
 
-  /** 303 See Other to a path of this site (after a POST, the browser follows with a GET). */
+  /** 303 See Other to a path of this site or a Stripe page (after a POST, the browser follows with a GET). */
   function seeOther(c: WebContext, location: string): Response {
     return c.body(null, 303, { location, "cache-control": "no-store", "content-length": "0" });
   }
@@ -181,7 +194,7 @@ export function createPageKit(deps: WebDeps) {
     return seeOther(c, path === "/account" ? "/signin" : `/signin?next=${encodeURIComponent(path)}`);
   }
 
-  return { deps, assets, publicCtx, nodeRequest, page, seeOther, refuse, signedIn, session, form, signedInForm, setSessionCookie, clearSessionCookie, csrfCookie, toSignIn };
+  return { deps, assets, publicCtx, payments, nodeRequest, page, seeOther, refuse, signedIn, session, form, signedInForm, setSessionCookie, clearSessionCookie, csrfCookie, toSignIn };
 }
 
 /** The shared page helpers a route module receives. */

@@ -371,7 +371,7 @@ describe("HTTP details", () => {
   it("sends the security headers with every page", async () => {
     const res = await new WebClient(server.baseUrl).get("/signin");
     expect(res.headers["content-security-policy"]).toBe(
-      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self' https://checkout.stripe.com https://billing.stripe.com; frame-ancestors 'none'; base-uri 'none'",
     );
     expect(res.headers["x-content-type-options"]).toBe("nosniff");
     expect(res.headers["referrer-policy"]).toBe("same-origin");

@@ -92,6 +92,13 @@ export declare type AccountSummary = Message<"signals.v1.AccountSummary"> & {
    * @generated from field: signals.v1.AlertSettings alerts = 11;
    */
   alerts?: AlertSettings | undefined;
+
+  /**
+   * The account's Stripe Customer id (cus_...); empty before its first checkout.
+   *
+   * @generated from field: string stripe_customer_id = 12;
+   */
+  stripeCustomerId: string;
 };
 
 /**
@@ -627,6 +634,240 @@ export declare type CreatePasswordSetupLinkResponse = Message<"signals.v1.Create
 export declare const CreatePasswordSetupLinkResponseSchema: GenMessage<CreatePasswordSetupLinkResponse>;
 
 /**
+ * ListPaymentsRequest names the account.
+ *
+ * @generated from message signals.v1.ListPaymentsRequest
+ */
+export declare type ListPaymentsRequest = Message<"signals.v1.ListPaymentsRequest"> & {
+  /**
+   * Account id.
+   *
+   * @generated from field: int64 account_id = 1;
+   */
+  accountId: bigint;
+};
+
+/**
+ * Describes the message signals.v1.ListPaymentsRequest.
+ * Use `create(ListPaymentsRequestSchema)` to create a new message.
+ */
+export declare const ListPaymentsRequestSchema: GenMessage<ListPaymentsRequest>;
+
+/**
+ * ListPaymentsResponse carries the account's payments, newest first.
+ *
+ * @generated from message signals.v1.ListPaymentsResponse
+ */
+export declare type ListPaymentsResponse = Message<"signals.v1.ListPaymentsResponse"> & {
+  /**
+   * The account.
+   *
+   * @generated from field: signals.v1.AccountSummary account = 1;
+   */
+  account?: AccountSummary | undefined;
+
+  /**
+   * Payments, newest first (at most 500).
+   *
+   * @generated from field: repeated signals.v1.Payment payments = 2;
+   */
+  payments: Payment[];
+};
+
+/**
+ * Describes the message signals.v1.ListPaymentsResponse.
+ * Use `create(ListPaymentsResponseSchema)` to create a new message.
+ */
+export declare const ListPaymentsResponseSchema: GenMessage<ListPaymentsResponse>;
+
+/**
+ * Payment is one money movement Stripe reported, with its ids and its ledger row.
+ *
+ * @generated from message signals.v1.Payment
+ */
+export declare type Payment = Message<"signals.v1.Payment"> & {
+  /**
+   * Our id of the payment row.
+   *
+   * @generated from field: int64 id = 1;
+   */
+  id: bigint;
+
+  /**
+   * pack, subscription, refund or dispute.
+   *
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * When it was recorded, ISO 8601 UTC.
+   *
+   * @generated from field: string created_at = 3;
+   */
+  createdAt: string;
+
+  /**
+   * Minor units (cents) of currency; 0 when unknown.
+   *
+   * @generated from field: int64 amount = 4;
+   */
+  amount: bigint;
+
+  /**
+   * ISO 4217, lower case (usd); empty when unknown.
+   *
+   * @generated from field: string currency = 5;
+   */
+  currency: string;
+
+  /**
+   * Tokens moved: credited for a pack, taken back for a refund.
+   *
+   * @generated from field: int64 tokens = 6;
+   */
+  tokens: bigint;
+
+  /**
+   * Refunds: Tokens that could not be taken back (the balance was too low).
+   *
+   * @generated from field: int64 shortfall = 7;
+   */
+  shortfall: bigint;
+
+  /**
+   * The Stripe event that reported it (evt_...).
+   *
+   * @generated from field: string stripe_event_id = 8;
+   */
+  stripeEventId: string;
+
+  /**
+   * Stripe ids, empty when not applicable.
+   *
+   * @generated from field: string checkout_session_id = 9;
+   */
+  checkoutSessionId: string;
+
+  /**
+   * PaymentIntent id (pi_...).
+   *
+   * @generated from field: string payment_intent_id = 10;
+   */
+  paymentIntentId: string;
+
+  /**
+   * Invoice id (in_...).
+   *
+   * @generated from field: string invoice_id = 11;
+   */
+  invoiceId: string;
+
+  /**
+   * Subscription id (sub_...).
+   *
+   * @generated from field: string subscription_id = 12;
+   */
+  subscriptionId: string;
+
+  /**
+   * Charge id (ch_...).
+   *
+   * @generated from field: string charge_id = 13;
+   */
+  chargeId: string;
+
+  /**
+   * Dispute id (du_...).
+   *
+   * @generated from field: string dispute_id = 14;
+   */
+  disputeId: string;
+
+  /**
+   * Dispute reason or the plan of a subscription invoice.
+   *
+   * @generated from field: string detail = 15;
+   */
+  detail: string;
+
+  /**
+   * The ledger row that moved the Tokens; unset when none did.
+   *
+   * @generated from field: signals.v1.PaymentLedgerEntry ledger_entry = 16;
+   */
+  ledgerEntry?: PaymentLedgerEntry | undefined;
+};
+
+/**
+ * Describes the message signals.v1.Payment.
+ * Use `create(PaymentSchema)` to create a new message.
+ */
+export declare const PaymentSchema: GenMessage<Payment>;
+
+/**
+ * PaymentLedgerEntry is the ledger row of a payment.
+ *
+ * @generated from message signals.v1.PaymentLedgerEntry
+ */
+export declare type PaymentLedgerEntry = Message<"signals.v1.PaymentLedgerEntry"> & {
+  /**
+   * Ledger row id.
+   *
+   * @generated from field: int64 id = 1;
+   */
+  id: bigint;
+
+  /**
+   * pack or adjustment.
+   *
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * Change of the grant bucket.
+   *
+   * @generated from field: int64 grant_delta = 3;
+   */
+  grantDelta: bigint;
+
+  /**
+   * Change of the pack bucket.
+   *
+   * @generated from field: int64 pack_delta = 4;
+   */
+  packDelta: bigint;
+
+  /**
+   * Grant bucket after the row.
+   *
+   * @generated from field: int64 grant_after = 5;
+   */
+  grantAfter: bigint;
+
+  /**
+   * Pack bucket after the row.
+   *
+   * @generated from field: int64 pack_after = 6;
+   */
+  packAfter: bigint;
+
+  /**
+   * Reason text (names the Stripe ids).
+   *
+   * @generated from field: string reason = 7;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message signals.v1.PaymentLedgerEntry.
+ * Use `create(PaymentLedgerEntrySchema)` to create a new message.
+ */
+export declare const PaymentLedgerEntrySchema: GenMessage<PaymentLedgerEntry>;
+
+/**
  * AdminService is the operator surface, served only on the internal listener (loopback by
  * default) and only with `authorization: Bearer <INTERNAL_TOKEN>`. The `signals` CLI calls
  * it, either over the network (a server holds the database) or in-process.
@@ -735,6 +976,17 @@ export declare const AdminService: GenService<{
     methodKind: "unary";
     input: typeof CreatePasswordSetupLinkRequestSchema;
     output: typeof CreatePasswordSetupLinkResponseSchema;
+  },
+  /**
+   * ListPayments lists what Stripe reported for the account (packs, subscription invoices,
+   * refunds, disputes), newest first, each with its Stripe ids and its ledger row.
+   *
+   * @generated from rpc signals.v1.AdminService.ListPayments
+   */
+  listPayments: {
+    methodKind: "unary";
+    input: typeof ListPaymentsRequestSchema;
+    output: typeof ListPaymentsResponseSchema;
   },
 }>;
 

@@ -1,14 +1,16 @@
 /**
- * The member's own account: `/account` (balance, ledger, alert settings), `/account/key`
- * (regenerate the API key) and `/account/alerts`. The account comes from the session only:
+ * The member's own account: `/account` (balance, ledger, alert settings, the payments card),
+ * `/account/key` (regenerate the API key, or create the first one once a plan is paid) and `/account/alerts`. The account comes from the session only:
  * there is no account id in any URL or form.
  */
 import { Hono } from "hono";
-import { getAccountSummary, regenerateKey } from "../../accounts/accounts.ts";
+import { getAccountSummary, PAID_PLANS, regenerateKey } from "../../accounts/accounts.ts";
 import { applyMonthlyGrant } from "../../billing/tokens.ts";
 import { recentLedgerEntries } from "../../billing/ledger.ts";
 import { AlertSettingsError, clearAlertSettings, getAlertSettings, parseAlertSettings, saveAlertSettings } from "../../alerts/settings.ts";
 import { renderAccountPage, renderKeyConfirmPage, renderNewKeyPage, type AccountView } from "../account-page.ts";
+import { renderMessagePage } from "../auth-pages.ts";
+import { billingView } from "../payment-actions.ts";
 import { methodNotAllowed, type PageKit, type Signed, type WebEnv } from "../page-kit.ts";
 
 const LEDGER_ROWS = 20;
@@ -27,6 +29,7 @@ export function accountRoutes(kit: PageKit): Hono<WebEnv> {
       monthlyGrant: config.limits.monthlyGrant,
       ledger: await recentLedgerEntries(db, signed.session.accountId, LEDGER_ROWS),
       alerts: await getAlertSettings(db, signed.session.accountId),
+      billing: billingView(kit.payments, signed.summary, signed.ctx.signedIn.csrfToken),
       ...extra,
     };
   }
@@ -37,7 +40,16 @@ export function accountRoutes(kit: PageKit): Hono<WebEnv> {
     // The month's grant is applied lazily; applying it here shows the balance the next call sees.
     await applyMonthlyGrant(db, signed.session.accountId, config.limits, clock());
     signed = { ...signed, summary: await getAccountSummary(db, signed.session.accountId, clock()) };
-    const flash = c.req.query("alerts-saved") !== undefined ? "Alert settings saved." : c.req.query("alerts-stopped") !== undefined ? "Alerts stopped." : null;
+    const flash =
+      c.req.query("alerts-saved") !== undefined
+        ? "Alert settings saved."
+        : c.req.query("alerts-stopped") !== undefined
+          ? "Alerts stopped."
+          : c.req.query("checkout") === "success"
+            ? "Thank you. Stripe is confirming your payment; your Tokens or plan appear here as soon as it has."
+            : c.req.query("checkout") === "cancelled"
+              ? "Checkout cancelled. Nothing was charged."
+              : null;
     return kit.page(c, 200, renderAccountPage(signed.ctx, await accountView(signed, { flash })));
   });
   app.all("/account", methodNotAllowed(kit, "GET"));
@@ -51,6 +63,9 @@ export function accountRoutes(kit: PageKit): Hono<WebEnv> {
   app.post("/account/key", kit.session, kit.form, kit.signedInForm, async (c) => {
     const signed = c.get("signed")!;
     if (c.get("form").get("confirm") !== "yes") return kit.seeOther(c, "/account/key");
+    if (signed.summary.keyPrefix === "" && !(PAID_PLANS as readonly string[]).includes(signed.summary.plan)) {
+      return kit.page(c, 403, renderMessagePage(signed.ctx, "Subscribe first", "An API key is made once your plan is paid. Subscribe on your account page.", { href: "/account", text: "Back to your account" }));
+    }
     const { apiKey } = await regenerateKey(db, signed.session.accountId, clock());
     logger.info({ accountId: signed.session.accountId }, "api key regenerated from the account page");
     // The one response that carries a full key: never stored by any cache (kit.page: no-store).
