@@ -7,6 +7,7 @@
 import path from "node:path";
 import { z } from "zod";
 import { parseFeedConfig, type FeedConfig } from "./feeder/feed-config.ts";
+import { parseContextSourcesConfig, type ContextSourcesConfig } from "./feeder/sources/config.ts";
 
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -295,3 +296,5 @@ export function loadConfig(env: Env = process.env): Config {
 
 /** The `signals feed` configuration from its flags and this process's environment. */
 export const loadFeedConfig = (argv: string[]): FeedConfig => parseFeedConfig(process.env, argv);
+/** The feeder's context sources' variables (NEWS_FEEDS, COINGECKO_*, FRED_* …) from process.env. */
+export const loadContextSourcesConfig = (): ContextSourcesConfig => parseContextSourcesConfig(process.env);

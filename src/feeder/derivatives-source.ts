@@ -7,7 +7,8 @@
 import { errorSummary } from "../logger.ts";
 import { createFuturesExchange, type FuturesExchange } from "./exchange.ts";
 import { errorKind } from "./coin-feed.ts";
-import type { FeedSource, SourceContext, SourceStatus } from "./feeder.ts";
+import type { FeedSource, SourceContext } from "./feeder.ts";
+import { SourceStatusBoard } from "./sources/source-status.ts";
 import { sleep } from "./timing.ts";
 
 const finite = (x: unknown): number | undefined => (typeof x === "number" && Number.isFinite(x) ? x : undefined);
@@ -35,7 +36,7 @@ export function createDerivativesSource(ctx: SourceContext): FeedSource | null {
   const { config, logger } = ctx;
   const exchange = createFuturesExchange(config.exchange, { restUrl: config.restUrl, wsUrl: config.wsUrl });
   if (!exchange) return null;
-  const status: SourceStatus = { name: "derivatives", lastSuccessMs: null, lastError: null };
+  const board = new SourceStatusBoard(ctx.metrics.registry, ctx.now, ["derivatives"]);
   const abort = new AbortController();
   let loop: Promise<void> | null = null;
   let marketsLoaded = false;
@@ -71,11 +72,9 @@ export function createDerivativesSource(ctx: SourceContext): FeedSource | null {
         while (!abort.signal.aborted) {
           try {
             await runOnce();
-            status.lastSuccessMs = Date.now();
-            status.lastError = null;
+            board.success("derivatives");
           } catch (err) {
-            status.lastError = String((err as Error).message ?? err).slice(0, 300);
-            ctx.metrics.sourceErrors.inc({ source: "derivatives" });
+            board.failure("derivatives", String((err as Error).message ?? err).slice(0, 300));
             logger.warn({ source: "derivatives", err: errorSummary(err) }, "derivatives run failed");
           }
           await sleep(config.derivativesEveryMs, abort.signal);
@@ -86,6 +85,6 @@ export function createDerivativesSource(ctx: SourceContext): FeedSource | null {
       abort.abort();
       await loop;
     },
-    status: () => ({ ...status }),
+    status: () => board.statuses()[0]!,
   };
 }

@@ -1,20 +1,30 @@
 /**
- * `signals feed`: runs the feeder until SIGTERM / SIGINT. A bad flag or variable prints one
- * line and exits 2; a missing internal token exits 2 with where to find it.
+ * `signals feed`: runs the feeder until SIGTERM / SIGINT. A bad flag or variable (or a context
+ * dataset without what it needs) prints one line and exits 2; a missing internal token exits 2
+ * with where to find it.
  */
-import { loadFeedConfig } from "../config.ts";
+import { ConfigError, loadContextSourcesConfig, loadFeedConfig } from "../config.ts";
 import { createLogger, errorSummary } from "../logger.ts";
 import { readInternalToken } from "../server/data-dir-lock.ts";
 import { FeedConfigError } from "./feed-config.ts";
 import { startFeeder } from "./feeder.ts";
+import { CONTEXT_DATASETS, checkContextSourcesConfig, type ContextSourcesConfig } from "./sources/index.ts";
 
 /** Starts the feeder; resolves to an exit code on a start failure, else -1 (keeps running). */
 export async function runFeedCommand(argv: string[]): Promise<number> {
   let config;
+  let contextConfig: ContextSourcesConfig | undefined;
   try {
     config = loadFeedConfig(argv);
+    const contextDatasets = CONTEXT_DATASETS.filter((d) => config!.datasets.includes(d));
+    // Their variables are read only when a context dataset is chosen: a candles-only feeder
+    // does not care about a stray COINGECKO_PLAN.
+    if (contextDatasets.length > 0) {
+      contextConfig = loadContextSourcesConfig();
+      checkContextSourcesConfig(contextDatasets, contextConfig);
+    }
   } catch (err) {
-    if (err instanceof FeedConfigError) {
+    if (err instanceof FeedConfigError || err instanceof ConfigError) {
       process.stderr.write(`signals feed: ${err.message}\n`);
       return 2;
     }
@@ -29,7 +39,7 @@ export async function runFeedCommand(argv: string[]): Promise<number> {
   // A library promise nobody awaited (ccxt's socket housekeeping) must not end a process that
   // feeds many coins: log it; the coin's own loop notices the failure and reconnects.
   process.on("unhandledRejection", (reason) => logger.warn({ err: errorSummary(reason) }, "unhandled rejection in the exchange client"));
-  const feeder = await startFeeder({ config, token, logger });
+  const feeder = await startFeeder({ config, contextConfig, token, logger });
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;

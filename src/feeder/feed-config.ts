@@ -19,8 +19,12 @@ export const FEED_TIMEFRAME_MS: Readonly<Record<string, number>> = Object.freeze
   "1d": 24 * 3_600_000,
 });
 
-/** Periodic sources the feeder knows; `--datasets` picks among them. */
-export const FEED_DATASETS = ["candles", "derivatives"] as const;
+/**
+ * What the feeder can feed; `--datasets` picks among them. The default (`candles,derivatives`)
+ * needs nothing but an exchange; the context datasets (news, fundamentals, macro) are opt-in
+ * because news needs NEWS_FEEDS and macro FRED_API_KEY (docs/feeder.md).
+ */
+export const FEED_DATASETS = ["candles", "derivatives", "news", "fundamentals", "macro"] as const;
 export type FeedDataset = (typeof FEED_DATASETS)[number];
 
 export interface FeedConfig {
@@ -117,7 +121,7 @@ const schema = z.object({
   derivativesEveryMs: seconds("FEED_DERIVATIVES_EVERY"),
   failoverMs: seconds("FEED_FAILOVER"),
   metricsPort: z.coerce.number().int("FEED_METRICS_PORT must be a port number").min(0).max(65_535, "FEED_METRICS_PORT must be a port number").default(9464),
-  datasets: z.array(z.enum(FEED_DATASETS, { error: `--datasets takes ${FEED_DATASETS.join(", ")}` })).min(1).default(["candles", "derivatives"]),
+  datasets: z.array(z.enum(FEED_DATASETS, { error: `--datasets takes ${FEED_DATASETS.join(", ")}` })).min(1, `--datasets needs at least one of ${FEED_DATASETS.join(", ")}`).default(["candles", "derivatives"]),
   logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 

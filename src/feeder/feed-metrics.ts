@@ -1,10 +1,12 @@
 /**
  * The feeder's Prometheus metrics (its own registry) and the loopback HTTP listener serving
- * /metrics and /healthz. /healthz fails (503) while any coin this feeder leads is stale.
+ * /metrics, /healthz and /status. /healthz fails (503) while any coin this feeder leads is
+ * stale; /status is every coin's health and every source's last success and last error.
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Counter, Gauge, Registry } from "prom-client";
+import type { SourceStatus } from "./sources/source-status.ts";
 
 /** Per-coin feed state as the metrics and /healthz see it. */
 export interface CoinHealth {
@@ -25,7 +27,7 @@ export class FeedMetrics {
   readonly pushed = new Counter({ name: "feed_pushed_updates_total", help: "Candle updates accepted by the service, per coin and state (forming, closed).", labelNames: ["symbol", "state"], registers: [this.registry] });
   readonly duplicates = new Counter({ name: "feed_push_duplicates_total", help: "Closed candles the service already had (should stay 0).", labelNames: ["symbol"], registers: [this.registry] });
   readonly rejected = new Counter({ name: "feed_push_rejected_total", help: "Candle updates the service refused, per coin and reason.", labelNames: ["symbol", "reason"], registers: [this.registry] });
-  readonly sourceErrors = new Counter({ name: "feed_source_errors_total", help: "Failed runs of periodic sources (derivatives …).", labelNames: ["source"], registers: [this.registry] });
+  readonly sourceErrors = new Counter({ name: "feed_source_errors_total", help: "Failed runs of periodic sources (derivatives; news, fundamentals, macro count each failing feed, series or call).", labelNames: ["source"], registers: [this.registry] });
 
   constructor(coins: () => CoinHealth[], tfMs: number, now: () => number) {
     const perCoin = (name: string, help: string, value: (c: CoinHealth) => number | null) => {
@@ -51,8 +53,8 @@ export class FeedMetrics {
   }
 }
 
-/** Starts /metrics and /healthz on 127.0.0.1:`port`; resolves with the bound port. */
-export async function startMetricsListener(port: number, metrics: FeedMetrics, coins: () => CoinHealth[]): Promise<{ port: number; close(): Promise<void> }> {
+/** Starts /metrics, /healthz and /status on 127.0.0.1:`port`; resolves with the bound port. */
+export async function startMetricsListener(port: number, metrics: FeedMetrics, coins: () => CoinHealth[], sources: () => SourceStatus[] = () => []): Promise<{ port: number; close(): Promise<void> }> {
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     if (req.method !== "GET" && req.method !== "HEAD") {
@@ -71,6 +73,10 @@ export async function startMetricsListener(port: number, metrics: FeedMetrics, c
       const stale = all.filter((c) => c.state === "stale").map((c) => c.symbol);
       res.writeHead(stale.length === 0 ? 200 : 503, { "content-type": "application/json" });
       res.end(JSON.stringify({ ok: stale.length === 0, stale, coins: all }));
+      return;
+    }
+    if (path === "/status") {
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ coins: coins(), sources: sources() }));
       return;
     }
     res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ ok: false, error: "not_found" }));

@@ -1,7 +1,8 @@
 /**
  * The feeder process: leads the coins whose lease it holds (renewed well before expiry; a
  * standby polls and takes a coin over once its lease expires), feeds each led coin's candles,
- * and runs the periodic sources (derivatives; later news, macro …) for the coins it leads.
+ * and runs the periodic sources: derivatives for the coins it leads (SOURCES), and the context
+ * sources (news, fundamentals, macro; src/feeder/sources/) for the datasets chosen.
  */
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
@@ -15,6 +16,9 @@ import { Pusher } from "./pusher.ts";
 import { createServerClient, type ServerClient } from "./server-client.ts";
 import { createDerivativesSource } from "./derivatives-source.ts";
 import { sleep } from "./timing.ts";
+import { CONTEXT_DATASETS, checkContextSourcesConfig, createDataIngestClient, parseContextSourcesConfig, startContextSources, type ContextSources, type ContextSourcesConfig, type SourceStatus } from "./sources/index.ts";
+
+export type { SourceStatus } from "./sources/index.ts";
 
 /** A periodic data source the feeder runs next to the candles (the seam for more datasets). */
 export interface FeedSource {
@@ -24,13 +28,6 @@ export interface FeedSource {
   status(): SourceStatus;
 }
 
-export interface SourceStatus {
-  name: string;
-  /** Epoch ms of the last successful run, or null. */
-  lastSuccessMs: number | null;
-  lastError: string | null;
-}
-
 /** What a source may use: the coins this feeder leads right now, the server, metrics, logs. */
 export interface SourceContext {
   readonly config: FeedConfig;
@@ -38,6 +35,7 @@ export interface SourceContext {
   readonly server: ServerClient;
   readonly metrics: FeedMetrics;
   readonly logger: Logger;
+  readonly now: () => number;
 }
 
 /**
@@ -65,12 +63,24 @@ export interface FeederDeps {
   readonly token: string;
   readonly logger: Logger;
   readonly now?: () => number;
+  /** The context sources' variables; needed when news, fundamentals or macro are chosen. */
+  readonly contextConfig?: ContextSourcesConfig;
+  /** How often each context source wakes to see what is due (ms); 15 s unless a test says. */
+  readonly contextTickMs?: number;
 }
 
-/** Starts a feeder: loads the exchange's markets, then leads or stands by for each coin. */
+/**
+ * Starts a feeder: loads the exchange's markets (when candles or derivatives are chosen), then
+ * leads or stands by for each coin, and starts the chosen context sources. A context dataset
+ * without what it needs throws ConfigError before anything starts.
+ */
 export async function startFeeder(deps: FeederDeps): Promise<Feeder> {
   const { config, logger } = deps;
   const now = deps.now ?? Date.now;
+  const contextDatasets = CONTEXT_DATASETS.filter((d) => config.datasets.includes(d));
+  const contextConfig = deps.contextConfig ?? parseContextSourcesConfig({});
+  checkContextSourcesConfig(contextDatasets, contextConfig);
+  const needsExchange = config.datasets.includes("candles") || config.datasets.includes("derivatives");
   const id = `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
   const server = createServerClient(config.server, deps.token, id);
   const exchange: SpotExchange = createSpotExchange(config.exchange, { restUrl: config.restUrl, wsUrl: config.wsUrl });
@@ -86,7 +96,7 @@ export async function startFeeder(deps: FeederDeps): Promise<Feeder> {
   const stopping = new AbortController();
   const candles = config.datasets.includes("candles");
 
-  for (let attempt = 1; ; attempt++) {
+  for (let attempt = 1; needsExchange; attempt++) {
     try {
       await exchange.loadMarkets();
       break;
@@ -96,7 +106,7 @@ export async function startFeeder(deps: FeederDeps): Promise<Feeder> {
     }
   }
   const marketOf = (symbol: string) => `${symbol}/${config.quote}`;
-  for (const symbol of config.symbols) {
+  for (const symbol of needsExchange ? config.symbols : []) {
     const market = exchange.markets[marketOf(symbol)];
     if (!market || market.spot === false || market.active === false) {
       unlisted.add(symbol);
@@ -165,7 +175,7 @@ export async function startFeeder(deps: FeederDeps): Promise<Feeder> {
     : Promise.resolve();
 
   // Without the candle feed there is no lease to follow: the sources serve every listed coin.
-  const context: SourceContext = { config, ledCoins: () => (candles ? [...feeds.keys()] : [...listed]), server, metrics, logger };
+  const context: SourceContext = { config, ledCoins: () => (candles ? [...feeds.keys()] : [...listed]), server, metrics, logger, now };
   const sources: FeedSource[] = [];
   for (const dataset of config.datasets) {
     const create = SOURCES[dataset];
@@ -175,15 +185,22 @@ export async function startFeeder(deps: FeederDeps): Promise<Feeder> {
     else logger.info({ dataset, exchange: config.exchange }, "this source has nothing to read here; dataset left alone");
   }
   for (const source of sources) source.start();
-  const listener = await startMetricsListener(config.metricsPort, metrics, health);
-  logger.info({ feederId: id, exchange: config.exchange, symbols: listed, tf: config.tf, metricsPort: listener.port }, "feeder started");
+  // The context sources do not follow the leases: every feeder running them fetches the same
+  // public data, and the service stores it idempotently.
+  const contextSources: ContextSources | null =
+    contextDatasets.length === 0
+      ? null
+      : startContextSources({ datasets: contextDatasets, config: contextConfig, logger, registry: metrics.registry, ingest: createDataIngestClient(config.server, deps.token), clock: now, tickMs: deps.contextTickMs });
+  const statuses = (): SourceStatus[] => [...sources.map((s) => s.status()), ...(contextSources?.statuses() ?? [])];
+  const listener = await startMetricsListener(config.metricsPort, metrics, health, statuses);
+  logger.info({ feederId: id, exchange: config.exchange, symbols: listed, tf: config.tf, datasets: config.datasets, metricsPort: listener.port }, "feeder started");
 
   return {
     id,
     metrics,
     metricsPort: listener.port,
     coins: health,
-    sources: () => sources.map((s) => s.status()),
+    sources: statuses,
     async auditNow() {
       let found = 0;
       for (const feed of feeds.values()) found += await feed.audit();
@@ -196,7 +213,7 @@ export async function startFeeder(deps: FeederDeps): Promise<Feeder> {
       await Promise.race([pusher.flushed(), sleep(5_000)]);
       const led = [...feeds.keys()];
       await Promise.all(led.map(dropCoin));
-      await Promise.all(sources.map((s) => s.stop()));
+      await Promise.all([...sources.map((s) => s.stop()), contextSources?.stop()]);
       await pusher.flushed().catch(() => {});
       pusher.stop();
       await server.releaseLeases(led).catch(() => {});

@@ -2,7 +2,8 @@
  * The public /status page (no sign-in): each coin's feed state as the service sees it, from
  * its own store: `stale` when no update arrived for STALE_AFTER (the API answers `stale` too),
  * `backfilling` when updates arrive but the stored history is more than a candle behind now,
- * `live` otherwise; with its last closed candle and whether a feeder holds its lease.
+ * `live` otherwise; with its last closed candle and whether a feeder holds its lease. Then the
+ * free context datasets with the time of their newest stored row and when rows last arrived.
  */
 import { sql } from "drizzle-orm";
 import type { DbHandle } from "../db/client.ts";
@@ -49,8 +50,43 @@ export async function loadFeedStatus(db: DbHandle, now: number, staleAfterMs: nu
   });
 }
 
+/** One free dataset on the /status page. */
+export interface ContextDataStatus {
+  dataset: "movers" | "derivatives" | "news" | "fundamentals" | "macro";
+  /** The newest stored row's own time (epoch ms): publication, observation or source time; null when empty. */
+  newestMs: number | null;
+  /** When a row was last written (epoch ms), or null. */
+  receivedMs: number | null;
+}
+
+/** Reads the newest row time of each free dataset; movers are computed from the candles. */
+export async function loadContextDataStatus(db: DbHandle): Promise<ContextDataStatus[]> {
+  const [r] = await db.rows<Record<string, number | string | null>>(sql`
+    SELECT
+      (SELECT max(open_time) FROM candles WHERE closed)::float8 AS movers_newest,
+      (extract(epoch FROM (SELECT max(last_update_at) FROM coins)) * 1000)::float8 AS movers_received,
+      (SELECT max(time) FROM derivatives_readings)::float8 AS derivatives_newest,
+      (extract(epoch FROM (SELECT max(updated_at) FROM derivatives_readings)) * 1000)::float8 AS derivatives_received,
+      (SELECT max(time) FROM news_items)::float8 AS news_newest,
+      (extract(epoch FROM (SELECT max(updated_at) FROM news_items)) * 1000)::float8 AS news_received,
+      (SELECT max(time) FROM coin_fundamentals)::float8 AS fundamentals_newest,
+      (extract(epoch FROM (SELECT max(updated_at) FROM coin_fundamentals)) * 1000)::float8 AS fundamentals_received,
+      (SELECT max(time) FROM macro_points)::float8 AS macro_newest,
+      (extract(epoch FROM (SELECT max(updated_at) FROM macro_points)) * 1000)::float8 AS macro_received`);
+  const at = (v: number | string | null | undefined) => (v === null || v === undefined ? null : Number(v));
+  return (["movers", "derivatives", "news", "fundamentals", "macro"] as const).map((dataset) => ({ dataset, newestMs: at(r?.[`${dataset}_newest`]), receivedMs: at(r?.[`${dataset}_received`]) }));
+}
+
+const CONTEXT_NOTES: Record<ContextDataStatus["dataset"], string> = {
+  movers: "computed from the stored candles on each request (newest closed candle's open)",
+  derivatives: "funding, open interest and long/short ratio from the feeder's exchange",
+  news: "headlines from the configured news feeds (publication time)",
+  fundamentals: "supply and market capitalisation from CoinGecko",
+  macro: "FRED series (observation date)",
+};
+
 /** The /status page. */
-export function renderStatusPage(ctx: PageContext, coins: readonly CoinFeedStatus[], now: number): string {
+export function renderStatusPage(ctx: PageContext, coins: readonly CoinFeedStatus[], now: number, context: readonly ContextDataStatus[] = []): string {
   return layout(
     { title: "Feed status", stylesheet: ctx.stylesheet, signedIn: ctx.signedIn },
     html`<h1>Feed status</h1>
@@ -61,6 +97,16 @@ ${coins.length === 0
 <thead><tr><th scope="col">Coin</th><th scope="col">Feed</th><th scope="col">Base timeframe</th><th scope="col">Last closed candle (open)</th><th scope="col">Last update</th><th scope="col">Feeder</th></tr></thead>
 <tbody>${coins.map(
     (c) => html`<tr data-symbol="${c.symbol}" data-state="${c.state}"><th scope="row">${c.symbol}</th><td>${c.state}</td><td>${c.baseTf}</td><td>${c.lastCandleOpenTime === null ? "none" : formatMyt(c.lastCandleOpenTime)}</td><td>${formatMyt(c.lastUpdateAt)}</td><td>${c.leased ? "leading" : "none"}</td></tr>`,
+  )}</tbody>
+</table>`}
+${context.length === 0
+  ? ""
+  : html`<h2>Context data</h2>
+<p>The free datasets the API serves, with the time of the newest stored row and when rows last arrived.</p>
+<table class="status">
+<thead><tr><th scope="col">Dataset</th><th scope="col">Newest row</th><th scope="col">Last received</th><th scope="col">What it is</th></tr></thead>
+<tbody>${context.map(
+    (d) => html`<tr data-dataset="${d.dataset}"><th scope="row">${d.dataset}</th><td>${d.newestMs === null ? "none" : formatMyt(d.newestMs)}</td><td>${d.receivedMs === null ? "none" : formatMyt(d.receivedMs)}</td><td>${CONTEXT_NOTES[d.dataset]}</td></tr>`,
   )}</tbody>
 </table>`}`,
   );

@@ -34,6 +34,13 @@ describe("parseFeedConfig", () => {
     expect(parseFeedConfig({ FEED_TF: "1h" }, []).silenceMs).toBe(7_200_000);
   });
 
+  it("--datasets (or FEED_DATASETS; the flag wins) takes the context datasets too, trimmed, lower-cased and de-duplicated", () => {
+    expect(parseFeedConfig({}, ["--datasets", " News,fundamentals ,MACRO,derivatives,news"]).datasets).toEqual(["news", "fundamentals", "macro", "derivatives"]);
+    expect(parseFeedConfig({ FEED_DATASETS: "macro" }, []).datasets).toEqual(["macro"]);
+    expect(parseFeedConfig({ FEED_DATASETS: "macro" }, ["--datasets", "candles,news"]).datasets).toEqual(["candles", "news"]);
+    expect(parseFeedConfig({ FEED_DATASETS: " " }, []).datasets).toEqual(["candles", "derivatives"]);
+  });
+
   it("flags win over the environment; codes are trimmed, upper-cased and de-duplicated", () => {
     const c = parseFeedConfig({ FEED_EXCHANGE: "kraken", FEED_SYMBOLS: "ADA", FEED_TF: "4h", FEED_QUOTE: "usdc", FEED_SERVER: "http://10.0.0.2:8081/" }, ["--exchange", "Binance", "--symbols", " btc, eth ,btc,,sol ", "--tf", "1h"]);
     expect(c).toMatchObject({ exchange: "binance", symbols: ["BTC", "ETH", "SOL"], tf: "1h", quote: "USDC", server: "http://10.0.0.2:8081" });
@@ -59,7 +66,9 @@ describe("parseFeedConfig", () => {
     [{ FEED_WS_URL: "http://x" }, [], /FEED_WS_URL must be a ws or wss URL/],
     [{}, ["--bogus"], /Unknown option '--bogus'/],
     [{ FEED_HISTORY: "1.5" }, [], /FEED_HISTORY must be a whole number/],
-    [{}, ["--datasets", "candles,weather"], /--datasets takes candles, derivatives/],
+    [{}, ["--datasets", "candles,weather"], /^--datasets takes candles, derivatives, news, fundamentals, macro$/],
+    [{ FEED_DATASETS: "news,Weather" }, [], /^--datasets takes candles, derivatives, news, fundamentals, macro$/],
+    [{}, ["--datasets", ","], /^--datasets needs at least one of candles, derivatives, news, fundamentals, macro$/],
   ])("refuses %j %j with one line", (env, argv, message) => {
     expect(() => parseFeedConfig(env, argv)).toThrow(FeedConfigError);
     expect(() => parseFeedConfig(env, argv)).toThrow(message);

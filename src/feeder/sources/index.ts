@@ -42,7 +42,7 @@ export interface ContextSources {
 }
 
 /** Checks that each chosen dataset has what it needs; throws ConfigError otherwise. */
-function checkConfig(datasets: readonly ContextDataset[], config: ContextSourcesConfig): void {
+export function checkContextSourcesConfig(datasets: readonly ContextDataset[], config: ContextSourcesConfig): void {
   if (datasets.includes("news") && config.news.feeds.length === 0) throw new ConfigError("the news dataset needs NEWS_FEEDS (RSS, Atom or JSON Feed URLs)");
   if (datasets.includes("macro") && !config.macro.apiKey) throw new ConfigError("the macro dataset needs FRED_API_KEY (free at https://fred.stlouisfed.org/docs/api/api_key.html)");
 }
@@ -50,7 +50,7 @@ function checkConfig(datasets: readonly ContextDataset[], config: ContextSources
 /** Starts the chosen sources; each polls at once, then every tickMs. */
 export function startContextSources(opts: ContextSourcesOptions): ContextSources {
   const datasets = CONTEXT_DATASETS.filter((d) => opts.datasets.includes(d));
-  checkConfig(datasets, opts.config);
+  checkContextSourcesConfig(datasets, opts.config);
   const board = new SourceStatusBoard(opts.registry, opts.clock, datasets);
   const abort = new AbortController();
   const tickMs = opts.tickMs ?? 15_000;

@@ -1,6 +1,6 @@
-/** The public `/status` page: each coin's feed state as the service sees it (no sign-in). */
+/** The public `/status` page: each coin's feed state and the free datasets' newest rows (no sign-in). */
 import { Hono } from "hono";
-import { loadFeedStatus, renderStatusPage } from "../status-page.ts";
+import { loadContextDataStatus, loadFeedStatus, renderStatusPage } from "../status-page.ts";
 import { methodNotAllowed, type PageKit, type WebEnv } from "../page-kit.ts";
 
 /** Routes of `/status`. */
@@ -9,7 +9,8 @@ export function statusRoutes(kit: PageKit): Hono<WebEnv> {
   const app = new Hono<WebEnv>();
   app.get("/status", async (c) => {
     const now = clock();
-    return kit.page(c, 200, renderStatusPage(kit.publicCtx, await loadFeedStatus(db, now, config.staleAfterMs), now));
+    const [coins, context] = await Promise.all([loadFeedStatus(db, now, config.staleAfterMs), loadContextDataStatus(db)]);
+    return kit.page(c, 200, renderStatusPage(kit.publicCtx, coins, now, context));
   });
   app.all("/status", methodNotAllowed(kit, "GET"));
   return app;
