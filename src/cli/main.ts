@@ -4,16 +4,16 @@
  * operations exit 1; no stack traces.
  */
 import { parseArgs } from "node:util";
-import { ConnectError } from "@connectrpc/connect";
 import type { AccountSummary, Payment } from "../../gen/signals/v1/admin_pb.js";
 import { ConfigError, loadConfig, type Config } from "../config.ts";
-import { errorCodeOf } from "../errors.ts";
 import { existsSync } from "node:fs";
 import { CliError, withAdminClient, withInternalTransport, withLocalDb } from "./admin-client.ts";
-import { importCandles } from "./import-command.ts";
-import { importDataset } from "./data-import-command.ts";
 import { DATASETS, isPushedDataset } from "../market-data/datasets.ts";
 import { readSecretFromStdin } from "./read-secret.ts";
+
+// Start-up time (issue 16): a command loads its heavy modules (database, services, Connect,
+// generated code) when it runs, through admin-client.ts and the dynamic imports below, so
+// `account show` through a running server loads only the Connect client.
 
 const USAGE = `Usage: signals <command> [options]   (every command accepts --json)
 
@@ -264,6 +264,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
       if (!existsSync(file)) throw new UsageError(`--file ${file} does not exist`);
       const symbol = required(values as Values, "symbol");
       const tf = required(values as Values, "tf");
+      const { importCandles } = await import("./import-command.ts");
       const result = await withInternalTransport(config, (transport) => importCandles(transport, file, symbol, tf));
       const reasons = result.rejections.slice(0, 5).map((r) => `  row ${r.index + 1}: ${r.reason}`);
       printResult(json, { ok: true, ...result }, [
@@ -277,6 +278,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
       if (!isPushedDataset(dataset)) throw new UsageError(`--dataset must be one of ${DATASETS.join(", ")}, got "${dataset}"`);
       const file = required(values as Values, "file");
       if (!existsSync(file)) throw new UsageError(`--file ${file} does not exist`);
+      const { importDataset } = await import("./data-import-command.ts");
       const result = await withInternalTransport(config, (transport) => importDataset(transport, dataset, file));
       const reasons = result.rejections.slice(0, 5).map((r) => `  line ${r.line}: ${r.reason}${r.key ? ` (${r.key})` : ""}`);
       printResult(json, { ok: true, ...result }, [
@@ -299,11 +301,12 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     printResult(json, result, describe(result));
     return 0;
   } catch (err) {
-    return reportFailure(err, json);
+    return await reportFailure(err, json);
   }
 }
 
-function reportFailure(err: unknown, json: boolean): number {
+async function reportFailure(err: unknown, json: boolean): Promise<number> {
+  const { ConnectError } = await import("@connectrpc/connect");
   let code: string;
   let message: string;
   let exit = 1;
@@ -316,7 +319,7 @@ function reportFailure(err: unknown, json: boolean): number {
     message = err.message;
     exit = 2;
   } else if (err instanceof ConnectError) {
-    code = errorCodeOf(err);
+    code = (await import("../errors.ts")).errorCodeOf(err);
     message = err.rawMessage;
   } else if (err instanceof CliError) {
     code = "busy";
