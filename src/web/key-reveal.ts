@@ -55,3 +55,9 @@ export async function takeKeyReveal(handle: DbHandle, accountId: number, token: 
     return null;
   }
 }
+
+/** Deletes the sealed keys nobody came to see in time (the server's purge timer). */
+export async function purgeExpiredKeyReveals(handle: DbHandle, now: number): Promise<number> {
+  const rows = await handle.db.delete(keyReveals).where(lte(keyReveals.expiresAt, new Date(now))).returning({ tokenHash: keyReveals.tokenHash });
+  return rows.length;
+}
