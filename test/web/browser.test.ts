@@ -134,6 +134,20 @@ describe.skipIf(!chromiumAvailable)("web pages in headless Chromium", () => {
     expect(unlabelled).toEqual([]);
   });
 
+  it("links the site's icon from every page, an SVG served by this server (also at /favicon.ico)", async () => {
+    const icon = await page.$eval("link[rel=icon]", (link: any) => link.href as string);
+    expect(icon).toBe(`${server.baseUrl}/assets/favicon.svg`);
+    for (const pathname of ["/signin", "/signup", "/status", "/charts"]) {
+      expect(await (await fetch(`${server.baseUrl}${pathname}`)).text(), pathname).toContain('<link rel="icon" href="/assets/favicon.svg" type="image/svg+xml">');
+    }
+    for (const url of [icon, `${server.baseUrl}/favicon.ico`]) {
+      const res = await fetch(url);
+      expect(res.status, url).toBe(200);
+      expect(res.headers.get("content-type")).toBe("image/svg+xml");
+      expect(await res.text()).toMatch(/^<svg xmlns="http:\/\/www.w3.org\/2000\/svg"/);
+    }
+  });
+
   it("shows the balance one lower and the call in the ledger after a REST call", async () => {
     const call = await callRest(apiKey);
     expect(call.status).toBe(200);
