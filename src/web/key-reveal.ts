@@ -56,6 +56,12 @@ export async function takeKeyReveal(handle: DbHandle, accountId: number, token: 
   }
 }
 
+/** True when a new key of this account still waits for its display. */
+export async function keyRevealWaiting(handle: DbHandle, accountId: number, now: number): Promise<boolean> {
+  const rows = await handle.db.select({ tokenHash: keyReveals.tokenHash }).from(keyReveals).where(and(eq(keyReveals.accountId, accountId), gt(keyReveals.expiresAt, new Date(now))));
+  return rows.length > 0;
+}
+
 /** Deletes the sealed keys nobody came to see in time (the server's purge timer). */
 export async function purgeExpiredKeyReveals(handle: DbHandle, now: number): Promise<number> {
   const rows = await handle.db.delete(keyReveals).where(lte(keyReveals.expiresAt, new Date(now))).returning({ tokenHash: keyReveals.tokenHash });

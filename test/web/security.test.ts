@@ -234,6 +234,11 @@ describe("full keys", () => {
     const posted = await client.post("/account/key", confirm);
     expect(posted.status).toBe(303);
     const revealCookie = client.cookies.get("key_reveal")!;
+    // Sent again before the key was shown (a double click): no new key, on to the one waiting.
+    const doubleClick = await client.post("/account/key", confirm);
+    expect(doubleClick.status).toBe(303);
+    expect(doubleClick.headers.location).toBe("/account/key/new");
+    expect(client.cookies.get("key_reveal")).toBe(revealCookie);
     expect(revealCookie).toMatch(/^[A-Za-z0-9_-]{43}$/);
     // What waits in the database is neither the key nor the token.
     const [waiting] = await server.db.handle.rows<{ token_hash: string; sealed_key: string }>(sql`SELECT token_hash, sealed_key FROM key_reveals WHERE account_id = ${ana.accountId}`);

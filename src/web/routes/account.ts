@@ -13,7 +13,7 @@ import { AlertSettingsError, clearAlertSettings, getAlertSettings, parseAlertSet
 import { renderAccountPage, renderKeyConfirmPage, renderKeyGonePage, renderNewKeyPage, type AccountView } from "../account-page.ts";
 import { secretsEqual } from "../../accounts/api-key.ts";
 import { keyConfirmToken } from "../csrf.ts";
-import { createKeyReveal, KEY_REVEAL_TTL_MS, takeKeyReveal } from "../key-reveal.ts";
+import { createKeyReveal, KEY_REVEAL_TTL_MS, keyRevealWaiting, takeKeyReveal } from "../key-reveal.ts";
 import { renderMessagePage } from "../auth-pages.ts";
 import { billingView } from "../payment-actions.ts";
 import { methodNotAllowed, type PageKit, type Signed, type WebEnv } from "../page-kit.ts";
@@ -22,7 +22,7 @@ const LEDGER_ROWS = 20;
 /** The cookie holding the token that opens the one display of a new key. */
 const KEY_REVEAL_COOKIE = "key_reveal";
 
-/** Routes of `/account`, `/account/key` and `/account/alerts`. */
+/** Routes of `/account`, `/account/key`, `/account/key/new` and `/account/alerts`. */
 export function accountRoutes(kit: PageKit): Hono<WebEnv> {
   const { config, db, clock, logger } = kit.deps;
   const app = new Hono<WebEnv>();
@@ -82,6 +82,8 @@ export function accountRoutes(kit: PageKit): Hono<WebEnv> {
     const replaces = await activeKeyId(db, accountId);
     const apiKey = secretsEqual(keyConfirmToken(signed.session.csrfSecret, replaces), submitted) ? await regenerateKeyIfCurrent(db, accountId, replaces, clock()) : null;
     if (apiKey === null) {
+      // A double click: the first POST's key has not been shown yet, so show it (to the browser holding its cookie).
+      if (await keyRevealWaiting(db, accountId, clock())) return kit.seeOther(c, "/account/key/new");
       return kit.page(c, 409, renderMessagePage(signed.ctx, "Already confirmed", "This confirmation was already used, so your key was not changed again. The key shown after it is the one that works.", { href: "/account", text: "Back to your account" }));
     }
     logger.info({ accountId }, "api key regenerated from the account page");
