@@ -93,20 +93,20 @@ export function renderStatusPage(ctx: PageContext, coins: readonly CoinFeedStatu
 <p>Market data as this service receives it, at ${formatMyt(now)}. A stale coin is answered <code>stale</code> by the API until its feed resumes.</p>
 ${coins.length === 0
   ? html`<p>No coin has received data yet.</p>`
-  : html`<table class="status stack">
+  : html`<table class="status">
 <thead><tr><th scope="col">Coin</th><th scope="col">Feed</th><th scope="col">Base timeframe</th><th scope="col">Last closed candle (open)</th><th scope="col">Last update</th><th scope="col">Feeder</th></tr></thead>
 <tbody>${coins.map(
-    (c) => html`<tr data-symbol="${c.symbol}" data-state="${c.state}"><th scope="row">${c.symbol}</th><td data-label="Feed">${c.state}</td><td data-label="Base timeframe">${c.baseTf}</td><td data-label="Last closed candle (open)">${c.lastCandleOpenTime === null ? "none" : formatMyt(c.lastCandleOpenTime)}</td><td data-label="Last update">${formatMyt(c.lastUpdateAt)}</td><td data-label="Feeder">${c.leased ? "leading" : "none"}</td></tr>`,
+    (c) => html`<tr data-symbol="${c.symbol}" data-state="${c.state}"><th scope="row">${c.symbol}</th><td>${c.state}</td><td>${c.baseTf}</td><td>${c.lastCandleOpenTime === null ? "none" : formatMyt(c.lastCandleOpenTime)}</td><td>${formatMyt(c.lastUpdateAt)}</td><td>${c.leased ? "leading" : "none"}</td></tr>`,
   )}</tbody>
 </table>`}
 ${context.length === 0
   ? ""
   : html`<h2>Context data</h2>
 <p>The free datasets the API serves, with the time of the newest stored row and when rows last arrived.</p>
-<table class="status stack">
+<table class="status">
 <thead><tr><th scope="col">Dataset</th><th scope="col">Newest row</th><th scope="col">Last received</th><th scope="col">What it is</th></tr></thead>
 <tbody>${context.map(
-    (d) => html`<tr data-dataset="${d.dataset}"><th scope="row">${d.dataset}</th><td data-label="Newest row">${d.newestMs === null ? "none" : formatMyt(d.newestMs)}</td><td data-label="Last received">${d.receivedMs === null ? "none" : formatMyt(d.receivedMs)}</td><td data-label="What it is">${CONTEXT_NOTES[d.dataset]}</td></tr>`,
+    (d) => html`<tr data-dataset="${d.dataset}"><th scope="row">${d.dataset}</th><td>${d.newestMs === null ? "none" : formatMyt(d.newestMs)}</td><td>${d.receivedMs === null ? "none" : formatMyt(d.receivedMs)}</td><td>${CONTEXT_NOTES[d.dataset]}</td></tr>`,
   )}</tbody>
 </table>`}`,
   );
