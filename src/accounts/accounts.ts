@@ -117,15 +117,41 @@ export async function getAccountSummary(handle: DbHandle, accountId: number, now
 
 /** Replaces the account's key in one transaction; the old hash is revoked before commit. */
 export async function regenerateKey(handle: DbHandle, accountId: number, now: number): Promise<{ summary: AccountSummary; apiKey: string }> {
+  const apiKey = (await replaceKey(handle, accountId, now, undefined))!;
+  return { summary: await getAccountSummary(handle, accountId, now), apiKey };
+}
+
+/**
+ * Regenerates the key only while the account's valid key is still `replacesKeyId` (null: no key
+ * yet); returns the new key, or null when the key changed since (a confirmation used twice).
+ */
+export async function regenerateKeyIfCurrent(handle: DbHandle, accountId: number, replacesKeyId: number | null, now: number): Promise<string | null> {
+  return replaceKey(handle, accountId, now, replacesKeyId);
+}
+
+/** Id of the account's valid key, or null when it has none. */
+export async function activeKeyId(handle: DbHandle, accountId: number): Promise<number | null> {
+  const [row] = await handle.db.select({ id: apiKeys.id }).from(apiKeys).where(and(eq(apiKeys.accountId, accountId), isNull(apiKeys.revokedAt)));
+  return row?.id ?? null;
+}
+
+/** Revokes the valid key and makes a new one; with `expected` defined, only while the valid key is that one. */
+async function replaceKey(handle: DbHandle, accountId: number, now: number, expected: number | null | undefined): Promise<string | null> {
   const apiKey = generateApiKey();
-  await handle.db.transaction(async (tx) => {
-    // Lock the account so a concurrent charge_call re-checks the key after we commit.
+  const replaced = await handle.db.transaction(async (tx) => {
+    // Lock the account so a concurrent charge_call re-checks the key after we commit, and so two
+    // regenerations of one account run one after the other (the second sees the first's key).
     const locked = await tx.select({ id: accounts.id }).from(accounts).where(eq(accounts.id, accountId)).for("update");
     if (locked.length === 0) throw new AccountError("not_found", `no account with id ${accountId}`);
+    if (expected !== undefined) {
+      const [current] = await tx.select({ id: apiKeys.id }).from(apiKeys).where(and(eq(apiKeys.accountId, accountId), isNull(apiKeys.revokedAt)));
+      if ((current?.id ?? null) !== expected) return false;
+    }
     await tx.update(apiKeys).set({ revokedAt: new Date(now) }).where(and(eq(apiKeys.accountId, accountId), isNull(apiKeys.revokedAt)));
     await tx.insert(apiKeys).values({ accountId, keyHash: hashApiKey(apiKey), displayPrefix: displayPrefix(apiKey) });
+    return true;
   });
-  return { summary: await getAccountSummary(handle, accountId, now), apiKey };
+  return replaced ? apiKey : null;
 }
 
 /** Sets the end of the paid period (renewal makes the same key work again). */

@@ -250,6 +250,22 @@ export const passwordSetupTokens = pgTable("password_setup_tokens", {
   usedAt: timestamp("used_at", { withTimezone: true }),
 });
 
+/**
+ * A new API key waiting for its one display (POST -> 303 -> GET). The key is sealed with
+ * AES-256-GCM under a key derived from a random token that only the member's browser holds
+ * (a short-lived cookie); the row is found by the token's hash and deleted by the GET that
+ * shows it. Rows live a few minutes.
+ */
+export const keyReveals = pgTable("key_reveals", {
+  tokenHash: text("token_hash").primaryKey(),
+  accountId: bigint("account_id", { mode: "number" })
+    .notNull()
+    .references(() => accounts.id),
+  /** base64url of IV (12 bytes) | GCM tag (16 bytes) | ciphertext. */
+  sealedKey: text("sealed_key").notNull(),
+  expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
+});
+
 /** Failed sign-ins per throttle key (address or email), for a bounded retry budget. */
 export const signInFailures = pgTable("sign_in_failures", {
   throttleKey: text("throttle_key").primaryKey(),

@@ -17,6 +17,7 @@ import { queueSignalAlerts } from "../alerts/signal-alerts.ts";
 import { purgeExpiredIdempotentCalls } from "../billing/idempotent-charge.ts";
 import { purgeChargeAttempts } from "../billing/charge.ts";
 import { purgeFreeCallWindows } from "../market-data/free-call.ts";
+import { purgeExpiredKeyReveals } from "../web/key-reveal.ts";
 import { createApp, type App } from "./create-app.ts";
 
 /** How often stored answers, charge attempts and free-call windows past their life are deleted. */
@@ -84,6 +85,7 @@ export function createServer(config: Config, deps: ServerDeps): Server {
     // Charge attempt ids are UUIDv7 from the wall clock (billing/charge.ts), so they are purged by it.
     purgeChargeAttempts(db).catch(warn("charge attempts"));
     purgeFreeCallWindows(db, clock()).catch(warn("free-call windows"));
+    purgeExpiredKeyReveals(db, clock()).catch(warn("key reveals"));
   }
 
   return {

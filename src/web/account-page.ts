@@ -121,12 +121,12 @@ function keyCard(view: AccountView): SafeHtml {
 function ledgerCard(view: AccountView): SafeHtml {
   const rows = view.ledger.map(
     (e) => html`<tr>
-      <td>${formatMyt(e.createdAt.getTime())}</td>
-      <td class="text">${LEDGER_LABELS[e.kind] ?? e.kind}</td>
-      <td class="${e.grantDelta + e.packDelta < 0 ? "neg" : "pos"}">${formatDelta(e.grantDelta + e.packDelta)}</td>
-      <td>${formatInteger(e.grantAfter)}</td>
-      <td>${formatInteger(e.packAfter)}</td>
-      <td class="reason">${e.reason ?? ""}</td>
+      <td data-label="When">${formatMyt(e.createdAt.getTime())}</td>
+      <td data-label="Entry" class="text">${LEDGER_LABELS[e.kind] ?? e.kind}</td>
+      <td data-label="Tokens" class="${e.grantDelta + e.packDelta < 0 ? "neg" : "pos"}">${formatDelta(e.grantDelta + e.packDelta)}</td>
+      <td data-label="Grant after">${formatInteger(e.grantAfter)}</td>
+      <td data-label="Packs after">${formatInteger(e.packAfter)}</td>
+      <td data-label="Note" class="reason">${e.reason ?? ""}</td>
     </tr>`,
   );
   return html`<section class="card wide" aria-labelledby="ledger-h">
@@ -134,7 +134,7 @@ function ledgerCard(view: AccountView): SafeHtml {
   ${view.ledger.length === 0
     ? html`<p>No entries yet.</p>`
     : html`<p class="muted" id="ledger-note">Newest first; the latest ${view.ledger.length}. Times in MYT.</p>
-  <div class="table-wrap"><table id="ledger" aria-labelledby="ledger-h" aria-describedby="ledger-note">
+  <div class="table-wrap"><table id="ledger" class="stack" aria-labelledby="ledger-h" aria-describedby="ledger-note">
     <thead><tr><th scope="col">When</th><th scope="col" class="text">Entry</th><th scope="col">Tokens</th><th scope="col">Grant after</th><th scope="col">Packs after</th><th scope="col" class="text">Note</th></tr></thead>
     <tbody>${rows}</tbody>
   </table></div>`}
@@ -195,7 +195,7 @@ ${view.flash ? html`<div class="notice ok" role="status">${view.flash}</div>` : 
 }
 
 /** The confirmation step before a regeneration. */
-export function renderKeyConfirmPage(ctx: PageContext & { signedIn: { email: string; csrfToken: string } }, keyPrefix: string): string {
+export function renderKeyConfirmPage(ctx: PageContext & { signedIn: { email: string; csrfToken: string } }, keyPrefix: string, confirmToken: string): string {
   return layout(
     { title: "Regenerate your API key", stylesheet: ctx.stylesheet, signedIn: ctx.signedIn, current: "account" },
     html`<h1>Regenerate your API key?</h1>
@@ -205,7 +205,7 @@ export function renderKeyConfirmPage(ctx: PageContext & { signedIn: { email: str
 </div>
 <form method="post" action="/account/key" class="actions">
   <input type="hidden" name="${CSRF_FIELD}" value="${ctx.signedIn.csrfToken}">
-  <input type="hidden" name="confirm" value="yes">
+  <input type="hidden" name="confirm" value="${confirmToken}">
   <button type="submit" class="danger">Regenerate the key now</button>
   <a href="/account">Cancel, keep the current key</a>
 </form>`,
@@ -226,5 +226,19 @@ export function renderNewKeyPage(ctx: PageContext & { signedIn: { email: string;
 </div>
 <p id="copy-status" role="status" aria-live="polite"></p>
 <p class="muted">Send it as the <code>x-api-key</code> header. Keys start with <code>${API_KEY_PREFIX}</code>.</p>`,
+  );
+}
+
+/** What a reload or Back of the one-time page shows: the key is not shown again, nor regenerated. */
+export function renderKeyGonePage(ctx: PageContext & { signedIn: { email: string; csrfToken: string } }): string {
+  return layout(
+    { title: "Key already shown", stylesheet: ctx.stylesheet, signedIn: ctx.signedIn, current: "account" },
+    html`<h1>This key was already shown</h1>
+<div class="notice warn" role="status" id="key-gone">A new key is shown only once. Your key was not changed: the key shown before still works.</div>
+<p>If you did not copy it, regenerate to get a new one (the key shown before then stops working).</p>
+<div class="actions">
+  <a class="button secondary" href="/account/key">Regenerate key…</a>
+  <a href="/account">Back to your account</a>
+</div>`,
   );
 }

@@ -34,8 +34,8 @@ function signalBadge(signal: SignalName): SafeHtml {
   return html`<span class="${d === 1 ? "sig-long" : d === -1 ? "sig-short" : "sig-none"}">${SIGNAL_LABELS[signal]}</span>`;
 }
 
-function percentCell(value: number | null): SafeHtml {
-  return html`<td class="${value === null || value === 0 ? "" : value > 0 ? "pos" : "neg"}">${formatPercent(value)}</td>`;
+function percentCell(value: number | null, label: string): SafeHtml {
+  return html`<td data-label="${label}" class="${value === null || value === 0 ? "" : value > 0 ? "pos" : "neg"}">${formatPercent(value)}</td>`;
 }
 
 function tfLinks(symbol: string, timeframes: readonly Timeframe[], current: Timeframe | null): SafeHtml {
@@ -77,11 +77,11 @@ function statsRow(stats: SignalStats): SafeHtml {
   const label = stats.signal === "ALL" ? html`<strong>All signals</strong>` : signalBadge(stats.signal);
   return html`<tr>
     <th scope="row">${label}</th>
-    <td>${formatInteger(stats.count)}</td>
-    <td>${formatInteger(stats.closed)}</td>
-    <td>${formatInteger(stats.wins)}</td>
-    <td>${stats.winRatePct === null ? "\u2013" : `${stats.winRatePct.toFixed(1)}%`}</td>
-    ${percentCell(stats.avgResultPct)}
+    <td data-label="Trades">${formatInteger(stats.count)}</td>
+    <td data-label="Closed">${formatInteger(stats.closed)}</td>
+    <td data-label="Wins">${formatInteger(stats.wins)}</td>
+    <td data-label="Win rate">${stats.winRatePct === null ? "\u2013" : `${stats.winRatePct.toFixed(1)}%`}</td>
+    ${percentCell(stats.avgResultPct, "Average result")}
   </tr>`;
 }
 
@@ -92,7 +92,7 @@ function trackRecordSection(data: ChartData): SafeHtml {
   return html`<section aria-labelledby="record-h">
   <h2 id="record-h">Track record</h2>
   <p class="muted" id="record-note">Every ${data.symbol} ${data.tf} signal in the stored history, entered at its confirmed close.</p>
-  <div class="table-wrap"><table id="track-record" aria-labelledby="record-h" aria-describedby="record-note">
+  <div class="table-wrap"><table id="track-record" class="stack" aria-labelledby="record-h" aria-describedby="record-note">
     <thead><tr><th scope="col">Signal</th><th scope="col">Trades</th><th scope="col">Closed</th><th scope="col">Wins</th><th scope="col">Win rate</th><th scope="col">Average result</th></tr></thead>
     <tbody>${record.bySignal.map(statsRow)}</tbody>
     <tfoot>${statsRow(record.all)}</tfoot>
@@ -111,10 +111,10 @@ function trackRecordSection(data: ChartData): SafeHtml {
 }
 
 function outcomeCell(trade: Trade | undefined): SafeHtml {
-  if (trade === undefined) return html`<td>\u2013</td>`;
-  if (trade.exitReason === "open") return html`<td>open, ${formatPercent(trade.resultPct)}</td>`;
+  if (trade === undefined) return html`<td data-label="Result">\u2013</td>`;
+  if (trade.exitReason === "open") return html`<td data-label="Result">open, ${formatPercent(trade.resultPct)}</td>`;
   const how = trade.exitReason === "defense" ? "defense" : trade.exitReason === "opposite" ? "opposite signal" : "invalidated";
-  return html`<td class="${trade.resultPct > 0 ? "pos" : trade.resultPct < 0 ? "neg" : ""}">${formatPercent(trade.resultPct)} <span class="muted">(${how})</span></td>`;
+  return html`<td data-label="Result" class="${trade.resultPct > 0 ? "pos" : trade.resultPct < 0 ? "neg" : ""}">${formatPercent(trade.resultPct)} <span class="muted">(${how})</span></td>`;
 }
 
 function historySection(data: ChartData): SafeHtml {
@@ -125,15 +125,15 @@ function historySection(data: ChartData): SafeHtml {
   ${latest.length === 0
     ? html`<p>No signal events stored for this timeframe yet.</p>`
     : html`<p class="muted" id="history-note">The latest ${latest.length} of ${formatInteger(data.events.length)} signal changes, newest first. Times in MYT (candle open).</p>
-  <div class="table-wrap"><table id="history" aria-labelledby="history-h" aria-describedby="history-note">
+  <div class="table-wrap"><table id="history" class="stack" aria-labelledby="history-h" aria-describedby="history-note">
     <thead><tr><th scope="col">Candle</th><th scope="col" class="text">Signal</th><th scope="col">Close</th><th scope="col">Defense</th><th scope="col">Result</th></tr></thead>
     <tbody>${latest.map(
       (e) => html`<tr>
-      <td>${formatMyt(e.candleOpenTime)}</td>
-      <td class="text">${signalBadge(e.signal)}</td>
-      <td>${formatPrice(e.price)}</td>
-      <td>${e.defense === null ? "\u2013" : formatPrice(e.defense)}</td>
-      ${directionOf(e.signal) === 0 ? html`<td>\u2013</td>` : outcomeCell(tradeAt.get(e.candleOpenTime))}
+      <td data-label="Candle">${formatMyt(e.candleOpenTime)}</td>
+      <td data-label="Signal" class="text">${signalBadge(e.signal)}</td>
+      <td data-label="Close">${formatPrice(e.price)}</td>
+      <td data-label="Defense">${e.defense === null ? "\u2013" : formatPrice(e.defense)}</td>
+      ${directionOf(e.signal) === 0 ? html`<td data-label="Result">\u2013</td>` : outcomeCell(tradeAt.get(e.candleOpenTime))}
     </tr>`,
     )}</tbody>
   </table></div>`}

@@ -20,6 +20,14 @@ export function sessionCsrfToken(csrfSecret: string): string {
   return createHmac("sha256", csrfSecret).update("signals-web-form-v1").digest("base64url");
 }
 
+/**
+ * The token of one key-regeneration confirmation: bound to the session and to the key it
+ * replaces (null: the first key), so it stops matching once that key is replaced.
+ */
+export function keyConfirmToken(csrfSecret: string, replacesKeyId: number | null): string {
+  return createHmac("sha256", csrfSecret).update(`signals-key-confirm-v1:${replacesKeyId ?? "none"}`).digest("base64url");
+}
+
 /** True when the submitted token is the session's token. */
 export function sessionCsrfMatches(csrfSecret: string, submitted: string | null): boolean {
   return submitted !== null && submitted !== "" && secretsEqual(sessionCsrfToken(csrfSecret), submitted);

@@ -48,6 +48,9 @@ export function jsonScript(id: string, data: unknown): SafeHtml {
   return new SafeHtml(`<script type="application/json" id="${escapeHtml(id)}">${json}</script>`);
 }
 
+/** The site's icon; unversioned, so it is revalidated (ETag) rather than threaded through every page's context. */
+const FAVICON_URL = "/assets/favicon.svg";
+
 export interface LayoutOptions {
   readonly title: string;
   /** Signed-in pages show the navigation and a sign-out form carrying this CSRF token. */
@@ -85,6 +88,7 @@ export function layout(options: LayoutOptions, content: SafeHtml): string {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 ${options.refreshTo ? html`<meta http-equiv="refresh" content="0;url=${options.refreshTo}">
 ` : ""}<title>${options.title} · Signals</title>
+<link rel="icon" href="${FAVICON_URL}" type="image/svg+xml">
 <link rel="stylesheet" href="${options.stylesheet}">
 ${(options.scripts ?? []).map((src) => html`<script src="${src}" defer></script>`)}
 </head>

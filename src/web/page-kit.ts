@@ -194,7 +194,7 @@ export function createPageKit(deps: WebDeps) {
     return seeOther(c, path === "/account" ? "/signin" : `/signin?next=${encodeURIComponent(path)}`);
   }
 
-  return { deps, assets, publicCtx, payments, nodeRequest, page, seeOther, refuse, signedIn, session, form, signedInForm, setSessionCookie, clearSessionCookie, csrfCookie, toSignIn };
+  return { deps, assets, publicCtx, payments, nodeRequest, page, seeOther, refuse, signedIn, session, form, signedInForm, setCookie, setSessionCookie, clearSessionCookie, csrfCookie, toSignIn };
 }
 
 /** The shared page helpers a route module receives. */

@@ -85,9 +85,10 @@ async function callApi(apiKey: string): Promise<{ status: number; error?: string
 }
 
 async function createKey(web: WebClient): Promise<string> {
-  const res = await web.post("/account/key", { csrf_token: await web.sessionCsrfToken(), confirm: "yes" });
-  expect(res.status).toBe(200);
-  return FULL_KEY.exec(res.body)![0];
+  const { posted, shown } = await web.regenerateKey();
+  expect(posted.status).toBe(303);
+  expect(shown.status).toBe(200);
+  return FULL_KEY.exec(shown.body)![0];
 }
 
 describe("sign-up", () => {

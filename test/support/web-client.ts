@@ -20,6 +20,13 @@ export function csrfTokenOf(body: string): string {
   return match[1]!;
 }
 
+/** The key regeneration's confirmation form (`csrf_token` and the one-time `confirm`) of the page at /account/key. */
+export function keyConfirmFormOf(body: string): Record<string, string> {
+  const match = /name="confirm" value="([^"]*)"/.exec(body);
+  if (!match) throw new Error(`no confirmation field in page: ${body.slice(0, 300)}`);
+  return { csrf_token: csrfTokenOf(body), confirm: match[1]! };
+}
+
 /** The Set-Cookie value of `name` in a response, or undefined. */
 export function setCookieOf(result: WebResult, name: string): string | undefined {
   return result.setCookies.find((c) => c.startsWith(`${name}=`));
@@ -89,5 +96,18 @@ export class WebClient {
     const page = await this.get("/account");
     if (page.status !== 200) throw new Error(`account page answered ${page.status}`);
     return csrfTokenOf(page.body);
+  }
+
+  /**
+   * Regenerates the key as a browser does: the confirmation page, its form posted (303), then
+   * the one-time page it leads to. `form` is the posted confirmation, to send it again.
+   */
+  async regenerateKey(): Promise<{ form: Record<string, string>; posted: WebResult; shown: WebResult }> {
+    const confirm = await this.get("/account/key");
+    if (confirm.status !== 200) throw new Error(`key confirmation page answered ${confirm.status}`);
+    const form = keyConfirmFormOf(confirm.body);
+    const posted = await this.post("/account/key", form);
+    const shown = posted.status === 303 ? await this.get(String(posted.headers.location)) : posted;
+    return { form, posted, shown };
   }
 }

@@ -26,6 +26,7 @@ import { formatMyt } from "../../src/web/format.ts";
 // (it clashes with Node's types), so the few browser globals they use are declared loosely.
 declare const document: any;
 declare const window: any;
+declare const getComputedStyle: any;
 
 const EMAIL = "ana.member@example.test";
 const PASSWORD = "a long and correct password";
@@ -47,6 +48,8 @@ describe.skipIf(!chromiumAvailable)("web pages in headless Chromium", () => {
   let page: Page;
   let apiKey: string;
   let newKey = "";
+  /** The fields of the confirmation form that made newKey (to send it again). */
+  let confirmForm: Record<string, string> = {};
   const requests: string[] = [];
   const responses: Array<Promise<SeenResponse>> = [];
 
@@ -131,6 +134,20 @@ describe.skipIf(!chromiumAvailable)("web pages in headless Chromium", () => {
     expect(unlabelled).toEqual([]);
   });
 
+  it("links the site's icon from every page, an SVG served by this server (also at /favicon.ico)", async () => {
+    const icon = await page.$eval("link[rel=icon]", (link: any) => link.href as string);
+    expect(icon).toBe(`${server.baseUrl}/assets/favicon.svg`);
+    for (const pathname of ["/signin", "/signup", "/status", "/charts"]) {
+      expect(await (await fetch(`${server.baseUrl}${pathname}`)).text(), pathname).toContain('<link rel="icon" href="/assets/favicon.svg" type="image/svg+xml">');
+    }
+    for (const url of [icon, `${server.baseUrl}/favicon.ico`]) {
+      const res = await fetch(url);
+      expect(res.status, url).toBe(200);
+      expect(res.headers.get("content-type")).toBe("image/svg+xml");
+      expect(await res.text()).toMatch(/^<svg xmlns="http:\/\/www.w3.org\/2000\/svg"/);
+    }
+  });
+
   it("shows the balance one lower and the call in the ledger after a REST call", async () => {
     const call = await callRest(apiKey);
     expect(call.status).toBe(200);
@@ -148,10 +165,14 @@ describe.skipIf(!chromiumAvailable)("web pages in headless Chromium", () => {
     await page.getByRole("link", { name: "Regenerate key…" }).click();
     await page.waitForURL(`${server.baseUrl}/account/key`);
     expect(await page.getByRole("alert").textContent()).toContain("stops working at once");
-    const [response] = await Promise.all([
+    confirmForm = await page.$$eval("form[action='/account/key'] input[type=hidden]", (inputs) => Object.fromEntries(inputs.map((i: any) => [i.name as string, i.value as string])));
+    // POST -> 303 -> GET: the page that shows the key is not the answer to the POST.
+    const [posted, response] = await Promise.all([
       page.waitForResponse((r) => r.url() === `${server.baseUrl}/account/key` && r.request().method() === "POST"),
+      page.waitForResponse((r) => r.url() === `${server.baseUrl}/account/key/new` && r.request().method() === "GET"),
       page.getByRole("button", { name: "Regenerate the key now" }).click(),
     ]);
+    expect(posted.status()).toBe(303);
     expect(response.status()).toBe(200);
     expect(response.headers()["cache-control"]).toBe("no-store");
     newKey = (await page.locator("#new-key").textContent())!.trim();
@@ -164,13 +185,37 @@ describe.skipIf(!chromiumAvailable)("web pages in headless Chromium", () => {
     await page.screenshot({ path: path.join(RESULTS_DIR, `new-key-once-${DB_SUFFIX}.png`) });
   });
 
+  it("a reload or Back of the one-time page neither shows the key again nor regenerates it", async () => {
+    const activeHashes = async () => (await server.db.handle.rows<{ key_hash: string }>(sql`SELECT key_hash FROM api_keys WHERE revoked_at IS NULL AND key_hash = encode(sha256(convert_to(${newKey}, 'UTF8')), 'hex')`)).length;
+    expect(await activeHashes()).toBe(1);
+    const reloaded = await page.reload();
+    expect(reloaded!.status()).toBe(410);
+    expect(reloaded!.headers()["cache-control"]).toBe("no-store");
+    expect(await page.getByRole("heading", { level: 1 }).textContent()).toBe("This key was already shown");
+    expect((await page.content()).match(FULL_KEY)).toBeNull();
+    // Back to the confirmation page and forward again: GETs only, nothing is regenerated.
+    await page.goBack();
+    expect(new URL(page.url()).pathname).toBe("/account/key");
+    await page.goForward();
+    expect(new URL(page.url()).pathname).toBe("/account/key/new");
+    expect((await page.content()).match(FULL_KEY)).toBeNull();
+    // The same confirmation sent again (a re-sent POST) changes nothing.
+    const resent = await context.request.post(`${server.baseUrl}/account/key`, { form: confirmForm, maxRedirects: 0 });
+    expect(resent.status()).toBe(409);
+    expect((await resent.text()).match(FULL_KEY)).toBeNull();
+    expect(await activeHashes()).toBe(1);
+    expect((await callRest(newKey)).status).toBe(200);
+    await page.goto(`${server.baseUrl}/account`);
+    expect(await page.locator("#masked-key").textContent()).toBe(`${newKey.slice(0, 13)}${"\u2022".repeat(28)}`);
+  });
+
   it("refuses the old key with 401 at once, and the new key works", async () => {
     const old = await callRest(apiKey);
     expect(old.status).toBe(401);
     expect(old.body.error).toBe("invalid_api_key");
     const fresh = await callRest(newKey);
     expect(fresh.status).toBe(200);
-    expect(fresh.body.credits_left).toBe(9_998);
+    expect(fresh.body.credits_left).toBe(9_997);
   });
 
   it("never shows the new key again: the account page has only its masked prefix", async () => {
@@ -179,15 +224,11 @@ describe.skipIf(!chromiumAvailable)("web pages in headless Chromium", () => {
     expect(html).not.toContain(newKey);
     expect(html.match(FULL_KEY)).toBeNull();
     expect(await page.locator("#masked-key").textContent()).toBe(`${newKey.slice(0, 13)}${"\u2022".repeat(28)}`);
-    expect(await page.locator("#credits-left").textContent()).toBe("9,998");
-    // Going back to the one-time page does not bring the key back from a cache (no-store):
-    // the browser offers to resubmit the form instead of showing it.
-    const back = await page.goBack().then(
-      () => "shown",
-      (err: Error) => err.message,
-    );
-    expect(back).toContain("ERR_CACHE_MISS");
-    await page.waitForURL((url) => url.protocol === "chrome-error:");
+    expect(await page.locator("#credits-left").textContent()).toBe("9,997");
+    // Going back to the one-time page does not bring the key back (no-store, and the record is gone).
+    await page.goBack();
+    expect(new URL(page.url()).pathname).toBe("/account/key/new");
+    expect((await page.content()).match(FULL_KEY)).toBeNull();
     await page.goto(`${server.baseUrl}/account`);
     await page.screenshot({ path: path.join(RESULTS_DIR, `account-page-${DB_SUFFIX}.png`), fullPage: true });
   });
@@ -281,17 +322,40 @@ describe.skipIf(!chromiumAvailable)("web pages in headless Chromium", () => {
     });
   });
 
-  it("fits a phone screen: no sideways scrolling on the account and chart pages", async () => {
-    const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, storageState: await context.storageState() });
-    const p = await phone.newPage();
-    const pages = realCandlesAvailable ? ["/account", "/charts/BTC?tf=4h"] : ["/account"];
-    for (const pathname of pages) {
-      await p.goto(`${server.baseUrl}${pathname}`);
-      if (pathname.startsWith("/charts")) await p.waitForSelector("#chart[data-chart-ready]");
-      const overflow = await p.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-      expect(overflow, pathname).toBeLessThanOrEqual(0);
-      await p.screenshot({ path: path.join(RESULTS_DIR, `phone-${pathname.split("/")[1]}-${DB_SUFFIX}.png`), fullPage: true });
+  it("fits a phone screen (390 px): no page scrolls sideways, and no table hides columns behind a scroll", async () => {
+    const phoneOptions = { viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true };
+    async function expectFits(p: Page, label: string): Promise<void> {
+      if (new URL(p.url()).pathname.startsWith("/charts/")) await p.waitForSelector("#chart[data-chart-ready]");
+      expect(await p.evaluate(() => document.documentElement.scrollWidth), label).toBeLessThanOrEqual(390);
+      // Nothing inside the page scrolls sideways either (a scrolling table wrapper would).
+      const scrollers = await p.$$eval("body *", (elements) =>
+        elements.filter((e: any) => e.scrollWidth > e.clientWidth + 1 && ["auto", "scroll"].includes(getComputedStyle(e).overflowX) && e.tagName !== "CANVAS").map((e: any) => e.id || e.className || e.tagName),
+      );
+      expect(scrollers, label).toEqual([]);
+      await p.screenshot({ path: path.join(RESULTS_DIR, `phone-${label.replace(/[^a-z0-9]+/gi, "-")}-${DB_SUFFIX}.png`), fullPage: true });
     }
+
+    // Signed out: the public pages (the charts ask to sign in first).
+    const visitor = await browser.newContext(phoneOptions);
+    const v = await visitor.newPage();
+    for (const pathname of ["/signin", "/signup", "/status"]) {
+      expect((await v.goto(`${server.baseUrl}${pathname}`))!.status(), pathname).toBe(200);
+      await expectFits(v, `public ${pathname}`);
+    }
+    await visitor.close();
+
+    // Signed in: the account, the key confirmation, the new key's page, the charts and /status.
+    const phone = await browser.newContext({ ...phoneOptions, storageState: await context.storageState() });
+    const p = await phone.newPage();
+    for (const pathname of ["/account", "/account/key", "/charts", ...(realCandlesAvailable ? ["/charts/BTC?tf=4h"] : []), "/status"]) {
+      expect((await p.goto(`${server.baseUrl}${pathname}`))!.status(), pathname).toBe(200);
+      if (pathname === "/account") expect(await p.locator("#ledger tbody tr").count()).toBeGreaterThan(0);
+      await expectFits(p, pathname);
+    }
+    await p.goto(`${server.baseUrl}/account/key`);
+    await Promise.all([p.waitForURL(`${server.baseUrl}/account/key/new`), p.getByRole("button", { name: "Regenerate the key now" }).click()]);
+    expect(await p.locator("#new-key").textContent()).toMatch(/^sig_live_/);
+    await expectFits(p, "/account/key/new");
     await phone.close();
   });
 
@@ -316,7 +380,7 @@ describe.skipIf(!chromiumAvailable)("web pages in headless Chromium", () => {
     const seen = await Promise.all(responses);
     expect(seen.length).toBeGreaterThan(10);
     const withKey = seen.filter((r) => (r.body.match(FULL_KEY) ?? []).length > 0);
-    expect(withKey.map((r) => `${r.method} ${new URL(r.url).pathname}`)).toEqual(["POST /account/key"]);
+    expect(withKey.map((r) => `${r.method} ${new URL(r.url).pathname}`)).toEqual(["GET /account/key/new"]);
     expect(withKey[0]!.body.match(FULL_KEY)).toEqual([newKey]);
     for (const r of seen.filter((s) => s.url.startsWith(server.baseUrl) && (s.headers["content-type"] ?? "").startsWith("text/html"))) {
       expect(r.headers["cache-control"], r.url).toBe("no-store");

@@ -14,7 +14,7 @@ import { createSetupToken, setMemberPassword } from "../../src/web/credentials.t
 import { DEFAULT_THROTTLE } from "../../src/web/throttle.ts";
 import type { CandleUpdate } from "../../src/market/validate.ts";
 import { startTestServer, type TestServer } from "../support/test-server.ts";
-import { csrfTokenOf, setCookieOf, WebClient, type WebResult } from "../support/web-client.ts";
+import { csrfTokenOf, keyConfirmFormOf, setCookieOf, WebClient, type WebResult } from "../support/web-client.ts";
 
 const FULL_KEY = /sig_live_[0-9A-Za-z]{32,36}/g;
 const HOUR = 3_600_000;
@@ -210,8 +210,11 @@ describe("full keys", () => {
     const api = await fetch(`${server.baseUrl}/api/v1/signals?symbols=ZIG&tf=1h`, { headers: { "x-api-key": ana.apiKey } });
     expect((await api.text()).match(FULL_KEY)).toBeNull();
 
-    const confirm = await client.get("/account/key");
-    const regenerated = await client.post("/account/key", { confirm: "yes", csrf_token: csrfTokenOf(confirm.body) });
+    const { posted, shown: regenerated } = await client.regenerateKey();
+    // POST -> 303 -> GET: the answer to the POST carries no key.
+    expect(posted.status).toBe(303);
+    expect(posted.headers.location).toBe("/account/key/new");
+    expect(posted.body.match(FULL_KEY)).toBeNull();
     expect(regenerated.status).toBe(200);
     expect(regenerated.headers["cache-control"]).toBe("no-store");
     const shown = regenerated.body.match(FULL_KEY)!;
@@ -223,6 +226,51 @@ describe("full keys", () => {
     expect(after.body.match(FULL_KEY)).toBeNull();
     expect(after.body).toContain(shown[0]!.slice(0, 13) + "\u2022".repeat(28));
     ana = { ...ana, apiKey: shown[0]! };
+  });
+
+  it("a new key is shown once, only to its account, and is sealed while it waits", async () => {
+    const client = await signedIn(ANA);
+    const confirm = keyConfirmFormOf((await client.get("/account/key")).body);
+    const posted = await client.post("/account/key", confirm);
+    expect(posted.status).toBe(303);
+    const revealCookie = client.cookies.get("key_reveal")!;
+    // Sent again before the key was shown (a double click): no new key, on to the one waiting.
+    const doubleClick = await client.post("/account/key", confirm);
+    expect(doubleClick.status).toBe(303);
+    expect(doubleClick.headers.location).toBe("/account/key/new");
+    expect(client.cookies.get("key_reveal")).toBe(revealCookie);
+    expect(revealCookie).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    // What waits in the database is neither the key nor the token.
+    const [waiting] = await server.db.handle.rows<{ token_hash: string; sealed_key: string }>(sql`SELECT token_hash, sealed_key FROM key_reveals WHERE account_id = ${ana.accountId}`);
+    expect(waiting!.sealed_key).not.toMatch(/sig_live_/);
+    expect(waiting!.token_hash).not.toContain(revealCookie);
+    // Another member holding the token opens nothing (and does not use it up).
+    const bobClient = await signedIn(BOB);
+    bobClient.cookies.set("key_reveal", revealCookie);
+    const stolen = await bobClient.get("/account/key/new");
+    expect(stolen.status).toBe(410);
+    expect(stolen.body.match(FULL_KEY)).toBeNull();
+    // A forged token opens nothing either.
+    const forged = await signedIn(ANA);
+    forged.cookies.set("key_reveal", "A".repeat(43));
+    expect((await forged.get("/account/key/new")).status).toBe(410);
+    // The first GET shows the key and removes the record; the second (a reload) shows no key.
+    const first = await client.get("/account/key/new");
+    expect(first.status).toBe(200);
+    const key = first.body.match(FULL_KEY)![0];
+    expect(await server.db.handle.rows(sql`SELECT 1 FROM key_reveals WHERE account_id = ${ana.accountId}`)).toHaveLength(0);
+    client.cookies.set("key_reveal", revealCookie);
+    const again = await client.get("/account/key/new");
+    expect(again.status).toBe(410);
+    expect(again.headers["cache-control"]).toBe("no-store");
+    expect(again.body.match(FULL_KEY)).toBeNull();
+    // The same confirmation sent again (a re-sent POST) changes nothing.
+    const resent = await client.post("/account/key", confirm);
+    expect(resent.status).toBe(409);
+    expect(resent.body).toContain("already used");
+    expect(await activeKeyHashes(ana.accountId)).toEqual([createHash("sha256").update(key).digest("hex")]);
+    expect(await restStatus(key)).toBe(200);
+    ana = { ...ana, apiKey: key };
   });
 
   it("a regeneration POST without the confirmation goes back to the confirmation page", async () => {

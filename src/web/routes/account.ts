@@ -1,21 +1,28 @@
 /**
  * The member's own account: `/account` (balance, ledger, alert settings, the payments card),
- * `/account/key` (regenerate the API key, or create the first one once a plan is paid) and `/account/alerts`. The account comes from the session only:
+ * `/account/key` (regenerate the API key, or create the first one once a plan is paid), `/account/key/new`
+ * (the new key's one display) and `/account/alerts`. The account comes from the session only:
  * there is no account id in any URL or form.
  */
 import { Hono } from "hono";
-import { getAccountSummary, PAID_PLANS, regenerateKey } from "../../accounts/accounts.ts";
+import { getCookie } from "hono/cookie";
+import { activeKeyId, getAccountSummary, PAID_PLANS, regenerateKeyIfCurrent } from "../../accounts/accounts.ts";
 import { applyMonthlyGrant } from "../../billing/tokens.ts";
 import { recentLedgerEntries } from "../../billing/ledger.ts";
 import { AlertSettingsError, clearAlertSettings, getAlertSettings, parseAlertSettings, saveAlertSettings } from "../../alerts/settings.ts";
-import { renderAccountPage, renderKeyConfirmPage, renderNewKeyPage, type AccountView } from "../account-page.ts";
+import { renderAccountPage, renderKeyConfirmPage, renderKeyGonePage, renderNewKeyPage, type AccountView } from "../account-page.ts";
+import { secretsEqual } from "../../accounts/api-key.ts";
+import { keyConfirmToken } from "../csrf.ts";
+import { createKeyReveal, KEY_REVEAL_TTL_MS, keyRevealWaiting, takeKeyReveal } from "../key-reveal.ts";
 import { renderMessagePage } from "../auth-pages.ts";
 import { billingView } from "../payment-actions.ts";
 import { methodNotAllowed, type PageKit, type Signed, type WebEnv } from "../page-kit.ts";
 
 const LEDGER_ROWS = 20;
+/** The cookie holding the token that opens the one display of a new key. */
+const KEY_REVEAL_COOKIE = "key_reveal";
 
-/** Routes of `/account`, `/account/key` and `/account/alerts`. */
+/** Routes of `/account`, `/account/key`, `/account/key/new` and `/account/alerts`. */
 export function accountRoutes(kit: PageKit): Hono<WebEnv> {
   const { config, db, clock, logger } = kit.deps;
   const app = new Hono<WebEnv>();
@@ -54,24 +61,48 @@ export function accountRoutes(kit: PageKit): Hono<WebEnv> {
   });
   app.all("/account", methodNotAllowed(kit, "GET"));
 
-  app.get("/account/key", kit.session, (c) => {
+  app.get("/account/key", kit.session, async (c) => {
     const signed = c.get("signed");
     if (signed === null) return kit.toSignIn(c, "/account/key");
-    return kit.page(c, 200, renderKeyConfirmPage(signed.ctx, signed.summary.keyPrefix));
+    const confirm = keyConfirmToken(signed.session.csrfSecret, await activeKeyId(db, signed.session.accountId));
+    return kit.page(c, 200, renderKeyConfirmPage(signed.ctx, signed.summary.keyPrefix, confirm));
   });
 
+  // POST -> 303 -> GET: the answer to the POST carries no key, so a reload never re-sends it.
   app.post("/account/key", kit.session, kit.form, kit.signedInForm, async (c) => {
     const signed = c.get("signed")!;
-    if (c.get("form").get("confirm") !== "yes") return kit.seeOther(c, "/account/key");
+    const accountId = signed.session.accountId;
+    const submitted = c.get("form").get("confirm") ?? "";
+    if (submitted === "") return kit.seeOther(c, "/account/key");
     if (signed.summary.keyPrefix === "" && !(PAID_PLANS as readonly string[]).includes(signed.summary.plan)) {
       return kit.page(c, 403, renderMessagePage(signed.ctx, "Subscribe first", "An API key is made once your plan is paid. Subscribe on your account page.", { href: "/account", text: "Back to your account" }));
     }
-    const { apiKey } = await regenerateKey(db, signed.session.accountId, clock());
-    logger.info({ accountId: signed.session.accountId }, "api key regenerated from the account page");
-    // The one response that carries a full key: never stored by any cache (kit.page: no-store).
-    return kit.page(c, 200, renderNewKeyPage(signed.ctx, apiKey, [kit.assets.url("account.js")]));
+    // Each confirmation replaces one given key: sent again (a reload, Back, a double click), it no
+    // longer matches, and regenerateKeyIfCurrent re-checks under the account's lock.
+    const replaces = await activeKeyId(db, accountId);
+    const apiKey = secretsEqual(keyConfirmToken(signed.session.csrfSecret, replaces), submitted) ? await regenerateKeyIfCurrent(db, accountId, replaces, clock()) : null;
+    if (apiKey === null) {
+      // A double click: the first POST's key has not been shown yet, so show it (to the browser holding its cookie).
+      if (await keyRevealWaiting(db, accountId, clock())) return kit.seeOther(c, "/account/key/new");
+      return kit.page(c, 409, renderMessagePage(signed.ctx, "Already confirmed", "This confirmation was already used, so your key was not changed again. The key shown after it is the one that works.", { href: "/account", text: "Back to your account" }));
+    }
+    logger.info({ accountId }, "api key regenerated from the account page");
+    kit.setCookie(c, KEY_REVEAL_COOKIE, await createKeyReveal(db, accountId, apiKey, clock()), KEY_REVEAL_TTL_MS / 1000);
+    return kit.seeOther(c, "/account/key/new");
   });
   app.all("/account/key", methodNotAllowed(kit, "GET, POST"));
+
+  // The one page that shows a full key, once: the record is deleted as it is read (no-store page).
+  app.get("/account/key/new", kit.session, async (c) => {
+    const signed = c.get("signed");
+    if (signed === null) return kit.toSignIn(c, "/account");
+    const token = getCookie(c, KEY_REVEAL_COOKIE);
+    const apiKey = await takeKeyReveal(db, signed.session.accountId, token, clock());
+    if (token !== undefined) kit.setCookie(c, KEY_REVEAL_COOKIE, "", 0);
+    if (apiKey === null) return kit.page(c, 410, renderKeyGonePage(signed.ctx));
+    return kit.page(c, 200, renderNewKeyPage(signed.ctx, apiKey, [kit.assets.url("account.js")]));
+  });
+  app.all("/account/key/new", methodNotAllowed(kit, "GET"));
 
   app.post("/account/alerts", kit.session, kit.form, kit.signedInForm, async (c) => {
     const signed = c.get("signed")!;

@@ -1,4 +1,4 @@
-/** `/assets/<name>`: the pages' stylesheet and scripts (see ../assets.ts). */
+/** `/assets/<name>`: the pages' stylesheet, scripts and icon (see ../assets.ts); the icon also at /favicon.ico. */
 import { Hono } from "hono";
 import type { PageKit, WebEnv } from "../page-kit.ts";
 
@@ -6,5 +6,7 @@ import type { PageKit, WebEnv } from "../page-kit.ts";
 export function assetRoutes(kit: PageKit): Hono<WebEnv> {
   const app = new Hono<WebEnv>();
   app.all("/assets/:name", (c) => kit.assets.serve(c, c.req.param("name")) ?? c.notFound());
+  // Where browsers look for an icon on pages that do not link one (the /docs page).
+  app.all("/favicon.ico", (c) => kit.assets.serve(c, "favicon.svg")!);
   return app;
 }
