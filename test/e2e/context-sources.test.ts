@@ -14,6 +14,7 @@ import { startFakeNews, rss, atom, jsonFeed, type FakeNews } from "../support/fa
 import { startFakeCoinGecko, type CoinGeckoMarket, type FakeCoinGecko } from "../support/fake-coingecko.ts";
 import { startFakeFred, type FakeFred } from "../support/fake-fred.ts";
 import { createTestClock, INTERNAL_TOKEN, startTestServer, type TestServer } from "../support/test-server.ts";
+import { waitFor as pollUntil } from "../support/reliability.ts";
 
 const NOW = Date.parse("2026-11-15T04:00:00Z");
 const MIN = 60_000;
@@ -91,15 +92,9 @@ const MARKETS: CoinGeckoMarket[] = [
   market({ id: "solana", symbol: "sol", name: "Solana", market_cap: 9e10, market_cap_rank: 5, circulating_supply: 5e8 }),
 ];
 
-function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  return (async () => {
-    while (!(await check())) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(sources?.statuses())}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  })();
-}
+/** Polls until `check` holds (test/support's waitFor), naming the sources' statuses when it times out. */
+const waitFor = (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000) =>
+  pollUntil(check, timeoutMs, () => `${what}: ${JSON.stringify(sources?.statuses())}`, 20);
 
 async function get(path: string): Promise<Record<string, any>> {
   const res = await fetch(`${server.baseUrl}${path}`, { headers: { "x-api-key": apiKey } });

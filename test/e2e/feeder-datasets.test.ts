@@ -16,6 +16,7 @@ import { startFakeFred, type FakeFred } from "../support/fake-fred.ts";
 import { rss, startFakeNews, type FakeNews } from "../support/fake-news.ts";
 import { childEnv, runCli } from "../support/processes.ts";
 import { createTestClock, INTERNAL_TOKEN, startTestServer, type TestServer } from "../support/test-server.ts";
+import { waitFor as pollUntil } from "../support/reliability.ts";
 
 const NOW = Date.parse("2026-11-15T04:00:00Z");
 const CG_KEY = "CG-demo-key-for-tests";
@@ -47,13 +48,9 @@ const BTC: CoinGeckoMarket = {
   last_updated: CG_UPDATED,
 };
 
-async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(feeder?.sources())}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+/** Polls until `check` holds (test/support's waitFor), naming the sources' statuses when it times out. */
+const waitFor = (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000) =>
+  pollUntil(check, timeoutMs, () => `${what}: ${JSON.stringify(feeder?.sources())}`, 20);
 
 async function get(path: string): Promise<Record<string, any>> {
   const res = await fetch(`${server.baseUrl}${path}`, { headers: { "x-api-key": apiKey } });

@@ -19,6 +19,7 @@ import { loadRealCandles, realCandlesAvailable, type RealCoin } from "../support
 import { referenceEntry } from "../support/reference-signal-id.ts";
 import { childEnv, NODE_BIN, PROJECT_ROOT, runCli } from "../support/processes.ts";
 import { createTestClock, INTERNAL_TOKEN, startTestServer, type TestServer } from "../support/test-server.ts";
+import { waitFor as pollUntil } from "../support/reliability.ts";
 
 const H = 3_600_000;
 const HISTORY = 120;
@@ -32,14 +33,7 @@ const children: ChildProcess[] = [];
 /** Where each coin's feeder started: its expected history begins HISTORY candles before. */
 const firstExpected = new Map<string, number>();
 
-async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+const waitFor = (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 15_000) => pollUntil(check, timeoutMs, what);
 
 function feedEnv(extra: Record<string, string> = {}): Record<string, string> {
   return {

@@ -30,13 +30,16 @@ export function leakIn(text: string): string | null {
   return null;
 }
 
-/** Polls `check` every `everyMs` until it is truthy or `timeoutMs` passes (then throws `what`). */
-export async function waitFor<T>(check: () => T | Promise<T>, timeoutMs: number, what: string, everyMs = 50): Promise<NonNullable<T>> {
+/**
+ * Polls `check` every `everyMs` until it is truthy or `timeoutMs` passes (then throws `what`;
+ * a function is asked at that moment, so the message can show the state the wait ended in).
+ */
+export async function waitFor<T>(check: () => T | Promise<T>, timeoutMs: number, what: string | (() => string), everyMs = 50): Promise<NonNullable<T>> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
     if (value) return value as NonNullable<T>;
-    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${typeof what === "function" ? what() : what}`);
     await sleep(everyMs);
   }
 }
