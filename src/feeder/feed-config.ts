@@ -6,18 +6,8 @@
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { z } from "zod";
+import { TIMEFRAME_MS, TIMEFRAMES } from "../market/timeframes.ts";
 
-/**
- * Base timeframes the feeder can feed and their lengths: the service's base timeframes (1m and
- * 5m are not stored by the service; see docs/feeder.md).
- */
-export const FEED_TIMEFRAME_MS: Readonly<Record<string, number>> = Object.freeze({
-  "15m": 15 * 60_000,
-  "30m": 30 * 60_000,
-  "1h": 3_600_000,
-  "4h": 4 * 3_600_000,
-  "1d": 24 * 3_600_000,
-});
 
 /**
  * What the feeder can feed; `--datasets` picks among them. The default (`candles,derivatives`)
@@ -109,7 +99,8 @@ const schema = z.object({
     .min(1, "--symbols needs at least one base code")
     .max(500, "--symbols takes at most 500 coins")
     .default(["BTC", "ETH", "SOL", "BNB", "XRP"]),
-  tf: z.enum(Object.keys(FEED_TIMEFRAME_MS) as [string, ...string[]], { error: `--tf must be one of ${Object.keys(FEED_TIMEFRAME_MS).join(", ")}` }).default("15m"),
+  // The service's base timeframes; 1m and 5m are not stored by the service (docs/feeder.md).
+  tf: z.enum(TIMEFRAMES, { error: `--tf must be one of ${TIMEFRAMES.join(", ")}` }).default("15m"),
   server: url("--server", ["http:", "https:"]).default("http://127.0.0.1:8081"),
   internalToken: z.string().trim().min(1).optional(),
   dataDir: z.string().trim().min(1).default(".data"),
@@ -162,7 +153,7 @@ export function parseFeedConfig(env: Record<string, string | undefined>, argv: s
     throw new FeedConfigError(issue.message);
   }
   const v = result.data;
-  const tfMs = FEED_TIMEFRAME_MS[v.tf]!;
+  const tfMs = TIMEFRAME_MS[v.tf];
   return Object.freeze({
     exchange: v.exchange,
     quote: v.quote,

@@ -7,6 +7,7 @@
  */
 import { sql } from "drizzle-orm";
 import type { DbHandle } from "../db/client.ts";
+import { isTimeframe, TIMEFRAME_MS } from "../market/timeframes.ts";
 import { formatMyt } from "./format.ts";
 import { html, layout } from "./html.ts";
 import type { PageContext } from "./auth-pages.ts";
@@ -25,7 +26,6 @@ export interface CoinFeedStatus {
   leased: boolean;
 }
 
-const BASE_MS: Record<string, number> = { "15m": 900_000, "30m": 1_800_000, "1h": 3_600_000, "4h": 14_400_000, "1d": 86_400_000 };
 
 /** The feed state of a coin from its times (pure). */
 export function feedState(now: number, lastUpdateAt: number, lastCandleOpenTime: number | null, baseMs: number, staleAfterMs: number): FeedState {
@@ -46,7 +46,7 @@ export async function loadFeedStatus(db: DbHandle, now: number, staleAfterMs: nu
   return rows.map((r) => {
     const lastCandle = r.last_candle === null ? null : Number(r.last_candle);
     const lastUpdateAt = Number(r.last_update_ms);
-    return { symbol: r.symbol, baseTf: r.base_tf, state: feedState(now, lastUpdateAt, lastCandle, BASE_MS[r.base_tf] ?? 3_600_000, staleAfterMs), lastCandleOpenTime: lastCandle, lastUpdateAt, leased: Boolean(r.leased) };
+    return { symbol: r.symbol, baseTf: r.base_tf, state: feedState(now, lastUpdateAt, lastCandle, isTimeframe(r.base_tf) ? TIMEFRAME_MS[r.base_tf] : TIMEFRAME_MS["1h"], staleAfterMs), lastCandleOpenTime: lastCandle, lastUpdateAt, leased: Boolean(r.leased) };
   });
 }
 

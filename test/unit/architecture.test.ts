@@ -30,7 +30,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   web: ["db", "engine", "market", "accounts", "billing", "alerts", "signals", "payments"],
   admin: ["db", "accounts", "billing", "alerts", "web", "payments"],
   server: ["db", "engine", "market", "accounts", "billing", "alerts", "events", "signals", "market-data", "observability", "web", "admin", "payments"],
-  feeder: ["engine", "market-data", "server"],
+  feeder: ["engine", "market", "market-data", "server"],
   cli: ["db", "market", "market-data", "alerts", "admin", "server", "feeder", "main.ts"],
 };
 
