@@ -16,7 +16,7 @@ import { Pusher } from "./pusher.ts";
 import { createServerClient, type ServerClient } from "./server-client.ts";
 import { createDerivativesSource } from "./derivatives-source.ts";
 import { sleep } from "./timing.ts";
-import { CONTEXT_DATASETS, checkContextSourcesConfig, createDataIngestClient, parseContextSourcesConfig, startContextSources, type ContextSources, type ContextSourcesConfig, type SourceStatus } from "./sources/index.ts";
+import { CONTEXT_DATASETS, checkContextSourcesConfig, parseContextSourcesConfig, startContextSources, type ContextSources, type ContextSourcesConfig, type SourceStatus } from "./sources/index.ts";
 
 export type { SourceStatus } from "./sources/index.ts";
 
@@ -190,7 +190,7 @@ export async function startFeeder(deps: FeederDeps): Promise<Feeder> {
   const contextSources: ContextSources | null =
     contextDatasets.length === 0
       ? null
-      : startContextSources({ datasets: contextDatasets, config: contextConfig, logger, registry: metrics.registry, ingest: createDataIngestClient(config.server, deps.token), clock: now, tickMs: deps.contextTickMs });
+      : startContextSources({ datasets: contextDatasets, config: contextConfig, logger, registry: metrics.registry, ingest: server.dataIngest, clock: now, tickMs: deps.contextTickMs });
   const statuses = (): SourceStatus[] => [...sources.map((s) => s.status()), ...(contextSources?.statuses() ?? [])];
   const listener = await startMetricsListener(config.metricsPort, metrics, health, statuses);
   logger.info({ feederId: id, exchange: config.exchange, symbols: listed, tf: config.tf, datasets: config.datasets, metricsPort: listener.port }, "feeder started");

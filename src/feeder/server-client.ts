@@ -32,6 +32,8 @@ export interface ServerClient {
   releaseLeases(symbols: readonly string[]): Promise<void>;
   resumePoints(symbols: readonly string[]): Promise<{ symbol: string; known: boolean; baseTf: string; lastClosedOpenTime: number }[]>;
   pushDerivatives(rows: readonly Omit<PushDerivativesRequest, "$typeName" | "$unknown">[]): Promise<{ accepted: number; rejected: number }>;
+  /** DataIngestService on the same connection, for the context sources' pushes. */
+  readonly dataIngest: Client<typeof DataIngestService>;
   close(): void;
 }
 
@@ -81,6 +83,7 @@ export function createServerClient(baseUrl: string, token: string, feederId: str
       const res = await data.pushDerivatives(requests());
       return { accepted: Number(res.accepted), rejected: Number(res.rejected) };
     },
+    dataIngest: data,
     close() {
       sessionManager.abort();
     },

@@ -8,7 +8,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pino } from "pino";
 import { Registry } from "prom-client";
-import { createDataIngestClient, parseContextSourcesConfig, startContextSources, type ContextSources } from "../../src/feeder/sources/index.ts";
+import { parseContextSourcesConfig, startContextSources, type ContextSources } from "../../src/feeder/sources/index.ts";
+import { createServerClient, type ServerClient } from "../../src/feeder/server-client.ts";
 import { newsId } from "../../src/feeder/sources/news.ts";
 import { startFakeNews, rss, atom, jsonFeed, type FakeNews } from "../support/fake-news.ts";
 import { startFakeCoinGecko, type CoinGeckoMarket, type FakeCoinGecko } from "../support/fake-coingecko.ts";
@@ -29,6 +30,7 @@ let news: FakeNews;
 let coingecko: FakeCoinGecko;
 let fred: FakeFred;
 let sources: ContextSources;
+let serverClient: ServerClient;
 const registry = new Registry();
 const logLines: Array<Record<string, unknown>> = [];
 
@@ -141,7 +143,7 @@ beforeAll(async () => {
     config,
     logger,
     registry,
-    ingest: createDataIngestClient(server.internalUrl, INTERNAL_TOKEN),
+    ingest: (serverClient = createServerClient(server.internalUrl, INTERNAL_TOKEN, "context-sources-test")).dataIngest,
     clock,
     tickMs: 20,
   });
@@ -151,6 +153,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await sources?.stop();
+  serverClient?.close();
   await Promise.all([news?.close(), coingecko?.close(), fred?.close()]);
   await server?.close();
 });

@@ -16,7 +16,7 @@ import type { ContextSource } from "./source.ts";
 import { SourceStatusBoard, type SourceStatus } from "./source-status.ts";
 
 export { parseContextSourcesConfig, type ContextSourcesConfig } from "./config.ts";
-export { createDataIngestClient, type DataIngestClient } from "./ingest-client.ts";
+export type { DataIngestClient } from "./ingest-client.ts";
 export type { SourceStatus } from "./source-status.ts";
 
 export const CONTEXT_DATASETS = ["news", "fundamentals", "macro"] as const;

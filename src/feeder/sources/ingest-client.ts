@@ -1,22 +1,12 @@
 /**
- * The context sources push through DataIngestService on the server's internal listener,
- * like `signals data import`: HTTP/2 (client streams), `authorization: Bearer <token>`.
+ * The context sources push through DataIngestService on the server's internal listener, on
+ * the feeder's own connection (server-client.ts), like `signals data import`.
  */
-import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
-import { DataIngestService } from "../../../gen/signals/v1/data_ingest_pb.js";
+import type { Client } from "@connectrpc/connect";
+import type { DataIngestService } from "../../../gen/signals/v1/data_ingest_pb.js";
 import type { PushSummary } from "../../market-data/datasets.ts";
 
 export type DataIngestClient = Client<typeof DataIngestService>;
-
-/** A DataIngestService client for the internal listener at `baseUrl`. */
-export function createDataIngestClient(baseUrl: string, token: string): DataIngestClient {
-  const bearer: Interceptor = (next) => (req) => {
-    req.header.set("authorization", `Bearer ${token}`);
-    return next(req);
-  };
-  return createClient(DataIngestService, createConnectTransport({ baseUrl, httpVersion: "2", interceptors: [bearer] }));
-}
 
 /** A push answer as plain numbers, for logs. */
 export function summaryOf(res: { accepted: bigint; rejected: bigint; duplicates: bigint; reasons: { [reason: string]: bigint } }): Omit<PushSummary, "rejections"> {
