@@ -43,6 +43,18 @@ interface ErrorSpec {
   readonly message: string;
 }
 
+/** The contract's error body: `{"ok":false,"error":"<code>","message":"<text>"}`. */
+export interface ErrorBody {
+  readonly ok: false;
+  readonly error: ErrorCode;
+  readonly message: string;
+}
+
+/** The error body of a code, with the catalogue's wording unless a message is given. */
+export function errorBodyOf(code: ErrorCode, message?: string): ErrorBody {
+  return { ok: false, error: code, message: message ?? errorSpec(code).message };
+}
+
 /** Exhaustive mapping from machine code to transport codes and default wording. */
 export function errorSpec(code: ErrorCode): ErrorSpec {
   switch (code) {

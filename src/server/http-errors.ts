@@ -20,7 +20,7 @@ import { randomUUID } from "node:crypto";
 import type http from "node:http";
 import http2 from "node:http2";
 import type net from "node:net";
-import { errorSpec, type ErrorCode } from "../errors.ts";
+import { errorBodyOf, errorSpec, type ErrorCode } from "../errors.ts";
 import { RPC_PATH } from "./client-errors.ts";
 import type { RequestHandler } from "./listener.ts";
 
@@ -31,8 +31,7 @@ export const DEFAULT_MAX_BODY_BYTES = 64 * 1024;
 
 /** The error body as bytes, and its headers. */
 export function errorBody(code: ErrorCode, message?: string): { status: number; body: Buffer } {
-  const spec = errorSpec(code);
-  return { status: spec.http, body: Buffer.from(JSON.stringify({ ok: false, error: code, message: message ?? spec.message })) };
+  return { status: errorSpec(code).http, body: Buffer.from(JSON.stringify(errorBodyOf(code, message))) };
 }
 
 function answerFor(err: NodeJS.ErrnoException & { bytesParsed?: number; rawPacket?: Buffer }): { code: ErrorCode; message?: string } {

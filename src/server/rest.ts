@@ -10,7 +10,7 @@ import { create, getOption, type DescMessage, type DescMethod, type DescService,
 import { createHandlerContext, type HandlerContext } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { http as httpRule } from "../../gen/google/api/annotations_pb.js";
-import { errorCodeOf, errorSpec, type ErrorCode } from "../errors.ts";
+import { errorBodyOf, errorCodeOf, errorSpec, type ErrorCode } from "../errors.ts";
 import { restJsonMapper } from "./rest-json.ts";
 import { ConnectError } from "@connectrpc/connect";
 
@@ -75,15 +75,13 @@ export function headersOf(req: NodeRequest): Headers | null {
 
 /** Writes the contract's error body with the catalogue's status. */
 export function sendError(res: NodeResponse, code: ErrorCode, message?: string, headers: Record<string, string> = {}): void {
-  const spec = errorSpec(code);
-  sendJson(res, spec.http, { ok: false, error: code, message: message ?? spec.message }, headers);
+  sendJson(res, errorSpec(code).http, errorBodyOf(code, message), headers);
 }
 
 /** The contract's error body as a fetch Response (for the hono-served fallback paths). */
 export function errorResponse(code: ErrorCode, message?: string): Response {
-  const spec = errorSpec(code);
-  return new Response(JSON.stringify({ ok: false, error: code, message: message ?? spec.message }), {
-    status: spec.http,
+  return new Response(JSON.stringify(errorBodyOf(code, message)), {
+    status: errorSpec(code).http,
     headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" },
   });
 }

@@ -9,6 +9,7 @@ import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import type { Clock } from "../clock.ts";
 import type { DbHandle } from "../db/client.ts";
+import { errorBodyOf } from "../errors.ts";
 import { errorSummary } from "../logger.ts";
 import { PAID_PLANS, type AccountSummary } from "../accounts/accounts.ts";
 import { createPackCheckout, createPortalSession, createSubscriptionCheckout, type CheckoutDeps, type PaidPlan } from "../payments/checkout.ts";
@@ -33,7 +34,7 @@ const UNAVAILABLE: PaymentFormResult = {
   title: "Payments are unavailable",
   message: "Stripe could not be reached just now. Nothing was charged. Try again in a moment.",
 };
-const WEBHOOK_OFF = { status: 404 as const, body: { ok: false, error: "not_found", message: "No such route." } };
+const WEBHOOK_OFF = { status: 404 as const, body: { ...errorBodyOf("not_found", "No such route.") } };
 const OFF: PaymentFormResult = { kind: "message", status: 404, title: "Payments are off", message: "This service does not take payments." };
 
 function checkoutDeps(deps: PaymentRouteDeps): CheckoutDeps | null {

@@ -6,6 +6,7 @@
  */
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import { errorBodyOf } from "../../errors.ts";
 import type { AccountSummary } from "../../accounts/accounts.ts";
 import { MAX_WEBHOOK_BYTES } from "../../payments/webhook.ts";
 import { renderMessagePage } from "../auth-pages.ts";
@@ -41,7 +42,7 @@ export function paymentRoutes(kit: PageKit): Hono<WebEnv> {
   const webhookJson = (c: WebContext, status: number, body: Record<string, unknown>) => c.json(body, status as 200, { "cache-control": "no-store" });
   const webhookLimit = bodyLimit({
     maxSize: MAX_WEBHOOK_BYTES,
-    onError: (c) => webhookJson(c as WebContext, 413, { ok: false, error: "payload_too_large", message: "The body is too large." }),
+    onError: (c) => webhookJson(c as WebContext, 413, { ...errorBodyOf("payload_too_large", "The body is too large.") }),
   });
   app.post("/webhooks/stripe", webhookLimit, async (c) => {
     const rawBody = Buffer.from(await c.req.arrayBuffer());
