@@ -86,6 +86,7 @@ export function layout(options: LayoutOptions, content: SafeHtml): string {
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
 ${options.refreshTo ? html`<meta http-equiv="refresh" content="0;url=${options.refreshTo}">
 ` : ""}<title>${options.title} · Signals</title>
 <link rel="icon" href="${FAVICON_URL}" type="image/svg+xml">

@@ -3,21 +3,46 @@
 // from the page's JSON block (#chart-data). Times arrive already shifted to MYT.
 "use strict";
 
+/**
+ * The chart's colours, read from the page's CSS custom properties (app.css): the chart is drawn
+ * in the colour scheme (light or dark) the page is in, and its colours are defined once. A scheme
+ * switch while the page is open recolours the page at once and the chart at its next load.
+ */
+function chartPalette() {
+  var css = getComputedStyle(document.documentElement);
+  function get(name) {
+    return css.getPropertyValue(name).trim();
+  }
+  return {
+    background: get("--bg"),
+    text: get("--text"),
+    muted: get("--muted"),
+    grid: get("--chart-grid"),
+    border: get("--line"),
+    long: get("--long"),
+    short: get("--short"),
+    defense: get("--level-defense"),
+    trigger: get("--level-trigger"),
+    invalidation: get("--level-invalidation"),
+  };
+}
+
 (function () {
   var container = document.getElementById("chart");
   var source = document.getElementById("chart-data");
   if (!container || !source || !window.LightweightCharts) return;
   var data = JSON.parse(source.textContent);
   var LWC = window.LightweightCharts;
-  var LONG = "#0a6b45";
-  var SHORT = "#b3261e";
+  var colours = chartPalette();
+  var LONG = colours.long;
+  var SHORT = colours.short;
 
   var chart = LWC.createChart(container, {
     autoSize: true,
-    layout: { background: { type: "solid", color: "#ffffff" }, textColor: "#1a1d23", attributionLogo: false },
-    grid: { vertLines: { color: "#eef0f3" }, horzLines: { color: "#eef0f3" } },
-    rightPriceScale: { borderColor: "#d3d8de" },
-    timeScale: { borderColor: "#d3d8de", timeVisible: data.intraday, secondsVisible: false },
+    layout: { background: { type: "solid", color: colours.background }, textColor: colours.text, attributionLogo: false },
+    grid: { vertLines: { color: colours.grid }, horzLines: { color: colours.grid } },
+    rightPriceScale: { borderColor: colours.border },
+    timeScale: { borderColor: colours.border, timeVisible: data.intraday, secondsVisible: false },
     crosshair: { mode: 0 },
   });
   var series = chart.addSeries(LWC.CandlestickSeries, {
@@ -39,7 +64,7 @@
     STRONG_LONG: { position: "belowBar", shape: "arrowUp", color: LONG, text: "L+" },
     SHORT: { position: "aboveBar", shape: "arrowDown", color: SHORT, text: "S" },
     STRONG_SHORT: { position: "aboveBar", shape: "arrowDown", color: SHORT, text: "S+" },
-    NONE: { position: "inBar", shape: "circle", color: "#4a5260", text: "\u00d7" },
+    NONE: { position: "inBar", shape: "circle", color: colours.muted, text: "\u00d7" },
   };
   LWC.createSeriesMarkers(
     series,
@@ -52,11 +77,11 @@
   var levels = data.levels;
   if (levels) {
     if (levels.defense !== null) {
-      series.createPriceLine({ price: levels.defense, color: "#c2410c", lineWidth: 2, lineStyle: LWC.LineStyle.Solid, axisLabelVisible: true, title: "defense" });
+      series.createPriceLine({ price: levels.defense, color: colours.defense, lineWidth: 2, lineStyle: LWC.LineStyle.Solid, axisLabelVisible: true, title: "defense" });
     }
     if (levels.trigger !== null) {
-      series.createPriceLine({ price: levels.trigger, color: "#0b5cad", lineWidth: 2, lineStyle: LWC.LineStyle.Dashed, axisLabelVisible: true, title: "trigger" });
-      series.createPriceLine({ price: levels.invalidation, color: "#6b7380", lineWidth: 2, lineStyle: LWC.LineStyle.Dotted, axisLabelVisible: true, title: "invalidation" });
+      series.createPriceLine({ price: levels.trigger, color: colours.trigger, lineWidth: 2, lineStyle: LWC.LineStyle.Dashed, axisLabelVisible: true, title: "trigger" });
+      series.createPriceLine({ price: levels.invalidation, color: colours.invalidation, lineWidth: 2, lineStyle: LWC.LineStyle.Dotted, axisLabelVisible: true, title: "invalidation" });
     }
   }
 

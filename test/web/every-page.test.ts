@@ -1,0 +1,226 @@
+/**
+ * Every web page in real headless Chromium, once in the light colour scheme and once in the dark
+ * one (the browser's prefers-color-scheme, as a system setting sets it), with every request to
+ * another origin than the server's cut off:
+ * - axe-core finds no serious or critical violation (contrast among them) in either scheme;
+ * - the scheme is really applied (the page background, and the chart's own canvas, follow it);
+ * - the page needs nothing beyond the server: no request leaves for another origin, none fails,
+ *   and the console shows no error.
+ * The pages cover each layout state a member meets: notices (ok, warn, error), forms, tables,
+ * the billing card (payments on, through the local fake Stripe), the one-time key page and its
+ * "already shown" answer, message pages (an invalid link, payments unavailable) and the chart.
+ */
+import { AxeBuilder } from "@axe-core/playwright";
+import { pino } from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Browser, BrowserContext, Page, Response } from "playwright-core";
+import { createSession } from "../../src/web/sessions.ts";
+import { SESSION_COOKIE } from "../../src/web/page-kit.ts";
+import { createSetupToken, setMemberPassword } from "../../src/web/credentials.ts";
+import { startDemoFeed } from "../../src/market/demo-feed.ts";
+import { chromiumAvailable, launchChromium } from "../support/browser.ts";
+import { startFakeStripe, type FakeStripe } from "../support/fake-stripe.ts";
+import { createTestClock, startTestServer, type TestServer } from "../support/test-server.ts";
+
+// Callbacks given to page.evaluate run in the browser (the project's tsconfig has no DOM lib).
+declare const document: any;
+declare const getComputedStyle: any;
+
+const EMAIL = "scheme.member@example.test";
+const PASSWORD = "a long and correct password";
+const SCHEMES = ["light", "dark"] as const;
+type Scheme = (typeof SCHEMES)[number];
+/** The page background of each scheme (app.css --bg). */
+const BACKGROUND: Record<Scheme, string> = { light: "rgb(255, 255, 255)", dark: "rgb(18, 20, 24)" };
+
+/** A browser context in one scheme, and what went wrong in it since it was last looked at. */
+interface SchemeContext {
+  readonly context: BrowserContext;
+  readonly problems: string[];
+}
+
+/** One page to check: how to reach it (a visit may press buttons) and the status it answers with. */
+interface Visit {
+  readonly name: string;
+  /** Opened with the member's session, or as a signed-out visitor. */
+  readonly member: boolean;
+  readonly status: number;
+  open(page: Page): Promise<Response | null>;
+}
+
+describe.skipIf(!chromiumAvailable)("every page in light and dark, with no network beyond the server", () => {
+  let stripe: FakeStripe;
+  let server: TestServer;
+  let browser: Browser;
+  let accountId: number;
+  let setupToken: string;
+  let stopDemoFeed = () => {};
+
+  beforeAll(async () => {
+    stripe = await startFakeStripe();
+    server = await startTestServer({ env: stripe.env(), feed: true, clock: createTestClock(Date.now()) });
+    // The demo feed's synthetic candles and their signal events: a chart with markers and levels.
+    // Its hourly tick never comes during the test.
+    stopDemoFeed = await startDemoFeed(server.feed!, server.clock, pino({ level: "silent" }), 3_600_000);
+    const account = await server.account({ email: EMAIL });
+    accountId = account.accountId;
+    await setMemberPassword(server.db.handle, accountId, PASSWORD);
+    // A few paid calls, so the ledger table has rows.
+    for (let i = 0; i < 3; i++) {
+      const res = await fetch(`${server.baseUrl}/api/v1/signals?symbols=BTC&tf=1h`, { headers: { "x-api-key": account.apiKey } });
+      expect(res.status).toBe(200);
+    }
+    const other = await server.account({ email: "link.member@example.test" });
+    setupToken = (await createSetupToken(server.db.handle, other.accountId, server.clock())).token;
+    browser = await launchChromium();
+  }, 180_000);
+
+  afterAll(async () => {
+    stopDemoFeed();
+    await browser?.close();
+    await server?.close();
+    await stripe?.close();
+  });
+
+  const goto = (path: string) => (page: Page) => page.goto(`${server.baseUrl}${path}`);
+  /** Clicks a button and answers with the response of the navigation it starts (the page after any redirect). */
+  const press = (path: string, button: string, expectedUrl: RegExp) => async (page: Page) => {
+    await page.goto(`${server.baseUrl}${path}`);
+    const [response] = await Promise.all([
+      page.waitForResponse((r) => expectedUrl.test(r.url()) && r.request().isNavigationRequest() && !(r.status() >= 300 && r.status() < 400)),
+      page.getByRole("button", { name: button }).click(),
+    ]);
+    await page.waitForLoadState("load");
+    return response;
+  };
+
+  const visits: Visit[] = [
+    { name: "sign in", member: false, status: 200, open: goto("/signin") },
+    { name: "sign in, signed out notice", member: false, status: 200, open: goto("/signin?signed-out") },
+    {
+      name: "sign in refused",
+      member: false,
+      status: 401,
+      async open(page) {
+        await page.goto(`${server.baseUrl}/signin`);
+        await page.getByLabel("Email").fill(EMAIL);
+        await page.getByLabel("Password").fill("not the password at all");
+        const [response] = await Promise.all([page.waitForResponse((r) => r.request().method() === "POST"), page.getByRole("button", { name: "Sign in" }).click()]);
+        await page.waitForLoadState("load");
+        return response;
+      },
+    },
+    { name: "sign up", member: false, status: 200, open: goto("/signup") },
+    { name: "set a password", member: false, status: 200, open: (page) => page.goto(`${server.baseUrl}/setup-password?token=${setupToken}`) },
+    { name: "invalid password link", member: false, status: 404, open: goto("/setup-password?token=not-a-token") },
+    { name: "status", member: false, status: 200, open: goto("/status") },
+    { name: "account", member: true, status: 200, open: goto("/account") },
+    { name: "account, payment notice", member: true, status: 200, open: goto("/account?checkout=success") },
+    { name: "key confirmation", member: true, status: 200, open: goto("/account/key") },
+    { name: "new key, shown once", member: true, status: 200, open: press("/account/key", "Regenerate the key now", /\/account\/key\/new$/) },
+    { name: "new key, already shown", member: true, status: 410, open: goto("/account/key/new") },
+    {
+      name: "payments unavailable",
+      member: true,
+      status: 502,
+      async open(page) {
+        // Both tries of the Stripe client (it retries once) meet an outage of the fake.
+        stripe.fail(2);
+        return press("/account", "Buy 5,000 Tokens", /\/account\/buy$/)(page);
+      },
+    },
+    { name: "chart index", member: true, status: 200, open: goto("/charts") },
+    {
+      name: "chart",
+      member: true,
+      status: 200,
+      async open(page) {
+        const response = await page.goto(`${server.baseUrl}/charts/BTC?tf=1h`);
+        await page.waitForSelector("#chart[data-chart-ready]");
+        return response;
+      },
+    },
+  ];
+
+  /** A context in `scheme` that lets only the server's own origin through and records what else happened. */
+  async function schemeContext(scheme: Scheme, member: boolean): Promise<SchemeContext> {
+    const context: BrowserContext = await browser.newContext({ colorScheme: scheme, viewport: { width: 1280, height: 900 } });
+    if (member) {
+      const { token } = await createSession(server.db.handle, accountId, server.clock(), server.config.sessionTtlMs);
+      await context.addCookies([{ name: SESSION_COOKIE, value: token, url: server.baseUrl, httpOnly: true, sameSite: "Strict" }]);
+    }
+    const origin = new URL(server.baseUrl).origin;
+    const problems: string[] = [];
+    await context.route("**/*", (route) => {
+      const url = route.request().url();
+      if (url.startsWith("data:") || new URL(url).origin === origin) return route.continue();
+      problems.push(`blocked ${url}`);
+      return route.abort("blockedbyclient");
+    });
+    context.on("requestfailed", (request) => problems.push(`failed ${request.url()} ${request.failure()?.errorText}`));
+    context.on("console", (message) => {
+      if (message.type() === "error") problems.push(`console ${message.text()} at ${message.location().url}`);
+    });
+    context.on("weberror", (error) => problems.push(`page error ${error.error().message}`));
+    return { context, problems };
+  }
+
+  for (const scheme of SCHEMES) {
+    describe(`${scheme} scheme: no serious or critical axe violation, no request beyond the server, no console error`, () => {
+      let visitor: SchemeContext;
+      let member: SchemeContext;
+      let pages: { visitor: Page; member: Page };
+      beforeAll(async () => {
+        visitor = await schemeContext(scheme, false);
+        member = await schemeContext(scheme, true);
+        pages = { visitor: await visitor.context.newPage(), member: await member.context.newPage() };
+      });
+      afterAll(async () => {
+        await visitor?.context.close();
+        await member?.context.close();
+      });
+
+      // In order: "already shown" follows "shown once".
+      for (const visit of visits) {
+        it(visit.name, async () => {
+          const page = visit.member ? pages.member : pages.visitor;
+          const response = await visit.open(page);
+          expect(response?.status()).toBe(visit.status);
+          expect(await page.evaluate(() => getComputedStyle(document.body).backgroundColor)).toBe(BACKGROUND[scheme]);
+          const results = await new AxeBuilder({ page }).analyze();
+          // axe ran its rules (a page that failed to load would give it nothing to check).
+          expect(results.passes.length).toBeGreaterThan(10);
+          const serious = results.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+          expect(serious.map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`)).toEqual([]);
+          // Chromium notes a document's own error status on the console (this page's, checked above).
+          const ownStatus = `console Failed to load resource: the server responded with a status of ${visit.status} `;
+          const problems = [...visitor.problems.splice(0), ...member.problems.splice(0)];
+          expect(problems.filter((p) => !(p.startsWith(ownStatus) && p.endsWith(` at ${response!.url()}`)))).toEqual([]);
+        });
+      }
+    });
+  }
+
+  it("draws the chart in the page's scheme: its canvas background is the page background", async () => {
+    const backgrounds: Record<string, string> = {};
+    for (const scheme of SCHEMES) {
+      const { context } = await schemeContext(scheme, true);
+      const page = await context.newPage();
+      await page.goto(`${server.baseUrl}/charts/BTC?tf=1h`);
+      await page.waitForSelector("#chart[data-chart-ready]");
+      // The most frequent colour of the largest canvas (the price pane) is its background.
+      backgrounds[scheme] = await page.$$eval("#chart canvas", (canvases) => {
+        const largest = (canvases as any[]).reduce((a, b) => (b.width * b.height > a.width * a.height ? b : a));
+        const pixels = largest.getContext("2d").getImageData(0, 0, largest.width, largest.height).data;
+        const counts = new Map<string, number>();
+        for (let i = 0; i < pixels.length; i += 4) {
+          const key = `rgb(${pixels[i]}, ${pixels[i + 1]}, ${pixels[i + 2]})`;
+          counts.set(key, (counts.get(key) ?? 0) + 1);
+        }
+        return [...counts].sort((a, b) => b[1] - a[1])[0]![0];
+      });
+      await context.close();
+    }
+    expect(backgrounds).toEqual(BACKGROUND);
+  });
+});
