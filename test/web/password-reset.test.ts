@@ -23,6 +23,9 @@ import { usingPostgres } from "../support/test-db.ts";
 import { startTestServer, type TestServer } from "../support/test-server.ts";
 import { csrfTokenOf, WebClient } from "../support/web-client.ts";
 
+// Callbacks given to page.evaluate run in the browser (the project's tsconfig has no DOM lib).
+declare const document: any;
+
 const PUBLIC_BASE_URL = "http://signals.test";
 const MAIL_FROM = "Signals <no-reply@signals.test>";
 const OLD_PASSWORD = "the old long password";
@@ -146,6 +149,16 @@ describe.skipIf(!chromiumAvailable)("reset in the browser", () => {
     // The link is used up.
     const again = await page.goto(`${server.baseUrl}${pathOf(link)}`);
     expect(again?.status()).toBe(410);
+
+    // The new pages and the account page's card on a phone: nothing scrolls sideways.
+    await page.setViewportSize({ width: 390, height: 844 });
+    for (const pathname of ["/account", "/account/password", "/forgot-password"]) {
+      await page.goto(`${server.baseUrl}${pathname}`);
+      expect(await page.evaluate(() => document.documentElement.scrollWidth), pathname).toBeLessThanOrEqual(390);
+    }
+    await page.goto(`${server.baseUrl}/account`);
+    await page.locator("#signin-h").scrollIntoViewIfNeeded();
+    await page.screenshot({ path: `${RESULTS_DIR}account-sessions-card-${DB_SUFFIX}.png` });
     await context.close();
     await other.close();
   });
