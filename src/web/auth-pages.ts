@@ -146,7 +146,7 @@ ${notice("error", form.error)}
 }
 
 /** The account page's card for the password and the sessions ("Sign out everywhere"). */
-export function renderSignInCard(csrfToken: string): SafeHtml {
+export function renderPasswordAndSessionsCard(csrfToken: string): SafeHtml {
   return html`<section class="card" aria-labelledby="signin-h">
   <h2 id="signin-h">Password and sessions</h2>
   <p><a href="/account/password">Change password…</a></p>
