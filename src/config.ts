@@ -121,6 +121,20 @@ const tokenPacks = optionalText.transform((raw, ctx) => {
   }
 });
 
+/** An smtp:// or smtps:// URL (credentials inside); the message never quotes the value. */
+const smtpUrl = optionalText.refine((raw) => {
+  if (raw === undefined) return true;
+  try {
+    const url = new URL(raw);
+    return (url.protocol === "smtp:" || url.protocol === "smtps:") && url.hostname !== "";
+  } catch {
+    return false;
+  }
+}, "must be an smtp:// or smtps:// URL such as smtp://user:password@mail.example:587");
+
+/** A sender such as `Signals <no-reply@signals.example>`: one line with an address in it. */
+const mailFrom = optionalText.refine((v) => v === undefined || (/^[^\r\n]{3,320}$/.test(v) && /[^\s@<>]+@[^\s@<>]+/.test(v)), "must be a sender address such as Signals <no-reply@signals.example>");
+
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
 /** The environment variables, each parsed once (README.md lists what each one means). */
@@ -173,6 +187,8 @@ const envSchema = z.object({
   STRIPE_WEBHOOK_TOLERANCE: wholeNumber(300, 1, 3600),
   SUBSCRIPTION_GRACE_HOURS: wholeNumber(24, 0, 24 * 30),
   TOKEN_PACKS: tokenPacks,
+  SMTP_URL: smtpUrl,
+  MAIL_FROM: mailFrom,
 });
 
 /** The environment → the Config the program receives (times in ms, defaults that depend on other variables). */
@@ -180,6 +196,9 @@ const configSchema = envSchema
   .refine((env) => env.PORT === 0 || env.PORT !== env.INTERNAL_PORT, { message: "PORT and INTERNAL_PORT must differ" })
   .refine((env) => env.STRIPE_SECRET_KEY === undefined || env.STRIPE_WEBHOOK_SECRET !== undefined, {
     message: "STRIPE_WEBHOOK_SECRET is required with STRIPE_SECRET_KEY: purchases are credited only from signed webhooks",
+  })
+  .refine((env) => env.SMTP_URL === undefined || env.MAIL_FROM !== undefined, {
+    message: "MAIL_FROM is required with SMTP_URL: password reset mails need a sender",
   })
   .transform((env) => {
     const databaseUrl = env.DATABASE_URL ?? null;
@@ -251,6 +270,11 @@ const configSchema = envSchema
       trustProxy: env.TRUST_PROXY ?? false,
       /** Free-endpoint calls (movers, derivatives, news, macro, fundamentals) per API key per minute. */
       freeRateLimit: env.FREE_RATE_LIMIT,
+      /**
+       * Outgoing mail (password reset links, docs/accounts.md); null (SMTP_URL unset): no
+       * "Forgot password?" link, the reset pages answer 404, the operator's CLI links remain.
+       */
+      mail: env.SMTP_URL === undefined ? null : Object.freeze({ smtpUrl: env.SMTP_URL, from: env.MAIL_FROM! }),
       /** Stripe, the Token pack catalogue and the subscription grace (docs/payments.md). */
       payments: Object.freeze({
         /** null (STRIPE_SECRET_KEY unset): payments are off, no buttons, POST /webhooks/stripe answers 404. */

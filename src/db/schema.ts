@@ -251,6 +251,25 @@ export const passwordSetupTokens = pgTable("password_setup_tokens", {
 });
 
 /**
+ * Password reset links a member asked for by email ("Forgot password?"). Only the SHA-256 of
+ * the link's random token is stored; a link works once (`used_at`) and for one hour
+ * (`expires_at`). Rows of an account are swept when it asks for a new link.
+ */
+export const passwordResets = pgTable(
+  "password_resets",
+  {
+    tokenHash: text("token_hash").primaryKey(),
+    accountId: bigint("account_id", { mode: "number" })
+      .notNull()
+      .references(() => accounts.id),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull(),
+    expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
+    usedAt: timestamp("used_at", { withTimezone: true }),
+  },
+  (t) => [index("password_resets_account_idx").on(t.accountId)],
+);
+
+/**
  * A new API key waiting for its one display (POST -> 303 -> GET). The key is sealed with
  * AES-256-GCM under a key derived from a random token that only the member's browser holds
  * (a short-lived cookie); the row is found by the token's hash and deleted by the GET that

@@ -11,7 +11,7 @@ import type { LedgerEntry } from "../billing/ledger.ts";
 import { nextMytMidnight, nextMytMonthStart } from "../clock.ts";
 import type { LedgerKind } from "../db/schema.ts";
 import { TIMEFRAMES } from "../market/timeframes.ts";
-import type { PageContext } from "./auth-pages.ts";
+import { renderPasswordAndSessionsCard, type PageContext } from "./auth-pages.ts";
 import { CSRF_FIELD } from "./csrf.ts";
 import { formatDelta, formatIn, formatInteger, formatMyt, planName } from "./format.ts";
 import { html, layout, type SafeHtml } from "./html.ts";
@@ -189,6 +189,7 @@ ${view.flash ? html`<div class="notice ok" role="status">${view.flash}</div>` : 
   ${view.billing ? renderBillingCard(view.billing) : ""}
   ${keyCard(view)}
   ${alertsCard(view, ctx.signedIn.csrfToken)}
+  ${renderPasswordAndSessionsCard(ctx.signedIn.csrfToken)}
   ${ledgerCard(view)}
 </div>`,
   );

@@ -11,8 +11,10 @@ import { renderMessagePage } from "./auth-pages.ts";
 import type { WebRequest, WebResponse } from "./http.ts";
 import { createPageKit, pageSecurityHeaders, type WebDeps, type WebEnv } from "./page-kit.ts";
 import { accountRoutes } from "./routes/account.ts";
+import { accountSecurityRoutes } from "./routes/account-security.ts";
 import { assetRoutes } from "./routes/assets.ts";
 import { chartRoutes } from "./routes/charts.ts";
+import { passwordResetRoutes } from "./routes/password-reset.ts";
 import { paymentRoutes } from "./routes/payments.ts";
 import { setupPasswordRoutes } from "./routes/setup-password.ts";
 import { signInRoutes } from "./routes/sign-in.ts";
@@ -32,7 +34,7 @@ export function createWebApp(deps: WebDeps, fallbacks: Pick<WebFallbacks, "notFo
   const kit = createPageKit(deps);
   const app = new Hono<WebEnv>();
   app.use(pageSecurityHeaders(deps.config));
-  for (const routes of [assetRoutes, signInRoutes, signUpRoutes, setupPasswordRoutes, accountRoutes, paymentRoutes, chartRoutes, statusRoutes]) app.route("/", routes(kit));
+  for (const routes of [assetRoutes, signInRoutes, signUpRoutes, setupPasswordRoutes, passwordResetRoutes, accountRoutes, accountSecurityRoutes, paymentRoutes, chartRoutes, statusRoutes]) app.route("/", routes(kit));
   app.notFound(() => fallbacks.notFound());
   app.onError((err, c) => {
     deps.logger.error({ err: errorSummary(err), path: c.req.path }, "web page failed");

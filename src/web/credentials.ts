@@ -1,10 +1,11 @@
 /**
  * Member sign-in credentials: the password row, one-time setup links, and the lookup the
  * sign-in form uses. Setting a password (by the operator or through a link) signs out every
- * web session of the account in the same transaction.
+ * web session of the account in the same transaction; a member changing their own password
+ * keeps only the session they changed it from.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { and, eq, gt, isNull, lt, or, sql } from "drizzle-orm";
+import { and, eq, gt, isNull, lt, ne, or, sql } from "drizzle-orm";
 import type { DbHandle } from "../db/client.ts";
 import { accounts, memberPasswords, passwordSetupTokens, webSessions } from "../db/schema.ts";
 import { AccountError } from "../accounts/accounts.ts";
@@ -34,12 +35,20 @@ async function requireAccount(handle: DbHandle, accountId: number): Promise<void
   if (!row) throw new AccountError("not_found", `no account with id ${accountId}`);
 }
 
-async function storePasswordHash(tx: Pick<DbHandle["db"], "insert" | "delete">, accountId: number, passwordHash: string): Promise<number> {
+/**
+ * Writes the password hash and ends the account's web sessions, all but `keepSessionHash` when
+ * given (inside the caller's transaction); returns how many sessions ended.
+ */
+export async function storePasswordHash(tx: Pick<DbHandle["db"], "insert" | "delete">, accountId: number, passwordHash: string, keepSessionHash?: string): Promise<number> {
   await tx
     .insert(memberPasswords)
     .values({ accountId, passwordHash })
     .onConflictDoUpdate({ target: memberPasswords.accountId, set: { passwordHash, updatedAt: sql`now()` } });
-  const revoked = await tx.delete(webSessions).where(eq(webSessions.accountId, accountId)).returning({ tokenHash: webSessions.tokenHash });
+  const ofAccount = eq(webSessions.accountId, accountId);
+  const revoked = await tx
+    .delete(webSessions)
+    .where(keepSessionHash === undefined ? ofAccount : and(ofAccount, ne(webSessions.tokenHash, keepSessionHash)))
+    .returning({ tokenHash: webSessions.tokenHash });
   return revoked.length;
 }
 
@@ -56,6 +65,18 @@ export async function setMemberPassword(handle: DbHandle, accountId: number, pas
   await requireAccount(handle, accountId);
   const passwordHash = await hashPassword(password);
   const sessionsRevoked = await handle.db.transaction((tx) => storePasswordHash(tx, accountId, passwordHash));
+  return { sessionsRevoked };
+}
+
+/**
+ * A signed-in member's new password (the caller has checked the current one): every other web
+ * session of the account ends, the one it was changed from (`currentSessionHash`) stays.
+ * Throws PasswordPolicyError.
+ */
+export async function changeMemberPassword(handle: DbHandle, accountId: number, password: string, currentSessionHash: string): Promise<{ sessionsRevoked: number }> {
+  checkPasswordPolicy(password);
+  const passwordHash = await hashPassword(password);
+  const sessionsRevoked = await handle.db.transaction((tx) => storePasswordHash(tx, accountId, passwordHash, currentSessionHash));
   return { sessionsRevoked };
 }
 

@@ -30,6 +30,21 @@ export function checkPasswordPolicy(password: string): void {
   if (length > MAX_PASSWORD_LENGTH) throw new PasswordPolicyError(`the password must be at most ${MAX_PASSWORD_LENGTH} characters long`);
 }
 
+/**
+ * Why a new password typed twice in a form is refused, as a sentence for the form; null when it
+ * may be set.
+ */
+export function newPasswordProblem(password: string, repeated: string): string | null {
+  if (password !== repeated) return "The two passwords differ. Type the same password twice.";
+  try {
+    checkPasswordPolicy(password);
+    return null;
+  } catch (err) {
+    if (err instanceof PasswordPolicyError) return `Not set: ${err.message}.`;
+    throw err;
+  }
+}
+
 let running = 0;
 const waiting: Array<() => void> = [];
 

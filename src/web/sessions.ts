@@ -38,6 +38,12 @@ export async function findSession(handle: DbHandle, token: string | undefined, n
   return row ? { accountId: Number(row.accountId), csrfSecret: row.csrfSecret, tokenHash } : null;
 }
 
+/** Ends every session of the account ("Sign out everywhere"); returns how many ended. */
+export async function deleteAccountSessions(handle: DbHandle, accountId: number): Promise<number> {
+  const ended = await handle.db.delete(webSessions).where(eq(webSessions.accountId, accountId)).returning({ tokenHash: webSessions.tokenHash });
+  return ended.length;
+}
+
 /** Ends one session (sign-out). */
 export async function deleteSession(handle: DbHandle, tokenHash: string): Promise<void> {
   await handle.db.delete(webSessions).where(eq(webSessions.tokenHash, tokenHash));

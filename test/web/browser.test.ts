@@ -369,7 +369,7 @@ describe.skipIf(!chromiumAvailable)("web pages in headless Chromium", () => {
     const sid = cookies.find((c) => c.name === "sid")!;
     expect(sid).toMatchObject({ httpOnly: true, sameSite: "Strict", secure: false, path: "/" });
     await page.goto(`${server.baseUrl}/account`);
-    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByRole("button", { name: "Sign out", exact: true }).click();
     await page.waitForURL(`${server.baseUrl}/signin?signed-out`);
     expect(await page.getByRole("status").textContent()).toBe("You are signed out.");
     // The old cookie value no longer opens anything.

@@ -6,7 +6,7 @@
  */
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { recordFailure, throttledFor, throttleKeys, type ThrottlePolicy } from "../../src/web/throttle.ts";
+import { recordFailure, throttledFor, throttleKeys, throttleWaits, type ThrottlePolicy } from "../../src/web/throttle.ts";
 import { createTestDb, type TestDb } from "../support/test-db.ts";
 
 const POLICY: ThrottlePolicy = { windowMs: 60_000, perAddress: 3, perEmail: 5 };
@@ -61,5 +61,19 @@ describe("sign-in throttle", () => {
     await recordFailure(db.handle, throttleKeys("192.0.2.200", "late@example.test"), POLICY, later);
     const rows = await db.handle.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM sign_in_failures`);
     expect(Number(rows[0]!.n)).toBe(2);
+  });
+
+  it("keeps a scoped budget's counters apart: its own keys, not swept by the sign-in budget's shorter window", async () => {
+    const scoped: ThrottlePolicy = { windowMs: 10 * POLICY.windowMs, perAddress: 2, perEmail: 2, scope: "reset:" };
+    const email = "scoped@example.test";
+    const scopedKeys = throttleKeys("192.0.2.77", email, scoped.scope);
+    expect(scopedKeys.address.startsWith("reset:addr:")).toBe(true);
+    await recordFailure(db.handle, scopedKeys, scoped, T0);
+    await recordFailure(db.handle, scopedKeys, scoped, T0);
+    // A sign-in failure two sign-in windows later sweeps old sign-in counters only.
+    await recordFailure(db.handle, throttleKeys("192.0.2.78", "other-scope@example.test"), POLICY, T0 + 2 * POLICY.windowMs);
+    expect(await throttleWaits(db.handle, scopedKeys, scoped, T0 + 2 * POLICY.windowMs)).toEqual({ address: 8 * POLICY.windowMs, email: 8 * POLICY.windowMs });
+    // The sign-in budget of the same address and email is untouched.
+    expect(await throttledFor(db.handle, throttleKeys("192.0.2.77", email), POLICY, T0 + 2 * POLICY.windowMs)).toBe(0);
   });
 });

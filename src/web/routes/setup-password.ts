@@ -8,7 +8,7 @@ import { renderMessagePage, renderSetupPasswordPage } from "../auth-pages.ts";
 import { CSRF_COOKIE, CSRF_FIELD, doubleSubmitMatches } from "../csrf.ts";
 import { checkSetupToken, redeemSetupToken } from "../credentials.ts";
 import { methodNotAllowed, type PageKit, type WebContext, type WebEnv } from "../page-kit.ts";
-import { checkPasswordPolicy, PasswordPolicyError } from "../passwords.ts";
+import { newPasswordProblem } from "../passwords.ts";
 
 /** Routes of `/setup-password`. */
 export function setupPasswordRoutes(kit: PageKit): Hono<WebEnv> {
@@ -43,13 +43,8 @@ export function setupPasswordRoutes(kit: PageKit): Hono<WebEnv> {
     if (target === null) return invalidLink(c);
     const csrfToken = kit.csrfCookie(c);
     const again = (error: string) => kit.page(c, 400, renderSetupPasswordPage(kit.publicCtx, { csrfToken, token, email: target.email, error }));
-    if (password !== (form.get("confirm") ?? "")) return again("The two passwords differ. Type the same password twice.");
-    try {
-      checkPasswordPolicy(password);
-    } catch (err) {
-      if (err instanceof PasswordPolicyError) return again(`Not set: ${err.message}.`);
-      throw err;
-    }
+    const problem = newPasswordProblem(password, form.get("confirm") ?? "");
+    if (problem !== null) return again(problem);
     const accountId = await redeemSetupToken(db, token, password, now);
     if (accountId === null) return invalidLink(c);
     logger.info({ accountId }, "member password set through a setup link");

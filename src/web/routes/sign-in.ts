@@ -15,11 +15,20 @@ import { DEFAULT_THROTTLE, recordFailure, throttledFor, throttleKeys } from "../
 import { findCredentials } from "../credentials.ts";
 
 const SIGN_IN_FAILED = "The email or password is not correct.";
+/** The notice the sign-in page shows after each way of arriving there (its query flag). */
+const SIGN_IN_NOTICES: ReadonlyArray<readonly [string, string]> = [
+  ["signed-out", "You are signed out."],
+  ["signed-out-everywhere", "You are signed out on every device."],
+  ["password-set", "Your password is set. Sign in with your email and the new password."],
+  ["password-reset", "Your new password is set and every session of the account is signed out. Sign in with the new password."],
+];
 
 /** Routes of `/`, `/signin` and `/signout`. */
 export function signInRoutes(kit: PageKit): Hono<WebEnv> {
   const { config, db, clock, logger } = kit.deps;
   const throttle = kit.deps.throttle ?? DEFAULT_THROTTLE;
+  /** "Forgot password?" is offered only when reset links can be mailed. */
+  const resetByMail = config.mail !== null;
   const app = new Hono<WebEnv>();
 
   app.get("/", async (c) => kit.seeOther(c, (await kit.signedIn(c)) ? "/account" : "/signin"));
@@ -29,13 +38,8 @@ export function signInRoutes(kit: PageKit): Hono<WebEnv> {
     const next = safeLocalPath(c.req.query("next"));
     if ((await kit.signedIn(c)) !== null) return kit.seeOther(c, next ?? "/account");
     const csrfToken = kit.csrfCookie(c);
-    const info =
-      c.req.query("signed-out") !== undefined
-        ? "You are signed out."
-        : c.req.query("password-set") !== undefined
-          ? "Your password is set. Sign in with your email and the new password."
-          : null;
-    return kit.page(c, 200, renderSignInPage(kit.publicCtx, { csrfToken, next, info }));
+    const info = SIGN_IN_NOTICES.find(([query]) => c.req.query(query) !== undefined)?.[1] ?? null;
+    return kit.page(c, 200, renderSignInPage(kit.publicCtx, { csrfToken, next, info, resetByMail }));
   });
 
   app.post("/signin", kit.form, async (c) => {
@@ -46,7 +50,7 @@ export function signInRoutes(kit: PageKit): Hono<WebEnv> {
     const next = safeLocalPath(form.get("next"));
     const csrfToken = kit.csrfCookie(c);
     const again = (status: number, error: string, headers: Record<string, string> = {}) =>
-      kit.page(c, status, renderSignInPage(kit.publicCtx, { csrfToken, email, next, error }), headers);
+      kit.page(c, status, renderSignInPage(kit.publicCtx, { csrfToken, email, next, error, resetByMail }), headers);
     if (email === "" || password === "") return again(400, "Enter your email and password.");
     const now = clock();
     const keys = throttleKeys(clientAddress(kit.nodeRequest(c), config.trustProxy), email);

@@ -1,0 +1,49 @@
+/**
+ * The password reset mail: its text (plain and a simple HTML part, both with the link and when
+ * it stops working) and its sending through SMTP with nodemailer (SMTP_URL, MAIL_FROM). The
+ * link holds the secret token, so neither it nor the message is ever logged.
+ */
+import { createTransport } from "nodemailer";
+import type { Config } from "../config.ts";
+import { formatMyt } from "./format.ts";
+import { html } from "./html.ts";
+
+export type MailConfig = NonNullable<Config["mail"]>;
+
+export interface ResetMail {
+  readonly to: string;
+  readonly link: string;
+  readonly expiresAt: Date;
+}
+
+/** Subject, plain text and HTML of a reset mail. */
+export function composeResetMail(mail: ResetMail): { subject: string; text: string; html: string } {
+  const until = formatMyt(mail.expiresAt.getTime());
+  const text = [
+    "Someone (we hope you) asked to reset the password of your signals account.",
+    "",
+    "Choose a new password here:",
+    mail.link,
+    "",
+    `The link works once and for 1 hour, until ${until}. Setting a new password signs you out everywhere.`,
+    "",
+    "Did not ask for this? Ignore this mail: your password stays as it is.",
+  ].join("\n");
+  const body = html`<p>Someone (we hope you) asked to reset the password of your signals account.</p>
+<p><a href="${mail.link}">Choose a new password</a></p>
+<p>The link works once and for 1 hour, until ${until}. Setting a new password signs you out everywhere.</p>
+<p>Did not ask for this? Ignore this mail: your password stays as it is.</p>
+<p style="color:#555">If the button does not open, copy this address into your browser:<br>${mail.link}</p>`;
+  return { subject: "Reset your password", text, html: body.value };
+}
+
+/** Sends reset mails over one SMTP transport (not pooled: a connection per message, none left open). */
+export function createResetMailer(config: MailConfig) {
+  const transport = createTransport(config.smtpUrl);
+  return {
+    async send(mail: ResetMail): Promise<void> {
+      await transport.sendMail({ from: config.from, to: mail.to, ...composeResetMail(mail) });
+    },
+  };
+}
+export type ResetMailer = ReturnType<typeof createResetMailer>;

@@ -1,0 +1,65 @@
+/**
+ * A signed-in member's password and sessions: `/account/password` changes the password (the
+ * current one first; every other session ends, this one stays) and `/account/sessions/end`
+ * ("Sign out everywhere") ends every session of the account, this browser's included.
+ */
+import { Hono } from "hono";
+import { renderChangePasswordPage } from "../auth-pages.ts";
+import { changeMemberPassword, findCredentials } from "../credentials.ts";
+import { clientAddress } from "../http.ts";
+import { methodNotAllowed, type PageKit, type WebEnv } from "../page-kit.ts";
+import { newPasswordProblem, verifyPassword } from "../passwords.ts";
+import { deleteAccountSessions } from "../sessions.ts";
+import { DEFAULT_THROTTLE, recordFailure, throttledFor, throttleKeys } from "../throttle.ts";
+
+/** Routes of `/account/password` and `/account/sessions/end`. */
+export function accountSecurityRoutes(kit: PageKit): Hono<WebEnv> {
+  const { config, db, clock, logger } = kit.deps;
+  const throttle = kit.deps.throttle ?? DEFAULT_THROTTLE;
+  const app = new Hono<WebEnv>();
+
+  app.get("/account/password", kit.session, (c) => {
+    const signed = c.get("signed");
+    if (signed === null) return kit.toSignIn(c, "/account/password");
+    const info = c.req.query("changed") !== undefined ? "Password changed. Every other session of this account is signed out." : null;
+    return kit.page(c, 200, renderChangePasswordPage(signed.ctx, { info }));
+  });
+
+  app.post("/account/password", kit.session, kit.form, kit.signedInForm, async (c) => {
+    const signed = c.get("signed")!;
+    const form = c.get("form");
+    const again = (status: number, error: string, headers: Record<string, string> = {}) => kit.page(c, status, renderChangePasswordPage(signed.ctx, { error }), headers);
+    const password = form.get("password") ?? "";
+    const problem = newPasswordProblem(password, form.get("confirm") ?? "");
+    if (problem !== null) return again(400, problem);
+    // A wrong current password counts as a failed sign-in: a session left open somewhere must
+    // not become a way to guess the password without the sign-in budget.
+    const now = clock();
+    const keys = throttleKeys(clientAddress(kit.nodeRequest(c), config.trustProxy), signed.summary.email);
+    const waitMs = await throttledFor(db, keys, throttle, now);
+    if (waitMs > 0) {
+      const minutes = Math.ceil(waitMs / 60_000);
+      return again(429, `Too many wrong passwords. Try again in ${minutes} minute${minutes === 1 ? "" : "s"}.`, { "retry-after": String(Math.ceil(waitMs / 1000)) });
+    }
+    const credentials = await findCredentials(db, signed.summary.email);
+    const current = form.get("current") ?? "";
+    if (credentials === null || credentials.accountId !== signed.session.accountId || !(await verifyPassword(current, credentials.passwordHash))) {
+      await recordFailure(db, keys, throttle, now);
+      return again(400, "The current password is not correct. Nothing was changed.");
+    }
+    const { sessionsRevoked } = await changeMemberPassword(db, signed.session.accountId, password, signed.session.tokenHash);
+    logger.info({ accountId: signed.session.accountId, sessionsRevoked }, "member changed their password; other sessions ended");
+    return kit.seeOther(c, "/account/password?changed");
+  });
+  app.all("/account/password", methodNotAllowed(kit, "GET, POST"));
+
+  app.post("/account/sessions/end", kit.session, kit.form, kit.signedInForm, async (c) => {
+    const accountId = c.get("signed")!.session.accountId;
+    const ended = await deleteAccountSessions(db, accountId);
+    logger.info({ accountId, sessionsEnded: ended }, "member signed out everywhere");
+    kit.clearSessionCookie(c);
+    return kit.seeOther(c, "/signin?signed-out-everywhere");
+  });
+  app.all("/account/sessions/end", methodNotAllowed(kit, "POST"));
+  return app;
+}
