@@ -144,7 +144,7 @@ function keyCard(view: AccountView): SafeHtml {
 function ledgerRow(line: LedgerLine): SafeHtml {
   const when = line.type === "charges" ? shortDay(line.day) + " " + line.day.slice(0, 4) : formatMyt(line.at.getTime());
   const entry = line.type === "charges" ? `${formatInteger(line.calls)} API call${line.calls === 1 ? "" : "s"}` : (LEDGER_LABELS[line.kind] ?? line.kind);
-  const note = line.type === "charges" ? `${formatInteger(line.calls)} calls, ${formatDelta(line.tokens)} Tokens (one line per day)` : (line.reason ?? "");
+  const note = line.type === "charges" ? `${formatInteger(line.calls)} calls, ${formatDelta(line.tokens)} Tokens` : (line.reason ?? "");
   return html`<tr class="${line.type}">
       <td data-label="When">${when}</td>
       <td data-label="Entry" class="text">${entry}</td>
