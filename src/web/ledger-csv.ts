@@ -41,17 +41,26 @@ export function ledgerCsvLine(row: LedgerRow): string {
   ]);
 }
 
-/** The header line, then each page of rows as it arrives; the reader's cancel stops the reading. */
-export function ledgerCsvStream(pages: AsyncGenerator<LedgerRow[]>): ReadableStream<Uint8Array> {
+/**
+ * The header line, then each page of rows as it arrives; the reader's cancel stops the reading.
+ * A read that fails mid-way ends the download broken (the status was sent long before), never
+ * silently short: the stream errors, so the connection is reset, and `onError` hears why.
+ */
+export function ledgerCsvStream(pages: AsyncGenerator<LedgerRow[]>, onError: (err: unknown) => void = () => {}): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   return new ReadableStream<Uint8Array>({
     start(controller) {
       controller.enqueue(encoder.encode(csvLine(LEDGER_CSV_COLUMNS)));
     },
     async pull(controller) {
-      const next = await pages.next();
-      if (next.done) controller.close();
-      else controller.enqueue(encoder.encode(next.value.map(ledgerCsvLine).join("")));
+      try {
+        const next = await pages.next();
+        if (next.done) controller.close();
+        else controller.enqueue(encoder.encode(next.value.map(ledgerCsvLine).join("")));
+      } catch (err) {
+        onError(err);
+        controller.error(err);
+      }
     },
     async cancel() {
       await pages.return(undefined);

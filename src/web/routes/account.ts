@@ -12,6 +12,7 @@ import { allLedgerRows, dailyUsage, ledgerPage } from "../../billing/ledger-hist
 import { activeKeyTimes } from "../../accounts/key-last-used.ts";
 import { mytDay } from "../../clock.ts";
 import { ledgerCsvStream } from "../ledger-csv.ts";
+import { errorSummary } from "../../logger.ts";
 import { AlertSettingsError, clearAlertSettings, getAlertSettings, parseAlertSettings, saveAlertSettings } from "../../alerts/settings.ts";
 import { renderAccountPage, renderKeyConfirmPage, renderKeyGonePage, renderNewKeyPage, type AccountView } from "../account-page.ts";
 import { secretsEqual } from "../../accounts/api-key.ts";
@@ -86,7 +87,9 @@ export function accountRoutes(kit: PageKit): Hono<WebEnv> {
   app.get("/account/ledger.csv", kit.session, (c) => {
     const signed = c.get("signed");
     if (signed === null) return kit.toSignIn(c, "/account/ledger.csv");
-    return c.body(ledgerCsvStream(allLedgerRows(db, signed.session.accountId)), 200, {
+    const accountId = signed.session.accountId;
+    const failed = (err: unknown) => logger.error({ err: errorSummary(err), accountId }, "ledger CSV download broke off");
+    return c.body(ledgerCsvStream(allLedgerRows(db, accountId), failed), 200, {
       "content-type": "text/csv; charset=utf-8",
       "content-disposition": `attachment; filename="ledger-${mytDay(clock())}.csv"`,
       "cache-control": "no-store",
