@@ -179,6 +179,7 @@ const envSchema = z.object({
   SESSION_TTL_HOURS: wholeNumber(168, 1, 24 * 365),
   TRUST_PROXY: flag,
   FREE_RATE_LIMIT: wholeNumber(60, 1, 1_000_000),
+  KEY_LAST_USED_FLUSH_MS: wholeNumber(60_000, 10, 3_600_000),
   STRIPE_SECRET_KEY: stripeSecret,
   STRIPE_WEBHOOK_SECRET: stripeSecret,
   STRIPE_API_BASE: stripeApiBase,
@@ -275,6 +276,8 @@ const configSchema = envSchema
        * "Forgot password?" link, the reset pages answer 404, the operator's CLI links remain.
        */
       mail: env.SMTP_URL === undefined ? null : Object.freeze({ smtpUrl: env.SMTP_URL, from: env.MAIL_FROM! }),
+      /** API keys' "last used" times are written at most this often (ms), batched (accounts/key-last-used.ts). */
+      keyLastUsedFlushMs: env.KEY_LAST_USED_FLUSH_MS,
       /** Stripe, the Token pack catalogue and the subscription grace (docs/payments.md). */
       payments: Object.freeze({
         /** null (STRIPE_SECRET_KEY unset): payments are off, no buttons, POST /webhooks/stripe answers 404. */

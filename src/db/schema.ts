@@ -64,6 +64,11 @@ export const apiKeys = pgTable(
     displayPrefix: text("display_prefix").notNull(),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     revokedAt: timestamp("revoked_at", { withTimezone: true }),
+    /**
+     * The last accepted call with this key, to within the coalescing window: written in batches
+     * by accounts/key-last-used.ts, never by the call itself (null: not used yet).
+     */
+    lastUsedAt: timestamp("last_used_at", { withTimezone: true }),
   },
   (t) => [
     uniqueIndex("api_keys_hash_key").on(t.keyHash),
@@ -92,6 +97,11 @@ export const ledgerEntries = pgTable(
   },
   (t) => [
     index("ledger_entries_account_idx").on(t.accountId, t.id),
+    // The account page's usage: charges grouped by MYT day (billing/ledger-history.ts), read
+    // newest day first; the expression must stay the one LEDGER_DAY there uses.
+    index("ledger_entries_charge_day_idx").on(t.accountId, sql`((${t.createdAt} AT TIME ZONE 'Asia/Kuala_Lumpur')::date)`).where(sql`${t.kind} = 'charge'`),
+    // Grants, packs and adjustments without walking past every charge (charges skip this index).
+    index("ledger_entries_balance_moves_idx").on(t.accountId, t.id).where(sql`${t.kind} <> 'charge'`),
     check("ledger_entries_kind_check", sql`${t.kind} IN ('grant','expiry','pack','charge','adjustment')`),
   ],
 );

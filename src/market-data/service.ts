@@ -26,6 +26,7 @@ import {
 import { Signal } from "../../gen/signals/v1/signals_pb.js";
 import { withApiKey } from "../accounts/api-key-guard.ts";
 import type { FailedKeyThrottle } from "../accounts/failed-key-throttle.ts";
+import type { KeyLastUsed } from "../accounts/key-last-used.ts";
 import type { Clock } from "../clock.ts";
 import type { DbHandle } from "../db/client.ts";
 import { serviceError } from "../errors.ts";
@@ -50,6 +51,8 @@ export interface MarketDataServiceDeps {
   readonly freeRateLimit: number;
   /** Budget of failed keys per caller address (the instance the paid endpoint uses). */
   readonly throttle?: FailedKeyThrottle;
+  /** Notes each accepted call's key for its "last used" time (memory only; written in batches). */
+  readonly keyUse?: KeyLastUsed;
   readonly metrics?: Metrics;
 }
 
@@ -96,6 +99,7 @@ export function createMarketDataService(deps: MarketDataServiceDeps): ServiceImp
         async (keyHash) => {
           const { now, headers } = await admit(ctx, keyHash);
           throttle?.recordSuccess(keyHash);
+          deps.keyUse?.touch(keyHash, now);
           try {
             return await handle(request, now);
           } catch (err) {

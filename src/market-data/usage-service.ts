@@ -17,6 +17,7 @@ import { admitFreeCall, FREE_WINDOW_MS } from "./free-call.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import { withApiKey } from "../accounts/api-key-guard.ts";
 import type { FailedKeyThrottle } from "../accounts/failed-key-throttle.ts";
+import type { KeyLastUsed } from "../accounts/key-last-used.ts";
 import { readUsage, type UsageRead } from "./usage.ts";
 
 export interface UsageServiceDeps {
@@ -27,6 +28,8 @@ export interface UsageServiceDeps {
   /** Free calls per API key per minute (the free endpoints' budget, shared). */
   readonly freeRateLimit: number;
   readonly throttle?: FailedKeyThrottle;
+  /** Notes each accepted call's key for its "last used" time (memory only; written in batches). */
+  readonly keyUse?: KeyLastUsed;
   readonly metrics?: Metrics;
 }
 
@@ -52,6 +55,7 @@ export function createUsageService(deps: UsageServiceDeps): ServiceImpl<typeof U
           deps.throttle?.recordSuccess(keyHash);
           // Admitted, but the key was regenerated between the check and the read (same statement).
           if (read.usage === null) throw serviceError("invalid_api_key");
+          deps.keyUse?.touch(keyHash, now);
           const u = read.usage;
           const dailyReset = nextMytMidnight(now);
           const nextGrant = u.receivesGrant ? nextMytMonthStart(now) : null;

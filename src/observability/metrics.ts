@@ -28,6 +28,9 @@ export interface Metrics {
   readonly chargesInFlight: Gauge;
   /** Free calls (movers, derivatives, news, macro, fundamentals) by method, protocol and outcome. */
   readonly freeCalls: Counter<"method" | "protocol" | "outcome">;
+  /** Batched writes of API keys' last-used times, and the key rows they updated (accounts/key-last-used.ts). */
+  readonly keyLastUsedFlushes: Counter;
+  readonly keyLastUsedRows: Counter;
 }
 
 export function createMetrics(sources: MetricSources): Metrics {
@@ -48,6 +51,8 @@ export function createMetrics(sources: MetricSources): Metrics {
     labelNames: ["method", "protocol", "outcome"] as const,
     registers: [registry],
   });
+  const keyLastUsedFlushes = new Counter({ name: "signals_api_key_last_used_flushes_total", help: "UPDATE statements that wrote API keys' last-used times (one per window, not one per call).", registers: [registry] });
+  const keyLastUsedRows = new Counter({ name: "signals_api_key_last_used_rows_total", help: "API key rows whose last-used time those statements wrote.", registers: [registry] });
   new Gauge({ name: "signals_db_pool_size", help: "Database connections this process may open.", registers: [registry] }).set(sources.poolSize);
 
   const outboxPending = new Gauge({ name: "signals_outbox_pending", help: "Messages waiting for delivery.", registers: [registry] });
@@ -104,5 +109,5 @@ export function createMetrics(sources: MetricSources): Metrics {
     });
   }
 
-  return { registry, calls, chargeSeconds, chargesInFlight, freeCalls };
+  return { registry, calls, chargeSeconds, chargesInFlight, freeCalls, keyLastUsedFlushes, keyLastUsedRows };
 }

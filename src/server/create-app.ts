@@ -38,6 +38,7 @@ import { Health } from "../../gen/grpc/health/v1/health_pb.js";
 import { createHealthProbe, createHealthService, type HealthProbe } from "../observability/health.ts";
 import { createMetrics, type Metrics } from "../observability/metrics.ts";
 import { FailedKeyThrottle } from "../accounts/failed-key-throttle.ts";
+import { KeyLastUsed } from "../accounts/key-last-used.ts";
 import { MarketDataService } from "../../gen/signals/v1/market_data_pb.js";
 import { DataIngestService } from "../../gen/signals/v1/data_ingest_pb.js";
 import { createMarketDataService } from "../market-data/service.ts";
@@ -103,13 +104,14 @@ export function createApp(deps: AppDeps): App {
     ...(deps.deliveries ? { deliveries: deps.deliveries } : {}),
   });
   const throttle = new FailedKeyThrottle({ limit: config.failedKeyLimit, windowMs: config.failedKeyWindowMs, clock: deps.clock });
+  const keyUse = new KeyLastUsed(deps.db, { windowMs: config.keyLastUsedFlushMs, logger, flushes: metrics.keyLastUsedFlushes, rowsWritten: metrics.keyLastUsedRows });
   const health = createHealthProbe(deps.db, shutdown.signal);
   // Charge statements in flight: leave connections free for everything else (and see service.ts).
   const maxChargesInFlight = Math.max(1, config.dbPoolSize - 2);
-  const signals = createSignalsService({ ...deps, limits: config.limits, throttle, metrics, maxChargesInFlight });
+  const signals = createSignalsService({ ...deps, limits: config.limits, throttle, metrics, maxChargesInFlight, keyUse });
   // The free endpoints share the paid endpoint's failed-key throttle (one budget per address).
-  const marketData = createMarketDataService({ ...deps, staleAfterMs: config.staleAfterMs, freeRateLimit: config.freeRateLimit, throttle, metrics });
-  const usage = createUsageService({ ...deps, limits: config.limits, freeRateLimit: config.freeRateLimit, throttle, metrics });
+  const marketData = createMarketDataService({ ...deps, staleAfterMs: config.staleAfterMs, freeRateLimit: config.freeRateLimit, throttle, metrics, keyUse });
+  const usage = createUsageService({ ...deps, limits: config.limits, freeRateLimit: config.freeRateLimit, throttle, metrics, keyUse });
   const rest = createRestHandler(
     [
       { service: SignalsService, impl: signals },
@@ -204,6 +206,8 @@ export function createApp(deps: AppDeps): App {
       await Promise.all([publicListener.close(graceMs), internalListener.close(graceMs)]);
       clearTimeout(deadline);
       shutdown.abort();
+      // After the last call: what it noted is written too.
+      await keyUse.close();
     },
   };
 }

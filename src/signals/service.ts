@@ -29,6 +29,7 @@ import { chargeIdempotent } from "../billing/idempotent-charge.ts";
 import { serviceError } from "../errors.ts";
 import { withApiKey } from "../accounts/api-key-guard.ts";
 import type { FailedKeyThrottle } from "../accounts/failed-key-throttle.ts";
+import type { KeyLastUsed } from "../accounts/key-last-used.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import { isWellFormedSymbol } from "../market/symbols.ts";
 import { normaliseSymbols, normaliseTimeframe } from "./request.ts";
@@ -46,6 +47,8 @@ export interface SignalsServiceDeps {
   readonly logger: Logger;
   /** Budget of failed keys per caller address. */
   readonly throttle?: FailedKeyThrottle;
+  /** Notes each accepted call's key for its "last used" time (memory only; written in batches). */
+  readonly keyUse?: KeyLastUsed;
   readonly metrics?: Metrics;
   /**
    * Charge statements in flight at once (default 8). Keep it below the connection pool size:
@@ -195,6 +198,7 @@ export function createSignalsService(deps: SignalsServiceDeps): ServiceImpl<type
         async (keyHash) => {
           const response = await getSignals(request, ctx, keyHash);
           throttle?.recordSuccess(keyHash);
+          deps.keyUse?.touch(keyHash, deps.clock());
           return response;
         },
       ),

@@ -7,15 +7,16 @@ import type { AccountSummary } from "../accounts/accounts.ts";
 import { PAID_PLANS } from "../accounts/accounts.ts";
 import { API_KEY_PREFIX } from "../accounts/api-key.ts";
 import type { AlertSettings } from "../alerts/settings.ts";
-import type { LedgerEntry } from "../billing/ledger.ts";
+import type { DailyUsage, LedgerLine, LedgerPage } from "../billing/ledger-history.ts";
 import { nextMytMidnight, nextMytMonthStart } from "../clock.ts";
 import type { LedgerKind } from "../db/schema.ts";
 import { TIMEFRAMES } from "../market/timeframes.ts";
 import { renderPasswordAndSessionsCard, type PageContext } from "./auth-pages.ts";
 import { CSRF_FIELD } from "./csrf.ts";
-import { formatDelta, formatIn, formatInteger, formatMyt, planName } from "./format.ts";
+import { formatDelta, formatIn, formatInteger, formatMyt, planName, shortDay } from "./format.ts";
 import { html, layout, type SafeHtml } from "./html.ts";
 import { renderBillingCard, type BillingView } from "./billing-card.ts";
+import { renderUsageCard } from "./usage-chart.ts";
 
 /** Characters of a key after its display prefix (shown as dots). */
 const HIDDEN_KEY_CHARS = 28;
@@ -25,7 +26,14 @@ export interface AccountView {
   readonly now: number;
   readonly dailyCap: number;
   readonly monthlyGrant: number;
-  readonly ledger: readonly LedgerEntry[];
+  /** One page of the ledger (charges one line per day), and the `before` it was read from. */
+  readonly ledger: LedgerPage;
+  readonly ledgerBefore: number | null;
+  /** Calls and Tokens per MYT day, the last 30 days. */
+  readonly usage: readonly DailyUsage[];
+  /** The valid key's creation and last use, and how often last use is written (ms). */
+  readonly keyTimes: { createdAt: Date; lastUsedAt: Date | null } | null;
+  readonly lastUsedWindowMs: number;
   readonly alerts: AlertSettings | null;
   /** What the alert form shows after a refused change (the member's input and why). */
   readonly alertsForm?: { chatId: string; symbols: string; timeframes: readonly string[]; error: string };
@@ -101,13 +109,28 @@ function usageCard(view: AccountView): SafeHtml {
 </section>`;
 }
 
+/** "1 min" / "5 s": how stale a last-used time may be. */
+function windowText(ms: number): string {
+  return ms >= 60_000 && ms % 60_000 === 0 ? `${ms / 60_000} min` : `${Math.max(1, Math.round(ms / 1000))} s`;
+}
+
+function keyFacts(view: AccountView): SafeHtml {
+  const times = view.keyTimes;
+  if (times === null) return html``;
+  return html`<dl class="facts">
+    <dt>Created</dt><dd id="key-created">${formatMyt(times.createdAt.getTime())}</dd>
+    <dt>Last used</dt><dd id="key-last-used">${times.lastUsedAt ? formatMyt(times.lastUsedAt.getTime()) : "Not used yet"} <span class="muted">(recorded every ${windowText(view.lastUsedWindowMs)})</span></dd>
+  </dl>`;
+}
+
 function keyCard(view: AccountView): SafeHtml {
   const prefix = view.summary.keyPrefix;
   return html`<section class="card wide" aria-labelledby="key-h">
   <h2 id="key-h">API key</h2>
   ${prefix
     ? html`<p>Your key, masked: only its first characters are ever shown again.</p>
-  <code class="key" id="masked-key" aria-label="API key starting with ${prefix}, the rest hidden">${maskedKey(prefix)}</code>`
+  <code class="key" id="masked-key" aria-label="API key starting with ${prefix}, the rest hidden">${maskedKey(prefix)}</code>
+  ${keyFacts(view)}`
     : html`<p id="no-key">This account has no API key yet.${(PAID_PLANS as readonly string[]).includes(view.summary.plan) ? " Create it below." : " Subscribe first: a key is made once your plan is paid."}</p>`}
   <div class="actions">
     ${prefix
@@ -118,26 +141,37 @@ function keyCard(view: AccountView): SafeHtml {
 </section>`;
 }
 
+function ledgerRow(line: LedgerLine): SafeHtml {
+  const when = line.type === "charges" ? shortDay(line.day) + " " + line.day.slice(0, 4) : formatMyt(line.at.getTime());
+  const entry = line.type === "charges" ? `${formatInteger(line.calls)} API call${line.calls === 1 ? "" : "s"}` : (LEDGER_LABELS[line.kind] ?? line.kind);
+  const note = line.type === "charges" ? `${formatInteger(line.calls)} calls, ${formatDelta(line.tokens)} Tokens` : (line.reason ?? "");
+  return html`<tr class="${line.type}">
+      <td data-label="When">${when}</td>
+      <td data-label="Entry" class="text">${entry}</td>
+      <td data-label="Tokens" class="${line.tokens < 0 ? "neg" : "pos"}">${formatDelta(line.tokens)}</td>
+      <td data-label="Grant after">${formatInteger(line.grantAfter)}</td>
+      <td data-label="Packs after">${formatInteger(line.packAfter)}</td>
+      <td data-label="Note" class="reason">${note}</td>
+    </tr>`;
+}
+
 function ledgerCard(view: AccountView): SafeHtml {
-  const rows = view.ledger.map(
-    (e) => html`<tr>
-      <td data-label="When">${formatMyt(e.createdAt.getTime())}</td>
-      <td data-label="Entry" class="text">${LEDGER_LABELS[e.kind] ?? e.kind}</td>
-      <td data-label="Tokens" class="${e.grantDelta + e.packDelta < 0 ? "neg" : "pos"}">${formatDelta(e.grantDelta + e.packDelta)}</td>
-      <td data-label="Grant after">${formatInteger(e.grantAfter)}</td>
-      <td data-label="Packs after">${formatInteger(e.packAfter)}</td>
-      <td data-label="Note" class="reason">${e.reason ?? ""}</td>
-    </tr>`,
-  );
+  const { lines, older } = view.ledger;
+  const pages = html`<nav class="actions" aria-label="Ledger pages">
+    ${view.ledgerBefore !== null ? html`<a href="/account#ledger-h">Newest entries</a>` : ""}
+    ${older !== null ? html`<a href="/account?ledger_before=${older}#ledger-h" rel="next">Older entries</a>` : ""}
+    <a href="/account/ledger.csv" download>Download the full ledger (CSV, one row per call)</a>
+  </nav>`;
   return html`<section class="card wide" aria-labelledby="ledger-h">
-  <h2 id="ledger-h">Recent ledger entries</h2>
-  ${view.ledger.length === 0
-    ? html`<p>No entries yet.</p>`
-    : html`<p class="muted" id="ledger-note">Newest first; the latest ${view.ledger.length}. Times in MYT.</p>
+  <h2 id="ledger-h">Ledger</h2>
+  ${lines.length === 0
+    ? html`<p>No entries${view.ledgerBefore !== null ? " older than these" : " yet"}.</p>`
+    : html`<p class="muted" id="ledger-note">Newest first. Grants, packs and adjustments are one line each; a day's API calls are one line. Times in MYT.</p>
   <div class="table-wrap"><table id="ledger" class="stack" aria-labelledby="ledger-h" aria-describedby="ledger-note">
     <thead><tr><th scope="col">When</th><th scope="col" class="text">Entry</th><th scope="col">Tokens</th><th scope="col">Grant after</th><th scope="col">Packs after</th><th scope="col" class="text">Note</th></tr></thead>
-    <tbody>${rows}</tbody>
+    <tbody>${lines.map(ledgerRow)}</tbody>
   </table></div>`}
+  ${pages}
 </section>`;
 }
 
@@ -186,6 +220,7 @@ ${view.flash ? html`<div class="notice ok" role="status">${view.flash}</div>` : 
   ${planCard(view)}
   ${tokensCard(view)}
   ${usageCard(view)}
+  ${renderUsageCard(view.usage)}
   ${view.billing ? renderBillingCard(view.billing) : ""}
   ${keyCard(view)}
   ${alertsCard(view, ctx.signedIn.csrfToken)}

@@ -14,6 +14,12 @@ export function formatMyt(epochMs: number): string {
   return `${d.getUTCDate()} ${MONTHS[d.getUTCMonth()]} ${d.getUTCFullYear()} ${hh}:${mm} MYT`;
 }
 
+/** "24 Nov" from a day written "2026-11-24". */
+export function shortDay(day: string): string {
+  const [, month, date] = day.split("-").map(Number);
+  return `${date} ${MONTHS[month! - 1]}`;
+}
+
 /** "in 7 h 59 min", "in 3 days 4 h" (coarse; the absolute time is shown beside it). */
 export function formatIn(ms: number): string {
   const minutes = Math.max(0, Math.ceil(ms / 60_000));

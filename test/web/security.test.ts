@@ -294,8 +294,11 @@ describe("members are isolated", () => {
       expect(page.body).not.toContain(BOB.email);
     }
     const page = await client.get("/account");
-    const anaRows = await server.db.handle.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM ledger_entries WHERE account_id = ${ana.accountId}`);
-    const shownRows = page.body.split("<tbody>")[1]!.split("</tbody>")[0]!.match(/<tr>/g)!.length;
+    // Ledger lines: each non-charge row, and one line per MYT day of charges.
+    const anaRows = await server.db.handle.rows<{ n: number }>(sql`
+      SELECT (count(*) FILTER (WHERE kind <> 'charge') + count(DISTINCT (created_at AT TIME ZONE 'Asia/Kuala_Lumpur')::date) FILTER (WHERE kind = 'charge'))::int AS n
+        FROM ledger_entries WHERE account_id = ${ana.accountId}`);
+    const shownRows = page.body.split('id="ledger"')[1]!.split("</tbody>")[0]!.match(/<tr class="(entry|charges)">/g)!.length;
     expect(shownRows).toBe(Math.min(20, anaRows[0]!.n));
     // Bob's seven calls left his balance at 9,993: that number is nowhere on Ana's page.
     expect(page.body).not.toContain("9,993");

@@ -8,7 +8,11 @@ import { Hono } from "hono";
 import { getCookie } from "hono/cookie";
 import { activeKeyId, getAccountSummary, PAID_PLANS, regenerateKeyIfCurrent } from "../../accounts/accounts.ts";
 import { applyMonthlyGrant } from "../../billing/tokens.ts";
-import { recentLedgerEntries } from "../../billing/ledger.ts";
+import { allLedgerRows, dailyUsage, ledgerPage } from "../../billing/ledger-history.ts";
+import { activeKeyTimes } from "../../accounts/key-last-used.ts";
+import { mytDay } from "../../clock.ts";
+import { ledgerCsvStream } from "../ledger-csv.ts";
+import { errorSummary } from "../../logger.ts";
 import { AlertSettingsError, clearAlertSettings, getAlertSettings, parseAlertSettings, saveAlertSettings } from "../../alerts/settings.ts";
 import { renderAccountPage, renderKeyConfirmPage, renderKeyGonePage, renderNewKeyPage, type AccountView } from "../account-page.ts";
 import { secretsEqual } from "../../accounts/api-key.ts";
@@ -19,6 +23,15 @@ import { billingView } from "../payment-actions.ts";
 import { methodNotAllowed, type PageKit, type Signed, type WebEnv } from "../page-kit.ts";
 
 const LEDGER_ROWS = 20;
+const USAGE_DAYS = 30;
+
+/** `?ledger_before=`: absent, or the positive id a previous page linked to; undefined when malformed. */
+function ledgerBefore(raw: string | undefined): number | null | undefined {
+  if (raw === undefined) return null;
+  if (!/^[1-9][0-9]{0,15}$/.test(raw)) return undefined;
+  const id = Number(raw);
+  return Number.isSafeInteger(id) ? id : undefined;
+}
 /** The cookie holding the token that opens the one display of a new key. */
 const KEY_REVEAL_COOKIE = "key_reveal";
 
@@ -27,14 +40,19 @@ export function accountRoutes(kit: PageKit): Hono<WebEnv> {
   const { config, db, clock, logger } = kit.deps;
   const app = new Hono<WebEnv>();
 
-  async function accountView(signed: Signed, extra: Partial<AccountView> = {}): Promise<AccountView> {
+  async function accountView(signed: Signed, extra: Partial<AccountView> = {}, before: number | null = null): Promise<AccountView> {
     const now = clock();
+    const accountId = signed.session.accountId;
     return {
       summary: signed.summary,
       now,
       dailyCap: config.limits.dailyCap,
       monthlyGrant: config.limits.monthlyGrant,
-      ledger: await recentLedgerEntries(db, signed.session.accountId, LEDGER_ROWS),
+      ledger: await ledgerPage(db, accountId, before, LEDGER_ROWS),
+      ledgerBefore: before,
+      usage: await dailyUsage(db, accountId, now, USAGE_DAYS),
+      keyTimes: await activeKeyTimes(db, accountId),
+      lastUsedWindowMs: config.keyLastUsedFlushMs,
       alerts: await getAlertSettings(db, signed.session.accountId),
       billing: billingView(kit.payments, signed.summary, signed.ctx.signedIn.csrfToken),
       ...extra,
@@ -44,6 +62,10 @@ export function accountRoutes(kit: PageKit): Hono<WebEnv> {
   app.get("/account", kit.session, async (c) => {
     let signed = c.get("signed");
     if (signed === null) return kit.toSignIn(c, "/account");
+    const before = ledgerBefore(c.req.query("ledger_before"));
+    if (before === undefined) {
+      return kit.page(c, 400, renderMessagePage(signed.ctx, "No such ledger page", "The ledger_before value must be a ledger line number from an “Older entries” link.", { href: "/account", text: "Back to your account" }));
+    }
     // The month's grant is applied lazily; applying it here shows the balance the next call sees.
     await applyMonthlyGrant(db, signed.session.accountId, config.limits, clock());
     signed = { ...signed, summary: await getAccountSummary(db, signed.session.accountId, clock()) };
@@ -57,9 +79,23 @@ export function accountRoutes(kit: PageKit): Hono<WebEnv> {
             : c.req.query("checkout") === "cancelled"
               ? "Checkout cancelled. Nothing was charged."
               : null;
-    return kit.page(c, 200, renderAccountPage(signed.ctx, await accountView(signed, { flash })));
+    return kit.page(c, 200, renderAccountPage(signed.ctx, await accountView(signed, { flash }, before)));
   });
   app.all("/account", methodNotAllowed(kit, "GET"));
+
+  // Every ledger row, one per call, read and sent a page at a time.
+  app.get("/account/ledger.csv", kit.session, (c) => {
+    const signed = c.get("signed");
+    if (signed === null) return kit.toSignIn(c, "/account/ledger.csv");
+    const accountId = signed.session.accountId;
+    const failed = (err: unknown) => logger.error({ err: errorSummary(err), accountId }, "ledger CSV download broke off");
+    return c.body(ledgerCsvStream(allLedgerRows(db, accountId), failed), 200, {
+      "content-type": "text/csv; charset=utf-8",
+      "content-disposition": `attachment; filename="ledger-${mytDay(clock())}.csv"`,
+      "cache-control": "no-store",
+    });
+  });
+  app.all("/account/ledger.csv", methodNotAllowed(kit, "GET"));
 
   app.get("/account/key", kit.session, async (c) => {
     const signed = c.get("signed");

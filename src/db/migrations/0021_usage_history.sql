@@ -1,0 +1,3 @@
+ALTER TABLE "api_keys" ADD COLUMN "last_used_at" timestamp with time zone;--> statement-breakpoint
+CREATE INDEX "ledger_entries_charge_day_idx" ON "ledger_entries" USING btree ("account_id",(("created_at" AT TIME ZONE 'Asia/Kuala_Lumpur')::date)) WHERE "ledger_entries"."kind" = 'charge';--> statement-breakpoint
+CREATE INDEX "ledger_entries_balance_moves_idx" ON "ledger_entries" USING btree ("account_id","id") WHERE "ledger_entries"."kind" <> 'charge';
