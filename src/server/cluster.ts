@@ -139,13 +139,13 @@ export async function startClusterPrimary(config: Config, logger: Logger): Promi
   }
 
   try {
-    // The lead first: it migrates the database, and its ports are the ones the followers share.
-    const leadReady = await fork(slots[0]!).ready;
-    internalPort = leadReady.internalPort;
-    await Promise.all(slots.slice(1).map((slot) => fork(slot).ready));
+    // All at once (start-up is mostly loading code and the market): the first to migrate holds
+    // the migration lock (db/client.ts) and the others find the schema current.
+    const [leadReady] = await Promise.all(slots.map((slot) => fork(slot).ready));
+    internalPort = leadReady!.internalPort;
     started = true;
     return {
-      port: leadReady.port,
+      port: leadReady!.port,
       internalPort: internalPort!,
       pids: () => slots.map((slot) => slot.worker?.process.pid ?? 0),
       stop,
