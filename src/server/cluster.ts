@@ -60,6 +60,11 @@ export async function startClusterPrimary(config: Config, logger: Logger): Promi
   // One internal token for every worker (each would otherwise generate its own).
   const internalToken = config.internalToken ?? randomBytes(32).toString("base64url");
   if (!config.internalToken) writeInternalToken(config.dataDir, internalToken);
+  // The workers accept from the one listening socket themselves (SCHED_NONE) rather than
+  // through the primary's round-robin queue: that queue's connections were reset when the
+  // workers drained on SIGTERM (accepted, never answered), and a worker's crash loses only the
+  // connections it holds, the kernel's queue going to the survivors (docs/architecture.md).
+  cluster.schedulingPolicy = cluster.SCHED_NONE;
   // Workers run main.ts whatever started the primary (`npm start` or `signals serve`).
   cluster.setupPrimary({ exec: fileURLToPath(new URL("../main.ts", import.meta.url)), args: [] });
 
