@@ -1,7 +1,7 @@
 /**
  * WORKERS > 1: this process becomes the primary of a node:cluster. It forks the server workers
- * (each runs src/main.ts and serves the public port, whose socket the primary shares out
- * connection by connection) and supervises them; it serves nothing itself. Worker 0 is the
+ * (each runs src/main.ts and accepts on the public port's one socket, which the primary binds
+ * and shares with them) and supervises them; it serves nothing itself. Worker 0 is the
  * lead: it alone opens the internal listener (so candles are applied by one engine writer per
  * machine), delivers alerts and runs the purge timer. The followers read the market from
  * memory and follow the lead's commits through the database's market_updated notifications,
