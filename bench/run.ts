@@ -3,13 +3,16 @@
  * bench/README.md with the machine line). Needs PostgreSQL (BENCH_DATABASE_URL or
  * 127.0.0.1:5432), pgbench and wrk; the import benchmark needs ../shared/data.
  *
- * `npm run bench -- alerts` (or `api`, `import`, `memory`, `engine`, `cli`, several names) runs only those.
+ * `npm run bench -- alerts` (or `api`, `import`, `memory`, `engine`, `cli`, `workers`, `cold-start`,
+ * several names) runs only those.
  */
 import { benchApi, machineLine } from "./api.ts";
 import { benchImport } from "./import.ts";
 import { benchMemory } from "./memory.ts";
 import { benchAlerts } from "./alerts.ts";
 import { benchCliStartup } from "./cli-startup.ts";
+import { benchWorkers } from "./workers.ts";
+import { benchColdStart } from "./cold-start.ts";
 
 const BENCHES: Record<string, { title: string; run: () => Promise<string | void> }> = {
   api: { title: "Billed REST calls", run: benchApi },
@@ -17,6 +20,8 @@ const BENCHES: Record<string, { title: string; run: () => Promise<string | void>
   memory: { title: "Memory of a server holding 500 coins × 5 timeframes", run: benchMemory },
   alerts: { title: "Alerts: candle close to Telegram, 100 members", run: benchAlerts },
   cli: { title: "CLI start-up", run: () => benchCliStartup() },
+  workers: { title: "Billed REST calls with WORKERS=1 and WORKERS=2", run: () => benchWorkers() },
+  "cold-start": { title: "Cold start: spawn to the first answered call", run: () => benchColdStart() },
   engine: {
     title: "Engine",
     async run() {

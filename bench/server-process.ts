@@ -1,6 +1,8 @@
 /**
  * Starts `node src/main.ts` as a child process for benchmarks and waits for its "listening"
- * log line (ports chosen by the OS).
+ * log line (ports chosen by the OS). One server process (WORKERS=1) unless `env` says
+ * otherwise, so that a figure does not depend on the machine's core count (bench/workers.ts
+ * compares 1 and 2).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -38,7 +40,7 @@ export interface ServerProcess {
 export function startServerProcess(env: Record<string, string>, timeoutMs = 60_000): Promise<ServerProcess> {
   // Same V8 flag as `npm start` (see README: bounded young generation keeps RSS low).
   const child = spawn(process.execPath, ["--max-semi-space-size=16", "src/main.ts"], {
-    env: { ...process.env, PORT: "0", INTERNAL_PORT: "0", LOG_LEVEL: "info", DEMO_ACCOUNT: "false", DEMO_FEED: "false", ...env },
+    env: { ...process.env, PORT: "0", INTERNAL_PORT: "0", LOG_LEVEL: "info", DEMO_ACCOUNT: "false", DEMO_FEED: "false", WORKERS: "1", ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });
   return new Promise((resolve, reject) => {

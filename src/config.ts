@@ -4,6 +4,7 @@
  * is inferred from it. A bad value stops the start with a one-line reason (ConfigError) that
  * names the variable.
  */
+import { availableParallelism } from "node:os";
 import path from "node:path";
 import { z } from "zod";
 import { parseFeedConfig, type FeedConfig } from "./feeder/feed-config.ts";
@@ -147,6 +148,17 @@ const envSchema = z.object({
   DATABASE_URL: optionalText.refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), "must start with postgres:// or postgresql://"),
   DATA_DIR: optionalText,
   DB_POOL_SIZE: wholeNumber(10, 1, 500),
+  /** Server worker processes on one port; unset: the available cores on Postgres, 1 on PGlite. */
+  WORKERS: optionalText.transform((raw, ctx) => {
+    if (raw === undefined) return undefined;
+    if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 64) return fail(ctx, `must be a whole number between 1 and 64, got "${raw}"`);
+    return Number(raw);
+  }),
+  /**
+   * Set by the primary process for its workers (server/cluster.ts), not by operators: "lead"
+   * runs the once-per-machine duties, "follower" only the public listener.
+   */
+  SIGNALS_WORKER_ROLE: optionalText.refine((v) => v === undefined || v === "lead" || v === "follower", 'must be "lead" or "follower"'),
   DAILY_CAP: wholeNumber(2000, 1, 10_000_000),
   MONTHLY_GRANT: wholeNumber(10_000, 0, 1_000_000_000),
   LOW_BALANCE_PCT: wholeNumber(15, 0, 100),
@@ -201,6 +213,9 @@ const configSchema = envSchema
   .refine((env) => env.SMTP_URL === undefined || env.MAIL_FROM !== undefined, {
     message: "MAIL_FROM is required with SMTP_URL: password reset mails need a sender",
   })
+  .refine((env) => env.WORKERS === undefined || env.WORKERS === 1 || env.DATABASE_URL !== undefined, {
+    message: "WORKERS above 1 needs DATABASE_URL: the embedded database (PGlite) is opened by one process only",
+  })
   .transform((env) => {
     const databaseUrl = env.DATABASE_URL ?? null;
     const linkHost = env.HOST === "0.0.0.0" || env.HOST === "::" ? "127.0.0.1" : env.HOST.includes(":") ? `[${env.HOST}]` : env.HOST;
@@ -215,6 +230,10 @@ const configSchema = envSchema
       databaseUrl,
       dataDir: path.resolve(env.DATA_DIR ?? ".data"),
       dbPoolSize: env.DB_POOL_SIZE,
+      /** Server processes sharing the listeners (server/cluster.ts); 1 runs everything in this process. */
+      workers: env.WORKERS ?? (databaseUrl === null ? 1 : availableParallelism()),
+      /** This process's part when it is one of several workers; null when it is the only server process. */
+      workerRole: (env.SIGNALS_WORKER_ROLE ?? null) as "lead" | "follower" | null,
       limits: Object.freeze({
         /** Charged calls per account per MYT day. */
         dailyCap: env.DAILY_CAP,

@@ -1,9 +1,33 @@
 /**
- * Entry point of `npm start`: load config, start, drain on SIGTERM/SIGINT.
+ * Entry point of `npm start`: load config, start, drain on SIGTERM/SIGINT. With WORKERS > 1
+ * this process is the primary of a cluster (server/cluster.ts) whose workers run this file again.
  */
-import { ConfigError, loadConfig } from "./config.ts";
+import cluster from "node:cluster";
+import { ConfigError, loadConfig, type Config } from "./config.ts";
 import { createLogger, errorSummary } from "./logger.ts";
-import { startServer } from "./server/boot.ts";
+import type { Logger } from "pino";
+
+/** What main() runs until a signal: one server process, or the primary of several. */
+interface Running {
+  /** Resolves to the exit code. */
+  stop(): Promise<number>;
+}
+
+async function startProcess(config: Config, logger: Logger): Promise<Running> {
+  if (config.workers > 1 && cluster.isPrimary) {
+    // The primary loads no server code: it only forks and supervises.
+    const { startClusterPrimary } = await import("./server/cluster.ts");
+    const primary = await startClusterPrimary(config, logger);
+    logger.info(
+      { host: config.host, port: primary.port, internalHost: config.internalHost, internalPort: primary.internalPort, database: "postgres", workers: config.workers, workerPids: primary.pids() },
+      "listening",
+    );
+    return primary;
+  }
+  const { startServer } = await import("./server/boot.ts");
+  const server = await startServer(config, logger);
+  return { stop: () => server.stop().then(() => 0) };
+}
 
 /** Runs the server until a termination signal; exits non-zero with a one-line reason on failure. */
 export async function main(): Promise<void> {
@@ -18,9 +42,9 @@ export async function main(): Promise<void> {
     throw err;
   }
   const logger = createLogger(config.logLevel);
-  let server;
+  let server: Running;
   try {
-    server = await startServer(config, logger);
+    server = await startProcess(config, logger);
   } catch (err) {
     logger.fatal({ err: (err as Error).message }, "could not start");
     process.stderr.write(`signals: could not start: ${(err as Error).message}\n`);
@@ -33,7 +57,7 @@ export async function main(): Promise<void> {
     logger.info({ signal }, "draining");
     server
       .stop()
-      .then(() => process.exit(0))
+      .then((code) => process.exit(code))
       .catch((err: unknown) => {
         logger.error({ err: errorSummary(err) }, "error while stopping");
         process.exit(1);

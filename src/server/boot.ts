@@ -17,10 +17,12 @@ import { startDemoFeed } from "../market/demo-feed.ts";
 import { startDemoData } from "../market-data/demo-data.ts";
 import { createServer } from "./create-server.ts";
 import { acquireLock, updateLock, writeInternalToken } from "./data-dir-lock.ts";
+import { reportReady } from "./cluster.ts";
 
 export interface RunningServer {
   readonly port: number;
-  readonly internalPort: number;
+  /** null in a follower worker (only the lead serves the internal listener). */
+  readonly internalPort: number | null;
   stop(): Promise<void>;
 }
 
@@ -70,7 +72,10 @@ async function createDemoAccountOnce(config: Config, db: DbHandle, clock: Clock,
   );
 }
 
-/** Starts a full server process from a validated config. */
+/**
+ * Starts a full server process from a validated config: every part, or, as a follower worker
+ * of a cluster (config.workerRole, server/cluster.ts), only the public listener.
+ */
 export async function startServer(config: Config, logger: Logger, clock: Clock = systemClock): Promise<RunningServer> {
   let releaseLock = () => {};
   if (!config.databaseUrl) {
@@ -86,15 +91,21 @@ export async function startServer(config: Config, logger: Logger, clock: Clock =
     const db = await openDbWithRetry(config, logger);
     const internalToken = config.internalToken ?? randomBytes(32).toString("base64url");
     if (!config.internalToken) writeInternalToken(config.dataDir, internalToken);
-    const server = createServer(config, { db, clock, logger, internalToken });
+    // The demo feed writes candles and the demo account is created once: the lead's duties.
+    const lead = config.workerRole !== "follower";
+    const server = createServer(config, { db, clock, logger, internalToken, role: lead ? "lead" : "follower" });
     const { port, internalPort } = await server.start();
-    const stopDemo = config.demoFeed ? await startDemoFeed(server.feed!, clock, logger) : () => {};
-    const stopDemoData = config.demoFeed ? await startDemoData(db, clock, logger) : () => {};
+    const stopDemo = config.demoFeed && lead ? await startDemoFeed(server.feed!, clock, logger) : () => {};
+    const stopDemoData = config.demoFeed && lead ? await startDemoData(db, clock, logger) : () => {};
     if (!config.databaseUrl) {
-      updateLock(config.dataDir, { pid: process.pid, role: "server", internalHost: config.internalHost, internalPort });
+      updateLock(config.dataDir, { pid: process.pid, role: "server", internalHost: config.internalHost, internalPort: internalPort! });
     }
-    logger.info({ host: config.host, port, internalHost: config.internalHost, internalPort, database: db.driver }, "listening");
-    if (config.demoAccount) await createDemoAccountOnce(config, db, clock, port);
+    // A worker's line is not "listening": the primary says that once every worker listens.
+    const where = { host: config.host, port, internalHost: config.internalHost, internalPort, database: db.driver };
+    if (config.workerRole === null) logger.info(where, "listening");
+    else logger.info({ ...where, role: config.workerRole }, "worker listening");
+    if (config.demoAccount && lead) await createDemoAccountOnce(config, db, clock, port);
+    reportReady(port, internalPort);
     return {
       port,
       internalPort,

@@ -85,8 +85,11 @@ export interface AppDeps {
 export interface App {
   /** This app's Prometheus registry and instruments. */
   readonly metrics: Metrics;
-  /** Starts both listeners; returns the bound ports (useful with port 0 in tests). */
-  start(): Promise<{ port: number; internalPort: number }>;
+  /**
+   * Starts the listeners; returns the bound ports (useful with port 0 in tests). Without
+   * `internal` (a follower worker, server/cluster.ts) only the public one: internalPort is null.
+   */
+  start(options?: { internal?: boolean }): Promise<{ port: number; internalPort: number | null }>;
   /** Drains in-flight calls, then closes both listeners. */
   stop(graceMs?: number): Promise<void>;
 }
@@ -193,9 +196,12 @@ export function createApp(deps: AppDeps): App {
   });
   return {
     metrics,
-    async start() {
+    async start({ internal = true } = {}) {
       const port = await publicListener.listen(config.port, config.host);
-      const internalPort = await internalListener.listen(config.internalPort, config.internalHost);
+      // Exclusive: in a cluster only the lead worker serves the internal listener (the engine
+      // writer), so its socket is its own rather than shared through the primary (which would
+      // also confuse it with the public one when both ports are 0: same cluster handle key).
+      const internalPort = internal ? await internalListener.listen(config.internalPort, config.internalHost, { exclusive: true }) : null;
       return { port, internalPort };
     },
     async stop(graceMs = 10_000) {

@@ -34,6 +34,13 @@ export interface ServerDeps {
    * also backs IngestService. A fixed snapshot (tests) leaves the server without IngestService.
    */
   readonly snapshot?: SignalSnapshot;
+  /**
+   * "follower" (one of several workers, server/cluster.ts): only the public listener, with the
+   * market followed through the database's notifications. "lead" (default): every part,
+   * including those that must run once per machine: the internal listener (the engine writer),
+   * alert delivery and the purge timer.
+   */
+  readonly role?: "lead" | "follower";
 }
 
 export interface Server {
@@ -45,8 +52,8 @@ export interface Server {
   readonly metrics: App["metrics"];
   /** Message delivery, once started. */
   readonly delivery: AlertDelivery | null;
-  /** Loads the feed and starts every part; returns the bound ports. */
-  start(): Promise<{ port: number; internalPort: number }>;
+  /** Loads the feed and starts every part of its role; returns the bound ports (internalPort null for a follower). */
+  start(): Promise<{ port: number; internalPort: number | null }>;
   /** Drains in-flight calls (for at most graceMs), then stops every part. */
   stop(graceMs?: number): Promise<void>;
 }
@@ -54,6 +61,7 @@ export interface Server {
 /** Builds the server over an open, migrated database without starting anything. */
 export function createServer(config: Config, deps: ServerDeps): Server {
   const { db, clock, logger } = deps;
+  const lead = deps.role !== "follower";
   const feed = deps.snapshot ? null : new MarketFeed({
         db,
         clock,
@@ -97,6 +105,7 @@ export function createServer(config: Config, deps: ServerDeps): Server {
     },
     async start() {
       await feed?.load();
+      if (!lead) return app.start({ internal: false });
       await events.start(db);
       const ports = await app.start();
       delivery = await startAlertDelivery(config, db, logger);

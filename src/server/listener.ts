@@ -41,7 +41,11 @@ export interface ListenerOptions {
 export const MAX_CONCURRENT_STREAMS = 100;
 
 export interface DualProtocolListener {
-  listen(port: number, host: string): Promise<number>;
+  /**
+   * Binds and listens; resolves to the bound port. In a cluster worker the socket is shared
+   * with the other workers through the primary unless `exclusive` (bound by this worker alone).
+   */
+  listen(port: number, host: string, options?: { exclusive?: boolean }): Promise<number>;
   /** Stops accepting, lets in-flight requests finish, closes idle connections; forceful after graceMs. */
   close(graceMs: number): Promise<void>;
 }
@@ -152,10 +156,10 @@ export function createDualProtocolListener(handler: RequestHandler, options: Lis
     socket.on("data", onData);
   });
   return {
-    listen(port, host) {
+    listen(port, host, options = {}) {
       return new Promise((resolve, reject) => {
         tcp.once("error", reject);
-        tcp.listen(port, host, () => {
+        tcp.listen({ port, host, exclusive: options.exclusive ?? false }, () => {
           tcp.off("error", reject);
           resolve((tcp.address() as net.AddressInfo).port);
         });

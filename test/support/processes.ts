@@ -58,6 +58,7 @@ export const CONFIG_VARS = [
   "PUBLIC_BASE_URL",
   "REQUEST_TIMEOUT",
   "SESSION_TTL_HOURS",
+  "SIGNALS_WORKER_ROLE",
   "STALE_AFTER",
   "STRIPE_API_BASE",
   "STRIPE_PRICE_FOUNDING_SEAT",
@@ -70,13 +71,21 @@ export const CONFIG_VARS = [
   "TELEGRAM_BOT_TOKEN",
   "TOKEN_PACKS",
   "TRUST_PROXY",
+  "WORKERS",
 ];
 
-/** process.env without the service's configuration, plus `vars`. */
+/**
+ * Worker processes of each server a test starts on Postgres: the runner's WORKERS (so that
+ * `WORKERS=2 npx vitest run …` runs every multi-process and reliability test over clustered
+ * servers), else 1. PGlite servers are single-process and get none.
+ */
+const TEST_WORKERS = process.env.WORKERS?.trim() || "1";
+
+/** process.env without the service's configuration, plus `vars` (and WORKERS on Postgres, see TEST_WORKERS). */
 export function childEnv(vars: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const name of CONFIG_VARS) delete env[name];
-  return { ...env, ...vars };
+  return { ...env, ...(vars.DATABASE_URL !== undefined ? { WORKERS: TEST_WORKERS } : {}), ...vars };
 }
 
 export interface CliResult {
@@ -128,7 +137,10 @@ export function runCliWithInput(args: string[], env: NodeJS.ProcessEnv, input: s
 }
 
 export interface ServerProcess {
+  /** The process started (with WORKERS > 1, the cluster's primary). */
   readonly pid: number;
+  /** With WORKERS > 1, the workers' pids at start, lead first; else empty. */
+  readonly workerPids: number[];
   readonly port: number;
   readonly internalPort: number;
   readonly baseUrl: string;
@@ -203,6 +215,7 @@ export function startServerProcess(env: NodeJS.ProcessEnv, timeoutMs = 45_000): 
           const internalPort = Number(entry.internalPort);
           resolve({
             pid: child.pid!,
+            workerPids: Array.isArray(entry.workerPids) ? (entry.workerPids as number[]) : [],
             port,
             internalPort,
             baseUrl: `http://127.0.0.1:${port}`,

@@ -80,6 +80,8 @@ export async function startTestServer(
     ...(options.feed ? {} : { snapshot: options.snapshot ?? emptySnapshot }),
   });
   const { port, internalPort } = await server.start();
+  // (null only for a follower worker, which a test server never is)
+  if (internalPort === null) throw new Error("the test server did not open its internal listener");
   const feed = server.feed;
   const delivery = server.delivery!;
   const events = server.events;

@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.ts";
 import { API_KEY_PREFIX, displayPrefix, generateApiKey, hashApiKey, isWellFormedApiKey, secretsEqual } from "../../src/accounts/api-key.ts";
@@ -11,6 +12,14 @@ describe("configuration", () => {
     expect(config.databaseUrl).toBeNull();
     expect(config.limits).toEqual({ dailyCap: 2000, monthlyGrant: 10_000, lowBalancePct: 15, maxSymbols: 8 });
     expect(Object.isFrozen(config)).toBe(true);
+  });
+  it("runs one server process on the embedded database and one per core on Postgres, unless WORKERS says otherwise", () => {
+    expect(loadConfig({}).workers).toBe(1);
+    expect(loadConfig({ WORKERS: "1" }).workers).toBe(1);
+    expect(loadConfig({ DATABASE_URL: "postgres://h/db" }).workers).toBe(availableParallelism());
+    expect(loadConfig({ DATABASE_URL: "postgres://h/db", WORKERS: "3" }).workers).toBe(3);
+    expect(loadConfig({}).workerRole).toBeNull();
+    expect(loadConfig({ DATABASE_URL: "postgres://h/db", SIGNALS_WORKER_ROLE: "follower" }).workerRole).toBe("follower");
   });
   it("reads every limit from the environment", () => {
     const config = loadConfig({ DAILY_CAP: "5", MONTHLY_GRANT: "100", LOW_BALANCE_PCT: "20", MAX_SYMBOLS: "3", PORT: "9000" });
@@ -28,6 +37,10 @@ describe("configuration", () => {
     [{ PORT: "9000", INTERNAL_PORT: "9000" }, /differ/],
     [{ LOG_LEVEL: "loud" }, /LOG_LEVEL/],
     [{ HOST: "bad host" }, /HOST/],
+    [{ WORKERS: "0", DATABASE_URL: "postgres://h/db" }, /WORKERS must be a whole number between 1 and 64/],
+    [{ WORKERS: "two", DATABASE_URL: "postgres://h/db" }, /WORKERS/],
+    [{ WORKERS: "2" }, /^WORKERS above 1 needs DATABASE_URL: the embedded database \(PGlite\) is opened by one process only$/],
+    [{ SIGNALS_WORKER_ROLE: "boss" }, /SIGNALS_WORKER_ROLE/],
   ])("refuses %o with a one-line reason", (env, reason) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(reason);

@@ -1,0 +1,162 @@
+/**
+ * WORKERS > 1: this process becomes the primary of a node:cluster. It forks the server workers
+ * (each runs src/main.ts and accepts on the public port's one socket, which the primary binds
+ * and shares with them) and supervises them; it serves nothing itself. Worker 0 is the
+ * lead: it alone opens the internal listener (so candles are applied by one engine writer per
+ * machine), delivers alerts and runs the purge timer. The followers read the market from
+ * memory and follow the lead's commits through the database's market_updated notifications,
+ * as separate server processes on one database always have. docs/architecture.md ("Worker
+ * processes") explains the choice of node:cluster over reusePort listeners.
+ *
+ * A worker that dies is forked again after a backoff (the lead with the internal port it had,
+ * so feeders reconnect to the same address); SIGTERM drains every worker, then the primary exits.
+ */
+import cluster, { type Worker } from "node:cluster";
+import { randomBytes } from "node:crypto";
+import { fileURLToPath } from "node:url";
+import type { Logger } from "pino";
+import type { Config } from "../config.ts";
+import { writeInternalToken } from "./data-dir-lock.ts";
+
+/** The message a worker sends the primary once its listeners are open. */
+interface ReadyMessage {
+  readonly type: "ready";
+  readonly port: number;
+  readonly internalPort: number | null;
+}
+
+/** Called by a worker once it listens (a no-op when this process is not a cluster worker). */
+export function reportReady(port: number, internalPort: number | null): void {
+  if (cluster.isWorker) process.send?.({ type: "ready", port, internalPort } satisfies ReadyMessage);
+}
+
+/** First restart delay of a worker that died; doubles per quick death up to the ceiling. */
+const RESTART_BASE_MS = 250;
+const RESTART_MAX_MS = 10_000;
+/** A worker that ran this long before dying starts the backoff afresh. */
+const HEALTHY_RUN_MS = 10_000;
+/** A worker still running this long after SIGTERM is killed (its own drain ends within ~10 s). */
+const STOP_GRACE_MS = 15_000;
+
+export interface ClusterPrimary {
+  readonly port: number;
+  readonly internalPort: number;
+  /** The workers' process ids, lead first. */
+  pids(): number[];
+  /** SIGTERM to every worker, waits for them; resolves 0 when all drained cleanly, else 1. */
+  stop(): Promise<number>;
+}
+
+interface Slot {
+  readonly index: number;
+  worker: Worker | null;
+  startedAt: number;
+  quickDeaths: number;
+  restartTimer: NodeJS.Timeout | null;
+}
+
+/** Forks `config.workers` workers, resolves once all listen; rejects if one dies before that. */
+export async function startClusterPrimary(config: Config, logger: Logger): Promise<ClusterPrimary> {
+  // One internal token for every worker (each would otherwise generate its own).
+  const internalToken = config.internalToken ?? randomBytes(32).toString("base64url");
+  if (!config.internalToken) writeInternalToken(config.dataDir, internalToken);
+  // The workers accept from the one listening socket themselves (SCHED_NONE) rather than
+  // through the primary's round-robin queue: that queue's connections were reset when the
+  // workers drained on SIGTERM (accepted, never answered), and a worker's crash loses only the
+  // connections it holds, the kernel's queue going to the survivors (docs/architecture.md).
+  cluster.schedulingPolicy = cluster.SCHED_NONE;
+  // Workers run main.ts whatever started the primary (`npm start` or `signals serve`).
+  cluster.setupPrimary({ exec: fileURLToPath(new URL("../main.ts", import.meta.url)), args: [] });
+
+  let stopping = false;
+  /** Until every worker first listens, a death fails the start instead of being restarted. */
+  let started = false;
+  let internalPort: number | null = null;
+  const slots: Slot[] = Array.from({ length: config.workers }, (_, index) => ({ index, worker: null, startedAt: 0, quickDeaths: 0, restartTimer: null }));
+
+  function fork(slot: Slot): { worker: Worker; ready: Promise<ReadyMessage> } {
+    const lead = slot.index === 0;
+    const worker = cluster.fork({
+      SIGNALS_WORKER_ROLE: lead ? "lead" : "follower",
+      INTERNAL_TOKEN: internalToken,
+      // A restarted lead takes the internal port it had (it was 0 only the first time).
+      ...(lead && internalPort !== null ? { INTERNAL_PORT: String(internalPort) } : {}),
+    });
+    slot.worker = worker;
+    slot.startedAt = Date.now();
+    const ready = new Promise<ReadyMessage>((resolve, reject) => {
+      const onMessage = (message: ReadyMessage) => {
+        if (message?.type !== "ready") return;
+        worker.off("exit", onEarlyExit);
+        resolve(message);
+      };
+      const onEarlyExit = (code: number | null, signal: string | null) => {
+        worker.off("message", onMessage);
+        reject(new Error(`worker ${slot.index} exited (code ${code}, signal ${signal}) before listening`));
+      };
+      worker.on("message", onMessage);
+      worker.once("exit", onEarlyExit);
+    });
+    worker.once("exit", (code, signal) => onExit(slot, worker, code, signal));
+    return { worker, ready };
+  }
+
+  function onExit(slot: Slot, worker: Worker, code: number | null, signal: string | null): void {
+    if (slot.worker !== worker) return;
+    slot.worker = null;
+    if (stopping || !started) return;
+    const ranMs = Date.now() - slot.startedAt;
+    slot.quickDeaths = ranMs >= HEALTHY_RUN_MS ? 0 : slot.quickDeaths + 1;
+    const delayMs = Math.min(RESTART_MAX_MS, RESTART_BASE_MS * 2 ** Math.max(0, slot.quickDeaths - 1));
+    logger.warn({ worker: slot.index, pid: worker.process.pid, code, signal, ranMs, restartInMs: delayMs }, "worker exited; restarting it");
+    slot.restartTimer = setTimeout(() => {
+      slot.restartTimer = null;
+      if (stopping) return;
+      const { worker: next, ready } = fork(slot);
+      ready.then(
+        () => logger.info({ worker: slot.index, pid: next.process.pid }, "worker restarted"),
+        // Its exit handler schedules the next attempt.
+        (err: Error) => logger.warn({ worker: slot.index, err: err.message }, "restarted worker died before listening"),
+      );
+    }, delayMs);
+  }
+
+  async function stop(): Promise<number> {
+    stopping = true;
+    const exits: Promise<number>[] = [];
+    for (const slot of slots) {
+      if (slot.restartTimer) clearTimeout(slot.restartTimer);
+      const worker = slot.worker;
+      if (!worker || worker.isDead()) continue;
+      exits.push(
+        new Promise<number>((resolve) => {
+          const timer = setTimeout(() => worker.process.kill("SIGKILL"), STOP_GRACE_MS);
+          worker.once("exit", (code) => {
+            clearTimeout(timer);
+            resolve(code ?? 1);
+          });
+          worker.process.kill("SIGTERM");
+        }),
+      );
+    }
+    const codes = await Promise.all(exits);
+    return codes.every((code) => code === 0) ? 0 : 1;
+  }
+
+  try {
+    // All at once (start-up is mostly loading code and the market): the first to migrate holds
+    // the migration lock (db/client.ts) and the others find the schema current.
+    const [leadReady] = await Promise.all(slots.map((slot) => fork(slot).ready));
+    internalPort = leadReady!.internalPort;
+    started = true;
+    return {
+      port: leadReady!.port,
+      internalPort: internalPort!,
+      pids: () => slots.map((slot) => slot.worker?.process.pid ?? 0),
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}

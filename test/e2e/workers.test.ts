@@ -1,0 +1,220 @@
+/**
+ * WORKERS=2: one `npm start` process as the primary of two server workers on one port
+ * (server/cluster.ts), over Postgres. Both workers answer calls on the public port (read from
+ * the kernel's socket table, not from anything the server says); candles pushed to the
+ * internal listener (the lead, the one engine writer) are answered by the follower too;
+ * alerts are sent exactly once, all by the lead; a worker killed with SIGKILL under load is
+ * restarted by the primary without a wrong charge; SIGTERM drains them all. On the embedded
+ * database WORKERS=2 is refused as a configuration error.
+ */
+import http from "node:http";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { create } from "@bufbuild/protobuf";
+import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { AdminService } from "../../gen/signals/v1/admin_pb.js";
+import { IngestService, PushCandlesRequestSchema, type PushCandlesRequest } from "../../gen/signals/v1/ingest_pb.js";
+import type { Candle } from "../../src/engine/index.ts";
+import { openDb, type DbHandle } from "../../src/db/client.ts";
+import { FAKE_BOT_TOKEN, startFakeTelegram, type FakeTelegram } from "../support/fake-telegram.ts";
+import { childEnv, runServerToExit, startServerProcess, type ServerProcess } from "../support/processes.ts";
+import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
+import { structureBreak } from "../support/structure-break.ts";
+import { connectionOwners } from "../support/socket-owners.ts";
+import { httpGet, Tally } from "../support/http-load.ts";
+import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
+import { waitFor } from "../support/reliability.ts";
+
+const H = 3_600_000;
+const INTERNAL_TOKEN = "workers-test-internal-token-07";
+const CHAT = "7001";
+const COINS = ["WA", "WB", "WC"];
+
+const bearer: Interceptor = (next) => (req) => {
+  req.header.set("authorization", `Bearer ${INTERNAL_TOKEN}`);
+  return next(req);
+};
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe("WORKERS on the embedded database", () => {
+  it("WORKERS=2 without DATABASE_URL is a configuration error (exit 2) that says why", async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), "signals-workers-"));
+    try {
+      const exit = await runServerToExit(childEnv({ DATA_DIR: dataDir, WORKERS: "2", PORT: "0", INTERNAL_PORT: "0" }));
+      expect(exit.code).toBe(2);
+      expect(exit.stderr).toBe("signals: configuration error: WORKERS above 1 needs DATABASE_URL: the embedded database (PGlite) is opened by one process only\n");
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on one port", () => {
+  let telegram: FakeTelegram;
+  let database: { url: string; drop: () => Promise<void> };
+  let server: ServerProcess;
+  let admin: Client<typeof AdminService>;
+  let db: DbHandle;
+  let account: { accountId: number; apiKey: string };
+  const sessions: Http2SessionManager[] = [];
+  const breakerOpen = Math.floor(Date.now() / H) * H - H;
+  const { history, breaker } = structureBreak(breakerOpen - 60 * H);
+
+  beforeAll(async () => {
+    telegram = await startFakeTelegram();
+    database = await createPostgresDatabase();
+    server = await startServerProcess(
+      childEnv({
+        DATABASE_URL: database.url,
+        WORKERS: "2",
+        PORT: "0",
+        INTERNAL_PORT: "0",
+        INTERNAL_TOKEN,
+        DEMO_ACCOUNT: "false",
+        DEMO_FEED: "false",
+        LOG_LEVEL: "info",
+        DB_POOL_SIZE: "4",
+        FAILED_KEY_LIMIT: "1000000",
+        DAILY_CAP: "10000000",
+        MONTHLY_GRANT: "100000000",
+        STALE_AFTER: "86400",
+        TELEGRAM_API_BASE: telegram.apiBase,
+        TELEGRAM_BOT_TOKEN: FAKE_BOT_TOKEN,
+        ALERT_MAX_DELAY: "7200",
+        ALERT_RETRY_BASE_MS: "100",
+      }),
+      90_000,
+    );
+    admin = createClient(AdminService, createConnectTransport({ baseUrl: server.internalUrl, httpVersion: "1.1", interceptors: [bearer] }));
+    db = await openDb({ databaseUrl: database.url, dataDir: "memory://", poolSize: 2 });
+    const created = await admin.createAccount({ email: "workers@example.test", plan: "node" });
+    account = { accountId: Number(created.account!.accountId), apiKey: created.apiKey };
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const s of sessions) s.abort();
+    await server?.kill();
+    await db?.close();
+    await telegram?.close();
+    await database?.drop();
+  });
+
+  /** Streams candles to the internal listener's IngestService over gRPC, as a feeder does. */
+  async function push(mode: "live" | "backfill", updates: Array<{ symbol: string; candle: Candle }>): Promise<void> {
+    const sessionManager = new Http2SessionManager(server.internalUrl);
+    sessions.push(sessionManager);
+    const client = createClient(IngestService, createGrpcTransport({ baseUrl: server.internalUrl, sessionManager, interceptors: [bearer] }));
+    async function* requests(): AsyncGenerator<PushCandlesRequest> {
+      for (const { symbol, candle } of updates) yield create(PushCandlesRequestSchema, { symbol, tf: "1h", ...candle, openTime: BigInt(candle.openTime), closed: true });
+    }
+    const res = await client.pushCandles(requests(), { headers: { "x-ingest-mode": mode } });
+    expect(res.accepted).toBe(BigInt(updates.length));
+    sessionManager.abort();
+  }
+
+  it("the primary forks two workers; calls on one port are answered by both, and the follower answers the candles the lead was pushed", async () => {
+    expect(server.workerPids).toHaveLength(2);
+    expect(new Set([server.pid, ...server.workerPids]).size).toBe(3);
+    await admin.setAlerts({ accountId: BigInt(account.accountId), alerts: { chatId: CHAT, symbols: COINS, timeframes: ["1h"] } });
+    await push("backfill", COINS.flatMap((symbol) => history.map((candle) => ({ symbol, candle }))));
+
+    const call = (agent: http.Agent) => httpGet(`${server.baseUrl}/api/v1/signals?symbols=${COINS.join(",")}&tf=1h`, { "x-api-key": account.apiKey }, agent, 20_000);
+    const allOk = (body: string) => (JSON.parse(body) as { signals: Array<{ ok: boolean }> }).signals.every((s) => s.ok);
+    // Rounds of 24 new connections until both workers hold some: the workers take connections
+    // from the kernel's queue as they are free (SCHED_NONE), so one round may go to one worker.
+    const seen = new Map<number, number>();
+    for (let round = 0; round < 20 && seen.size < 2; round++) {
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 24 });
+      try {
+        // Every answer, whichever worker gave it, reads the pushed coins (the follower reloads
+        // them on the lead's market_updated notification).
+        const answers = await waitFor(async () => {
+          const got = await Promise.all(Array.from({ length: 24 }, () => call(agent)));
+          return got.every((a) => a.status === 200 && allOk(a.body)) ? got : null;
+        }, 15_000, "every worker to answer the pushed coins");
+        expect(answers).toHaveLength(24);
+        for (const pid of connectionOwners(server.port, server.workerPids).values()) seen.set(pid, (seen.get(pid) ?? 0) + 1);
+      } finally {
+        agent.destroy();
+      }
+    }
+    console.log(`[workers figures] connections held per worker: ${JSON.stringify(Object.fromEntries(seen))}`);
+    expect(new Set(seen.keys())).toEqual(new Set(server.workerPids));
+  });
+
+  it("alerts are sent exactly once, all by the lead's outbox worker", async () => {
+    await push("live", COINS.map((symbol) => ({ symbol, candle: breaker })));
+    await telegram.waitForDelivered(COINS.length, 20_000);
+    // Time for a second delivery worker (if there were one) to send anything again.
+    await sleep(3_000);
+    expect(telegram.received.map((m) => m.eventId).sort()).toEqual(COINS.map((symbol) => `${symbol}-1h-${breakerOpen}`).sort());
+    // The lead's own counter (its internal /metrics) accounts for every message.
+    const metrics = await (await fetch(`${server.internalUrl}/metrics`, { headers: { authorization: `Bearer ${INTERNAL_TOKEN}` } })).text();
+    expect(metrics).toMatch(new RegExp(`^signals_alert_deliveries\\{result="sent"\\} ${COINS.length}$`, "m"));
+  });
+
+  it("kill -9 of the follower, then of the lead, under load: each is restarted, every 200 is charged once, no charge without a call that reached a worker", async () => {
+    const before = (await ledgerCheck(db, account.accountId)).charges;
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
+    const tally = new Tally();
+    let cutOff = 0;
+    let stop = false;
+    const loops = Array.from({ length: 16 }, async () => {
+      while (!stop) {
+        try {
+          tally.add(String((await httpGet(`${server.baseUrl}/api/v1/signals?symbols=WA`, { "x-api-key": account.apiKey }, agent, 20_000)).status));
+        } catch (err) {
+          if (/ECONNREFUSED/.test(String(err))) tally.add("refused");
+          else cutOff++;
+          await sleep(20);
+        }
+      }
+    });
+    const restarted = () => server.logs().filter((l) => l.msg === "worker restarted");
+    const [leadPid, followerPid] = server.workerPids as [number, number];
+    for (const [n, pid] of [[1, followerPid], [2, leadPid]] as const) {
+      await sleep(1_000);
+      process.kill(pid, "SIGKILL");
+      await waitFor(() => restarted().length === n, 30_000, () => `restart ${n}; logs: ${JSON.stringify(server.logs().slice(-5))}`);
+    }
+    await sleep(1_000);
+    stop = true;
+    await Promise.all(loops);
+    agent.destroy();
+
+    const check = await ledgerCheck(db, account.accountId);
+    const charges = check.charges - before;
+    const ok = tally.get("200");
+    console.log(`[workers figures] kill -9: ${JSON.stringify({ answers: tally.toObject(), cutOff, charges, restarts: restarted().map((l) => l.pid) })}`);
+    // The surviving worker answers everything while the other restarts: only 200s.
+    expect(Object.keys(tally.toObject())).toEqual(["200"]);
+    expect(ok).toBeGreaterThan(0);
+    expect(charges).toBeGreaterThanOrEqual(ok);
+    expect(charges).toBeLessThanOrEqual(ok + cutOff);
+    expect(ledgerBalances(check)).toBe(true);
+    // Both replacements are new processes; the lead came back on the same internal port.
+    const newPids = restarted().map((l) => Number(l.pid));
+    expect(newPids.every((pid) => alive(pid) && !server.workerPids.includes(pid))).toBe(true);
+    expect((await admin.getAccount({ accountId: BigInt(account.accountId) })).account?.accountId).toBe(BigInt(account.accountId));
+  });
+
+  it("SIGTERM to the primary drains every worker and exits 0", async () => {
+    const workers = server.logs().filter((l) => l.msg === "worker restarted").map((l) => Number(l.pid));
+    expect(workers).toHaveLength(2);
+    expect(await server.stop()).toBe(0);
+    expect(workers.filter(alive)).toEqual([]);
+    expect(server.logs().filter((l) => (l.level as number) >= 50)).toEqual([]);
+  });
+});

@@ -1,0 +1,56 @@
+/**
+ * Which process holds each accepted TCP connection of a listening port, read from Linux's
+ * /proc (the kernel's own record, so the server needs no header or label to say who answered).
+ */
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
+
+/** The inode of every established connection whose local port is `port`, by its remote port. */
+function establishedInodes(port: number): Map<string, number> {
+  const byInode = new Map<string, number>();
+  for (const file of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    let text = "";
+    try {
+      text = readFileSync(file, "utf8");
+    } catch {
+      continue;
+    }
+    for (const line of text.split("\n").slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      if (fields.length < 10) continue;
+      const [, local, remote, state] = fields as [string, string, string, string];
+      // 01 = ESTABLISHED; ports are hexadecimal after the colon.
+      if (state !== "01" || parseInt(local.split(":")[1]!, 16) !== port) continue;
+      byInode.set(fields[9]!, parseInt(remote.split(":")[1]!, 16));
+    }
+  }
+  return byInode;
+}
+
+/**
+ * For each established connection to `port` held by one of `pids`: the client's port and the
+ * holder's pid. A connection the primary accepted and handed on is held by the worker alone.
+ */
+export function connectionOwners(port: number, pids: number[]): Map<number, number> {
+  const inodes = establishedInodes(port);
+  const owners = new Map<number, number>();
+  for (const pid of pids) {
+    let fds: string[] = [];
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue;
+    }
+    for (const fd of fds) {
+      let target = "";
+      try {
+        target = readlinkSync(`/proc/${pid}/fd/${fd}`);
+      } catch {
+        continue;
+      }
+      const inode = /^socket:\[(\d+)\]$/.exec(target)?.[1];
+      const clientPort = inode === undefined ? undefined : inodes.get(inode);
+      if (clientPort !== undefined) owners.set(clientPort, pid);
+    }
+  }
+  return owners;
+}
