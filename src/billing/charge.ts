@@ -197,8 +197,7 @@ interface PendingCall {
 
 /**
  * Groups the calls that arrive in the same turn of the event loop (up to MAX_BATCH) into one
- * chargeBatch, and the groups that waited for a free slot into one. Several groups may be in
- * flight at once, each on its own pool connection.
+ * chargeBatch. Several groups may be in flight at once, each on its own pool connection.
  */
 export function createChargeBatcher(handle: DbHandle, limits: Limits, options: BatcherOptions = {}): Charger {
   const resolveWithinMs = options.resolveWithinMs ?? 10_000;
@@ -271,16 +270,11 @@ export function createChargeBatcher(handle: DbHandle, limits: Limits, options: B
     return [];
   };
 
-  // The groups that queued while every slot was busy go out as ONE statement (up to MAX_BATCH
-  // calls): under load the calls of several event-loop turns share a commit and a round trip.
   const next = () => {
     while (inFlight < maxInFlight && waiting.length > 0) {
-      let merged: PendingCall[] = [];
-      while (waiting.length > 0 && merged.length + waiting[0]!.group.length <= MAX_BATCH) {
-        const { group, since } = waiting.shift()!;
-        merged = merged.concat(live(group, since));
-      }
-      if (merged.length > 0) send(merged);
+      const { group, since } = waiting.shift()!;
+      const kept = live(group, since);
+      if (kept.length > 0) send(kept);
     }
   };
 
