@@ -162,14 +162,15 @@ async function checkBill(db: postgres.Sql, answered: number, inFlightAtStops: nu
   const [row] = await db`
     SELECT (SELECT count(*)::int FROM ledger_entries WHERE kind = 'charge') AS charges,
            (SELECT count(*)::int FROM ledger_entries WHERE kind = 'adjustment' AND grant_delta + pack_delta > 0) AS refunds,
+           (SELECT count(*)::int FROM charge_attempts WHERE results IS NOT NULL) AS statements,
            (SELECT count(*)::int FROM accounts a
              WHERE a.grant_balance <> coalesce((SELECT sum(grant_delta) FROM ledger_entries l WHERE l.account_id = a.id), 0)
                 OR a.pack_balance <> coalesce((SELECT sum(pack_delta) FROM ledger_entries l WHERE l.account_id = a.id), 0)) AS unbalanced`;
-  const { charges, refunds, unbalanced } = row as { charges: number; refunds: number; unbalanced: number };
+  const { charges, refunds, statements, unbalanced } = row as { charges: number; refunds: number; statements: number; unbalanced: number };
   // Every answer a client counted was charged; a charge not counted can only be a call answered
   // after its client stopped listening (wrk stops with up to one call per connection in flight).
   const exact = unbalanced === 0 && charges >= answered && charges - refunds <= answered + inFlightAtStops;
-  return { charges, refunds, unbalanced, exact };
+  return { charges, refunds, statements, unbalanced, exact };
 }
 
 const ms = (v: number) => `${v.toFixed(2)} ms`;
@@ -216,7 +217,7 @@ export async function benchApi(): Promise<string> {
     children.push(bare.child);
 
     console.log(`baseline: pgbench UPDATE … RETURNING, ${CONNECTIONS} clients, ${SECONDS}s …`);
-    const pgbenchCpu = trackPostgresCpu();
+    const pgbenchCpu = trackPostgresCpu(new URL(database.url).pathname.slice(1));
     const baselineTps = await pgbenchBaseline(database.url, dir);
     const pgCpuPerTx = pgbenchCpu.stop() / (baselineTps * SECONDS);
 
@@ -224,7 +225,7 @@ export async function benchApi(): Promise<string> {
     const lua = wrkScript(dir, keys);
     const warm = WARMUP_SECONDS > 0 ? await wrk(server.port, lua, WARMUP_SECONDS) : { ok: 0, errors: 0 };
     const cpu0 = { server: treeCpuSeconds(server.child.pid!), machine: machineBusySeconds() };
-    const billedPgCpu = trackPostgresCpu();
+    const billedPgCpu = trackPostgresCpu(new URL(database.url).pathname.slice(1));
     const billed = await wrk(server.port, lua, SECONDS);
     const perCall = (seconds: number) => (1e6 * seconds) / Math.max(1, billed.ok);
     const cpu = {
@@ -233,8 +234,13 @@ export async function benchApi(): Promise<string> {
       machine: perCall(machineBusySeconds() - cpu0.machine),
     };
 
+    // The floor: the same wrk load on the bare node:http server, for its CPU per request.
+    const bareCpu0 = treeCpuSeconds(bare.child.pid!);
+    const bareWrk = await wrk(bare.port, lua, Math.min(SECONDS, 5));
+    const bareCpuPerRequest = (1e6 * (treeCpuSeconds(bare.child.pid!) - bareCpu0)) / Math.max(1, bareWrk.ok);
+
     const steady: { rate: number; bare: OpenLoopResult; billed: OpenLoopResult }[] = [];
-    for (const rate of RATES) {
+    for (const rate of OPEN_LOOP_SECONDS > 0 ? RATES : []) {
       console.log(`open loop at ${rate} calls/s, ${OPEN_LOOP_SECONDS}s each: bare node:http, then billed …`);
       const options = { rate, seconds: OPEN_LOOP_SECONDS, connections: CONNECTIONS };
       const bareResult = await openLoop({ ...options, url: `http://127.0.0.1:${bare.port}${QUERY}` });
@@ -244,7 +250,7 @@ export async function benchApi(): Promise<string> {
 
     const answered = 1 + warm.ok + billed.ok + steady.reduce((sum, s) => sum + s.billed.ok, 0);
     const bill = await checkBill(db, answered, CONNECTIONS * (WARMUP_SECONDS > 0 ? 2 : 1));
-    const errors = warm.errors + billed.errors + steady.reduce((sum, s) => sum + s.billed.errors + s.bare.errors, 0);
+    const errors = warm.errors + billed.errors + bareWrk.errors + steady.reduce((sum, s) => sum + s.billed.errors + s.bare.errors, 0);
 
     const ratio = billed.rps / baselineTps;
     const verdicts: Verdict[] = [];
@@ -264,9 +270,10 @@ export async function benchApi(): Promise<string> {
       );
     }
     rows.push(
-      `| server CPU per billed call (all workers) | ${cpu.server.toFixed(0)} µs | | | |`,
+      `| server CPU per call (all workers) / bare node:http per request, same wrk load | ${cpu.server.toFixed(0)} µs | ${bareCpuPerRequest.toFixed(0)} µs (${bareWrk.rps.toFixed(0)} req/s) | ${(cpu.server / bareCpuPerRequest).toFixed(2)} × | |`,
       `| PostgreSQL CPU per billed call / per pgbench transaction | ${cpu.pg.toFixed(0)} µs | ${(pgCpuPerTx * 1e6).toFixed(0)} µs | ${(cpu.pg / (pgCpuPerTx * 1e6)).toFixed(2)} × | |`,
       `| machine CPU per billed call (server, PostgreSQL, wrk, everything else) | ${cpu.machine.toFixed(0)} µs | | | |`,
+      `| charge statements (one commit each) / calls per statement, every phase | ${bill.statements} / ${(bill.charges / Math.max(1, bill.statements)).toFixed(1)} | | | |`,
       `| errors (non-2xx, socket, failed requests), every phase | ${errors} | | | 0 ${errors === 0 ? "✔" : "✘"} |`,
       `| bill: charges / answered 200s / refunds / unbalanced accounts | ${bill.charges} / ${answered} / ${bill.refunds} / ${bill.unbalanced} | | | exact ${bill.exact ? "✔" : "✘"} |`,
     );

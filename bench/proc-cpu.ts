@@ -45,20 +45,28 @@ export function treeCpuSeconds(rootPid: number): number {
   return all.filter((p) => tree.has(p.pid)).reduce((sum, p) => sum + p.cpuSeconds, 0);
 }
 
-const isPostgres = (p: ProcStat) => p.comm === "postgres" || p.comm.startsWith("postgres:");
+/** A PostgreSQL backend serving `database` (its process title names the database). */
+function servesDatabase(p: ProcStat, database: string): boolean {
+  if (p.comm !== "postgres" && !p.comm.startsWith("postgres:")) return false;
+  try {
+    return readFileSync(`/proc/${p.pid}/cmdline`, "utf8").includes(` ${database} `);
+  } catch {
+    return false;
+  }
+}
 
 /**
- * Starts counting the CPU of every PostgreSQL process on the machine (backends of other
- * databases included: on a shared machine this over-counts, never under-counts). Backends that
- * exit meanwhile (pgbench's, at its end) are counted up to their last sample, taken every
+ * Starts counting the CPU of the PostgreSQL backends serving `database` (not the server's
+ * shared background processes, nor other databases' backends on a shared machine). Backends
+ * that exit meanwhile (pgbench's, at its end) are counted up to their last sample, taken every
  * 100 ms; `stop()` returns the CPU seconds used since the start.
  */
-export function trackPostgresCpu(): { stop(): number } {
+export function trackPostgresCpu(database: string): { stop(): number } {
   const first = new Map<number, number>();
   const last = new Map<number, number>();
   const sample = () => {
     for (const p of allProcesses()) {
-      if (!isPostgres(p)) continue;
+      if (!servesDatabase(p, database)) continue;
       if (!first.has(p.pid)) first.set(p.pid, sampled ? 0 : p.cpuSeconds);
       last.set(p.pid, p.cpuSeconds);
     }
