@@ -20,7 +20,8 @@
  *   node bench/api.ts [--smoke]      (PostgreSQL at BENCH_DATABASE_URL or 127.0.0.1:5432, wrk, pgbench)
  *
  * Environment: BENCH_SECONDS (wrk and pgbench, default 15), BENCH_OPEN_LOOP_SECONDS (default
- * 10), BENCH_WORKERS (default 2), BENCH_SERVER_NODE_OPTIONS (e.g. "--cpu-prof --cpu-prof-dir=…").
+ * 10), BENCH_WORKERS (default 2), BENCH_DB_POOL_SIZE (the server's DB_POOL_SIZE, default its own),
+ * BENCH_SERVER_NODE_OPTIONS (e.g. "--cpu-prof --cpu-prof-dir=…").
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -86,20 +87,25 @@ async function createAccounts(dbUrl: string, count: number): Promise<string[]> {
   return keys;
 }
 
-/** Gives the server real readings for the 8 coins (800 closed 15m candles each, ending now). */
+/**
+ * Gives the server real readings for the 8 coins (800 closed 15m candles each, ending now), one
+ * stream per coin; a stream cut short (seen once on a machine at load 25) is sent again, which
+ * the feed accepts (candles are upserted).
+ */
 async function pushCandles(internalPort: number): Promise<void> {
   const client = createClient(IngestService, createGrpcTransport({ baseUrl: `http://127.0.0.1:${internalPort}` }));
   const count = 800;
   const lastOpen = Date.now() - (Date.now() % 900_000) - 900_000;
-  async function* updates() {
-    for (const symbol of COINS) {
-      let i = 0;
-      for (const k of demoCandles(symbol, count)) {
-        yield create(PushCandlesRequestSchema, { symbol, tf: "15m", openTime: BigInt(lastOpen - (count - 1 - i++) * 900_000), open: k.open, high: k.high, low: k.low, close: k.close, volume: k.volume, closed: true });
-      }
+  async function* updates(symbol: string) {
+    let i = 0;
+    for (const k of demoCandles(symbol, count)) {
+      yield create(PushCandlesRequestSchema, { symbol, tf: "15m", openTime: BigInt(lastOpen - (count - 1 - i++) * 900_000), open: k.open, high: k.high, low: k.low, close: k.close, volume: k.volume, closed: true });
     }
   }
-  await client.pushCandles(updates(), { headers: { authorization: `Bearer ${TOKEN}` } });
+  for (const symbol of COINS) {
+    const push = () => client.pushCandles(updates(symbol), { headers: { authorization: `Bearer ${TOKEN}` } });
+    await push().catch(push);
+  }
 }
 
 interface WrkResult {
@@ -202,6 +208,7 @@ export async function benchApi(): Promise<string> {
       DAILY_CAP: "10000000",
       STALE_AFTER: "86400",
       WORKERS,
+      ...(process.env.BENCH_DB_POOL_SIZE ? { DB_POOL_SIZE: process.env.BENCH_DB_POOL_SIZE } : {}),
       ...(process.env.BENCH_SERVER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_SERVER_NODE_OPTIONS } : {}),
     });
     children.push(server.child);
