@@ -2,25 +2,8 @@
  * Structured JSON logs (pino). Secrets never reach a log line: headers that carry them are
  * redacted by path, and nothing logs a raw key anywhere in the code.
  */
-import { pino, type DestinationStream, type Logger, type LoggerOptions } from "pino";
+import { pino, type Logger, type LoggerOptions } from "pino";
 import { currentRequest } from "./request-context.ts";
-
-/** Bytes of log lines gathered before one write to stdout. */
-const STDOUT_BUFFER_BYTES = 4096;
-/** The longest a line waits in that buffer. */
-const STDOUT_FLUSH_MS = 200;
-
-/**
- * Stdout for log lines, written in blocks: pino's default destination makes one write(2) per
- * line, and with an access-log line per request that was ~8% of the server's CPU under load
- * (bench/README.md). Lines wait at most STDOUT_FLUSH_MS; pino flushes what is left
- * synchronously when the process exits. A kill -9 can lose the last ≤ 200 ms of lines.
- */
-function bufferedStdout(): DestinationStream {
-  const stream = pino.destination({ dest: 1, minLength: STDOUT_BUFFER_BYTES, sync: false });
-  setInterval(() => stream.flush(), STDOUT_FLUSH_MS).unref();
-  return stream;
-}
 
 /** Creates the process logger writing JSON lines to stdout (or to `destination`, in tests). */
 export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
@@ -37,7 +20,7 @@ export function createLogger(level: string, destination?: NodeJS.WritableStream)
       censor: "[redacted]",
     },
   };
-  return pino(options, destination ?? bufferedStdout());
+  return destination ? pino(options, destination) : pino(options);
 }
 
 /**
