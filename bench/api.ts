@@ -20,7 +20,7 @@
  *   node bench/api.ts [--smoke]      (PostgreSQL at BENCH_DATABASE_URL or 127.0.0.1:5432, wrk, pgbench)
  *
  * Environment: BENCH_SECONDS (wrk and pgbench, default 15), BENCH_OPEN_LOOP_SECONDS (default
- * 10), BENCH_WORKERS (default 2), BENCH_DB_POOL_SIZE (the server's DB_POOL_SIZE, default its own),
+ * 10), BENCH_RATES (open-loop rates, default "1000,4000"), BENCH_WORKERS (default 2), BENCH_DB_POOL_SIZE (the server's DB_POOL_SIZE, default its own),
  * BENCH_SERVER_NODE_OPTIONS (e.g. "--cpu-prof --cpu-prof-dir=…").
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
@@ -50,7 +50,7 @@ const ACCOUNTS = 64;
 const SECONDS = SMOKE ? 1 : Number(process.env.BENCH_SECONDS ?? 15);
 const WARMUP_SECONDS = SMOKE ? 0 : 3;
 const OPEN_LOOP_SECONDS = SMOKE ? 0.5 : Number(process.env.BENCH_OPEN_LOOP_SECONDS ?? 10);
-const RATES = [1000, 4000];
+const RATES = (process.env.BENCH_RATES ?? "1000,4000").split(",").map(Number);
 const WORKERS = process.env.BENCH_WORKERS ?? "2";
 const COINS = ["BTC", "ETH", "SOL", "BNB", "XRP", "ADA", "DOGE", "DOT"];
 const QUERY = `/api/v1/signals?symbols=${COINS.join(",")}&tf=1h`;
