@@ -59,18 +59,20 @@ export function requestFromQuery(schema: DescMessage, query: URLSearchParams): u
   return create(schema, init as never);
 }
 
-/** Converts Node's header object into fetch Headers; returns null if a value is unusable. */
-export function headersOf(req: NodeRequest): Headers | null {
-  const headers = new Headers();
-  try {
-    for (const [name, value] of Object.entries(req.headers)) {
-      if (name.startsWith(":") || value === undefined) continue;
-      for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
-    }
-  } catch {
-    return null;
+/**
+ * Node's header object as name/value pairs for a fetch Headers (HTTP/2 pseudo-headers left
+ * out). The handler context builds the one Headers from them (building our own first and
+ * letting the context copy it cost a second Headers per call).
+ */
+export function headerPairs(req: NodeRequest): [string, string][] {
+  const pairs: [string, string][] = [];
+  for (const name in req.headers) {
+    const value = req.headers[name];
+    if (name.startsWith(":") || value === undefined) continue;
+    if (Array.isArray(value)) for (const v of value) pairs.push([name, v]);
+    else pairs.push([name, value]);
   }
-  return headers;
+  return pairs;
 }
 
 /** Writes the contract's error body with the catalogue's status. */
@@ -146,20 +148,22 @@ export function createRestHandler(services: readonly RestService[], logger: Logg
       sendError(res, "method_not_allowed", `Use ${route.verb} for ${route.path}.`, { allow: route.verb });
       return true;
     }
-    const requestHeader = headersOf(req);
-    if (requestHeader === null) {
+    let ctx: ReturnType<typeof createHandlerContext>;
+    try {
+      ctx = createHandlerContext({
+        service: route.service,
+        method: route.method,
+        protocolName: "rest",
+        requestMethod: route.verb,
+        url: url.toString(),
+        requestHeader: headerPairs(req),
+        shutdownSignal,
+      });
+    } catch {
+      // Headers refuses a value it cannot carry (Node's parser lets some through).
       sendError(res, "bad_request", "A request header has a value that cannot be read.");
       return true;
     }
-    const ctx = createHandlerContext({
-      service: route.service,
-      method: route.method,
-      protocolName: "rest",
-      requestMethod: route.verb,
-      url: url.toString(),
-      requestHeader,
-      shutdownSignal,
-    });
     // The context links its signal to the shutdown signal; abort() in `finally` unlinks it, or
     // every request would leave a listener behind (a leak that slows each later request).
     res.once("close", () => ctx.abort(REQUEST_DONE));
