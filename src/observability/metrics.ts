@@ -28,6 +28,8 @@ export interface Metrics {
   readonly chargesInFlight: Gauge;
   /** Free calls (movers, derivatives, news, macro, fundamentals) by method, protocol and outcome. */
   readonly freeCalls: Counter<"method" | "protocol" | "outcome">;
+  /** Computations of a series' chart data and track record (once per candle close or signal event, not per view). */
+  readonly trackRecordComputations: Counter<"tf">;
 }
 
 export function createMetrics(sources: MetricSources): Metrics {
@@ -46,6 +48,12 @@ export function createMetrics(sources: MetricSources): Metrics {
     name: "signals_free_calls_total",
     help: "Free calls (movers, derivatives, news, macro, fundamentals, usage) by method, protocol and outcome code.",
     labelNames: ["method", "protocol", "outcome"] as const,
+    registers: [registry],
+  });
+  const trackRecordComputations = new Counter({
+    name: "signals_track_record_computations_total",
+    help: "Chart data and track record computations of one coin and timeframe (after a candle close or signal event; page views in between are served from memory).",
+    labelNames: ["tf"] as const,
     registers: [registry],
   });
   new Gauge({ name: "signals_db_pool_size", help: "Database connections this process may open.", registers: [registry] }).set(sources.poolSize);
@@ -104,5 +112,5 @@ export function createMetrics(sources: MetricSources): Metrics {
     });
   }
 
-  return { registry, calls, chargeSeconds, chargesInFlight, freeCalls };
+  return { registry, calls, chargeSeconds, chargesInFlight, freeCalls, trackRecordComputations };
 }
