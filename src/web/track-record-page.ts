@@ -7,8 +7,8 @@
 import type { PageContext } from "./auth-pages.ts";
 import { DEFAULT_FEE_PCT, type BacktestResult } from "./backtest.ts";
 import type { ChartData } from "./chart-data.ts";
-import { backtestFigures, chartPath, formatFee, signClass } from "./chart-page.ts";
-import { formatMyt } from "./format.ts";
+import { backtestFigures, formatFee, signClass } from "./chart-page.ts";
+import { formatMytDate } from "./format.ts";
 import { html, layout, type SafeHtml } from "./html.ts";
 
 function seriesRow(data: ChartData, bt: BacktestResult): SafeHtml {
@@ -21,8 +21,7 @@ function seriesRow(data: ChartData, bt: BacktestResult): SafeHtml {
     <td data-label="Compounded" data-field="total" class="${signClass(bt.totalPct)}">${f.total}</td>
     <td data-label="Buy and hold" data-field="buyHold" class="${signClass(bt.buyHoldPct)}">${f.buyHold}</td>
     <td data-label="Max drawdown" data-field="drawdown">${f.drawdown}</td>
-    <td data-label="Period" class="text">${bt.from === null || bt.to === null ? "no closed trade yet" : `${formatMyt(bt.from)} to ${formatMyt(bt.to)}`}</td>
-    <td data-label="Chart" class="text"><a href="${chartPath(data.symbol, data.tf)}">members</a></td>
+    <td data-label="Period" class="text period">${bt.from === null || bt.to === null ? "no closed trade yet" : `${formatMytDate(bt.from)} to ${formatMytDate(bt.to)}`}</td>
   </tr>`;
 }
 
@@ -52,9 +51,10 @@ export function renderTrackRecordPage(ctx: PageContext, series: ReadonlyArray<{ 
 ${shown.length === 0
   ? html`<p>No signal has been recorded yet.</p>`
   : html`<table id="public-track-record" class="stack" aria-describedby="track-note">
-  <thead><tr><th scope="col">Coin</th><th scope="col">Trades</th><th scope="col">Win rate</th><th scope="col">Average per trade</th><th scope="col">Compounded</th><th scope="col">Buy and hold</th><th scope="col">Max drawdown</th><th scope="col" class="text">Period</th><th scope="col" class="text">Chart</th></tr></thead>
+  <thead><tr><th scope="col">Coin</th><th scope="col">Trades</th><th scope="col">Win rate</th><th scope="col">Average per trade</th><th scope="col">Compounded</th><th scope="col">Buy and hold</th><th scope="col">Max drawdown</th><th scope="col" class="text">Period</th></tr></thead>
   <tbody>${shown.map((s) => seriesRow(s.data, s.backtest))}</tbody>
-</table>`}
+</table>
+<p class="muted">Members see each of these on its chart page (<a href="/charts">Charts</a>, after signing in), with every signal, the equity curve and a fee of their choice.</p>`}
 ${METHOD}
 <p class="muted">Past results do not predict future ones. Educational information, not investment advice.</p>`,
   );
