@@ -17,6 +17,8 @@ import { DEFAULT_FEE_PCT, runBacktest, type BacktestResult, type CloseSeries } f
 
 /** Candles drawn on the chart (the newest ones); the track record uses the whole history. */
 export const CHART_CANDLES = 1500;
+/** Backtests at fees other than the default kept per series (the latest ones asked for). */
+const FEES_KEPT = 8;
 /** Events listed in the page's signal history table (newest first). */
 export const HISTORY_ROWS = 30;
 
@@ -133,6 +135,8 @@ async function seriesStamps(handle: DbHandle, symbol: string | null): Promise<Ma
  */
 export class ChartDataCache {
   private readonly entries = new Map<string, { stamp: string; data: Promise<ChartData> }>();
+  /** Backtests at other fees, per computed copy (dropped with it), at most FEES_KEPT each. */
+  private readonly otherFees = new WeakMap<ChartData, Map<number, BacktestResult>>();
   private readonly db: DbHandle;
   private readonly onComputed: (symbol: string, tf: Timeframe) => void;
 
@@ -157,6 +161,21 @@ export class ChartDataCache {
     // One series after another: a burst of recomputation must not take every pooled connection.
     for (const coin of coinList) for (const tf of coin.timeframes) out.push(await this.fresh(coin.symbol, tf, coin.timeframes, stamps.get(`${coin.symbol}/${tf}`) ?? "none"));
     return out;
+  }
+
+  /** The backtest of `data` at a fee per side: the default's is part of the data; others are computed once per copy. */
+  backtestAt(data: ChartData, feePct: number): BacktestResult {
+    if (feePct === DEFAULT_FEE_PCT) return data.backtest;
+    let byFee = this.otherFees.get(data);
+    if (!byFee) this.otherFees.set(data, (byFee = new Map()));
+    let result = byFee.get(feePct);
+    if (!result) {
+      result = runBacktest(data.record.trades, data.closes, feePct);
+      // Oldest first out: a member trying fees keeps the last few without growing the cache.
+      if (byFee.size >= FEES_KEPT) byFee.delete(byFee.keys().next().value!);
+      byFee.set(feePct, result);
+    }
+    return result;
   }
 
   private fresh(symbol: string, tf: Timeframe, timeframes: readonly Timeframe[], stamp: string): Promise<ChartData> {

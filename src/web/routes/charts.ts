@@ -7,7 +7,7 @@ import { Hono } from "hono";
 import { isWellFormedSymbol } from "../../market/symbols.ts";
 import { normaliseTimeframe } from "../../signals/request.ts";
 import { renderMessagePage } from "../auth-pages.ts";
-import { runBacktest, parseFeePct, DEFAULT_FEE_PCT } from "../backtest.ts";
+import { parseFeePct } from "../backtest.ts";
 import { listChartCoins } from "../chart-data.ts";
 import { loadFeedStatus } from "../status-page.ts";
 import { chartPath, renderChartIndexPage, renderChartPage } from "../chart-page.ts";
@@ -43,8 +43,7 @@ export function chartRoutes(kit: PageKit): Hono<WebEnv> {
     }
     const now = clock();
     const [status] = await loadFeedStatus(db, now, config.staleAfterMs, symbol);
-    // The default fee's backtest is computed with the data; another fee is one pass over the cached closes.
-    const backtest = fee.feePct === DEFAULT_FEE_PCT ? data.backtest : runBacktest(data.record.trades, data.closes, fee.feePct);
+    const backtest = kit.chartData.backtestAt(data, fee.feePct);
     return kit.page(c, 200, renderChartPage(signed.ctx, data, backtest, { status: status ?? null, now, staleAfterMs: config.staleAfterMs }, [kit.assets.url("lightweight-charts.js"), kit.assets.url("chart.js")]));
   });
   app.all("/charts/:symbol{[^/]{1,40}}", methodNotAllowed(kit, "GET"));
