@@ -29,7 +29,7 @@ const SIGNAL_LABELS: Record<SignalName, string> = {
   NONE: "None (invalidated)",
 };
 
-/** The chart page's path for a coin and timeframe (the same one alert messages link to). */
+/** The chart page's path for a coin and timeframe (the same one alert messages link to), with a fee other than the default. */
 export function chartPath(symbol: string, tf: Timeframe, feePct: number = DEFAULT_FEE_PCT): string {
   const fee = feePct === DEFAULT_FEE_PCT ? "" : `&fee=${feePct}`;
   return `/charts/${encodeURIComponent(symbol)}?tf=${encodeURIComponent(tf)}${fee}`;
@@ -72,9 +72,10 @@ function percentCell(value: number | null, label: string): SafeHtml {
   return html`<td data-label="${label}" class="${signClass(value)}">${formatPercent(value)}</td>`;
 }
 
-function tfLinks(symbol: string, timeframes: readonly Timeframe[], current: Timeframe | null): SafeHtml {
+/** Links to a coin's timeframes; a chosen fee goes along. */
+function tfLinks(symbol: string, timeframes: readonly Timeframe[], current: Timeframe | null, feePct: number = DEFAULT_FEE_PCT): SafeHtml {
   return html`<ul class="tf-links">${timeframes.map(
-    (tf) => html`<li><a href="${chartPath(symbol, tf)}"${tf === current ? html` aria-current="page"` : ""}>${tf}</a></li>`,
+    (tf) => html`<li><a href="${chartPath(symbol, tf, feePct)}"${tf === current ? html` aria-current="page"` : ""}>${tf}</a></li>`,
   )}</ul>`;
 }
 
@@ -236,7 +237,7 @@ export function renderChartPage(ctx: SignedInContext, data: ChartData, bt: Backt
   return layout(
     { title: `${data.symbol} ${data.tf} chart`, stylesheet: ctx.stylesheet, signedIn: ctx.signedIn, current: "charts", scripts },
     html`<h1>${data.symbol} <span class="muted">${data.tf}</span></h1>
-<nav aria-label="Timeframes">${tfLinks(data.symbol, data.timeframes, data.tf)}</nav>
+<nav aria-label="Timeframes">${tfLinks(data.symbol, data.timeframes, data.tf, bt.feePct)}</nav>
 ${staleBanner(data.symbol, feed.status, feed.now, feed.staleAfterMs)}
 <section aria-labelledby="now-h">
   <h2 id="now-h">Current levels</h2>

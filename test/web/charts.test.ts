@@ -153,6 +153,8 @@ describe.runIf(chromiumAvailable && realCandlesAvailable)("chart page and /track
     expect(await page.locator("#backtest-buyhold").textContent()).toBe(expected.buyHold);
     expect(await page.locator("#backtest-total").textContent()).not.toBe(before);
     expect(await page.locator("#fee").inputValue()).toBe("0.5");
+    // Switching the timeframe keeps the chosen fee.
+    expect(await page.getByRole("link", { name: "1d", exact: true }).getAttribute("href")).toBe("/charts/BTC?tf=1d&fee=0.5");
   });
 
   it("shows /track-record without a session, with the chart page's numbers", async () => {

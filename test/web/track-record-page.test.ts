@@ -83,6 +83,9 @@ describe.runIf(realCandlesAvailable)("public track record and the chart page's b
     const chart = await fetch(`${server.baseUrl}/charts/BTC?tf=1h`, { redirect: "manual" });
     expect(chart.status).toBe(303);
     expect(chart.headers.get("location")).toMatch(/^\/signin/);
+    // After signing in the member comes back at the fee they asked for.
+    const atFee = await fetch(`${server.baseUrl}/charts/BTC?tf=1h&fee=0.2`, { redirect: "manual" });
+    expect(atFee.headers.get("location")).toBe(`/signin?next=${encodeURIComponent("/charts/BTC?tf=1h&fee=0.2")}`);
   });
 
   it("shows the chart page's numbers for the same coin, timeframe and fee, equal to a fresh computation", async () => {

@@ -7,7 +7,7 @@ import { Hono } from "hono";
 import { isWellFormedSymbol } from "../../market/symbols.ts";
 import { normaliseTimeframe } from "../../signals/request.ts";
 import { renderMessagePage } from "../auth-pages.ts";
-import { parseFeePct } from "../backtest.ts";
+import { DEFAULT_FEE_PCT, parseFeePct } from "../backtest.ts";
 import { listChartCoins } from "../chart-data.ts";
 import { loadFeedStatus } from "../status-page.ts";
 import { chartPath, renderChartIndexPage, renderChartPage } from "../chart-page.ts";
@@ -30,9 +30,9 @@ export function chartRoutes(kit: PageKit): Hono<WebEnv> {
     const rawSymbol = c.req.param("symbol");
     const symbol = rawSymbol.toUpperCase();
     const tf = normaliseTimeframe(c.req.query("tf"));
-    const signed = c.get("signed");
-    if (signed === null) return kit.toSignIn(c, chartPath(symbol, tf));
     const fee = parseFeePct(c.req.query("fee"));
+    const signed = c.get("signed");
+    if (signed === null) return kit.toSignIn(c, chartPath(symbol, tf, fee.ok ? fee.feePct : DEFAULT_FEE_PCT));
     if (!fee.ok) return kit.page(c, 400, renderMessagePage(signed.ctx, "Fee refused", fee.message, { href: chartPath(symbol, tf), text: `Open ${symbol} ${tf} at the default fee` }));
     const data = isWellFormedSymbol(symbol) ? await kit.chartData.get(symbol, tf) : null;
     if (data === null) {
