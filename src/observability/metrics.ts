@@ -31,6 +31,8 @@ export interface Metrics {
   /** Batched writes of API keys' last-used times, and the key rows they updated (accounts/key-last-used.ts). */
   readonly keyLastUsedFlushes: Counter;
   readonly keyLastUsedRows: Counter;
+  /** Computations of a series' chart data and track record (once per candle close or signal event, not per view). */
+  readonly trackRecordComputations: Counter<"tf">;
 }
 
 export function createMetrics(sources: MetricSources): Metrics {
@@ -53,6 +55,12 @@ export function createMetrics(sources: MetricSources): Metrics {
   });
   const keyLastUsedFlushes = new Counter({ name: "signals_api_key_last_used_flushes_total", help: "UPDATE statements that wrote API keys' last-used times (one per window, not one per call).", registers: [registry] });
   const keyLastUsedRows = new Counter({ name: "signals_api_key_last_used_rows_total", help: "API key rows whose last-used time those statements wrote.", registers: [registry] });
+  const trackRecordComputations = new Counter({
+    name: "signals_track_record_computations_total",
+    help: "Chart data and track record computations of one coin and timeframe (after a candle close or signal event; page views in between are served from memory).",
+    labelNames: ["tf"] as const,
+    registers: [registry],
+  });
   new Gauge({ name: "signals_db_pool_size", help: "Database connections this process may open.", registers: [registry] }).set(sources.poolSize);
 
   const outboxPending = new Gauge({ name: "signals_outbox_pending", help: "Messages waiting for delivery.", registers: [registry] });
@@ -109,5 +117,5 @@ export function createMetrics(sources: MetricSources): Metrics {
     });
   }
 
-  return { registry, calls, chargeSeconds, chargesInFlight, freeCalls, keyLastUsedFlushes, keyLastUsedRows };
+  return { registry, calls, chargeSeconds, chargesInFlight, freeCalls, keyLastUsedFlushes, keyLastUsedRows, trackRecordComputations };
 }

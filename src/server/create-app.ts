@@ -125,7 +125,7 @@ export function createApp(deps: AppDeps): App {
     shutdown.signal,
   );
   const docs = createDocsHandler(publicOpenApiDocument(config.publicBaseUrl));
-  const web = createWebHandler(deps, {
+  const web = createWebHandler({ ...deps, onTrackRecordComputed: (_symbol, tf) => metrics.trackRecordComputations.inc({ tf }) }, {
     notFound: () =>
       errorResponse(
         "not_found",

@@ -1,7 +1,9 @@
 /**
  * What a chart page shows, read from the store: closed candles, the stored signal events, the
  * confirmed levels at the last close (from the engine checkpoint, so any server process can
- * draw them, whether or not it runs the feed) and the track record computed from all of it.
+ * draw them, whether or not it runs the feed) and the track record and backtest computed from
+ * all of it. ChartDataCache keeps one computed copy per coin and timeframe until that series'
+ * next candle close or signal event (docs/track-record.md, "Caching").
  */
 import { and, asc, desc, eq, gte, sql } from "drizzle-orm";
 import type { DbHandle } from "../db/client.ts";
@@ -11,9 +13,12 @@ import { derivedTimeframes, isTimeframe } from "../market/timeframes.ts";
 import type { Timeframe } from "../market/timeframes.ts";
 import type { SignalName } from "../market/snapshot.ts";
 import { computeTrackRecord, type TrackEvent, type TrackRecord } from "./track-record.ts";
+import { DEFAULT_FEE_PCT, runBacktest, type BacktestResult, type CloseSeries } from "./backtest.ts";
 
 /** Candles drawn on the chart (the newest ones); the track record uses the whole history. */
 export const CHART_CANDLES = 1500;
+/** Backtests at fees other than the default kept per series (the latest ones asked for). */
+const FEES_KEPT = 8;
 /** Events listed in the page's signal history table (newest first). */
 export const HISTORY_ROWS = 30;
 
@@ -39,6 +44,10 @@ export interface ChartData {
   readonly events: readonly StoredEvent[];
   readonly levels: CurrentLevels | null;
   readonly record: TrackRecord;
+  /** Closes from the first event on (what the record and the backtest are computed over). */
+  readonly closes: CloseSeries;
+  /** The backtest at DEFAULT_FEE_PCT (other fees: runBacktest over `record.trades` and `closes`). */
+  readonly backtest: BacktestResult;
   /** Closed candles in the whole history (the chart shows at most CHART_CANDLES). */
   readonly totalCandles: number;
 }
@@ -63,10 +72,13 @@ async function currentLevels(handle: DbHandle, symbol: string, tf: Timeframe): P
   }
 }
 
-/** Everything the chart page of one coin and timeframe needs; null when the coin is unknown. */
+/** Everything the chart page of one coin and timeframe needs, read and computed now; null when the coin is unknown. */
 export async function loadChartData(handle: DbHandle, symbol: string, tf: Timeframe): Promise<ChartData | null> {
   const coin = (await listChartCoins(handle)).find((c) => c.symbol === symbol);
-  if (!coin) return null;
+  return coin ? computeChartData(handle, symbol, tf, coin.timeframes) : null;
+}
+
+async function computeChartData(handle: DbHandle, symbol: string, tf: Timeframe, timeframes: readonly Timeframe[]): Promise<ChartData> {
   const eventRows = await handle.db
     .select({ id: signalEvents.id, signal: signalEvents.signal, price: signalEvents.price, defense: signalEvents.defense, candleOpenTime: signalEvents.candleOpenTime })
     .from(signalEvents)
@@ -85,14 +97,98 @@ export async function loadChartData(handle: DbHandle, symbol: string, tf: Timefr
         .orderBy(asc(candles.openTime));
   const recent = await handle.db.select().from(candles).where(closedSeries).orderBy(desc(candles.openTime)).limit(CHART_CANDLES);
   const [counted] = await handle.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM candles WHERE symbol = ${symbol} AND tf = ${tf} AND closed`);
+  const closeSeries: CloseSeries = { times: Float64Array.from(closes, (c) => Number(c.openTime)), closes: Float64Array.from(closes, (c) => c.close) };
+  const record = computeTrackRecord(events, closes.map((c) => ({ openTime: Number(c.openTime), close: c.close })));
   return {
     symbol,
     tf,
-    timeframes: coin.timeframes,
+    timeframes,
     candles: recent.reverse().map((c) => ({ openTime: Number(c.openTime), open: c.open, high: c.high, low: c.low, close: c.close, volume: c.volume })),
     events,
     levels: await currentLevels(handle, symbol, tf),
-    record: computeTrackRecord(events, closes.map((c) => ({ openTime: Number(c.openTime), close: c.close }))),
+    record,
+    closes: closeSeries,
+    backtest: runBacktest(record.trades, closeSeries, DEFAULT_FEE_PCT),
     totalCandles: Number(counted?.n ?? 0),
   };
+}
+
+/**
+ * What identifies the stored state of a series: its last closed candle (the feed writes it in
+ * the same transaction as the candle rows) and its newest signal event. Equal stamps mean equal
+ * chart data, so a view only has to read the stamp.
+ */
+async function seriesStamps(handle: DbHandle, symbol: string | null): Promise<Map<string, string>> {
+  const rows = await handle.rows<{ symbol: string; tf: string; last_close: number | null; last_seq: number | null }>(sql`
+    SELECT s.symbol, s.tf, s.last_closed_open_time::float8 AS last_close,
+      (SELECT max(e.seq) FROM signal_events e WHERE e.symbol = s.symbol AND e.tf = s.tf)::float8 AS last_seq
+    FROM series_state s WHERE ${symbol === null ? sql`true` : sql`s.symbol = ${symbol}`}`);
+  return new Map(rows.map((r) => [`${r.symbol}/${r.tf}`, `${r.last_close ?? "-"}/${r.last_seq ?? "-"}`]));
+}
+
+/**
+ * Chart data per coin and timeframe, computed once per candle close or signal event of that
+ * series and served from memory otherwise. Each view reads only the series' stamp (one small
+ * query); a changed stamp recomputes that series alone. Any process serves its own copy, and
+ * the stamp is read from the store, so a close written by another process is seen at the next
+ * view with no notification to lose.
+ */
+export class ChartDataCache {
+  private readonly entries = new Map<string, { stamp: string; data: Promise<ChartData> }>();
+  /** Backtests at other fees, per computed copy (dropped with it), at most FEES_KEPT each. */
+  private readonly otherFees = new WeakMap<ChartData, Map<number, BacktestResult>>();
+  private readonly db: DbHandle;
+  private readonly onComputed: (symbol: string, tf: Timeframe) => void;
+
+  /** `onComputed` is told of every computation (a metric counts them). */
+  constructor(db: DbHandle, onComputed: (symbol: string, tf: Timeframe) => void = () => {}) {
+    this.db = db;
+    this.onComputed = onComputed;
+  }
+
+  /** The chart data of one series; null when the coin is unknown. */
+  async get(symbol: string, tf: Timeframe): Promise<ChartData | null> {
+    const coin = (await listChartCoins(this.db)).find((c) => c.symbol === symbol);
+    if (!coin) return null;
+    const stamps = await seriesStamps(this.db, symbol);
+    return this.fresh(symbol, tf, coin.timeframes, stamps.get(`${symbol}/${tf}`) ?? "none");
+  }
+
+  /** The chart data of every coin's every timeframe, by symbol then timeframe. */
+  async all(): Promise<ChartData[]> {
+    const [coinList, stamps] = await Promise.all([listChartCoins(this.db), seriesStamps(this.db, null)]);
+    const out: ChartData[] = [];
+    // One series after another: a burst of recomputation must not take every pooled connection.
+    for (const coin of coinList) for (const tf of coin.timeframes) out.push(await this.fresh(coin.symbol, tf, coin.timeframes, stamps.get(`${coin.symbol}/${tf}`) ?? "none"));
+    return out;
+  }
+
+  /** The backtest of `data` at a fee per side: the default's is part of the data; others are computed once per copy. */
+  backtestAt(data: ChartData, feePct: number): BacktestResult {
+    if (feePct === DEFAULT_FEE_PCT) return data.backtest;
+    let byFee = this.otherFees.get(data);
+    if (!byFee) this.otherFees.set(data, (byFee = new Map()));
+    let result = byFee.get(feePct);
+    if (!result) {
+      result = runBacktest(data.record.trades, data.closes, feePct);
+      // Oldest first out: a member trying fees keeps the last few without growing the cache.
+      if (byFee.size >= FEES_KEPT) byFee.delete(byFee.keys().next().value!);
+      byFee.set(feePct, result);
+    }
+    return result;
+  }
+
+  private fresh(symbol: string, tf: Timeframe, timeframes: readonly Timeframe[], stamp: string): Promise<ChartData> {
+    const key = `${symbol}/${tf}`;
+    const cached = this.entries.get(key);
+    if (cached && cached.stamp === stamp) return cached.data;
+    // Concurrent views of a changed series share one computation.
+    const data = computeChartData(this.db, symbol, tf, timeframes);
+    this.entries.set(key, { stamp, data });
+    this.onComputed(symbol, tf);
+    data.catch(() => {
+      if (this.entries.get(key)?.data === data) this.entries.delete(key);
+    });
+    return data;
+  }
 }

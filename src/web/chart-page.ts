@@ -1,7 +1,8 @@
 /**
- * The chart pages: the list of coins, and per coin and timeframe the candlestick chart with the
- * signal history as markers and the current levels as lines, followed by the track record and
- * the backtest. Pure rendering over ChartData.
+ * The chart pages: the list of coins, and per coin and timeframe the candlestick chart (with a
+ * volume pane) with the signal history as markers and the current levels as lines, followed by
+ * the track record and the backtest at a chosen fee with its equity curve against buy-and-hold.
+ * A banner says when the coin's feed is not live. Pure rendering over ChartData.
  */
 import type { Timeframe } from "../market/timeframes.ts";
 import type { SignalName } from "../market/snapshot.ts";
@@ -10,11 +11,15 @@ import { HISTORY_ROWS, type ChartData } from "./chart-data.ts";
 import { formatInteger, formatMyt, formatPercent, formatPrice } from "./format.ts";
 import { html, jsonScript, layout, type SafeHtml } from "./html.ts";
 import { directionOf, type SignalStats, type Trade } from "./track-record.ts";
+import { DEFAULT_FEE_PCT, MAX_FEE_PCT, type BacktestResult } from "./backtest.ts";
+import type { CoinFeedStatus } from "./status-page.ts";
 
 type SignedInContext = PageContext & { signedIn: { email: string; csrfToken: string } };
 
 /** Chart times are shown in MYT; lightweight-charts draws UTC, so times are shifted by +8 h. */
 const MYT_SHIFT_SECONDS = 8 * 3600;
+/** Points of the equity curve sent to the page (the drawdown is computed on every close). */
+const EQUITY_POINTS = 1500;
 
 const SIGNAL_LABELS: Record<SignalName, string> = {
   STRONG_LONG: "Strong long",
@@ -24,9 +29,38 @@ const SIGNAL_LABELS: Record<SignalName, string> = {
   NONE: "None (invalidated)",
 };
 
-/** The chart page's path for a coin and timeframe (the same one alert messages link to). */
-export function chartPath(symbol: string, tf: Timeframe): string {
-  return `/charts/${encodeURIComponent(symbol)}?tf=${encodeURIComponent(tf)}`;
+/** The chart page's path for a coin and timeframe (the same one alert messages link to), with a fee other than the default. */
+export function chartPath(symbol: string, tf: Timeframe, feePct: number = DEFAULT_FEE_PCT): string {
+  const fee = feePct === DEFAULT_FEE_PCT ? "" : `&fee=${feePct}`;
+  return `/charts/${encodeURIComponent(symbol)}?tf=${encodeURIComponent(tf)}${fee}`;
+}
+
+/** "0.1%" : a fee per side as the pages state it. */
+export function formatFee(feePct: number): string {
+  return `${feePct}%`;
+}
+
+/** The backtest's figures as both pages print them (so /track-record and the chart page agree to the character). */
+export function backtestFigures(bt: BacktestResult): Record<"trades" | "winRate" | "avgResult" | "total" | "buyHold" | "drawdown" | "buyHoldDrawdown", string> {
+  return {
+    trades: formatInteger(bt.trades),
+    winRate: bt.winRatePct === null ? "\u2013" : `${bt.winRatePct.toFixed(1)}%`,
+    avgResult: formatPercent(bt.avgResultPct),
+    total: formatPercent(bt.totalPct),
+    buyHold: formatPercent(bt.buyHoldPct),
+    drawdown: bt.maxDrawdownPct === null ? "\u2013" : formatPercent(-bt.maxDrawdownPct),
+    buyHoldDrawdown: bt.buyHoldMaxDrawdownPct === null ? "\u2013" : formatPercent(-bt.buyHoldMaxDrawdownPct),
+  };
+}
+
+/** "90 seconds", "5 minutes": the staleness limit as the banner states it. */
+function formatMinutes(ms: number): string {
+  return ms < 120_000 ? `${Math.round(ms / 1000)} seconds` : `${Math.round(ms / 60_000)} minutes`;
+}
+
+/** "pos" / "neg" / "": the colour class of a signed figure. */
+export function signClass(value: number | null): string {
+  return value === null || value === 0 ? "" : value > 0 ? "pos" : "neg";
 }
 
 function signalBadge(signal: SignalName): SafeHtml {
@@ -35,12 +69,13 @@ function signalBadge(signal: SignalName): SafeHtml {
 }
 
 function percentCell(value: number | null, label: string): SafeHtml {
-  return html`<td data-label="${label}" class="${value === null || value === 0 ? "" : value > 0 ? "pos" : "neg"}">${formatPercent(value)}</td>`;
+  return html`<td data-label="${label}" class="${signClass(value)}">${formatPercent(value)}</td>`;
 }
 
-function tfLinks(symbol: string, timeframes: readonly Timeframe[], current: Timeframe | null): SafeHtml {
+/** Links to a coin's timeframes; a chosen fee goes along. */
+function tfLinks(symbol: string, timeframes: readonly Timeframe[], current: Timeframe | null, feePct: number = DEFAULT_FEE_PCT): SafeHtml {
   return html`<ul class="tf-links">${timeframes.map(
-    (tf) => html`<li><a href="${chartPath(symbol, tf)}"${tf === current ? html` aria-current="page"` : ""}>${tf}</a></li>`,
+    (tf) => html`<li><a href="${chartPath(symbol, tf, feePct)}"${tf === current ? html` aria-current="page"` : ""}>${tf}</a></li>`,
   )}</ul>`;
 }
 
@@ -87,27 +122,57 @@ function statsRow(stats: SignalStats): SafeHtml {
 
 function trackRecordSection(data: ChartData): SafeHtml {
   const { record } = data;
-  const bt = record.backtest;
-  const open = bt.openTrade;
   return html`<section aria-labelledby="record-h">
   <h2 id="record-h">Track record</h2>
-  <p class="muted" id="record-note">Every ${data.symbol} ${data.tf} signal in the stored history, entered at its confirmed close.</p>
+  <p class="muted" id="record-note">Every ${data.symbol} ${data.tf} signal in the stored history, entered at its confirmed close; results before fees.</p>
   <div class="table-wrap"><table id="track-record" class="stack" aria-labelledby="record-h" aria-describedby="record-note">
     <thead><tr><th scope="col">Signal</th><th scope="col">Trades</th><th scope="col">Closed</th><th scope="col">Wins</th><th scope="col">Win rate</th><th scope="col">Average result</th></tr></thead>
     <tbody>${record.bySignal.map(statsRow)}</tbody>
     <tfoot>${statsRow(record.all)}</tfoot>
   </table></div>
-  <h3 id="backtest-h">Backtest</h3>
+</section>`;
+}
+
+function backtestSection(data: ChartData, bt: BacktestResult): SafeHtml {
+  const open = bt.openTrade;
+  const figures = backtestFigures(bt);
+  return html`<section aria-labelledby="backtest-h">
+  <h2 id="backtest-h">Backtest</h2>
+  <form method="get" action="/charts/${data.symbol}" class="fee-form">
+    <input type="hidden" name="tf" value="${data.tf}">
+    <label for="fee">Fee per side, % of the position (0 to ${MAX_FEE_PCT})</label>
+    <input id="fee" name="fee" type="number" inputmode="decimal" min="0" max="${MAX_FEE_PCT}" step="0.0001" value="${bt.feePct}" required>
+    <button type="submit">Recompute</button>
+  </form>
   <dl class="facts" id="backtest" aria-labelledby="backtest-h">
-    <dt>Trades</dt><dd id="backtest-trades">${formatInteger(bt.trades)}</dd>
-    <dt>Wins</dt><dd>${formatInteger(bt.wins)}${bt.winRatePct === null ? "" : ` (${bt.winRatePct.toFixed(1)}%)`}</dd>
-    <dt>Total, compounded</dt><dd id="backtest-total" class="${bt.totalPct === null ? "" : bt.totalPct >= 0 ? "pos" : "neg"}">${formatPercent(bt.totalPct)}</dd>
+    <dt>Fee</dt><dd id="backtest-fee">${formatFee(bt.feePct)} per side (entry and exit)</dd>
+    <dt>Period</dt><dd>${bt.from === null || bt.to === null ? "no closed trade yet" : `${formatMyt(bt.from)} to ${formatMyt(bt.to)}`}</dd>
+    <dt>Trades</dt><dd id="backtest-trades">${figures.trades}</dd>
+    <dt>Win rate</dt><dd id="backtest-winrate">${figures.winRate}</dd>
+    <dt>Average result per trade</dt><dd id="backtest-avg" class="${signClass(bt.avgResultPct)}">${figures.avgResult}</dd>
+    <dt>Total, compounded</dt><dd id="backtest-total" class="${signClass(bt.totalPct)}">${figures.total}</dd>
+    <dt>Buy and hold, same period</dt><dd id="backtest-buyhold" class="${signClass(bt.buyHoldPct)}">${figures.buyHold}</dd>
+    <dt>Maximum drawdown</dt><dd id="backtest-drawdown">${figures.drawdown} <span class="muted">(buy and hold: <span id="backtest-buyhold-drawdown">${figures.buyHoldDrawdown}</span>)</span></dd>
     <dt>Open position</dt><dd>${open === null
       ? "none"
-      : html`${signalBadge(open.signal)} since ${formatMyt(open.entryTime)} at ${formatPrice(open.entryPrice)}: ${formatPercent(open.resultPct)} at the last close (not in the total)`}</dd>
+      : html`${signalBadge(open.signal)} since ${formatMyt(open.entryTime)} at ${formatPrice(open.entryPrice)}: ${formatPercent(open.resultPct)} at the last close before fees (not in the total)`}</dd>
   </dl>
-  <p class="muted">How it is computed: each signal is entered at the close that confirmed it and left at the first later close at or through its defense, or at the next opposite signal or invalidation, whichever comes first. A win is a result above zero. Open trades are valued at the last close and left out of win rates and averages. The backtest holds one position at a time (a reversal closes one trade and opens the next; a second signal in the same direction is skipped) and compounds the closed trades, with no fees or slippage. Educational information, not investment advice.</p>
+  ${bt.curve.length === 0
+    ? ""
+    : html`<h3 id="equity-h">Equity against buy-and-hold</h3>
+  <div id="equity-chart" class="chart equity" role="img" aria-label="Line chart of the backtest's equity and of buy-and-hold, both starting at 100 on ${formatMyt(bt.curve[0]!.time)}: the strategy ends at ${(100 + (bt.totalPct ?? 0)).toFixed(1)}, buy-and-hold at ${(100 + (bt.buyHoldPct ?? 0)).toFixed(1)}."></div>
+  <ul class="legend"><li><span class="swatch strategy"></span>strategy</li><li><span class="swatch buyhold"></span>buy and hold</li></ul>`}
+  <p class="muted">One position at a time, entered and left at candle closes; a fee of ${formatFee(bt.feePct)} is paid on each entry and each exit; a win is a trade above zero after fees. The drawdown is measured on the equity marked at every close. <a href="/track-record#method">How it is computed</a>. Educational information, not investment advice.</p>
 </section>`;
+}
+
+/** Says when the coin's feed is not live: the chart and the numbers end at the last stored candle. */
+function staleBanner(symbol: string, status: CoinFeedStatus | null, now: number, staleAfterMs: number): SafeHtml {
+  if (status === null || status.state === "live") return html``;
+  const last = status.lastCandleOpenTime === null ? "no closed candle yet" : `the last closed ${status.baseTf} candle opened ${formatMyt(status.lastCandleOpenTime)}`;
+  return status.state === "stale"
+    ? html`<p class="notice warn" id="stale-banner" role="status"><strong>${symbol} data is stale:</strong> no update has arrived since ${formatMyt(status.lastUpdateAt)}, more than ${formatMinutes(staleAfterMs)} before ${formatMyt(now)}; ${last}. The chart and the numbers below end there, and the API answers <code>stale</code> for ${symbol} until the feed resumes. See <a href="/status">feed status</a>.</p>`
+    : html`<p class="notice warn" id="stale-banner" role="status"><strong>${symbol} data is behind:</strong> ${last}, and the feed is still catching up. The chart and the numbers below end there. See <a href="/status">feed status</a>.</p>`;
 }
 
 function outcomeCell(trade: Trade | undefined): SafeHtml {
@@ -140,28 +205,40 @@ function historySection(data: ChartData): SafeHtml {
 </section>`;
 }
 
-/** What chart.js draws: candles and markers with MYT-shifted times, and the current levels. */
-export function chartJson(data: ChartData): { intraday: boolean; candles: number[][]; markers: Array<{ time: number; signal: SignalName }>; levels: { defense: number | null; trigger: number | null; invalidation: number | null } | null } {
+/** What chart.js draws: candles (with volume), markers, levels and the equity curve, with MYT-shifted times. */
+export function chartJson(data: ChartData, bt: BacktestResult): {
+  intraday: boolean;
+  candles: number[][];
+  markers: Array<{ time: number; signal: SignalName }>;
+  levels: { defense: number | null; trigger: number | null; invalidation: number | null } | null;
+  equity: number[][];
+} {
   const first = data.candles[0]?.openTime ?? Number.POSITIVE_INFINITY;
   const t = (ms: number) => Math.floor(ms / 1000) + MYT_SHIFT_SECONDS;
   const levels = data.levels;
+  const stride = Math.max(1, Math.ceil(bt.curve.length / EQUITY_POINTS));
+  const equity = bt.curve.filter((_, i) => i % stride === 0 || i === bt.curve.length - 1).map((p) => [t(p.time), round4(p.strategy * 100), round4(p.buyHold * 100)]);
   return {
     intraday: data.tf !== "1d",
-    candles: data.candles.map((c) => [t(c.openTime), c.open, c.high, c.low, c.close]),
+    candles: data.candles.map((c) => [t(c.openTime), c.open, c.high, c.low, c.close, c.volume]),
     markers: data.events.filter((e) => e.candleOpenTime >= first).map((e) => ({ time: t(e.candleOpenTime), signal: e.signal })),
     levels: levels === null
       ? null
       : { defense: levels.defense, trigger: levels.arming?.trigger ?? null, invalidation: levels.arming?.invalidation ?? null },
+    equity,
   };
 }
 
-/** The chart page of one coin and timeframe. */
-export function renderChartPage(ctx: SignedInContext, data: ChartData, scripts: readonly string[]): string {
-  const json = chartJson(data);
+const round4 = (v: number) => Math.round(v * 10_000) / 10_000;
+
+/** The chart page of one coin and timeframe, with the backtest at the chosen fee and the coin's feed status at `now`. */
+export function renderChartPage(ctx: SignedInContext, data: ChartData, bt: BacktestResult, feed: { status: CoinFeedStatus | null; now: number; staleAfterMs: number }, scripts: readonly string[]): string {
+  const json = chartJson(data, bt);
   return layout(
     { title: `${data.symbol} ${data.tf} chart`, stylesheet: ctx.stylesheet, signedIn: ctx.signedIn, current: "charts", scripts },
     html`<h1>${data.symbol} <span class="muted">${data.tf}</span></h1>
-<nav aria-label="Timeframes">${tfLinks(data.symbol, data.timeframes, data.tf)}</nav>
+<nav aria-label="Timeframes">${tfLinks(data.symbol, data.timeframes, data.tf, bt.feePct)}</nav>
+${staleBanner(data.symbol, feed.status, feed.now, feed.staleAfterMs)}
 <section aria-labelledby="now-h">
   <h2 id="now-h">Current levels</h2>
   ${levelsSection(data)}
@@ -170,7 +247,8 @@ export function renderChartPage(ctx: SignedInContext, data: ChartData, scripts: 
   <h2 id="chart-h">Chart</h2>
   ${data.candles.length === 0
     ? html`<p>No closed candles for this timeframe yet.</p>`
-    : html`<div id="chart" class="chart" role="img" aria-label="Candlestick chart of ${data.symbol} on ${data.tf}: the last ${data.candles.length} candles with ${json.markers.length} signal markers and the current levels as lines. The same information is in the tables below."></div>
+    : html`<p id="chart-readout" class="readout muted">Point at a candle to read its open, high, low, close and volume.</p>
+  <div id="chart" class="chart" role="img" aria-label="Candlestick chart of ${data.symbol} on ${data.tf} with a volume pane: the last ${data.candles.length} candles with ${json.markers.length} signal markers and the current levels as lines. The same information is in the tables below."></div>
   <noscript><p>The chart needs JavaScript; the tables below hold the same information.</p></noscript>
   <ul class="legend">
     <li><span class="sig-long">L / L+</span> long / strong long</li>
@@ -183,6 +261,7 @@ export function renderChartPage(ctx: SignedInContext, data: ChartData, scripts: 
   <p class="muted">Times in MYT. ${formatInteger(data.candles.length)} of ${formatInteger(data.totalCandles)} closed candles shown. Charting by <a href="https://www.tradingview.com/">TradingView</a> Lightweight Charts\u2122.</p>
   ${jsonScript("chart-data", json)}`}
 </section>
+${backtestSection(data, bt)}
 ${trackRecordSection(data)}
 ${historySection(data)}`,
   );

@@ -11,7 +11,13 @@ export function formatMyt(epochMs: number): string {
   const d = new Date(epochMs + MYT_OFFSET_MS);
   const hh = String(d.getUTCHours()).padStart(2, "0");
   const mm = String(d.getUTCMinutes()).padStart(2, "0");
-  return `${d.getUTCDate()} ${MONTHS[d.getUTCMonth()]} ${d.getUTCFullYear()} ${hh}:${mm} MYT`;
+  return `${formatMytDate(epochMs)} ${hh}:${mm} MYT`;
+}
+
+/** "1 Dec 2026": the MYT calendar day of a time. */
+export function formatMytDate(epochMs: number): string {
+  const d = new Date(epochMs + MYT_OFFSET_MS);
+  return `${d.getUTCDate()} ${MONTHS[d.getUTCMonth()]} ${d.getUTCFullYear()}`;
 }
 
 /** "24 Nov" from a day written "2026-11-24". */

@@ -15,7 +15,9 @@ import type { Clock } from "../clock.ts";
 import type { DbHandle } from "../db/client.ts";
 import { getAccountSummary, type AccountSummary } from "../accounts/accounts.ts";
 import { createStripeClient } from "../payments/stripe-client.ts";
+import type { Timeframe } from "../market/timeframes.ts";
 import { loadAssets, type Assets } from "./assets.ts";
+import { ChartDataCache } from "./chart-data.ts";
 import type { PaymentRouteDeps } from "./payment-actions.ts";
 import { renderContinuePage, renderMessagePage, type PageContext } from "./auth-pages.ts";
 import { CSRF_COOKIE, CSRF_FIELD, isWellFormedCsrfCookie, newCsrfCookieValue, originAllowed, sessionCsrfMatches, sessionCsrfToken } from "./csrf.ts";
@@ -30,6 +32,8 @@ export interface WebDeps {
   readonly logger: Logger;
   /** Failed sign-in budget (tests may pass a smaller one). */
   readonly throttle?: ThrottlePolicy;
+  /** Told each time a series' chart data and track record are computed (the server counts them in a metric). */
+  readonly onTrackRecordComputed?: (symbol: string, tf: Timeframe) => void;
 }
 
 /** A signed-in member: their session, account summary and the context their pages render in. */
@@ -94,6 +98,8 @@ export function createPageKit(deps: WebDeps) {
   const assets: Assets = loadAssets();
   const stylesheet = assets.url("app.css");
   const publicCtx: PageContext = { stylesheet, signedIn: null };
+  /** One computed copy per coin and timeframe, shared by the chart pages and /track-record. */
+  const chartData = new ChartDataCache(db, deps.onTrackRecordComputed);
   /** What the payment routes and the account page's billing card need; no Stripe client when payments are off. */
   const payments: PaymentRouteDeps = { ...deps, stripe: config.payments.stripe ? createStripeClient(config.payments.stripe) : null };
   const nodeRequest = (c: WebContext): WebRequest => c.env.incoming;
@@ -194,7 +200,7 @@ export function createPageKit(deps: WebDeps) {
     return seeOther(c, path === "/account" ? "/signin" : `/signin?next=${encodeURIComponent(path)}`);
   }
 
-  return { deps, assets, publicCtx, payments, nodeRequest, page, seeOther, refuse, signedIn, session, form, signedInForm, setCookie, setSessionCookie, clearSessionCookie, csrfCookie, toSignIn };
+  return { deps, assets, publicCtx, chartData, payments, nodeRequest, page, seeOther, refuse, signedIn, session, form, signedInForm, setCookie, setSessionCookie, clearSessionCookie, csrfCookie, toSignIn };
 }
 
 /** The shared page helpers a route module receives. */

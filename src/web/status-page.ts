@@ -35,14 +35,14 @@ export function feedState(now: number, lastUpdateAt: number, lastCandleOpenTime:
   return "live";
 }
 
-/** Reads every coin's feed status from the store, sorted by symbol. */
-export async function loadFeedStatus(db: DbHandle, now: number, staleAfterMs: number): Promise<CoinFeedStatus[]> {
+/** Reads every coin's feed status from the store, sorted by symbol (or only `symbol`'s, for its chart page's banner). */
+export async function loadFeedStatus(db: DbHandle, now: number, staleAfterMs: number, symbol?: string): Promise<CoinFeedStatus[]> {
   const rows = await db.rows<{ symbol: string; base_tf: string; last_update_ms: number; last_candle: number | null; leased: boolean }>(sql`
     SELECT c.symbol, c.base_tf,
       (extract(epoch FROM c.last_update_at) * 1000)::float8 AS last_update_ms,
       (SELECT max(k.open_time) FROM candles k WHERE k.symbol = c.symbol AND k.tf = c.base_tf AND k.closed)::float8 AS last_candle,
       EXISTS (SELECT 1 FROM feed_leases l WHERE l.symbol = c.symbol AND l.expires_at > now()) AS leased
-    FROM coins c ORDER BY c.symbol`);
+    FROM coins c ${symbol === undefined ? sql`` : sql`WHERE c.symbol = ${symbol}`} ORDER BY c.symbol`);
   return rows.map((r) => {
     const lastCandle = r.last_candle === null ? null : Number(r.last_candle);
     const lastUpdateAt = Number(r.last_update_ms);

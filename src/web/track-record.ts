@@ -1,7 +1,7 @@
 /**
  * Track record of one coin and timeframe, computed from its stored signal events and closed
- * candles (docs/track-record.md). Pure: no I/O, no clock. Shown only on the chart pages,
- * never through the API.
+ * candles (docs/track-record.md). Pure: no I/O, no clock. Shown only on the web pages (the
+ * chart pages and the public /track-record page), never through the API.
  *
  * Each directional event is a trade entered at its price (the confirmed close). It ends at the
  * first of: a later close at or through the event's own defense (exit at that close), or the
@@ -57,22 +57,10 @@ export interface SignalStats {
   readonly avgResultPct: number | null;
 }
 
-export interface Backtest {
-  /** Closed trades taken (one position at a time). */
-  readonly trades: number;
-  readonly wins: number;
-  readonly winRatePct: number | null;
-  /** Compounded result of the closed trades taken: Π(1 + r/100) − 1, in percent; null with none. */
-  readonly totalPct: number | null;
-  /** The position still held at the last close, if any (not in the total). */
-  readonly openTrade: Trade | null;
-}
-
 export interface TrackRecord {
   readonly trades: readonly Trade[];
   readonly bySignal: readonly SignalStats[];
   readonly all: SignalStats;
-  readonly backtest: Backtest;
 }
 
 /** 1 for long signals, -1 for short ones, 0 for NONE. */
@@ -144,38 +132,7 @@ function statsOf(signal: SignalStats["signal"], trades: readonly Trade[]): Signa
   };
 }
 
-/**
- * The simple backtest: one position at a time. A trade is taken when no taken position is
- * still held at its entry (a reversal's entry is the previous exit, so it is taken); trades
- * entered while the position is held (a second signal in the same direction) are skipped.
- */
-function backtestOf(trades: readonly Trade[]): Backtest {
-  let heldUntil = Number.NEGATIVE_INFINITY;
-  let growth = 1;
-  let taken = 0;
-  let wins = 0;
-  let openTrade: Trade | null = null;
-  for (const trade of trades) {
-    if (openTrade !== null || trade.entryTime < heldUntil) continue;
-    if (trade.exitReason === "open") {
-      openTrade = trade;
-      continue;
-    }
-    taken++;
-    if (trade.resultPct > 0) wins++;
-    growth *= 1 + trade.resultPct / 100;
-    heldUntil = trade.exitTime;
-  }
-  return {
-    trades: taken,
-    wins,
-    winRatePct: taken === 0 ? null : (wins * 100) / taken,
-    totalPct: taken === 0 ? null : (growth - 1) * 100,
-    openTrade,
-  };
-}
-
-/** Trades, per-signal statistics and the backtest of one series. */
+/** Trades and per-signal statistics of one series (the backtest over them is backtest.ts). */
 export function computeTrackRecord(events: readonly TrackEvent[], candles: readonly TrackCandle[]): TrackRecord {
   const ordered = [...events].sort((a, b) => a.candleOpenTime - b.candleOpenTime);
   const sortedCandles = [...candles].sort((a, b) => a.openTime - b.openTime);
@@ -187,6 +144,5 @@ export function computeTrackRecord(events: readonly TrackEvent[], candles: reado
     trades,
     bySignal: DIRECTIONAL_SIGNALS.map((signal) => statsOf(signal, trades.filter((t) => t.signal === signal))),
     all: statsOf("ALL", trades),
-    backtest: backtestOf(trades),
   };
 }

@@ -1,6 +1,8 @@
-// Chart page: draws the candles, the signal markers and the current levels with TradingView's
-// lightweight-charts (served by this server as /assets/lightweight-charts.js). The data comes
-// from the page's JSON block (#chart-data). Times arrive already shifted to MYT.
+// Chart page: draws the candles with a volume pane, the signal markers and the current levels,
+// a readout of the candle under the crosshair, and the backtest's equity against buy-and-hold,
+// with TradingView's lightweight-charts (served by this server as /assets/lightweight-charts.js).
+// The data comes from the page's JSON block (#chart-data). Times arrive already shifted to MYT,
+// so the library's UTC fields read as MYT.
 "use strict";
 
 /**
@@ -36,15 +38,57 @@ function chartPalette() {
   var colours = chartPalette();
   var LONG = colours.long;
   var SHORT = colours.short;
+  var MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
 
-  var chart = LWC.createChart(container, {
-    autoSize: true,
-    layout: { background: { type: "solid", color: colours.background }, textColor: colours.text, attributionLogo: false },
-    grid: { vertLines: { color: colours.grid }, horzLines: { color: colours.grid } },
-    rightPriceScale: { borderColor: colours.border },
-    timeScale: { borderColor: colours.border, timeVisible: data.intraday, secondsVisible: false },
-    crosshair: { mode: 0 },
-  });
+  function pad(n) {
+    return (n < 10 ? "0" : "") + n;
+  }
+  // "16 Jun 2024 14:00" (the page's own date format, formatMyt), from a MYT-shifted time.
+  function formatTime(seconds) {
+    var d = new Date(seconds * 1000);
+    var day = d.getUTCDate() + " " + MONTHS[d.getUTCMonth()] + " " + d.getUTCFullYear();
+    return data.intraday ? day + " " + pad(d.getUTCHours()) + ":" + pad(d.getUTCMinutes()) : day;
+  }
+  // Axis labels carry dates: "2024", "Jun 2024", "16 Jun", "14:00".
+  function tickMark(seconds, type) {
+    var d = new Date(seconds * 1000);
+    if (type === LWC.TickMarkType.Year) return String(d.getUTCFullYear());
+    if (type === LWC.TickMarkType.Month) return MONTHS[d.getUTCMonth()] + " " + d.getUTCFullYear();
+    if (type === LWC.TickMarkType.DayOfMonth) return d.getUTCDate() + " " + MONTHS[d.getUTCMonth()];
+    return pad(d.getUTCHours()) + ":" + pad(d.getUTCMinutes());
+  }
+  // Prices with thousands separators and the page's precision (format.ts formatPrice).
+  var big = new Intl.NumberFormat("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+  var mid = new Intl.NumberFormat("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 4 });
+  var volume = new Intl.NumberFormat("en-US", { maximumFractionDigits: 2 });
+  function formatPrice(p) {
+    // The volume pane's axis reads through this too: its zero is "0", not "0.000".
+    if (p === 0) return "0";
+    var abs = Math.abs(p);
+    if (abs >= 1000) return big.format(p);
+    if (abs >= 1) return mid.format(p);
+    return p.toPrecision(4);
+  }
+
+  // The smallest price step the axis may show, from the last close's magnitude (as formatPrice rounds).
+  function minMove(candles) {
+    var lastClose = candles.length > 0 ? Math.abs(candles[candles.length - 1][4]) : 1;
+    return lastClose >= 1000 ? 0.01 : lastClose >= 1 ? 0.0001 : 1e-8;
+  }
+
+  function baseOptions() {
+    return {
+      autoSize: true,
+      layout: { background: { type: "solid", color: colours.background }, textColor: colours.text, attributionLogo: false },
+      grid: { vertLines: { color: colours.grid }, horzLines: { color: colours.grid } },
+      rightPriceScale: { borderColor: colours.border },
+      timeScale: { borderColor: colours.border, timeVisible: data.intraday, secondsVisible: false, tickMarkFormatter: tickMark },
+      localization: { locale: "en-US", timeFormatter: formatTime, priceFormatter: formatPrice },
+      crosshair: { mode: 0 },
+    };
+  }
+
+  var chart = LWC.createChart(container, baseOptions());
   var series = chart.addSeries(LWC.CandlestickSeries, {
     upColor: LONG,
     downColor: SHORT,
@@ -52,12 +96,27 @@ function chartPalette() {
     borderDownColor: SHORT,
     wickUpColor: LONG,
     wickDownColor: SHORT,
+    // The axis labels, the crosshair label and the series' own formatter all read prices this way.
+    priceFormat: { type: "custom", formatter: formatPrice, minMove: minMove(data.candles) },
   });
-  series.setData(
+  var bars = data.candles.map(function (c) {
+    return { time: c[0], open: c[1], high: c[2], low: c[3], close: c[4] };
+  });
+  series.setData(bars);
+
+  // Volume in its own pane under the candles, coloured by the candle's direction.
+  var volumeSeries = chart.addSeries(
+    LWC.HistogramSeries,
+    { priceFormat: { type: "custom", formatter: function (v) { return volume.format(v); } }, priceLineVisible: false, lastValueVisible: false },
+    1,
+  );
+  volumeSeries.setData(
     data.candles.map(function (c) {
-      return { time: c[0], open: c[1], high: c[2], low: c[3], close: c[4] };
+      return { time: c[0], value: c[5], color: c[4] >= c[1] ? "rgba(10,107,69,0.45)" : "rgba(179,38,30,0.45)" };
     }),
   );
+  chart.panes()[0].setStretchFactor(3);
+  chart.panes()[1].setStretchFactor(1);
 
   var STYLE = {
     LONG: { position: "belowBar", shape: "arrowUp", color: LONG, text: "L" },
@@ -85,11 +144,49 @@ function chartPalette() {
     }
   }
 
+  // The readout: the candle under the crosshair, or the last one when the pointer is elsewhere.
+  var readout = document.getElementById("chart-readout");
+  var byTime = {};
+  data.candles.forEach(function (c) {
+    byTime[c[0]] = c;
+  });
+  function showCandle(c) {
+    if (!readout || !c) return;
+    readout.textContent =
+      formatTime(c[0]) + " MYT \u00b7 O " + formatPrice(c[1]) + " \u00b7 H " + formatPrice(c[2]) + " \u00b7 L " + formatPrice(c[3]) + " \u00b7 C " + formatPrice(c[4]) + " \u00b7 V " + volume.format(c[5]);
+    readout.setAttribute("data-time", String(c[0]));
+  }
+  var last = data.candles[data.candles.length - 1];
+  showCandle(last);
+  chart.subscribeCrosshairMove(function (param) {
+    showCandle(param.time !== undefined && byTime[param.time] ? byTime[param.time] : last);
+  });
+
   var count = data.candles.length;
   if (count > 200) chart.timeScale().setVisibleLogicalRange({ from: count - 200, to: count + 3 });
   else chart.timeScale().fitContent();
-  // Lets tests (and anyone curious) see that the chart has drawn, and how much.
+
+  // The backtest's equity against buy-and-hold, both starting at 100.
+  var equityContainer = document.getElementById("equity-chart");
+  var equity = null;
+  if (equityContainer && data.equity.length > 0) {
+    var options = baseOptions();
+    options.localization.priceFormatter = function (v) {
+      return v.toFixed(1);
+    };
+    options.crosshair = { mode: 1 };
+    equity = LWC.createChart(equityContainer, options);
+    var strategy = equity.addSeries(LWC.LineSeries, { color: colours.trigger, lineWidth: 2, title: "strategy", priceLineVisible: false });
+    var hold = equity.addSeries(LWC.LineSeries, { color: colours.invalidation, lineWidth: 2, lineStyle: LWC.LineStyle.Dashed, title: "buy and hold", priceLineVisible: false });
+    strategy.setData(data.equity.map(function (p) { return { time: p[0], value: p[1] }; }));
+    hold.setData(data.equity.map(function (p) { return { time: p[0], value: p[2] }; }));
+    equity.timeScale().fitContent();
+  }
+
+  // Lets tests (and anyone curious) see that the charts have drawn, and how much, and read what the library shows.
+  window.signalsChart = { chart: chart, candles: series, volume: volumeSeries, equity: equity };
   requestAnimationFrame(function () {
     container.setAttribute("data-chart-ready", String(count));
+    if (equityContainer && equity) equityContainer.setAttribute("data-chart-ready", String(data.equity.length));
   });
 })();

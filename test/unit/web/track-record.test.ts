@@ -1,8 +1,8 @@
 /**
- * The track record and backtest on hand-made events and candles, one rule per test
+ * The track record on hand-made events and candles, one rule per test
  * (docs/track-record.md): entry at the confirmed close; exit at the first later close at or
  * through the event's own defense, or at the next opposite or NONE event; open trades valued at
- * the last close and kept out of win rates; one position at a time in the backtest.
+ * the last close and kept out of win rates. The backtest over these trades: backtest.test.ts.
  */
 import { describe, expect, it } from "vitest";
 import { computeTrackRecord, type TrackCandle, type TrackEvent } from "../../../src/web/track-record.ts";
@@ -131,36 +131,5 @@ describe("statistics per signal type", () => {
     expect(record.bySignal.map((s) => s.signal)).toEqual(["STRONG_LONG", "LONG", "SHORT", "STRONG_SHORT"]);
     expect(record.trades).toEqual([]);
     expect(record.all).toMatchObject({ count: 0, winRatePct: null, avgResultPct: null });
-    expect(record.backtest).toEqual({ trades: 0, wins: 0, winRatePct: null, totalPct: null, openTrade: null });
-  });
-});
-
-describe("backtest", () => {
-  it("compounds the closed trades: +10% then −10% is −1%", () => {
-    const record = computeTrackRecord([ev("LONG", 0, 100, 90), ev("SHORT", 1, 110, 130), ev("LONG", 2, 121, 100), ev("NONE", 3, 121)], closes(100, 110, 121, 121));
-    expect(record.backtest.trades).toBe(3);
-    expect(record.backtest.wins).toBe(1);
-    expect(record.backtest.totalPct).toBeCloseTo((1.1 * 0.9 * 1.0 - 1) * 100, 10);
-    expect(record.backtest.openTrade).toBeNull();
-  });
-
-  it("holds one position at a time: a reversal is taken, a same-direction signal inside a held trade is skipped", () => {
-    const events = [ev("LONG", 0, 100, 90), ev("STRONG_LONG", 1, 110, 100), ev("SHORT", 3, 95, 105)];
-    const record = computeTrackRecord(events, closes(100, 110, 99, 95, 94));
-    // LONG 100 → 95 at the SHORT (taken, −5%); STRONG_LONG entered while LONG was held (skipped);
-    // SHORT entered at the LONG's exit (taken) and still open.
-    expect(record.backtest.trades).toBe(1);
-    expect(record.backtest.totalPct).toBeCloseTo(-5, 12);
-    expect(record.backtest.openTrade).toMatchObject({ signal: "SHORT", entryPrice: 95, exitReason: "open" });
-    // The per-signal table still counts every signal.
-    expect(record.all.count).toBe(3);
-  });
-
-  it("after a defense exit, the next signal in the same direction is a new position", () => {
-    const events = [ev("LONG", 0, 100, 95), ev("LONG", 3, 96, 90), ev("NONE", 4, 99)];
-    const record = computeTrackRecord(events, closes(100, 94, 95, 96, 99));
-    expect(record.trades.map((x) => x.exitReason)).toEqual(["defense", "invalidation"]);
-    expect(record.backtest.trades).toBe(2);
-    expect(record.backtest.totalPct).toBeCloseTo((0.94 * (99 / 96) - 1) * 100, 10);
   });
 });

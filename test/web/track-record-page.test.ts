@@ -1,0 +1,160 @@
+/**
+ * The public /track-record page and the chart page's backtest over real BTC candles imported
+ * through the market feed: /track-record answers with no session, its figures are the chart
+ * page's for the same coin, timeframe and fee, they are computed once per candle close (a
+ * metric counts computations) and a new close shows at the next view; the fee parameter is
+ * validated (400, never 500) and changes the numbers as the backtest module says; the chart
+ * page warns when the coin's feed is behind or stale and not when it is live.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { CandleUpdate } from "../../src/market/validate.ts";
+import { readCandleFile } from "../../src/market/csv-candles.ts";
+import { setMemberPassword } from "../../src/web/credentials.ts";
+import { DEFAULT_FEE_PCT, runBacktest, type BacktestResult } from "../../src/web/backtest.ts";
+import { loadChartData } from "../../src/web/chart-data.ts";
+import { backtestFigures } from "../../src/web/chart-page.ts";
+import { REAL_CANDLES_DIR, realCandlesAvailable } from "../support/real-candles.ts";
+import { createTestClock, startTestServer, type TestServer } from "../support/test-server.ts";
+import { WebClient } from "../support/web-client.ts";
+
+const H = 3_600_000;
+/** Candles held back from the first import, to close later. */
+const LATER = 48;
+const FIELDS = ["trades", "winRate", "avgResult", "total", "buyHold", "drawdown"] as const;
+type Figures = Record<(typeof FIELDS)[number], string>;
+
+/** The figures of one series' row on /track-record. */
+function publicRow(body: string, series: string): Figures {
+  const row = new RegExp(`<tr data-series="${series}">([\\s\\S]*?)</tr>`).exec(body);
+  if (!row) throw new Error(`no row for ${series}`);
+  return Object.fromEntries(FIELDS.map((f) => [f, new RegExp(`data-field="${f}"[^>]*>([^<]*)<`).exec(row[1]!)![1]!])) as Figures;
+}
+
+/** The backtest figures of a chart page. */
+function chartFigures(body: string): Figures {
+  const id: Record<(typeof FIELDS)[number], string> = { trades: "backtest-trades", winRate: "backtest-winrate", avgResult: "backtest-avg", total: "backtest-total", buyHold: "backtest-buyhold", drawdown: "backtest-drawdown" };
+  return Object.fromEntries(FIELDS.map((f) => [f, new RegExp(`id="${id[f]}"[^>]*>([^<]*)<`).exec(body)![1]!.trim()])) as Figures;
+}
+
+const expectedFigures = (bt: BacktestResult): Figures => {
+  const { trades, winRate, avgResult, total, buyHold, drawdown } = backtestFigures(bt);
+  return { trades, winRate, avgResult, total, buyHold, drawdown };
+};
+
+describe.runIf(realCandlesAvailable)("public track record and the chart page's backtest", () => {
+  let server: TestServer;
+  let member: WebClient;
+  let held: CandleUpdate[] = [];
+
+  /** Computations counted by the metric, per timeframe. */
+  async function computations(tf: string): Promise<number> {
+    const text = await (await fetch(`${server.internalUrl}/metrics`)).text();
+    const match = new RegExp(`signals_track_record_computations_total\\{tf="${tf}"\\} (\\d+)`).exec(text);
+    return match ? Number(match[1]) : 0;
+  }
+
+  beforeAll(async () => {
+    const all: CandleUpdate[] = [];
+    for await (const c of readCandleFile(`${REAL_CANDLES_DIR}BTCUSDT_1h.csv.gz`, "BTC", "1h")) all.push(c);
+    const last = all[all.length - 1]!;
+    // The clock stands just after the last real candle closed, so the full history is live.
+    server = await startTestServer({ feed: true, clock: createTestClock(last.openTime + H + 5 * 60_000) });
+    held = all.splice(all.length - LATER);
+    expect((await server.feed!.ingest(all)).rejected).toBe(0);
+    const account = await server.account({ email: "rita.record@example.test" });
+    await setMemberPassword(server.db.handle, account.accountId, "a long and correct password");
+    member = new WebClient(server.baseUrl);
+    expect((await member.signIn("rita.record@example.test", "a long and correct password")).status).toBe(303);
+  }, 120_000);
+
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it("answers with no session and no Token, stating the fee and linking the method on the page", async () => {
+    const res = await fetch(`${server.baseUrl}/track-record`);
+    expect(res.status).toBe(200);
+    const body = await res.text();
+    expect(body).toContain(`<strong id="stated-fee">${DEFAULT_FEE_PCT}% per side</strong>`);
+    expect(body).toContain(`<a href="#method">`);
+    expect(body).toContain(`id="method"`);
+    for (const tf of ["1h", "4h", "1d"]) expect(Number(publicRow(body, `BTC/${tf}`).trades.replace(/,/g, ""))).toBeGreaterThan(5);
+    // The member chart pages stay behind sign-in.
+    const chart = await fetch(`${server.baseUrl}/charts/BTC?tf=1h`, { redirect: "manual" });
+    expect(chart.status).toBe(303);
+    expect(chart.headers.get("location")).toMatch(/^\/signin/);
+    // After signing in the member comes back at the fee they asked for.
+    const atFee = await fetch(`${server.baseUrl}/charts/BTC?tf=1h&fee=0.2`, { redirect: "manual" });
+    expect(atFee.headers.get("location")).toBe(`/signin?next=${encodeURIComponent("/charts/BTC?tf=1h&fee=0.2")}`);
+  });
+
+  it("shows the chart page's numbers for the same coin, timeframe and fee, equal to a fresh computation", async () => {
+    const body = await (await fetch(`${server.baseUrl}/track-record`)).text();
+    for (const tf of ["1h", "4h", "1d"] as const) {
+      const page = await member.get(`/charts/BTC?tf=${tf}`);
+      expect(page.status).toBe(200);
+      expect(publicRow(body, `BTC/${tf}`), tf).toEqual(chartFigures(page.body));
+      const fresh = (await loadChartData(server.db.handle, "BTC", tf))!;
+      expect(chartFigures(page.body), tf).toEqual(expectedFigures(runBacktest(fresh.record.trades, fresh.closes, DEFAULT_FEE_PCT)));
+    }
+  });
+
+  it("computes once per close: further views of either page recompute nothing", async () => {
+    const before = await computations("1h");
+    expect(before).toBeGreaterThanOrEqual(1);
+    for (let i = 0; i < 3; i++) {
+      expect((await fetch(`${server.baseUrl}/track-record`)).status).toBe(200);
+      expect((await member.get("/charts/BTC?tf=1h")).status).toBe(200);
+      expect((await member.get("/charts/BTC?tf=1h&fee=0.25")).status).toBe(200);
+    }
+    expect(await computations("1h")).toBe(before);
+  });
+
+  it("warns on the chart page while the coin's history is behind", async () => {
+    const page = await member.get("/charts/BTC?tf=1h");
+    expect(page.body).toMatch(/id="stale-banner"[^>]*><strong>BTC data is behind:/);
+  });
+
+  it("reflects a new candle close at the next view, recomputing that series once", async () => {
+    const before = (await fetch(`${server.baseUrl}/track-record`).then((r) => r.text()));
+    const counted = await computations("1h");
+    expect((await server.feed!.ingest(held)).rejected).toBe(0);
+    const after = await (await fetch(`${server.baseUrl}/track-record`)).text();
+    expect(await computations("1h")).toBe(counted + 1);
+    const fresh = (await loadChartData(server.db.handle, "BTC", "1h"))!;
+    expect(fresh.backtest.to).toBe(held[held.length - 1]!.openTime);
+    expect(publicRow(after, "BTC/1h")).toEqual(expectedFigures(fresh.backtest));
+    // Buy-and-hold runs to the last close, so 48 more hours of BTC move it.
+    expect(publicRow(after, "BTC/1h").buyHold).not.toBe(publicRow(before, "BTC/1h").buyHold);
+    expect(chartFigures((await member.get("/charts/BTC?tf=1h")).body)).toEqual(publicRow(after, "BTC/1h"));
+  });
+
+  it("shows no banner while the feed is live, and a stale banner once no update came for the staleness limit", async () => {
+    expect((await member.get("/charts/BTC?tf=1h")).body).not.toContain("stale-banner");
+    server.clock.advance(server.config.staleAfterMs + 1000);
+    const page = await member.get("/charts/BTC?tf=4h");
+    expect(page.body).toMatch(/id="stale-banner"[^>]*><strong>BTC data is stale:/);
+  });
+
+  it("uses the chosen fee: the numbers are the backtest module's at that fee", async () => {
+    const fresh = (await loadChartData(server.db.handle, "BTC", "4h"))!;
+    for (const fee of [0, 0.5, 1]) {
+      const page = await member.get(`/charts/BTC?tf=4h&fee=${fee}`);
+      expect(page.status).toBe(200);
+      expect(page.body).toContain(`id="backtest-fee">${fee}% per side`);
+      expect(chartFigures(page.body), String(fee)).toEqual(expectedFigures(runBacktest(fresh.record.trades, fresh.closes, fee)));
+    }
+    const zero = chartFigures((await member.get("/charts/BTC?tf=4h&fee=0")).body);
+    const one = chartFigures((await member.get("/charts/BTC?tf=4h&fee=1")).body);
+    expect(zero.trades).toBe(one.trades);
+    expect(Number(one.total.replace(/[^\d.]/g, "")) * (one.total.startsWith("+") ? 1 : -1)).toBeLessThan(Number(zero.total.replace(/[^\d.]/g, "")) * (zero.total.startsWith("+") ? 1 : -1));
+  });
+
+  it("refuses a bad fee with a clear 400 page, never a 500", async () => {
+    for (const bad of ["abc", "-1", "1.5", "0.12345", "1e-3", "%00", "9".repeat(400)]) {
+      const page = await member.get(`/charts/BTC?tf=1h&fee=${encodeURIComponent(bad)}`);
+      expect(page.status, bad).toBe(400);
+      expect(page.body, bad).toContain("The fee must be a percentage per side from 0 to 1");
+    }
+  });
+});
