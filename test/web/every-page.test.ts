@@ -58,7 +58,8 @@ describe.skipIf(!chromiumAvailable)("every page in light and dark, with no netwo
 
   beforeAll(async () => {
     stripe = await startFakeStripe();
-    server = await startTestServer({ env: stripe.env(), feed: true, clock: createTestClock(Date.now()) });
+    // An SMTP address (never used here: no mail is asked for) so the "Forgot password?" pages exist.
+    server = await startTestServer({ env: { ...stripe.env(), SMTP_URL: "smtp://127.0.0.1:9", MAIL_FROM: "Signals <no-reply@example.test>" }, feed: true, clock: createTestClock(Date.now()) });
     // The demo feed's synthetic candles and their signal events: a chart with markers and levels.
     // Its hourly tick never comes during the test.
     stopDemoFeed = await startDemoFeed(server.feed!, server.clock, pino({ level: "silent" }), 3_600_000);
@@ -113,9 +114,12 @@ describe.skipIf(!chromiumAvailable)("every page in light and dark, with no netwo
     { name: "sign up", member: false, status: 200, open: goto("/signup") },
     { name: "set a password", member: false, status: 200, open: (page) => page.goto(`${server.baseUrl}/setup-password?token=${setupToken}`) },
     { name: "invalid password link", member: false, status: 404, open: goto("/setup-password?token=not-a-token") },
+    { name: "forgot password", member: false, status: 200, open: goto("/forgot-password") },
     { name: "status", member: false, status: 200, open: goto("/status") },
+    { name: "track record", member: false, status: 200, open: goto("/track-record") },
     { name: "account", member: true, status: 200, open: goto("/account") },
     { name: "account, payment notice", member: true, status: 200, open: goto("/account?checkout=success") },
+    { name: "change password", member: true, status: 200, open: goto("/account/password") },
     { name: "key confirmation", member: true, status: 200, open: goto("/account/key") },
     { name: "new key, shown once", member: true, status: 200, open: press("/account/key", "Regenerate the key now", /\/account\/key\/new$/) },
     { name: "new key, already shown", member: true, status: 410, open: goto("/account/key/new") },
