@@ -30,7 +30,7 @@ function redact(text: string, botToken: string): string {
 }
 
 /** A Bot API refusal as a short, storable text: "HTTP 403: Forbidden: bot was blocked by the user". */
-export function describe(status: number, reply: TelegramReply, botToken: string): string {
+export function refusalText(status: number, reply: TelegramReply, botToken: string): string {
   const text = typeof reply.description === "string" ? `: ${redact(reply.description, botToken)}` : "";
   return `HTTP ${status}${text}`.slice(0, MAX_ERROR_TEXT);
 }
@@ -68,7 +68,7 @@ export function createTelegramSender(options: TelegramOptions): MessageSender {
       const reply = readReply(response);
       const ok = response.status >= 200 && response.status < 300;
       if (ok && reply.ok !== false) return { kind: "sent" };
-      const error = describe(response.status, reply, options.botToken);
+      const error = refusalText(response.status, reply, options.botToken);
       if (response.status === 429) return { kind: "retry", error, retryAfterMs: retryAfterMs(response, reply) };
       // 401/404: the bot token is wrong (an operator can fix it); 5xx: Telegram's side.
       if (response.status >= 500 || response.status === 401 || response.status === 404 || response.status === 408) return { kind: "retry", error };

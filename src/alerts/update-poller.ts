@@ -13,7 +13,7 @@ import type { Logger } from "pino";
 import { errorSummary } from "../logger.ts";
 import { botAgent, botMethodUrl, postJson, readReply } from "./bot-api.ts";
 import { backoffMs } from "./outbox-worker.ts";
-import { describe } from "./telegram.ts";
+import { refusalText } from "./telegram.ts";
 import { parseUpdate, type TelegramUpdate } from "./telegram-updates.ts";
 
 /** How long Telegram may hold one getUpdates request open when there is nothing to say. */
@@ -74,7 +74,7 @@ export class UpdatePoller {
     const sentOffset = this.offset;
     const answer = await postJson(this.url, payload, this.agent, (timeoutS + 10) * 1000, { signal, maxAnswerBytes: MAX_ANSWER_BYTES });
     const reply = readReply(answer);
-    if (answer.status !== 200 || reply.ok !== true || !Array.isArray(reply.result)) throw new Error(`getUpdates refused: ${describe(answer.status, reply, this.options.botToken)}`);
+    if (answer.status !== 200 || reply.ok !== true || !Array.isArray(reply.result)) throw new Error(`getUpdates refused: ${refusalText(answer.status, reply, this.options.botToken)}`);
     this.confirmed = sentOffset;
     return reply.result;
   }
@@ -93,7 +93,7 @@ export class UpdatePoller {
         if (signal.aborted) break;
         this.failures++;
         const waitMs = backoffMs(this.failures, this.options.retryBaseMs, this.options.retryMaxMs);
-        // Neither Node's network errors nor describe() quote the URL (it holds the token).
+        // Neither Node's network errors nor refusalText() quote the URL (it holds the token).
         logger.warn({ err: errorSummary(err), retryInMs: waitMs }, "telegram getUpdates failed");
         await sleep(waitMs, undefined, { signal }).catch(() => {});
       }

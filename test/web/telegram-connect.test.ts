@@ -278,6 +278,27 @@ describe("Connect Telegram through the webhook (TELEGRAM_UPDATES=webhook)", () =
     expect(await boundChat(server, accountId)).toBe(String(CHAT));
   });
 
+  it("refuses the signed-in forms without the CSRF token or from another origin, changing nothing", async () => {
+    const tokensBefore = await server.db.handle.rows(sql`SELECT token_hash FROM telegram_connect_tokens`);
+    const sent = telegram.received.length;
+    const csrf = csrfTokenOf((await client.get("/account")).body);
+    expect((await client.post("/account/telegram/connect", {})).status).toBe(403);
+    expect((await client.post("/account/telegram/test", { csrf_token: "wrong" })).status).toBe(403);
+    expect((await client.post("/account/telegram/disconnect", { csrf_token: csrf }, { origin: "https://evil.example" })).status).toBe(403);
+    expect(await server.db.handle.rows(sql`SELECT token_hash FROM telegram_connect_tokens`)).toEqual(tokensBefore);
+    expect(telegram.received.length).toBe(sent);
+    expect(await boundChat(server, accountId)).toBe(String(CHAT));
+  });
+
+  it("tells only a signed-in member whether a chat is connected", async () => {
+    const anonymous = await new WebClient(server.baseUrl).get("/account/telegram/status");
+    expect(anonymous.status).toBe(401);
+    expect(JSON.parse(anonymous.body)).toMatchObject({ ok: false, error: "unauthorized" });
+    const mine = await client.get("/account/telegram/status");
+    expect(mine.status).toBe(200);
+    expect(JSON.parse(mine.body)).toEqual({ connected: true });
+  });
+
   it("replaces the bound chat with the chat of a newer link", async () => {
     const token = await connectToken();
     const res = await webhookPost(webhook, SECRET, startUpdate(6, 999001, `/start@${BOT} ${token}`));

@@ -36,7 +36,7 @@ export function takeTelegramTestResult(kit: PageKit, c: WebContext): TelegramTes
   if (raw === undefined) return null;
   kit.setCookie(c, TEST_RESULT_COOKIE, "", 0);
   if (raw === "accepted") return { accepted: true };
-  const match = /^refused\.([A-Za-z0-9_-]{0,400})$/.exec(raw);
+  const match = /^refused\.([A-Za-z0-9_-]{0,1200})$/.exec(raw);
   return match ? { accepted: false, error: Buffer.from(match[1]!, "base64url").toString("utf8") } : null;
 }
 
