@@ -5,7 +5,7 @@
  * injects (a member's `/start <token>`) as Telegram does: long polling (held until an update
  * arrives or `timeout` seconds pass), `offset` confirming and dropping the updates before it.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, request, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
 export const FAKE_BOT_TOKEN = "123456:TEST-fake-bot-token";
@@ -61,21 +61,30 @@ export interface FakeTelegram {
   close(): Promise<void>;
 }
 
-/** Delivers an update to a webhook as Telegram does: a JSON POST carrying the secret token header (none when null). */
-export async function webhookPost(url: string, secret: string | null, update: unknown): Promise<{ status: number; body: unknown }> {
-  const res = await fetch(url, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...(secret === null ? {} : { "x-telegram-bot-api-secret-token": secret }) },
-    body: typeof update === "string" ? update : JSON.stringify(update),
+/**
+ * Delivers an update to a webhook as Telegram does: a JSON POST carrying the secret token header
+ * (none when null). A new connection each time: a refused oversized body closes its connection.
+ */
+export function webhookPost(url: string, secret: string | null, update: unknown): Promise<{ status: number; body: unknown }> {
+  const payload = typeof update === "string" ? update : JSON.stringify(update);
+  const headers: Record<string, string | number> = { "content-type": "application/json", "content-length": Buffer.byteLength(payload) };
+  if (secret !== null) headers["x-telegram-bot-api-secret-token"] = secret;
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: "POST", headers, agent: false }, (res) => {
+      void readBody(res).then((text) => {
+        let body: unknown = text;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          // not JSON: the text itself
+        }
+        resolve({ status: res.statusCode ?? 0, body });
+      }, reject);
+    });
+    // The server may answer (413, 401) and close before the whole body is written.
+    req.on("error", (err: NodeJS.ErrnoException) => (err.code === "EPIPE" || err.code === "ECONNRESET" ? undefined : reject(err)));
+    req.end(payload);
   });
-  const text = await res.text();
-  let body: unknown = text;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    // not JSON: the text itself
-  }
-  return { status: res.status, body };
 }
 
 async function readBody(req: IncomingMessage): Promise<string> {
