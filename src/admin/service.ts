@@ -50,7 +50,7 @@ function toMessage(summary: AccountSummary, alerts: AlertSettings | null): Accou
     callsToday: BigInt(summary.callsToday),
     keyPrefix: summary.keyPrefix,
     grantMonth: summary.grantMonth ?? "",
-    alerts: alerts ?? undefined,
+    alerts: alerts ? { ...alerts, chatId: alerts.chatId ?? "" } : undefined,
     stripeCustomerId: summary.stripeCustomerId ?? "",
   });
 }

@@ -1,7 +1,9 @@
 /**
  * A member's alert settings: one Telegram chat and the coins and timeframes to be alerted on.
  * Set by the operator (`signals alerts set`) and by the member on the account page; both go
- * through parseAlertSettings, so the rules are the same everywhere.
+ * through parseAlertSettings, so the rules are the same everywhere. The chat may also be bound
+ * by the bot's `/start <token>` (telegram-connect.ts) and unbound on its own (disconnect): the
+ * coins and timeframes then stay, and nothing is queued until a chat is connected again.
  */
 import { eq, sql } from "drizzle-orm";
 import type { DbHandle } from "../db/client.ts";
@@ -11,7 +13,8 @@ import { TIMEFRAMES, type Timeframe } from "../market/timeframes.ts";
 import { isTimeframe } from "../market/timeframes.ts";
 
 export interface AlertSettings {
-  chatId: string;
+  /** null: no chat connected. */
+  chatId: string | null;
   symbols: string[];
   timeframes: Timeframe[];
 }
@@ -34,11 +37,13 @@ function splitList(raw: string | readonly string[]): string[] {
 
 /**
  * Validates and normalises settings: symbols upper-cased and de-duplicated (first kept),
- * timeframes de-duplicated in the canonical order. Throws AlertSettingsError.
+ * timeframes de-duplicated in the canonical order. A null chat id keeps the coins without a
+ * chat (the web page, before Telegram is connected); a given one must be well formed. Throws
+ * AlertSettingsError.
  */
-export function parseAlertSettings(input: { chatId: string; symbols: string | readonly string[]; timeframes: string | readonly string[] }): AlertSettings {
-  const chatId = input.chatId.trim();
-  if (!CHAT_ID_PATTERN.test(chatId)) throw new AlertSettingsError(`chat id must be a Telegram chat id (a number) or @channelname, got "${chatId.slice(0, 40)}"`);
+export function parseAlertSettings(input: { chatId: string | null; symbols: string | readonly string[]; timeframes: string | readonly string[] }): AlertSettings {
+  const chatId = input.chatId === null ? null : input.chatId.trim();
+  if (chatId !== null && !CHAT_ID_PATTERN.test(chatId)) throw new AlertSettingsError(`chat id must be a Telegram chat id (a number) or @channelname, got "${chatId.slice(0, 40)}"`);
   const symbols = [...new Set(splitList(input.symbols).map((s) => s.toUpperCase()))];
   if (symbols.length === 0) throw new AlertSettingsError("name at least one coin, e.g. BTC,ETH");
   if (symbols.length > MAX_ALERT_SYMBOLS) throw new AlertSettingsError(`at most ${MAX_ALERT_SYMBOLS} coins`);

@@ -2,7 +2,7 @@
  * Members' signal alerts, queued from what the market commits: subscribed to the market feed's
  * stored signal events, inside the same transaction, so a committed live event always has its
  * outbox rows and a rolled-back one has none. One row per (event, member whose settings name
- * the coin and timeframe and whose subscription is active), in event order.
+ * the coin and timeframe, who has a chat connected and whose subscription is active), in event order.
  */
 import { sql } from "drizzle-orm";
 import { resultRows } from "../db/client.ts";
@@ -19,7 +19,7 @@ export const queueSignalAlerts: SignalEventsSubscriber = async (tx, stored, now)
       SELECT 'signal_alert', s.account_id, s.chat_id, e.id
         FROM unnest(${sql.param(live.map((e) => e.id))}::text[], ${sql.param(live.map((e) => e.symbol))}::text[], ${sql.param(live.map((e) => e.tf))}::text[],
                     ${sql.param(live.map((e) => e.seq))}::bigint[]) AS e(id, symbol, tf, seq)
-        JOIN alert_settings s ON e.symbol = ANY (s.symbols) AND e.tf = ANY (s.timeframes)
+        JOIN alert_settings s ON e.symbol = ANY (s.symbols) AND e.tf = ANY (s.timeframes) AND s.chat_id IS NOT NULL
         JOIN accounts a ON a.id = s.account_id
        WHERE a.subscription_until > ${new Date(now).toISOString()}::timestamptz
        ORDER BY e.seq, s.account_id

@@ -4,8 +4,7 @@
  * good (the chat does not exist or blocked the bot). Error texts never contain the bot token
  * (it is part of the URL), so they are safe to store and log.
  */
-import http from "node:http";
-import https from "node:https";
+import { botAgent, botMethodUrl, postJson, readReply, type HttpAnswer, type TelegramReply } from "./bot-api.ts";
 
 export type SendOutcome =
   | { readonly kind: "sent" }
@@ -22,78 +21,7 @@ export interface TelegramOptions {
   readonly timeoutMs: number;
 }
 
-interface TelegramReply {
-  ok?: boolean;
-  description?: string;
-  parameters?: { retry_after?: number };
-}
-
 const MAX_ERROR_TEXT = 200;
-
-/** What the worker needs of an HTTP answer. */
-interface HttpAnswer {
-  readonly status: number;
-  header(name: string): string | null;
-  readonly body: string;
-}
-
-/** Answers larger than this are cut (a Bot API reply is a few hundred bytes). */
-const MAX_ANSWER_BYTES = 64 * 1024;
-
-class SendTimeout extends Error {
-  override name = "TimeoutError";
-}
-
-/**
- * POSTs JSON over a keep-alive agent. node:http rather than fetch: fetch cost about 40% of the
- * delivering process's CPU in the alerts benchmark, and a burst of alerts is CPU-bound.
- */
-function postJson(url: URL, payload: string, agent: http.Agent, timeoutMs: number): Promise<HttpAnswer> {
-  const client = url.protocol === "https:" ? https : http;
-  return new Promise((resolve, reject) => {
-    const req = client.request(
-      url,
-      { method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(payload) } },
-      (res) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on("data", (chunk: Buffer) => {
-          size += chunk.length;
-          if (size <= MAX_ANSWER_BYTES) chunks.push(chunk);
-        });
-        res.on("end", () => {
-          clearTimeout(timer);
-          const headers = res.headers;
-          resolve({
-            status: res.statusCode ?? 0,
-            header: (name) => {
-              const value = headers[name.toLowerCase()];
-              return value === undefined ? null : Array.isArray(value) ? value.join(",") : value;
-            },
-            body: Buffer.concat(chunks).toString("utf8"),
-          });
-        });
-        res.on("error", fail);
-      },
-    );
-    const timer = setTimeout(() => req.destroy(new SendTimeout()), timeoutMs);
-    function fail(err: unknown) {
-      clearTimeout(timer);
-      reject(err);
-    }
-    req.on("error", fail);
-    req.end(payload);
-  });
-}
-
-function readReply(answer: HttpAnswer): TelegramReply {
-  try {
-    const body = JSON.parse(answer.body) as unknown;
-    return typeof body === "object" && body !== null ? (body as TelegramReply) : {};
-  } catch {
-    return {};
-  }
-}
 
 /** Removes the bot token (and its secret half) from a text the server wrote, e.g. a quoted URL. */
 function redact(text: string, botToken: string): string {
@@ -101,7 +29,8 @@ function redact(text: string, botToken: string): string {
   return text.split(botToken).join("<bot token>").split(secret).join("<bot token>");
 }
 
-function describe(status: number, reply: TelegramReply, botToken: string): string {
+/** A Bot API refusal as a short, storable text: "HTTP 403: Forbidden: bot was blocked by the user". */
+export function refusalText(status: number, reply: TelegramReply, botToken: string): string {
   const text = typeof reply.description === "string" ? `: ${redact(reply.description, botToken)}` : "";
   return `HTTP ${status}${text}`.slice(0, MAX_ERROR_TEXT);
 }
@@ -125,9 +54,9 @@ function networkError(err: unknown, timeoutMs: number): string {
 
 /** Creates a sender for the Bot API at `apiBase` (https://api.telegram.org or a compatible server). */
 export function createTelegramSender(options: TelegramOptions): MessageSender {
-  const url = new URL(`${options.apiBase}/bot${options.botToken}/sendMessage`);
+  const url = botMethodUrl(options, "sendMessage");
   // Connections are reused across messages (as fetch did); the lanes bound how many are open.
-  const agent = new (url.protocol === "https:" ? https.Agent : http.Agent)({ keepAlive: true, maxSockets: 64 });
+  const agent = botAgent(url, 64);
   return {
     async send(chatId, text) {
       let response: HttpAnswer;
@@ -139,7 +68,7 @@ export function createTelegramSender(options: TelegramOptions): MessageSender {
       const reply = readReply(response);
       const ok = response.status >= 200 && response.status < 300;
       if (ok && reply.ok !== false) return { kind: "sent" };
-      const error = describe(response.status, reply, options.botToken);
+      const error = refusalText(response.status, reply, options.botToken);
       if (response.status === 429) return { kind: "retry", error, retryAfterMs: retryAfterMs(response, reply) };
       // 401/404: the bot token is wrong (an operator can fix it); 5xx: Telegram's side.
       if (response.status >= 500 || response.status === 401 || response.status === 404 || response.status === 408) return { kind: "retry", error };

@@ -156,7 +156,7 @@ function describe(result: Record<string, unknown>): string[] {
   ];
   const alerts = result.alerts as { chat_id: string; symbols: string[]; timeframes: string[] } | null | undefined;
   if (alerts !== undefined) {
-    lines.push(alerts ? `alerts: chat ${alerts.chat_id}  coins ${alerts.symbols.join(",")}  timeframes ${alerts.timeframes.join(",")}` : "alerts: off");
+    lines.push(alerts ? `alerts: chat ${alerts.chat_id || "(none connected)"}  coins ${alerts.symbols.join(",")}  timeframes ${alerts.timeframes.join(",")}` : "alerts: off");
   }
   if (typeof result.api_key === "string") {
     lines.push("", `API key (shown once, store it now): ${result.api_key}`);

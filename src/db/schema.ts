@@ -182,8 +182,11 @@ export const alertSettings = pgTable("alert_settings", {
   accountId: bigint("account_id", { mode: "number" })
     .primaryKey()
     .references(() => accounts.id),
-  /** Telegram chat id (a number, or @channelname). */
-  chatId: text("chat_id").notNull(),
+  /**
+   * Telegram chat id (a number, or @channelname); null when no chat is connected (the coins and
+   * timeframes are kept, nothing is queued until a chat is connected again).
+   */
+  chatId: text("chat_id"),
   symbols: text("symbols").array().notNull(),
   timeframes: text("timeframes").array().notNull(),
   updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
@@ -292,6 +295,19 @@ export const keyReveals = pgTable("key_reveals", {
     .references(() => accounts.id),
   /** base64url of IV (12 bytes) | GCM tag (16 bytes) | ciphertext. */
   sealedKey: text("sealed_key").notNull(),
+  expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
+});
+
+/**
+ * One-time links that connect a Telegram chat (docs/alerts.md): the bot's `/start <token>` binds
+ * the chat that sent it to the account. Only the token's SHA-256 is stored; a row is deleted
+ * as it is used, so a token works once.
+ */
+export const telegramConnectTokens = pgTable("telegram_connect_tokens", {
+  tokenHash: text("token_hash").primaryKey(),
+  accountId: bigint("account_id", { mode: "number" })
+    .notNull()
+    .references(() => accounts.id),
   expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
 });
 

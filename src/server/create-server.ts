@@ -18,6 +18,7 @@ import { purgeExpiredIdempotentCalls } from "../billing/idempotent-charge.ts";
 import { purgeChargeAttempts } from "../billing/charge.ts";
 import { purgeFreeCallWindows } from "../market-data/free-call.ts";
 import { purgeExpiredKeyReveals } from "../web/key-reveal.ts";
+import { purgeExpiredConnectTokens } from "../alerts/telegram-connect.ts";
 import { createApp, type App } from "./create-app.ts";
 
 /** How often stored answers, charge attempts and free-call windows past their life are deleted. */
@@ -94,6 +95,7 @@ export function createServer(config: Config, deps: ServerDeps): Server {
     purgeChargeAttempts(db).catch(warn("charge attempts"));
     purgeFreeCallWindows(db, clock()).catch(warn("free-call windows"));
     purgeExpiredKeyReveals(db, clock()).catch(warn("key reveals"));
+    purgeExpiredConnectTokens(db, clock()).catch(warn("telegram connect tokens"));
   }
 
   return {
@@ -108,7 +110,7 @@ export function createServer(config: Config, deps: ServerDeps): Server {
       if (!lead) return app.start({ internal: false });
       await events.start(db);
       const ports = await app.start();
-      delivery = await startAlertDelivery(config, db, logger);
+      delivery = await startAlertDelivery(config, db, logger, clock);
       purge = setInterval(purgeOld, PURGE_EVERY_MS);
       purge.unref();
       return ports;

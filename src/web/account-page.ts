@@ -17,6 +17,7 @@ import { formatDelta, formatIn, formatInteger, formatMyt, planName, shortDay } f
 import { html, layout, type SafeHtml } from "./html.ts";
 import { renderBillingCard, type BillingView } from "./billing-card.ts";
 import { renderUsageCard } from "./usage-chart.ts";
+import { renderAlertsCard, type AlertsCardView, type TelegramView } from "./telegram-card.ts";
 
 /** Characters of a key after its display prefix (shown as dots). */
 const HIDDEN_KEY_CHARS = 28;
@@ -36,7 +37,9 @@ export interface AccountView {
   readonly lastUsedWindowMs: number;
   readonly alerts: AlertSettings | null;
   /** What the alert form shows after a refused change (the member's input and why). */
-  readonly alertsForm?: { chatId: string; symbols: string; timeframes: readonly string[]; error: string };
+  readonly alertsForm?: AlertsCardView["alertsForm"];
+  /** Connect / test / disconnect Telegram (absent: only the manual chat id). */
+  readonly telegram?: TelegramView;
   readonly flash?: string | null;
   /** Packs, plans and the Billing Portal; null when payments are off. */
   readonly billing?: BillingView | null;
@@ -175,41 +178,6 @@ function ledgerCard(view: AccountView): SafeHtml {
 </section>`;
 }
 
-function alertsCard(view: AccountView, csrfToken: string): SafeHtml {
-  const form = view.alertsForm;
-  const chatId = form?.chatId ?? view.alerts?.chatId ?? "";
-  const symbols = form?.symbols ?? view.alerts?.symbols.join(", ") ?? "";
-  const chosen: readonly string[] = form?.timeframes ?? view.alerts?.timeframes ?? [];
-  return html`<section class="card wide" aria-labelledby="alerts-h">
-  <h2 id="alerts-h">Message-app alerts</h2>
-  <p>${view.alerts
-    ? html`Alerts go to Telegram chat <code>${view.alerts.chatId}</code> for ${view.alerts.symbols.join(", ")} on ${view.alerts.timeframes.join(", ")}.`
-    : html`Alerts are off. Give a Telegram chat id, coins and timeframes to receive each new signal as it is confirmed.`}</p>
-  ${form ? html`<div class="notice error" role="alert" id="alerts-error">${form.error}</div>` : ""}
-  <form class="stack" method="post" action="/account/alerts">
-    <input type="hidden" name="${CSRF_FIELD}" value="${csrfToken}">
-    <div>
-      <label for="chat_id">Telegram chat id <span class="hint">A number such as 123456789, or @channelname.</span></label>
-      <input id="chat_id" name="chat_id" type="text" inputmode="text" autocomplete="off" maxlength="64" value="${chatId}">
-    </div>
-    <div>
-      <label for="symbols">Coins <span class="hint">Comma-separated codes, e.g. BTC, ETH.</span></label>
-      <input id="symbols" name="symbols" type="text" autocomplete="off" autocapitalize="characters" maxlength="800" value="${symbols}">
-    </div>
-    <fieldset>
-      <legend>Timeframes</legend>
-      <div class="checks">
-        ${TIMEFRAMES.map((tf) => html`<label><input type="checkbox" name="timeframes" value="${tf}"${chosen.includes(tf) ? html` checked` : ""}> ${tf}</label>`)}
-      </div>
-    </fieldset>
-    <div class="actions">
-      <button type="submit" name="action" value="save">Save alert settings</button>
-      ${view.alerts ? html`<button type="submit" name="action" value="clear" class="secondary">Stop all alerts</button>` : ""}
-    </div>
-  </form>
-</section>`;
-}
-
 /** The account page. */
 export function renderAccountPage(ctx: PageContext & { signedIn: { email: string; csrfToken: string } }, view: AccountView, scripts: readonly string[] = []): string {
   return layout(
@@ -223,7 +191,7 @@ ${view.flash ? html`<div class="notice ok" role="status">${view.flash}</div>` : 
   ${renderUsageCard(view.usage)}
   ${view.billing ? renderBillingCard(view.billing) : ""}
   ${keyCard(view)}
-  ${alertsCard(view, ctx.signedIn.csrfToken)}
+  ${renderAlertsCard(view, ctx.signedIn.csrfToken)}
   ${renderPasswordAndSessionsCard(ctx.signedIn.csrfToken)}
   ${ledgerCard(view)}
 </div>`,

@@ -1,6 +1,6 @@
 /**
  * Static files of the pages, all served by this server (nothing from a CDN, so the pages work
- * with no internet access): our stylesheet, two small scripts and the icon from src/web/static/, and
+ * with no internet access): our stylesheet, three small scripts and the icon from src/web/static/, and
  * TradingView's lightweight-charts standalone production build from node_modules. Loaded once
  * into memory with a gzip copy; URLs carry a content hash (`?v=`), so browsers may keep them.
  */
@@ -19,7 +19,7 @@ interface Asset {
   readonly hash: string;
 }
 
-export type AssetName = "app.css" | "account.js" | "chart.js" | "favicon.svg" | "lightweight-charts.js";
+export type AssetName = "app.css" | "account.js" | "telegram.js" | "chart.js" | "favicon.svg" | "lightweight-charts.js";
 
 export interface Assets {
   /** The URL of an asset, with its content hash. */
@@ -46,6 +46,7 @@ export function loadAssets(): Assets {
   const assets = new Map<string, Asset>([
     ["app.css", load(path.join(STATIC_DIR, "app.css"), "text/css; charset=utf-8")],
     ["account.js", load(path.join(STATIC_DIR, "account.js"), "text/javascript; charset=utf-8")],
+    ["telegram.js", load(path.join(STATIC_DIR, "telegram.js"), "text/javascript; charset=utf-8")],
     ["chart.js", load(path.join(STATIC_DIR, "chart.js"), "text/javascript; charset=utf-8")],
     ["favicon.svg", load(path.join(STATIC_DIR, "favicon.svg"), "image/svg+xml")],
     ["lightweight-charts.js", load(lightweightChartsFile(), "text/javascript; charset=utf-8")],

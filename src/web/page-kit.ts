@@ -64,16 +64,21 @@ const CSRF_COOKIE_MAX_AGE_S = 2 * 3600;
 /** Stripe's hosted pages a payment form's 303 leads to (form-action covers redirects). */
 const STRIPE_FORM_TARGETS = ["https://checkout.stripe.com", "https://billing.stripe.com"];
 
+/** Where the Connect Telegram form's redirect leads (alerts/telegram-connect.ts builds the link). */
+const TELEGRAM_LINK_ORIGIN = "https://t.me";
+
 /**
  * Sent with every page. Scripts and styles only from our own origin (files, no inline code),
  * no framing, no referrer to other sites (setup links carry a token in the URL). HSTS stays the
  * TLS proxy's decision (includeSubDomains would reach the operator's other hosts). Forms may
  * lead to Stripe's Checkout and Billing Portal; with STRIPE_API_BASE pointing elsewhere (a local
- * fake in tests), that origin serves the sessions' pages, so it is allowed too.
+ * fake in tests), that origin serves the sessions' pages, so it is allowed too. With a Telegram
+ * bot username set, the Connect form leads to https://t.me (its 303 is a form target too).
  */
 export function pageSecurityHeaders(config: Config): MiddlewareHandler {
   const apiBase = config.payments.stripe?.apiBase.url;
   const paymentOrigins = apiBase && apiBase !== "https://api.stripe.com" ? [...STRIPE_FORM_TARGETS, apiBase] : STRIPE_FORM_TARGETS;
+  const telegramOrigins = config.alerts.telegramBotUsername === null ? [] : [TELEGRAM_LINK_ORIGIN];
   return secureHeaders({
     contentSecurityPolicy: {
       defaultSrc: ["'none'"],
@@ -81,7 +86,7 @@ export function pageSecurityHeaders(config: Config): MiddlewareHandler {
       styleSrc: ["'self'"],
       imgSrc: ["'self'"],
       connectSrc: ["'self'"],
-      formAction: ["'self'", ...paymentOrigins],
+      formAction: ["'self'", ...paymentOrigins, ...telegramOrigins],
       frameAncestors: ["'none'"],
       baseUri: ["'none'"],
     },

@@ -12,6 +12,8 @@ import type { Candle } from "../../src/engine/index.ts";
 import { startFakeTelegram, FAKE_BOT_TOKEN, type FakeTelegram } from "../support/fake-telegram.ts";
 import { createTestClock, INTERNAL_TOKEN, startTestServer, type TestServer } from "../support/test-server.ts";
 import { structureBreak } from "../support/structure-break.ts";
+import { sql } from "drizzle-orm";
+import { disconnectChat } from "../../src/alerts/telegram-connect.ts";
 
 const H = 3_600_000;
 const update = (symbol: string, c: Candle, closed = true): CandleUpdate => ({ symbol, tf: "1h", ...c, closed });
@@ -44,6 +46,10 @@ describe("a live structure break", () => {
     const other = await server.account();
     await admin.setAlerts({ accountId: BigInt(member.accountId), alerts: { chatId: "4242", symbols: ["ZZA"], timeframes: ["1h", "4h"] } });
     await admin.setAlerts({ accountId: BigInt(other.accountId), alerts: { chatId: "4343", symbols: ["ETH"], timeframes: ["1h"] } });
+    // Follows ZZA 1h but disconnected its chat: nothing is queued for it.
+    const disconnected = await server.account();
+    await admin.setAlerts({ accountId: BigInt(disconnected.accountId), alerts: { chatId: "4444", symbols: ["ZZA"], timeframes: ["1h"] } });
+    await disconnectChat(server.db.handle, disconnected.accountId);
 
     // History is imported as a backfill: events stored, nobody alerted.
     await server.feed!.ingest(history.map((c) => update("ZZA", c)), { alerts: false });
@@ -61,5 +67,6 @@ describe("a live structure break", () => {
     expect(body.signals[0]).toMatchObject({ signal: "LONG", confirmed: true, signal_id: eventId });
     await new Promise((r) => setTimeout(r, 300));
     expect(telegram.received).toHaveLength(1);
+    expect(await server.db.handle.rows(sql`SELECT id FROM outbox WHERE account_id = ${disconnected.accountId}`)).toEqual([]);
   });
 });

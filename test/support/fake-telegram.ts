@@ -1,9 +1,11 @@
 /**
- * A local fake of the Telegram Bot API's sendMessage: a real HTTP server that records every
- * message and answers as scripted (ok, 5xx, 429 with retry_after, a hang, or a held request
- * the test releases), so delivery is tested over real sockets.
+ * A local fake of the Telegram Bot API: a real HTTP server. sendMessage records every message
+ * and answers as scripted (ok, 5xx, 429 with retry_after, a hang, or a held request the test
+ * releases), so delivery is tested over real sockets. getUpdates serves the updates a test
+ * injects (a member's `/start <token>`) as Telegram does: long polling (held until an update
+ * arrives or `timeout` seconds pass), `offset` confirming and dropping the updates before it.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, request, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
 export const FAKE_BOT_TOKEN = "123456:TEST-fake-bot-token";
@@ -22,6 +24,18 @@ export interface ReceivedMessage {
  */
 export type Reply = { status: number; body?: unknown; headers?: Record<string, string>; delayMs?: number } | "hang";
 
+/** A message update as Telegram sends it, from a member's private chat. */
+export interface FakeUpdate {
+  update_id: number;
+  message: { message_id: number; date: number; chat: { id: number; type: "private" }; from: { id: number; is_bot: false; first_name: string }; text: string };
+}
+
+/** One getUpdates request as the fake saw it. */
+export interface UpdatesRequest {
+  offset: number | undefined;
+  timeout: number;
+}
+
 export interface FakeTelegram {
   readonly apiBase: string;
   /** Messages answered with 200 (delivered), in arrival order. */
@@ -36,7 +50,41 @@ export interface FakeTelegram {
   waitForDelivered(n: number, timeoutMs?: number): Promise<ReceivedMessage[]>;
   /** Resolves when `n` requests have arrived. */
   waitForReceived(n: number, timeoutMs?: number): Promise<ReceivedMessage[]>;
+  /** Queues a message from a member's chat, for getUpdates (or to post to a webhook with `webhookPost`). */
+  injectMessage(chatId: number, text: string): FakeUpdate;
+  /** Updates queued and not yet confirmed by a getUpdates offset. */
+  readonly pendingUpdates: FakeUpdate[];
+  /** Every getUpdates request, in order. */
+  readonly updatesRequests: UpdatesRequest[];
+  /** Answers for the next getUpdates requests (e.g. a 409 or 500), before the updates are served. */
+  scriptUpdates(...replies: Reply[]): void;
   close(): Promise<void>;
+}
+
+/**
+ * Delivers an update to a webhook as Telegram does: a JSON POST carrying the secret token header
+ * (none when null). A new connection each time: a refused oversized body closes its connection.
+ */
+export function webhookPost(url: string, secret: string | null, update: unknown): Promise<{ status: number; body: unknown }> {
+  const payload = typeof update === "string" ? update : JSON.stringify(update);
+  const headers: Record<string, string | number> = { "content-type": "application/json", "content-length": Buffer.byteLength(payload) };
+  if (secret !== null) headers["x-telegram-bot-api-secret-token"] = secret;
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: "POST", headers, agent: false }, (res) => {
+      void readBody(res).then((text) => {
+        let body: unknown = text;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          // not JSON: the text itself
+        }
+        resolve({ status: res.statusCode ?? 0, body });
+      }, reject);
+    });
+    // The server may answer (413, 401) and close before the whole body is written.
+    req.on("error", (err: NodeJS.ErrnoException) => (err.code === "EPIPE" || err.code === "ECONNRESET" ? undefined : reject(err)));
+    req.end(payload);
+  });
 }
 
 async function readBody(req: IncomingMessage): Promise<string> {
@@ -64,9 +112,56 @@ export async function startFakeTelegram(token = FAKE_BOT_TOKEN): Promise<FakeTel
   const replies: Reply[] = [];
   const chatReplies = new Map<string, Reply[]>();
   const hanging = new Set<ServerResponse>();
+  const pendingUpdates: FakeUpdate[] = [];
+  const updatesRequests: UpdatesRequest[] = [];
+  const updatesReplies: Reply[] = [];
+  /** getUpdates requests held open until an update arrives. */
+  const pollers = new Set<() => void>();
+  let nextUpdateId = 700_000_001;
+
+  async function answerGetUpdates(body: string, res: ServerResponse): Promise<void> {
+    let parsed: { offset?: number; timeout?: number };
+    try {
+      parsed = JSON.parse(body) as typeof parsed;
+    } catch {
+      res.writeHead(400, { "content-type": "application/json" }).end(JSON.stringify({ ok: false, error_code: 400, description: "Bad Request: invalid JSON" }));
+      return;
+    }
+    const request: UpdatesRequest = { offset: parsed.offset, timeout: Math.max(0, Math.min(50, Number(parsed.timeout ?? 0))) };
+    updatesRequests.push(request);
+    const scripted = updatesReplies.shift();
+    if (scripted === "hang") {
+      hanging.add(res);
+      return;
+    }
+    if (scripted !== undefined) {
+      res.writeHead(scripted.status, { "content-type": "application/json" }).end(JSON.stringify(scripted.body ?? { ok: false, error_code: scripted.status, description: "scripted failure" }));
+      return;
+    }
+    // An offset confirms every update before it: Telegram forgets them.
+    if (request.offset !== undefined) {
+      while (pendingUpdates.length > 0 && pendingUpdates[0]!.update_id < request.offset) pendingUpdates.shift();
+    }
+    if (pendingUpdates.length === 0 && request.timeout > 0) {
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          clearTimeout(timer);
+          pollers.delete(wake);
+          resolve();
+        };
+        const timer = setTimeout(wake, request.timeout * 1000);
+        pollers.add(wake);
+        res.on("close", wake);
+      });
+    }
+    if (res.destroyed) return;
+    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ok: true, result: pendingUpdates.slice() }));
+  }
+
   const server = createServer((req, res) => {
     void (async () => {
       const body = await readBody(req);
+      if (req.method === "POST" && req.url === `/bot${token}/getUpdates`) return answerGetUpdates(body, res);
       if (req.method !== "POST" || req.url !== `/bot${token}/sendMessage`) {
         res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ ok: false, error_code: 404, description: "Not Found" }));
         return;
@@ -110,7 +205,22 @@ export async function startFakeTelegram(token = FAKE_BOT_TOKEN): Promise<FakeTel
     waitForReceived(n, timeoutMs = 10_000) {
       return waitUntil(() => (received.length >= n ? received.slice() : null), timeoutMs, `${n} received requests (have ${received.length})`);
     },
+    pendingUpdates,
+    updatesRequests,
+    injectMessage(chatId, text) {
+      const update: FakeUpdate = {
+        update_id: nextUpdateId++,
+        message: { message_id: nextUpdateId, date: Math.floor(Date.now() / 1000), chat: { id: chatId, type: "private" }, from: { id: chatId, is_bot: false, first_name: "Member" }, text },
+      };
+      pendingUpdates.push(update);
+      for (const wake of [...pollers]) wake();
+      return update;
+    },
+    scriptUpdates(...more) {
+      updatesReplies.push(...more);
+    },
     async close() {
+      for (const wake of [...pollers]) wake();
       for (const res of hanging) res.destroy();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -21,6 +21,15 @@ describe("configuration", () => {
     expect(loadConfig({}).workerRole).toBeNull();
     expect(loadConfig({ DATABASE_URL: "postgres://h/db", SIGNALS_WORKER_ROLE: "follower" }).workerRole).toBe("follower");
   });
+  it("receives Telegram updates by polling once the bot token and username are set, unless told otherwise", () => {
+    expect(loadConfig({}).alerts).toMatchObject({ telegramUpdates: "off", telegramBotUsername: null, telegramWebhookSecret: null });
+    expect(loadConfig({ TELEGRAM_BOT_TOKEN: "123456:abcdefgh" }).alerts.telegramUpdates).toBe("off");
+    const bot = { TELEGRAM_BOT_TOKEN: "123456:abcdefgh", TELEGRAM_BOT_USERNAME: "@SignalsBot" };
+    expect(loadConfig(bot).alerts).toMatchObject({ telegramUpdates: "polling", telegramBotUsername: "SignalsBot" });
+    expect(loadConfig({ ...bot, TELEGRAM_UPDATES: "off" }).alerts.telegramUpdates).toBe("off");
+    const secret = "0123456789abcdef_-";
+    expect(loadConfig({ ...bot, TELEGRAM_UPDATES: "Webhook", TELEGRAM_WEBHOOK_SECRET: secret }).alerts).toMatchObject({ telegramUpdates: "webhook", telegramWebhookSecret: secret });
+  });
   it("reads every limit from the environment", () => {
     const config = loadConfig({ DAILY_CAP: "5", MONTHLY_GRANT: "100", LOW_BALANCE_PCT: "20", MAX_SYMBOLS: "3", PORT: "9000" });
     expect(config.limits).toEqual({ dailyCap: 5, monthlyGrant: 100, lowBalancePct: 20, maxSymbols: 3 });
@@ -41,6 +50,11 @@ describe("configuration", () => {
     [{ WORKERS: "two", DATABASE_URL: "postgres://h/db" }, /WORKERS/],
     [{ WORKERS: "2" }, /^WORKERS above 1 needs DATABASE_URL: the embedded database \(PGlite\) is opened by one process only$/],
     [{ SIGNALS_WORKER_ROLE: "boss" }, /SIGNALS_WORKER_ROLE/],
+    [{ TELEGRAM_BOT_USERNAME: "no spaces bot" }, /TELEGRAM_BOT_USERNAME/],
+    [{ TELEGRAM_UPDATES: "push" }, /TELEGRAM_UPDATES/],
+    [{ TELEGRAM_UPDATES: "polling", TELEGRAM_BOT_TOKEN: "123456:abcdefgh" }, /TELEGRAM_BOT_USERNAME/],
+    [{ TELEGRAM_UPDATES: "webhook", TELEGRAM_BOT_TOKEN: "123456:abcdefgh", TELEGRAM_BOT_USERNAME: "SignalsBot" }, /TELEGRAM_WEBHOOK_SECRET/],
+    [{ TELEGRAM_WEBHOOK_SECRET: "short" }, /TELEGRAM_WEBHOOK_SECRET/],
   ])("refuses %o with a one-line reason", (env, reason) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(reason);

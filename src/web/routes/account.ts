@@ -20,6 +20,7 @@ import { keyConfirmToken } from "../csrf.ts";
 import { createKeyReveal, KEY_REVEAL_TTL_MS, keyRevealWaiting, takeKeyReveal } from "../key-reveal.ts";
 import { renderMessagePage } from "../auth-pages.ts";
 import { billingView } from "../payment-actions.ts";
+import { takeTelegramTestResult, telegramView } from "./telegram.ts";
 import { methodNotAllowed, type PageKit, type Signed, type WebEnv } from "../page-kit.ts";
 
 const LEDGER_ROWS = 20;
@@ -55,6 +56,7 @@ export function accountRoutes(kit: PageKit): Hono<WebEnv> {
       lastUsedWindowMs: config.keyLastUsedFlushMs,
       alerts: await getAlertSettings(db, signed.session.accountId),
       billing: billingView(kit.payments, signed.summary, signed.ctx.signedIn.csrfToken),
+      telegram: telegramView(kit, null),
       ...extra,
     };
   }
@@ -74,12 +76,17 @@ export function accountRoutes(kit: PageKit): Hono<WebEnv> {
         ? "Alert settings saved."
         : c.req.query("alerts-stopped") !== undefined
           ? "Alerts stopped."
-          : c.req.query("checkout") === "success"
-            ? "Thank you. Stripe is confirming your payment; your Tokens or plan appear here as soon as it has."
-            : c.req.query("checkout") === "cancelled"
-              ? "Checkout cancelled. Nothing was charged."
-              : null;
-    return kit.page(c, 200, renderAccountPage(signed.ctx, await accountView(signed, { flash }, before)));
+          : c.req.query("telegram-connected") !== undefined
+            ? "Telegram connected."
+            : c.req.query("telegram-disconnected") !== undefined
+              ? "Telegram disconnected: no more alerts go to that chat."
+              : c.req.query("checkout") === "success"
+                ? "Thank you. Stripe is confirming your payment; your Tokens or plan appear here as soon as it has."
+                : c.req.query("checkout") === "cancelled"
+                  ? "Checkout cancelled. Nothing was charged."
+                  : null;
+    const telegram = telegramView(kit, takeTelegramTestResult(kit, c));
+    return kit.page(c, 200, renderAccountPage(signed.ctx, await accountView(signed, { flash, telegram }, before), [kit.assets.url("telegram.js")]));
   });
   app.all("/account", methodNotAllowed(kit, "GET"));
 
@@ -150,7 +157,9 @@ export function accountRoutes(kit: PageKit): Hono<WebEnv> {
     }
     const input = { chatId: (form.get("chat_id") ?? "").slice(0, 64), symbols: (form.get("symbols") ?? "").slice(0, 800), timeframes: form.getAll("timeframes").slice(0, 10) };
     try {
-      const settings = parseAlertSettings(input);
+      // An empty chat id keeps the chat connected through Telegram (or none yet).
+      const chatId = input.chatId.trim() === "" ? ((await getAlertSettings(db, accountId))?.chatId ?? null) : input.chatId;
+      const settings = parseAlertSettings({ ...input, chatId });
       await saveAlertSettings(db, accountId, settings);
       return kit.seeOther(c, "/account?alerts-saved");
     } catch (err) {

@@ -53,6 +53,10 @@ describe("chat id", () => {
     expect(refusal({ chatId }).message).toMatch(/^chat id must be a Telegram chat id \(a number\) or @channelname, got "/);
   });
 
+  it("keeps coins without a chat when none is given (null: the web page before Telegram is connected)", () => {
+    expect(parseAlertSettings({ ...valid, chatId: null })).toEqual({ chatId: null, symbols: ["BTC"], timeframes: ["1h"] });
+  });
+
   it("quotes at most 40 characters of a refused chat id", () => {
     const message = refusal({ chatId: "x".repeat(500) }).message;
     expect(message).toContain(`got "${"x".repeat(40)}"`);

@@ -1,0 +1,128 @@
+/**
+ * Telegram on the web: the account page's Connect (a one-time token, then a 303 to
+ * `https://t.me/<bot>?start=<token>`), Send a test alert, Disconnect, the status the page polls
+ * while the member presses Start, and `POST /webhooks/telegram`, the bot's updates when
+ * TELEGRAM_UPDATES=webhook: accepted only with Telegram's X-Telegram-Bot-Api-Secret-Token
+ * header equal (in constant time) to TELEGRAM_WEBHOOK_SECRET.
+ */
+import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { getCookie } from "hono/cookie";
+import { errorBodyOf, type ErrorCode } from "../../errors.ts";
+import { errorSummary } from "../../logger.ts";
+import { secretsEqual } from "../../accounts/api-key.ts";
+import { getAlertSettings } from "../../alerts/settings.ts";
+import { createTelegramSender } from "../../alerts/telegram.ts";
+import { connectLink, createConnectToken, disconnectChat } from "../../alerts/telegram-connect.ts";
+import { handleUpdate, parseUpdate } from "../../alerts/telegram-updates.ts";
+import { renderMessagePage } from "../auth-pages.ts";
+import { methodNotAllowed, type PageKit, type WebContext, type WebEnv } from "../page-kit.ts";
+import type { TelegramTestResult, TelegramView } from "../telegram-card.ts";
+
+/** The header Telegram sends with every webhook request (setWebhook's secret_token). */
+const SECRET_HEADER = "x-telegram-bot-api-secret-token";
+/** Largest update accepted; a message update is a few KB. */
+const MAX_UPDATE_BYTES = 256 * 1024;
+/** Carries the test alert's outcome across the POST's redirect, for one display. */
+const TEST_RESULT_COOKIE = "telegram_test";
+const TEST_RESULT_MAX_AGE_S = 60;
+
+const json = (c: WebContext, status: number, body: object) => c.json(body, status as 200, { "cache-control": "no-store" });
+const jsonError = (c: WebContext, code: ErrorCode, status: number, message: string) => json(c, status, errorBodyOf(code, message));
+
+/** Reads (and clears) the outcome of the test alert this browser just sent. */
+export function takeTelegramTestResult(kit: PageKit, c: WebContext): TelegramTestResult | null {
+  const raw = getCookie(c, TEST_RESULT_COOKIE);
+  if (raw === undefined) return null;
+  kit.setCookie(c, TEST_RESULT_COOKIE, "", 0);
+  if (raw === "accepted") return { accepted: true };
+  const match = /^refused\.([A-Za-z0-9_-]{0,1200})$/.exec(raw);
+  return match ? { accepted: false, error: Buffer.from(match[1]!, "base64url").toString("utf8") } : null;
+}
+
+/** What the account page's Telegram card may offer on this server. */
+export function telegramView(kit: PageKit, testResult: TelegramTestResult | null): TelegramView {
+  const { alerts } = kit.deps.config;
+  return { connectable: alerts.telegramBotUsername !== null && alerts.telegramUpdates !== "off", canSend: alerts.telegramBotToken !== null, testResult };
+}
+
+/** Routes of `/account/telegram/*` and `/webhooks/telegram`. */
+export function telegramRoutes(kit: PageKit): Hono<WebEnv> {
+  const { config, db, clock, logger } = kit.deps;
+  const { alerts } = config;
+  const sender = alerts.telegramBotToken === null ? null : createTelegramSender({ apiBase: alerts.telegramApiBase, botToken: alerts.telegramBotToken, timeoutMs: alerts.sendTimeoutMs });
+  const app = new Hono<WebEnv>();
+  const backToAccount = { href: "/account", text: "Back to your account" };
+
+  app.post("/account/telegram/connect", kit.session, kit.form, kit.signedInForm, async (c) => {
+    const signed = c.get("signed")!;
+    if (!telegramView(kit, null).connectable) {
+      return kit.page(c, 404, renderMessagePage(signed.ctx, "Telegram is not set up", "This server cannot connect Telegram in one tap. Enter your chat id on the account page instead.", backToAccount));
+    }
+    const token = await createConnectToken(db, signed.session.accountId, clock());
+    return kit.seeOther(c, connectLink(alerts.telegramBotUsername!, token));
+  });
+  app.all("/account/telegram/connect", methodNotAllowed(kit, "POST"));
+
+  app.post("/account/telegram/test", kit.session, kit.form, kit.signedInForm, async (c) => {
+    const signed = c.get("signed")!;
+    const chatId = (await getAlertSettings(db, signed.session.accountId))?.chatId ?? null;
+    if (sender === null || chatId === null) {
+      return kit.page(c, 409, renderMessagePage(signed.ctx, "No chat to test", "Connect Telegram first; then a test alert can be sent to it.", backToAccount));
+    }
+    const outcome = await sender.send(chatId, `Test alert from ${config.publicBaseUrl}: this chat receives your signal alerts. Nothing else to do.`);
+    const value = outcome.kind === "sent" ? "accepted" : `refused.${Buffer.from(outcome.error.slice(0, 200), "utf8").toString("base64url")}`;
+    kit.setCookie(c, TEST_RESULT_COOKIE, value, TEST_RESULT_MAX_AGE_S);
+    // POST -> 303 -> GET: a reload of the page does not send another message.
+    return kit.seeOther(c, "/account#alerts-h");
+  });
+  app.all("/account/telegram/test", methodNotAllowed(kit, "POST"));
+
+  app.post("/account/telegram/disconnect", kit.session, kit.form, kit.signedInForm, async (c) => {
+    await disconnectChat(db, c.get("signed")!.session.accountId);
+    return kit.seeOther(c, "/account?telegram-disconnected");
+  });
+  app.all("/account/telegram/disconnect", methodNotAllowed(kit, "POST"));
+
+  // Polled by telegram.js while the member presses Start in Telegram.
+  app.get("/account/telegram/status", kit.session, async (c) => {
+    const signed = c.get("signed");
+    if (signed === null) return jsonError(c, "unauthorized", 401, "Sign in first.");
+    const chatId = (await getAlertSettings(db, signed.session.accountId))?.chatId ?? null;
+    return json(c, 200, { connected: chatId !== null });
+  });
+  app.all("/account/telegram/status", methodNotAllowed(kit, "GET"));
+
+  if (alerts.telegramUpdates === "webhook") {
+    const secret = alerts.telegramWebhookSecret!;
+    const updateDeps = { db, sender: sender!, clock, logger };
+    const limit = bodyLimit({ maxSize: MAX_UPDATE_BYTES, onError: (c) => jsonError(c as WebContext, "payload_too_large", 413, "The update is too large.") });
+    app.post("/webhooks/telegram", async (c, next) => {
+      // Before the body is read: a request without the secret costs nothing but this check.
+      if (!secretsEqual(secret, c.req.header(SECRET_HEADER) ?? "")) {
+        logger.warn({ sent: c.req.header(SECRET_HEADER) !== undefined }, "telegram webhook refused: secret token missing or wrong");
+        return jsonError(c, "unauthorized", 401, "The X-Telegram-Bot-Api-Secret-Token header is missing or wrong.");
+      }
+      await next();
+    }, limit, async (c) => {
+      let body: unknown;
+      try {
+        body = JSON.parse(await c.req.text());
+      } catch {
+        return jsonError(c, "bad_request", 400, "The body is not JSON.");
+      }
+      const update = parseUpdate(body);
+      if (update === null) return jsonError(c, "bad_request", 400, "The body is not a Telegram Update (an object with a numeric update_id).");
+      try {
+        await handleUpdate(updateDeps, update);
+      } catch (err) {
+        // Telegram retries a failed delivery, and the token is still unused (one transaction).
+        logger.error({ err: errorSummary(err) }, "telegram webhook update not handled");
+        return jsonError(c, "unavailable", 503, "The update could not be handled now; it will be retried.");
+      }
+      return json(c, 200, { ok: true });
+    });
+    app.all("/webhooks/telegram", methodNotAllowed(kit, "POST"));
+  }
+  return app;
+}
