@@ -3,11 +3,12 @@
  * bench/README.md with the machine line). Needs PostgreSQL (BENCH_DATABASE_URL or
  * 127.0.0.1:5432), pgbench and wrk; the import benchmark needs ../shared/data.
  *
- * `npm run bench -- alerts` (or `api`, `import`, `memory`, `engine`, `cli`, several names) runs only those.
+ * `npm run bench -- alerts` (or `api`, `import`, `memory`, `embedded-memory`, `engine`, `cli`, several names) runs only those.
  */
 import { benchApi, machineLine } from "./api.ts";
 import { benchImport } from "./import.ts";
 import { benchMemory } from "./memory.ts";
+import { benchEmbeddedMemory } from "./embedded-memory.ts";
 import { benchAlerts } from "./alerts.ts";
 import { benchCliStartup } from "./cli-startup.ts";
 
@@ -15,6 +16,7 @@ const BENCHES: Record<string, { title: string; run: () => Promise<string | void>
   api: { title: "Billed REST calls", run: benchApi },
   import: { title: "Import of the twelve real coins", run: benchImport },
   memory: { title: "Memory of a server holding 500 coins × 5 timeframes", run: benchMemory },
+  "embedded-memory": { title: "Memory of `npm start` on a bare machine (PGlite, demo feed)", run: benchEmbeddedMemory },
   alerts: { title: "Alerts: candle close to Telegram, 100 members", run: benchAlerts },
   cli: { title: "CLI start-up", run: () => benchCliStartup() },
   engine: {
