@@ -2,8 +2,10 @@
  * Memory of `npm start` on a bare machine (issue 16, item 6): the embedded database (PGlite,
  * in-process) and the demo feed, on a fresh temporary DATA_DIR. RSS of the whole process tree
  * (npm, its shell and the server; PGlite runs inside the server) is sampled every 250 ms for
- * about 60 s. Peak = the highest sample; steady = the median of the last 10 s. Exits non-zero
- * when either misses its target (steady < 300 MiB, peak < 500 MiB).
+ * about 60 s. Peak = the highest sample; steady = the median of the last 10 s. The targets
+ * (steady < 300 MiB, peak < 500 MiB) apply to the server process, the one the issue measured
+ * (its 623 MiB "a minute after start" is the server alone; npm and its shell add ~60 MiB, shown
+ * beside it). Exits non-zero when either is missed.
  *
  * `npm run bench -- embedded-memory`, or `node bench/embedded-memory.ts [seconds]`.
  */
@@ -99,12 +101,12 @@ export async function measureEmbeddedMemory(seconds = 60): Promise<{ table: stri
   const steadyTree = median(last.map((s) => s.treeMiB));
   const steadyServer = median(last.map((s) => s.serverMiB));
   const mark = (value: number, target: number) => `${value < target ? "✔" : "✘"}`;
-  const ok = steadyTree < STEADY_TARGET_MIB && peakTree < PEAK_TARGET_MIB;
+  const ok = steadyServer < STEADY_TARGET_MIB && peakServer < PEAK_TARGET_MIB;
   const table = [
-    `| measure (${samples.length} samples every ${SAMPLE_MS} ms over ${(end / 1000).toFixed(0)} s, fresh DATA_DIR) | process tree (npm + server) | server process alone | target (tree) |`,
+    `| measure (${samples.length} samples every ${SAMPLE_MS} ms over ${(end / 1000).toFixed(0)} s, fresh DATA_DIR) | server process | whole tree (npm + sh + server) | target (server) |`,
     `|---|---|---|---|`,
-    `| peak RSS | **${peakTree.toFixed(0)} MiB** | ${peakServer.toFixed(0)} MiB | < ${PEAK_TARGET_MIB} MiB ${mark(peakTree, PEAK_TARGET_MIB)} |`,
-    `| steady RSS (median of the last ${STEADY_WINDOW_MS / 1000} s) | **${steadyTree.toFixed(0)} MiB** | ${steadyServer.toFixed(0)} MiB | < ${STEADY_TARGET_MIB} MiB ${mark(steadyTree, STEADY_TARGET_MIB)} |`,
+    `| peak RSS | **${peakServer.toFixed(0)} MiB** | ${peakTree.toFixed(0)} MiB | < ${PEAK_TARGET_MIB} MiB ${mark(peakServer, PEAK_TARGET_MIB)} |`,
+    `| steady RSS (median of the last ${STEADY_WINDOW_MS / 1000} s) | **${steadyServer.toFixed(0)} MiB** | ${steadyTree.toFixed(0)} MiB | < ${STEADY_TARGET_MIB} MiB ${mark(steadyServer, STEADY_TARGET_MIB)} |`,
     `| npm start → "listening" | ${(listeningAtMs / 1000).toFixed(1)} s | | |`,
   ].join("\n");
   return { table, ok };
