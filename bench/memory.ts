@@ -2,7 +2,7 @@
  * Memory of a server holding 500 coins × 5 timeframes: a real server process on Postgres
  * receives 500 coins of synthetic 15m candles (so 15m, 30m, 1h, 4h and 1d are all live)
  * through the internal gRPC IngestService; its RSS is read beside the same process idle.
- * Target: under 200 MB RSS.
+ * Target (issue 16, item 5): under 150 MiB RSS steady; exits non-zero when missed.
  */
 import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
@@ -14,6 +14,7 @@ import { benchDatabase, rssMiB, startServerProcess } from "./server-process.ts";
 const COINS = 500;
 const CANDLES_PER_COIN = 200;
 const TOKEN = "bench-internal-token-0123456789";
+const TARGET_MIB = 150;
 
 /** Runs the memory benchmark; returns a Markdown table. */
 export async function benchMemory(): Promise<string> {
@@ -50,14 +51,16 @@ export async function benchMemory(): Promise<string> {
       await new Promise((r) => setTimeout(r, 1000));
       loaded = Math.min(loaded, await rssMiB(server.child.pid!));
     }
+    const ok = loaded < TARGET_MIB;
+    if (!ok) process.exitCode = 1;
     return [
       `| measure | value | target |`,
       `|---|---|---|`,
       `| coins × timeframes held | ${COINS} × 5 (15m base; 30m, 1h, 4h, 1d derived) | 500 × 5 |`,
       `| candles pushed over gRPC | ${accepted} in ${seconds.toFixed(1)} s | |`,
       `| server RSS idle (baseline) | ${idle.toFixed(0)} MiB | |`,
-      `| server RSS holding 500 × 5 (steady, after 10 s quiet) | ${loaded.toFixed(0)} MiB | < 200 MB |`,
-    ].join("\n");
+      `| server RSS holding 500 × 5 (steady, lowest over 10 s quiet) | **${loaded.toFixed(0)} MiB** (${(loaded / TARGET_MIB).toFixed(2)} × target) | < ${TARGET_MIB} MiB ${ok ? "✔" : "✘"} |`,
+    ].join("\n") + (ok ? "" : "\n\n**Target missed.**");
   } finally {
     server.child.kill("SIGTERM");
     await new Promise((r) => setTimeout(r, 1000));
@@ -65,4 +68,4 @@ export async function benchMemory(): Promise<string> {
   }
 }
 
-if (import.meta.main) console.log(await benchMemory());
+if (import.meta.main) console.log(await benchMemory()); // process.exitCode is 1 when the target is missed

@@ -3,7 +3,7 @@
  * bench/README.md with the machine line). Needs PostgreSQL (BENCH_DATABASE_URL or
  * 127.0.0.1:5432), pgbench and wrk; the import benchmark needs ../shared/data.
  *
- * `npm run bench -- alerts` (or `api`, `import`, `memory`, `engine`, `cli`, `workers`, `cold-start`,
+ * `npm run bench -- alerts` (or `api`, `import`, `memory`, `embedded-memory`, `engine`, `cli`, `workers`, `cold-start`,
  * several names) runs only those.
  * `--smoke`: the API benchmark's five-second run (what .ci/run does). The exit status is non-zero
  * when a benchmark missed a target (bench/api.ts).
@@ -11,6 +11,7 @@
 import { benchApi, machineLine } from "./api.ts";
 import { benchImport } from "./import.ts";
 import { benchMemory } from "./memory.ts";
+import { benchEmbeddedMemory } from "./embedded-memory.ts";
 import { benchAlerts } from "./alerts.ts";
 import { benchCliStartup } from "./cli-startup.ts";
 import { benchWorkers } from "./workers.ts";
@@ -20,6 +21,7 @@ const BENCHES: Record<string, { title: string; run: () => Promise<string | void>
   api: { title: "Billed REST calls", run: benchApi },
   import: { title: "Import of the twelve real coins", run: benchImport },
   memory: { title: "Memory of a server holding 500 coins × 5 timeframes", run: benchMemory },
+  "embedded-memory": { title: "Memory of `npm start` on a bare machine (PGlite, demo feed)", run: benchEmbeddedMemory },
   alerts: { title: "Alerts: candle close to Telegram, 100 members", run: benchAlerts },
   cli: { title: "CLI start-up", run: () => benchCliStartup() },
   workers: { title: "Billed REST calls with WORKERS=1 and WORKERS=2", run: () => benchWorkers() },

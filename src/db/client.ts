@@ -9,6 +9,7 @@ import type { SQL } from "drizzle-orm";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import * as schema from "./schema.ts";
 import { openRepairedPool, type PostgresClient } from "./postgres-js-repairs.ts";
+import { pgliteOptions } from "./pglite-setup.ts";
 
 /** Any Drizzle Postgres database over our schema, whichever driver is behind it. */
 export type Database = PgDatabase<PgQueryResultHKT, typeof schema>;
@@ -108,7 +109,7 @@ async function openPglite(dataDir: string): Promise<DbHandle> {
   const { PGlite } = await import("@electric-sql/pglite");
   const { drizzle } = await import("drizzle-orm/pglite");
   if (!dataDir.startsWith("memory://")) mkdirSync(dataDir, { recursive: true });
-  const client = await PGlite.create(dataDir);
+  const client = await PGlite.create(dataDir, pgliteOptions(dataDir, PGlite.defaultStartParams));
   const db = drizzle(client, { schema }) as unknown as Database;
   return {
     db,

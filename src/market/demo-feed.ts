@@ -23,8 +23,15 @@ const REGIME_LENGTH = 48;
 
 /** The demo coin's price at `now`: the close of its latest demo candle. */
 export function demoPriceAt(symbol: string, now: number): number {
-  const bucket = Math.floor((now - ANCHOR) / STEP_MS) + 1;
-  return demoCandles(symbol, Math.max(1, bucket)).at(-1)!.close;
+  const next = demoWalk(symbol);
+  let candle = next();
+  for (let bucket = bucketAt(now); candle.openTime < ANCHOR + bucket * STEP_MS; ) candle = next();
+  return candle.close;
+}
+
+/** Index of the 15m bucket that holds `now`, counted from the anchor (at least 0). */
+function bucketAt(now: number): number {
+  return Math.max(0, Math.floor((now - ANCHOR) / STEP_MS));
 }
 
 /** Small, fast, seedable PRNG (mulberry32). */
@@ -46,15 +53,20 @@ export function hash(text: string): number {
   return h >>> 0;
 }
 
-/** Generates the coin's candles for bucket indexes [0, count) from the anchor. */
-export function demoCandles(symbol: string, count: number): Candle[] {
-  const out: Candle[] = [];
+/**
+ * The coin's seeded walk: each call returns its next candle, from bucket 0 at the anchor. It
+ * steps the walk's state instead of regenerating the series, so following it costs nothing
+ * per tick (the whole series since the anchor is ~30,000 candles a coin after a year; the
+ * feed regenerated it every 3 s, which was most of the embedded server's memory, issue 16).
+ */
+export function demoWalk(symbol: string): () => Candle {
   const anchorPrice = DEMO_COINS[symbol] ?? 100;
   let price = anchorPrice;
   const rand = prng(hash(symbol));
   let drift = 0;
   let vol = 0.003;
-  for (let i = 0; i < count; i++) {
+  let i = 0;
+  return () => {
     if (i % REGIME_LENGTH === 0) {
       const regime = Math.floor(rand() * 4);
       drift = regime === 0 ? 0.0012 : regime === 1 ? -0.0012 : 0;
@@ -67,10 +79,16 @@ export function demoCandles(symbol: string, count: number): Candle[] {
     const close = open * (1 + drift + pull + vol * (rand() * 2 - 1));
     const high = Math.max(open, close) * (1 + vol * rand() * 0.8);
     const low = Math.min(open, close) * (1 - vol * rand() * 0.8);
-    out.push({ openTime: ANCHOR + i * STEP_MS, open, high, low, close, volume: Math.round(1_000 + rand() * 9_000) });
+    const candle = { openTime: ANCHOR + i * STEP_MS, open, high, low, close, volume: Math.round(1_000 + rand() * 9_000) };
     price = close;
-  }
-  return out;
+    i++;
+    return candle;
+  };
+}
+
+/** Generates the coin's candles for bucket indexes [0, count) from the anchor. */
+export function demoCandles(symbol: string, count: number): Candle[] {
+  return Array.from({ length: count }, demoWalk(symbol));
 }
 
 /** The forming version of `candle` at fraction f (0..1) of its period. */
@@ -83,23 +101,43 @@ export function formingAt(candle: Candle, f: number): Candle {
 
 const update = (symbol: string, c: Candle, closed: boolean): CandleUpdate => ({ symbol, tf: TF, ...c, closed });
 
+/** One coin's walk followed up to the bucket that holds `now`, remembering its last two candles. */
+function followedWalk(symbol: string) {
+  const next = demoWalk(symbol);
+  let previous: Candle | undefined;
+  let current = next();
+  return {
+    /** Steps to the bucket holding `now`; `onClosed` sees each candle that closes on the way. */
+    advanceTo(now: number, onClosed?: (candle: Candle) => void): { previous: Candle | undefined; current: Candle } {
+      for (const openTime = ANCHOR + bucketAt(now) * STEP_MS; current.openTime < openTime; ) {
+        onClosed?.(current);
+        previous = current;
+        current = next();
+      }
+      return { previous, current };
+    },
+  };
+}
+
 /** Starts the demo feed: backfills history, then updates forming candles every few seconds. */
 export async function startDemoFeed(feed: MarketFeed, clock: Clock, logger: Logger, intervalMs = 3_000): Promise<() => void> {
-  const seriesFor = (symbol: string) => demoCandles(symbol, Math.floor((clock() - ANCHOR) / STEP_MS) + 1);
+  const walks = new Map(Object.keys(DEMO_COINS).map((symbol) => [symbol, followedWalk(symbol)]));
   const history: CandleUpdate[] = [];
-  for (const symbol of Object.keys(DEMO_COINS)) {
-    const series = seriesFor(symbol);
-    for (const c of series.slice(-HISTORY_CANDLES - 1, -1)) history.push(update(symbol, c, true));
+  const start = clock();
+  const firstHistoryTime = ANCHOR + (bucketAt(start) - HISTORY_CANDLES) * STEP_MS;
+  for (const [symbol, walk] of walks) {
+    walk.advanceTo(start, (closed) => {
+      if (closed.openTime >= firstHistoryTime) history.push(update(symbol, closed, true));
+    });
   }
   const summary = await feed.ingest(history, { alerts: false });
+  history.length = 0;
   logger.info({ coins: Object.keys(DEMO_COINS), accepted: summary.accepted, duplicates: summary.duplicates }, "demo feed: synthetic history loaded");
   const tick = async () => {
     const now = clock();
     const updates: CandleUpdate[] = [];
-    for (const symbol of Object.keys(DEMO_COINS)) {
-      const series = seriesFor(symbol);
-      const current = series[series.length - 1]!;
-      const previous = series[series.length - 2];
+    for (const [symbol, walk] of walks) {
+      const { previous, current } = walk.advanceTo(now);
       if (previous) updates.push(update(symbol, previous, true));
       updates.push(update(symbol, formingAt(current, Math.min(1, (now - current.openTime) / STEP_MS)), false));
     }

@@ -1,0 +1,73 @@
+/**
+ * The demo feed follows each coin's walk step by step (it no longer regenerates the series
+ * since the anchor on every tick): what it sends must be exactly the candles of the full
+ * series, the last 1,500 closed ones as history, then the previous and the forming candle of
+ * the bucket that holds the clock at each tick, also across several buckets at once.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import pino from "pino";
+import { DEMO_COINS, demoCandles, demoPriceAt, formingAt, startDemoFeed } from "../../../src/market/demo-feed.ts";
+import { waitFor } from "../../support/reliability.ts";
+import type { MarketFeed } from "../../../src/market/feed.ts";
+import type { CandleUpdate } from "../../../src/market/validate.ts";
+
+const STEP = 15 * 60_000;
+const ANCHOR = Date.UTC(2026, 0, 1);
+
+/** A MarketFeed that records what it is given (the demo feed only calls `ingest`). */
+function recordingFeed() {
+  const calls: { updates: CandleUpdate[]; alerts: boolean | undefined }[] = [];
+  const feed = {
+    async ingest(source: Iterable<CandleUpdate>, options: { alerts?: boolean } = {}) {
+      const updates = [...source];
+      calls.push({ updates, alerts: options.alerts });
+      return { accepted: updates.length, duplicates: 0 };
+    },
+  };
+  return { calls, feed: feed as unknown as MarketFeed };
+}
+
+/** The full series up to (and including) the bucket that holds `now`. */
+const seriesAt = (symbol: string, now: number) => demoCandles(symbol, Math.floor((now - ANCHOR) / STEP) + 1);
+
+let stop = () => {};
+afterEach(() => stop());
+
+describe("demo feed", () => {
+  it("sends the last 1,500 closed candles, then the previous and forming candle of the clock's bucket, as the full series has them", async () => {
+    let now = Date.UTC(2026, 10, 23, 12, 7, 30);
+    const { calls, feed } = recordingFeed();
+    stop = await startDemoFeed(feed, () => now, pino({ level: "silent" }), 20);
+
+    const [history, firstTick] = calls;
+    expect(history!.alerts).toBe(false);
+    for (const symbol of Object.keys(DEMO_COINS)) {
+      const series = seriesAt(symbol, now);
+      const sent = history!.updates.filter((u) => u.symbol === symbol);
+      expect(sent).toHaveLength(1_500);
+      expect(sent.map(({ symbol: _s, tf: _t, closed: _c, ...candle }) => candle)).toEqual(series.slice(-1_501, -1));
+      expect(sent.every((u) => u.closed && u.tf === "15m")).toBe(true);
+
+      const tick = firstTick!.updates.filter((u) => u.symbol === symbol);
+      const current = series.at(-1)!;
+      expect(tick).toEqual([
+        { symbol, tf: "15m", ...series.at(-2)!, closed: true },
+        { symbol, tf: "15m", ...formingAt(current, (now - current.openTime) / STEP), closed: false },
+      ]);
+    }
+
+    // The clock jumps three buckets: the next tick sends the candle that closed last and the new forming one.
+    now += 3 * STEP;
+    const sent = calls.length;
+    const jumped = await waitFor(() => calls[sent], 5_000, "a tick after the clock moved");
+    for (const symbol of Object.keys(DEMO_COINS)) {
+      const series = seriesAt(symbol, now);
+      const current = series.at(-1)!;
+      expect(jumped.updates.filter((u) => u.symbol === symbol)).toEqual([
+        { symbol, tf: "15m", ...series.at(-2)!, closed: true },
+        { symbol, tf: "15m", ...formingAt(current, (now - current.openTime) / STEP), closed: false },
+      ]);
+      expect(demoPriceAt(symbol, now)).toBe(current.close);
+    }
+  });
+});
