@@ -88,7 +88,7 @@ describe.skipIf(!chromiumAvailable)("Connect Telegram in one tap (getUpdates pol
   it("offers Connect Telegram; the link carries a one-time token stored only as its hash", async () => {
     expect(await page.locator("#telegram-state").textContent()).toContain("Alerts are off");
     // The manual chat id is the folded fallback.
-    expect(await page.locator("details").getAttribute("open")).toBeNull();
+    expect(await page.locator("details", { has: page.locator("#chat_id") }).getAttribute("open")).toBeNull();
     token = await pressConnect();
     expect(tmeRequests).toEqual([`https://t.me/${BOT}?start=${token}`]);
     const rows = await server.db.handle.rows<{ token_hash: string; account_id: string; expires_ms: number }>(
