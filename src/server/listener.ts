@@ -17,7 +17,7 @@ export type RequestHandler = (
 export interface ListenerOptions {
   /** Largest header block accepted (HTTP/1.1 answers 431 above it, HTTP/2 resets the stream). */
   readonly maxHeaderBytes: number;
-  /** A connection idle longer than this is closed (default 65 s). */
+  /** A connection idle longer than this, between requests or in one, is closed (default 65 s). */
   readonly idleTimeoutMs?: number;
   /**
    * A request whose headers and body take longer than this is answered 408 (HTTP/1.1) or
@@ -72,7 +72,16 @@ export function createDualProtocolListener(handler: RequestHandler, options: Lis
       maxHeaderSize: options.maxHeaderBytes,
       requestTimeout: requestTimeoutMs,
       headersTimeout: headersTimeoutMs,
-      keepAliveTimeout: 5_000,
+      // An idle keep-alive connection stays open as long as any other idle connection
+      // (IDLE_TIMEOUT, 65 s by default, as HTTP/2 sessions). Node's 5 s made the server close
+      // first, which races the client: a request sent as the server closes is reset unread and
+      // the client sees "socket hang up" (not charged, but not answered either). Only the side
+      // that closes first can avoid the race, so the server outlasts clients and proxies that
+      // keep idle connections up to 60 s (nginx, load balancers), and Node announces the figure
+      // in `Keep-Alive: timeout=65` for those that honour it. Found by
+      // test/reliability/multi-process-load.test.ts with WORKERS=2, whose slower bursts reused
+      // connections at the 5 s mark.
+      keepAliveTimeout: idleTimeoutMs,
       // Node checks both timeouts only this often (default 30 s), so a slow client could hold a
       // connection up to 30 s past them (found by test/reliability/fuzz.test.ts).
       connectionsCheckingInterval: Math.min(1_000, headersTimeoutMs),
@@ -97,7 +106,7 @@ export function createDualProtocolListener(handler: RequestHandler, options: Lis
   // A connection where nothing moves for idleTimeoutMs in the middle of a request (a client that
   // sends requests but never reads the answers, so the server's writes stall) is destroyed;
   // without it such a connection stayed open for good (found by test/reliability/fuzz.test.ts).
-  // Between requests keepAliveTimeout (5 s) closes connections sooner.
+  // Between requests keepAliveTimeout closes idle connections after the same time.
   h1.setTimeout(idleTimeoutMs);
   const h2 = http2.createServer(
     {

@@ -10,6 +10,7 @@
  * configured timeouts), nothing internal in any answer (stack traces, paths, SQL, hashes), and
  * a Token charged exactly for each 200.
  */
+import http from "node:http";
 import net from "node:net";
 import http2 from "node:http2";
 import { PassThrough } from "node:stream";
@@ -350,6 +351,38 @@ describe("slow and stuck clients", () => {
     expect(sessionMs).toBeLessThan((REQUEST_TIMEOUT_S + IDLE_TIMEOUT_S) * 1000 + slack);
     expect(["closed", "reset"]).toContain(neverRead);
     figures.slowClients = { slowlorisMs: slowloris.ms, slowBodyMs: slowBody.ms, silentMs: silent.ms, partialPrefaceMs: partialPreface.ms, stuckStreamMs: stuck.ms, floodStreams: flood.length, floodOutcomes: [...new Set(flood)], idleSessionClosedMs: sessionMs, neverReads: neverRead, totalMs: Date.now() - started };
+  });
+});
+
+describe("idle keep-alive connections", () => {
+  it("are kept for IDLE_TIMEOUT, as the Keep-Alive header announces, so that a client reusing one sooner is never cut off", async () => {
+    // The server closing first (Node's 5 s) reset requests sent as it closed ("socket hang up").
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const get = () =>
+        new Promise<{ status: number; keepAlive: string | string[] | undefined; socket: net.Socket; reused: boolean }>((resolve, reject) => {
+          const req = http.get(`${server.baseUrl}/nowhere`, { agent }, (res) => {
+            res.resume();
+            res.on("end", () => resolve({ status: res.statusCode!, keepAlive: res.headers["keep-alive"], socket: req.socket as net.Socket, reused: req.reusedSocket }));
+          });
+          req.on("error", reject);
+        });
+      const first = await get();
+      expect(first.keepAlive).toBe(`timeout=${IDLE_TIMEOUT_S}`);
+      // Reused after most of the idle time: the same connection answers.
+      await new Promise((r) => setTimeout(r, IDLE_TIMEOUT_S * 1000 - 1_000));
+      const second = await get();
+      expect({ status: second.status, reused: second.reused, same: second.socket === first.socket }).toEqual({ status: first.status, reused: true, same: true });
+      // Then left idle: the server closes it once IDLE_TIMEOUT has passed (plus Node's 1 s margin).
+      const idleAt = Date.now();
+      await new Promise((resolve) => (second.socket.destroyed ? resolve(null) : second.socket.once("close", resolve)));
+      const idleMs = Date.now() - idleAt;
+      figures.idleKeepAliveClosedMs = idleMs;
+      expect(idleMs).toBeGreaterThanOrEqual(IDLE_TIMEOUT_S * 1000 - 50);
+      expect(idleMs).toBeLessThan(IDLE_TIMEOUT_S * 1000 + 1_000 + 2_500);
+    } finally {
+      agent.destroy();
+    }
   });
 });
 
