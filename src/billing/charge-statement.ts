@@ -1,7 +1,6 @@
 /**
- * How paid calls reach the database: a group through `charge_calls` (src/db/functions/
- * charge_calls.sql, set-based), one idempotent call through `charge_call` (charge_call.sql);
- * their arguments built in one place. The batch is the billing hot path's one exception
+ * How a paid call reaches `charge_call` (src/db/functions/charge_call.sql): its arguments
+ * built in one place, for both call sites. The batch is the billing hot path's one exception
  * to the query builder: raw text with positional parameters, sent as a prepared statement
  * (drizzle's builder cost ~30% client-side there; bench/README.md). The idempotent path runs a
  * single call inside its own transaction through drizzle.
@@ -38,7 +37,9 @@ export function chargeCallStatement(call: ChargeRequest, limits: Limits): SQL {
 // a data-modifying CTE runs whether or not the outer query reads it.
 const CHARGE_BATCH_SQL = `
   WITH r AS MATERIALIZED (
-    SELECT * FROM charge_calls($1::text[], $2::timestamptz[], $3::date[], $4::date[], $5::integer, $6::bigint, $7::bigint)),
+    SELECT k.ord, c.*
+      FROM unnest($1::text[], $2::timestamptz[], $3::date[], $4::date[]) WITH ORDINALITY AS k(key_hash, at, day, month, ord)
+     CROSS JOIN LATERAL charge_call(k.key_hash, k.at, k.day, k.month, $5::integer, $6::bigint, $7::bigint) AS c),
   attempt AS (
     INSERT INTO charge_attempts (id, results) SELECT $8::uuid, jsonb_agg(to_jsonb(r) ORDER BY r.ord) FROM r)
   SELECT * FROM r ORDER BY ord`;
