@@ -1,6 +1,6 @@
 /**
  * Cold start (issue 16, item 8): wall time from spawning the server, as `npm start` runs it
- * (`node --max-semi-space-size=16 src/main.ts`, without npm's own start-up), to its first
+ * (node with the V8 flags of package.json's "start" script, without npm's own start-up), to its first
  * answered paid call (`GET /api/v1/signals` answered 200 with the demo account's key), and to
  * its "listening" line. Four cases, each on a fresh data directory or database and then
  * restarted on it:
@@ -14,7 +14,7 @@
  *                                   BENCH_DATABASE_URL or 127.0.0.1:5432)
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -23,6 +23,10 @@ import { benchDatabase } from "./server-process.ts";
 import { machineLine } from "./api.ts";
 
 const MAIN = path.resolve(import.meta.dirname, "../src/main.ts");
+/** The node flags `npm start` passes (read from package.json, so the two never drift apart). */
+const START_FLAGS: string[] = JSON.parse(readFileSync(path.resolve(import.meta.dirname, "../package.json"), "utf8"))
+  .scripts.start.split(/\s+/)
+  .filter((arg: string) => arg.startsWith("--"));
 
 /** A port free right now (the server binds it a moment later). */
 function freePort(): Promise<number> {
@@ -52,7 +56,7 @@ interface Start {
 async function timeStart(env: Record<string, string>, apiKey?: string): Promise<Start> {
   const [port, internalPort] = [await freePort(), await freePort()];
   const started = performance.now();
-  const child = spawn(process.execPath, ["--max-semi-space-size=16", MAIN], {
+  const child = spawn(process.execPath, [...START_FLAGS, MAIN], {
     env: { ...process.env, PORT: String(port), INTERNAL_PORT: String(internalPort), LOG_LEVEL: "info", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
