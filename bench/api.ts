@@ -71,7 +71,7 @@ async function pgbenchBaseline(dbUrl: string, dir: string): Promise<number> {
 }
 
 /** Creates the benchmark accounts directly in the database (setup is not measured). */
-async function createAccounts(dbUrl: string, count: number): Promise<string[]> {
+export async function createAccounts(dbUrl: string, count: number): Promise<string[]> {
   const handle = await openDb({ databaseUrl: dbUrl, dataDir: "", poolSize: 2 });
   const limits = loadConfig({}).limits;
   const keys: string[] = [];
@@ -92,7 +92,7 @@ async function createAccounts(dbUrl: string, count: number): Promise<string[]> {
  * stream per coin; a stream cut short (seen once on a machine at load 25) is sent again, which
  * the feed accepts (candles are upserted).
  */
-async function pushCandles(internalPort: number): Promise<void> {
+export async function pushCandles(internalPort: number): Promise<void> {
   const client = createClient(IngestService, createGrpcTransport({ baseUrl: `http://127.0.0.1:${internalPort}` }));
   const count = 800;
   const lastOpen = Date.now() - (Date.now() % 900_000) - 900_000;
@@ -108,7 +108,7 @@ async function pushCandles(internalPort: number): Promise<void> {
   }
 }
 
-interface WrkResult {
+export interface WrkResult {
   rps: number;
   p50ms: number;
   p99ms: number;
@@ -124,7 +124,7 @@ function parseLatency(text: string, pct: string): number {
   return m[2] === "us" ? v / 1000 : m[2] === "s" ? v * 1000 : v;
 }
 
-async function wrk(port: number, lua: string, seconds: number): Promise<WrkResult> {
+export async function wrk(port: number, lua: string, seconds: number): Promise<WrkResult> {
   const { stdout } = await run("wrk", ["-t", "2", "-c", String(CONNECTIONS), "-d", `${seconds}s`, "--latency", "-s", lua, `http://127.0.0.1:${port}`], { encoding: "utf8" });
   const requests = Number(/(\d+) requests in/.exec(stdout)?.[1] ?? 0);
   const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(stdout)?.[1] ?? 0);
@@ -133,7 +133,7 @@ async function wrk(port: number, lua: string, seconds: number): Promise<WrkResul
   return { rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1] ?? 0), p50ms: parseLatency(stdout, "50"), p99ms: parseLatency(stdout, "99"), ok: requests - non2xx, errors: non2xx + sockErr };
 }
 
-function wrkScript(dir: string, keys: string[]): string {
+export function wrkScript(dir: string, keys: string[]): string {
   const lua = path.join(dir, "keys.lua");
   writeFileSync(
     lua,

@@ -1,6 +1,6 @@
 /**
  * Cold start (issue 16, item 8): wall time from spawning the server, as `npm start` runs it
- * (node with the V8 flags of package.json's "start" script, without npm's own start-up), to its first
+ * (`node <npm start's flags> src/main.ts`, without npm's own start-up), to its first
  * answered paid call (`GET /api/v1/signals` answered 200 with the demo account's key), and to
  * its "listening" line. Four cases, each on a fresh data directory or database and then
  * restarted on it:
@@ -14,19 +14,15 @@
  *                                   BENCH_DATABASE_URL or 127.0.0.1:5432)
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { benchDatabase } from "./server-process.ts";
+import { benchDatabase, npmStartFlags } from "./server-process.ts";
 import { machineLine } from "./api.ts";
 
 const MAIN = path.resolve(import.meta.dirname, "../src/main.ts");
-/** The node flags `npm start` passes (read from package.json, so the two never drift apart). */
-const START_FLAGS: string[] = JSON.parse(readFileSync(path.resolve(import.meta.dirname, "../package.json"), "utf8"))
-  .scripts.start.split(/\s+/)
-  .filter((arg: string) => arg.startsWith("--"));
 
 /** A port free right now (the server binds it a moment later). */
 function freePort(): Promise<number> {
@@ -56,7 +52,7 @@ interface Start {
 async function timeStart(env: Record<string, string>, apiKey?: string): Promise<Start> {
   const [port, internalPort] = [await freePort(), await freePort()];
   const started = performance.now();
-  const child = spawn(process.execPath, [...START_FLAGS, MAIN], {
+  const child = spawn(process.execPath, [...npmStartFlags(), MAIN], {
     env: { ...process.env, PORT: String(port), INTERNAL_PORT: String(internalPort), LOG_LEVEL: "info", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -6,6 +6,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import postgres from "postgres";
 
 const BASE_URL = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
@@ -27,6 +28,18 @@ export async function benchDatabase(): Promise<{ url: string; drop: () => Promis
   };
 }
 
+/**
+ * The V8/Node flags `npm start` gives the server, read from package.json's "start" script so a
+ * benchmark's server runs exactly as `npm start` does; `BENCH_NODE_FLAGS` (space-separated)
+ * adds flags after them, to try one out (a later flag of the same name wins).
+ */
+export function npmStartFlags(): string[] {
+  const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { scripts: { start: string } };
+  const words = pkg.scripts.start.split(/\s+/);
+  if (words[0] !== "node" || words.at(-1) !== "src/main.ts") throw new Error(`unexpected start script: ${pkg.scripts.start}`);
+  return [...words.slice(1, -1), ...(process.env.BENCH_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? [])];
+}
+
 export interface ServerProcess {
   child: ChildProcess;
   port: number;
@@ -34,12 +47,11 @@ export interface ServerProcess {
 }
 
 /**
- * Spawns the server with extra environment and resolves once it listens; kills it and rejects
+ * Spawns the server with extra environment (and V8 flags after npm start's) and resolves once it listens; kills it and rejects
  * (with its output so far) when it has not listened within timeoutMs, rather than hanging.
  */
-export function startServerProcess(env: Record<string, string>, timeoutMs = 60_000): Promise<ServerProcess> {
-  // Same V8 flag as `npm start` (see README: bounded young generation keeps RSS low).
-  const child = spawn(process.execPath, ["--max-semi-space-size=16", "src/main.ts"], {
+export function startServerProcess(env: Record<string, string>, timeoutMs = 60_000, extraFlags: string[] = []): Promise<ServerProcess> {
+  const child = spawn(process.execPath, [...npmStartFlags(), ...extraFlags, "src/main.ts"], {
     env: { ...process.env, PORT: "0", INTERNAL_PORT: "0", LOG_LEVEL: "info", DEMO_ACCOUNT: "false", DEMO_FEED: "false", WORKERS: "1", ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });

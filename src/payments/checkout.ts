@@ -8,12 +8,13 @@ import { and, eq, isNull } from "drizzle-orm";
 import type { DbHandle } from "../db/client.ts";
 import { accounts } from "../db/schema.ts";
 import type { StripeSettings, TokenPack } from "./config.ts";
+import type { StripeClient } from "./stripe-client.ts";
 
 export type PaidPlan = "node" | "founding_seat";
 
 export interface CheckoutDeps {
   readonly db: DbHandle;
-  readonly stripe: Stripe;
+  readonly stripe: StripeClient;
   readonly settings: StripeSettings;
   /** Where members reach the web pages (success, cancel and return URLs). */
   readonly publicBaseUrl: string;
@@ -24,7 +25,7 @@ export async function ensureStripeCustomer(deps: CheckoutDeps, account: { accoun
   const [row] = await deps.db.db.select({ customerId: accounts.stripeCustomerId }).from(accounts).where(eq(accounts.id, account.accountId));
   if (row?.customerId) return row.customerId;
   // The idempotency key makes two concurrent first checkouts get the same Customer from Stripe.
-  const customer = await deps.stripe.customers.create(
+  const customer = await (await deps.stripe()).customers.create(
     { email: account.email, metadata: { account_id: String(account.accountId) } },
     { idempotencyKey: `customer-for-account-${account.accountId}` },
   );
@@ -45,7 +46,7 @@ async function checkoutSession(
   params: Pick<Stripe.Checkout.SessionCreateParams, "mode" | "line_items" | "metadata" | "payment_intent_data" | "subscription_data">,
 ): Promise<{ id: string; url: string }> {
   const customer = await ensureStripeCustomer(deps, account);
-  const session = await deps.stripe.checkout.sessions.create({
+  const session = await (await deps.stripe()).checkout.sessions.create({
     ...params,
     customer,
     client_reference_id: String(account.accountId),
@@ -83,6 +84,6 @@ export function createSubscriptionCheckout(deps: CheckoutDeps, account: { accoun
 /** A Billing Portal session for the account's Customer (card, invoices, cancellation). */
 export async function createPortalSession(deps: CheckoutDeps, account: { accountId: number; email: string }): Promise<{ url: string }> {
   const customer = await ensureStripeCustomer(deps, account);
-  const session = await deps.stripe.billingPortal.sessions.create({ customer, return_url: `${deps.publicBaseUrl}/account` });
+  const session = await (await deps.stripe()).billingPortal.sessions.create({ customer, return_url: `${deps.publicBaseUrl}/account` });
   return { url: session.url };
 }

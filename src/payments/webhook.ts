@@ -7,13 +7,14 @@
 import type Stripe from "stripe";
 import { errorSummary } from "../logger.ts";
 import type { StripeSettings } from "./config.ts";
+import type { StripeClient } from "./stripe-client.ts";
 import { handleStripeEvent, NotYetMatched, type EventDeps } from "./event-handlers.ts";
 
 /** Largest webhook body accepted (Stripe events are a few KB; invoices with many lines more). */
 export const MAX_WEBHOOK_BYTES = 1024 * 1024;
 
 export interface WebhookDeps extends EventDeps {
-  readonly stripe: Stripe;
+  readonly stripe: StripeClient;
   readonly settings: StripeSettings;
 }
 
@@ -25,13 +26,14 @@ export interface WebhookAnswer {
 /** Verifies and applies one webhook delivery. */
 export async function handleStripeWebhook(deps: WebhookDeps, request: { rawBody: Buffer; signature: string | undefined }): Promise<WebhookAnswer> {
   let event: Stripe.Event;
+  const stripe = await deps.stripe();
   const nowS = Math.floor(deps.now() / 1000);
   try {
     // The library refuses signatures older than the tolerance; one from further in the future
     // than that is as suspect (a clock that far off, or a forged time), so it is refused too.
     const signedAt = /(?:^|,)\s*t=(\d{1,12})(?:,|$)/.exec(request.signature ?? "");
     if (signedAt && Number(signedAt[1]) > nowS + deps.settings.webhookToleranceS) throw new Error("signature timestamp in the future");
-    event = deps.stripe.webhooks.constructEvent(
+    event = stripe.webhooks.constructEvent(
       request.rawBody,
       request.signature ?? "",
       deps.settings.webhookSecret,

@@ -4,7 +4,6 @@
  * Origin and CSRF checks of the caller) and the Stripe webhook, the one POST without a session,
  * which instead accepts nothing that Stripe has not signed.
  */
-import type Stripe from "stripe";
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import type { Clock } from "../clock.ts";
@@ -13,6 +12,7 @@ import { errorBodyOf } from "../errors.ts";
 import { errorSummary } from "../logger.ts";
 import { PAID_PLANS, type AccountSummary } from "../accounts/accounts.ts";
 import { createPackCheckout, createPortalSession, createSubscriptionCheckout, type CheckoutDeps, type PaidPlan } from "../payments/checkout.ts";
+import type { StripeClient } from "../payments/stripe-client.ts";
 import { handleStripeWebhook, type WebhookAnswer } from "../payments/webhook.ts";
 import type { BillingView } from "./billing-card.ts";
 
@@ -22,7 +22,7 @@ export interface PaymentRouteDeps {
   readonly clock: Clock;
   readonly logger: Logger;
   /** null when STRIPE_SECRET_KEY is not set: no buttons, webhook 404. */
-  readonly stripe: Stripe | null;
+  readonly stripe: StripeClient | null;
 }
 
 /** What a payment form post answers: a redirect (to Stripe or back), or a message page. */

@@ -1,9 +1,10 @@
 /**
  * The password reset mail: its text (plain and a simple HTML part, both with the link and when
  * it stops working) and its sending through SMTP with nodemailer (SMTP_URL, MAIL_FROM). The
- * link holds the secret token, so neither it nor the message is ever logged.
+ * link holds the secret token, so neither it nor the message is ever logged. nodemailer is loaded
+ * with the first mail, not at start (issue 16, item 5: only what requests need stays resident).
  */
-import { createTransport } from "nodemailer";
+import type { Transporter } from "nodemailer";
 import type { Config } from "../config.ts";
 import { formatMyt } from "./format.ts";
 import { html } from "./html.ts";
@@ -39,10 +40,11 @@ export function composeResetMail(mail: ResetMail): { subject: string; text: stri
 
 /** Sends reset mails over one SMTP transport (not pooled: a connection per message, none left open). */
 export function createResetMailer(config: MailConfig) {
-  const transport = createTransport(config.smtpUrl);
+  let transport: Promise<Transporter> | null = null;
+  const transportOnce = () => (transport ??= import("nodemailer").then(({ createTransport }) => createTransport(config.smtpUrl)));
   return {
     async send(mail: ResetMail): Promise<void> {
-      await transport.sendMail({ from: config.from, to: mail.to, ...composeResetMail(mail) });
+      await (await transportOnce()).sendMail({ from: config.from, to: mail.to, ...composeResetMail(mail) });
     },
   };
 }
