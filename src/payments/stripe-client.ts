@@ -25,5 +25,9 @@ export function createStripeClient(settings: StripeSettings): StripeClient {
           maxNetworkRetries: 1,
           telemetry: false,
         }),
-    ));
+    ).catch((err: unknown) => {
+      // A failed load is not kept: the next payment action tries again instead of failing until a restart.
+      client = null;
+      throw err;
+    }));
 }

@@ -41,7 +41,14 @@ export function composeResetMail(mail: ResetMail): { subject: string; text: stri
 /** Sends reset mails over one SMTP transport (not pooled: a connection per message, none left open). */
 export function createResetMailer(config: MailConfig) {
   let transport: Promise<Transporter> | null = null;
-  const transportOnce = () => (transport ??= import("nodemailer").then(({ createTransport }) => createTransport(config.smtpUrl)));
+  // A failed load is not kept: the next mail tries again instead of failing until a restart.
+  const transportOnce = () =>
+    (transport ??= import("nodemailer")
+      .then(({ createTransport }) => createTransport(config.smtpUrl))
+      .catch((err: unknown) => {
+        transport = null;
+        throw err;
+      }));
   return {
     async send(mail: ResetMail): Promise<void> {
       await (await transportOnce()).sendMail({ from: config.from, to: mail.to, ...composeResetMail(mail) });

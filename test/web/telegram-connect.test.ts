@@ -13,6 +13,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { CONNECT_TOKEN_TTL_MS } from "../../src/alerts/telegram-connect.ts";
 import { START_REPLIES } from "../../src/alerts/telegram-updates.ts";
 import { setMemberPassword } from "../../src/web/credentials.ts";
+import { TEST_ALERT_THROTTLE } from "../../src/web/routes/telegram.ts";
 import { chromiumAvailable, launchChromium } from "../support/browser.ts";
 import { FAKE_BOT_TOKEN, startFakeTelegram, webhookPost, type FakeTelegram } from "../support/fake-telegram.ts";
 import { waitFor } from "../support/reliability.ts";
@@ -297,6 +298,20 @@ describe("Connect Telegram through the webhook (TELEGRAM_UPDATES=webhook)", () =
     const mine = await client.get("/account/telegram/status");
     expect(mine.status).toBe(200);
     expect(JSON.parse(mine.body)).toEqual({ connected: true });
+  });
+
+  it("lets a member send at most 5 test alerts in 10 minutes; the 6th is refused with 429 and sends nothing", async () => {
+    const sent = telegram.received.length;
+    for (let i = 1; i <= TEST_ALERT_THROTTLE.perEmail; i++) {
+      const res = await client.post("/account/telegram/test", { csrf_token: csrfTokenOf((await client.get("/account")).body) });
+      expect(res.status, `test alert ${i}`).toBe(303);
+    }
+    expect(telegram.received.length).toBe(sent + TEST_ALERT_THROTTLE.perEmail);
+    const refused = await client.post("/account/telegram/test", { csrf_token: csrfTokenOf((await client.get("/account")).body) });
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers["retry-after"])).toBeGreaterThan(0);
+    expect(refused.body).toContain("Too many test alerts");
+    expect(telegram.received.length).toBe(sent + TEST_ALERT_THROTTLE.perEmail);
   });
 
   it("replaces the bound chat with the chat of a newer link", async () => {

@@ -16,6 +16,8 @@ import { createTelegramSender } from "../../alerts/telegram.ts";
 import { connectLink, createConnectToken, disconnectChat } from "../../alerts/telegram-connect.ts";
 import { handleUpdate, parseUpdate } from "../../alerts/telegram-updates.ts";
 import { renderMessagePage } from "../auth-pages.ts";
+import { clientAddress } from "../http.ts";
+import { recordFailure, throttleKeys, throttleWaits, type ThrottlePolicy } from "../throttle.ts";
 import { methodNotAllowed, type PageKit, type WebContext, type WebEnv } from "../page-kit.ts";
 import type { TelegramTestResult, TelegramView } from "../telegram-card.ts";
 
@@ -29,6 +31,13 @@ const TEST_RESULT_MAX_AGE_S = 60;
 
 const json = (c: WebContext, status: number, body: object) => c.json(body, status as 200, { "cache-control": "no-store" });
 const jsonError = (c: WebContext, code: ErrorCode, status: number, message: string) => json(c, status, errorBodyOf(code, message));
+
+/**
+ * Test alerts a member may send: each is a real Bot API message from the shared bot, so a loop
+ * of them could flood a chat and spend the bot's per-bot rate limit that every member's alerts
+ * share. Counted per account ("email" side of the throttle) and per client address.
+ */
+export const TEST_ALERT_THROTTLE: ThrottlePolicy = Object.freeze({ windowMs: 10 * 60_000, perAddress: 20, perEmail: 5, scope: "tgtest:" });
 
 /** Reads (and clears) the outcome of the test alert this browser just sent. */
 export function takeTelegramTestResult(kit: PageKit, c: WebContext): TelegramTestResult | null {
@@ -70,6 +79,20 @@ export function telegramRoutes(kit: PageKit): Hono<WebEnv> {
     if (sender === null || chatId === null) {
       return kit.page(c, 409, renderMessagePage(signed.ctx, "No chat to test", "Connect Telegram first; then a test alert can be sent to it.", backToAccount));
     }
+    const now = clock();
+    const keys = throttleKeys(clientAddress(kit.nodeRequest(c), config.trustProxy), `account-${signed.session.accountId}`, TEST_ALERT_THROTTLE.scope);
+    const waits = await throttleWaits(db, keys, TEST_ALERT_THROTTLE, now);
+    const waitMs = Math.max(waits.address, waits.email);
+    if (waitMs > 0) {
+      const minutes = Math.ceil(waitMs / 60_000);
+      return kit.page(
+        c,
+        429,
+        renderMessagePage(signed.ctx, "Too many test alerts", `${TEST_ALERT_THROTTLE.perEmail} test alerts can be sent every ${TEST_ALERT_THROTTLE.windowMs / 60_000} minutes. Try again in ${minutes} minute${minutes === 1 ? "" : "s"}.`, backToAccount),
+        { "retry-after": String(Math.ceil(waitMs / 1000)) },
+      );
+    }
+    await recordFailure(db, keys, TEST_ALERT_THROTTLE, now);
     const outcome = await sender.send(chatId, `Test alert from ${config.publicBaseUrl}: this chat receives your signal alerts. Nothing else to do.`);
     const value = outcome.kind === "sent" ? "accepted" : `refused.${Buffer.from(outcome.error.slice(0, 200), "utf8").toString("base64url")}`;
     kit.setCookie(c, TEST_RESULT_COOKIE, value, TEST_RESULT_MAX_AGE_S);
