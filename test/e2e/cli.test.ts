@@ -13,6 +13,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
 import { childEnv, hasStackTrace, runCli, runServerToExit, startServerProcess, type CliResult, type ServerProcess } from "../support/processes.ts";
+import { waitFor } from "../support/reliability.ts";
 
 const KEY_PATTERN = /^sig_live_[0-9A-Za-z]{36}$/;
 
@@ -133,8 +134,10 @@ describe(`signals CLI (${usingPostgres ? "Postgres" : "embedded PGlite"})`, () =
       expect(created.account_id).not.toBe(accountId);
       if (!usingPostgres) {
         // The server holds the embedded data directory, so the CLI must have gone through its
-        // internal listener: the server itself logged the creation.
-        expect(server.logs()).toContainEqual(expect.objectContaining({ msg: "account created", accountId: created.account_id, plan: "founding_seat" }));
+        // internal listener: the server itself logged the creation. The line comes through the
+        // server's stdout pipe, which may deliver it a moment after the CLI has its answer.
+        const logged = (line: Record<string, unknown>) => line.msg === "account created" && line.accountId === created.account_id && line.plan === "founding_seat";
+        await waitFor(() => server.logs().some(logged) || null, 5_000, "the server's 'account created' log line");
       }
       expect(await callRest(server, created.api_key as string)).toMatchObject({ status: 200, body: { ok: true, tier: "node", credits_left: 9_999 } });
     });
