@@ -14,8 +14,15 @@ import type { FailedKeyThrottle } from "./failed-key-throttle.ts";
 export const API_KEY_HEADER = "x-api-key";
 
 /**
+ * What a service calls once the database has accepted a call's key (only the call knows when
+ * that is): one callback for everything that follows an accepted key — the failed-key throttle
+ * trusts the key, and its "last used" time is noted (composed in server/create-app.ts).
+ */
+export type KeyAccepted = (keyHash: string, now: number) => void;
+
+/**
  * Runs `call` with the hash of a present, well-formed key. `call` reports a key it found valid
- * with `throttle.recordSuccess` itself: only it knows when the database has accepted the key.
+ * through its KeyAccepted itself.
  */
 export async function withApiKey<T>(
   ctx: HandlerContext,

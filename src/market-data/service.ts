@@ -24,9 +24,8 @@ import {
   type MarketDataService,
 } from "../../gen/signals/v1/market_data_pb.js";
 import { Signal } from "../../gen/signals/v1/signals_pb.js";
-import { withApiKey } from "../accounts/api-key-guard.ts";
+import { withApiKey, type KeyAccepted } from "../accounts/api-key-guard.ts";
 import type { FailedKeyThrottle } from "../accounts/failed-key-throttle.ts";
-import type { KeyLastUsed } from "../accounts/key-last-used.ts";
 import type { Clock } from "../clock.ts";
 import type { DbHandle } from "../db/client.ts";
 import { serviceError } from "../errors.ts";
@@ -51,8 +50,8 @@ export interface MarketDataServiceDeps {
   readonly freeRateLimit: number;
   /** Budget of failed keys per caller address (the instance the paid endpoint uses). */
   readonly throttle?: FailedKeyThrottle;
-  /** Notes each accepted call's key for its "last used" time (memory only; written in batches). */
-  readonly keyUse?: KeyLastUsed;
+  /** Told once the database has accepted the call's key (see KeyAccepted). */
+  readonly keyAccepted?: KeyAccepted;
   readonly metrics?: Metrics;
 }
 
@@ -98,8 +97,7 @@ export function createMarketDataService(deps: MarketDataServiceDeps): ServiceImp
         (outcome) => calls?.inc({ method, protocol: ctx.protocolName, outcome }),
         async (keyHash) => {
           const { now, headers } = await admit(ctx, keyHash);
-          throttle?.recordSuccess(keyHash);
-          deps.keyUse?.touch(keyHash, now);
+          deps.keyAccepted?.(keyHash, now);
           try {
             return await handle(request, now);
           } catch (err) {

@@ -15,9 +15,8 @@ import { serviceError } from "../errors.ts";
 import { errorSummary } from "../logger.ts";
 import { admitFreeCall, FREE_WINDOW_MS } from "./free-call.ts";
 import type { Metrics } from "../observability/metrics.ts";
-import { withApiKey } from "../accounts/api-key-guard.ts";
+import { withApiKey, type KeyAccepted } from "../accounts/api-key-guard.ts";
 import type { FailedKeyThrottle } from "../accounts/failed-key-throttle.ts";
-import type { KeyLastUsed } from "../accounts/key-last-used.ts";
 import { readUsage, type UsageRead } from "./usage.ts";
 
 export interface UsageServiceDeps {
@@ -28,8 +27,8 @@ export interface UsageServiceDeps {
   /** Free calls per API key per minute (the free endpoints' budget, shared). */
   readonly freeRateLimit: number;
   readonly throttle?: FailedKeyThrottle;
-  /** Notes each accepted call's key for its "last used" time (memory only; written in batches). */
-  readonly keyUse?: KeyLastUsed;
+  /** Told once the database has accepted the call's key (see KeyAccepted). */
+  readonly keyAccepted?: KeyAccepted;
   readonly metrics?: Metrics;
 }
 
@@ -52,10 +51,9 @@ export function createUsageService(deps: UsageServiceDeps): ServiceImpl<typeof U
             throw serviceError("unavailable");
           }
           admitFreeCall(ctx, read.access, deps.freeRateLimit, now, FREE_WINDOW_MS);
-          deps.throttle?.recordSuccess(keyHash);
+          deps.keyAccepted?.(keyHash, now);
           // Admitted, but the key was regenerated between the check and the read (same statement).
           if (read.usage === null) throw serviceError("invalid_api_key");
-          deps.keyUse?.touch(keyHash, now);
           const u = read.usage;
           const dailyReset = nextMytMidnight(now);
           const nextGrant = u.receivesGrant ? nextMytMonthStart(now) : null;

@@ -111,10 +111,15 @@ export function createApp(deps: AppDeps): App {
   const health = createHealthProbe(deps.db, shutdown.signal);
   // Charge statements in flight: leave connections free for everything else (and see service.ts).
   const maxChargesInFlight = Math.max(1, config.dbPoolSize - 2);
-  const signals = createSignalsService({ ...deps, limits: config.limits, throttle, metrics, maxChargesInFlight, keyUse });
+  // Everything that follows a key the database accepted, for every keyed service.
+  const keyAccepted = (keyHash: string, now: number) => {
+    throttle.recordSuccess(keyHash);
+    keyUse.touch(keyHash, now);
+  };
+  const signals = createSignalsService({ ...deps, limits: config.limits, throttle, metrics, maxChargesInFlight, keyAccepted });
   // The free endpoints share the paid endpoint's failed-key throttle (one budget per address).
-  const marketData = createMarketDataService({ ...deps, staleAfterMs: config.staleAfterMs, freeRateLimit: config.freeRateLimit, throttle, metrics, keyUse });
-  const usage = createUsageService({ ...deps, limits: config.limits, freeRateLimit: config.freeRateLimit, throttle, metrics, keyUse });
+  const marketData = createMarketDataService({ ...deps, staleAfterMs: config.staleAfterMs, freeRateLimit: config.freeRateLimit, throttle, metrics, keyAccepted });
+  const usage = createUsageService({ ...deps, limits: config.limits, freeRateLimit: config.freeRateLimit, throttle, metrics, keyAccepted });
   const rest = createRestHandler(
     [
       { service: SignalsService, impl: signals },

@@ -27,9 +27,8 @@ import { nextMytMidnight } from "../clock.ts";
 import { createChargeBatcher, type ChargeResult } from "../billing/charge.ts";
 import { chargeIdempotent } from "../billing/idempotent-charge.ts";
 import { serviceError } from "../errors.ts";
-import { withApiKey } from "../accounts/api-key-guard.ts";
+import { withApiKey, type KeyAccepted } from "../accounts/api-key-guard.ts";
 import type { FailedKeyThrottle } from "../accounts/failed-key-throttle.ts";
-import type { KeyLastUsed } from "../accounts/key-last-used.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import { isWellFormedSymbol } from "../market/symbols.ts";
 import { normaliseSymbols, normaliseTimeframe } from "./request.ts";
@@ -47,8 +46,8 @@ export interface SignalsServiceDeps {
   readonly logger: Logger;
   /** Budget of failed keys per caller address. */
   readonly throttle?: FailedKeyThrottle;
-  /** Notes each accepted call's key for its "last used" time (memory only; written in batches). */
-  readonly keyUse?: KeyLastUsed;
+  /** Told once the database has accepted the call's key (see KeyAccepted). */
+  readonly keyAccepted?: KeyAccepted;
   readonly metrics?: Metrics;
   /**
    * Charge statements in flight at once (default 8). Keep it below the connection pool size:
@@ -197,8 +196,7 @@ export function createSignalsService(deps: SignalsServiceDeps): ServiceImpl<type
         (outcome) => metrics?.calls.inc({ protocol: ctx.protocolName, outcome }),
         async (keyHash) => {
           const response = await getSignals(request, ctx, keyHash);
-          throttle?.recordSuccess(keyHash);
-          deps.keyUse?.touch(keyHash, deps.clock());
+          deps.keyAccepted?.(keyHash, deps.clock());
           return response;
         },
       ),
