@@ -6,20 +6,15 @@
  * used) and is stored only as its SHA-256. One account has at most one live token: asking for
  * a new one voids the previous.
  */
-import { createHash, randomBytes } from "node:crypto";
 import { eq, lte, sql } from "drizzle-orm";
 import type { DbHandle } from "../db/client.ts";
+import { hashToken, isWellFormedToken, newToken } from "../one-time-token.ts";
 import { accounts, alertSettings, telegramConnectTokens } from "../db/schema.ts";
 
 /** How long a connect link works: long enough to install Telegram, short enough to be useless if leaked later. */
 export const CONNECT_TOKEN_TTL_MS = 15 * 60_000;
 /** How long an expired token is kept, so that a late `/start` hears why it failed. */
 const EXPIRED_TOKEN_KEPT_MS = 24 * 3_600_000;
-/** 32 random bytes in base64url: within Telegram's start parameter (1-64 of A-Z a-z 0-9 _ -). */
-const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
-
-const tokenHash = (token: string) => createHash("sha256").update(token, "utf8").digest("hex");
-
 /** The deep link that opens a chat with the bot and sends `/start <token>` when the member taps Start. */
 export function connectLink(botUsername: string, token: string): string {
   return `https://t.me/${botUsername}?start=${token}`;
@@ -27,10 +22,10 @@ export function connectLink(botUsername: string, token: string): string {
 
 /** A new one-time token for this account (the account's older token is deleted: it no longer works). */
 export async function createConnectToken(handle: DbHandle, accountId: number, now: number): Promise<string> {
-  const token = randomBytes(32).toString("base64url");
+  const token = newToken();
   await handle.db.transaction(async (tx) => {
     await tx.delete(telegramConnectTokens).where(eq(telegramConnectTokens.accountId, accountId));
-    await tx.insert(telegramConnectTokens).values({ tokenHash: tokenHash(token), accountId, expiresAt: new Date(now + CONNECT_TOKEN_TTL_MS) });
+    await tx.insert(telegramConnectTokens).values({ tokenHash: hashToken(token), accountId, expiresAt: new Date(now + CONNECT_TOKEN_TTL_MS) });
   });
   return token;
 }
@@ -47,11 +42,11 @@ export type ConnectResult =
  * too and binds nothing.
  */
 export async function consumeConnectToken(handle: DbHandle, token: string, chatId: string, now: number): Promise<ConnectResult> {
-  if (!TOKEN_PATTERN.test(token)) return { kind: "unknown" };
+  if (!isWellFormedToken(token)) return { kind: "unknown" };
   return handle.db.transaction(async (tx) => {
     const [row] = await tx
       .delete(telegramConnectTokens)
-      .where(eq(telegramConnectTokens.tokenHash, tokenHash(token)))
+      .where(eq(telegramConnectTokens.tokenHash, hashToken(token)))
       .returning({ accountId: telegramConnectTokens.accountId, expiresAt: telegramConnectTokens.expiresAt });
     if (row === undefined) return { kind: "unknown" } as const;
     if (row.expiresAt.getTime() <= now) return { kind: "expired" } as const;

@@ -4,31 +4,15 @@
  * web session of the account in the same transaction; a member changing their own password
  * keeps only the session they changed it from.
  */
-import { createHash, randomBytes } from "node:crypto";
 import { and, eq, gt, isNull, lt, ne, or, sql } from "drizzle-orm";
 import type { DbHandle } from "../db/client.ts";
 import { accounts, memberPasswords, passwordSetupTokens, webSessions } from "../db/schema.ts";
 import { AccountError } from "../accounts/accounts.ts";
+import { hashToken, isWellFormedToken, newToken } from "../one-time-token.ts";
 import { checkPasswordPolicy, hashPassword } from "./passwords.ts";
 
 /** How long a setup link works. */
 export const SETUP_LINK_TTL_MS = 24 * 3600 * 1000;
-const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
-
-/** Hex SHA-256 of a random token: tokens are 256-bit random, so no salt or slow hash is needed. */
-export function hashToken(token: string): string {
-  return createHash("sha256").update(token, "utf8").digest("hex");
-}
-
-/** 32 random bytes, base64url (43 characters). */
-export function newToken(): string {
-  return randomBytes(32).toString("base64url");
-}
-
-/** True when the string could be one of our tokens (checked before any database work). */
-export function isWellFormedToken(token: string): boolean {
-  return TOKEN_PATTERN.test(token);
-}
 
 async function requireAccount(handle: DbHandle, accountId: number): Promise<void> {
   const [row] = await handle.db.select({ id: accounts.id }).from(accounts).where(eq(accounts.id, accountId));

@@ -6,23 +6,22 @@
  * derived from the token, and the row holds only the token's hash. A row works on any server
  * process (it is in the database), and only for the account that made it.
  */
-import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from "node:crypto";
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from "node:crypto";
 import { and, eq, gt, lte, or } from "drizzle-orm";
 import type { DbHandle } from "../db/client.ts";
+import { hashToken, isWellFormedToken, newToken } from "../one-time-token.ts";
 import { keyReveals } from "../db/schema.ts";
 
 /** How long a sealed key waits for its display. */
 export const KEY_REVEAL_TTL_MS = 5 * 60_000;
-const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
-const tokenHash = (token: string) => createHash("sha256").update(token, "utf8").digest("hex");
 const sealingKey = (token: string) => Buffer.from(hkdfSync("sha256", Buffer.from(token, "utf8"), Buffer.alloc(0), "signals-key-reveal-v1", 32));
 
 /** Seals a new key for one display and returns the token that opens it (for the browser only). */
 export async function createKeyReveal(handle: DbHandle, accountId: number, apiKey: string, now: number): Promise<string> {
-  const token = randomBytes(32).toString("base64url");
+  const token = newToken();
   const iv = randomBytes(IV_BYTES);
   const cipher = createCipheriv("aes-256-gcm", sealingKey(token), iv);
   const sealed = Buffer.concat([cipher.update(apiKey, "utf8"), cipher.final()]);
@@ -30,7 +29,7 @@ export async function createKeyReveal(handle: DbHandle, accountId: number, apiKe
   await handle.db.transaction(async (tx) => {
     // At most one waiting key per account: an older one is for a key that no longer works.
     await tx.delete(keyReveals).where(or(eq(keyReveals.accountId, accountId), lte(keyReveals.expiresAt, new Date(now))));
-    await tx.insert(keyReveals).values({ tokenHash: tokenHash(token), accountId, sealedKey, expiresAt: new Date(now + KEY_REVEAL_TTL_MS) });
+    await tx.insert(keyReveals).values({ tokenHash: hashToken(token), accountId, sealedKey, expiresAt: new Date(now + KEY_REVEAL_TTL_MS) });
   });
   return token;
 }
@@ -40,10 +39,10 @@ export async function createKeyReveal(handle: DbHandle, accountId: number, apiKe
  * and opens it; null when there is none (already shown, expired, another account's, or a forged token).
  */
 export async function takeKeyReveal(handle: DbHandle, accountId: number, token: string | undefined, now: number): Promise<string | null> {
-  if (token === undefined || !TOKEN_PATTERN.test(token)) return null;
+  if (token === undefined || !isWellFormedToken(token)) return null;
   const [row] = await handle.db
     .delete(keyReveals)
-    .where(and(eq(keyReveals.tokenHash, tokenHash(token)), eq(keyReveals.accountId, accountId), gt(keyReveals.expiresAt, new Date(now))))
+    .where(and(eq(keyReveals.tokenHash, hashToken(token)), eq(keyReveals.accountId, accountId), gt(keyReveals.expiresAt, new Date(now))))
     .returning({ sealedKey: keyReveals.sealedKey });
   if (row === undefined) return null;
   const bytes = Buffer.from(row.sealedKey, "base64url");

@@ -8,7 +8,8 @@
 import { and, eq, gt, isNull, sql } from "drizzle-orm";
 import type { DbHandle } from "../db/client.ts";
 import { accounts, passwordResets } from "../db/schema.ts";
-import { hashToken, isWellFormedToken, newToken, storePasswordHash } from "./credentials.ts";
+import { hashToken, isWellFormedToken, newToken } from "../one-time-token.ts";
+import { storePasswordHash } from "./credentials.ts";
 import { checkPasswordPolicy, hashPassword } from "./passwords.ts";
 
 /** How long a reset link works. */
