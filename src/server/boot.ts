@@ -3,7 +3,6 @@
  * settle the internal token, create the demo account on a first embedded start, listen,
  * and drain on SIGTERM/SIGINT. Used by `npm start` and `npx signals serve`.
  */
-import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { count } from "drizzle-orm";
 import type { Logger } from "pino";
@@ -16,7 +15,7 @@ import { createAccount } from "../accounts/accounts.ts";
 import { startDemoFeed } from "../market/demo-feed.ts";
 import { startDemoData } from "../market-data/demo-data.ts";
 import { createServer } from "./create-server.ts";
-import { acquireLock, updateLock, writeInternalToken } from "./data-dir-lock.ts";
+import { acquireLock, settleInternalToken, updateLock } from "./data-dir-lock.ts";
 import { reportReady } from "./cluster.ts";
 
 export interface RunningServer {
@@ -89,8 +88,7 @@ export async function startServer(config: Config, logger: Logger, clock: Clock =
   }
   try {
     const db = await openDbWithRetry(config, logger);
-    const internalToken = config.internalToken ?? randomBytes(32).toString("base64url");
-    if (!config.internalToken) writeInternalToken(config.dataDir, internalToken);
+    const internalToken = settleInternalToken(config);
     // The demo feed writes candles and the demo account is created once: the lead's duties.
     const lead = config.workerRole !== "follower";
     const server = createServer(config, { db, clock, logger, internalToken, role: lead ? "lead" : "follower" });

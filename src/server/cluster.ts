@@ -12,11 +12,10 @@
  * so feeders reconnect to the same address); SIGTERM drains every worker, then the primary exits.
  */
 import cluster, { type Worker } from "node:cluster";
-import { randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
-import { writeInternalToken } from "./data-dir-lock.ts";
+import { settleInternalToken } from "./data-dir-lock.ts";
 
 /** The message a worker sends the primary once its listeners are open. */
 interface ReadyMessage {
@@ -58,8 +57,7 @@ interface Slot {
 /** Forks `config.workers` workers, resolves once all listen; rejects if one dies before that. */
 export async function startClusterPrimary(config: Config, logger: Logger): Promise<ClusterPrimary> {
   // One internal token for every worker (each would otherwise generate its own).
-  const internalToken = config.internalToken ?? randomBytes(32).toString("base64url");
-  if (!config.internalToken) writeInternalToken(config.dataDir, internalToken);
+  const internalToken = settleInternalToken(config);
   // The workers accept from the one listening socket themselves (SCHED_NONE) rather than
   // through the primary's round-robin queue: that queue's connections were reset when the
   // workers drained on SIGTERM (accepted, never answered), and a worker's crash loses only the

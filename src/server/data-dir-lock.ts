@@ -5,6 +5,7 @@
  */
 import { readFileSync, writeFileSync, unlinkSync, mkdirSync, openSync, closeSync, constants } from "node:fs";
 import path from "node:path";
+import { newToken } from "../one-time-token.ts";
 
 export interface LockInfo {
   pid: number;
@@ -71,10 +72,17 @@ export function updateLock(dataDir: string, info: LockInfo): void {
   writeFileSync(lockPath(dataDir), JSON.stringify(info), { mode: 0o600 });
 }
 
-/** Writes the generated internal token where the CLI of the same user can read it (0600). */
-export function writeInternalToken(dataDir: string, token: string): void {
-  mkdirSync(dataDir, { recursive: true });
-  writeFileSync(internalTokenPath(dataDir), token + "\n", { mode: 0o600 });
+/**
+ * The internal listener's token: INTERNAL_TOKEN when set, or a new random one written where the
+ * CLI of the same user can read it (0600). Settled once per start (by the cluster primary for
+ * all its workers, or by a single server process).
+ */
+export function settleInternalToken(config: { internalToken: string | null; dataDir: string }): string {
+  if (config.internalToken) return config.internalToken;
+  const token = newToken();
+  mkdirSync(config.dataDir, { recursive: true });
+  writeFileSync(internalTokenPath(config.dataDir), token + "\n", { mode: 0o600 });
+  return token;
 }
 
 /** Reads the generated internal token, or null. */
