@@ -10,21 +10,16 @@
  * (1, 2, 1, 2 …) so drift in a shared machine's speed hits both settings alike; the table gives
  * every round and the median of each setting.
  */
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import postgres from "postgres";
 import { benchDatabase, startServerProcess } from "./server-process.ts";
-import { machineLine } from "./api.ts";
-import { openDb } from "../src/db/client.ts";
-import { loadConfig } from "../src/config.ts";
-import { createAccount } from "../src/accounts/accounts.ts";
-import { adjustTokens } from "../src/billing/tokens.ts";
+import { createAccounts, machineLine, wrk, wrkScript } from "./api.ts";
 
+/** wrk's connections (bench/api.ts), one account each. */
 const CONNECTIONS = 64;
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 10);
-const QUERY = "/api/v1/signals?symbols=BTC,ETH,SOL,BNB,XRP,ADA,DOGE,DOT&tf=1h";
 
 interface Round {
   workers: number;
@@ -32,31 +27,6 @@ interface Round {
   non2xx: number;
   charges: number;
   load: string;
-}
-
-/** Accounts with Tokens enough for any run, written straight to the database (not measured). */
-async function benchKeys(url: string, count: number): Promise<string[]> {
-  const handle = await openDb({ databaseUrl: url, dataDir: "", poolSize: 2 });
-  const limits = loadConfig({}).limits;
-  const keys: string[] = [];
-  try {
-    for (let i = 0; i < count; i++) {
-      const { summary, apiKey } = await createAccount(handle, { email: `workers${i}@example.test`, plan: "node", subscriptionUntil: new Date("2099-01-01T00:00:00Z") }, limits, Date.now());
-      await adjustTokens(handle, summary.accountId, "pack", 10_000_000, "benchmark pack", limits);
-      keys.push(apiKey);
-    }
-  } finally {
-    await handle.close();
-  }
-  return keys;
-}
-
-/** wrk against `port` for `seconds`; requests/s and non-2xx answers plus socket errors. */
-function wrk(port: number, script: string, seconds: number): { rps: number; errors: number } {
-  const out = execFileSync("wrk", ["-t", "2", "-c", String(CONNECTIONS), "-d", `${seconds}s`, "-s", script, `http://127.0.0.1:${port}`], { encoding: "utf8" });
-  const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0);
-  const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out)?.slice(1) ?? [];
-  return { rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0), errors: non2xx + socket.reduce((n, v) => n + Number(v), 0) };
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
@@ -72,20 +42,15 @@ export async function benchWorkers(rounds = 2): Promise<string> {
     const first = await startServerProcess({ DATABASE_URL: db.url });
     first.child.kill("SIGTERM");
     await new Promise((r) => first.child.once("exit", r));
-    const keys = await benchKeys(db.url, CONNECTIONS);
-    const script = path.join(dir, "keys.lua");
-    writeFileSync(
-      script,
-      `local keys = {${keys.map((k) => `"${k}"`).join(",")}}\nlocal i = 0\nrequest = function()\n  i = i + 1\n  return wrk.format("GET", "${QUERY}", { ["x-api-key"] = keys[(i % #keys) + 1] })\nend\n`,
-    );
+    const script = wrkScript(dir, await createAccounts(db.url, CONNECTIONS));
     for (let round = 0; round < rounds; round++) {
       for (const workers of [1, 2]) {
         const server = await startServerProcess({ DATABASE_URL: db.url, WORKERS: String(workers), INTERNAL_TOKEN: "bench-internal-token-0123456789", DAILY_CAP: "10000000" });
         try {
-          wrk(server.port, script, 3);
+          await wrk(server.port, script, 3);
           const [before] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM ledger_entries WHERE kind = 'charge'`;
           const load = loadavg()[0]!.toFixed(1);
-          const measured = wrk(server.port, script, DURATION_S);
+          const measured = await wrk(server.port, script, DURATION_S);
           const [after] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM ledger_entries WHERE kind = 'charge'`;
           results.push({ workers, rps: measured.rps, non2xx: measured.errors, charges: after!.n - before!.n, load });
           console.log(`WORKERS=${workers}: ${measured.rps.toFixed(0)} req/s (load average ${load})`);
