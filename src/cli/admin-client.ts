@@ -11,7 +11,8 @@ import type { Client, Interceptor, Transport } from "@connectrpc/connect";
 import type { AdminService } from "../../gen/signals/v1/admin_pb.js";
 import type { Config } from "../config.ts";
 import type { DbHandle } from "../db/client.ts";
-import { readInternalToken, readLock } from "../server/data-dir-lock.ts";
+import { readLock } from "../server/data-dir-lock.ts";
+import { readInternalToken } from "../server/internal-token.ts";
 import { CliError } from "./cli-error.ts";
 import type { LocalServices } from "./local-transport.ts";
 

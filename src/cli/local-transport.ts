@@ -17,6 +17,7 @@ import { systemClock } from "../clock.ts";
 import { openDb, migrateDb, type DbHandle } from "../db/client.ts";
 import { createAdminService } from "../admin/service.ts";
 import { acquireLock } from "../server/data-dir-lock.ts";
+import { securePrivateDir } from "../server/private-files.ts";
 import { queueSignalAlerts } from "../alerts/signal-alerts.ts";
 import { CliError } from "./cli-error.ts";
 
@@ -51,6 +52,7 @@ export async function withLocalTransport<T>(config: Config, services: LocalServi
 export async function withLocalDb<T>(config: Config, action: (db: DbHandle) => Promise<T>): Promise<T> {
   let release = () => {};
   if (!config.databaseUrl) {
+    securePrivateDir(config.dataDir);
     const lock = acquireLock(config.dataDir, { pid: process.pid, role: "cli" });
     if (!lock.ok) throw new CliError(`data directory ${config.dataDir} is in use by process ${lock.holder.pid}; try again when it stops`);
     release = lock.release;

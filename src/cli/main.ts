@@ -20,7 +20,12 @@ const USAGE = `Usage: signals <command> [options]   (every command accepts --jso
   serve                                        start the server (same as npm start)
   feed [--exchange X] [--quote Q] [--symbols A,B] [--tf TF] [--server URL] [--datasets candles,derivatives]
                                                live market data from an exchange (docs/feeder.md)
-  migrate                                      apply database migrations
+  migrate                                      apply database migrations (through the running
+                                               server when one holds the data directory)
+  token rotate                                 new internal token in DATA_DIR/internal-token; the
+                                               running server and local feeders switch to it
+  doctor                                       check what selling needs (database, token, feeders,
+                                               demo feed, Stripe, SMTP, Telegram); exit 1 if not ready
   account create --email E --plan P [--until ISO-8601]
                                                create an account; prints its API key once
   account show --account ID                    plan, subscription, balances, calls today
@@ -254,6 +259,20 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
       return -1; // keep running until a signal
     }
     const config = loadConfig(env);
+    if (command === "token rotate") {
+      if (config.internalToken) {
+        throw new ConfigError("INTERNAL_TOKEN is set in this environment and overrides the token file; change INTERNAL_TOKEN where it is set (server and feeders) instead");
+      }
+      const { rotateInternalToken, internalTokenPath } = await import("../server/internal-token.ts");
+      rotateInternalToken(config.dataDir);
+      const file = internalTokenPath(config.dataDir);
+      printResult(json, { ok: true, rotated: true, file }, [
+        `new internal token written to ${file} (0600)`,
+        "A running server accepts only the new token from now on; feeders and the CLI on this machine read it again by themselves.",
+        `Feeders elsewhere: copy ${file} into their DATA_DIR (0600), or update their INTERNAL_TOKEN and restart them.`,
+      ]);
+      return 0;
+    }
     if (positionals[0] === "migrate") {
       await withLocalDb(config, async () => {});
       printResult(json, { ok: true, migrated: true }, ["migrations applied"]);

@@ -74,8 +74,8 @@ export interface AppDeps {
   readonly snapshot: SignalSnapshot;
   /** Candle ingest; when absent the internal listener has no IngestService. */
   readonly feed?: MarketFeed;
-  /** The internal listener's bearer token (from config or generated at start). */
-  readonly internalToken: string;
+  /** The internal listener's bearer token, or where to read it at each check (a rotated file). */
+  readonly internalToken: string | (() => string);
   /** Wakes the internal signal event streams; when absent the stream is not served. */
   readonly events?: SignalEventHub;
   /** This process's outbox delivery counters, for /metrics. */
