@@ -59,6 +59,8 @@ export async function withLocalDb<T>(config: Config, action: (db: DbHandle) => P
   }
   try {
     const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
+    // PGlite unpacks a new directory with explicit 0666 modes (server/private-files.ts).
+    if (!config.databaseUrl) securePrivateDir(config.dataDir);
     try {
       await migrateDb(db);
       return await action(db);

@@ -79,9 +79,16 @@ async function createDemoAccountOnce(config: Config, db: DbHandle, clock: Clock,
  */
 export async function startServer(config: Config, logger: Logger, clock: Clock = systemClock): Promise<RunningServer> {
   // The data directory holds the embedded database and the token file: owner only, at every
-  // start (new files are private through the umask main.ts sets; this repairs older ones).
-  const repaired = securePrivateDir(config.dataDir);
-  if (repaired > 0) logger.warn({ dataDir: config.dataDir, modesChanged: repaired }, "data directory files were readable or writable by other users; made private");
+  // start. Files created later are private through the umask main.ts sets; this repairs what
+  // is there (an older version's files, a copy), and runs again once the database is open,
+  // because PGlite unpacks a new directory with explicit 0666 modes that no umask narrows.
+  const makePrivate = (found: "found" | "unpacked") => {
+    const repaired = securePrivateDir(config.dataDir);
+    if (repaired === 0) return;
+    if (found === "found") logger.warn({ dataDir: config.dataDir, modesChanged: repaired }, "data directory files were readable or writable by other users; made private");
+    else logger.info({ dataDir: config.dataDir, modesChanged: repaired }, "embedded database files made private");
+  };
+  makePrivate("found");
   let releaseLock = () => {};
   if (!config.databaseUrl) {
     const lock = acquireLock(config.dataDir, { pid: process.pid, role: "server" });
@@ -94,6 +101,7 @@ export async function startServer(config: Config, logger: Logger, clock: Clock =
   }
   try {
     const db = await openDbWithRetry(config, logger);
+    if (!config.databaseUrl) makePrivate("unpacked");
     const token = serverTokenSource(config);
     // The demo feed writes candles and the demo account is created once: the lead's duties.
     const lead = config.workerRole !== "follower";
