@@ -12,7 +12,7 @@
  *  - errors: the ErrorBody message with `error` as the enum of every code in src/errors.ts, and
  *    per operation each status it can answer with the codes that status carries;
  *  - the `x-api-key` security scheme and the RateLimit-*, Retry-After, Idempotency-Key,
- *    Idempotent-Replayed and X-Request-Id headers;
+ *    Idempotent-Replayed, X-Signals-Warnings and X-Request-Id headers;
  *  - descriptions from the .proto comments (when proto/ is present), and code samples.
  */
 import { ScalarType, type DescField, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
@@ -139,6 +139,11 @@ const HEADERS: Record<string, Json> = {
   "Idempotent-Replayed": { description: "\"true\" when this is the stored answer of an earlier call with the same Idempotency-Key (not charged again).", schema: { type: "string", enum: ["true"] } },
   "X-Request-Id": { description: "The request's id (the caller's x-request-id when it is 1–64 of A-Za-z0-9._-, else a new UUID); also in the server's logs.", schema: { type: "string" } },
   Allow: { description: "The methods the path accepts.", schema: { type: "string" } },
+  "X-Signals-Warnings": {
+    description:
+      "What the call asked for that was quietly changed or ignored, as the contract says (the call is still answered, and a paid call charged): a `tf` that is not offered (4h is used), symbols beyond the limit, duplicate symbols, symbols that read as pair names, query parameters the operation does not read. Warnings are joined by `; `, e.g. `tf \"2h\" is not offered, 4h used; parameter \"symbol\" ignored; 4 symbols beyond 8 ignored`. Absent when there is nothing to say. gRPC and Connect callers get it as response metadata.",
+    schema: { type: "string" },
+  },
 };
 /** A header of an answer: a reference, or (a reference cannot add `required`) the header itself. */
 const header = (name: string, required = false): Json => (required ? { ...HEADERS[name], required: true } : { $ref: `#/components/headers/${name}` });
@@ -153,6 +158,7 @@ function responseHeaders(kind: OperationKind, status: number): Json {
   if (status === 429) h["Retry-After"] = header("Retry-After", true);
   if (status === 405) h.Allow = header("Allow", true);
   if (kind === "paid" && status === 200) h["Idempotent-Replayed"] = header("Idempotent-Replayed");
+  if (status === 200) h["X-Signals-Warnings"] = header("X-Signals-Warnings");
   return h;
 }
 
