@@ -10,6 +10,8 @@
 import { errorSummary } from "../logger.ts";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { ConnectRouter } from "@connectrpc/connect";
+import type { DescService } from "@bufbuild/protobuf";
+import { reflectionServices } from "./reflection.ts";
 import type { Logger } from "pino";
 import { SignalsService } from "../../gen/signals/v1/signals_pb.js";
 import { AdminService } from "../../gen/signals/v1/admin_pb.js";
@@ -46,7 +48,14 @@ import { createDataIngestService } from "../market-data/ingest-service.ts";
 import { UsageService } from "../../gen/signals/v1/usage_pb.js";
 import { createUsageService } from "../market-data/usage-service.ts";
 import { createDocsHandler } from "./docs-page.ts";
-import { publicOpenApiDocument } from "./public-api.ts";
+import { publicOpenApiDocument, publicProtoFiles } from "./public-api.ts";
+
+/** Serves gRPC server reflection (v1 and v1alpha) for the services a router serves. */
+function serveReflection(router: ConnectRouter, services: readonly DescService[]): void {
+  const { v1, v1alpha } = reflectionServices(services);
+  router.service(...v1);
+  router.service(...v1alpha);
+}
 
 /** GET /healthz: 200 when the database answers and the process is not stopping, else 503. */
 async function sendHealth(res: Parameters<typeof sendJson>[0], probe: HealthProbe): Promise<void> {
@@ -129,7 +138,8 @@ export function createApp(deps: AppDeps): App {
     logger,
     shutdown.signal,
   );
-  const docs = createDocsHandler(publicOpenApiDocument(config.publicBaseUrl));
+  const protoFiles = publicProtoFiles();
+  const docs = createDocsHandler(publicOpenApiDocument(config.publicBaseUrl, [...protoFiles.keys()]), protoFiles);
   const web = createWebHandler({ ...deps, onTrackRecordComputed: (_symbol, tf) => metrics.trackRecordComputations.inc({ tf }) }, {
     notFound: () =>
       errorResponse(
@@ -144,6 +154,8 @@ export function createApp(deps: AppDeps): App {
       router.service(Health, createHealthService(health));
       router.service(MarketDataService, marketData);
       router.service(UsageService, usage);
+      // gRPC clients (buf curl, grpcurl) find these services' schema by themselves.
+      serveReflection(router, [SignalsService, Health, MarketDataService, UsageService]);
     },
     grpc: true,
     grpcWeb: true,
@@ -170,6 +182,8 @@ export function createApp(deps: AppDeps): App {
       router.service(FeederService, createFeederService(deps.db));
       if (deps.events) router.service(SignalEventsService, createSignalEventsService({ db: deps.db, hub: deps.events, logger }));
       router.service(DataIngestService, createDataIngestService(deps));
+      // Behind the bearer token like every internal RPC.
+      serveReflection(router, [AdminService, ...(deps.feed ? [IngestService] : []), FeederService, ...(deps.events ? [SignalEventsService] : []), DataIngestService]);
     },
     interceptors: [bearerAuthInterceptor(bearer)],
     grpc: true,

@@ -33,6 +33,8 @@ export interface OpenApiInput {
   readonly serverUrl: string;
   /** Leading comments of the .proto files (proto-comments.ts); may be empty. */
   readonly comments?: ReadonlyMap<string, string>;
+  /** The .proto files offered for download under /docs/proto/ (public-api.ts). */
+  readonly protoFiles?: readonly string[];
 }
 
 const INTEGER_SCALARS = new Set([ScalarType.INT32, ScalarType.INT64, ScalarType.UINT32, ScalarType.UINT64, ScalarType.SINT32, ScalarType.SINT64, ScalarType.FIXED32, ScalarType.FIXED64, ScalarType.SFIXED32, ScalarType.SFIXED64]);
@@ -266,6 +268,14 @@ export function buildOpenApiDocument(input: OpenApiInput): Json {
         "Errors always have the body `{\"ok\":false,\"error\":\"<code>\",\"message\":\"<text>\"}`.",
         `API keys: \`sig_live_\` + 30 random base62 characters + a 6-character base62 CRC-32 checksum (pattern \`${API_KEY_PATTERN.source}\`); keys issued before the checksum (\`sig_live_\` + 32 base62) keep working until regenerated.`,
         "This document is generated from the proto descriptors: GET /api/v1/openapi.json (free, no key); the reference page is /docs.",
+        ...(input.protoFiles?.length
+          ? [
+              [
+                "**gRPC and Connect**: the public port answers gRPC server reflection (`grpc.reflection.v1` and `v1alpha`), so `buf curl`, grpcurl and Postman need no schema file. The `.proto` files, to generate a client:",
+                ...input.protoFiles.map((name) => `- [${name}](/docs/proto/${name})`),
+              ].join("\n"),
+            ]
+          : []),
       ].join("\n\n"),
     },
     servers: [{ url: input.serverUrl }],
