@@ -13,7 +13,8 @@
  *    per operation each status it can answer with the codes that status carries;
  *  - the `x-api-key` security scheme and the RateLimit-*, Retry-After, Idempotency-Key,
  *    Idempotent-Replayed, X-Signals-Warnings and X-Request-Id headers;
- *  - descriptions from the .proto comments (when proto/ is present), and code samples.
+ *  - descriptions from the .proto comments (when proto/ is present), code samples, and for
+ *    every status real answers recorded from a server (docs/openapi-examples.ts).
  */
 import { ScalarType, type DescField, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import { ErrorBodySchema } from "../../gen/signals/v1/errors_pb.js";
@@ -35,7 +36,12 @@ export interface OpenApiInput {
   readonly comments?: ReadonlyMap<string, string>;
   /** The .proto files offered for download under /docs/proto/ (public-api.ts). */
   readonly protoFiles?: readonly string[];
+  /** Real answers per path, status and name (the error code, or "ok"), recorded by docs/openapi-examples.ts. */
+  readonly examples?: OpenApiExamples;
 }
+
+/** Examples by path, then status ("200", "401" …), then name ("ok" or the error code). */
+export type OpenApiExamples = Record<string, Record<string, Record<string, { summary: string; value: unknown }>>>;
 
 const INTEGER_SCALARS = new Set([ScalarType.INT32, ScalarType.INT64, ScalarType.UINT32, ScalarType.UINT64, ScalarType.SINT32, ScalarType.SINT64, ScalarType.FIXED32, ScalarType.FIXED64, ScalarType.SFIXED32, ScalarType.SFIXED64]);
 
@@ -213,18 +219,22 @@ export function buildOpenApiDocument(input: OpenApiInput): Json {
     for (const method of service.methods) {
       const route = httpRouteOf(method);
       if (!route) continue;
+      const recorded = (status: string): Json => {
+        const found = input.examples?.[route.path]?.[status];
+        return found ? { examples: found } : {};
+      };
       const responses: Record<string, Json> = {
         "200": {
           description: "OK",
           headers: responseHeaders(kind, 200),
-          content: { "application/json": { schema: ref(builder.message(method.output)) } },
+          content: { "application/json": { schema: ref(builder.message(method.output)), ...recorded("200") } },
         },
       };
       for (const [status, codes] of Object.entries(ERROR_TABLES[kind]).sort(([a], [b]) => Number(a) - Number(b))) {
         responses[status] = {
           description: codes.map((c) => `\`${c}\`: ${errorSpec(c).message}`).join(" "),
           headers: responseHeaders(kind, Number(status)),
-          content: { "application/json": { schema: { allOf: [ref("ErrorBody"), { type: "object", properties: { error: { enum: codes } } }] } } },
+          content: { "application/json": { schema: { allOf: [ref("ErrorBody"), { type: "object", properties: { error: { enum: codes } } }] }, ...recorded(status) } },
         };
       }
       const parameters: Json[] = method.input.fields.map((f) => ({

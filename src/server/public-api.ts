@@ -14,7 +14,7 @@ import { file_google_rpc_error_details } from "../../gen/google/rpc/error_detail
 import { SignalsService } from "../../gen/signals/v1/signals_pb.js";
 import { MarketDataService } from "../../gen/signals/v1/market_data_pb.js";
 import { UsageService } from "../../gen/signals/v1/usage_pb.js";
-import { buildOpenApiDocument, type OpenApiInput } from "./openapi.ts";
+import { buildOpenApiDocument, type OpenApiExamples, type OpenApiInput } from "./openapi.ts";
 import { readProtoComments } from "./proto-comments.ts";
 
 export const PUBLIC_REST_SERVICES: OpenApiInput["services"] = [
@@ -24,6 +24,12 @@ export const PUBLIC_REST_SERVICES: OpenApiInput["services"] = [
 ];
 
 const PROTO_DIR = fileURLToPath(new URL("../../proto/", import.meta.url));
+const EXAMPLES_FILE = fileURLToPath(new URL("./openapi-examples.json", import.meta.url));
+
+/** The recorded examples (docs/openapi-examples.ts), or none when the file is absent. */
+function recordedExamples(): OpenApiExamples | undefined {
+  return existsSync(EXAMPLES_FILE) ? (JSON.parse(readFileSync(EXAMPLES_FILE, "utf8")) as OpenApiExamples) : undefined;
+}
 
 /**
  * The .proto sources of what the public port serves, by path (`signals/v1/signals.proto`), for
@@ -56,5 +62,6 @@ export function publicProtoFiles(): Map<string, Buffer> {
 
 /** The OpenAPI document served at GET /api/v1/openapi.json. */
 export function publicOpenApiDocument(serverUrl: string, protoFiles: readonly string[] = [...publicProtoFiles().keys()]): Record<string, unknown> {
-  return buildOpenApiDocument({ services: PUBLIC_REST_SERVICES, serverUrl, comments: readProtoComments(PROTO_DIR), protoFiles });
+  const examples = recordedExamples();
+  return buildOpenApiDocument({ services: PUBLIC_REST_SERVICES, serverUrl, comments: readProtoComments(PROTO_DIR), protoFiles, ...(examples ? { examples } : {}) });
 }
