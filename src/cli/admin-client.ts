@@ -45,7 +45,8 @@ export async function withLocalDb<T>(config: Config, action: (db: DbHandle) => P
   return (await import("./local-transport.ts")).withLocalDb(config, action);
 }
 
-async function remoteTransport(config: Config, host: string, port: number): Promise<Transport> {
+/** A transport to a server's internal listener at host:port, with the internal token. */
+export async function remoteTransport(config: Config, host: string, port: number): Promise<Transport> {
   const token = config.internalToken ?? readInternalToken(config.dataDir);
   if (!token) throw new CliError(`a server holds ${config.dataDir} but no internal token was found; set INTERNAL_TOKEN`);
   const { createConnectTransport } = await import("@connectrpc/connect-node");

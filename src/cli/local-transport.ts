@@ -16,6 +16,7 @@ import type { Config } from "../config.ts";
 import { systemClock } from "../clock.ts";
 import { openDb, migrateDb, type DbHandle } from "../db/client.ts";
 import { createAdminService } from "../admin/service.ts";
+import { runChecks } from "../doctor/checks.ts";
 import { acquireLock } from "../server/data-dir-lock.ts";
 import { securePrivateDir } from "../server/private-files.ts";
 import { queueSignalAlerts } from "../alerts/signal-alerts.ts";
@@ -31,7 +32,7 @@ export type LocalServices = "admin" | "all";
 export async function withLocalTransport<T>(config: Config, services: LocalServices, action: (transport: Transport) => Promise<T>): Promise<T> {
   return withLocalDb(config, async (db) => {
     const logger = pino({ level: "silent" });
-    const admin = createAdminService({ db, limits: config.limits, clock: systemClock, logger, publicBaseUrl: config.publicBaseUrl });
+    const admin = createAdminService({ db, limits: config.limits, clock: systemClock, logger, publicBaseUrl: config.publicBaseUrl, runChecks: () => runChecks({ db, clock: systemClock, config }) });
     if (services === "admin") return action(createRouterTransport(({ service }) => service(AdminService, admin)));
     const feed = new MarketFeed({ db, clock: systemClock, logger, staleAfterMs: config.staleAfterMs, alertMaxDelayMs: config.alerts.maxDelayMs, onEventsStored: queueSignalAlerts });
     await feed.load();

@@ -259,6 +259,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
       return -1; // keep running until a signal
     }
     const config = loadConfig(env);
+    if (positionals[0] === "doctor" && positionals.length === 1) return await (await import("./doctor-command.ts")).runDoctor(config, json);
     if (command === "token rotate") {
       if (config.internalToken) {
         throw new ConfigError("INTERNAL_TOKEN is set in this environment and overrides the token file; change INTERNAL_TOKEN where it is set (server and feeders) instead");

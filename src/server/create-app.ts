@@ -12,6 +12,7 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { ConnectRouter } from "@connectrpc/connect";
 import type { DescService } from "@bufbuild/protobuf";
 import { reflectionServices } from "./reflection.ts";
+import { runChecks } from "../doctor/checks.ts";
 import type { Logger } from "pino";
 import { SignalsService } from "../../gen/signals/v1/signals_pb.js";
 import { AdminService } from "../../gen/signals/v1/admin_pb.js";
@@ -174,7 +175,7 @@ export function createApp(deps: AppDeps): App {
   });
 
   const bearer = createBearerCheck(deps.internalToken);
-  const admin = createAdminService({ ...deps, limits: config.limits, publicBaseUrl: config.publicBaseUrl });
+  const admin = createAdminService({ ...deps, limits: config.limits, publicBaseUrl: config.publicBaseUrl, runChecks: () => runChecks({ db: deps.db, clock: deps.clock, config }) });
   const internalHandler = connectNodeAdapter({
     routes: (router: ConnectRouter) => {
       router.service(AdminService, admin);
