@@ -7,7 +7,7 @@ import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { AccountSummarySchema, CheckStatus, type AccountSummary as AccountSummaryMessage, type AdminService } from "../../gen/signals/v1/admin_pb.js";
-import type { DbHandle } from "../db/client.ts";
+import { migrateDb, migrationStatus, type DbHandle } from "../db/client.ts";
 import type { Limits } from "../config.ts";
 import type { Clock } from "../clock.ts";
 import {
@@ -172,6 +172,12 @@ export function createAdminService(deps: AdminServiceDeps): ServiceImpl<typeof A
           url: `${deps.publicBaseUrl}/setup-password?token=${token}`,
           expiresAt: expiresAt.toISOString(),
         };
+      }),
+    migrate: () =>
+      guarded(logger, async () => {
+        await migrateDb(db);
+        const { applied, shipped } = await migrationStatus(db);
+        return { applied: BigInt(applied ?? 0), shipped: BigInt(shipped) };
       }),
     runChecks: () =>
       guarded(logger, async () => ({

@@ -7,7 +7,7 @@ import { parseArgs } from "node:util";
 import type { AccountSummary, Payment } from "../../gen/signals/v1/admin_pb.js";
 import { ConfigError, loadConfig, type Config } from "../config.ts";
 import { existsSync } from "node:fs";
-import { CliError, withAdminClient, withInternalTransport, withLocalDb } from "./admin-client.ts";
+import { CliError, withAdminClient, withInternalTransport } from "./admin-client.ts";
 import { DATASETS, isPushedDataset } from "../market-data/datasets.ts";
 import { readSecretFromStdin } from "./read-secret.ts";
 
@@ -275,9 +275,18 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
       return 0;
     }
     if (positionals[0] === "migrate") {
-      await withLocalDb(config, async () => {});
-      printResult(json, { ok: true, migrated: true }, ["migrations applied"]);
-      return 0;
+      // Through the running server when one holds the embedded data directory (it migrated at
+      // its start); else in this process, which opens and migrates the database first.
+      const { applied, shipped } = await withAdminClient(config, async (client) => client.migrate({}));
+      const { readFileSync } = await import("node:fs");
+      const { migrationsFolder } = await import("../db/client.ts");
+      const ours = (JSON.parse(readFileSync(`${migrationsFolder}/meta/_journal.json`, "utf8")) as { entries: unknown[] }).entries.length;
+      const newer = ours > Number(shipped);
+      printResult(json, { ok: !newer, migrated: true, applied: Number(applied), shipped: ours }, [
+        `migrations applied: ${applied} of ${ours}`,
+        ...(newer ? [`the running server's code knows ${shipped}: restart it (npm start) to apply the ${ours - Number(shipped)} new one(s)`] : []),
+      ]);
+      return newer ? 1 : 0;
     }
     if (command === "candles import") {
       const file = required(values as Values, "file");

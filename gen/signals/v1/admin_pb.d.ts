@@ -11,6 +11,47 @@ import type { Message } from "@bufbuild/protobuf";
 export declare const file_signals_v1_admin: GenFile;
 
 /**
+ * MigrateRequest has no parameters.
+ *
+ * @generated from message signals.v1.MigrateRequest
+ */
+export declare type MigrateRequest = Message<"signals.v1.MigrateRequest"> & {
+};
+
+/**
+ * Describes the message signals.v1.MigrateRequest.
+ * Use `create(MigrateRequestSchema)` to create a new message.
+ */
+export declare const MigrateRequestSchema: GenMessage<MigrateRequest>;
+
+/**
+ * MigrateResponse counts the migrations after the run.
+ *
+ * @generated from message signals.v1.MigrateResponse
+ */
+export declare type MigrateResponse = Message<"signals.v1.MigrateResponse"> & {
+  /**
+   * Migrations the database has applied.
+   *
+   * @generated from field: int64 applied = 1;
+   */
+  applied: bigint;
+
+  /**
+   * Migrations the answering process ships (its code's src/db/migrations).
+   *
+   * @generated from field: int64 shipped = 2;
+   */
+  shipped: bigint;
+};
+
+/**
+ * Describes the message signals.v1.MigrateResponse.
+ * Use `create(MigrateResponseSchema)` to create a new message.
+ */
+export declare const MigrateResponseSchema: GenMessage<MigrateResponse>;
+
+/**
  * RunChecksRequest has no parameters.
  *
  * @generated from message signals.v1.RunChecksRequest
@@ -1122,6 +1163,17 @@ export declare const AdminService: GenService<{
     methodKind: "unary";
     input: typeof RunChecksRequestSchema;
     output: typeof RunChecksResponseSchema;
+  },
+  /**
+   * Migrate applies the answering server's pending database migrations (a server has applied
+   * them at its start, so there are usually none) and reports how many it knows and has applied.
+   *
+   * @generated from rpc signals.v1.AdminService.Migrate
+   */
+  migrate: {
+    methodKind: "unary";
+    input: typeof MigrateRequestSchema;
+    output: typeof MigrateResponseSchema;
   },
 }>;
 
