@@ -177,7 +177,7 @@ async function smtpCheck(deps: DoctorDeps): Promise<CheckResult> {
 
 async function telegramCheck(deps: DoctorDeps): Promise<CheckResult> {
   const { telegramBotToken: botToken, telegramApiBase: apiBase, telegramBotUsername: username } = deps.config.alerts;
-  if (!botToken) return missing("telegram bot", "alerts are queued but never sent", "TELEGRAM_BOT_TOKEN=123456:ABC… TELEGRAM_BOT_USERNAME=YourBot npm start   (from @BotFather)", false);
+  if (!botToken) return missing("telegram bot", "alerts are queued but never sent", "TELEGRAM_BOT_TOKEN=123456789:your-token-from-BotFather TELEGRAM_BOT_USERNAME=YourBot npm start", false);
   const url = botMethodUrl({ apiBase, botToken }, "getMe");
   const agent = botAgent(url, 1);
   try {
