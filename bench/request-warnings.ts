@@ -32,7 +32,7 @@ for (const [label, query] of [
   };
   const after = () => {
     const headers = new Headers();
-    if (query !== "") for (const name of params.keys()) if (!FIELDS.has(name)) sink++;
+    if ((query as string) !== "") for (const name of params.keys()) if (!FIELDS.has(name)) sink++;
     const read = readSignalsRequest(params.get("symbols") ?? undefined, params.get("tf") ?? undefined, 8);
     setCallWarnings(headers, read, entries);
     sink += read.symbols.length;

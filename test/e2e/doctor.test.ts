@@ -8,7 +8,6 @@
  * makes the exit non-zero.
  */
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -18,23 +17,12 @@ import { STRIPE_WEBHOOK_EVENTS } from "../../src/payments/event-handlers.ts";
 import { startFakeSmtp, type FakeSmtp } from "../support/fake-smtp.ts";
 import { startFakeStripe, type FakeStripe } from "../support/fake-stripe.ts";
 import { FAKE_BOT_TOKEN, FAKE_BOT_USERNAME, startFakeTelegram, type FakeTelegram } from "../support/fake-telegram.ts";
-import { childEnv, runCli, startServerProcess, type CliResult, type ServerProcess } from "../support/processes.ts";
+import { childEnv, freePort, runCli, startServerProcess, type CliResult, type ServerProcess } from "../support/processes.ts";
 import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
 
 type Line = { name: string; status: string; detail: string; fix: string; needed: boolean };
 const H = 3_600_000;
 const PUBLIC = "https://signals.example.com";
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 function report(result: CliResult): { ok: boolean; checks: Line[]; byName: (name: string) => Line } {
   const body = JSON.parse(result.stdout) as { ok: boolean; checks: Line[] };

@@ -6,9 +6,8 @@
  * /healthz fails naming the refusal, and recovers once the feeder reads the new token from its
  * token file. Every wait polls for the event, with deadlines derived from the intervals set here.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -17,8 +16,8 @@ import { openDb } from "../../src/db/client.ts";
 import { readCandles } from "../../src/market/store.ts";
 import { PUSH_RETRY_MAX_MS } from "../../src/feeder/pusher.ts";
 import { startFakeExchange, type FakeExchange } from "../support/fake-exchange.ts";
-import { childEnv, NODE_BIN, PROJECT_ROOT, runCli, startServerProcess, type ServerProcess } from "../support/processes.ts";
-import { waitFor } from "../support/reliability.ts";
+import { childEnv, freePort, runCli, startServerProcess, type ServerProcess } from "../support/processes.ts";
+import { spawnWatched, waitFor } from "../support/reliability.ts";
 import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
 
 const H = 3_600_000;
@@ -43,17 +42,6 @@ function series(base: number, n: number): Candle[] {
     out.push({ openTime: i * H, open, high, low, close, volume: 100 + (i % 13) });
   }
   return out;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
 }
 
 interface FeederProcess {
@@ -92,22 +80,7 @@ describe("a feeder under a server restart and a token rotation", () => {
       FEED_DATASETS: "candles",
       LOG_LEVEL: "info",
     });
-    const child = spawn(NODE_BIN, ["src/cli/bin.ts", "feed", "--symbols", COINS.join(",")], { cwd: PROJECT_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
-    const logs: Array<Record<string, unknown>> = [];
-    let pending = "";
-    child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
-      pending += chunk;
-      let nl: number;
-      while ((nl = pending.indexOf("\n")) >= 0) {
-        const line = pending.slice(0, nl);
-        pending = pending.slice(nl + 1);
-        try {
-          logs.push(JSON.parse(line) as Record<string, unknown>);
-        } catch {
-          /* not a log line */
-        }
-      }
-    });
+    const { child, logs } = spawnWatched(["src/cli/bin.ts", "feed", "--symbols", COINS.join(",")], env);
     const started = await waitFor(() => logs.find((l) => l.msg === "feeder started"), 30_000, "the feeder's start line");
     const port = Number(started.metricsPort);
     return {
