@@ -22,8 +22,11 @@ export interface EndedHistory {
   readonly until: number;
 }
 
-/** The last view made of each computed copy (a copy is replaced at its series' next close or event). */
-const views = new WeakMap<ChartData, { key: string; data: ChartData }>();
+/**
+ * Per computed copy (replaced at its series' next close or event): when each of its signals
+ * came into force, and the last view made of it.
+ */
+const memo = new WeakMap<ChartData, { inForce: number[]; key: string; view: ChartData | null }>();
 
 /** Number of entries of `times` (ascending) with `time + shift <= limit`. */
 function countUpTo(times: ArrayLike<number>, shift: number, limit: number): number {
@@ -40,19 +43,21 @@ function countUpTo(times: ArrayLike<number>, shift: number, limit: number): numb
 /** The ended-signals view of `data` at `now`. */
 export function endedHistoryOf(data: ChartData, now: number): EndedHistory {
   const tfMs = TIMEFRAME_MS[data.tf];
+  let kept = memo.get(data);
   // A signal comes into force at the close of the candle that set it.
-  const until = endedHistoryUntil(now, data.events.map((e) => e.candleOpenTime + tfMs));
-  const eventCount = countUpTo(data.events.map((e) => e.candleOpenTime), tfMs, until);
+  if (kept === undefined) memo.set(data, (kept = { inForce: data.events.map((e) => e.candleOpenTime + tfMs), key: "", view: null }));
+  const until = endedHistoryUntil(now, kept.inForce);
+  const eventCount = countUpTo(kept.inForce, 0, until);
   const closeCount = countUpTo(data.closes.times, tfMs, until);
   const key = `${eventCount}/${closeCount}`;
-  const kept = views.get(data);
-  if (kept !== undefined && kept.key === key) return { data: kept.data, until };
+  if (kept.view !== null && kept.key === key) return { data: kept.view, until };
   const events = data.events.slice(0, eventCount);
   const prefix = (values: ArrayLike<number>) => Float64Array.from({ length: closeCount }, (_, i) => values[i]!);
   const closes: CloseSeries = { times: prefix(data.closes.times), closes: prefix(data.closes.closes) };
   const candles = Array.from({ length: closeCount }, (_, i) => ({ openTime: closes.times[i]!, close: closes.closes[i]! }));
   const record = computeTrackRecord(events, candles);
   const ended: ChartData = { ...data, events, levels: null, record, closes, backtest: runBacktest(record.trades, closes, DEFAULT_FEE_PCT) };
-  views.set(data, { key, data: ended });
+  kept.key = key;
+  kept.view = ended;
   return { data: ended, until };
 }
