@@ -6,6 +6,7 @@ import cluster from "node:cluster";
 import { ConfigError, loadConfig, type Config } from "./config.ts";
 import { createLogger, errorSummary } from "./logger.ts";
 import type { Logger } from "pino";
+import { PRIVATE_UMASK } from "./server/private-files.ts";
 
 /** What main() runs until a signal: one server process, or the primary of several. */
 interface Running {
@@ -31,6 +32,9 @@ async function startProcess(config: Config, logger: Logger): Promise<Running> {
 
 /** Runs the server until a termination signal; exits non-zero with a one-line reason on failure. */
 export async function main(): Promise<void> {
+  // Before anything is written: the embedded database (PGlite asks for 0666 and leaves the rest
+  // to the umask), the token file and the lock are the operator's alone (server/private-files.ts).
+  process.umask(PRIVATE_UMASK);
   let config;
   try {
     config = loadConfig();

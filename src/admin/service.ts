@@ -6,8 +6,8 @@ import { errorSummary } from "../logger.ts";
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { Logger } from "pino";
-import { AccountSummarySchema, type AccountSummary as AccountSummaryMessage, type AdminService } from "../../gen/signals/v1/admin_pb.js";
-import type { DbHandle } from "../db/client.ts";
+import { AccountSummarySchema, CheckStatus, type AccountSummary as AccountSummaryMessage, type AdminService } from "../../gen/signals/v1/admin_pb.js";
+import { migrateDb, migrationStatus, type DbHandle } from "../db/client.ts";
 import type { Limits } from "../config.ts";
 import type { Clock } from "../clock.ts";
 import {
@@ -33,7 +33,11 @@ export interface AdminServiceDeps {
   readonly logger: Logger;
   /** Base of the links the operator hands out (password setup), e.g. https://signals.example. */
   readonly publicBaseUrl: string;
+  /** The operator's readiness checks (src/doctor/), composed by the caller; absent: none run. */
+  readonly runChecks?: () => Promise<ReadonlyArray<{ name: string; status: "ok" | "missing" | "failing"; detail: string; fix: string; needed: boolean }>>;
 }
+
+const CHECK_STATUS = { ok: CheckStatus.OK, missing: CheckStatus.MISSING, failing: CheckStatus.FAILING } as const;
 
 const MAX_PACK = 10_000_000;
 const MONTH_MS = 31 * 24 * 3600 * 1000;
@@ -169,5 +173,15 @@ export function createAdminService(deps: AdminServiceDeps): ServiceImpl<typeof A
           expiresAt: expiresAt.toISOString(),
         };
       }),
+    migrate: () =>
+      guarded(logger, async () => {
+        await migrateDb(db);
+        const { applied, shipped } = await migrationStatus(db);
+        return { applied: BigInt(applied ?? 0), shipped: BigInt(shipped) };
+      }),
+    runChecks: () =>
+      guarded(logger, async () => ({
+        checks: ((await deps.runChecks?.()) ?? []).map((c) => ({ ...c, status: CHECK_STATUS[c.status] })),
+      })),
   };
 }

@@ -11,7 +11,8 @@ import type { Client, Interceptor, Transport } from "@connectrpc/connect";
 import type { AdminService } from "../../gen/signals/v1/admin_pb.js";
 import type { Config } from "../config.ts";
 import type { DbHandle } from "../db/client.ts";
-import { readInternalToken, readLock } from "../server/data-dir-lock.ts";
+import { readLock } from "../server/data-dir-lock.ts";
+import { readInternalToken } from "../server/internal-token.ts";
 import { CliError } from "./cli-error.ts";
 import type { LocalServices } from "./local-transport.ts";
 
@@ -44,7 +45,8 @@ export async function withLocalDb<T>(config: Config, action: (db: DbHandle) => P
   return (await import("./local-transport.ts")).withLocalDb(config, action);
 }
 
-async function remoteTransport(config: Config, host: string, port: number): Promise<Transport> {
+/** A transport to a server's internal listener at host:port, with the internal token. */
+export async function remoteTransport(config: Config, host: string, port: number): Promise<Transport> {
   const token = config.internalToken ?? readInternalToken(config.dataDir);
   if (!token) throw new CliError(`a server holds ${config.dataDir} but no internal token was found; set INTERNAL_TOKEN`);
   const { createConnectTransport } = await import("@connectrpc/connect-node");

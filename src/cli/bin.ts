@@ -6,6 +6,9 @@
 import { enableCompileCache } from "node:module";
 import { resolveDrizzleQuickly } from "./drizzle-resolve-hook.ts";
 
+// Commands that open the embedded database or write the token file keep them private, as the
+// server does (src/server/private-files.ts).
+process.umask(0o077);
 enableCompileCache();
 resolveDrizzleQuickly();
 const { runCli } = await import("./main.ts");

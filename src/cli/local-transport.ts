@@ -16,7 +16,9 @@ import type { Config } from "../config.ts";
 import { systemClock } from "../clock.ts";
 import { openDb, migrateDb, type DbHandle } from "../db/client.ts";
 import { createAdminService } from "../admin/service.ts";
+import { runChecks } from "../doctor/checks.ts";
 import { acquireLock } from "../server/data-dir-lock.ts";
+import { securePrivateDir } from "../server/private-files.ts";
 import { queueSignalAlerts } from "../alerts/signal-alerts.ts";
 import { CliError } from "./cli-error.ts";
 
@@ -30,7 +32,7 @@ export type LocalServices = "admin" | "all";
 export async function withLocalTransport<T>(config: Config, services: LocalServices, action: (transport: Transport) => Promise<T>): Promise<T> {
   return withLocalDb(config, async (db) => {
     const logger = pino({ level: "silent" });
-    const admin = createAdminService({ db, limits: config.limits, clock: systemClock, logger, publicBaseUrl: config.publicBaseUrl });
+    const admin = createAdminService({ db, limits: config.limits, clock: systemClock, logger, publicBaseUrl: config.publicBaseUrl, runChecks: () => runChecks({ db, clock: systemClock, config }) });
     if (services === "admin") return action(createRouterTransport(({ service }) => service(AdminService, admin)));
     const feed = new MarketFeed({ db, clock: systemClock, logger, staleAfterMs: config.staleAfterMs, alertMaxDelayMs: config.alerts.maxDelayMs, onEventsStored: queueSignalAlerts });
     await feed.load();
@@ -51,12 +53,15 @@ export async function withLocalTransport<T>(config: Config, services: LocalServi
 export async function withLocalDb<T>(config: Config, action: (db: DbHandle) => Promise<T>): Promise<T> {
   let release = () => {};
   if (!config.databaseUrl) {
+    securePrivateDir(config.dataDir);
     const lock = acquireLock(config.dataDir, { pid: process.pid, role: "cli" });
     if (!lock.ok) throw new CliError(`data directory ${config.dataDir} is in use by process ${lock.holder.pid}; try again when it stops`);
     release = lock.release;
   }
   try {
     const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
+    // PGlite unpacks a new directory with explicit 0666 modes (server/private-files.ts).
+    if (!config.databaseUrl) securePrivateDir(config.dataDir);
     try {
       await migrateDb(db);
       return await action(db);

@@ -7,7 +7,7 @@ import { parseArgs } from "node:util";
 import type { AccountSummary, Payment } from "../../gen/signals/v1/admin_pb.js";
 import { ConfigError, loadConfig, type Config } from "../config.ts";
 import { existsSync } from "node:fs";
-import { CliError, withAdminClient, withInternalTransport, withLocalDb } from "./admin-client.ts";
+import { CliError, withAdminClient, withInternalTransport } from "./admin-client.ts";
 import { DATASETS, isPushedDataset } from "../market-data/datasets.ts";
 import { readSecretFromStdin } from "./read-secret.ts";
 
@@ -15,12 +15,17 @@ import { readSecretFromStdin } from "./read-secret.ts";
 // generated code) when it runs, through admin-client.ts and the dynamic imports below, so
 // `account show` through a running server loads only the Connect client.
 
-const USAGE = `Usage: signals <command> [options]   (every command accepts --json)
+const USAGE = `Usage: signals <command> [options]   (every command accepts --json, and --field NAME to print one field of it)
 
   serve                                        start the server (same as npm start)
   feed [--exchange X] [--quote Q] [--symbols A,B] [--tf TF] [--server URL] [--datasets candles,derivatives]
                                                live market data from an exchange (docs/feeder.md)
-  migrate                                      apply database migrations
+  migrate                                      apply database migrations (through the running
+                                               server when one holds the data directory)
+  token rotate                                 new internal token in DATA_DIR/internal-token; the
+                                               running server and local feeders switch to it
+  doctor                                       check what selling needs (database, token, feeders,
+                                               demo feed, Stripe, SMTP, Telegram); exit 1 if not ready
   account create --email E --plan P [--until ISO-8601]
                                                create an account; prints its API key once
   account show --account ID                    plan, subscription, balances, calls today
@@ -67,6 +72,7 @@ const OPTIONS = {
   symbols: { type: "string" },
   link: { type: "boolean" },
   dataset: { type: "string" },
+  field: { type: "string" },
 } as const;
 
 type Values = { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]["type"] extends "boolean" ? boolean : string };
@@ -143,8 +149,15 @@ function describePayments(payments: Record<string, unknown>[]): string[] {
   ];
 }
 
-function printResult(json: boolean, result: Record<string, unknown>, lines: string[]): void {
-  if (json) process.stdout.write(JSON.stringify(result) + "\n");
+/** How a command's result is printed: lines for people, one JSON object (--json), or one of its fields (--field). */
+type Output = boolean | { field: string };
+
+function printResult(output: Output, result: Record<string, unknown>, lines: string[]): void {
+  if (typeof output === "object") {
+    const value = result[output.field];
+    if (value === undefined || value === null) throw new UsageError(`--field ${output.field}: this command's result has no such field (--json shows them)`);
+    process.stdout.write((typeof value === "object" ? JSON.stringify(value) : String(value)) + "\n");
+  } else if (output) process.stdout.write(JSON.stringify(result) + "\n");
   else process.stdout.write(lines.join("\n") + "\n");
 }
 
@@ -244,6 +257,8 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
   try {
     const { values, positionals } = parseArgs({ args: attachNegativeNumbers(argv), options: OPTIONS, allowPositionals: true, strict: true });
     json = values.json === true;
+    // --field NAME prints only that field of the --json object (e.g. the api_key of account create).
+    const output: Output = values.field ? { field: values.field } : json;
     const command = positionals.slice(0, 2).join(" ");
     if (values.help || positionals.length === 0 || positionals[0] === "help") {
       process.stdout.write(USAGE + "\n");
@@ -254,10 +269,34 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
       return -1; // keep running until a signal
     }
     const config = loadConfig(env);
-    if (positionals[0] === "migrate") {
-      await withLocalDb(config, async () => {});
-      printResult(json, { ok: true, migrated: true }, ["migrations applied"]);
+    if (positionals[0] === "doctor" && positionals.length === 1) return await (await import("./doctor-command.ts")).runDoctor(config, json);
+    if (command === "token rotate") {
+      if (config.internalToken) {
+        throw new ConfigError("INTERNAL_TOKEN is set in this environment and overrides the token file; change INTERNAL_TOKEN where it is set (server and feeders) instead");
+      }
+      const { rotateInternalToken, internalTokenPath } = await import("../server/internal-token.ts");
+      rotateInternalToken(config.dataDir);
+      const file = internalTokenPath(config.dataDir);
+      printResult(output, { ok: true, rotated: true, file }, [
+        `new internal token written to ${file} (0600)`,
+        "A running server accepts only the new token from now on; feeders and the CLI on this machine read it again by themselves.",
+        `Feeders elsewhere: copy ${file} into their DATA_DIR (0600), or update their INTERNAL_TOKEN and restart them.`,
+      ]);
       return 0;
+    }
+    if (positionals[0] === "migrate") {
+      // Through the running server when one holds the embedded data directory (it migrated at
+      // its start); else in this process, which opens and migrates the database first.
+      const { applied, shipped } = await withAdminClient(config, async (client) => client.migrate({}));
+      const { readFileSync } = await import("node:fs");
+      const { migrationsFolder } = await import("../db/client.ts");
+      const ours = (JSON.parse(readFileSync(`${migrationsFolder}/meta/_journal.json`, "utf8")) as { entries: unknown[] }).entries.length;
+      const newer = ours > Number(shipped);
+      printResult(output, { ok: !newer, migrated: true, applied: Number(applied), shipped: ours }, [
+        `migrations applied: ${applied} of ${ours}`,
+        ...(newer ? [`the running server's code knows ${shipped}: restart it (npm start) to apply the ${ours - Number(shipped)} new one(s)`] : []),
+      ]);
+      return newer ? 1 : 0;
     }
     if (command === "candles import") {
       const file = required(values as Values, "file");
@@ -267,7 +306,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
       const { importCandles } = await import("./import-command.ts");
       const result = await withInternalTransport(config, (transport) => importCandles(transport, file, symbol, tf));
       const reasons = result.rejections.slice(0, 5).map((r) => `  row ${r.index + 1}: ${r.reason}`);
-      printResult(json, { ok: true, ...result }, [
+      printResult(output, { ok: true, ...result }, [
         `${result.symbol} ${result.tf}: accepted ${result.accepted}, rejected ${result.rejected}, duplicates ${result.duplicates}`,
         ...reasons,
       ]);
@@ -281,7 +320,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
       const { importDataset } = await import("./data-import-command.ts");
       const result = await withInternalTransport(config, (transport) => importDataset(transport, dataset, file));
       const reasons = result.rejections.slice(0, 5).map((r) => `  line ${r.line}: ${r.reason}${r.key ? ` (${r.key})` : ""}`);
-      printResult(json, { ok: true, ...result }, [
+      printResult(output, { ok: true, ...result }, [
         `${result.dataset}: accepted ${result.accepted}, rejected ${result.rejected}, duplicates ${result.duplicates}`,
         ...reasons,
         ...(result.rejected > reasons.length ? [`  (${result.rejected - reasons.length} more; --json lists the first 100 and counts every reason)`] : []),
@@ -298,7 +337,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
       });
     }
     const result = await runAdmin(config, command, values as Values, password);
-    printResult(json, result, describe(result));
+    printResult(output, result, describe(result));
     return 0;
   } catch (err) {
     return await reportFailure(err, json);

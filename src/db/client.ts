@@ -154,3 +154,17 @@ export async function migrateDb(handle: DbHandle): Promise<void> {
     await migrate(handle.db as never, { migrationsFolder });
   }
 }
+
+/**
+ * How many of the shipped migrations the database has applied (drizzle's own record), or null
+ * for applied when the database has never been migrated.
+ */
+export async function migrationStatus(handle: DbHandle): Promise<{ applied: number | null; shipped: number }> {
+  const { readFileSync } = await import("node:fs");
+  const journal = JSON.parse(readFileSync(`${migrationsFolder}/meta/_journal.json`, "utf8")) as { entries: unknown[] };
+  const { sql } = await import("drizzle-orm");
+  const [exists] = await handle.rows<{ found: boolean }>(sql`SELECT to_regclass('drizzle.__drizzle_migrations') IS NOT NULL AS found`);
+  if (!exists?.found) return { applied: null, shipped: journal.entries.length };
+  const [row] = await handle.rows<{ n: number | string }>(sql`SELECT count(*) AS n FROM drizzle.__drizzle_migrations`);
+  return { applied: Number(row?.n ?? 0), shipped: journal.entries.length };
+}

@@ -11,6 +11,9 @@ import type { FeedSource, SourceContext } from "./feeder.ts";
 import { SourceStatusBoard } from "./sources/source-status.ts";
 import { sleep } from "./timing.ts";
 
+/** How soon a round that found no coin to read (no lease won yet) looks again. */
+const NO_COIN_RETRY_MS = 2_000;
+
 const finite = (x: unknown): number | undefined => (typeof x === "number" && Number.isFinite(x) ? x : undefined);
 
 /** Reads one coin's values; missing ones are left out. */
@@ -41,14 +44,17 @@ export function createDerivativesSource(ctx: SourceContext): FeedSource | null {
   let loop: Promise<void> | null = null;
   let marketsLoaded = false;
 
-  async function runOnce(): Promise<void> {
+  /** One round; resolves with the rows pushed, or null when this feeder leads no coin yet. */
+  async function runOnce(): Promise<number | null> {
+    const coins = ctx.ledCoins();
+    if (coins.length === 0) return null;
     if (!marketsLoaded) {
       await exchange!.loadMarkets();
       marketsLoaded = true;
     }
     const rows = [];
     let failed: string | null = null;
-    for (const symbol of ctx.ledCoins()) {
+    for (const symbol of coins) {
       const market = `${symbol}/${config.quote}:${config.quote}`;
       if (!exchange!.markets[market]) continue;
       const wait = exchange!.coolDownUntil - Date.now();
@@ -63,6 +69,7 @@ export function createDerivativesSource(ctx: SourceContext): FeedSource | null {
     }
     if (rows.length > 0) await ctx.server.pushDerivatives(rows);
     if (failed) throw new Error(failed);
+    return rows.length;
   }
 
   return {
@@ -70,14 +77,18 @@ export function createDerivativesSource(ctx: SourceContext): FeedSource | null {
     start() {
       loop ??= (async () => {
         while (!abort.signal.aborted) {
+          let waitMs = config.derivativesEveryMs;
           try {
-            await runOnce();
-            board.success("derivatives");
+            const pushed = await runOnce();
+            // A round that pushed nothing is no success to report; one that had no coin to read
+            // (the first round usually runs before the first lease is won) is tried again soon.
+            if (pushed !== null && pushed > 0) board.success("derivatives");
+            if (pushed === null) waitMs = Math.min(waitMs, NO_COIN_RETRY_MS);
           } catch (err) {
             board.failure("derivatives", String((err as Error).message ?? err).slice(0, 300));
             logger.warn({ source: "derivatives", err: errorSummary(err) }, "derivatives run failed");
           }
-          await sleep(config.derivativesEveryMs, abort.signal);
+          await sleep(waitMs, abort.signal);
         }
       })();
     },

@@ -5,7 +5,7 @@
  */
 import { ConfigError, loadContextSourcesConfig, loadFeedConfig } from "../config.ts";
 import { createLogger, errorSummary } from "../logger.ts";
-import { readInternalToken } from "../server/data-dir-lock.ts";
+import { clientTokenSource } from "../server/internal-token.ts";
 import { FeedConfigError } from "./feed-config.ts";
 import { startFeeder } from "./feeder.ts";
 import { CONTEXT_DATASETS, checkContextSourcesConfig, type ContextSourcesConfig } from "./sources/index.ts";
@@ -30,7 +30,13 @@ export async function runFeedCommand(argv: string[]): Promise<number> {
     }
     throw err;
   }
-  const token = config.internalToken ?? readInternalToken(config.dataDir);
+  let token;
+  try {
+    token = clientTokenSource(config);
+  } catch (err) {
+    process.stderr.write(`signals feed: ${(err as Error).message}\n`);
+    return 2;
+  }
   if (!token) {
     process.stderr.write(`signals feed: no internal token: set INTERNAL_TOKEN, or run where the server's data directory (${config.dataDir}) holds its token file\n`);
     return 2;

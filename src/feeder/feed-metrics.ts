@@ -1,7 +1,9 @@
 /**
  * The feeder's Prometheus metrics (its own registry) and the loopback HTTP listener serving
- * /metrics, /healthz and /status. /healthz fails (503) while any coin this feeder leads is
- * stale; /status is every coin's health and every source's last success and last error.
+ * /metrics, /healthz and /status. /healthz fails (503) whenever the feeder cannot push (the
+ * service refused its token, cannot be reached, or a lease was lost) or any coin it leads is
+ * stale, and names each cause; /status is every coin's health and every source's last success
+ * and last error.
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -16,6 +18,15 @@ export interface CoinHealth {
   lastClosedOpenTime: number | null;
   /** Epoch ms of the last stream message, or null. */
   lastMessageAt: number | null;
+}
+
+/** Something that keeps the feeder from pushing, as /healthz names it. */
+export interface FeederProblem {
+  /** refused: the service refused the internal token; unreachable: it cannot be reached; lease_lost: coins given up. */
+  readonly cause: "refused" | "unreachable" | "lease_lost";
+  /** Epoch ms since when. */
+  readonly since: number;
+  readonly message: string;
 }
 
 export class FeedMetrics {
@@ -54,7 +65,13 @@ export class FeedMetrics {
 }
 
 /** Starts /metrics, /healthz and /status on 127.0.0.1:`port`; resolves with the bound port. */
-export async function startMetricsListener(port: number, metrics: FeedMetrics, coins: () => CoinHealth[], sources: () => SourceStatus[] = () => []): Promise<{ port: number; close(): Promise<void> }> {
+export async function startMetricsListener(
+  port: number,
+  metrics: FeedMetrics,
+  coins: () => CoinHealth[],
+  sources: () => SourceStatus[] = () => [],
+  problems: () => FeederProblem[] = () => [],
+): Promise<{ port: number; close(): Promise<void> }> {
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     if (req.method !== "GET" && req.method !== "HEAD") {
@@ -71,8 +88,12 @@ export async function startMetricsListener(port: number, metrics: FeedMetrics, c
     if (path === "/healthz") {
       const all = coins();
       const stale = all.filter((c) => c.state === "stale").map((c) => c.symbol);
-      res.writeHead(stale.length === 0 ? 200 : 503, { "content-type": "application/json" });
-      res.end(JSON.stringify({ ok: stale.length === 0, stale, coins: all }));
+      const found = problems();
+      const causes = [...found.map((p) => p.cause), ...(stale.length > 0 ? ["stale" as const] : [])];
+      const message = [...found.map((p) => p.message), ...(stale.length > 0 ? [`no update from the exchange for a while: ${stale.join(", ")}`] : [])].join("; ");
+      const ok = causes.length === 0;
+      res.writeHead(ok ? 200 : 503, { "content-type": "application/json" });
+      res.end(JSON.stringify({ ok, causes, ...(ok ? {} : { message }), problems: found, stale, coins: all }));
       return;
     }
     if (path === "/status") {

@@ -11,9 +11,10 @@ import { errorSummary } from "../logger.ts";
 import { CoinFeed } from "./coin-feed.ts";
 import { createSpotExchange, type SpotExchange } from "./exchange.ts";
 import type { FeedConfig } from "./feed-config.ts";
-import { FeedMetrics, startMetricsListener, type CoinHealth } from "./feed-metrics.ts";
+import { FeedMetrics, startMetricsListener, type CoinHealth, type FeederProblem } from "./feed-metrics.ts";
 import { Pusher } from "./pusher.ts";
 import { createServerClient, type ServerClient } from "./server-client.ts";
+import { fixedToken, ServiceLink, type FeederToken } from "./service-link.ts";
 import { createDerivativesSource } from "./derivatives-source.ts";
 import { sleep } from "./timing.ts";
 import { CONTEXT_DATASETS, checkContextSourcesConfig, parseContextSourcesConfig, startContextSources, type ContextSources, type ContextSourcesConfig, type SourceStatus } from "./sources/index.ts";
@@ -52,6 +53,8 @@ export interface Feeder {
   /** Port of /metrics and /healthz. */
   readonly metricsPort: number;
   coins(): CoinHealth[];
+  /** What keeps this feeder from pushing now (what /healthz names); empty when nothing does. */
+  problems(): FeederProblem[];
   sources(): SourceStatus[];
   /** Runs the audit of every led coin now; resolves with the revisions found. */
   auditNow(): Promise<number>;
@@ -60,7 +63,8 @@ export interface Feeder {
 
 export interface FeederDeps {
   readonly config: FeedConfig;
-  readonly token: string;
+  /** INTERNAL_TOKEN, or the token file read again whenever the service refuses it. */
+  readonly token: string | FeederToken;
   readonly logger: Logger;
   readonly now?: () => number;
   /** The context sources' variables; needed when news, fundamentals or macro are chosen. */
@@ -82,15 +86,22 @@ export async function startFeeder(deps: FeederDeps): Promise<Feeder> {
   checkContextSourcesConfig(contextDatasets, contextConfig);
   const needsExchange = config.datasets.includes("candles") || config.datasets.includes("derivatives");
   const id = `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
-  const server = createServerClient(config.server, deps.token, id);
+  const link = new ServiceLink(typeof deps.token === "string" ? fixedToken(deps.token) : deps.token, { server: config.server, logger, now });
+  const server = createServerClient(config.server, link, id);
   const exchange: SpotExchange = createSpotExchange(config.exchange, { restUrl: config.restUrl, wsUrl: config.wsUrl });
   const feeds = new Map<string, CoinFeed>();
   const unlisted = new Set<string>();
   const health = (): CoinHealth[] =>
     config.symbols.map((symbol) => feeds.get(symbol)?.health() ?? { symbol, state: unlisted.has(symbol) ? "unlisted" : "standby", lastClosedOpenTime: null, lastMessageAt: null });
   const metrics = new FeedMetrics(health, config.tfMs, now);
+  /** Set when coins were given up for a lease this feeder could not keep; cleared by the next good lease round. */
+  let leaseLost: FeederProblem | null = null;
+  const loseLeases = (symbols: string[], why: string) => {
+    leaseLost = { cause: "lease_lost", since: leaseLost?.since ?? now(), message: `stopped feeding ${symbols.join(", ")}: ${why}` };
+  };
   const pusher = new Pusher(server, metrics, logger, (symbol) => {
     logger.warn({ symbol }, "the service says another feeder holds this coin; standing by");
+    loseLeases([symbol], "the service says another feeder holds its lease");
     void dropCoin(symbol);
   });
   const stopping = new AbortController();
@@ -153,6 +164,7 @@ export async function startFeeder(deps: FeederDeps): Promise<Feeder> {
         ttlMs,
       );
       heldUntil = sent + ttlMs;
+      leaseLost = null;
       const won = leases.filter((l) => l.held && !feeds.has(l.symbol)).map((l) => l.symbol);
       for (const lost of leases.filter((l) => !l.held && feeds.has(l.symbol))) {
         logger.warn({ symbol: lost.symbol, holder: lost.holder }, "lease lost; standing by");
@@ -162,7 +174,10 @@ export async function startFeeder(deps: FeederDeps): Promise<Feeder> {
     } catch (err) {
       logger.warn({ err: errorSummary(err) }, "lease renewal failed");
       // Past our own deadline the service would refuse us anyway: stop rather than guess.
-      if (now() > heldUntil) for (const symbol of [...feeds.keys()]) await dropCoin(symbol);
+      if (now() > heldUntil && feeds.size > 0) {
+        loseLeases([...feeds.keys()], "their leases could not be renewed in time");
+        for (const symbol of [...feeds.keys()]) await dropCoin(symbol);
+      }
     }
   }
   const leaseLoop = candles
@@ -192,7 +207,14 @@ export async function startFeeder(deps: FeederDeps): Promise<Feeder> {
       ? null
       : startContextSources({ datasets: contextDatasets, config: contextConfig, logger, registry: metrics.registry, ingest: server.dataIngest, clock: now, tickMs: deps.contextTickMs });
   const statuses = (): SourceStatus[] => [...sources.map((s) => s.status()), ...(contextSources?.statuses() ?? [])];
-  const listener = await startMetricsListener(config.metricsPort, metrics, health, statuses);
+  const problems = (): FeederProblem[] => {
+    const found: FeederProblem[] = [];
+    const state = link.state();
+    if (state) found.push({ cause: state.problem, since: state.since, message: state.message });
+    if (leaseLost) found.push(leaseLost);
+    return found;
+  };
+  const listener = await startMetricsListener(config.metricsPort, metrics, health, statuses, problems);
   logger.info({ feederId: id, exchange: config.exchange, symbols: listed, tf: config.tf, datasets: config.datasets, metricsPort: listener.port }, "feeder started");
 
   return {
@@ -200,6 +222,7 @@ export async function startFeeder(deps: FeederDeps): Promise<Feeder> {
     metrics,
     metricsPort: listener.port,
     coins: health,
+    problems,
     sources: statuses,
     async auditNow() {
       let found = 0;

@@ -10,6 +10,8 @@ import type { PushItem, ServerClient } from "./server-client.ts";
 import { backoffMs, sleep } from "./timing.ts";
 
 const MAX_BATCH = 5_000;
+/** Longest wait between two tries of a failed push (the backoff doubles from 250 ms up to this). */
+export const PUSH_RETRY_MAX_MS = 15_000;
 
 interface Queued extends PushItem {
   readonly mode: "live" | "backfill";
@@ -76,7 +78,7 @@ export class Pusher {
       } catch (err) {
         failures++;
         this.logger.warn({ err: errorSummary(err), updates: batch.length, attempt: failures }, "candle push failed; retrying");
-        await sleep(backoffMs(failures, 250, 15_000));
+        await sleep(backoffMs(failures, 250, PUSH_RETRY_MAX_MS));
       }
     }
   }

@@ -3,12 +3,14 @@
  * and resume points (FeederService) and derivatives (DataIngestService), over HTTP/2 with the
  * internal bearer token, as any external feeder would.
  */
-import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
+import { createClient, type Client } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { IngestService } from "../../gen/signals/v1/ingest_pb.js";
 import { FeederService } from "../../gen/signals/v1/feeder_pb.js";
 import { DataIngestService, type PushDerivativesRequest } from "../../gen/signals/v1/data_ingest_pb.js";
 import type { Candle } from "../engine/candle.ts";
+import { pino } from "pino";
+import { fixedToken, ServiceLink } from "./service-link.ts";
 
 /** One candle update for the server. */
 export interface PushItem {
@@ -37,15 +39,14 @@ export interface ServerClient {
   close(): void;
 }
 
-/** Creates the client; `feederId` travels with every push (`x-feeder-id`). */
-export function createServerClient(baseUrl: string, token: string, feederId: string): ServerClient {
-  const auth: Interceptor = (next) => (req) => {
-    req.header.set("authorization", `Bearer ${token}`);
-    req.header.set("x-feeder-id", feederId);
-    return next(req);
-  };
+/**
+ * Creates the client; the link adds the token and `feederId` (`x-feeder-id`) to every call and
+ * notes how each ends (service-link.ts).
+ */
+export function createServerClient(baseUrl: string, tokenOrLink: string | ServiceLink, feederId: string): ServerClient {
+  const link = typeof tokenOrLink === "string" ? new ServiceLink(fixedToken(tokenOrLink), { server: baseUrl, logger: pino({ level: "silent" }), now: Date.now }) : tokenOrLink;
   const sessionManager = new Http2SessionManager(baseUrl, { pingIntervalMs: 15_000, pingTimeoutMs: 10_000 });
-  const transport = createGrpcTransport({ baseUrl, sessionManager, interceptors: [auth], defaultTimeoutMs: 30_000 });
+  const transport = createGrpcTransport({ baseUrl, sessionManager, interceptors: [link.interceptor(feederId)], defaultTimeoutMs: 30_000 });
   const ingest: Client<typeof IngestService> = createClient(IngestService, transport);
   const feeder: Client<typeof FeederService> = createClient(FeederService, transport);
   const data: Client<typeof DataIngestService> = createClient(DataIngestService, transport);

@@ -30,7 +30,8 @@ import type { DbHandle } from "../db/client.ts";
 import { serviceError } from "../errors.ts";
 import { errorSummary } from "../logger.ts";
 import type { Metrics } from "../observability/metrics.ts";
-import { normaliseTimeframe } from "../signals/request.ts";
+import { normaliseTimeframe, timeframeWarning } from "../signals/request.ts";
+import { addWarnings } from "../signals/warnings.ts";
 import { admitFreeCall, FREE_WINDOW_MS, freeCall, type FreeCallResult } from "./free-call.ts";
 import { computeMovers, type MoverRow } from "./movers.ts";
 import { encodeCursor, LIMITS, parseCursor, parseLimit, parseSeriesFilter, parseSince, parseSymbolFilter } from "./request.ts";
@@ -84,7 +85,7 @@ export function createMarketDataService(deps: MarketDataServiceDeps): ServiceImp
    * Wraps one method: the checks, the outcome for the access log and metrics, and the
    * RateLimit headers also on a 400 (the call has passed the checks and counted).
    */
-  function free<Req, Res>(method: string, handle: (request: Req, now: number) => Promise<Res>) {
+  function free<Req, Res>(method: string, handle: (request: Req, now: number, ctx: HandlerContext) => Promise<Res>) {
     return (request: Req, ctx: HandlerContext): Promise<Res> =>
       withApiKey(
         ctx,
@@ -94,7 +95,7 @@ export function createMarketDataService(deps: MarketDataServiceDeps): ServiceImp
           const { now, headers } = await admit(ctx, keyHash);
           deps.keyAccepted?.(keyHash, now);
           try {
-            return await handle(request, now);
+            return await handle(request, now, ctx);
           } catch (err) {
             if (err instanceof ConnectError) {
               // Once, on the error: Connect would append the error's metadata to the response headers.
@@ -112,8 +113,10 @@ export function createMarketDataService(deps: MarketDataServiceDeps): ServiceImp
   const read = <T>(query: Promise<T>, what: string): Promise<T> => query.catch((cause: unknown) => unavailable(cause, what));
 
   return {
-    getMovers: free("GetMovers", async (request, now) => {
+    getMovers: free("GetMovers", async (request, now, ctx) => {
       const tf = normaliseTimeframe(request.tf);
+      // The paid endpoint's 4h fallback, told as there (x-signals-warnings).
+      if (request.tf && tf !== request.tf) addWarnings(ctx.responseHeader, [timeframeWarning(request.tf)], "before");
       const limit = parseLimit(request.limit, LIMITS.movers);
       const movers = await read(computeMovers(deps.db, { tf, limit, now, staleAfterMs: deps.staleAfterMs }), "movers query failed");
       return create(GetMoversResponseSchema, {

@@ -181,6 +181,20 @@ function unmatched(deps: EventDeps, key: EventKey, why: string): HandledAs {
   return "unmatched";
 }
 
+/** The events the webhook endpoint must send (what handleStripeEvent reads; `signals doctor` checks them). */
+export const STRIPE_WEBHOOK_EVENTS = [
+  "checkout.session.completed",
+  "checkout.session.async_payment_succeeded",
+  "checkout.session.async_payment_failed",
+  "invoice.paid",
+  "invoice.payment_failed",
+  "customer.subscription.created",
+  "customer.subscription.updated",
+  "customer.subscription.deleted",
+  "charge.refunded",
+  "charge.dispute.created",
+] as const;
+
 /** Applies one verified event; resolves to how it was handled. Throws only on a failure worth a retry. */
 export async function handleStripeEvent(deps: EventDeps, event: Stripe.Event): Promise<HandledAs> {
   const key: EventKey = { eventId: event.id, type: event.type, created: (int(event.created) ?? 0) * 1000 };

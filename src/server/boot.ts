@@ -15,7 +15,9 @@ import { createAccount } from "../accounts/accounts.ts";
 import { startDemoFeed } from "../market/demo-feed.ts";
 import { startDemoData } from "../market-data/demo-data.ts";
 import { createServer } from "./create-server.ts";
-import { acquireLock, settleInternalToken, updateLock } from "./data-dir-lock.ts";
+import { acquireLock, updateLock } from "./data-dir-lock.ts";
+import { serverTokenSource } from "./internal-token.ts";
+import { securePrivateDir } from "./private-files.ts";
 import { reportReady } from "./cluster.ts";
 
 export interface RunningServer {
@@ -76,6 +78,17 @@ async function createDemoAccountOnce(config: Config, db: DbHandle, clock: Clock,
  * of a cluster (config.workerRole, server/cluster.ts), only the public listener.
  */
 export async function startServer(config: Config, logger: Logger, clock: Clock = systemClock): Promise<RunningServer> {
+  // The data directory holds the embedded database and the token file: owner only, at every
+  // start. Files created later are private through the umask main.ts sets; this repairs what
+  // is there (an older version's files, a copy), and runs again once the database is open,
+  // because PGlite unpacks a new directory with explicit 0666 modes that no umask narrows.
+  const makePrivate = (found: "found" | "unpacked") => {
+    const repaired = securePrivateDir(config.dataDir);
+    if (repaired === 0) return;
+    if (found === "found") logger.warn({ dataDir: config.dataDir, modesChanged: repaired }, "data directory files were readable or writable by other users; made private");
+    else logger.info({ dataDir: config.dataDir, modesChanged: repaired }, "embedded database files made private");
+  };
+  makePrivate("found");
   let releaseLock = () => {};
   if (!config.databaseUrl) {
     const lock = acquireLock(config.dataDir, { pid: process.pid, role: "server" });
@@ -88,10 +101,11 @@ export async function startServer(config: Config, logger: Logger, clock: Clock =
   }
   try {
     const db = await openDbWithRetry(config, logger);
-    const internalToken = settleInternalToken(config);
+    if (!config.databaseUrl) makePrivate("unpacked");
+    const token = serverTokenSource(config);
     // The demo feed writes candles and the demo account is created once: the lead's duties.
     const lead = config.workerRole !== "follower";
-    const server = createServer(config, { db, clock, logger, internalToken, role: lead ? "lead" : "follower" });
+    const server = createServer(config, { db, clock, logger, internalToken: () => token.current(), role: lead ? "lead" : "follower" });
     const { port, internalPort } = await server.start();
     const stopDemo = config.demoFeed && lead ? await startDemoFeed(server.feed!, clock, logger) : () => {};
     const stopDemoData = config.demoFeed && lead ? await startDemoData(db, clock, logger) : () => {};

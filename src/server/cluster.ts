@@ -15,7 +15,7 @@ import cluster, { type Worker } from "node:cluster";
 import { fileURLToPath } from "node:url";
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
-import { settleInternalToken } from "./data-dir-lock.ts";
+import { settleInternalToken } from "./internal-token.ts";
 
 /** The message a worker sends the primary once its listeners are open. */
 interface ReadyMessage {
@@ -56,8 +56,9 @@ interface Slot {
 
 /** Forks `config.workers` workers, resolves once all listen; rejects if one dies before that. */
 export async function startClusterPrimary(config: Config, logger: Logger): Promise<ClusterPrimary> {
-  // One internal token for every worker (each would otherwise generate its own).
-  const internalToken = settleInternalToken(config);
+  // The token file exists before the workers start, so they all read the same one (and the
+  // lead follows its rotations); INTERNAL_TOKEN, when set, reaches them with the environment.
+  settleInternalToken(config);
   // The workers accept from the one listening socket themselves (SCHED_NONE) rather than
   // through the primary's round-robin queue: that queue's connections were reset when the
   // workers drained on SIGTERM (accepted, never answered), and a worker's crash loses only the
@@ -76,7 +77,6 @@ export async function startClusterPrimary(config: Config, logger: Logger): Promi
     const lead = slot.index === 0;
     const worker = cluster.fork({
       SIGNALS_WORKER_ROLE: lead ? "lead" : "follower",
-      INTERNAL_TOKEN: internalToken,
       // A restarted lead takes the internal port it had (it was 0 only the first time).
       ...(lead && internalPort !== null ? { INTERNAL_PORT: String(internalPort) } : {}),
     });

@@ -10,6 +10,9 @@
 import { errorSummary } from "../logger.ts";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { ConnectRouter } from "@connectrpc/connect";
+import type { DescService } from "@bufbuild/protobuf";
+import { reflectionServices } from "./reflection.ts";
+import { runChecks } from "../doctor/checks.ts";
 import type { Logger } from "pino";
 import { SignalsService } from "../../gen/signals/v1/signals_pb.js";
 import { AdminService } from "../../gen/signals/v1/admin_pb.js";
@@ -46,7 +49,14 @@ import { createDataIngestService } from "../market-data/ingest-service.ts";
 import { UsageService } from "../../gen/signals/v1/usage_pb.js";
 import { createUsageService } from "../market-data/usage-service.ts";
 import { createDocsHandler } from "./docs-page.ts";
-import { publicOpenApiDocument } from "./public-api.ts";
+import { publicOpenApiDocument, publicProtoFiles } from "./public-api.ts";
+
+/** Serves gRPC server reflection (v1 and v1alpha) for the services a router serves. */
+function serveReflection(router: ConnectRouter, services: readonly DescService[]): void {
+  const { v1, v1alpha } = reflectionServices(services);
+  router.service(...v1);
+  router.service(...v1alpha);
+}
 
 /** GET /healthz: 200 when the database answers and the process is not stopping, else 503. */
 async function sendHealth(res: Parameters<typeof sendJson>[0], probe: HealthProbe): Promise<void> {
@@ -74,8 +84,8 @@ export interface AppDeps {
   readonly snapshot: SignalSnapshot;
   /** Candle ingest; when absent the internal listener has no IngestService. */
   readonly feed?: MarketFeed;
-  /** The internal listener's bearer token (from config or generated at start). */
-  readonly internalToken: string;
+  /** The internal listener's bearer token, or where to read it at each check (a rotated file). */
+  readonly internalToken: string | (() => string);
   /** Wakes the internal signal event streams; when absent the stream is not served. */
   readonly events?: SignalEventHub;
   /** This process's outbox delivery counters, for /metrics. */
@@ -129,7 +139,8 @@ export function createApp(deps: AppDeps): App {
     logger,
     shutdown.signal,
   );
-  const docs = createDocsHandler(publicOpenApiDocument(config.publicBaseUrl));
+  const protoFiles = publicProtoFiles();
+  const docs = createDocsHandler(publicOpenApiDocument(config.publicBaseUrl, [...protoFiles.keys()]), protoFiles);
   const web = createWebHandler({ ...deps, onTrackRecordComputed: (_symbol, tf) => metrics.trackRecordComputations.inc({ tf }) }, {
     notFound: () =>
       errorResponse(
@@ -144,6 +155,8 @@ export function createApp(deps: AppDeps): App {
       router.service(Health, createHealthService(health));
       router.service(MarketDataService, marketData);
       router.service(UsageService, usage);
+      // gRPC clients (buf curl, grpcurl) find these services' schema by themselves.
+      serveReflection(router, [SignalsService, Health, MarketDataService, UsageService]);
     },
     grpc: true,
     grpcWeb: true,
@@ -162,7 +175,7 @@ export function createApp(deps: AppDeps): App {
   });
 
   const bearer = createBearerCheck(deps.internalToken);
-  const admin = createAdminService({ ...deps, limits: config.limits, publicBaseUrl: config.publicBaseUrl });
+  const admin = createAdminService({ ...deps, limits: config.limits, publicBaseUrl: config.publicBaseUrl, runChecks: () => runChecks({ db: deps.db, clock: deps.clock, config }) });
   const internalHandler = connectNodeAdapter({
     routes: (router: ConnectRouter) => {
       router.service(AdminService, admin);
@@ -170,6 +183,8 @@ export function createApp(deps: AppDeps): App {
       router.service(FeederService, createFeederService(deps.db));
       if (deps.events) router.service(SignalEventsService, createSignalEventsService({ db: deps.db, hub: deps.events, logger }));
       router.service(DataIngestService, createDataIngestService(deps));
+      // Behind the bearer token like every internal RPC.
+      serveReflection(router, [AdminService, ...(deps.feed ? [IngestService] : []), FeederService, ...(deps.events ? [SignalEventsService] : []), DataIngestService]);
     },
     interceptors: [bearerAuthInterceptor(bearer)],
     grpc: true,

@@ -29,8 +29,8 @@ export interface ServerDeps {
   readonly db: DbHandle;
   readonly clock: Clock;
   readonly logger: Logger;
-  /** The internal listener's bearer token. */
-  readonly internalToken: string;
+  /** The internal listener's bearer token, or where to read it at each check (a rotated file). */
+  readonly internalToken: string | (() => string);
   /**
    * Where the paid endpoint's readings come from. Absent: a MarketFeed over the database, which
    * also backs IngestService. A fixed snapshot (tests) leaves the server without IngestService.

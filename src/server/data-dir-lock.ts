@@ -5,7 +5,6 @@
  */
 import { readFileSync, writeFileSync, unlinkSync, mkdirSync, openSync, closeSync, constants } from "node:fs";
 import path from "node:path";
-import { newToken } from "../one-time-token.ts";
 
 export interface LockInfo {
   pid: number;
@@ -15,7 +14,6 @@ export interface LockInfo {
 }
 
 const lockPath = (dataDir: string) => path.join(dataDir, "server.lock");
-export const internalTokenPath = (dataDir: string) => path.join(dataDir, "internal-token");
 
 function alive(pid: number): boolean {
   try {
@@ -38,7 +36,7 @@ export function readLock(dataDir: string): LockInfo | null {
 
 /** Takes the lock or returns the live holder that prevents it. */
 export function acquireLock(dataDir: string, info: LockInfo): { ok: true; release: () => void } | { ok: false; holder: LockInfo } {
-  mkdirSync(dataDir, { recursive: true });
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const holder = readLock(dataDir);
   if (holder && holder.pid !== process.pid) return { ok: false, holder };
   try {
@@ -70,26 +68,4 @@ export function acquireLock(dataDir: string, info: LockInfo): { ok: true; releas
 /** Updates the lock once the server knows its internal port. */
 export function updateLock(dataDir: string, info: LockInfo): void {
   writeFileSync(lockPath(dataDir), JSON.stringify(info), { mode: 0o600 });
-}
-
-/**
- * The internal listener's token: INTERNAL_TOKEN when set, or a new random one written where the
- * CLI of the same user can read it (0600). Settled once per start (by the cluster primary for
- * all its workers, or by a single server process).
- */
-export function settleInternalToken(config: { internalToken: string | null; dataDir: string }): string {
-  if (config.internalToken) return config.internalToken;
-  const token = newToken();
-  mkdirSync(config.dataDir, { recursive: true });
-  writeFileSync(internalTokenPath(config.dataDir), token + "\n", { mode: 0o600 });
-  return token;
-}
-
-/** Reads the generated internal token, or null. */
-export function readInternalToken(dataDir: string): string | null {
-  try {
-    return readFileSync(internalTokenPath(dataDir), "utf8").trim() || null;
-  } catch {
-    return null;
-  }
 }

@@ -13,6 +13,8 @@ import type { WebRequest, WebResponse } from "../web/http.ts";
 export const OPENAPI_PATH = "/api/v1/openapi.json";
 export const DOCS_PATH = "/docs";
 const REDOC_PATH = "/docs/redoc.standalone.js";
+/** The public .proto files, each at /docs/proto/<its path>. */
+export const PROTO_PATH = "/docs/proto/";
 
 /**
  * Redoc injects its styles at run time (styled-components) and builds its search index in a
@@ -45,19 +47,33 @@ export function loadRedocBundle(): Buffer {
   return Buffer.from(text.replaceAll(REDOCLY_LOGO, LOCAL_LOGO));
 }
 
-/** Serves the document, the page and its script; resolves false for other paths. */
-export function createDocsHandler(document: unknown): (req: WebRequest, res: WebResponse) => Promise<boolean> {
+/** Serves the document, the page and its script, and the .proto files; resolves false for other paths. */
+export function createDocsHandler(document: unknown, protoFiles: ReadonlyMap<string, Buffer> = new Map()): (req: WebRequest, res: WebResponse) => Promise<boolean> {
   const json = JSON.stringify(document);
   let redoc: Buffer | null = null;
   const redocBundle = () => (redoc ??= loadRedocBundle());
   return async (req, res) => {
     const path = requestUrl(req.url)?.pathname;
-    if (path !== OPENAPI_PATH && path !== DOCS_PATH && path !== REDOC_PATH) return false;
+    const proto = path?.startsWith(PROTO_PATH) ? protoFiles.get(path.slice(PROTO_PATH.length)) : undefined;
+    if (path !== OPENAPI_PATH && path !== DOCS_PATH && path !== REDOC_PATH && proto === undefined) return false;
     if (req.method !== "GET" && req.method !== "HEAD") {
       sendError(res, "method_not_allowed", `Use GET for ${path}.`, { allow: "GET, HEAD" });
       return true;
     }
     const out = res as ServerResponse;
+    if (proto !== undefined) {
+      out.writeHead(200, {
+        "content-type": "text/plain; charset=utf-8",
+        "content-length": String(proto.length),
+        "content-disposition": `inline; filename="${path!.split("/").pop()}"`,
+        "cache-control": "no-cache",
+        "x-content-type-options": "nosniff",
+        "access-control-allow-origin": "*",
+      });
+      if (req.method === "HEAD") res.end();
+      else res.end(proto);
+      return true;
+    }
     if (path === OPENAPI_PATH) {
       out.writeHead(200, { "content-type": "application/json; charset=utf-8", "content-length": String(Buffer.byteLength(json)), "cache-control": "no-cache", "access-control-allow-origin": "*" });
       if (req.method === "HEAD") res.end();

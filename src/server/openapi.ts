@@ -12,8 +12,9 @@
  *  - errors: the ErrorBody message with `error` as the enum of every code in src/errors.ts, and
  *    per operation each status it can answer with the codes that status carries;
  *  - the `x-api-key` security scheme and the RateLimit-*, Retry-After, Idempotency-Key,
- *    Idempotent-Replayed and X-Request-Id headers;
- *  - descriptions from the .proto comments (when proto/ is present), and code samples.
+ *    Idempotent-Replayed, X-Signals-Warnings and X-Request-Id headers;
+ *  - descriptions from the .proto comments (when proto/ is present), code samples, and for
+ *    every status real answers recorded from a server (docs/openapi-examples.ts).
  */
 import { ScalarType, type DescField, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import { ErrorBodySchema } from "../../gen/signals/v1/errors_pb.js";
@@ -33,7 +34,14 @@ export interface OpenApiInput {
   readonly serverUrl: string;
   /** Leading comments of the .proto files (proto-comments.ts); may be empty. */
   readonly comments?: ReadonlyMap<string, string>;
+  /** The .proto files offered for download under /docs/proto/ (public-api.ts). */
+  readonly protoFiles?: readonly string[];
+  /** Real answers per path, status and name (the error code, or "ok"), recorded by docs/openapi-examples.ts. */
+  readonly examples?: OpenApiExamples;
 }
+
+/** Examples by path, then status ("200", "401" …), then name ("ok" or the error code). */
+export type OpenApiExamples = Record<string, Record<string, Record<string, { summary: string; value: unknown }>>>;
 
 const INTEGER_SCALARS = new Set([ScalarType.INT32, ScalarType.INT64, ScalarType.UINT32, ScalarType.UINT64, ScalarType.SINT32, ScalarType.SINT64, ScalarType.FIXED32, ScalarType.FIXED64, ScalarType.SFIXED32, ScalarType.SFIXED64]);
 
@@ -139,6 +147,11 @@ const HEADERS: Record<string, Json> = {
   "Idempotent-Replayed": { description: "\"true\" when this is the stored answer of an earlier call with the same Idempotency-Key (not charged again).", schema: { type: "string", enum: ["true"] } },
   "X-Request-Id": { description: "The request's id (the caller's x-request-id when it is 1–64 of A-Za-z0-9._-, else a new UUID); also in the server's logs.", schema: { type: "string" } },
   Allow: { description: "The methods the path accepts.", schema: { type: "string" } },
+  "X-Signals-Warnings": {
+    description:
+      "What the call asked for that was quietly changed or ignored, as the contract says (the call is still answered, and a paid call charged): a `tf` that is not offered (4h is used), symbols beyond the limit, duplicate symbols, symbols that read as pair names, query parameters the operation does not read. Warnings are joined by `; `, e.g. `tf \"2h\" is not offered, 4h used; parameter \"symbol\" ignored; 4 symbols beyond 8 ignored`. Absent when there is nothing to say. gRPC and Connect callers get it as response metadata.",
+    schema: { type: "string" },
+  },
 };
 /** A header of an answer: a reference, or (a reference cannot add `required`) the header itself. */
 const header = (name: string, required = false): Json => (required ? { ...HEADERS[name], required: true } : { $ref: `#/components/headers/${name}` });
@@ -153,6 +166,7 @@ function responseHeaders(kind: OperationKind, status: number): Json {
   if (status === 429) h["Retry-After"] = header("Retry-After", true);
   if (status === 405) h.Allow = header("Allow", true);
   if (kind === "paid" && status === 200) h["Idempotent-Replayed"] = header("Idempotent-Replayed");
+  if (status === 200) h["X-Signals-Warnings"] = header("X-Signals-Warnings");
   return h;
 }
 
@@ -205,18 +219,22 @@ export function buildOpenApiDocument(input: OpenApiInput): Json {
     for (const method of service.methods) {
       const route = httpRouteOf(method);
       if (!route) continue;
+      const recorded = (status: string): Json => {
+        const found = input.examples?.[route.path]?.[status];
+        return found ? { examples: found } : {};
+      };
       const responses: Record<string, Json> = {
         "200": {
           description: "OK",
           headers: responseHeaders(kind, 200),
-          content: { "application/json": { schema: ref(builder.message(method.output)) } },
+          content: { "application/json": { schema: ref(builder.message(method.output)), ...recorded("200") } },
         },
       };
       for (const [status, codes] of Object.entries(ERROR_TABLES[kind]).sort(([a], [b]) => Number(a) - Number(b))) {
         responses[status] = {
           description: codes.map((c) => `\`${c}\`: ${errorSpec(c).message}`).join(" "),
           headers: responseHeaders(kind, Number(status)),
-          content: { "application/json": { schema: { allOf: [ref("ErrorBody"), { type: "object", properties: { error: { enum: codes } } }] } } },
+          content: { "application/json": { schema: { allOf: [ref("ErrorBody"), { type: "object", properties: { error: { enum: codes } } }] }, ...recorded(status) } },
         };
       }
       const parameters: Json[] = method.input.fields.map((f) => ({
@@ -260,6 +278,14 @@ export function buildOpenApiDocument(input: OpenApiInput): Json {
         "Errors always have the body `{\"ok\":false,\"error\":\"<code>\",\"message\":\"<text>\"}`.",
         `API keys: \`sig_live_\` + 30 random base62 characters + a 6-character base62 CRC-32 checksum (pattern \`${API_KEY_PATTERN.source}\`); keys issued before the checksum (\`sig_live_\` + 32 base62) keep working until regenerated.`,
         "This document is generated from the proto descriptors: GET /api/v1/openapi.json (free, no key); the reference page is /docs.",
+        ...(input.protoFiles?.length
+          ? [
+              [
+                "**gRPC and Connect**: the public port answers gRPC server reflection (`grpc.reflection.v1` and `v1alpha`), so `buf curl`, grpcurl and Postman need no schema file. The `.proto` files, to generate a client:",
+                ...input.protoFiles.map((name) => `- [${name}](/docs/proto/${name})`),
+              ].join("\n"),
+            ]
+          : []),
       ].join("\n\n"),
     },
     servers: [{ url: input.serverUrl }],

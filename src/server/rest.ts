@@ -12,6 +12,7 @@ import type { Logger } from "pino";
 import { http as httpRule } from "../../gen/google/api/annotations_pb.js";
 import { errorBodyOf, errorCodeOf, errorSpec, type ErrorCode } from "../errors.ts";
 import { restJsonMapper } from "./rest-json.ts";
+import { addWarnings, unknownParameterWarnings } from "../signals/warnings.ts";
 import { ConnectError } from "@connectrpc/connect";
 
 type FallbackArgs = Parameters<NonNullable<ConnectNodeAdapterOptions["fallback"]>>;
@@ -31,6 +32,8 @@ interface RestRoute {
   readonly toJson: (response: Message) => unknown;
   readonly verb: "GET" | "POST";
   readonly path: string;
+  /** The query parameters the route reads (the request message's field names). */
+  readonly parameters: ReadonlySet<string>;
 }
 
 /** Abort reason for a finished request: a constant, so no DOMException (and stack) per call. */
@@ -127,7 +130,8 @@ export function restRoutesOf(services: readonly RestService[]): Map<string, Rest
       const handler = (impl as Record<string, unknown>)[method.localName];
       if (typeof handler !== "function") throw new Error(`${service.typeName}.${method.name} has a REST route but no implementation`);
       const toJson = restJsonMapper(method.output);
-      routes.set(http.path, { service, method, ...http, invoke: async (request, ctx) => handler.call(impl, request, ctx), toJson: (response) => toJson(response) });
+      const parameters = new Set(method.input.fields.map((f) => f.name));
+      routes.set(http.path, { service, method, ...http, parameters, invoke: async (request, ctx) => handler.call(impl, request, ctx), toJson: (response) => toJson(response) });
     }
   }
   return routes;
@@ -168,6 +172,13 @@ export function createRestHandler(services: readonly RestService[], logger: Logg
     // every request would leave a listener behind (a leak that slows each later request).
     res.once("close", () => ctx.abort(REQUEST_DONE));
     try {
+      // Only REST sees parameter names: one it does not read (a misspelt `symbol=`) is ignored,
+      // as the contract says, and named in x-signals-warnings (sent with a 200 only: an error's
+      // headers come from the error). No query, no work.
+      if (url.search !== "") {
+        const unknown = [...url.searchParams.keys()].filter((name) => !route.parameters.has(name));
+        if (unknown.length > 0) addWarnings(ctx.responseHeader, unknownParameterWarnings(unknown));
+      }
       const output = await route.invoke(requestFromQuery(route.method.input, url.searchParams), ctx);
       sendJson(res, 200, route.toJson(output as Message), Object.fromEntries(ctx.responseHeader));
     } catch (err) {

@@ -14,7 +14,6 @@ import {
   ArmingSchema,
   GetSignalsResponseSchema,
   Signal,
-  type GetSignalsRequest,
   type GetSignalsResponse,
   SignalEntrySchema,
   type SignalEntry,
@@ -31,7 +30,8 @@ import { withApiKey, type KeyAccepted } from "../accounts/api-key-guard.ts";
 import type { FailedKeyThrottle } from "../accounts/failed-key-throttle.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import { isWellFormedSymbol } from "../market/symbols.ts";
-import { normaliseSymbols, normaliseTimeframe } from "./request.ts";
+import { readSignalsRequest, type SignalsRequestRead } from "./request.ts";
+import { setCallWarnings } from "./warnings.ts";
 import { type Timeframe } from "../market/timeframes.ts";
 import type { SignalName, SignalReading, SignalSnapshot } from "../market/snapshot.ts";
 
@@ -152,11 +152,9 @@ export function createSignalsService(deps: SignalsServiceDeps): ServiceImpl<type
     });
   };
 
-  async function getSignals(request: GetSignalsRequest, ctx: HandlerContext, keyHash: string): Promise<GetSignalsResponse> {
+  async function getSignals({ tf, symbols }: SignalsRequestRead, ctx: HandlerContext, keyHash: string): Promise<GetSignalsResponse> {
     const now = deps.clock();
     const idempotencyKey = idempotencyKeyOf(ctx);
-    const tf = normaliseTimeframe(request.tf);
-    const symbols = normaliseSymbols(request.symbols, deps.limits.maxSymbols);
     if (idempotencyKey === null) {
       const result = await timed("grouped", charger(keyHash, now, ctx.signal)).catch((cause: unknown) => unavailable(deps, cause));
       return respond(tf, symbols, now, settle(deps, ctx, result, now));
@@ -195,7 +193,10 @@ export function createSignalsService(deps: SignalsServiceDeps): ServiceImpl<type
         throttle,
         (outcome) => metrics?.calls.inc({ protocol: ctx.protocolName, outcome }),
         async (keyHash) => {
-          const response = await getSignals(request, ctx, keyHash);
+          const read = readSignalsRequest(request.symbols, request.tf, deps.limits.maxSymbols);
+          const response = await getSignals(read, ctx, keyHash);
+          // Charged as the contract says; what it quietly changed is told in x-signals-warnings.
+          setCallWarnings(ctx.responseHeader, read, response.signals);
           deps.keyAccepted?.(keyHash, deps.clock());
           return response;
         },

@@ -195,6 +195,22 @@ describe(`signals CLI (${usingPostgres ? "Postgres" : "embedded PGlite"})`, () =
       expect(await callRest(server, apiKey)).toMatchObject({ status: 200, body: { credits_left: 10_493 } });
     });
 
+    it("migrate while the server runs goes through it (embedded) or the database: nothing pending, exit 0", async () => {
+      const result = success(await cli("migrate", "--json"));
+      expect(result).toMatchObject({ ok: true, migrated: true });
+      expect(result.applied).toBe(result.shipped);
+      expect(result.applied).toBeGreaterThan(20);
+      const plain = await cli("migrate");
+      expect(plain.code).toBe(0);
+      expect(plain.stdout.trim()).toBe(`migrations applied: ${result.applied} of ${result.shipped}`);
+    });
+
+    it("token rotate refuses while INTERNAL_TOKEN is set (it overrides the file): exit 2, the file unchanged", async () => {
+      const refused = await runCli(["token", "rotate", "--json"], { ...env, INTERNAL_TOKEN: "an-operator-set-token-0123" });
+      expect(refused.code).toBe(2);
+      expect(jsonOf(refused)).toEqual({ ok: false, error: "config", message: expect.stringMatching(/^INTERNAL_TOKEN is set in this environment and overrides the token file/) });
+    });
+
     it("subscription set to a past instant makes the key answer 403 subscription_inactive", async () => {
       const ended = success(await cli("subscription", "set", "--account", String(accountId), "--until", "2020-01-01T00:00:00Z", "--json"));
       expect(ended).toMatchObject({ account_id: accountId, subscription_until: "2020-01-01T00:00:00.000Z" });

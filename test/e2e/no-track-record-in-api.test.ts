@@ -103,11 +103,13 @@ describe("no API path exposes the track record", () => {
     }
   });
 
-  it("the public port serves exactly SignalsService, MarketDataService, UsageService and the health service", () => {
+  it("the public port serves exactly SignalsService, MarketDataService, UsageService, the health service and server reflection", () => {
     const names = (ms: DescMethod[]) => ms.map((m) => `${m.parent.typeName}/${m.name}`).sort();
     expect(names(served)).toEqual([
       "grpc.health.v1.Health/Check",
       "grpc.health.v1.Health/Watch",
+      "grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+      "grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
       "signals.v1.MarketDataService/GetDerivatives",
       "signals.v1.MarketDataService/GetFundamentals",
       "signals.v1.MarketDataService/GetMacro",

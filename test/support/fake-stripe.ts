@@ -1,8 +1,8 @@
 /**
  * A local fake of the parts of Stripe's API this service calls: a real HTTP server the
  * `stripe` client reaches through STRIPE_API_BASE. It answers POST /v1/customers,
- * POST /v1/checkout/sessions and POST /v1/billing_portal/sessions in Stripe's documented
- * object shapes, records every request (form-encoded bodies as flat `metadata[account_id]`
+ * POST /v1/checkout/sessions and POST /v1/billing_portal/sessions, and (for `signals doctor`)
+ * GET /v1/prices/<id> and GET /v1/webhook_endpoints, in Stripe's documented object shapes, records every request (form-encoded bodies as flat `metadata[account_id]`
  * keys, and the headers), and serves a stand-in hosted checkout page at each session's url.
  * `fail(n)` makes the next n API calls answer 500 (an outage).
  *
@@ -44,6 +44,8 @@ export interface FakeStripe {
   readonly checkoutSessions: CheckoutSessionRecord[];
   readonly portalSessions: { id: string; url: string; customer: string; returnUrl: string }[];
   readonly customers: { id: string; email: string; metadata: Record<string, string> }[];
+  /** The account's webhook endpoints as GET /v1/webhook_endpoints lists them (tests add and edit them). */
+  readonly webhookEndpoints: { url: string; enabled_events: string[]; status: "enabled" | "disabled" }[];
   /** The next n API calls answer 500. */
   fail(n: number): void;
   /** Env for a server that uses this fake. */
@@ -74,6 +76,7 @@ export async function startFakeStripe(): Promise<FakeStripe> {
   const checkoutSessions: CheckoutSessionRecord[] = [];
   const portalSessions: FakeStripe["portalSessions"] = [];
   const customers: FakeStripe["customers"] = [];
+  const webhookEndpoints: FakeStripe["webhookEndpoints"] = [];
   const idempotent = new Map<string, unknown>();
   let failures = 0;
   let base = "";
@@ -143,6 +146,18 @@ export async function startFakeStripe(): Promise<FakeStripe> {
       const session = { id, object: "billing_portal.session", customer: form.customer, return_url: form.return_url ?? null, url: `${base}/p/session/${id}`, created, livemode: false };
       portalSessions.push({ id, url: session.url, customer: form.customer ?? "", returnUrl: form.return_url ?? "" });
       body = session;
+    } else if (req.method === "GET" && url.pathname.startsWith("/v1/prices/")) {
+      const id = decodeURIComponent(url.pathname.slice("/v1/prices/".length));
+      const amounts: Record<string, number> = { [PRICE_NODE]: 4900, [PRICE_FOUNDING_SEAT]: 2900 };
+      if (amounts[id] === undefined) return send(res, 404, { error: { type: "invalid_request_error", code: "resource_missing", message: `No such price: '${id}'` } });
+      body = { id, object: "price", active: true, currency: "usd", unit_amount: amounts[id], recurring: { interval: "month", interval_count: 1 }, type: "recurring", livemode: false, created };
+    } else if (req.method === "GET" && url.pathname === "/v1/webhook_endpoints") {
+      body = {
+        object: "list",
+        url: "/v1/webhook_endpoints",
+        has_more: false,
+        data: webhookEndpoints.map((e, i) => ({ id: `we_test_${i}`, object: "webhook_endpoint", api_version: null, livemode: false, created, ...e })),
+      };
     } else {
       return send(res, 404, { error: { type: "invalid_request_error", message: `Unrecognized request URL (${req.method}: ${url.pathname}).` } });
     }
@@ -157,6 +172,7 @@ export async function startFakeStripe(): Promise<FakeStripe> {
     checkoutSessions,
     portalSessions,
     customers,
+    webhookEndpoints,
     fail(n) {
       failures = n;
     },

@@ -4,11 +4,14 @@
  * releases), so delivery is tested over real sockets. getUpdates serves the updates a test
  * injects (a member's `/start <token>`) as Telegram does: long polling (held until an update
  * arrives or `timeout` seconds pass), `offset` confirming and dropping the updates before it.
+ * getMe answers the bot (FAKE_BOT_USERNAME) for the right token and 401 for any other.
  */
 import { createServer, request, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
 export const FAKE_BOT_TOKEN = "123456:TEST-fake-bot-token";
+/** The username getMe answers for the fake bot. */
+export const FAKE_BOT_USERNAME = "SignalsTestBot";
 
 export interface ReceivedMessage {
   chatId: string;
@@ -162,6 +165,14 @@ export async function startFakeTelegram(token = FAKE_BOT_TOKEN): Promise<FakeTel
     void (async () => {
       const body = await readBody(req);
       if (req.method === "POST" && req.url === `/bot${token}/getUpdates`) return answerGetUpdates(body, res);
+      if (req.method === "POST" && req.url === `/bot${token}/getMe`) {
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ok: true, result: { id: Number(token.split(":")[0]) || 1, is_bot: true, first_name: "Signals Alerts", username: FAKE_BOT_USERNAME } }));
+        return;
+      }
+      if (req.method === "POST" && /^\/bot[^/]+\/getMe$/.test(req.url ?? "")) {
+        res.writeHead(401, { "content-type": "application/json" }).end(JSON.stringify({ ok: false, error_code: 401, description: "Unauthorized" }));
+        return;
+      }
       if (req.method !== "POST" || req.url !== `/bot${token}/sendMessage`) {
         res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ ok: false, error_code: 404, description: "Not Found" }));
         return;

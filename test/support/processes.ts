@@ -3,6 +3,7 @@
  * the project's Node 24 (node_modules/.bin/node, native type stripping) with a clean environment.
  */
 import { spawn, type ChildProcess, type ChildProcessByStdio } from "node:child_process";
+import { createServer } from "node:net";
 import type { Readable, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 
@@ -260,4 +261,16 @@ export function runServerToExit(env: NodeJS.ProcessEnv, timeoutMs = 45_000): Pro
 /** True when some line of `text` looks like a JavaScript stack frame. */
 export function hasStackTrace(text: string): boolean {
   return /^\s+at /m.test(text);
+}
+
+/** A TCP port free on 127.0.0.1 right now (for a server that must keep its port across a restart). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once("error", reject);
+    probe.listen(0, "127.0.0.1", () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
 }

@@ -65,7 +65,12 @@ export interface WatchedProcess {
 
 /** Spawns `node src/main.ts` with `env` and collects its output from the first byte. */
 export function spawnServer(env: NodeJS.ProcessEnv): WatchedProcess {
-  const child = spawn(NODE_BIN, ["src/main.ts"], { cwd: PROJECT_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  return spawnWatched(["src/main.ts"], env);
+}
+
+/** Spawns `node <args>` in the project with `env`; its JSON log lines are collected as they come. */
+export function spawnWatched(args: string[], env: NodeJS.ProcessEnv): WatchedProcess {
+  const child = spawn(NODE_BIN, args, { cwd: PROJECT_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
   const logs: Array<Record<string, unknown>> = [];
   let out = "";
   let err = "";

@@ -29,9 +29,10 @@ const ALLOWED: Record<string, readonly string[]> = {
   "market-data": ["db", "market", "accounts", "observability", "signals"],
   web: ["db", "engine", "market", "accounts", "billing", "alerts", "signals", "payments"],
   admin: ["db", "accounts", "billing", "alerts", "web", "payments"],
-  server: ["db", "engine", "market", "accounts", "billing", "alerts", "events", "signals", "market-data", "observability", "web", "admin", "payments"],
+  doctor: ["db", "payments", "alerts"],
+  server: ["db", "engine", "market", "accounts", "billing", "alerts", "events", "signals", "market-data", "observability", "web", "admin", "payments", "doctor"],
   feeder: ["engine", "market", "market-data", "server"],
-  cli: ["db", "market", "market-data", "alerts", "admin", "server", "feeder", "main.ts"],
+  cli: ["db", "market", "market-data", "alerts", "admin", "server", "feeder", "doctor", "main.ts"],
 };
 
 function sourceFiles(dir: string): string[] {

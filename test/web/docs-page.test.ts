@@ -1,7 +1,8 @@
 /**
  * The /docs reference page in real headless Chromium: Redoc (served from node_modules by this
  * server) renders the OpenAPI document with every operation and its code samples in curl,
- * TypeScript and Python; no request goes to another host and the page's CSP is never violated.
+ * TypeScript and Python, the error tables as tables and the recorded answers as response
+ * samples; no request goes to another host and the page's CSP is never violated.
  */
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -49,6 +50,10 @@ describe.skipIf(!chromiumAvailable)("/docs in headless Chromium", () => {
     // The code samples: curl, TypeScript (connect-es) and Python (requests).
     for (const label of ["curl", "TypeScript (connect-es)", "Python (requests)"]) expect(text, label).toContain(label);
     expect(text).toContain(`curl -s -H "x-api-key: $KEY"`);
+    // The proto comments' error table is a table, and the response samples are real answers.
+    expect(await page.locator("table", { hasText: "insufficient_credits" }).count()).toBeGreaterThan(0);
+    expect(await page.locator("table", { hasText: "insufficient_credits" }).first().locator("tr").count()).toBe(7);
+    await page.waitForFunction(() => document.body.innerText.includes("1718541432345"), undefined, { timeout: 10_000 });
     await page.getByText("Python (requests)", { exact: true }).first().click();
     await page.waitForFunction(() => document.body.innerText.includes("requests.get("), undefined, { timeout: 10_000 });
     await page.screenshot({ path: path.join(RESULTS_DIR, "docs-page.png") });

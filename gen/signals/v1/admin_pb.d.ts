@@ -2,13 +2,137 @@
 // @generated from file signals/v1/admin.proto (package signals.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file signals/v1/admin.proto.
  */
 export declare const file_signals_v1_admin: GenFile;
+
+/**
+ * MigrateRequest has no parameters.
+ *
+ * @generated from message signals.v1.MigrateRequest
+ */
+export declare type MigrateRequest = Message<"signals.v1.MigrateRequest"> & {
+};
+
+/**
+ * Describes the message signals.v1.MigrateRequest.
+ * Use `create(MigrateRequestSchema)` to create a new message.
+ */
+export declare const MigrateRequestSchema: GenMessage<MigrateRequest>;
+
+/**
+ * MigrateResponse counts the migrations after the run.
+ *
+ * @generated from message signals.v1.MigrateResponse
+ */
+export declare type MigrateResponse = Message<"signals.v1.MigrateResponse"> & {
+  /**
+   * Migrations the database has applied.
+   *
+   * @generated from field: int64 applied = 1;
+   */
+  applied: bigint;
+
+  /**
+   * Migrations the answering process ships (its code's src/db/migrations).
+   *
+   * @generated from field: int64 shipped = 2;
+   */
+  shipped: bigint;
+};
+
+/**
+ * Describes the message signals.v1.MigrateResponse.
+ * Use `create(MigrateResponseSchema)` to create a new message.
+ */
+export declare const MigrateResponseSchema: GenMessage<MigrateResponse>;
+
+/**
+ * RunChecksRequest has no parameters.
+ *
+ * @generated from message signals.v1.RunChecksRequest
+ */
+export declare type RunChecksRequest = Message<"signals.v1.RunChecksRequest"> & {
+};
+
+/**
+ * Describes the message signals.v1.RunChecksRequest.
+ * Use `create(RunChecksRequestSchema)` to create a new message.
+ */
+export declare const RunChecksRequestSchema: GenMessage<RunChecksRequest>;
+
+/**
+ * Check is one line of the doctor's report.
+ *
+ * @generated from message signals.v1.Check
+ */
+export declare type Check = Message<"signals.v1.Check"> & {
+  /**
+   * What was checked, e.g. "database", "feed BTC", "stripe webhook endpoint".
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * ok, missing or failing.
+   *
+   * @generated from field: signals.v1.CheckStatus status = 2;
+   */
+  status: CheckStatus;
+
+  /**
+   * What was found.
+   *
+   * @generated from field: string detail = 3;
+   */
+  detail: string;
+
+  /**
+   * The one line that fixes it; empty when ok.
+   *
+   * @generated from field: string fix = 4;
+   */
+  fix: string;
+
+  /**
+   * True when selling needs it: then anything but ok makes the doctor fail. A check that is
+   * not needed fails the doctor only when it is configured and failing.
+   *
+   * @generated from field: bool needed = 5;
+   */
+  needed: boolean;
+};
+
+/**
+ * Describes the message signals.v1.Check.
+ * Use `create(CheckSchema)` to create a new message.
+ */
+export declare const CheckSchema: GenMessage<Check>;
+
+/**
+ * RunChecksResponse lists the checks in the order they were made.
+ *
+ * @generated from message signals.v1.RunChecksResponse
+ */
+export declare type RunChecksResponse = Message<"signals.v1.RunChecksResponse"> & {
+  /**
+   * Every check.
+   *
+   * @generated from field: repeated signals.v1.Check checks = 1;
+   */
+  checks: Check[];
+};
+
+/**
+ * Describes the message signals.v1.RunChecksResponse.
+ * Use `create(RunChecksResponseSchema)` to create a new message.
+ */
+export declare const RunChecksResponseSchema: GenMessage<RunChecksResponse>;
 
 /**
  * AccountSummary is what an operator sees of one account.
@@ -868,6 +992,46 @@ export declare type PaymentLedgerEntry = Message<"signals.v1.PaymentLedgerEntry"
 export declare const PaymentLedgerEntrySchema: GenMessage<PaymentLedgerEntry>;
 
 /**
+ * CheckStatus is the outcome of one check.
+ *
+ * @generated from enum signals.v1.CheckStatus
+ */
+export enum CheckStatus {
+  /**
+   * Never sent.
+   *
+   * @generated from enum value: CHECK_STATUS_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * In order.
+   *
+   * @generated from enum value: CHECK_STATUS_OK = 1;
+   */
+  OK = 1,
+
+  /**
+   * Not configured.
+   *
+   * @generated from enum value: CHECK_STATUS_MISSING = 2;
+   */
+  MISSING = 2,
+
+  /**
+   * Configured, but not working.
+   *
+   * @generated from enum value: CHECK_STATUS_FAILING = 3;
+   */
+  FAILING = 3,
+}
+
+/**
+ * Describes the enum signals.v1.CheckStatus.
+ */
+export declare const CheckStatusSchema: GenEnum<CheckStatus>;
+
+/**
  * AdminService is the operator surface, served only on the internal listener (loopback by
  * default) and only with `authorization: Bearer <INTERNAL_TOKEN>`. The `signals` CLI calls
  * it, either over the network (a server holds the database) or in-process.
@@ -987,6 +1151,29 @@ export declare const AdminService: GenService<{
     methodKind: "unary";
     input: typeof ListPaymentsRequestSchema;
     output: typeof ListPaymentsResponseSchema;
+  },
+  /**
+   * RunChecks checks what selling needs, as the answering server sees it: the database, the
+   * feeds of every coin, the demo feed, Stripe (keys, prices, the webhook endpoint and its
+   * events, through Stripe's API), SMTP and the Telegram bot. `signals doctor` prints it.
+   *
+   * @generated from rpc signals.v1.AdminService.RunChecks
+   */
+  runChecks: {
+    methodKind: "unary";
+    input: typeof RunChecksRequestSchema;
+    output: typeof RunChecksResponseSchema;
+  },
+  /**
+   * Migrate applies the answering server's pending database migrations (a server has applied
+   * them at its start, so there are usually none) and reports how many it knows and has applied.
+   *
+   * @generated from rpc signals.v1.AdminService.Migrate
+   */
+  migrate: {
+    methodKind: "unary";
+    input: typeof MigrateRequestSchema;
+    output: typeof MigrateResponseSchema;
   },
 }>;
 

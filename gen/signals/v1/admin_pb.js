@@ -2,195 +2,244 @@
 // @generated from file signals/v1/admin.proto (package signals.v1, syntax proto3)
 /* eslint-disable */
 
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc, tsEnum } from "@bufbuild/protobuf/codegenv2";
 
 /**
  * Describes the file signals/v1/admin.proto.
  */
 export const file_signals_v1_admin = /*@__PURE__*/
-  fileDesc("ChZzaWduYWxzL3YxL2FkbWluLnByb3RvEgpzaWduYWxzLnYxIqUCCg5BY2NvdW50U3VtbWFyeRISCgphY2NvdW50X2lkGAEgASgDEg0KBWVtYWlsGAIgASgJEgwKBHBsYW4YAyABKAkSGgoSc3Vic2NyaXB0aW9uX3VudGlsGAQgASgJEhUKDWdyYW50X2JhbGFuY2UYBSABKAMSFAoMcGFja19iYWxhbmNlGAYgASgDEhQKDGNyZWRpdHNfbGVmdBgHIAEoAxITCgtjYWxsc190b2RheRgIIAEoAxISCgprZXlfcHJlZml4GAkgASgJEhMKC2dyYW50X21vbnRoGAogASgJEikKBmFsZXJ0cxgLIAEoCzIZLnNpZ25hbHMudjEuQWxlcnRTZXR0aW5ncxIaChJzdHJpcGVfY3VzdG9tZXJfaWQYDCABKAkiRQoNQWxlcnRTZXR0aW5ncxIPCgdjaGF0X2lkGAEgASgJEg8KB3N5bWJvbHMYAiADKAkSEgoKdGltZWZyYW1lcxgDIAMoCSJPChRDcmVhdGVBY2NvdW50UmVxdWVzdBINCgVlbWFpbBgBIAEoCRIMCgRwbGFuGAIgASgJEhoKEnN1YnNjcmlwdGlvbl91bnRpbBgDIAEoCSJVChVDcmVhdGVBY2NvdW50UmVzcG9uc2USKwoHYWNjb3VudBgBIAEoCzIaLnNpZ25hbHMudjEuQWNjb3VudFN1bW1hcnkSDwoHYXBpX2tleRgCIAEoCSInChFHZXRBY2NvdW50UmVxdWVzdBISCgphY2NvdW50X2lkGAEgASgDIkEKEkdldEFjY291bnRSZXNwb25zZRIrCgdhY2NvdW50GAEgASgLMhouc2lnbmFscy52MS5BY2NvdW50U3VtbWFyeSIqChRSZWdlbmVyYXRlS2V5UmVxdWVzdBISCgphY2NvdW50X2lkGAEgASgDIlUKFVJlZ2VuZXJhdGVLZXlSZXNwb25zZRIrCgdhY2NvdW50GAEgASgLMhouc2lnbmFscy52MS5BY2NvdW50U3VtbWFyeRIPCgdhcGlfa2V5GAIgASgJIjsKFlNldFN1YnNjcmlwdGlvblJlcXVlc3QSEgoKYWNjb3VudF9pZBgBIAEoAxINCgV1bnRpbBgCIAEoCSJGChdTZXRTdWJzY3JpcHRpb25SZXNwb25zZRIrCgdhY2NvdW50GAEgASgLMhouc2lnbmFscy52MS5BY2NvdW50U3VtbWFyeSI5ChNBZGRUb2tlblBhY2tSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAMSDgoGYW1vdW50GAIgASgDIkMKFEFkZFRva2VuUGFja1Jlc3BvbnNlEisKB2FjY291bnQYASABKAsyGi5zaWduYWxzLnYxLkFjY291bnRTdW1tYXJ5IkgKE0FkanVzdFRva2Vuc1JlcXVlc3QSEgoKYWNjb3VudF9pZBgBIAEoAxINCgVkZWx0YRgCIAEoAxIOCgZyZWFzb24YAyABKAkiQwoUQWRqdXN0VG9rZW5zUmVzcG9uc2USKwoHYWNjb3VudBgBIAEoCzIaLnNpZ25hbHMudjEuQWNjb3VudFN1bW1hcnkiUQoQU2V0QWxlcnRzUmVxdWVzdBISCgphY2NvdW50X2lkGAEgASgDEikKBmFsZXJ0cxgCIAEoCzIZLnNpZ25hbHMudjEuQWxlcnRTZXR0aW5ncyJAChFTZXRBbGVydHNSZXNwb25zZRIrCgdhY2NvdW50GAEgASgLMhouc2lnbmFscy52MS5BY2NvdW50U3VtbWFyeSIoChJDbGVhckFsZXJ0c1JlcXVlc3QSEgoKYWNjb3VudF9pZBgBIAEoAyJCChNDbGVhckFsZXJ0c1Jlc3BvbnNlEisKB2FjY291bnQYASABKAsyGi5zaWduYWxzLnYxLkFjY291bnRTdW1tYXJ5IjoKElNldFBhc3N3b3JkUmVxdWVzdBISCgphY2NvdW50X2lkGAEgASgDEhAKCHBhc3N3b3JkGAIgASgJIlwKE1NldFBhc3N3b3JkUmVzcG9uc2USKwoHYWNjb3VudBgBIAEoCzIaLnNpZ25hbHMudjEuQWNjb3VudFN1bW1hcnkSGAoQc2Vzc2lvbnNfcmV2b2tlZBgCIAEoAyI0Ch5DcmVhdGVQYXNzd29yZFNldHVwTGlua1JlcXVlc3QSEgoKYWNjb3VudF9pZBgBIAEoAyJvCh9DcmVhdGVQYXNzd29yZFNldHVwTGlua1Jlc3BvbnNlEisKB2FjY291bnQYASABKAsyGi5zaWduYWxzLnYxLkFjY291bnRTdW1tYXJ5EgsKA3VybBgCIAEoCRISCgpleHBpcmVzX2F0GAMgASgJIikKE0xpc3RQYXltZW50c1JlcXVlc3QSEgoKYWNjb3VudF9pZBgBIAEoAyJqChRMaXN0UGF5bWVudHNSZXNwb25zZRIrCgdhY2NvdW50GAEgASgLMhouc2lnbmFscy52MS5BY2NvdW50U3VtbWFyeRIlCghwYXltZW50cxgCIAMoCzITLnNpZ25hbHMudjEuUGF5bWVudCLnAgoHUGF5bWVudBIKCgJpZBgBIAEoAxIMCgRraW5kGAIgASgJEhIKCmNyZWF0ZWRfYXQYAyABKAkSDgoGYW1vdW50GAQgASgDEhAKCGN1cnJlbmN5GAUgASgJEg4KBnRva2VucxgGIAEoAxIRCglzaG9ydGZhbGwYByABKAMSFwoPc3RyaXBlX2V2ZW50X2lkGAggASgJEhsKE2NoZWNrb3V0X3Nlc3Npb25faWQYCSABKAkSGQoRcGF5bWVudF9pbnRlbnRfaWQYCiABKAkSEgoKaW52b2ljZV9pZBgLIAEoCRIXCg9zdWJzY3JpcHRpb25faWQYDCABKAkSEQoJY2hhcmdlX2lkGA0gASgJEhIKCmRpc3B1dGVfaWQYDiABKAkSDgoGZGV0YWlsGA8gASgJEjQKDGxlZGdlcl9lbnRyeRgQIAEoCzIeLnNpZ25hbHMudjEuUGF5bWVudExlZGdlckVudHJ5IpABChJQYXltZW50TGVkZ2VyRW50cnkSCgoCaWQYASABKAMSDAoEa2luZBgCIAEoCRITCgtncmFudF9kZWx0YRgDIAEoAxISCgpwYWNrX2RlbHRhGAQgASgDEhMKC2dyYW50X2FmdGVyGAUgASgDEhIKCnBhY2tfYWZ0ZXIYBiABKAMSDgoGcmVhc29uGAcgASgJMroHCgxBZG1pblNlcnZpY2USVAoNQ3JlYXRlQWNjb3VudBIgLnNpZ25hbHMudjEuQ3JlYXRlQWNjb3VudFJlcXVlc3QaIS5zaWduYWxzLnYxLkNyZWF0ZUFjY291bnRSZXNwb25zZRJLCgpHZXRBY2NvdW50Eh0uc2lnbmFscy52MS5HZXRBY2NvdW50UmVxdWVzdBoeLnNpZ25hbHMudjEuR2V0QWNjb3VudFJlc3BvbnNlElQKDVJlZ2VuZXJhdGVLZXkSIC5zaWduYWxzLnYxLlJlZ2VuZXJhdGVLZXlSZXF1ZXN0GiEuc2lnbmFscy52MS5SZWdlbmVyYXRlS2V5UmVzcG9uc2USWgoPU2V0U3Vic2NyaXB0aW9uEiIuc2lnbmFscy52MS5TZXRTdWJzY3JpcHRpb25SZXF1ZXN0GiMuc2lnbmFscy52MS5TZXRTdWJzY3JpcHRpb25SZXNwb25zZRJRCgxBZGRUb2tlblBhY2sSHy5zaWduYWxzLnYxLkFkZFRva2VuUGFja1JlcXVlc3QaIC5zaWduYWxzLnYxLkFkZFRva2VuUGFja1Jlc3BvbnNlElEKDEFkanVzdFRva2VucxIfLnNpZ25hbHMudjEuQWRqdXN0VG9rZW5zUmVxdWVzdBogLnNpZ25hbHMudjEuQWRqdXN0VG9rZW5zUmVzcG9uc2USSAoJU2V0QWxlcnRzEhwuc2lnbmFscy52MS5TZXRBbGVydHNSZXF1ZXN0Gh0uc2lnbmFscy52MS5TZXRBbGVydHNSZXNwb25zZRJOCgtDbGVhckFsZXJ0cxIeLnNpZ25hbHMudjEuQ2xlYXJBbGVydHNSZXF1ZXN0Gh8uc2lnbmFscy52MS5DbGVhckFsZXJ0c1Jlc3BvbnNlEk4KC1NldFBhc3N3b3JkEh4uc2lnbmFscy52MS5TZXRQYXNzd29yZFJlcXVlc3QaHy5zaWduYWxzLnYxLlNldFBhc3N3b3JkUmVzcG9uc2UScgoXQ3JlYXRlUGFzc3dvcmRTZXR1cExpbmsSKi5zaWduYWxzLnYxLkNyZWF0ZVBhc3N3b3JkU2V0dXBMaW5rUmVxdWVzdBorLnNpZ25hbHMudjEuQ3JlYXRlUGFzc3dvcmRTZXR1cExpbmtSZXNwb25zZRJRCgxMaXN0UGF5bWVudHMSHy5zaWduYWxzLnYxLkxpc3RQYXltZW50c1JlcXVlc3QaIC5zaWduYWxzLnYxLkxpc3RQYXltZW50c1Jlc3BvbnNlYgZwcm90bzM");
+  fileDesc("ChZzaWduYWxzL3YxL2FkbWluLnByb3RvEgpzaWduYWxzLnYxIhAKDk1pZ3JhdGVSZXF1ZXN0IjMKD01pZ3JhdGVSZXNwb25zZRIPCgdhcHBsaWVkGAEgASgDEg8KB3NoaXBwZWQYAiABKAMiEgoQUnVuQ2hlY2tzUmVxdWVzdCJrCgVDaGVjaxIMCgRuYW1lGAEgASgJEicKBnN0YXR1cxgCIAEoDjIXLnNpZ25hbHMudjEuQ2hlY2tTdGF0dXMSDgoGZGV0YWlsGAMgASgJEgsKA2ZpeBgEIAEoCRIOCgZuZWVkZWQYBSABKAgiNgoRUnVuQ2hlY2tzUmVzcG9uc2USIQoGY2hlY2tzGAEgAygLMhEuc2lnbmFscy52MS5DaGVjayKlAgoOQWNjb3VudFN1bW1hcnkSEgoKYWNjb3VudF9pZBgBIAEoAxINCgVlbWFpbBgCIAEoCRIMCgRwbGFuGAMgASgJEhoKEnN1YnNjcmlwdGlvbl91bnRpbBgEIAEoCRIVCg1ncmFudF9iYWxhbmNlGAUgASgDEhQKDHBhY2tfYmFsYW5jZRgGIAEoAxIUCgxjcmVkaXRzX2xlZnQYByABKAMSEwoLY2FsbHNfdG9kYXkYCCABKAMSEgoKa2V5X3ByZWZpeBgJIAEoCRITCgtncmFudF9tb250aBgKIAEoCRIpCgZhbGVydHMYCyABKAsyGS5zaWduYWxzLnYxLkFsZXJ0U2V0dGluZ3MSGgoSc3RyaXBlX2N1c3RvbWVyX2lkGAwgASgJIkUKDUFsZXJ0U2V0dGluZ3MSDwoHY2hhdF9pZBgBIAEoCRIPCgdzeW1ib2xzGAIgAygJEhIKCnRpbWVmcmFtZXMYAyADKAkiTwoUQ3JlYXRlQWNjb3VudFJlcXVlc3QSDQoFZW1haWwYASABKAkSDAoEcGxhbhgCIAEoCRIaChJzdWJzY3JpcHRpb25fdW50aWwYAyABKAkiVQoVQ3JlYXRlQWNjb3VudFJlc3BvbnNlEisKB2FjY291bnQYASABKAsyGi5zaWduYWxzLnYxLkFjY291bnRTdW1tYXJ5Eg8KB2FwaV9rZXkYAiABKAkiJwoRR2V0QWNjb3VudFJlcXVlc3QSEgoKYWNjb3VudF9pZBgBIAEoAyJBChJHZXRBY2NvdW50UmVzcG9uc2USKwoHYWNjb3VudBgBIAEoCzIaLnNpZ25hbHMudjEuQWNjb3VudFN1bW1hcnkiKgoUUmVnZW5lcmF0ZUtleVJlcXVlc3QSEgoKYWNjb3VudF9pZBgBIAEoAyJVChVSZWdlbmVyYXRlS2V5UmVzcG9uc2USKwoHYWNjb3VudBgBIAEoCzIaLnNpZ25hbHMudjEuQWNjb3VudFN1bW1hcnkSDwoHYXBpX2tleRgCIAEoCSI7ChZTZXRTdWJzY3JpcHRpb25SZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAMSDQoFdW50aWwYAiABKAkiRgoXU2V0U3Vic2NyaXB0aW9uUmVzcG9uc2USKwoHYWNjb3VudBgBIAEoCzIaLnNpZ25hbHMudjEuQWNjb3VudFN1bW1hcnkiOQoTQWRkVG9rZW5QYWNrUmVxdWVzdBISCgphY2NvdW50X2lkGAEgASgDEg4KBmFtb3VudBgCIAEoAyJDChRBZGRUb2tlblBhY2tSZXNwb25zZRIrCgdhY2NvdW50GAEgASgLMhouc2lnbmFscy52MS5BY2NvdW50U3VtbWFyeSJIChNBZGp1c3RUb2tlbnNSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAMSDQoFZGVsdGEYAiABKAMSDgoGcmVhc29uGAMgASgJIkMKFEFkanVzdFRva2Vuc1Jlc3BvbnNlEisKB2FjY291bnQYASABKAsyGi5zaWduYWxzLnYxLkFjY291bnRTdW1tYXJ5IlEKEFNldEFsZXJ0c1JlcXVlc3QSEgoKYWNjb3VudF9pZBgBIAEoAxIpCgZhbGVydHMYAiABKAsyGS5zaWduYWxzLnYxLkFsZXJ0U2V0dGluZ3MiQAoRU2V0QWxlcnRzUmVzcG9uc2USKwoHYWNjb3VudBgBIAEoCzIaLnNpZ25hbHMudjEuQWNjb3VudFN1bW1hcnkiKAoSQ2xlYXJBbGVydHNSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAMiQgoTQ2xlYXJBbGVydHNSZXNwb25zZRIrCgdhY2NvdW50GAEgASgLMhouc2lnbmFscy52MS5BY2NvdW50U3VtbWFyeSI6ChJTZXRQYXNzd29yZFJlcXVlc3QSEgoKYWNjb3VudF9pZBgBIAEoAxIQCghwYXNzd29yZBgCIAEoCSJcChNTZXRQYXNzd29yZFJlc3BvbnNlEisKB2FjY291bnQYASABKAsyGi5zaWduYWxzLnYxLkFjY291bnRTdW1tYXJ5EhgKEHNlc3Npb25zX3Jldm9rZWQYAiABKAMiNAoeQ3JlYXRlUGFzc3dvcmRTZXR1cExpbmtSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAMibwofQ3JlYXRlUGFzc3dvcmRTZXR1cExpbmtSZXNwb25zZRIrCgdhY2NvdW50GAEgASgLMhouc2lnbmFscy52MS5BY2NvdW50U3VtbWFyeRILCgN1cmwYAiABKAkSEgoKZXhwaXJlc19hdBgDIAEoCSIpChNMaXN0UGF5bWVudHNSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAMiagoUTGlzdFBheW1lbnRzUmVzcG9uc2USKwoHYWNjb3VudBgBIAEoCzIaLnNpZ25hbHMudjEuQWNjb3VudFN1bW1hcnkSJQoIcGF5bWVudHMYAiADKAsyEy5zaWduYWxzLnYxLlBheW1lbnQi5wIKB1BheW1lbnQSCgoCaWQYASABKAMSDAoEa2luZBgCIAEoCRISCgpjcmVhdGVkX2F0GAMgASgJEg4KBmFtb3VudBgEIAEoAxIQCghjdXJyZW5jeRgFIAEoCRIOCgZ0b2tlbnMYBiABKAMSEQoJc2hvcnRmYWxsGAcgASgDEhcKD3N0cmlwZV9ldmVudF9pZBgIIAEoCRIbChNjaGVja291dF9zZXNzaW9uX2lkGAkgASgJEhkKEXBheW1lbnRfaW50ZW50X2lkGAogASgJEhIKCmludm9pY2VfaWQYCyABKAkSFwoPc3Vic2NyaXB0aW9uX2lkGAwgASgJEhEKCWNoYXJnZV9pZBgNIAEoCRISCgpkaXNwdXRlX2lkGA4gASgJEg4KBmRldGFpbBgPIAEoCRI0CgxsZWRnZXJfZW50cnkYECABKAsyHi5zaWduYWxzLnYxLlBheW1lbnRMZWRnZXJFbnRyeSKQAQoSUGF5bWVudExlZGdlckVudHJ5EgoKAmlkGAEgASgDEgwKBGtpbmQYAiABKAkSEwoLZ3JhbnRfZGVsdGEYAyABKAMSEgoKcGFja19kZWx0YRgEIAEoAxITCgtncmFudF9hZnRlchgFIAEoAxISCgpwYWNrX2FmdGVyGAYgASgDEg4KBnJlYXNvbhgHIAEoCSp0CgtDaGVja1N0YXR1cxIcChhDSEVDS19TVEFUVVNfVU5TUEVDSUZJRUQQABITCg9DSEVDS19TVEFUVVNfT0sQARIYChRDSEVDS19TVEFUVVNfTUlTU0lORxACEhgKFENIRUNLX1NUQVRVU19GQUlMSU5HEAMyyAgKDEFkbWluU2VydmljZRJUCg1DcmVhdGVBY2NvdW50EiAuc2lnbmFscy52MS5DcmVhdGVBY2NvdW50UmVxdWVzdBohLnNpZ25hbHMudjEuQ3JlYXRlQWNjb3VudFJlc3BvbnNlEksKCkdldEFjY291bnQSHS5zaWduYWxzLnYxLkdldEFjY291bnRSZXF1ZXN0Gh4uc2lnbmFscy52MS5HZXRBY2NvdW50UmVzcG9uc2USVAoNUmVnZW5lcmF0ZUtleRIgLnNpZ25hbHMudjEuUmVnZW5lcmF0ZUtleVJlcXVlc3QaIS5zaWduYWxzLnYxLlJlZ2VuZXJhdGVLZXlSZXNwb25zZRJaCg9TZXRTdWJzY3JpcHRpb24SIi5zaWduYWxzLnYxLlNldFN1YnNjcmlwdGlvblJlcXVlc3QaIy5zaWduYWxzLnYxLlNldFN1YnNjcmlwdGlvblJlc3BvbnNlElEKDEFkZFRva2VuUGFjaxIfLnNpZ25hbHMudjEuQWRkVG9rZW5QYWNrUmVxdWVzdBogLnNpZ25hbHMudjEuQWRkVG9rZW5QYWNrUmVzcG9uc2USUQoMQWRqdXN0VG9rZW5zEh8uc2lnbmFscy52MS5BZGp1c3RUb2tlbnNSZXF1ZXN0GiAuc2lnbmFscy52MS5BZGp1c3RUb2tlbnNSZXNwb25zZRJICglTZXRBbGVydHMSHC5zaWduYWxzLnYxLlNldEFsZXJ0c1JlcXVlc3QaHS5zaWduYWxzLnYxLlNldEFsZXJ0c1Jlc3BvbnNlEk4KC0NsZWFyQWxlcnRzEh4uc2lnbmFscy52MS5DbGVhckFsZXJ0c1JlcXVlc3QaHy5zaWduYWxzLnYxLkNsZWFyQWxlcnRzUmVzcG9uc2USTgoLU2V0UGFzc3dvcmQSHi5zaWduYWxzLnYxLlNldFBhc3N3b3JkUmVxdWVzdBofLnNpZ25hbHMudjEuU2V0UGFzc3dvcmRSZXNwb25zZRJyChdDcmVhdGVQYXNzd29yZFNldHVwTGluaxIqLnNpZ25hbHMudjEuQ3JlYXRlUGFzc3dvcmRTZXR1cExpbmtSZXF1ZXN0Gisuc2lnbmFscy52MS5DcmVhdGVQYXNzd29yZFNldHVwTGlua1Jlc3BvbnNlElEKDExpc3RQYXltZW50cxIfLnNpZ25hbHMudjEuTGlzdFBheW1lbnRzUmVxdWVzdBogLnNpZ25hbHMudjEuTGlzdFBheW1lbnRzUmVzcG9uc2USSAoJUnVuQ2hlY2tzEhwuc2lnbmFscy52MS5SdW5DaGVja3NSZXF1ZXN0Gh0uc2lnbmFscy52MS5SdW5DaGVja3NSZXNwb25zZRJCCgdNaWdyYXRlEhouc2lnbmFscy52MS5NaWdyYXRlUmVxdWVzdBobLnNpZ25hbHMudjEuTWlncmF0ZVJlc3BvbnNlYgZwcm90bzM");
+
+/**
+ * Describes the message signals.v1.MigrateRequest.
+ * Use `create(MigrateRequestSchema)` to create a new message.
+ */
+export const MigrateRequestSchema = /*@__PURE__*/
+  messageDesc(file_signals_v1_admin, 0);
+
+/**
+ * Describes the message signals.v1.MigrateResponse.
+ * Use `create(MigrateResponseSchema)` to create a new message.
+ */
+export const MigrateResponseSchema = /*@__PURE__*/
+  messageDesc(file_signals_v1_admin, 1);
+
+/**
+ * Describes the message signals.v1.RunChecksRequest.
+ * Use `create(RunChecksRequestSchema)` to create a new message.
+ */
+export const RunChecksRequestSchema = /*@__PURE__*/
+  messageDesc(file_signals_v1_admin, 2);
+
+/**
+ * Describes the message signals.v1.Check.
+ * Use `create(CheckSchema)` to create a new message.
+ */
+export const CheckSchema = /*@__PURE__*/
+  messageDesc(file_signals_v1_admin, 3);
+
+/**
+ * Describes the message signals.v1.RunChecksResponse.
+ * Use `create(RunChecksResponseSchema)` to create a new message.
+ */
+export const RunChecksResponseSchema = /*@__PURE__*/
+  messageDesc(file_signals_v1_admin, 4);
 
 /**
  * Describes the message signals.v1.AccountSummary.
  * Use `create(AccountSummarySchema)` to create a new message.
  */
 export const AccountSummarySchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 0);
+  messageDesc(file_signals_v1_admin, 5);
 
 /**
  * Describes the message signals.v1.AlertSettings.
  * Use `create(AlertSettingsSchema)` to create a new message.
  */
 export const AlertSettingsSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 1);
+  messageDesc(file_signals_v1_admin, 6);
 
 /**
  * Describes the message signals.v1.CreateAccountRequest.
  * Use `create(CreateAccountRequestSchema)` to create a new message.
  */
 export const CreateAccountRequestSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 2);
+  messageDesc(file_signals_v1_admin, 7);
 
 /**
  * Describes the message signals.v1.CreateAccountResponse.
  * Use `create(CreateAccountResponseSchema)` to create a new message.
  */
 export const CreateAccountResponseSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 3);
+  messageDesc(file_signals_v1_admin, 8);
 
 /**
  * Describes the message signals.v1.GetAccountRequest.
  * Use `create(GetAccountRequestSchema)` to create a new message.
  */
 export const GetAccountRequestSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 4);
+  messageDesc(file_signals_v1_admin, 9);
 
 /**
  * Describes the message signals.v1.GetAccountResponse.
  * Use `create(GetAccountResponseSchema)` to create a new message.
  */
 export const GetAccountResponseSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 5);
+  messageDesc(file_signals_v1_admin, 10);
 
 /**
  * Describes the message signals.v1.RegenerateKeyRequest.
  * Use `create(RegenerateKeyRequestSchema)` to create a new message.
  */
 export const RegenerateKeyRequestSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 6);
+  messageDesc(file_signals_v1_admin, 11);
 
 /**
  * Describes the message signals.v1.RegenerateKeyResponse.
  * Use `create(RegenerateKeyResponseSchema)` to create a new message.
  */
 export const RegenerateKeyResponseSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 7);
+  messageDesc(file_signals_v1_admin, 12);
 
 /**
  * Describes the message signals.v1.SetSubscriptionRequest.
  * Use `create(SetSubscriptionRequestSchema)` to create a new message.
  */
 export const SetSubscriptionRequestSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 8);
+  messageDesc(file_signals_v1_admin, 13);
 
 /**
  * Describes the message signals.v1.SetSubscriptionResponse.
  * Use `create(SetSubscriptionResponseSchema)` to create a new message.
  */
 export const SetSubscriptionResponseSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 9);
+  messageDesc(file_signals_v1_admin, 14);
 
 /**
  * Describes the message signals.v1.AddTokenPackRequest.
  * Use `create(AddTokenPackRequestSchema)` to create a new message.
  */
 export const AddTokenPackRequestSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 10);
+  messageDesc(file_signals_v1_admin, 15);
 
 /**
  * Describes the message signals.v1.AddTokenPackResponse.
  * Use `create(AddTokenPackResponseSchema)` to create a new message.
  */
 export const AddTokenPackResponseSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 11);
+  messageDesc(file_signals_v1_admin, 16);
 
 /**
  * Describes the message signals.v1.AdjustTokensRequest.
  * Use `create(AdjustTokensRequestSchema)` to create a new message.
  */
 export const AdjustTokensRequestSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 12);
+  messageDesc(file_signals_v1_admin, 17);
 
 /**
  * Describes the message signals.v1.AdjustTokensResponse.
  * Use `create(AdjustTokensResponseSchema)` to create a new message.
  */
 export const AdjustTokensResponseSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 13);
+  messageDesc(file_signals_v1_admin, 18);
 
 /**
  * Describes the message signals.v1.SetAlertsRequest.
  * Use `create(SetAlertsRequestSchema)` to create a new message.
  */
 export const SetAlertsRequestSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 14);
+  messageDesc(file_signals_v1_admin, 19);
 
 /**
  * Describes the message signals.v1.SetAlertsResponse.
  * Use `create(SetAlertsResponseSchema)` to create a new message.
  */
 export const SetAlertsResponseSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 15);
+  messageDesc(file_signals_v1_admin, 20);
 
 /**
  * Describes the message signals.v1.ClearAlertsRequest.
  * Use `create(ClearAlertsRequestSchema)` to create a new message.
  */
 export const ClearAlertsRequestSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 16);
+  messageDesc(file_signals_v1_admin, 21);
 
 /**
  * Describes the message signals.v1.ClearAlertsResponse.
  * Use `create(ClearAlertsResponseSchema)` to create a new message.
  */
 export const ClearAlertsResponseSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 17);
+  messageDesc(file_signals_v1_admin, 22);
 
 /**
  * Describes the message signals.v1.SetPasswordRequest.
  * Use `create(SetPasswordRequestSchema)` to create a new message.
  */
 export const SetPasswordRequestSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 18);
+  messageDesc(file_signals_v1_admin, 23);
 
 /**
  * Describes the message signals.v1.SetPasswordResponse.
  * Use `create(SetPasswordResponseSchema)` to create a new message.
  */
 export const SetPasswordResponseSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 19);
+  messageDesc(file_signals_v1_admin, 24);
 
 /**
  * Describes the message signals.v1.CreatePasswordSetupLinkRequest.
  * Use `create(CreatePasswordSetupLinkRequestSchema)` to create a new message.
  */
 export const CreatePasswordSetupLinkRequestSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 20);
+  messageDesc(file_signals_v1_admin, 25);
 
 /**
  * Describes the message signals.v1.CreatePasswordSetupLinkResponse.
  * Use `create(CreatePasswordSetupLinkResponseSchema)` to create a new message.
  */
 export const CreatePasswordSetupLinkResponseSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 21);
+  messageDesc(file_signals_v1_admin, 26);
 
 /**
  * Describes the message signals.v1.ListPaymentsRequest.
  * Use `create(ListPaymentsRequestSchema)` to create a new message.
  */
 export const ListPaymentsRequestSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 22);
+  messageDesc(file_signals_v1_admin, 27);
 
 /**
  * Describes the message signals.v1.ListPaymentsResponse.
  * Use `create(ListPaymentsResponseSchema)` to create a new message.
  */
 export const ListPaymentsResponseSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 23);
+  messageDesc(file_signals_v1_admin, 28);
 
 /**
  * Describes the message signals.v1.Payment.
  * Use `create(PaymentSchema)` to create a new message.
  */
 export const PaymentSchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 24);
+  messageDesc(file_signals_v1_admin, 29);
 
 /**
  * Describes the message signals.v1.PaymentLedgerEntry.
  * Use `create(PaymentLedgerEntrySchema)` to create a new message.
  */
 export const PaymentLedgerEntrySchema = /*@__PURE__*/
-  messageDesc(file_signals_v1_admin, 25);
+  messageDesc(file_signals_v1_admin, 30);
+
+/**
+ * Describes the enum signals.v1.CheckStatus.
+ */
+export const CheckStatusSchema = /*@__PURE__*/
+  enumDesc(file_signals_v1_admin, 0);
+
+/**
+ * CheckStatus is the outcome of one check.
+ *
+ * @generated from enum signals.v1.CheckStatus
+ */
+export const CheckStatus = /*@__PURE__*/
+  tsEnum(CheckStatusSchema);
 
 /**
  * AdminService is the operator surface, served only on the internal listener (loopback by
