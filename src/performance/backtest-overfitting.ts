@@ -23,9 +23,6 @@ export type BacktestOverfitting = {
   readonly logits: readonly number[];
 };
 
-/** Block sums of one candidate: count, Σr, Σr². */
-type BlockSums = { count: number; sum: number; squares: number };
-
 /** Sharpe ratio from sums (sample standard deviation); a candidate with no variation scores 0, like one that never trades. */
 function sharpeOfSums(count: number, sum: number, squares: number): number {
   if (count < 2) return 0;
@@ -64,50 +61,68 @@ export function probabilityOfBacktestOverfitting(returns: readonly (readonly num
     throw new RangeError("every period needs a finite return for every candidate");
   }
 
-  // Sums per block and candidate, so each split adds S/2 block sums instead of rereading rows.
-  const sums: BlockSums[][] = [];
+  // Σr and Σr² per block and candidate (flat, block-major), so a split adds S/2 block sums per
+  // candidate for its in-sample half and takes the out-of-sample half as the total minus that.
+  const sums = new Float64Array(blocks * candidates);
+  const squares = new Float64Array(blocks * candidates);
+  const counts: number[] = [];
   const base = Math.floor(rows / blocks);
   const extra = rows % blocks;
   let row = 0;
   for (let b = 0; b < blocks; b++) {
     const length = base + (b < extra ? 1 : 0);
-    const block = Array.from({ length: candidates }, () => ({ count: length, sum: 0, squares: 0 }));
     for (let t = row; t < row + length; t++) {
+      const values = returns[t]!;
       for (let n = 0; n < candidates; n++) {
-        const r = returns[t]![n]!;
-        block[n]!.sum += r;
-        block[n]!.squares += r * r;
+        sums[b * candidates + n]! += values[n]!;
+        squares[b * candidates + n]! += values[n]! * values[n]!;
       }
     }
-    sums.push(block);
+    counts.push(length);
     row += length;
   }
+  const totalSums = new Float64Array(candidates);
+  const totalSquares = new Float64Array(candidates);
+  for (let b = 0; b < blocks; b++) {
+    for (let n = 0; n < candidates; n++) {
+      totalSums[n]! += sums[b * candidates + n]!;
+      totalSquares[n]! += squares[b * candidates + n]!;
+    }
+  }
 
-  const sharpesOf = (chosen: readonly number[]): number[] =>
-    Array.from({ length: candidates }, (_, n) => {
-      let count = 0;
-      let sum = 0;
-      let squares = 0;
-      for (const b of chosen) {
-        const s = sums[b]![n]!;
-        count += s.count;
-        sum += s.sum;
-        squares += s.squares;
-      }
-      return sharpeOfSums(count, sum, squares);
-    });
-
+  const inSums = new Float64Array(candidates);
+  const inSquares = new Float64Array(candidates);
+  const outSharpes = new Float64Array(candidates);
   const logits: number[] = [];
   let overfit = 0;
   for (const inSample of combinations(blocks, blocks / 2)) {
-    const chosen = new Set(inSample);
-    const outOfSample = Array.from({ length: blocks }, (_, b) => b).filter((b) => !chosen.has(b));
-    const is = sharpesOf(inSample);
-    const oos = sharpesOf(outOfSample);
+    inSums.fill(0);
+    inSquares.fill(0);
+    let inCount = 0;
+    for (const b of inSample) {
+      inCount += counts[b]!;
+      for (let n = 0; n < candidates; n++) {
+        inSums[n]! += sums[b * candidates + n]!;
+        inSquares[n]! += squares[b * candidates + n]!;
+      }
+    }
+    const outCount = rows - inCount;
     let best = 0;
-    for (let n = 1; n < candidates; n++) if (is[n]! > is[best]!) best = n;
-    const below = oos.filter((v) => v < oos[best]!).length;
-    const tied = oos.filter((v) => v === oos[best]!).length; // includes the winner itself
+    let bestInSharpe = Number.NEGATIVE_INFINITY;
+    for (let n = 0; n < candidates; n++) {
+      const is = sharpeOfSums(inCount, inSums[n]!, inSquares[n]!);
+      if (is > bestInSharpe) {
+        bestInSharpe = is;
+        best = n;
+      }
+      outSharpes[n] = sharpeOfSums(outCount, totalSums[n]! - inSums[n]!, totalSquares[n]! - inSquares[n]!);
+    }
+    let below = 0;
+    let tied = 0; // includes the winner itself
+    for (let n = 0; n < candidates; n++) {
+      if (outSharpes[n]! < outSharpes[best]!) below++;
+      else if (outSharpes[n] === outSharpes[best]) tied++;
+    }
     const rank = below + (tied + 1) / 2;
     const omega = rank / (candidates + 1);
     const logit = Math.log(omega / (1 - omega));

@@ -5,7 +5,7 @@ import { fixed, formatPf } from "../../../bench/research/report.ts";
 import { median } from "../../../bench/research/walk-forward.ts";
 
 const H = 3_600_000;
-const FEE = 0.001;
+const FEE = { fee: 0.001, slippage: 0 };
 // Closes at hours 0..7.
 const closes = [100, 105, 110, 110, 121, 99, 99, 90];
 const candles = closes.map((close, i) => ({ openTime: i * H, close }));
