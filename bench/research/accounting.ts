@@ -56,13 +56,14 @@ export type Metrics = {
  * Equity multiple of a position marked or closed at `price`. Slippage s moves both fills against
  * the position (entry E = entry·(1 + d·s), exit X = price·(1 − d·s)); the fee f is paid at entry
  * and on the exit notional: (1 − f)·(1 + d·(X − E)/E − f·X/E). For a long that is
- * (1 − f)²·X/E; for a short, (1 − f)·(2 − (1 + f)·X/E).
+ * (1 − f)²·X/E; for a short, (1 − f)·(2 − (1 + f)·X/E). Never below 0: an unleveraged position
+ * can lose its stake but not more (a short is liquidated before that; see takenTrade).
  */
 export function positionValue(direction: 1 | -1, entry: number, price: number, costs: Costs): number {
   const filledEntry = entry * (1 + direction * costs.slippage);
   const filledExit = price * (1 - direction * costs.slippage);
   const r = (direction * (filledExit - filledEntry)) / filledEntry;
-  return (1 - costs.fee) * (1 + r - (costs.fee * filledExit) / filledEntry);
+  return Math.max(0, (1 - costs.fee) * (1 + r - (costs.fee * filledExit) / filledEntry));
 }
 
 /** Index of the first candle whose openTime is ≥ time (candles sorted). */
@@ -94,6 +95,8 @@ export function takeTrades(events: readonly TrackEvent[], candles: readonly Trac
   const seen = events.filter((e) => e.candleOpenTime >= window.start && e.candleOpenTime < window.end);
   const { trades } = computeTrackRecord(seen, inside);
   const indexOf = (time: number): number => lowerBound(inside, time);
+  // A trade enters and exits at closes of the window (its event's close, or the close through its defense).
+  const closes = inside.map((c) => c.close);
   const taken: TakenTrade[] = [];
   let heldUntil = Number.NEGATIVE_INFINITY;
   for (const trade of trades) {
@@ -102,14 +105,26 @@ export function takeTrades(events: readonly TrackEvent[], candles: readonly Trac
     // The chart page's rule: a trade entered while a position is held is skipped; a reversal's
     // entry is the previous exit, so it is taken.
     if (trade.entryTime < heldUntil) continue;
-    taken.push(takenTrade(trade.direction, indexOf(trade.entryTime), indexOf(trade.exitTime), trade.entryPrice, trade.exitPrice, costs));
+    taken.push(takenTrade(trade.direction, indexOf(trade.entryTime), indexOf(trade.exitTime), closes, costs));
     heldUntil = trade.exitTime;
   }
   return taken;
 }
 
-/** A taken trade between two candles of a window, priced at those candles' closes by the caller. */
-export function takenTrade(direction: 1 | -1, entryIndex: number, exitIndex: number, entryPrice: number, exitPrice: number, costs: Costs): TakenTrade {
+/**
+ * A trade held from close `entryIndex` to close `exitIndex` of a window's `closes`, filled at
+ * those closes. A short whose value reaches zero at a close on the way (the price about doubled)
+ * is liquidated there, losing its whole stake and no more, as an exchange closes an unleveraged
+ * short; a long cannot reach zero.
+ */
+export function takenTrade(direction: 1 | -1, entryIndex: number, exitIndex: number, closes: readonly number[], costs: Costs): TakenTrade {
+  const entryPrice = closes[entryIndex]!;
+  if (direction === -1) {
+    for (let k = entryIndex + 1; k < exitIndex; k++) {
+      if (positionValue(direction, entryPrice, closes[k]!, costs) === 0) return { direction, entryIndex, exitIndex: k, entryPrice, exitPrice: closes[k]!, growth: 0 };
+    }
+  }
+  const exitPrice = closes[exitIndex]!;
   return { direction, entryIndex, exitIndex, entryPrice, exitPrice, growth: positionValue(direction, entryPrice, exitPrice, costs) };
 }
 
@@ -124,7 +139,7 @@ export function visitMarks(trades: readonly TakenTrade[], closes: readonly numbe
   for (let i = 0; i < closes.length; i++) {
     const trade = trades[next];
     if (trade !== undefined && i >= trade.entryIndex && i <= trade.exitIndex) {
-      visit(i, equity * positionValue(trade.direction, trade.entryPrice, closes[i]!, costs));
+      visit(i, equity * (i === trade.exitIndex ? trade.growth : positionValue(trade.direction, trade.entryPrice, closes[i]!, costs)));
       if (i === trade.exitIndex) {
         equity *= trade.growth;
         next++;

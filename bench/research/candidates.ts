@@ -116,11 +116,11 @@ export function clipTrades(trades: readonly TakenTrade[], closes: readonly numbe
       const ok = allowed(t.direction, k);
       if (ok && start < 0) start = k;
       if (!ok && start >= 0) {
-        out.push(takenTrade(t.direction, start, k, closes[start]!, closes[k]!, costs));
+        out.push(takenTrade(t.direction, start, k, closes, costs));
         start = -1;
       }
     }
-    if (start >= 0) out.push(takenTrade(t.direction, start, t.exitIndex, closes[start]!, closes[t.exitIndex]!, costs));
+    if (start >= 0) out.push(takenTrade(t.direction, start, t.exitIndex, closes, costs));
   }
   return out;
 }
@@ -144,7 +144,7 @@ export function higherTimeframeHoldTrades(frame: CoinFrame, window: Window, cost
   for (let k = 0; k < closes.length; k++) {
     const higher = frame.higherDirection[first + k]!;
     if (position !== 0 && higher !== position) {
-      out.push(takenTrade(position, entry, k, closes[entry]!, closes[k]!, costs));
+      out.push(takenTrade(position, entry, k, closes, costs));
       position = 0;
     }
     const lowerBreak = breaks.get(frame.candles[first + k]!.openTime);
@@ -153,7 +153,7 @@ export function higherTimeframeHoldTrades(frame: CoinFrame, window: Window, cost
       entry = k;
     }
   }
-  if (position !== 0) out.push(takenTrade(position, entry, closes.length - 1, closes[entry]!, closes[closes.length - 1]!, costs));
+  if (position !== 0) out.push(takenTrade(position, entry, closes.length - 1, closes, costs));
   return out;
 }
 

@@ -9,6 +9,7 @@ import type { BacktestOverfitting } from "../../src/performance/backtest-overfit
 import { probabilityOfBacktestOverfitting } from "../../src/performance/backtest-overfitting.ts";
 import type { DeflatedSharpe, PerformanceSummary, Proportion } from "../../src/performance/statistics.ts";
 import { deflatedSharpeRatio, mean, probabilisticSharpeRatio, sharpeRatio, sharpeSample, summarizeReturns, timeInMarket, winRate } from "../../src/performance/statistics.ts";
+import { directionOf } from "../../src/web/track-record.ts";
 import type { RealTimeframe } from "../../test/support/real-candles.ts";
 import type { TakenTrade, Window } from "./accounting.ts";
 import { positionValue, windowRange } from "./accounting.ts";
@@ -94,6 +95,8 @@ export type CandidateResult = {
   readonly timeInMarket: number;
   /** Trades with a net result above zero. */
   readonly wins: Proportion;
+  /** Shorts liquidated (value reached zero) over the design period: "COIN YYYY-MM-DD". */
+  readonly liquidated: readonly string[];
   readonly deflated: DeflatedSharpe;
 };
 
@@ -112,7 +115,33 @@ export type TimeframeConfidence = {
   readonly pbo: { readonly study: BacktestOverfitting; readonly principled: BacktestOverfitting; readonly all: BacktestOverfitting };
   /** Names of the principled candidates carried into the pre-registered hold-out. */
   readonly carried: readonly string[];
+  /** How far the next candle's open is from the signal close the trades are filled at. */
+  readonly fillGap: FillGap;
 };
+
+/** The gap between a close and the next candle's open, in percent of the close. */
+export type FillGap = {
+  /** Mean |next open − close| over every candle. */
+  readonly meanAbsolutePct: number;
+  /** Mean of direction·(next open − close) over MS-1's directional signal events: positive = the next open is better for the position. */
+  readonly atSignalsPct: number;
+};
+
+/** The fill gap of a timeframe's coins on the design data. */
+export function fillGapOf(frames: readonly CoinFrame[]): FillGap {
+  const absolute: number[] = [];
+  const atSignals: number[] = [];
+  for (const f of frames) {
+    const indexOf = new Map(f.candles.map((c, i) => [c.openTime, i]));
+    for (let i = 0; i + 1 < f.candles.length; i++) absolute.push(Math.abs(f.candles[i + 1]!.open - f.candles[i]!.close) / f.candles[i]!.close);
+    for (const e of f.events) {
+      const d = directionOf(e.signal);
+      const next = f.candles[indexOf.get(e.candleOpenTime)! + 1];
+      if (d !== 0 && next !== undefined) atSignals.push((d * (next.open - e.price)) / e.price);
+    }
+  }
+  return { meanAbsolutePct: mean(absolute) * 100, atSignalsPct: mean(atSignals) * 100 };
+}
 
 type Measured = Omit<CandidateResult, "deflated">;
 
@@ -133,6 +162,11 @@ function measure(candidate: Candidate, frames: readonly CoinFrame[]): Measured {
     foldSharpes: FOLDS.map((fold) => sharpeRatio(daysBetween(daily, fold.start, fold.end))),
     timeInMarket: timeInMarket(perCoin.map((x) => exposureOf(x.trades, candles(x.frame, DESIGN_WINDOW)))),
     wins: winRate(all.filter((t) => t.growth > 1).length, all.length),
+    liquidated: perCoin.flatMap((x) =>
+      x.trades
+        .filter((t) => t.growth === 0)
+        .map((t) => `${x.frame.coin} ${new Date(x.frame.candles[windowRange(x.frame.candles, DESIGN_WINDOW).first + t.exitIndex]!.openTime).toISOString().slice(0, 10)}`),
+    ),
   };
 }
 
@@ -197,6 +231,7 @@ export function timeframeConfidence(study: DesignStudy, timeframe: RealTimeframe
       all: probabilityOfBacktestOverfitting(matrixOf(trialSeries.map((t) => t.daily)), CSCV_BLOCKS),
     },
     carried: carriedForward(served, principled),
+    fillGap: fillGapOf(frames),
   };
 }
 

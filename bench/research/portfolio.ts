@@ -6,7 +6,9 @@
  * its daily return is the change of that mark from one UTC day's last close to the next. The
  * portfolio holds the coins in equal weight, rebalanced daily: its return is the mean of the
  * coins' returns that day. Daily periods make the timeframes comparable (a year is 365 of them:
- * crypto trades every day) and keep intraday noise out of the skewness and kurtosis.
+ * crypto trades every day) and keep intraday noise out of the skewness and kurtosis. A coin whose
+ * sleeve is wiped out (a short liquidated after the price doubled) has a −100% day and is then
+ * dropped: the equal weight is over the coins left.
  */
 import type { TrackCandle } from "../../src/web/track-record.ts";
 import type { Costs, TakenTrade, Window } from "./accounting.ts";
@@ -20,7 +22,8 @@ export type DailyReturns = { readonly days: readonly number[]; readonly returns:
 /**
  * Daily returns of a sleeve marked at every close of a window (`equity[i]` at the close of
  * `candles[first + i]`): day d's return is the equity at the last close of day d over the equity
- * at the last close of the day before (1 before the first day: the window starts flat).
+ * at the last close of the day before (1 before the first day: the window starts flat). The
+ * series ends with the day the equity reaches 0: nothing is left to earn a return on.
  */
 export function dailyReturnsOf(candles: readonly TrackCandle[], first: number, equity: readonly number[]): DailyReturns {
   const days: number[] = [];
@@ -33,6 +36,7 @@ export function dailyReturnsOf(candles: readonly TrackCandle[], first: number, e
     days.push(day);
     returns.push(equity[i]! / previous - 1);
     previous = equity[i]!;
+    if (previous === 0) break;
   }
   return { days, returns };
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { backtestWindow, positionValue, takeTrades } from "../../../bench/research/accounting.ts";
 import type { TrackEvent } from "../../../src/web/track-record.ts";
-import { fixed, formatPf } from "../../../bench/research/report.ts";
+import { fixed, formatPf } from "../../../bench/research/markdown.ts";
 import { median } from "../../../bench/research/walk-forward.ts";
 
 const H = 3_600_000;
