@@ -159,11 +159,11 @@ function holdOutSection(rows: readonly HoldOutRow[], study: DesignStudy): string
 function fillsBullet(confidence: readonly TimeframeConfidence[]): string {
   const at = confidence.map((tc) => `${fixed(tc.fillGap.atSignalsPct, 4)}% at ${tc.timeframe}`).join(", ");
   const abs = confidence.map((tc) => `${fixed(tc.fillGap.meanAbsolutePct, 4)}% at ${tc.timeframe}`).join(", ");
-  return `- **Fills** are at the signal candle's close, as on the chart pages. A live record fills at the
-  next candle's open instead; on the design data the next open is ${abs} away from the
-  close on average, and at MS-1's signals it is better for the new position by ${at}: a small
-  fraction of the slippage allowed per side, so filling at the next open would not change the
-  figures after slippage materially.`;
+  return `- **Fills** are at the signal candle's close, as on the chart pages; a live record fills at the
+  next candle's open instead. On the design data the next open is on average this far from the
+  close: ${abs}. At MS-1's signals it is better for the new position by
+  ${at}. Both are a small fraction of the slippage allowed per side, so
+  filling at the next open would not change the figures after slippage materially.`;
 }
 
 /** The whole document. */

@@ -3,17 +3,11 @@
  * every machine, so a statistical test is deterministic (never flaky) while still being an
  * independent check of a formula by simulation.
  */
+import { prng } from "../../src/market/demo-feed.ts";
 
-/** Uniform draws in [0, 1) from mulberry32 (a 32-bit generator, plenty for test simulations). */
+/** Uniform draws in [0, 1) from mulberry32 (the demo feed's generator; plenty for test simulations). */
 export function seededUniform(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  return prng(seed);
 }
 
 /** Standard normal draws (Box–Muller) from a seeded uniform source. */
