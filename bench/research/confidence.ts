@@ -11,7 +11,7 @@ import type { DeflatedSharpe, PerformanceSummary, Proportion } from "../../src/p
 import { deflatedSharpeRatio, mean, probabilisticSharpeRatio, sharpeRatio, sharpeSample, summarizeReturns, timeInMarket, winRate } from "../../src/performance/statistics.ts";
 import { directionOf } from "../../src/web/track-record.ts";
 import type { RealTimeframe } from "../../test/support/real-candles.ts";
-import type { TakenTrade, Window } from "./accounting.ts";
+import type { TakenTrade } from "./accounting.ts";
 import { positionValue, windowRange } from "./accounting.ts";
 import type { Candidate, CoinFrame } from "./candidates.ts";
 import { buildFrames, PRINCIPLED, SERVED, selectionCandidate } from "./candidates.ts";
@@ -147,10 +147,10 @@ type Measured = Omit<CandidateResult, "deflated">;
 
 function measure(candidate: Candidate, frames: readonly CoinFrame[]): Measured {
   const folds = FOLDS.map((fold) => tradeFigures(frames.flatMap((f) => candidate.trades(f, fold, COSTS))));
-  const perCoin = frames.map((f) => ({ frame: f, trades: candidate.trades(f, DESIGN_WINDOW, COSTS) }));
+  const perCoin = frames.map((f) => ({ frame: f, range: windowRange(f.candles, DESIGN_WINDOW), trades: candidate.trades(f, DESIGN_WINDOW, COSTS) }));
   const all = perCoin.flatMap((x) => x.trades);
   const daily = equalWeight(perCoin.map((x) => sleeveDailyReturns(x.trades, x.frame.candles, DESIGN_WINDOW, COSTS)));
-  const candles = (f: CoinFrame, w: Window): number => windowRange(f.candles, w).last - windowRange(f.candles, w).first;
+  const dateOf = (x: (typeof perCoin)[number], index: number): string => new Date(x.frame.candles[x.range.first + index]!.openTime).toISOString().slice(0, 10);
   return {
     candidate,
     folds,
@@ -160,13 +160,9 @@ function measure(candidate: Candidate, frames: readonly CoinFrame[]): Measured {
     daily,
     summary: summarizeReturns(daily.returns, PERIODS_PER_YEAR),
     foldSharpes: FOLDS.map((fold) => sharpeRatio(daysBetween(daily, fold.start, fold.end))),
-    timeInMarket: timeInMarket(perCoin.map((x) => exposureOf(x.trades, candles(x.frame, DESIGN_WINDOW)))),
+    timeInMarket: timeInMarket(perCoin.map((x) => exposureOf(x.trades, x.range.last - x.range.first))),
     wins: winRate(all.filter((t) => t.growth > 1).length, all.length),
-    liquidated: perCoin.flatMap((x) =>
-      x.trades
-        .filter((t) => t.growth === 0)
-        .map((t) => `${x.frame.coin} ${new Date(x.frame.candles[windowRange(x.frame.candles, DESIGN_WINDOW).first + t.exitIndex]!.openTime).toISOString().slice(0, 10)}`),
-    ),
+    liquidated: perCoin.flatMap((x) => x.trades.filter((t) => t.growth === 0).map((t) => `${x.frame.coin} ${dateOf(x, t.exitIndex)}`)),
   };
 }
 
