@@ -205,6 +205,8 @@ const envSchema = z.object({
   SESSION_TTL_HOURS: wholeNumber(168, 1, 24 * 365),
   TRUST_PROXY: flag,
   FREE_RATE_LIMIT: wholeNumber(60, 1, 1_000_000),
+  PAGE_VIEWS_PER_MINUTE: wholeNumber(20, 1, 1_000_000),
+  PAGE_VIEWS_PER_DAY: wholeNumber(1000, 1, 100_000_000),
   KEY_LAST_USED_FLUSH_MS: wholeNumber(60_000, 10, 3_600_000),
   STRIPE_SECRET_KEY: stripeSecret,
   STRIPE_WEBHOOK_SECRET: stripeSecret,
@@ -319,6 +321,11 @@ const configSchema = envSchema
       trustProxy: env.TRUST_PROXY ?? false,
       /** Free-endpoint calls (movers, derivatives, news, macro, fundamentals) per API key per minute. */
       freeRateLimit: env.FREE_RATE_LIMIT,
+      /**
+       * Views of pages showing the current signal (a paid plan's chart pages): per web session
+       * per minute, and per account per MYT day over all its sessions (web/page-views.ts).
+       */
+      pageViews: Object.freeze({ perSessionPerMinute: env.PAGE_VIEWS_PER_MINUTE, perAccountPerDay: env.PAGE_VIEWS_PER_DAY }),
       /**
        * Outgoing mail (password reset links, docs/accounts.md); null (SMTP_URL unset): no
        * "Forgot password?" link, the reset pages answer 404, the operator's CLI links remain.

@@ -10,7 +10,6 @@ import { mytDay } from "../clock.ts";
 import type { Limits } from "../config.ts";
 import { applyMonthlyGrant } from "../billing/tokens.ts";
 
-export const PAID_PLANS = ["node", "founding_seat"] as const;
 const PLAN_PATTERN = /^[a-z][a-z0-9_]{0,31}$/;
 const EMAIL_PATTERN = /^[^\s@]{1,64}@[^\s@]{1,255}$/;
 

@@ -19,6 +19,12 @@ export interface AlertSettings {
   timeframes: Timeframe[];
 }
 
+/** Settings as stored, with whether the chat was proven through the bot's `/start` (test alerts need it). */
+export interface StoredAlertSettings extends AlertSettings {
+  /** Bound by `/start <token>` and unchanged since; false for a typed chat id or no chat. */
+  chatVerified: boolean;
+}
+
 /** Most coins one member can follow. */
 export const MAX_ALERT_SYMBOLS = 50;
 
@@ -58,22 +64,33 @@ export function parseAlertSettings(input: { chatId: string | null; symbols: stri
 }
 
 /** The account's settings, or null when it receives no alerts. */
-export async function getAlertSettings(handle: DbHandle, accountId: number): Promise<AlertSettings | null> {
+export async function getAlertSettings(handle: DbHandle, accountId: number): Promise<StoredAlertSettings | null> {
   const [row] = await handle.db.select().from(alertSettings).where(eq(alertSettings.accountId, accountId));
   if (!row) return null;
-  return { chatId: row.chatId, symbols: row.symbols, timeframes: row.timeframes.filter(isTimeframe) };
+  return { chatId: row.chatId, chatVerified: row.chatId !== null && row.chatVerified, symbols: row.symbols, timeframes: row.timeframes.filter(isTimeframe) };
 }
 
-/** Replaces the account's settings; false when the account does not exist. */
+/**
+ * Replaces the account's settings; false when the account does not exist. A chat proven
+ * through `/start` stays proven only while the chat id stays the same: a typed chat id
+ * (from the account page or the operator) is never proven.
+ */
 export async function saveAlertSettings(handle: DbHandle, accountId: number, settings: AlertSettings): Promise<boolean> {
   const [account] = await handle.db.select({ id: accounts.id }).from(accounts).where(eq(accounts.id, accountId));
   if (!account) return false;
+  const { chatId, symbols, timeframes } = settings;
   await handle.db
     .insert(alertSettings)
-    .values({ accountId, ...settings })
+    .values({ accountId, chatId, symbols, timeframes, chatVerified: false })
     .onConflictDoUpdate({
       target: alertSettings.accountId,
-      set: { chatId: settings.chatId, symbols: settings.symbols, timeframes: settings.timeframes, updatedAt: sql`now()` },
+      set: {
+        chatId,
+        chatVerified: sql`${alertSettings.chatVerified} AND ${alertSettings.chatId} IS NOT DISTINCT FROM excluded.chat_id`,
+        symbols,
+        timeframes,
+        updatedAt: sql`now()`,
+      },
     });
   return true;
 }

@@ -2,12 +2,15 @@
  * Members' signal alerts, queued from what the market commits: subscribed to the market feed's
  * stored signal events, inside the same transaction, so a committed live event always has its
  * outbox rows and a rolled-back one has none. One row per (event, member whose settings name
- * the coin and timeframe, who has a chat connected and whose subscription is active), in event order.
+ * the coin and timeframe, who has a chat connected and whose plan has alerts), in event order.
+ * "Has alerts" is the entitlement rule's (accounts/entitlement.ts): a paid plan with an active
+ * subscription, written here as SQL over PAID_PLANS and the same `subscription_until > now`.
  */
 import { sql } from "drizzle-orm";
 import { resultRows } from "../db/client.ts";
 import { OUTBOX_READY } from "../db/channels.ts";
 import type { SignalEventsSubscriber } from "../market/store.ts";
+import { PAID_PLANS } from "../accounts/entitlement.ts";
 
 /** Queues the alerts of the live events the market just stored, and wakes the delivery worker on commit. */
 export const queueSignalAlerts: SignalEventsSubscriber = async (tx, stored, now) => {
@@ -21,7 +24,7 @@ export const queueSignalAlerts: SignalEventsSubscriber = async (tx, stored, now)
                     ${sql.param(live.map((e) => e.seq))}::bigint[]) AS e(id, symbol, tf, seq)
         JOIN alert_settings s ON e.symbol = ANY (s.symbols) AND e.tf = ANY (s.timeframes) AND s.chat_id IS NOT NULL
         JOIN accounts a ON a.id = s.account_id
-       WHERE a.subscription_until > ${new Date(now).toISOString()}::timestamptz
+       WHERE a.plan = ANY (${sql.param([...PAID_PLANS])}::text[]) AND a.subscription_until > ${new Date(now).toISOString()}::timestamptz
        ORDER BY e.seq, s.account_id
       RETURNING 1)
     SELECT count(*)::int AS queued FROM queued`));

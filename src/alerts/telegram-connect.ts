@@ -53,17 +53,18 @@ export async function consumeConnectToken(handle: DbHandle, token: string, chatI
     const [account] = await tx.select({ email: accounts.email }).from(accounts).where(eq(accounts.id, row.accountId));
     if (account === undefined) return { kind: "unknown" } as const;
     // No settings yet: the chat with no coins (the member picks them on the account page).
+    // The member proved the chat is theirs: it sent the token only their session could get.
     await tx
       .insert(alertSettings)
-      .values({ accountId: row.accountId, chatId, symbols: [], timeframes: [] })
-      .onConflictDoUpdate({ target: alertSettings.accountId, set: { chatId, updatedAt: sql`now()` } });
+      .values({ accountId: row.accountId, chatId, chatVerified: true, symbols: [], timeframes: [] })
+      .onConflictDoUpdate({ target: alertSettings.accountId, set: { chatId, chatVerified: true, updatedAt: sql`now()` } });
     return { kind: "connected", accountId: row.accountId, email: account.email } as const;
   });
 }
 
 /** Unbinds the account's chat; its coins and timeframes stay for the next connection. */
 export async function disconnectChat(handle: DbHandle, accountId: number): Promise<void> {
-  await handle.db.update(alertSettings).set({ chatId: null, updatedAt: sql`now()` }).where(eq(alertSettings.accountId, accountId));
+  await handle.db.update(alertSettings).set({ chatId: null, chatVerified: false, updatedAt: sql`now()` }).where(eq(alertSettings.accountId, accountId));
 }
 
 /**

@@ -187,6 +187,11 @@ export const alertSettings = pgTable("alert_settings", {
    * timeframes are kept, nothing is queued until a chat is connected again).
    */
   chatId: text("chat_id"),
+  /**
+   * The chat was bound by the bot's `/start <token>` (the member proved it is theirs) and has
+   * not been changed since; false for a typed chat id. Test alerts go only to a proven chat.
+   */
+  chatVerified: boolean("chat_verified").notNull().default(false),
   symbols: text("symbols").array().notNull(),
   timeframes: text("timeframes").array().notNull(),
   updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
@@ -361,6 +366,16 @@ export const chargeAttempts = pgTable("charge_attempts", {
  * e.g. the minute), counted by the `free_call` SQL function in the same statement that checks
  * the key and the subscription. One row per key that has made a free call.
  */
+/**
+ * Views of pages that show the current signal (web/page-views.ts), in fixed windows: one row per
+ * session (`session:<token hash>`, per minute) and one per account (`account:<id>`, per MYT day).
+ */
+export const pageViewWindows = pgTable("page_view_windows", {
+  viewKey: text("view_key").primaryKey(),
+  windowStart: timestamp("window_start", { withTimezone: true }).notNull(),
+  views: integer("views").notNull(),
+});
+
 export const freeCallWindows = pgTable("free_call_windows", {
   keyHash: text("key_hash").primaryKey(),
   windowStart: timestamp("window_start", { withTimezone: true }).notNull(),

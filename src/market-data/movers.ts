@@ -3,12 +3,12 @@
  * per coin that is not stale, its newest candle (the price), the last closed candle of the
  * requested timeframe, the close 24 h before the newest candle's end and the volume of the
  * last 24 h; the rankings are made here. Every process can answer it (no in-memory feed
- * needed); the coin's current signal comes from the snapshot.
+ * needed). A mover carries no signal: the current signal is the paid product
+ * (accounts/entitlement.ts), and a free endpoint never shows it.
  */
 import { sql } from "drizzle-orm";
 import type { DbHandle } from "../db/client.ts";
 import type { Timeframe } from "../market/timeframes.ts";
-import type { SignalName, SignalSnapshot } from "../market/snapshot.ts";
 
 const DAY_MS = 24 * 3_600_000;
 
@@ -19,7 +19,6 @@ export interface MoverRow {
   change24hPct: number | null;
   volume: number;
   volume24h: number;
-  signal: SignalName;
   updatedAt: number;
 }
 
@@ -45,7 +44,7 @@ interface Raw {
 const num = (v: number | string) => Number(v);
 
 /** Reads the inputs of every fresh coin that has a closed candle on `tf`. */
-export async function readMoverInputs(handle: DbHandle, tf: Timeframe, now: number, staleAfterMs: number): Promise<Omit<MoverRow, "signal">[]> {
+export async function readMoverInputs(handle: DbHandle, tf: Timeframe, now: number, staleAfterMs: number): Promise<MoverRow[]> {
   const freshSince = new Date(now - staleAfterMs).toISOString();
   // Every lateral lookup walks the candles primary key (symbol, tf, open_time).
   const rows = await handle.rows<Raw>(sql`
@@ -100,16 +99,7 @@ export function rankMovers(rows: MoverRow[], limit: number): Movers {
   };
 }
 
-/** Movers on `tf` now: inputs from the store, signal names from the snapshot, then the rankings. */
-export async function computeMovers(
-  handle: DbHandle,
-  snapshot: SignalSnapshot,
-  options: { tf: Timeframe; limit: number; now: number; staleAfterMs: number },
-): Promise<Movers> {
-  const inputs = await readMoverInputs(handle, options.tf, options.now, options.staleAfterMs);
-  const rows = inputs.map((input): MoverRow => {
-    const found = snapshot.lookup(input.symbol, options.tf, options.now);
-    return { ...input, signal: found.ok ? found.reading.signal : "NONE" };
-  });
-  return rankMovers(rows, options.limit);
+/** Movers on `tf` now: inputs from the store, then the rankings (price and volume only). */
+export async function computeMovers(handle: DbHandle, options: { tf: Timeframe; limit: number; now: number; staleAfterMs: number }): Promise<Movers> {
+  return rankMovers(await readMoverInputs(handle, options.tf, options.now, options.staleAfterMs), options.limit);
 }

@@ -23,7 +23,6 @@ import {
   NewsItemSchema,
   type MarketDataService,
 } from "../../gen/signals/v1/market_data_pb.js";
-import { Signal } from "../../gen/signals/v1/signals_pb.js";
 import { withApiKey, type KeyAccepted } from "../accounts/api-key-guard.ts";
 import type { FailedKeyThrottle } from "../accounts/failed-key-throttle.ts";
 import type { Clock } from "../clock.ts";
@@ -32,7 +31,6 @@ import { serviceError } from "../errors.ts";
 import { errorSummary } from "../logger.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import { normaliseTimeframe } from "../signals/request.ts";
-import type { SignalSnapshot } from "../market/snapshot.ts";
 import { admitFreeCall, FREE_WINDOW_MS, freeCall, type FreeCallResult } from "./free-call.ts";
 import { computeMovers, type MoverRow } from "./movers.ts";
 import { encodeCursor, LIMITS, parseCursor, parseLimit, parseSeriesFilter, parseSince, parseSymbolFilter } from "./request.ts";
@@ -42,8 +40,6 @@ export interface MarketDataServiceDeps {
   readonly db: DbHandle;
   readonly clock: Clock;
   readonly logger: Logger;
-  /** Current signals, for the movers' `signal` column. */
-  readonly snapshot: SignalSnapshot;
   /** Coins silent for longer than this are left out of the movers. */
   readonly staleAfterMs: number;
   /** Free calls per API key per minute. */
@@ -63,7 +59,6 @@ const moverMessage = (m: MoverRow) =>
     change24hPct: m.change24hPct ?? undefined,
     volume: m.volume,
     volume24h: m.volume24h,
-    signal: Signal[m.signal],
     updatedAt: BigInt(m.updatedAt),
   });
 
@@ -120,7 +115,7 @@ export function createMarketDataService(deps: MarketDataServiceDeps): ServiceImp
     getMovers: free("GetMovers", async (request, now) => {
       const tf = normaliseTimeframe(request.tf);
       const limit = parseLimit(request.limit, LIMITS.movers);
-      const movers = await read(computeMovers(deps.db, deps.snapshot, { tf, limit, now, staleAfterMs: deps.staleAfterMs }), "movers query failed");
+      const movers = await read(computeMovers(deps.db, { tf, limit, now, staleAfterMs: deps.staleAfterMs }), "movers query failed");
       return create(GetMoversResponseSchema, {
         ok: true,
         tf,

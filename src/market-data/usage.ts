@@ -11,7 +11,7 @@
  */
 import { mytDay, mytMonth } from "../clock.ts";
 import type { DbHandle } from "../db/client.ts";
-import { PAID_PLANS } from "../accounts/accounts.ts";
+import { PAID_PLANS } from "../accounts/entitlement.ts";
 import type { FreeCallResult } from "./free-call.ts";
 
 export interface UsageRow {

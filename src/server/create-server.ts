@@ -18,6 +18,7 @@ import { purgeExpiredIdempotentCalls } from "../billing/idempotent-charge.ts";
 import { purgeChargeAttempts } from "../billing/charge.ts";
 import { purgeFreeCallWindows } from "../market-data/free-call.ts";
 import { purgeExpiredKeyReveals } from "../web/key-reveal.ts";
+import { purgePageViewWindows } from "../web/page-views.ts";
 import { purgeExpiredConnectTokens } from "../alerts/telegram-connect.ts";
 import { createApp, type App } from "./create-app.ts";
 
@@ -96,6 +97,7 @@ export function createServer(config: Config, deps: ServerDeps): Server {
     purgeFreeCallWindows(db, clock()).catch(warn("free-call windows"));
     purgeExpiredKeyReveals(db, clock()).catch(warn("key reveals"));
     purgeExpiredConnectTokens(db, clock()).catch(warn("telegram connect tokens"));
+    purgePageViewWindows(db, clock()).catch(warn("page view windows"));
   }
 
   return {

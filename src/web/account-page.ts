@@ -4,9 +4,9 @@
  * router gathers the data. The full key appears only in renderNewKeyPage.
  */
 import type { AccountSummary } from "../accounts/accounts.ts";
-import { PAID_PLANS } from "../accounts/accounts.ts";
+import { isPaidPlan } from "../accounts/entitlement.ts";
 import { API_KEY_PREFIX } from "../accounts/api-key.ts";
-import type { AlertSettings } from "../alerts/settings.ts";
+import type { StoredAlertSettings } from "../alerts/settings.ts";
 import type { DailyUsage, LedgerLine, LedgerPage } from "../billing/ledger-history.ts";
 import { nextMytMidnight, nextMytMonthStart } from "../clock.ts";
 import type { LedgerKind } from "../db/schema.ts";
@@ -35,7 +35,7 @@ export interface AccountView {
   /** The valid key's creation and last use, and how often last use is written (ms). */
   readonly keyTimes: { createdAt: Date; lastUsedAt: Date | null } | null;
   readonly lastUsedWindowMs: number;
-  readonly alerts: AlertSettings | null;
+  readonly alerts: StoredAlertSettings | null;
   /** What the alert form shows after a refused change (the member's input and why). */
   readonly alertsForm?: AlertsCardView["alertsForm"];
   /** Connect / test / disconnect Telegram (absent: only the manual chat id). */
@@ -67,7 +67,7 @@ function subscriptionLine(summary: AccountSummary, now: number): SafeHtml {
 
 function planCard(view: AccountView): SafeHtml {
   const { summary, now } = view;
-  const paid = (PAID_PLANS as readonly string[]).includes(summary.plan);
+  const paid = isPaidPlan(summary.plan);
   return html`<section class="card" aria-labelledby="plan-h">
   <h2 id="plan-h">Plan</h2>
   <p class="big">${planName(summary.plan)}</p>
@@ -81,7 +81,7 @@ function planCard(view: AccountView): SafeHtml {
 
 function tokensCard(view: AccountView): SafeHtml {
   const { summary, now } = view;
-  const paid = (PAID_PLANS as readonly string[]).includes(summary.plan);
+  const paid = isPaidPlan(summary.plan);
   const nextGrant = nextMytMonthStart(now);
   return html`<section class="card" aria-labelledby="tokens-h">
   <h2 id="tokens-h">Token balance</h2>
@@ -134,7 +134,7 @@ function keyCard(view: AccountView): SafeHtml {
     ? html`<p>Your key, masked: only its first characters are ever shown again.</p>
   <code class="key" id="masked-key" aria-label="API key starting with ${prefix}, the rest hidden">${maskedKey(prefix)}</code>
   ${keyFacts(view)}`
-    : html`<p id="no-key">This account has no API key yet.${(PAID_PLANS as readonly string[]).includes(view.summary.plan) ? " Create it below." : " Subscribe first: a key is made once your plan is paid."}</p>`}
+    : html`<p id="no-key">This account has no API key yet.${isPaidPlan(view.summary.plan) ? " Create it below." : " Subscribe first: a key is made once your plan is paid."}</p>`}
   <div class="actions">
     ${prefix
       ? html`<a class="button secondary" href="/account/key">Regenerate key…</a>

@@ -8,6 +8,7 @@ import type { Timeframe } from "../market/timeframes.ts";
 import type { SignalName } from "../market/snapshot.ts";
 import type { PageContext } from "./auth-pages.ts";
 import { HISTORY_ROWS, type ChartData } from "./chart-data.ts";
+import { ENDED_SIGNAL_DELAY_MS } from "../accounts/entitlement.ts";
 import { formatInteger, formatMyt, formatPercent, formatPrice } from "./format.ts";
 import { html, jsonScript, layout, type SafeHtml } from "./html.ts";
 import { directionOf, type SignalStats, type Trade } from "./track-record.ts";
@@ -93,7 +94,19 @@ ${coins.length === 0
   );
 }
 
-function levelsSection(data: ChartData): SafeHtml {
+/**
+ * What the viewer may see of the series (accounts/entitlement.ts): everything, or the price
+ * history with the signals that ended by `until` (web/ended-history.ts).
+ */
+export type ChartAccess = { readonly current: true } | { readonly current: false; readonly until: number };
+
+/** Why a viewer without current access sees no levels, and what the page shows instead. */
+function endedNotice(until: number): SafeHtml {
+  return html`<p class="notice warn" id="ended-only" role="status">The current signal, whether it is confirmed, its defense and the forming setup are for the node and founding-seat plans with an active subscription (here and through the API). This page shows the price history to the last close and the signals that ended at least ${ENDED_SIGNAL_DELAY_MS / 3_600_000} hours ago: the markers and every table below stand as of ${formatMyt(until)}. <a href="/account">Your plan</a>.</p>`;
+}
+
+function levelsSection(data: ChartData, access: ChartAccess): SafeHtml {
+  if (!access.current) return endedNotice(access.until);
   const levels = data.levels;
   if (levels === null) return html`<p>No confirmed reading yet for this timeframe.</p>`;
   const arming = levels.arming;
@@ -120,11 +133,12 @@ function statsRow(stats: SignalStats): SafeHtml {
   </tr>`;
 }
 
-function trackRecordSection(data: ChartData): SafeHtml {
+function trackRecordSection(data: ChartData, access: ChartAccess): SafeHtml {
   const { record } = data;
+  const which = access.current ? "in the stored history" : `that ended by ${formatMyt(access.until)}`;
   return html`<section aria-labelledby="record-h">
   <h2 id="record-h">Track record</h2>
-  <p class="muted" id="record-note">Every ${data.symbol} ${data.tf} signal in the stored history, entered at its confirmed close; results before fees.</p>
+  <p class="muted" id="record-note">Every ${data.symbol} ${data.tf} signal ${which}, entered at its confirmed close; results before fees.</p>
   <div class="table-wrap"><table id="track-record" class="stack" aria-labelledby="record-h" aria-describedby="record-note">
     <thead><tr><th scope="col">Signal</th><th scope="col">Trades</th><th scope="col">Closed</th><th scope="col">Wins</th><th scope="col">Win rate</th><th scope="col">Average result</th></tr></thead>
     <tbody>${record.bySignal.map(statsRow)}</tbody>
@@ -231,8 +245,18 @@ export function chartJson(data: ChartData, bt: BacktestResult): {
 
 const round4 = (v: number) => Math.round(v * 10_000) / 10_000;
 
-/** The chart page of one coin and timeframe, with the backtest at the chosen fee and the coin's feed status at `now`. */
-export function renderChartPage(ctx: SignedInContext, data: ChartData, bt: BacktestResult, feed: { status: CoinFeedStatus | null; now: number; staleAfterMs: number }, scripts: readonly string[]): string {
+/**
+ * The chart page of one coin and timeframe, with the backtest at the chosen fee and the coin's
+ * feed status at `now`; without current access, `data` is the ended-signals view and the page says so.
+ */
+export function renderChartPage(
+  ctx: SignedInContext,
+  data: ChartData,
+  bt: BacktestResult,
+  feed: { status: CoinFeedStatus | null; now: number; staleAfterMs: number },
+  scripts: readonly string[],
+  access: ChartAccess,
+): string {
   const json = chartJson(data, bt);
   return layout(
     { title: `${data.symbol} ${data.tf} chart`, stylesheet: ctx.stylesheet, signedIn: ctx.signedIn, current: "charts", scripts },
@@ -241,28 +265,30 @@ export function renderChartPage(ctx: SignedInContext, data: ChartData, bt: Backt
 ${staleBanner(data.symbol, feed.status, feed.now, feed.staleAfterMs)}
 <section aria-labelledby="now-h">
   <h2 id="now-h">Current levels</h2>
-  ${levelsSection(data)}
+  ${levelsSection(data, access)}
 </section>
 <section aria-labelledby="chart-h">
   <h2 id="chart-h">Chart</h2>
   ${data.candles.length === 0
     ? html`<p>No closed candles for this timeframe yet.</p>`
     : html`<p id="chart-readout" class="readout muted">Point at a candle to read its open, high, low, close and volume.</p>
-  <div id="chart" class="chart" role="img" aria-label="Candlestick chart of ${data.symbol} on ${data.tf} with a volume pane: the last ${data.candles.length} candles with ${json.markers.length} signal markers and the current levels as lines. The same information is in the tables below."></div>
+  <div id="chart" class="chart" role="img" aria-label="Candlestick chart of ${data.symbol} on ${data.tf} with a volume pane: the last ${data.candles.length} candles with ${json.markers.length} signal markers${access.current ? " and the current levels as lines" : ""}. The same information is in the tables below."></div>
   <noscript><p>The chart needs JavaScript; the tables below hold the same information.</p></noscript>
   <ul class="legend">
     <li><span class="sig-long">L / L+</span> long / strong long</li>
     <li><span class="sig-short">S / S+</span> short / strong short</li>
     <li><span class="sig-none">\u00d7</span> invalidated (none)</li>
-    <li><span class="swatch defense"></span>defense</li>
+    ${access.current
+      ? html`<li><span class="swatch defense"></span>defense</li>
     <li><span class="swatch trigger"></span>arming trigger</li>
-    <li><span class="swatch invalidation"></span>arming invalidation</li>
+    <li><span class="swatch invalidation"></span>arming invalidation</li>`
+      : ""}
   </ul>
   <p class="muted">Times in MYT. ${formatInteger(data.candles.length)} of ${formatInteger(data.totalCandles)} closed candles shown. Charting by <a href="https://www.tradingview.com/">TradingView</a> Lightweight Charts\u2122.</p>
   ${jsonScript("chart-data", json)}`}
 </section>
 ${backtestSection(data, bt)}
-${trackRecordSection(data)}
+${trackRecordSection(data, access)}
 ${historySection(data)}`,
   );
 }

@@ -10,7 +10,8 @@ import type { Clock } from "../clock.ts";
 import type { DbHandle } from "../db/client.ts";
 import { errorBodyOf } from "../errors.ts";
 import { errorSummary } from "../logger.ts";
-import { PAID_PLANS, type AccountSummary } from "../accounts/accounts.ts";
+import type { AccountSummary } from "../accounts/accounts.ts";
+import { mayCallPaidEndpoint, PAID_PLANS, viewerOf } from "../accounts/entitlement.ts";
 import { createPackCheckout, createPortalSession, createSubscriptionCheckout, type CheckoutDeps, type PaidPlan } from "../payments/checkout.ts";
 import type { StripeClient } from "../payments/stripe-client.ts";
 import { handleStripeWebhook, type WebhookAnswer } from "../payments/webhook.ts";
@@ -42,8 +43,7 @@ function checkoutDeps(deps: PaymentRouteDeps): CheckoutDeps | null {
   return deps.stripe && settings ? { db: deps.db, stripe: deps.stripe, settings, publicBaseUrl: deps.config.publicBaseUrl } : null;
 }
 
-const isActivePaid = (summary: AccountSummary, now: number) =>
-  (PAID_PLANS as readonly string[]).includes(summary.plan) && summary.subscriptionUntil !== null && summary.subscriptionUntil.getTime() > now;
+const isActivePaid = (summary: AccountSummary, now: number) => mayCallPaidEndpoint(viewerOf(summary, now));
 
 /** What the account page's payments card shows, or null when payments are off. */
 export function billingView(deps: PaymentRouteDeps, summary: AccountSummary, csrfToken: string): BillingView | null {

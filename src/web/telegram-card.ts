@@ -3,7 +3,7 @@
  * t.me link), "Send a test alert" with Telegram's answer, "Disconnect", and the coins and
  * timeframes form with the manual chat id as a fallback. Pure rendering.
  */
-import type { AlertSettings } from "../alerts/settings.ts";
+import type { StoredAlertSettings } from "../alerts/settings.ts";
 import { TIMEFRAMES } from "../market/timeframes.ts";
 import { CSRF_FIELD } from "./csrf.ts";
 import { html, type SafeHtml } from "./html.ts";
@@ -11,16 +11,23 @@ import { html, type SafeHtml } from "./html.ts";
 /** Telegram's answer to the last test alert (shown once, after the POST's redirect). */
 export type TelegramTestResult = { readonly accepted: true } | { readonly accepted: false; readonly error: string };
 
+/** Why an account whose plan has no alerts gets none (the card's notice and the test alert's refusal). */
+export const NO_ALERTS_IN_PLAN = "Signal alerts, and so test alerts, are part of the node and founding-seat plans with an active subscription. Subscribe on your account page to receive them.";
+/** Why a typed chat id gets no test alert. */
+export const UNPROVEN_CHAT = "Test alerts go only to a chat connected with the Connect Telegram button (you press Start in that chat, which proves it is yours), never to a chat id typed in the form. To send one, disconnect this chat and connect it with the button.";
+
 export interface TelegramView {
   /** A Connect button is offered: the bot's username is set and its updates are received. */
   readonly connectable: boolean;
   /** A test alert can be sent: a bot token is set. */
   readonly canSend: boolean;
+  /** The member's plan has alerts (the entitlement rule): alerts and test alerts go out. */
+  readonly alertsInPlan: boolean;
   readonly testResult: TelegramTestResult | null;
 }
 
 export interface AlertsCardView {
-  readonly alerts: AlertSettings | null;
+  readonly alerts: StoredAlertSettings | null;
   /** What the form shows after a refused change (the member's input and why). */
   readonly alertsForm?: { chatId: string; symbols: string; timeframes: readonly string[]; error: string };
   readonly telegram?: TelegramView;
@@ -31,7 +38,7 @@ export function maskedChat(chatId: string): string {
   return "\u2022".repeat(4) + chatId.slice(-4);
 }
 
-function stateLine(alerts: AlertSettings | null): SafeHtml {
+function stateLine(alerts: StoredAlertSettings | null): SafeHtml {
   const chat = alerts?.chatId ?? null;
   const chosen = alerts !== null && alerts.symbols.length > 0 && alerts.timeframes.length > 0;
   const what = chosen ? `${alerts.symbols.join(", ")} on ${alerts.timeframes.join(", ")}` : "";
@@ -53,8 +60,9 @@ const csrfInput = (csrfToken: string) => html`<input type="hidden" name="${CSRF_
 function chatActions(view: AlertsCardView, csrfToken: string): SafeHtml | string {
   const telegram = view.telegram;
   if (view.alerts?.chatId != null) {
+    const testable = telegram?.canSend === true && telegram.alertsInPlan && view.alerts.chatVerified;
     return html`<div class="actions">
-    ${telegram?.canSend ? html`<form method="post" action="/account/telegram/test">${csrfInput(csrfToken)}<button type="submit" id="telegram-test">Send a test alert</button></form>` : ""}
+    ${testable ? html`<form method="post" action="/account/telegram/test">${csrfInput(csrfToken)}<button type="submit" id="telegram-test">Send a test alert</button></form>` : ""}
     <form method="post" action="/account/telegram/disconnect">${csrfInput(csrfToken)}<button type="submit" class="secondary" id="telegram-disconnect">Disconnect</button></form>
   </div>`;
   }
@@ -75,9 +83,12 @@ export function renderAlertsCard(view: AlertsCardView, csrfToken: string): SafeH
   const connected = view.alerts?.chatId != null;
   // The manual chat id is the fallback: folded away when a tap can connect (or a chat is connected).
   const manualOpen = form?.chatId || (!connected && !view.telegram?.connectable);
+  const unproven = connected && view.telegram?.canSend === true && view.telegram.alertsInPlan && !view.alerts!.chatVerified;
   return html`<section class="card wide" aria-labelledby="alerts-h">
   <h2 id="alerts-h">Message-app alerts</h2>
+  ${view.telegram?.alertsInPlan === false ? html`<p class="notice warn" id="alerts-not-in-plan">${NO_ALERTS_IN_PLAN}</p>` : ""}
   <p id="telegram-state">${stateLine(view.alerts)}</p>
+  ${unproven ? html`<p class="muted" id="telegram-unproven">${UNPROVEN_CHAT}</p>` : ""}
   ${testResultNotice(view.telegram?.testResult ?? null)}
   ${chatActions(view, csrfToken)}
   ${form ? html`<div class="notice error" role="alert" id="alerts-error">${form.error}</div>` : ""}

@@ -10,8 +10,11 @@ import type { ChartData } from "./chart-data.ts";
 import { backtestFigures, formatFee, signClass } from "./chart-page.ts";
 import { formatMytDate } from "./format.ts";
 import { html, layout, type SafeHtml } from "./html.ts";
+import { ENDED_SIGNAL_DELAY_MS } from "../accounts/entitlement.ts";
 
-function seriesRow(data: ChartData, bt: BacktestResult): SafeHtml {
+const ENDED_SIGNAL_DELAY_HOURS = ENDED_SIGNAL_DELAY_MS / 3_600_000;
+
+function seriesRow(data: ChartData, bt: BacktestResult, until: number | null): SafeHtml {
   const f = backtestFigures(bt);
   return html`<tr data-series="${data.symbol}/${data.tf}">
     <th scope="row">${data.symbol} <span class="muted">${data.tf}</span></th>
@@ -21,7 +24,7 @@ function seriesRow(data: ChartData, bt: BacktestResult): SafeHtml {
     <td data-label="Compounded" data-field="total" class="${signClass(bt.totalPct)}">${f.total}</td>
     <td data-label="Buy and hold" data-field="buyHold" class="${signClass(bt.buyHoldPct)}">${f.buyHold}</td>
     <td data-label="Max drawdown" data-field="drawdown">${f.drawdown}</td>
-    <td data-label="Period" class="text period">${bt.from === null || bt.to === null ? "no closed trade yet" : `${formatMytDate(bt.from)} to ${formatMytDate(bt.to)}`}</td>
+    <td data-label="Period" class="text period"${until === null ? "" : html` data-until="${until}"`}>${bt.from === null || bt.to === null ? "no closed trade yet" : `${formatMytDate(bt.from)} to ${formatMytDate(bt.to)}`}</td>
   </tr>`;
 }
 
@@ -37,24 +40,28 @@ const METHOD = html`<section aria-labelledby="method-h" id="method">
     <li><strong>Buy and hold.</strong> Bought at the first trade's entry close and sold at the last close of the same history, paying the same fee each way.</li>
     <li><strong>Maximum drawdown.</strong> The largest fall from an earlier peak of the strategy's equity marked at every candle close.</li>
     <li><strong>Data.</strong> Only what this service stored: the exchange's candles since each coin's first candle here, and the signals the engine produced on them (imports included, which send no alerts). The numbers are computed once per candle close or new signal, not per view.</li>
+    <li><strong>Ended signals only.</strong> A signal is counted once it has ended at least ${ENDED_SIGNAL_DELAY_HOURS} hours ago: each series stands as it was just before the signal in force ${ENDED_SIGNAL_DELAY_HOURS} hours ago, so no signal still in force, its defense or a forming setup shows here. The current signal is what the API and the paid plans' chart pages and alerts deliver.</li>
   </ul>
-  <p>Members see each coin's chart, every signal with its result, the equity curve and the backtest at any fee from 0 to 1% on the chart pages. Win rates and backtests are not part of the API.</p>
+  <p>Members see each coin's chart, the signals with their results, the equity curve and the backtest at any fee from 0 to 1% on the chart pages; on the node and founding-seat plans with an active subscription, to the last close with the current signal. Win rates and backtests are not part of the API.</p>
 </section>`;
 
-/** The public track record page over every series' cached data. */
-export function renderTrackRecordPage(ctx: PageContext, series: ReadonlyArray<{ data: ChartData; backtest: BacktestResult }>): string {
+/**
+ * The public track record page over every series' data; `until` is the moment each series
+ * stands at (web/ended-history.ts), null for a series shown to its last close.
+ */
+export function renderTrackRecordPage(ctx: PageContext, series: ReadonlyArray<{ data: ChartData; backtest: BacktestResult; until: number | null }>): string {
   const shown = series.filter((s) => s.data.record.trades.length > 0);
   return layout(
     { title: "Track record", stylesheet: ctx.stylesheet, signedIn: ctx.signedIn },
     html`<h1>Track record</h1>
-<p id="track-note">How every coin's signals did on each timeframe, after a fee of <strong id="stated-fee">${formatFee(DEFAULT_FEE_PCT)} per side</strong>, beside simply buying and holding over the same period. <a href="#method">How it is computed</a>.</p>
+<p id="track-note">How every coin's signals did on each timeframe, after a fee of <strong id="stated-fee">${formatFee(DEFAULT_FEE_PCT)} per side</strong>, beside simply buying and holding over the same period; signals count once they ended at least ${ENDED_SIGNAL_DELAY_HOURS} hours ago. <a href="#method">How it is computed</a>.</p>
 ${shown.length === 0
   ? html`<p>No signal has been recorded yet.</p>`
   : html`<table id="public-track-record" class="stack" aria-describedby="track-note">
   <thead><tr><th scope="col">Coin</th><th scope="col">Trades</th><th scope="col">Win rate</th><th scope="col">Average per trade</th><th scope="col">Compounded</th><th scope="col">Buy and hold</th><th scope="col">Max drawdown</th><th scope="col" class="text">Period</th></tr></thead>
-  <tbody>${shown.map((s) => seriesRow(s.data, s.backtest))}</tbody>
+  <tbody>${shown.map((s) => seriesRow(s.data, s.backtest, s.until))}</tbody>
 </table>
-<p class="muted">Members see each of these on its chart page (<a href="/charts">Charts</a>, after signing in), with every signal, the equity curve and a fee of their choice.</p>`}
+<p class="muted">Members see each of these on its chart page (<a href="/charts">Charts</a>, after signing in), with its signals, the equity curve and a fee of their choice; the node and founding-seat plans see it to the last close, with the current signal.</p>`}
 ${METHOD}
 <p class="muted">Past results do not predict future ones. Educational information, not investment advice.</p>`,
   );

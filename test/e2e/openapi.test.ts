@@ -11,6 +11,7 @@ import SwaggerParser from "@apidevtools/swagger-parser";
 import { regenerateKey, setSubscription } from "../../src/accounts/accounts.ts";
 import { adjustTokens } from "../../src/billing/tokens.ts";
 import { ERROR_CODES } from "../../src/errors.ts";
+import { MoverSchema } from "../../gen/signals/v1/market_data_pb.js";
 import { httpRouteOf } from "../../src/server/rest.ts";
 import { PUBLIC_REST_SERVICES, publicOpenApiDocument } from "../../src/server/public-api.ts";
 import { expectMatchesOpenApi, openApiDocument, seenStatuses } from "../support/openapi-contract.ts";
@@ -82,6 +83,11 @@ describe("the OpenAPI document", () => {
       expect(op.responses["429"].headers["Retry-After"].required).toBe(true);
     }
     expect(doc.paths["/api/v1/signals"].get.parameters.map((p: Json) => p.name)).toContain("Idempotency-Key");
+    // Movers carry no signal (the paid product): the field is gone from the schema, and its number is reserved.
+    expect(Object.keys(doc.components.schemas.Mover.properties).sort()).toEqual(["change_24h_pct", "change_pct", "price", "symbol", "updated_at", "volume", "volume_24h"]);
+    expect(doc.components.schemas.Mover.required).not.toContain("signal");
+    expect(MoverSchema.proto.reservedName).toEqual(["signal"]);
+    expect(MoverSchema.proto.reservedRange.map((r) => [r.start, r.end])).toEqual([[7, 8]]);
     expect(doc.components.schemas.GetUsageResponse.required).toEqual(expect.arrayContaining(["credits_left", "grant_credits", "pack_credits", "calls_today", "daily_cap", "daily_reset_ts", "daily_reset_at", "next_grant_ts", "next_grant_at", "plan", "subscription_until"]));
   });
 });

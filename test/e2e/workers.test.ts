@@ -3,7 +3,8 @@
  * (server/cluster.ts), over Postgres. Both workers answer calls on the public port (read from
  * the kernel's socket table, not from anything the server says); candles pushed to the
  * internal listener (the lead, the one engine writer) are answered by the follower too;
- * alerts are sent exactly once, all by the lead; a worker killed with SIGKILL under load is
+ * alerts are sent exactly once, all by the lead; a member's chart page views meet one budget
+ * whichever worker answers them (counted in the database); a worker killed with SIGKILL under load is
  * restarted by the primary without a wrong charge; SIGTERM drains them all. On the embedded
  * database WORKERS=2 is refused as a configuration error.
  */
@@ -27,12 +28,15 @@ import { structureBreak } from "../support/structure-break.ts";
 import { connectionOwners } from "../support/socket-owners.ts";
 import { httpGet, Tally } from "../support/http-load.ts";
 import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
-import { waitFor } from "../support/reliability.ts";
+import { awayFromMytMidnight, waitFor } from "../support/reliability.ts";
+import { WebClient } from "../support/web-client.ts";
 
 const H = 3_600_000;
 const INTERNAL_TOKEN = "workers-test-internal-token-07";
 const CHAT = "7001";
 const COINS = ["WA", "WB", "WC"];
+/** The account's chart views per MYT day (the per-minute budget stays at its default of 20). */
+const PAGE_VIEWS_PER_DAY = 5;
 
 const bearer: Interceptor = (next) => (req) => {
   req.header.set("authorization", `Bearer ${INTERNAL_TOKEN}`);
@@ -94,6 +98,7 @@ describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on on
         TELEGRAM_BOT_TOKEN: FAKE_BOT_TOKEN,
         ALERT_MAX_DELAY: "7200",
         ALERT_RETRY_BASE_MS: "100",
+        PAGE_VIEWS_PER_DAY: String(PAGE_VIEWS_PER_DAY),
       }),
       90_000,
     );
@@ -163,6 +168,31 @@ describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on on
     // The lead's own counter (its internal /metrics) accounts for every message.
     const metrics = await (await fetch(`${server.internalUrl}/metrics`, { headers: { authorization: `Bearer ${INTERNAL_TOKEN}` } })).text();
     expect(metrics).toMatch(new RegExp(`^signals_alert_deliveries\\{result="sent"\\} ${COINS.length}$`, "m"));
+  });
+
+  it("chart page views are counted in the database: the account's day budget holds across both workers", async () => {
+    await awayFromMytMidnight(60_000);
+    const password = "a long password for the workers test";
+    await admin.setPassword({ accountId: BigInt(account.accountId), password });
+    const web = new WebClient(server.baseUrl);
+    expect((await web.signIn("workers@example.test", password)).status).toBe(303);
+    const cookie = `sid=${web.cookies.get("sid")}`;
+    // Rounds of 12 simultaneous views on new connections until both workers have served some.
+    const statuses: number[] = [];
+    const seen = new Set<number>();
+    for (let round = 0; round < 10 && seen.size < 2; round++) {
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 12 });
+      try {
+        const answers = await Promise.all(Array.from({ length: 12 }, () => httpGet(`${server.baseUrl}/charts/WA?tf=1h`, { cookie }, agent, 20_000)));
+        statuses.push(...answers.map((a) => a.status));
+        for (const pid of connectionOwners(server.port, server.workerPids).values()) seen.add(pid);
+      } finally {
+        agent.destroy();
+      }
+    }
+    expect(seen).toEqual(new Set(server.workerPids));
+    expect(statuses.filter((st) => st === 200)).toHaveLength(PAGE_VIEWS_PER_DAY);
+    expect(statuses.filter((st) => st === 429)).toHaveLength(statuses.length - PAGE_VIEWS_PER_DAY);
   });
 
   it("kill -9 of the follower, then of the lead, under load: each is restarted, every 200 is charged once, no charge without a call that reached a worker", async () => {

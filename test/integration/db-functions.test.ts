@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import { createTestDb, type TestDb } from "../support/test-db.ts";
 import { resultRows } from "../../src/db/client.ts";
-import { PAID_PLANS } from "../../src/accounts/accounts.ts";
+import { PAID_PLANS } from "../../src/accounts/entitlement.ts";
 import * as channels from "../../src/db/channels.ts";
 
 const FUNCTIONS_DIR = fileURLToPath(new URL("../../src/db/functions/", import.meta.url));

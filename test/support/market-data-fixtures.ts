@@ -53,12 +53,11 @@ export interface MoverJson {
   change_24h_pct: number | null;
   volume: number;
   volume_24h: number;
-  signal: string;
   updated_at: number;
 }
 
 /** The movers row the contract prescribes for a 1h-based coin on 1h or 4h, computed naively. */
-export function expectedMover(c: CoinFixture, tf: Timeframe, signal: string, updatedAt: number): MoverJson | null {
+export function expectedMover(c: CoinFixture, tf: Timeframe, updatedAt: number): MoverJson | null {
   const all = c.forming ? [...c.closed, c.forming] : c.closed;
   const latest = all[all.length - 1]!;
   let last: { open: number; close: number; volume: number } | null;
@@ -83,7 +82,6 @@ export function expectedMover(c: CoinFixture, tf: Timeframe, signal: string, upd
     change_24h_pct: ref ? (100 * (latest.close - ref.close)) / ref.close : null,
     volume: last.volume,
     volume_24h: all.filter((k) => k.openTime > latest.openTime - 24 * H).reduce((s, k) => s + k.volume, 0),
-    signal,
     updated_at: updatedAt,
   };
 }

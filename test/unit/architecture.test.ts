@@ -24,7 +24,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   accounts: ["db", "billing"],
   payments: ["db", "billing"],
   market: ["db", "engine"],
-  alerts: ["db", "market"],
+  alerts: ["db", "market", "accounts"],
   events: ["db", "market"],
   signals: ["db", "market", "accounts", "billing", "observability"],
   "market-data": ["db", "market", "accounts", "observability", "signals"],

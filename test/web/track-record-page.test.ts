@@ -1,17 +1,21 @@
 /**
  * The public /track-record page and the chart page's backtest over real BTC candles imported
- * through the market feed: /track-record answers with no session, its figures are the chart
- * page's for the same coin, timeframe and fee, they are computed once per candle close (a
- * metric counts computations) and a new close shows at the next view; the fee parameter is
- * validated (400, never 500) and changes the numbers as the backtest module says; the chart
- * page warns when the coin's feed is behind or stale and not when it is live.
+ * through the market feed: /track-record answers with no session and counts only signals that
+ * ended at least 24 h ago (its figures are the chart page's for a member without current
+ * access, and a fresh computation of that cut), a paid member's chart page has the whole
+ * history; both are computed once per candle close (a metric counts computations) and a new
+ * close shows at the next view; the fee parameter is validated (400, never 500) and changes the
+ * numbers as the backtest module says; the chart page warns when the coin's feed is behind or
+ * stale and not when it is live.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CandleUpdate } from "../../src/market/validate.ts";
 import { readCandleFile } from "../../src/market/csv-candles.ts";
 import { setMemberPassword } from "../../src/web/credentials.ts";
 import { DEFAULT_FEE_PCT, runBacktest, type BacktestResult } from "../../src/web/backtest.ts";
-import { loadChartData } from "../../src/web/chart-data.ts";
+import { loadChartData, type ChartData } from "../../src/web/chart-data.ts";
+import { computeTrackRecord } from "../../src/web/track-record.ts";
+import { TIMEFRAME_MS, type Timeframe } from "../../src/market/timeframes.ts";
 import { backtestFigures } from "../../src/web/chart-page.ts";
 import { REAL_CANDLES_DIR, realCandlesAvailable } from "../support/real-candles.ts";
 import { createTestClock, startTestServer, type TestServer } from "../support/test-server.ts";
@@ -41,9 +45,33 @@ const expectedFigures = (bt: BacktestResult): Figures => {
   return { trades, winRate, avgResult, total, buyHold, drawdown };
 };
 
+/**
+ * The backtest everyone without current access sees, computed here from the rule's words: the
+ * series as it stood just before the signal that was in force 24 hours before `now`.
+ */
+function endedBacktest(fresh: ChartData, tf: Timeframe, now: number): BacktestResult {
+  const tfMs = TIMEFRAME_MS[tf];
+  const horizon = now - 24 * H;
+  const inForceAtHorizon = fresh.events.map((e) => e.candleOpenTime + tfMs).filter((t) => t <= horizon).at(-1);
+  const until = inForceAtHorizon === undefined ? horizon : inForceAtHorizon - 1;
+  const events = fresh.events.filter((e) => e.candleOpenTime + tfMs <= until);
+  const times: number[] = [];
+  const closes: number[] = [];
+  for (let i = 0; i < fresh.closes.times.length; i++) {
+    if (fresh.closes.times[i]! + tfMs > until) break;
+    times.push(fresh.closes.times[i]!);
+    closes.push(fresh.closes.closes[i]!);
+  }
+  const record = computeTrackRecord(events, times.map((openTime, i) => ({ openTime, close: closes[i]! })));
+  return runBacktest(record.trades, { times, closes }, DEFAULT_FEE_PCT);
+}
+
 describe.runIf(realCandlesAvailable)("public track record and the chart page's backtest", () => {
   let server: TestServer;
+  /** A node member: may call the paid endpoint, so sees every signal. */
   let member: WebClient;
+  /** A free sign-up: sees the signals that ended, as /track-record does. */
+  let freeMember: WebClient;
   let held: CandleUpdate[] = [];
 
   /** Computations counted by the metric, per timeframe. */
@@ -65,6 +93,10 @@ describe.runIf(realCandlesAvailable)("public track record and the chart page's b
     await setMemberPassword(server.db.handle, account.accountId, "a long and correct password");
     member = new WebClient(server.baseUrl);
     expect((await member.signIn("rita.record@example.test", "a long and correct password")).status).toBe(303);
+    const free = await server.account({ email: "fred.free@example.test", plan: "free" });
+    await setMemberPassword(server.db.handle, free.accountId, "a long and correct password");
+    freeMember = new WebClient(server.baseUrl);
+    expect((await freeMember.signIn("fred.free@example.test", "a long and correct password")).status).toBe(303);
   }, 120_000);
 
   afterAll(async () => {
@@ -88,15 +120,24 @@ describe.runIf(realCandlesAvailable)("public track record and the chart page's b
     expect(atFee.headers.get("location")).toBe(`/signin?next=${encodeURIComponent("/charts/BTC?tf=1h&fee=0.2")}`);
   });
 
-  it("shows the chart page's numbers for the same coin, timeframe and fee, equal to a fresh computation", async () => {
+  it("counts the signals that ended at least 24 h ago, as a member without current access sees them on the chart page; a paid member's chart page has them all", async () => {
     const body = await (await fetch(`${server.baseUrl}/track-record`)).text();
+    // A signed-in paid member sees the same public table.
+    const table = (page: string) => /<table id="public-track-record"[\s\S]*?<\/table>/.exec(page)![0];
+    expect(table((await member.get("/track-record")).body)).toBe(table(body));
     for (const tf of ["1h", "4h", "1d"] as const) {
+      const fresh = (await loadChartData(server.db.handle, "BTC", tf))!;
+      const ended = expectedFigures(endedBacktest(fresh, tf, server.clock()));
+      expect(publicRow(body, `BTC/${tf}`), tf).toEqual(ended);
+      const freePage = await freeMember.get(`/charts/BTC?tf=${tf}`);
+      expect(freePage.status).toBe(200);
+      expect(chartFigures(freePage.body), tf).toEqual(ended);
       const page = await member.get(`/charts/BTC?tf=${tf}`);
       expect(page.status).toBe(200);
-      expect(publicRow(body, `BTC/${tf}`), tf).toEqual(chartFigures(page.body));
-      const fresh = (await loadChartData(server.db.handle, "BTC", tf))!;
       expect(chartFigures(page.body), tf).toEqual(expectedFigures(runBacktest(fresh.record.trades, fresh.closes, DEFAULT_FEE_PCT)));
     }
+    // The cut is real: on 1h the paid member's page counts trades the public one does not yet.
+    expect(Number(chartFigures((await member.get("/charts/BTC?tf=1h")).body).trades.replace(/,/g, ""))).toBeGreaterThan(Number(publicRow(body, "BTC/1h").trades.replace(/,/g, "")));
   });
 
   it("computes once per close: further views of either page recompute nothing", async () => {
@@ -116,17 +157,20 @@ describe.runIf(realCandlesAvailable)("public track record and the chart page's b
   });
 
   it("reflects a new candle close at the next view, recomputing that series once", async () => {
-    const before = (await fetch(`${server.baseUrl}/track-record`).then((r) => r.text()));
+    const before = chartFigures((await member.get("/charts/BTC?tf=1h")).body);
     const counted = await computations("1h");
     expect((await server.feed!.ingest(held)).rejected).toBe(0);
     const after = await (await fetch(`${server.baseUrl}/track-record`)).text();
     expect(await computations("1h")).toBe(counted + 1);
     const fresh = (await loadChartData(server.db.handle, "BTC", "1h"))!;
     expect(fresh.backtest.to).toBe(held[held.length - 1]!.openTime);
-    expect(publicRow(after, "BTC/1h")).toEqual(expectedFigures(fresh.backtest));
+    expect(publicRow(after, "BTC/1h")).toEqual(expectedFigures(endedBacktest(fresh, "1h", server.clock())));
+    const paid = chartFigures((await member.get("/charts/BTC?tf=1h")).body);
+    expect(paid).toEqual(expectedFigures(fresh.backtest));
     // Buy-and-hold runs to the last close, so 48 more hours of BTC move it.
-    expect(publicRow(after, "BTC/1h").buyHold).not.toBe(publicRow(before, "BTC/1h").buyHold);
-    expect(chartFigures((await member.get("/charts/BTC?tf=1h")).body)).toEqual(publicRow(after, "BTC/1h"));
+    expect(paid.buyHold).not.toBe(before.buyHold);
+    expect(chartFigures((await freeMember.get("/charts/BTC?tf=1h")).body)).toEqual(publicRow(after, "BTC/1h"));
+    expect(await computations("1h")).toBe(counted + 1);
   });
 
   it("shows no banner while the feed is live, and a stale banner once no update came for the staleness limit", async () => {

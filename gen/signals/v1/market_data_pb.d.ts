@@ -4,7 +4,6 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import type { Message } from "@bufbuild/protobuf";
-import type { Signal } from "./signals_pb.js";
 
 /**
  * Describes the file signals/v1/market_data.proto.
@@ -144,14 +143,6 @@ export declare type Mover = Message<"signals.v1.Mover"> & {
    * @generated from field: double volume_24h = 6;
    */
   volume24h: number;
-
-  /**
-   * The coin's current signal on the timeframe; REST sends the name without the SIGNAL_
-   * prefix. NONE also when the coin has no reading on that timeframe yet.
-   *
-   * @generated from field: signals.v1.Signal signal = 7;
-   */
-  signal: Signal;
 
   /**
    * When the coin's feed last delivered an update, Unix epoch milliseconds.
@@ -794,6 +785,7 @@ export declare const FundamentalsRowSchema: GenMessage<FundamentalsRow>;
 export declare const MarketDataService: GenService<{
   /**
    * GetMovers ranks the coins of the candle store by their price change and volume. Free.
+   * It carries no signal: the current signal is sold through GetSignals only.
    *
    * @generated from rpc signals.v1.MarketDataService.GetMovers
    */

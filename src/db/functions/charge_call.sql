@@ -5,7 +5,7 @@
 --
 -- The whole check-and-charge of one paid call. Checks run in the contract's order; only the
 -- 'ok' outcome changes balances (one 'charge' ledger row; the day's count on the account row).
--- The paid plans ('node', 'founding_seat') are PAID_PLANS in src/accounts/accounts.ts, and the
+-- The paid plans ('node', 'founding_seat') are PAID_PLANS in src/accounts/entitlement.ts, and the
 -- channel 'outbox_ready' is OUTBOX_READY in src/db/channels.ts (a test compares them).
 -- A charge that takes credits_left below the low-balance threshold writes the member's notice
 -- to the outbox in the same transaction (one row per crossing; the flag re-arms when a grant,

@@ -6,7 +6,8 @@
  */
 import { Hono } from "hono";
 import { getCookie } from "hono/cookie";
-import { activeKeyId, getAccountSummary, PAID_PLANS, regenerateKeyIfCurrent } from "../../accounts/accounts.ts";
+import { activeKeyId, getAccountSummary, regenerateKeyIfCurrent } from "../../accounts/accounts.ts";
+import { isPaidPlan } from "../../accounts/entitlement.ts";
 import { applyMonthlyGrant } from "../../billing/tokens.ts";
 import { allLedgerRows, dailyUsage, ledgerPage } from "../../billing/ledger-history.ts";
 import { activeKeyTimes } from "../../accounts/key-last-used.ts";
@@ -56,7 +57,7 @@ export function accountRoutes(kit: PageKit): Hono<WebEnv> {
       lastUsedWindowMs: config.keyLastUsedFlushMs,
       alerts: await getAlertSettings(db, signed.session.accountId),
       billing: billingView(kit.payments, signed.summary, signed.ctx.signedIn.csrfToken),
-      telegram: telegramView(kit, null),
+      telegram: telegramView(kit, signed, null),
       ...extra,
     };
   }
@@ -85,7 +86,7 @@ export function accountRoutes(kit: PageKit): Hono<WebEnv> {
                 : c.req.query("checkout") === "cancelled"
                   ? "Checkout cancelled. Nothing was charged."
                   : null;
-    const telegram = telegramView(kit, takeTelegramTestResult(kit, c));
+    const telegram = telegramView(kit, signed, takeTelegramTestResult(kit, c));
     return kit.page(c, 200, renderAccountPage(signed.ctx, await accountView(signed, { flash, telegram }, before), [kit.assets.url("telegram.js")]));
   });
   app.all("/account", methodNotAllowed(kit, "GET"));
@@ -117,7 +118,7 @@ export function accountRoutes(kit: PageKit): Hono<WebEnv> {
     const accountId = signed.session.accountId;
     const submitted = c.get("form").get("confirm") ?? "";
     if (submitted === "") return kit.seeOther(c, "/account/key");
-    if (signed.summary.keyPrefix === "" && !(PAID_PLANS as readonly string[]).includes(signed.summary.plan)) {
+    if (signed.summary.keyPrefix === "" && !isPaidPlan(signed.summary.plan)) {
       return kit.page(c, 403, renderMessagePage(signed.ctx, "Subscribe first", "An API key is made once your plan is paid. Subscribe on your account page.", { href: "/account", text: "Back to your account" }));
     }
     // Each confirmation replaces one given key: sent again (a reload, Back, a double click), it no

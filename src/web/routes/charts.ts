@@ -1,7 +1,10 @@
 /**
  * The charts a signed-in member may open: `/charts` (the coins with candles) and
  * `/charts/<SYMBOL>?tf=…&fee=…` (candles, volume, signal markers, current levels, the track
- * record and the backtest at a fee per side; a bad fee is a 400 page).
+ * record and the backtest at a fee per side; a bad fee is a 400 page). What the member sees is
+ * the entitlement rule's: an account that may call the paid endpoint now sees the current
+ * levels and every signal (each view counted against the page-view budgets, 429 past them);
+ * any other sees the price history and the signals that ended (web/ended-history.ts).
  */
 import { Hono } from "hono";
 import { isWellFormedSymbol } from "../../market/symbols.ts";
@@ -10,13 +13,26 @@ import { renderMessagePage } from "../auth-pages.ts";
 import { DEFAULT_FEE_PCT, parseFeePct } from "../backtest.ts";
 import { listChartCoins } from "../chart-data.ts";
 import { loadFeedStatus } from "../status-page.ts";
-import { chartPath, renderChartIndexPage, renderChartPage } from "../chart-page.ts";
-import { methodNotAllowed, type PageKit, type WebEnv } from "../page-kit.ts";
+import { chartPath, renderChartIndexPage, renderChartPage, type ChartAccess } from "../chart-page.ts";
+import { methodNotAllowed, type PageKit, type Signed, type WebContext, type WebEnv } from "../page-kit.ts";
+import { entitlement, viewerOf } from "../../accounts/entitlement.ts";
+import type { ChartData } from "../chart-data.ts";
+import { endedHistoryOf } from "../ended-history.ts";
+import { countPageView, type PageViewVerdict } from "../page-views.ts";
 
 /** Routes of `/charts` and `/charts/:symbol`. */
 export function chartRoutes(kit: PageKit): Hono<WebEnv> {
   const { db, clock, config } = kit.deps;
   const app = new Hono<WebEnv>();
+  const { perSessionPerMinute, perAccountPerDay } = config.pageViews;
+
+  /** 429 when a page-view budget is used up, with when it refills. */
+  function tooManyViews(c: WebContext, signed: Signed, verdict: Extract<PageViewVerdict, { ok: false }>): Response {
+    const seconds = Math.max(1, Math.ceil(verdict.retryAfterMs / 1000));
+    const budget = verdict.budget === "session" ? `${perSessionPerMinute} chart views a minute in one browser session` : `${perAccountPerDay} chart views a day (MYT) for one account`;
+    const wait = seconds < 120 ? `${seconds} seconds` : `${Math.ceil(seconds / 60)} minutes`;
+    return kit.page(c, 429, renderMessagePage(signed.ctx, "Too many chart views", `Chart pages show the current signal at a person's pace: at most ${budget}. Try again in ${wait}. For more, use the API.`, { href: "/charts", text: "Back to the charts" }), { "retry-after": String(seconds) });
+  }
 
   app.get("/charts", kit.session, async (c) => {
     const signed = c.get("signed");
@@ -42,9 +58,19 @@ export function chartRoutes(kit: PageKit): Hono<WebEnv> {
       return kit.page(c, 404, renderMessagePage(signed.ctx, "No such timeframe", `${symbol} has no ${tf} candles; it has ${data.timeframes.join(", ")}.`, { href: chartPath(symbol, data.timeframes[0]!), text: `Open ${symbol} ${data.timeframes[0]}` }));
     }
     const now = clock();
+    // The current signal only for an account that may call the paid endpoint now, at a person's pace.
+    let shown: { data: ChartData; access: ChartAccess };
+    if (entitlement(viewerOf(signed.summary, now), "chart_page").currentSignal) {
+      const verdict = await countPageView(db, { sessionHash: signed.session.tokenHash, accountId: signed.session.accountId }, config.pageViews, now);
+      if (!verdict.ok) return tooManyViews(c, signed, verdict);
+      shown = { data, access: { current: true } };
+    } else {
+      const ended = endedHistoryOf(data, now);
+      shown = { data: ended.data, access: { current: false, until: ended.until } };
+    }
     const [status] = await loadFeedStatus(db, now, config.staleAfterMs, symbol);
-    const backtest = kit.chartData.backtestAt(data, fee.feePct);
-    return kit.page(c, 200, renderChartPage(signed.ctx, data, backtest, { status: status ?? null, now, staleAfterMs: config.staleAfterMs }, [kit.assets.url("lightweight-charts.js"), kit.assets.url("chart.js")]));
+    const backtest = kit.chartData.backtestAt(shown.data, fee.feePct);
+    return kit.page(c, 200, renderChartPage(signed.ctx, shown.data, backtest, { status: status ?? null, now, staleAfterMs: config.staleAfterMs }, [kit.assets.url("lightweight-charts.js"), kit.assets.url("chart.js")], shown.access));
   });
   app.all("/charts/:symbol{[^/]{1,40}}", methodNotAllowed(kit, "GET"));
   return app;

@@ -11,6 +11,7 @@ import { getCookie } from "hono/cookie";
 import { errorBodyOf, type ErrorCode } from "../../errors.ts";
 import { errorSummary } from "../../logger.ts";
 import { secretsEqual } from "../../accounts/api-key.ts";
+import { entitlement, viewerOf } from "../../accounts/entitlement.ts";
 import { getAlertSettings } from "../../alerts/settings.ts";
 import { createTelegramSender } from "../../alerts/telegram.ts";
 import { connectLink, createConnectToken, disconnectChat } from "../../alerts/telegram-connect.ts";
@@ -18,8 +19,8 @@ import { handleUpdate, parseUpdate } from "../../alerts/telegram-updates.ts";
 import { renderMessagePage } from "../auth-pages.ts";
 import { clientAddress } from "../http.ts";
 import { recordFailure, throttleKeys, throttleWaits, type ThrottlePolicy } from "../throttle.ts";
-import { methodNotAllowed, type PageKit, type WebContext, type WebEnv } from "../page-kit.ts";
-import type { TelegramTestResult, TelegramView } from "../telegram-card.ts";
+import { methodNotAllowed, type PageKit, type Signed, type WebContext, type WebEnv } from "../page-kit.ts";
+import { NO_ALERTS_IN_PLAN, UNPROVEN_CHAT, type TelegramTestResult, type TelegramView } from "../telegram-card.ts";
 
 /** The header Telegram sends with every webhook request (setWebhook's secret_token). */
 const SECRET_HEADER = "x-telegram-bot-api-secret-token";
@@ -49,10 +50,15 @@ export function takeTelegramTestResult(kit: PageKit, c: WebContext): TelegramTes
   return match ? { accepted: false, error: Buffer.from(match[1]!, "base64url").toString("utf8") } : null;
 }
 
-/** What the account page's Telegram card may offer on this server. */
-export function telegramView(kit: PageKit, testResult: TelegramTestResult | null): TelegramView {
+/** What the account page's Telegram card may offer on this server to this member. */
+export function telegramView(kit: PageKit, signed: Signed, testResult: TelegramTestResult | null): TelegramView {
   const { alerts } = kit.deps.config;
-  return { connectable: alerts.telegramBotUsername !== null && alerts.telegramUpdates !== "off", canSend: alerts.telegramBotToken !== null, testResult };
+  return {
+    connectable: alerts.telegramBotUsername !== null && alerts.telegramUpdates !== "off",
+    canSend: alerts.telegramBotToken !== null,
+    alertsInPlan: entitlement(viewerOf(signed.summary, kit.deps.clock()), "alerts").admitted,
+    testResult,
+  };
 }
 
 /** Routes of `/account/telegram/*` and `/webhooks/telegram`. */
@@ -65,7 +71,7 @@ export function telegramRoutes(kit: PageKit): Hono<WebEnv> {
 
   app.post("/account/telegram/connect", kit.session, kit.form, kit.signedInForm, async (c) => {
     const signed = c.get("signed")!;
-    if (!telegramView(kit, null).connectable) {
+    if (!telegramView(kit, signed, null).connectable) {
       return kit.page(c, 404, renderMessagePage(signed.ctx, "Telegram is not set up", "This server cannot connect Telegram in one tap. Enter your chat id on the account page instead.", backToAccount));
     }
     const token = await createConnectToken(db, signed.session.accountId, clock());
@@ -75,11 +81,19 @@ export function telegramRoutes(kit: PageKit): Hono<WebEnv> {
 
   app.post("/account/telegram/test", kit.session, kit.form, kit.signedInForm, async (c) => {
     const signed = c.get("signed")!;
-    const chatId = (await getAlertSettings(db, signed.session.accountId))?.chatId ?? null;
+    const now = clock();
+    if (!entitlement(viewerOf(signed.summary, now), "test_alert").admitted) {
+      return kit.page(c, 403, renderMessagePage(signed.ctx, "Alerts are not in your plan", NO_ALERTS_IN_PLAN, backToAccount));
+    }
+    const settings = await getAlertSettings(db, signed.session.accountId);
+    const chatId = settings?.chatId ?? null;
     if (sender === null || chatId === null) {
       return kit.page(c, 409, renderMessagePage(signed.ctx, "No chat to test", "Connect Telegram first; then a test alert can be sent to it.", backToAccount));
     }
-    const now = clock();
+    // A typed chat id proves nothing: the bot would message whatever chat was typed.
+    if (!settings!.chatVerified) {
+      return kit.page(c, 409, renderMessagePage(signed.ctx, "Connect Telegram first", UNPROVEN_CHAT, backToAccount));
+    }
     const keys = throttleKeys(clientAddress(kit.nodeRequest(c), config.trustProxy), `account-${signed.session.accountId}`, TEST_ALERT_THROTTLE.scope);
     const waits = await throttleWaits(db, keys, TEST_ALERT_THROTTLE, now);
     const waitMs = Math.max(waits.address, waits.email);

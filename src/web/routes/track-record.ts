@@ -1,9 +1,12 @@
 /**
  * The public `/track-record` page: no sign-in and no Token; every coin and timeframe's backtest
  * at the stated default fee, served from the chart data cache (recomputed per candle close or
- * signal event, not per view).
+ * signal event, not per view). A public page shows no current signal to anyone (the
+ * entitlement rule): each series counts the signals that ended (web/ended-history.ts).
  */
 import { Hono } from "hono";
+import { entitlement, viewerOf } from "../../accounts/entitlement.ts";
+import { endedHistoryOf } from "../ended-history.ts";
 import { renderTrackRecordPage } from "../track-record-page.ts";
 import { methodNotAllowed, type PageKit, type WebEnv } from "../page-kit.ts";
 
@@ -11,9 +14,14 @@ import { methodNotAllowed, type PageKit, type WebEnv } from "../page-kit.ts";
 export function trackRecordRoutes(kit: PageKit): Hono<WebEnv> {
   const app = new Hono<WebEnv>();
   app.get("/track-record", kit.session, async (c) => {
-    const series = await kit.chartData.all();
-    const ctx = c.get("signed")?.ctx ?? kit.publicCtx;
-    return kit.page(c, 200, renderTrackRecordPage(ctx, series.map((data) => ({ data, backtest: data.backtest }))));
+    const signed = c.get("signed");
+    const now = kit.deps.clock();
+    const current = entitlement(signed === null ? null : viewerOf(signed.summary, now), "track_record").currentSignal;
+    const series = (await kit.chartData.all()).map((data) => {
+      const shown = current ? { data, until: null } : endedHistoryOf(data, now);
+      return { data: shown.data, backtest: shown.data.backtest, until: shown.until };
+    });
+    return kit.page(c, 200, renderTrackRecordPage(signed?.ctx ?? kit.publicCtx, series));
   });
   app.all("/track-record", methodNotAllowed(kit, "GET"));
   return app;

@@ -300,7 +300,7 @@ describe("JSON lines of `signals data import`", () => {
 });
 
 describe("rankMovers", () => {
-  const row = (symbol: string, change24hPct: number | null, volume24h: number): MoverRow => ({ symbol, price: 1, changePct: 0, change24hPct, volume: 1, volume24h, signal: "NONE", updatedAt: NOW });
+  const row = (symbol: string, change24hPct: number | null, volume24h: number): MoverRow => ({ symbol, price: 1, changePct: 0, change24hPct, volume: 1, volume24h, updatedAt: NOW });
 
   it("gainers (> 0, largest first), losers (< 0, most negative first), ties by symbol; no 24 h change, no ranking", () => {
     const rows = [row("A", 5, 10), row("B", -3, 30), row("C", 5, 20), row("D", null, 99), row("E", 0, 5), row("F", -7, 30)];
