@@ -55,16 +55,20 @@ export const CONFIDENCE_CONCLUSIONS = `- **Nothing here changes the served engin
   its own study (0.750 against all 47), below 0.95; the probability that the MS-2 study's
   selection procedure overfits at 4h is 0.400 (0.747 at 1d, consistent with its walk-forward
   rejection there). Out of sample its equal-weight portfolio earned a Sharpe ratio of 0.77 (PSR
-  0.777): a positive, unproven year in which it beat buy-and-hold on no coin.
+  0.777): a positive, unproven year in which it beat buy-and-hold on no coin. At 1d many of the
+  study's configurations show a DSR above 0.95 on the whole design period (its selection, the
+  break buffer of 0.25 ATR, 0.977), yet none beat MS-1 in the walk-forward and the PBO is 0.747:
+  a high in-sample DSR at 1d does not survive the choice among them.
 - **The principled candidates** improve on MS-1 at 1h and 4h mostly by staying out of the market
   against the trend and by losing less on shorts, not by finding a new edge. At 1h none is
   convincing: the best, 4-week momentum, has a Sharpe ratio of 0.29 (PSR 0.683, DSR 0.257) and
   every candidate is negative on F2–F5. At 4h, (b) higher timeframe holds (Sharpe 1.29, PSR
   0.981, DSR 0.859), 4-week momentum (1.14, 0.972, 0.810) and (a) higher timeframe agrees (0.98,
   0.946, 0.722) all beat MS-1 on at least three folds, but outside F1 their portfolio Sharpe
-  ratios stay between −0.65 and +0.49 a year. At 1d, 4-week momentum is the one rule above 0.95 after deflation (Sharpe 1.58, PSR
-  0.994, DSR 0.953), and it beats MS-1 on only three of five folds; (b) lost two whole short
-  stakes (DOT and XRP in August 2021) by holding shorts as long as the weekly signal lasted.
+  ratios stay between −0.65 and +0.49 a year. At 1d, 4-week momentum is the only one of them
+  above 0.95 after deflation (Sharpe 1.58, PSR 0.994, DSR 0.953), and it beats MS-1 on only
+  three of five folds; (b) lost two whole short stakes (DOT and XRP in August 2021) by holding
+  shorts as long as the weekly signal lasted.
   Among the momentum look-backs, 4 weeks is the best at every timeframe and 1 to 3 weeks are
   weaker (at 1d below MS-1): the choice of 4 weeks is itself a selection, counted in N.
 - **Carried into the pre-registered hold-out**, by the rule stated above: at 1h (b) and 4-week
