@@ -55,10 +55,10 @@ export const CONFIDENCE_CONCLUSIONS = `- **Nothing here changes the served engin
   its own study (0.750 against all 47), below 0.95; the probability that the MS-2 study's
   selection procedure overfits at 4h is 0.400 (0.747 at 1d, consistent with its walk-forward
   rejection there). Out of sample its equal-weight portfolio earned a Sharpe ratio of 0.77 (PSR
-  0.777): a positive, unproven year in which it beat buy-and-hold on no coin. At 1d many of the
-  study's configurations show a DSR above 0.95 on the whole design period (its selection, the
-  break buffer of 0.25 ATR, 0.977), yet its walk-forward selections never beat MS-1 and the PBO is 0.747:
-  a high in-sample DSR at 1d does not survive the choice among them.
+  0.777): a positive, unproven year in which it beat buy-and-hold on no coin. At 1d, 29 of the
+  study's 41 configurations show a DSR above 0.95 on the whole design period (its selection, the
+  break buffer of 0.25 ATR, 0.977), yet its walk-forward selections never beat MS-1 and the PBO
+  is 0.747: a high in-sample DSR at 1d does not survive the choice among them.
 - **The principled candidates** improve on MS-1 at 1h and 4h mostly by staying out of the market
   against the trend and by losing less on shorts, not by finding a new edge. At 1h none is
   convincing: the best, 4-week momentum, has a Sharpe ratio of 0.29 (PSR 0.683, DSR 0.257) and
