@@ -1,23 +1,35 @@
 /**
  * Backtest accounting of the signal-quality study (docs/signal-quality.md): the chart pages'
  * trades (src/web/track-record.ts, same exit rules), taken one position at a time inside a
- * window, with a fee on each side, compounding, mark-to-market drawdown, exposure and
- * buy-and-hold over the same candles. Pure: no I/O, no clock.
+ * window, with a fee and a slippage on each side, compounding, mark-to-market drawdown, exposure
+ * and buy-and-hold over the same candles. Pure: no I/O, no clock.
+ *
+ * This is the reference for every page that shows results after costs: the fee is charged on
+ * the notional actually traded on each side, which for a short's exit is the buy-back
+ * (exit price × units), not the position's value.
  */
-import type { Trade, TrackCandle, TrackEvent } from "../../src/web/track-record.ts";
+import type { TrackCandle, TrackEvent } from "../../src/web/track-record.ts";
 import { computeTrackRecord } from "../../src/web/track-record.ts";
 
 /** Half-open window [start, end) of candle open times (epoch ms). */
 export type Window = { readonly start: number; readonly end: number };
 
-/** One trade taken by the one-position backtest, with its result after fees. */
+/** Costs per side, as fractions of the traded notional. */
+export type Costs = {
+  /** Exchange fee per side (0.001 = 0.1%). */
+  readonly fee: number;
+  /** Slippage per side: each fill is this fraction worse than the signal's price (0.0003 = 0.03%). */
+  readonly slippage: number;
+};
+
+/** One trade taken by the one-position backtest, with its result after costs. */
 export type TakenTrade = {
   readonly direction: 1 | -1;
   readonly entryIndex: number;
   readonly exitIndex: number;
   readonly entryPrice: number;
   readonly exitPrice: number;
-  /** Equity multiple of the trade after both fees: (1 − f)·(1 + r − f·exit/entry). */
+  /** Equity multiple of the trade after both sides' costs (positionValue). */
   readonly growth: number;
 };
 
@@ -40,10 +52,18 @@ export type Metrics = {
   readonly buyHoldPct: number;
 };
 
-/** Equity multiple of a position marked or closed at `price`: fee f paid at entry and on the exit notional. */
-export function positionValue(direction: 1 | -1, entry: number, price: number, fee: number): number {
-  const r = (direction * (price - entry)) / entry;
-  return (1 - fee) * (1 + r - (fee * price) / entry);
+/**
+ * Equity multiple of a position marked or closed at `price`. Slippage s moves both fills against
+ * the position (entry E = entry·(1 + d·s), exit X = price·(1 − d·s)); the fee f is paid at entry
+ * and on the exit notional: (1 − f)·(1 + d·(X − E)/E − f·X/E). For a long that is
+ * (1 − f)²·X/E; for a short, (1 − f)·(2 − (1 + f)·X/E). Never below 0: an unleveraged position
+ * can lose its stake but not more (a short is liquidated before that; see takenTrade).
+ */
+export function positionValue(direction: 1 | -1, entry: number, price: number, costs: Costs): number {
+  const filledEntry = entry * (1 + direction * costs.slippage);
+  const filledExit = price * (1 - direction * costs.slippage);
+  const r = (direction * (filledExit - filledEntry)) / filledEntry;
+  return Math.max(0, (1 - costs.fee) * (1 + r - (costs.fee * filledExit) / filledEntry));
 }
 
 /** Index of the first candle whose openTime is ≥ time (candles sorted). */
@@ -58,19 +78,25 @@ function lowerBound(candles: readonly TrackCandle[], time: number): number {
   return lo;
 }
 
+/** The candles of a window: indices [first, last) of the candles opening inside it. */
+export function windowRange(candles: readonly TrackCandle[], window: Window): { first: number; last: number } {
+  return { first: lowerBound(candles, window.start), last: lowerBound(candles, window.end) };
+}
+
 /**
  * Trades taken inside the window, one position at a time, starting flat at the window's start.
  * Only events and candles inside the window are seen, so a trade still open at its end is closed
  * at the window's last close (the exit rules never look past the window).
  */
-export function takeTrades(events: readonly TrackEvent[], candles: readonly TrackCandle[], window: Window, fee: number): TakenTrade[] {
-  const first = lowerBound(candles, window.start);
-  const last = lowerBound(candles, window.end);
+export function takeTrades(events: readonly TrackEvent[], candles: readonly TrackCandle[], window: Window, costs: Costs): TakenTrade[] {
+  const { first, last } = windowRange(candles, window);
   const inside = candles.slice(first, last);
   if (inside.length === 0) return [];
   const seen = events.filter((e) => e.candleOpenTime >= window.start && e.candleOpenTime < window.end);
   const { trades } = computeTrackRecord(seen, inside);
   const indexOf = (time: number): number => lowerBound(inside, time);
+  // A trade enters and exits at closes of the window (its event's close, or the close through its defense).
+  const closes = inside.map((c) => c.close);
   const taken: TakenTrade[] = [];
   let heldUntil = Number.NEGATIVE_INFINITY;
   for (const trade of trades) {
@@ -79,57 +105,82 @@ export function takeTrades(events: readonly TrackEvent[], candles: readonly Trac
     // The chart page's rule: a trade entered while a position is held is skipped; a reversal's
     // entry is the previous exit, so it is taken.
     if (trade.entryTime < heldUntil) continue;
-    taken.push(takenTrade(trade, indexOf(trade.entryTime), indexOf(trade.exitTime), fee));
+    taken.push(takenTrade(trade.direction, indexOf(trade.entryTime), indexOf(trade.exitTime), closes, costs));
     heldUntil = trade.exitTime;
   }
   return taken;
 }
 
-function takenTrade(trade: Trade, entryIndex: number, exitIndex: number, fee: number): TakenTrade {
-  return {
-    direction: trade.direction,
-    entryIndex,
-    exitIndex,
-    entryPrice: trade.entryPrice,
-    exitPrice: trade.exitPrice,
-    growth: positionValue(trade.direction, trade.entryPrice, trade.exitPrice, fee),
-  };
+/**
+ * A trade held from close `entryIndex` to close `exitIndex` of a window's `closes`, filled at
+ * those closes. A short whose value reaches zero at a close on the way (the price about doubled)
+ * is liquidated there, losing its whole stake and no more, as an exchange closes an unleveraged
+ * short; a long cannot reach zero.
+ */
+export function takenTrade(direction: 1 | -1, entryIndex: number, exitIndex: number, closes: readonly number[], costs: Costs): TakenTrade {
+  const entryPrice = closes[entryIndex]!;
+  if (direction === -1) {
+    for (let k = entryIndex + 1; k < exitIndex; k++) {
+      if (positionValue(direction, entryPrice, closes[k]!, costs) === 0) return { direction, entryIndex, exitIndex: k, entryPrice, exitPrice: closes[k]!, growth: 0 };
+    }
+  }
+  const exitPrice = closes[exitIndex]!;
+  return { direction, entryIndex, exitIndex, entryPrice, exitPrice, growth: positionValue(direction, entryPrice, exitPrice, costs) };
+}
+
+/**
+ * Calls `visit(i, value)` with the mark-to-market equity at every close of the window: cash while
+ * flat, liquidation value while in a position. At a reversal's close it is called twice: the
+ * closed trade's result, then the new position's entry mark.
+ */
+export function visitMarks(trades: readonly TakenTrade[], closes: readonly number[], costs: Costs, visit: (index: number, value: number) => void): void {
+  let equity = 1;
+  let next = 0;
+  for (let i = 0; i < closes.length; i++) {
+    const trade = trades[next];
+    if (trade !== undefined && i >= trade.entryIndex && i <= trade.exitIndex) {
+      visit(i, equity * (i === trade.exitIndex ? trade.growth : positionValue(trade.direction, trade.entryPrice, closes[i]!, costs)));
+      if (i === trade.exitIndex) {
+        equity *= trade.growth;
+        next++;
+        // A reversal enters at the same close it exits; its own entry mark is taken on this close too.
+        const following = trades[next];
+        if (following !== undefined && following.entryIndex === i) visit(i, equity * positionValue(following.direction, following.entryPrice, closes[i]!, costs));
+      }
+    } else {
+      visit(i, equity);
+    }
+  }
+}
+
+/** The mark-to-market equity at every close (after any reversal at that close), starting from 1. */
+export function markedEquity(trades: readonly TakenTrade[], closes: readonly number[], costs: Costs): number[] {
+  const equity = new Array<number>(closes.length).fill(1);
+  visitMarks(trades, closes, costs, (i, value) => {
+    equity[i] = value;
+  });
+  return equity;
+}
+
+/** Candle intervals spent in a position by one-at-a-time trades. */
+export function heldIntervals(trades: readonly TakenTrade[]): number {
+  return trades.reduce((sum, t) => sum + t.exitIndex - t.entryIndex, 0);
 }
 
 /** Every figure of the study for trades already taken over `closes` (the window's candle closes). */
-export function metricsOf(trades: readonly TakenTrade[], closes: readonly number[], fee: number): Metrics {
+export function metricsOf(trades: readonly TakenTrade[], closes: readonly number[], costs: Costs): Metrics {
   const results = trades.map((t) => (t.growth - 1) * 100);
   const gains = results.filter((r) => r > 0).reduce((s, r) => s + r, 0);
   const losses = -results.filter((r) => r < 0).reduce((s, r) => s + r, 0);
   const wins = results.filter((r) => r > 0).length;
 
-  // Mark-to-market equity at every close: cash while flat, liquidation value while in a position.
-  let equity = 1;
   let peak = 1;
   let maxDrawdown = 0;
-  let held = 0;
-  let next = 0;
-  const mark = (value: number): void => {
+  visitMarks(trades, closes, costs, (_, value) => {
     if (value > peak) peak = value;
     const dd = 1 - value / peak;
     if (dd > maxDrawdown) maxDrawdown = dd;
-  };
-  for (let i = 0; i < closes.length; i++) {
-    const trade = trades[next];
-    if (trade !== undefined && i >= trade.entryIndex && i <= trade.exitIndex) {
-      mark(equity * positionValue(trade.direction, trade.entryPrice, closes[i]!, fee));
-      if (i === trade.exitIndex) {
-        equity *= trade.growth;
-        held += trade.exitIndex - trade.entryIndex;
-        next++;
-        // A reversal enters at the same close it exits; its own entry mark is taken on this close too.
-        const following = trades[next];
-        if (following !== undefined && following.entryIndex === i) mark(equity * positionValue(following.direction, following.entryPrice, closes[i]!, fee));
-      }
-    } else {
-      mark(equity);
-    }
-  }
+  });
   const firstClose = closes[0];
   const lastClose = closes[closes.length - 1];
   return {
@@ -139,14 +190,21 @@ export function metricsOf(trades: readonly TakenTrade[], closes: readonly number
     profitFactor: trades.length === 0 ? null : losses === 0 ? (gains > 0 ? Infinity : null) : gains / losses,
     maxDrawdownPct: maxDrawdown * 100,
     compoundedPct: (trades.reduce((g, t) => g * t.growth, 1) - 1) * 100,
-    exposurePct: closes.length <= 1 ? 0 : (held * 100) / (closes.length - 1),
-    buyHoldPct: firstClose === undefined || lastClose === undefined ? 0 : (positionValue(1, firstClose, lastClose, fee) - 1) * 100,
+    exposurePct: closes.length <= 1 ? 0 : (heldIntervals(trades) * 100) / (closes.length - 1),
+    buyHoldPct: firstClose === undefined || lastClose === undefined ? 0 : (positionValue(1, firstClose, lastClose, costs) - 1) * 100,
   };
 }
 
 /** Takes the trades of one series inside a window and measures them. */
-export function backtestWindow(events: readonly TrackEvent[], candles: readonly TrackCandle[], window: Window, fee: number): Metrics {
-  const trades = takeTrades(events, candles, window, fee);
-  const closes = candles.filter((c) => c.openTime >= window.start && c.openTime < window.end).map((c) => c.close);
-  return metricsOf(trades, closes, fee);
+export function backtestWindow(events: readonly TrackEvent[], candles: readonly TrackCandle[], window: Window, costs: Costs): Metrics {
+  const trades = takeTrades(events, candles, window, costs);
+  return metricsOf(trades, windowCloses(candles, window), costs);
+}
+
+/** The closes of the candles opening inside the window. */
+export function windowCloses(candles: readonly TrackCandle[], window: Window): number[] {
+  const { first, last } = windowRange(candles, window);
+  const closes = new Array<number>(last - first);
+  for (let i = first; i < last; i++) closes[i - first] = candles[i]!.close;
+  return closes;
 }

@@ -4,7 +4,7 @@
  * `signalAt`, as the market store records them.
  */
 import type { Candle, EngineParams } from "../../src/engine/index.ts";
-import { createEngineState, stepClosed } from "../../src/engine/index.ts";
+import { createEngineState, signalDirection, stepClosed } from "../../src/engine/index.ts";
 import type { TrackEvent } from "../../src/web/track-record.ts";
 import type { RealCoin, RealTimeframe } from "../../test/support/real-candles.ts";
 import { aggregateCandles, loadRealCandles, REAL_COINS, TIMEFRAME_MS } from "../../test/support/real-candles.ts";
@@ -42,4 +42,35 @@ export function signalEventsOf(candles: readonly Candle[], params: Partial<Engin
     }
   }
   return events;
+}
+
+/** The signal direction (1 long, −1 short, 0 none) of an engine variant after each candle of a series. */
+export function signalDirectionsOf(candles: readonly Candle[], params: Partial<EngineParams>): Int8Array {
+  const state = createEngineState(params);
+  const directions = new Int8Array(candles.length);
+  candles.forEach((candle, i) => {
+    stepClosed(state, candle);
+    directions[i] = signalDirection(state.signal);
+  });
+  return directions;
+}
+
+const DAY_MS = TIMEFRAME_MS["1d"];
+const WEEK_MS = 7 * DAY_MS;
+// Epoch 0 is a Thursday; weeks start on Monday 00:00 UTC (1970-01-05), as exchanges' weekly candles do.
+const FIRST_MONDAY_MS = 4 * DAY_MS;
+
+/** Weekly candles (Monday 00:00 UTC buckets) built from daily ones; a partial week at either end is kept. */
+export function weeklyCandles(daily: readonly Candle[]): Candle[] {
+  const out: Candle[] = [];
+  for (const c of daily) {
+    const week = Math.floor((c.openTime - FIRST_MONDAY_MS) / WEEK_MS) * WEEK_MS + FIRST_MONDAY_MS;
+    const last = out[out.length - 1];
+    if (last !== undefined && last.openTime === week) {
+      out[out.length - 1] = { ...last, high: Math.max(last.high, c.high), low: Math.min(last.low, c.low), close: c.close, volume: last.volume + c.volume };
+    } else {
+      out.push({ ...c, openTime: week });
+    }
+  }
+  return out;
 }

@@ -8,7 +8,7 @@ import { takeTrades } from "./accounting.ts";
 import type { Series } from "./series.ts";
 import { loadStudySeries, signalEventsOf, STUDY_TIMEFRAMES } from "./series.ts";
 import type { Config, Evaluation, Round, Target, WalkForwardStep } from "./walk-forward.ts";
-import { ADDITIONS, DESIGN_END, Evaluator, FEE, FOLDS, paramsOf, selectConfig, walkForward } from "./walk-forward.ts";
+import { ADDITIONS, DESIGN_END, Evaluator, FEE_ONLY, FOLDS, NO_COSTS, paramsOf, selectConfig, walkForward } from "./walk-forward.ts";
 
 /** The selection for one target: its walk-forward steps, the selection on all folds and whether it is adopted. */
 export type TargetStudy = {
@@ -52,8 +52,8 @@ function grossNetOf(series: readonly Series[]): GrossNet[] {
     let intervals = 0;
     for (const s of series.filter((x) => x.timeframe === timeframe)) {
       const events = signalEventsOf(s.candles, {});
-      const withFees = takeTrades(events, s.candles, window, FEE);
-      const withoutFees = takeTrades(events, s.candles, window, 0);
+      const withFees = takeTrades(events, s.candles, window, FEE_ONLY);
+      const withoutFees = takeTrades(events, s.candles, window, NO_COSTS);
       trades += withFees.length;
       gross += withoutFees.reduce((sum, t) => sum + (t.growth - 1) * 100, 0);
       net += withFees.reduce((sum, t) => sum + (t.growth - 1) * 100, 0);

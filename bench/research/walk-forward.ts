@@ -5,13 +5,27 @@
  */
 import type { EngineParams } from "../../src/engine/index.ts";
 import type { RealTimeframe } from "../../test/support/real-candles.ts";
-import type { Metrics, Window } from "./accounting.ts";
-import { backtestWindow } from "./accounting.ts";
+import type { Costs, Metrics, Window } from "./accounting.ts";
+import { backtestWindow, takeTrades } from "./accounting.ts";
+import type { DailyReturns } from "./portfolio.ts";
+import { equalWeight, sleeveDailyReturns } from "./portfolio.ts";
 import type { Series } from "./series.ts";
 import { signalEventsOf, STUDY_TIMEFRAMES } from "./series.ts";
 
 /** Fee per side: 0.1%. */
 export const FEE = 0.001;
+
+/** The costs the MS-2 selection was made with: the fee alone. */
+export const FEE_ONLY: Costs = { fee: FEE, slippage: 0 };
+
+/** No costs: a trade's gross result. */
+export const NO_COSTS: Costs = { fee: 0, slippage: 0 };
+
+/** Slippage per side of the confidence figures and of the pre-registered hold-out: 0.03%. */
+export const SLIPPAGE = 0.0003;
+
+/** Fee and slippage per side: the costs of every confidence figure (and of the pre-registered metric). */
+export const COSTS: Costs = { fee: FEE, slippage: SLIPPAGE };
 
 /** First instant after the design data: candles up to and including 2023-06-15 UTC are design data. */
 export const DESIGN_END = Date.UTC(2023, 5, 16);
@@ -27,6 +41,9 @@ export const FOLDS: readonly Fold[] = [
   { name: "F4", label: "2022-05-01 – 2022-10-31", start: Date.UTC(2022, 4, 1), end: Date.UTC(2022, 10, 1) },
   { name: "F5", label: "2022-11-01 – 2023-06-15", start: Date.UTC(2022, 10, 1), end: DESIGN_END },
 ];
+
+/** The whole design period that is traded: the five folds end to end, starting flat. */
+export const DESIGN_WINDOW: Window = { start: FOLDS[0]!.start, end: DESIGN_END };
 
 /** One candidate addition to MS-1; additions of one family exclude each other. */
 export type Addition = { readonly family: string; readonly label: string; readonly params: Partial<EngineParams>; readonly why: string };
@@ -98,8 +115,12 @@ export function scoreOf(summary: TimeframeSummary): number {
 /** What a selection optimizes: one timeframe (index into STUDY_TIMEFRAMES) or, with null, the mean over all three. */
 export type Target = number | null;
 
-/** A configuration's results on every fold. */
-export type Evaluation = { readonly config: Config; readonly folds: readonly TimeframeSummary[][] };
+/**
+ * A configuration's results on every fold, and per timeframe the daily returns of its
+ * equal-weight portfolio of the twelve coins over DESIGN_WINDOW after COSTS (for the
+ * confidence figures: every configuration is a trial of the deflated Sharpe ratio).
+ */
+export type Evaluation = { readonly config: Config; readonly folds: readonly TimeframeSummary[][]; readonly daily: readonly DailyReturns[] };
 
 /** Score of an evaluation on one fold for a target. */
 export function foldScore(evaluation: Evaluation, fold: number, target: Target): number {
@@ -112,8 +133,13 @@ export function foldScore(evaluation: Evaluation, fold: number, target: Target):
 export function evaluate(config: Config, series: readonly Series[], folds: readonly Fold[] = FOLDS): Evaluation {
   const params = paramsOf(config);
   const events = series.map((s) => signalEventsOf(s.candles, params));
-  const perFold = folds.map((fold) => summarize(series, series.map((s, i) => backtestWindow(events[i]!, s.candles, fold, FEE))));
-  return { config, folds: perFold };
+  const perFold = folds.map((fold) => summarize(series, series.map((s, i) => backtestWindow(events[i]!, s.candles, fold, FEE_ONLY))));
+  const daily = STUDY_TIMEFRAMES.map((timeframe) =>
+    equalWeight(
+      series.flatMap((s, i) => (s.timeframe === timeframe ? [sleeveDailyReturns(takeTrades(events[i]!, s.candles, DESIGN_WINDOW, COSTS), s.candles, DESIGN_WINDOW, COSTS)] : [])),
+    ),
+  );
+  return { config, folds: perFold, daily };
 }
 
 /** Caches evaluations by parameters, so each configuration runs once however often it is asked for. */

@@ -18,6 +18,7 @@ const SHARED = ["clock.ts", "config.ts", "errors.ts", "logger.ts", "one-time-tok
 const ALLOWED: Record<string, readonly string[]> = {
   engine: [],
   db: [],
+  performance: [],
   observability: ["db"],
   billing: ["db"],
   accounts: ["db", "billing"],
@@ -27,7 +28,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   events: ["db", "market"],
   signals: ["db", "market", "accounts", "billing", "observability"],
   "market-data": ["db", "market", "accounts", "observability", "signals"],
-  web: ["db", "engine", "market", "accounts", "billing", "alerts", "signals", "payments"],
+  web: ["db", "engine", "market", "accounts", "billing", "alerts", "signals", "payments", "performance"],
   admin: ["db", "accounts", "billing", "alerts", "web", "payments"],
   doctor: ["db", "payments", "alerts"],
   server: ["db", "engine", "market", "accounts", "billing", "alerts", "events", "signals", "market-data", "observability", "web", "admin", "payments", "doctor"],
@@ -71,7 +72,7 @@ describe("import directions (docs/architecture.md)", () => {
   });
 
   it("market, engine and db never import signals, web or server", () => {
-    for (const folder of ["market", "engine", "db"]) {
+    for (const folder of ["market", "engine", "db", "performance"]) {
       for (const forbidden of ["signals", "web", "server"]) expect(ALLOWED[folder]).not.toContain(forbidden);
     }
   });

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { backtestWindow, positionValue, takeTrades } from "../../../bench/research/accounting.ts";
+import { backtestWindow, markedEquity, metricsOf, positionValue, takenTrade, takeTrades } from "../../../bench/research/accounting.ts";
 import type { TrackEvent } from "../../../src/web/track-record.ts";
-import { fixed, formatPf } from "../../../bench/research/report.ts";
+import { fixed, formatPf } from "../../../bench/research/markdown.ts";
 import { median } from "../../../bench/research/walk-forward.ts";
 
 const H = 3_600_000;
-const FEE = 0.001;
+const FEE = { fee: 0.001, slippage: 0 };
 // Closes at hours 0..7.
 const closes = [100, 105, 110, 110, 121, 99, 99, 90];
 const candles = closes.map((close, i) => ({ openTime: i * H, close }));
@@ -29,6 +29,41 @@ describe("backtest accounting (hand-computed)", () => {
     // In and out at the same price costs both fees: 0.999 · 0.999.
     expect(positionValue(1, 50, 50, FEE)).toBeCloseTo(0.998001, 12);
     expect(positionValue(-1, 50, 50, FEE)).toBeCloseTo(0.998001, 12);
+  });
+
+  it("charges slippage on both fills and the fee on each side's notional; a short's exit fee is on the buy-back", () => {
+    const costs = { fee: 0.001, slippage: 0.0003 };
+    // Long 100 → 110: bought at 100.03, sold at 109.967; (1 − f)²·X/E.
+    expect(positionValue(1, 100, 110, costs)).toBeCloseTo(0.999 * 0.999 * (109.967 / 100.03), 12);
+    // Short 100 → 90: sold at 99.97, bought back at 90.027; (1 − f)·(2 − (1 + f)·X/E).
+    expect(positionValue(-1, 100, 90, costs)).toBeCloseTo(0.999 * (2 - 1.001 * (90.027 / 99.97)), 12);
+    // Without slippage the short is (1 − f)·(2 − (1 + f)·0.9) = 1.0980009, not (1 + r)(1 − f)² = 1.0978011.
+    expect(positionValue(-1, 100, 90, FEE)).toBeCloseTo(1.0980009, 12);
+    expect(positionValue(-1, 100, 90, FEE)).not.toBeCloseTo(1.1 * 0.999 * 0.999, 6);
+  });
+
+  it("never values a position below zero and liquidates a short when its value reaches zero", () => {
+    // A short entered at 10 is worth (1 − f)(2 − (1 + f)·X/10): zero from X ≈ 19.98 on.
+    expect(positionValue(-1, 10, 25, FEE)).toBe(0);
+    const closes = [10, 15, 21, 12, 8];
+    const liquidated = takenTrade(-1, 0, 4, closes, FEE);
+    expect(liquidated).toMatchObject({ exitIndex: 2, exitPrice: 21, growth: 0 });
+    // The same trade without the spike runs to its exit.
+    expect(takenTrade(-1, 0, 4, [10, 15, 18, 12, 8], FEE)).toMatchObject({ exitIndex: 4, exitPrice: 8, growth: positionValue(-1, 10, 8, FEE) });
+    // After a liquidation the equity stays at zero; the drawdown is total.
+    expect(markedEquity([liquidated], closes, FEE)).toEqual([positionValue(-1, 10, 10, FEE), positionValue(-1, 10, 15, FEE), 0, 0, 0]);
+    expect(metricsOf([liquidated], closes, FEE)).toMatchObject({ compoundedPct: -100, maxDrawdownPct: 100 });
+  });
+
+  it("marks the equity at every close, after a reversal at the same close", () => {
+    const trades = takeTrades(events, candles, { start: 0, end: 8 * H }, FEE);
+    const equity = markedEquity(trades, closes, FEE);
+    expect(equity[0]).toBeCloseTo(0.998001, 12); // entry mark: both fees
+    expect(equity[1]).toBeCloseTo(positionValue(1, 100, 105, FEE), 12);
+    // Hour 2: the long ends (g1) and the short enters at 110: its entry mark.
+    expect(equity[2]).toBeCloseTo(g1 * 0.998001, 12);
+    expect(equity[4]).toBeCloseTo(g1 * g2, 12);
+    expect(equity[7]).toBeCloseTo(g1 * g2 * g3, 12);
   });
 
   it("takes the chart page's trades one at a time and measures them", () => {
