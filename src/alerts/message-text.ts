@@ -51,8 +51,9 @@ export function signalAlertText(facts: SignalAlertFacts, publicBaseUrl: string):
     levels.join(" · "),
     `Confirmed at the ${facts.tf} close, ${formatMyt(closeTime)}`,
     chartUrl(publicBaseUrl, facts.symbol, facts.tf),
-    // The log prefix lets a member find this exact event in the published log (/track-record).
-    facts.chainHash ? `Signal ${facts.eventId} · log ${shortHash(facts.chainHash)}` : `Signal ${facts.eventId}`,
+    `Signal ${facts.eventId}`,
+    // Its own line, so the signal line stays as it was: lets a member find this exact event in the published log (/track-record).
+    ...(facts.chainHash ? [`Log ${shortHash(facts.chainHash)}`] : []),
     DISCLAIMER,
   ].join("\n");
 }
