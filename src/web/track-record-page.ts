@@ -34,7 +34,7 @@ function seriesRow(s: LiveSeriesView): SafeHtml {
   const open = live.open;
   return html`<tr data-series="${s.symbol}/${s.tf}">
     <th scope="row">${s.symbol} <span class="muted">${s.tf}</span></th>
-    <td data-label="Live since" class="text">${live.liveSince === null ? DASH : formatMytDate(live.liveSince)}</td>
+    <td data-label="Live since" class="text"${s.until === null ? "" : html` data-until="${s.until}"`}>${live.liveSince === null ? DASH : formatMytDate(live.liveSince)}</td>
     <td data-label="Trades" data-field="trades">${formatInteger(live.trades.length)}</td>
     <td data-label="Win rate" data-field="winRate">${s.winRatePct === null ? DASH : `${s.winRatePct.toFixed(1)}%`}</td>
     <td data-label="Average per trade" data-field="avgResult" class="${signClass(s.avgResultPct)}">${formatPercent(s.avgResultPct)}</td>
