@@ -323,6 +323,23 @@ export const signInFailures = pgTable("sign_in_failures", {
   windowStart: timestamp("window_start", { withTimezone: true }).notNull(),
 });
 
+/**
+ * Addresses an account has signed in from (docs/accounts.md, "Sign-in budgets"): a known
+ * address is not slowed down when strangers have guessed at the account's email. Only the
+ * SHA-256 of `<account id>:<address>` is kept (IPv6 as its /64, like the throttle).
+ */
+export const knownSignInAddresses = pgTable(
+  "known_sign_in_addresses",
+  {
+    accountId: bigint("account_id", { mode: "number" })
+      .notNull()
+      .references(() => accounts.id),
+    addressHash: text("address_hash").notNull(),
+    lastSignInAt: timestamp("last_sign_in_at", { withTimezone: true }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.accountId, t.addressHash] })],
+);
+
 /** Raw bytes (a serialized protobuf message). */
 const bytea = customType<{ data: Uint8Array; driverData: Uint8Array }>({ dataType: () => "bytea" });
 

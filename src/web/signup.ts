@@ -13,8 +13,8 @@ export const SIGN_UP_PLAN = "free";
 
 export type SignUpResult = { ok: true; accountId: number } | { ok: false; status: 400 | 409; message: string };
 
-/** Creates the account and its password, or says why not (nothing is written then). */
-export async function signUp(db: DbHandle, input: { email: string; password: string; confirm: string }): Promise<SignUpResult> {
+/** Creates the account and its password, or says why not (nothing is written then); `hash` is the web's hashing queue. */
+export async function signUp(db: DbHandle, input: { email: string; password: string; confirm: string }, hash: <T>(work: () => Promise<T>) => Promise<T> = (work) => work()): Promise<SignUpResult> {
   const email = input.email.trim();
   if (email.length > 320 || !EMAIL_PATTERN.test(email)) return { ok: false, status: 400, message: "Enter a valid email address." };
   if (input.password !== input.confirm) return { ok: false, status: 400, message: "The two passwords differ. Type the same password twice." };
@@ -24,7 +24,7 @@ export async function signUp(db: DbHandle, input: { email: string; password: str
     if (err instanceof PasswordPolicyError) return { ok: false, status: 400, message: `Not created: ${err.message}.` };
     throw err;
   }
-  const passwordHash = await hashPassword(input.password);
+  const passwordHash = await hash(() => hashPassword(input.password));
   const accountId = await db.db.transaction(async (tx) => {
     // The unique index on lower(email) decides between two concurrent sign-ups.
     const [row] = await tx
