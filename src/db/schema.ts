@@ -41,6 +41,11 @@ export const accounts = pgTable(
     lowBalanceNotified: boolean("low_balance_notified").notNull().default(false),
     /** The Stripe Customer of this account (created at its first checkout), e.g. cus_123. */
     stripeCustomerId: text("stripe_customer_id"),
+    /**
+     * False for a self-service sign-up until its emailed link is opened (issue 23, item 10):
+     * such an account cannot subscribe, buy or make a key. Accounts the operator makes are true.
+     */
+    emailVerified: boolean("email_verified").notNull().default(true),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
@@ -312,6 +317,19 @@ export const telegramConnectTokens = pgTable("telegram_connect_tokens", {
   tokenHash: text("token_hash").primaryKey(),
   accountId: bigint("account_id", { mode: "number" })
     .notNull()
+    .references(() => accounts.id),
+  expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
+});
+
+/**
+ * Links that confirm a sign-up's email (docs/accounts.md): only the token's SHA-256 is kept, at
+ * most one row per account (a new link replaces the old), deleted as it is used.
+ */
+export const emailVerifications = pgTable("email_verifications", {
+  tokenHash: text("token_hash").primaryKey(),
+  accountId: bigint("account_id", { mode: "number" })
+    .notNull()
+    .unique()
     .references(() => accounts.id),
   expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
 });

@@ -60,6 +60,10 @@ export interface WebEnv {
 }
 export type WebContext = Context<WebEnv>;
 
+/** Why an unconfirmed account's payment or key form is refused (403, code email_unverified). */
+export const EMAIL_UNVERIFIED_MESSAGE =
+  "This account's email address is not confirmed yet, so it cannot subscribe, buy Tokens or make an API key. Open the link we mailed when you signed up, or ask for a new one on your account page.";
+
 /** Name of the session cookie. */
 export const SESSION_COOKIE = "sid";
 /** Largest form body accepted; every form of the site is far smaller. */
@@ -184,6 +188,18 @@ export function createPageKit(deps: WebDeps) {
     await next();
   };
 
+  /**
+   * For the forms that spend money or make a key (after `signedInForm`): the account's email is
+   * confirmed (issue 23, item 10). Otherwise 403 with what to do, and nothing changes.
+   */
+  const verifiedEmail: MiddlewareHandler<WebEnv> = async (c, next) => {
+    const signed = c.get("signed")!;
+    if (!signed.summary.emailVerified) {
+      return page(c, 403, renderMessagePage(signed.ctx, "Confirm your email first", EMAIL_UNVERIFIED_MESSAGE, { href: "/account", text: "Back to your account" }), { "x-error-code": "email_unverified" });
+    }
+    await next();
+  };
+
   const setCookie = (c: WebContext, name: string, value: string, maxAgeSeconds: number) =>
     c.header("set-cookie", cookie(name, value, { maxAgeSeconds, secure: secureCookies(c) }), { append: true });
 
@@ -233,7 +249,7 @@ export function createPageKit(deps: WebDeps) {
     }
   }
 
-  return { deps, assets, publicCtx, chartData, payments, nodeRequest, hashGate, withHashPlace, page, seeOther, refuse, signedIn, session, form, signedInForm, setCookie, setSessionCookie, clearSessionCookie, csrfCookie, toSignIn };
+  return { deps, assets, publicCtx, chartData, payments, nodeRequest, hashGate, withHashPlace, page, seeOther, refuse, signedIn, session, form, signedInForm, verifiedEmail, setCookie, setSessionCookie, clearSessionCookie, csrfCookie, toSignIn };
 }
 
 /** The hashing queue's refusal, as a route's form page answers it. */

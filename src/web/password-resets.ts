@@ -10,6 +10,7 @@ import type { DbHandle } from "../db/client.ts";
 import { accounts, passwordResets } from "../db/schema.ts";
 import { hashToken, isWellFormedToken, newToken } from "../one-time-token.ts";
 import { storePasswordHash } from "./credentials.ts";
+import { markEmailVerified } from "./email-verification.ts";
 import { checkPasswordPolicy, hashPassword } from "./passwords.ts";
 
 /** How long a reset link works. */
@@ -61,6 +62,8 @@ export async function redeemPasswordReset(handle: DbHandle, token: string, passw
     if (!used) return null;
     const accountId = Number(used.accountId);
     await storePasswordHash(tx, accountId, passwordHash);
+    // The link reached the account's mailbox: that proves the address as a sign-up's link would.
+    await markEmailVerified(tx, accountId);
     return accountId;
   });
 }

@@ -22,6 +22,7 @@ const SIGN_IN_NOTICES: ReadonlyArray<readonly [string, string]> = [
   ["signed-out", "You are signed out."],
   ["signed-out-everywhere", "You are signed out on every device."],
   ["password-set", "Your password is set. Sign in with your email and the new password."],
+  ["email-verified", "Your email address is confirmed. Sign in to subscribe, buy Tokens or make your API key."],
   ["password-reset", "Your new password is set and every session of the account is signed out. Sign in with the new password."],
 ];
 
