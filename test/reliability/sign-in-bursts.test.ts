@@ -172,7 +172,8 @@ describe("no lock-out by strangers (item 3)", () => {
     expect((await travelling.web.post("/signin", { csrf_token: travelling.csrf, email: victim.email, password: PASSWORD })).status).toBe(303);
     const newAddressMs = performance.now() - started;
     expect(newAddressMs).toBeGreaterThanOrEqual(DEFAULT_THROTTLE.slowdownMs - 50);
-    expect(newAddressMs).toBeLessThan(DEFAULT_THROTTLE.slowdownMs + 3_000);
+    // The delay plus one sign-in's work (3 s, or three known-address sign-ins on a loaded machine).
+    expect(newAddressMs).toBeLessThan(DEFAULT_THROTTLE.slowdownMs + Math.max(3_000, 3 * knownMs));
 
     // A stranger from a new address is slowed down the same way, and still refused.
     const stranger = await signInForm(first, "127.0.0.8");
