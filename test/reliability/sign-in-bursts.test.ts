@@ -14,9 +14,14 @@
  */
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createAccount } from "../../src/accounts/accounts.ts";
+import { loadConfig } from "../../src/config.ts";
+import { openDb, type DbHandle } from "../../src/db/client.ts";
 import { setMemberPassword } from "../../src/web/credentials.ts";
 import { SIGN_UP_THROTTLE } from "../../src/web/routes/sign-up.ts";
 import { DEFAULT_THROTTLE, throttleKeys } from "../../src/web/throttle.ts";
+import { childEnv, startServerProcess, type ServerProcess } from "../support/processes.ts";
+import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
 import { createTestClock, INTERNAL_TOKEN, startTestServer, type TestServer } from "../support/test-server.ts";
 import { csrfTokenOf, WebClient, type WebResult } from "../support/web-client.ts";
 
@@ -205,3 +210,52 @@ describe("no lock-out by strangers (item 3)", () => {
     expect((await typo.web.post("/signin", { csrf_token: typo.csrf, email: other.email, password: PASSWORD })).status).toBe(303);
   }, 60_000);
 });
+
+describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on one port (item 1)", () => {
+  let database: { url: string; drop: () => Promise<void> };
+  let server: ServerProcess;
+  let db: DbHandle;
+
+  beforeAll(async () => {
+    database = await createPostgresDatabase();
+    server = await startServerProcess(
+      childEnv({ DATABASE_URL: database.url, WORKERS: "2", PORT: "0", INTERNAL_PORT: "0", INTERNAL_TOKEN, DEMO_ACCOUNT: "false", DEMO_FEED: "false", LOG_LEVEL: "info", DB_POOL_SIZE: "4" }),
+      90_000,
+    );
+    expect(server.workerPids.length).toBe(2);
+    db = await openDb({ databaseUrl: database.url, dataDir: "memory://", poolSize: 2 });
+  }, 120_000);
+
+  afterAll(async () => {
+    await server?.stop();
+    await db?.close();
+    await database?.drop();
+  });
+
+  it(`60 parallel wrong passwords from one address: exactly ${DEFAULT_THROTTLE.perAddress} checked; 30 parallel sign-ups: ${SIGN_UP_THROTTLE.perAddress} accounts`, async () => {
+    const email = `workers-${process.pid}@example.test`;
+    const limits = loadConfig({ PORT: "0", INTERNAL_PORT: "0", INTERNAL_TOKEN }).limits;
+    const { summary } = await createAccount(db, { email, plan: "node", subscriptionUntil: new Date(Date.now() + 86_400_000) }, limits, Date.now());
+    await setMemberPassword(db, summary.accountId, PASSWORD);
+
+    // Each request on its own connection, so the two workers share them.
+    const signIn = new WebClient(server.baseUrl, { localAddress: "127.0.0.2" });
+    const signInCsrf = csrfTokenOf((await signIn.get("/signin")).body);
+    const answers = await Promise.all(Array.from({ length: 60 }, (_, i) => postUntilAnswered(signIn, "/signin", { csrf_token: signInCsrf, email, password: `wrong ${i}` })));
+    const statuses = answers.map((a) => a.status);
+    figures.workers2 = { answered401: statuses.filter((s) => s === 401).length };
+    expect(statuses.filter((s) => s === 401).length).toBe(DEFAULT_THROTTLE.perAddress);
+    expect(statuses.filter((s) => s === 429).length).toBe(60 - DEFAULT_THROTTLE.perAddress);
+    const [failures] = await db.rows<{ failures: number }>(sql`SELECT failures FROM sign_in_failures WHERE throttle_key = ${throttleKeys("127.0.0.2", email).address}`);
+    expect(Number(failures!.failures)).toBe(DEFAULT_THROTTLE.perAddress);
+
+    const signUp = new WebClient(server.baseUrl, { localAddress: "127.0.0.3" });
+    const signUpCsrf = csrfTokenOf((await signUp.get("/signup")).body);
+    const prefix = `workers-signup-${process.pid}-`;
+    await Promise.all(Array.from({ length: 30 }, (_, i) => postUntilAnswered(signUp, "/signup", { csrf_token: signUpCsrf, email: `${prefix}${i}@example.test`, password: PASSWORD, confirm: PASSWORD })));
+    const [row] = await db.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM accounts WHERE email LIKE ${`${prefix}%`}`);
+    figures.workers2SignUps = Number(row!.n);
+    expect(Number(row!.n)).toBe(SIGN_UP_THROTTLE.perAddress);
+  }, 300_000);
+});
+
