@@ -116,7 +116,7 @@ describe("budgets reserved before the hash (item 1)", () => {
 });
 
 describe("the hashing queue (item 2)", () => {
-  it("during 200 parallel sign-ins from one address, a member elsewhere signs in within 2 s (3 times a lone sign-in on a loaded machine), and that address hashes at most its budget", async () => {
+  it("during 200 parallel sign-ins from one address, a member elsewhere signs in within 2 s (4 times a lone sign-in on a loaded machine), and that address hashes at most its budget", async () => {
     const victim = await member();
     const other = await member();
     const attacker = await signInForm(first, "127.0.0.4");
@@ -138,8 +138,8 @@ describe("the hashing queue (item 2)", () => {
     figures.burst200 = { aloneMs: Math.round(aloneMs), memberMs: Math.round(memberMs), hashed, answered401: statuses.filter((s) => s === 401).length, busy: answers.filter(busy).length };
     expect(signedIn.status).toBe(303);
     // Behind at most one hash of the burst's address: under 2 s, or on a loaded machine within
-    // three times the same sign-in alone (the unbounded queue this replaces took 65 s).
-    expect(memberMs).toBeLessThan(Math.max(2_000, 3 * aloneMs));
+    // four times the same sign-in alone (the unbounded queue this replaces took 65 s).
+    expect(memberMs).toBeLessThan(Math.max(2_000, 4 * aloneMs));
     // The member's own check is one hash; the burst's are at most the address's budget.
     expect(hashed - 1).toBeLessThanOrEqual(DEFAULT_THROTTLE.perAddress);
     expect(statuses.filter((s) => s === 401).length).toBe(hashed - 1);
