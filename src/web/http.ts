@@ -71,15 +71,43 @@ export function ownOrigins(req: WebRequest, publicBaseUrl: string, trustProxy: b
 }
 
 /**
- * A path of this site to go back to after sign-in, or null. Only plain local paths: no
- * scheme, no host, no `//` or backslash tricks, so it can never send anyone elsewhere.
+ * A path of this site to go back to after sign-in, or null: the path and query of `raw` resolved
+ * against the site's origin, accepted only when the *normalised* result is still a plain local
+ * path. Checking the raw text alone is not enough: `/.//evil.example` passes a raw check and
+ * normalises to `//evil.example`, which a browser follows to another host (issue 23, item 4).
+ * So the result itself must start with one `/`, hold no `//` and no backslash in its path (also
+ * once percent-decoded: `/%2F%2Fevil`), and resolve to the same origin when read again.
  */
-export function safeLocalPath(raw: string | null | undefined): string | null {
-  if (!raw || raw.length > 512 || !raw.startsWith("/") || raw.startsWith("//") || /[\\\s\u0000-\u001f]/.test(raw)) return null;
+export function safeLocalPath(raw: string | null | undefined, siteOrigin: string): string | null {
+  if (typeof raw !== "string" || raw.length === 0 || raw.length > MAX_LOCAL_PATH_LENGTH) return null;
+  // Whitespace and control characters are refused, not stripped as the URL parser would.
+  if (!raw.startsWith("/") || /[\\\s\u0000-\u001f\u007f]/.test(raw)) return null;
+  const origin = new URL(siteOrigin).origin;
+  let url: URL;
   try {
-    const url = new URL(raw, "http://local.invalid");
-    return url.origin === "http://local.invalid" ? url.pathname + url.search : null;
+    url = new URL(raw, origin);
   } catch {
     return null;
   }
+  if (url.origin !== origin || url.username !== "" || url.password !== "") return null;
+  const result = url.pathname + url.search;
+  if (!isPlainLocalPath(url.pathname)) return null;
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(url.pathname);
+  } catch {
+    return null;
+  }
+  if (!isPlainLocalPath(decoded)) return null;
+  // The result read again must name the same place on the same origin.
+  const again = new URL(result, origin);
+  return again.origin === origin && again.pathname + again.search === result ? result : null;
+}
+
+/** Longest `next` accepted (longer ones are dropped, not cut). */
+const MAX_LOCAL_PATH_LENGTH = 512;
+
+/** One leading slash, no empty segment that a browser would read as a host, no backslash. */
+function isPlainLocalPath(path: string): boolean {
+  return path.startsWith("/") && !path.includes("//") && !path.includes("\\") && !/[\u0000-\u001f\u007f]/.test(path);
 }
