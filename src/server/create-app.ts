@@ -116,7 +116,7 @@ export function createApp(deps: AppDeps): App {
     ...(deps.feed ? { freshness: () => deps.feed!.freshness() } : {}),
     ...(deps.deliveries ? { deliveries: deps.deliveries } : {}),
   });
-  const throttle = new FailedKeyThrottle({ limit: config.failedKeyLimit, windowMs: config.failedKeyWindowMs, clock: deps.clock });
+  const throttle = new FailedKeyThrottle({ limit: config.failedKeyLimit, windowMs: config.failedKeyWindowMs, clock: deps.clock, db: deps.db });
   const keyUse = new KeyLastUsed(deps.db, { windowMs: config.keyLastUsedFlushMs, logger, flushes: metrics.keyLastUsedFlushes, rowsWritten: metrics.keyLastUsedRows });
   const health = createHealthProbe(deps.db, shutdown.signal);
   // Charge statements in flight: leave connections free for everything else (and see service.ts).

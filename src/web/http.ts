@@ -5,6 +5,7 @@
  */
 import type { TLSSocket } from "node:tls";
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
+import { normaliseAddress } from "../accounts/address-group.ts";
 
 type FallbackArgs = Parameters<NonNullable<ConnectNodeAdapterOptions["fallback"]>>;
 /** What the public listener's fallback receives (HTTP/1.1 or HTTP/2). */
@@ -50,17 +51,8 @@ export function clientAddress(req: WebRequest, trustProxy: boolean): string {
   return normaliseAddress(address);
 }
 
-/** IPv4-mapped IPv6 becomes IPv4; other IPv6 addresses become their /64 prefix. */
-export function normaliseAddress(address: string): string {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return mapped[1]!;
-  if (!address.includes(":")) return address;
-  const [head = "", tail = ""] = address.toLowerCase().split("::");
-  const headGroups = head === "" ? [] : head.split(":");
-  const tailGroups = tail === "" ? [] : tail.split(":");
-  const groups = address.includes("::") ? [...headGroups, ...Array(Math.max(0, 8 - headGroups.length - tailGroups.length)).fill("0"), ...tailGroups] : headGroups;
-  return groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, "")).join(":") + "::/64";
-}
+/** IPv4-mapped IPv6 becomes IPv4; other IPv6 addresses become their /64 prefix (shared with the failed-key budget). */
+export { normaliseAddress };
 
 /** Origins a form POST may name: the request's own (scheme + Host) and the configured public one. */
 export function ownOrigins(req: WebRequest, publicBaseUrl: string, trustProxy: boolean): string[] {
