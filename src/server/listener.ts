@@ -162,7 +162,9 @@ export function createDualProtocolListener(handler: RequestHandler, options: Lis
   h2.on("session", (session) => {
     sessions.add(session);
     // No frame either way for the idle time: also what a stalled write (window 0) looks like.
-    session.setTimeout(idleTimeoutMs, () => goAway(session));
+    // On a listener with long request streams (the internal one: feeders' pushes, event
+    // streams that may be quiet for long) an idle session is only asked to go away, as before.
+    session.setTimeout(idleTimeoutMs, () => (options.longRequestStreams ? session.close() : goAway(session)));
     session.on("close", () => sessions.delete(session));
   });
   /** Open streams per client address (the socket's; this listener sees no proxy header). */
