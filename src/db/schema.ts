@@ -417,6 +417,17 @@ export const freeCallWindows = pgTable("free_call_windows", {
   calls: integer("calls").notNull(),
 });
 
+/**
+ * Failed API keys per caller address (IPv4, or IPv6 /64) in fixed windows: the failed-key
+ * budget, counted in one statement so it is exact across server processes (issue 23, item 6).
+ * Only calls that present an invalid key write here; a valid key never does.
+ */
+export const failedKeyWindows = pgTable("failed_key_windows", {
+  address: text("address").primaryKey(),
+  windowStart: timestamp("window_start", { withTimezone: true }).notNull(),
+  failures: integer("failures").notNull(),
+});
+
 /** Latest derivatives reading per coin and venue (GET /api/v1/derivatives); a later `time` replaces it. */
 export const derivativesReadings = pgTable(
   "derivatives_readings",

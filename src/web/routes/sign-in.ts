@@ -64,7 +64,7 @@ export function signInRoutes(kit: PageKit): Hono<WebEnv> {
   app.all("/", methodNotAllowed(kit, "GET"));
 
   app.get("/signin", async (c) => {
-    const next = safeLocalPath(c.req.query("next"));
+    const next = safeLocalPath(c.req.query("next"), config.publicBaseUrl);
     if ((await kit.signedIn(c)) !== null) return kit.seeOther(c, next ?? "/account");
     const csrfToken = kit.csrfCookie(c);
     const info = SIGN_IN_NOTICES.find(([query]) => c.req.query(query) !== undefined)?.[1] ?? null;
@@ -76,7 +76,7 @@ export function signInRoutes(kit: PageKit): Hono<WebEnv> {
     if (!doubleSubmitMatches(getCookie(c, CSRF_COOKIE), form.get(CSRF_FIELD))) return kit.refuse(c, kit.publicCtx);
     const email = (form.get("email") ?? "").trim().slice(0, 320);
     const password = form.get("password") ?? "";
-    const next = safeLocalPath(form.get("next"));
+    const next = safeLocalPath(form.get("next"), config.publicBaseUrl);
     const csrfToken = kit.csrfCookie(c);
     const again = (status: number, error: string, headers: Record<string, string> = {}) =>
       kit.page(c, status, renderSignInPage(kit.publicCtx, { csrfToken, email, next, error, resetByMail }), headers);
