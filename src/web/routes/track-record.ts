@@ -7,7 +7,6 @@
  * download, never an API answer).
  */
 import { Hono } from "hono";
-import { entitlement, viewerOf } from "../../accounts/entitlement.ts";
 import { mytDay } from "../../clock.ts";
 import { errorSummary } from "../../logger.ts";
 import { chainLogPages, chainLogStream, DailyHeadsCache } from "../event-log.ts";
@@ -24,8 +23,9 @@ export function trackRecordRoutes(kit: PageKit): Hono<WebEnv> {
   app.get("/track-record", kit.session, async (c) => {
     const signed = c.get("signed");
     const now = clock();
-    const current = entitlement(signed === null ? null : viewerOf(signed.summary, now), "track_record").currentSignal;
-    const [view, days] = await Promise.all([liveRecord.get(current ? null : now), heads.get()]);
+    // A public page is the same for everyone, so it never shows a current signal (entitlement.ts,
+    // `track_record`): every series stands as it was before the signal in force 24 hours ago.
+    const [view, days] = await Promise.all([liveRecord.get(now), heads.get()]);
     return kit.page(c, 200, renderTrackRecordPage(signed?.ctx ?? kit.publicCtx, view, days));
   });
   app.all("/track-record", methodNotAllowed(kit, "GET"));
