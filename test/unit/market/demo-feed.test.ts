@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import pino from "pino";
-import { DEMO_COINS, demoCandles, demoPriceAt, formingAt, startDemoFeed } from "../../../src/market/demo-feed.ts";
+import { DEMO_COINS, demoCandles, demoPriceAt, demoTick, formingAt, startDemoFeed } from "../../../src/market/demo-feed.ts";
 import { waitFor } from "../../support/reliability.ts";
 import type { MarketFeed } from "../../../src/market/feed.ts";
 import type { CandleUpdate } from "../../../src/market/validate.ts";
@@ -52,7 +52,7 @@ describe("demo feed", () => {
       const current = series.at(-1)!;
       expect(tick).toEqual([
         { symbol, tf: "15m", ...series.at(-2)!, closed: true },
-        { symbol, tf: "15m", ...formingAt(current, (now - current.openTime) / STEP), closed: false },
+        { symbol, tf: "15m", ...formingAt(current, (now - current.openTime) / STEP, demoTick(symbol)), closed: false },
       ]);
     }
 
@@ -65,7 +65,7 @@ describe("demo feed", () => {
       const current = series.at(-1)!;
       expect(jumped.updates.filter((u) => u.symbol === symbol)).toEqual([
         { symbol, tf: "15m", ...series.at(-2)!, closed: true },
-        { symbol, tf: "15m", ...formingAt(current, (now - current.openTime) / STEP), closed: false },
+        { symbol, tf: "15m", ...formingAt(current, (now - current.openTime) / STEP, demoTick(symbol)), closed: false },
       ]);
       expect(demoPriceAt(symbol, now)).toBe(current.close);
     }
