@@ -2,7 +2,8 @@
  * The public `/track-record` page: no sign-in and no Token; every coin and timeframe's backtest
  * at the stated default fee, served from the chart data cache (recomputed per candle close or
  * signal event, not per view). A public page shows no current signal to anyone (the
- * entitlement rule): each series counts the signals that ended (web/ended-history.ts).
+ * entitlement rule): each series counts the signals that ended (web/ended-history.ts). It
+ * counts real market data only: a demo coin's synthetic history is never a result.
  */
 import { Hono } from "hono";
 import { entitlement, viewerOf } from "../../accounts/entitlement.ts";
@@ -17,7 +18,7 @@ export function trackRecordRoutes(kit: PageKit): Hono<WebEnv> {
     const signed = c.get("signed");
     const now = kit.deps.clock();
     const current = entitlement(signed === null ? null : viewerOf(signed.summary, now), "track_record").currentSignal;
-    const series = (await kit.chartData.all()).map((data) => {
+    const series = (await kit.chartData.all()).filter((data) => !data.demo).map((data) => {
       const shown = current ? { data, until: null } : endedHistoryOf(data, now);
       return { data: shown.data, backtest: shown.data.backtest, until: shown.until };
     });
