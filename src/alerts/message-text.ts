@@ -5,6 +5,7 @@
  */
 import { formatMyt } from "../clock.ts";
 import { TIMEFRAME_MS } from "../market/timeframes.ts";
+import { DEMO_DATA_LABEL } from "../market/provenance.ts";
 import type { Timeframe } from "../market/timeframes.ts";
 
 export const DISCLAIMER = "Educational information, not investment advice.";
@@ -18,6 +19,8 @@ export interface SignalAlertFacts {
   defense: number | null;
   atrPct: number | null;
   candleOpenTime: number;
+  /** The event comes from the demo feed's synthetic prices: the message says so first. */
+  demo?: boolean;
 }
 
 /** Enough significant digits for any coin's price, without float noise (64210.5, 0.00001234). */
@@ -44,6 +47,7 @@ export function signalAlertText(facts: SignalAlertFacts, publicBaseUrl: string):
   if (facts.defense !== null) levels.push(`Defense ${formatPrice(facts.defense)}`);
   if (facts.atrPct !== null) levels.push(`ATR ${facts.atrPct.toFixed(2)}%`);
   return [
+    ...(facts.demo ? [`[${DEMO_DATA_LABEL}, not a market]`] : []),
     `${facts.symbol} ${facts.tf}: ${HEADLINES[facts.signal] ?? facts.signal}`,
     levels.join(" · "),
     `Confirmed at the ${facts.tf} close, ${formatMyt(closeTime)}`,
