@@ -119,7 +119,7 @@ export class MarketFeed implements SignalSnapshot {
     if (!reading || reading.atrPct === null) return { ok: false, reason: "no_data" };
     // A confirmed reading's signal is the one set by the event the series last recorded.
     const signalId = reading.confirmed ? coin.signalId(tf) : null;
-    return { ok: true, reading: { ...reading, atrPct: reading.atrPct, signalId } };
+    return { ok: true, reading: { ...reading, atrPct: reading.atrPct, signalId, ...(coin.demo ? { demo: true } : {}) } };
   }
 
   /** When each coin's feed last delivered an update (epoch ms), for freshness metrics. */

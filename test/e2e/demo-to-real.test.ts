@@ -80,7 +80,8 @@ describe("from the demo to real data on one data directory (README: DEMO_FEED=fa
   }
 
   it("the embedded default with the demo feed labels everything it shows and counts none of it as a track record", async () => {
-    server = await startServerProcess(childEnv(vars));
+    // The embedded default runs the demo feed unasked; on PostgreSQL it is asked for.
+    server = await startServerProcess(childEnv(usingPostgres ? { ...vars, DEMO_FEED: "true" } : vars));
     await waitFor(() => server!.logs().find((l) => typeof l.msg === "string" && l.msg.startsWith("demo feed: synthetic history loaded")), 60_000, "the demo history");
     const status = await page("/status");
     for (const symbol of Object.keys(DEMO_COINS)) expect(status).toMatch(new RegExp(`data-symbol="${symbol}"[^>]*data-demo="true"[\\s\\S]*?${DEMO_DATA_LABEL}`));
