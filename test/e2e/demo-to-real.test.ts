@@ -83,6 +83,13 @@ describe("from the demo to real data on one data directory (README: DEMO_FEED=fa
     // The embedded default runs the demo feed unasked; on PostgreSQL it is asked for.
     server = await startServerProcess(childEnv(usingPostgres ? { ...vars, DEMO_FEED: "true" } : vars));
     await waitFor(() => server!.logs().find((l) => typeof l.msg === "string" && l.msg.startsWith("demo feed: synthetic history loaded")), 60_000, "the demo history");
+    const created = await runCli(["account", "create", "--email", "demo@example.com", "--plan", "node", "--json"], childEnv(vars));
+    expect(created.code, created.stderr).toBe(0);
+    const res = await fetch(`${server.baseUrl}/api/v1/signals?symbols=BTC,XRP&tf=15m`, { headers: { "x-api-key": JSON.parse(created.stdout).api_key as string } });
+    // The API marks the demo's readings; their prices are tick prices (0.01 for BTC, 0.0001 for XRP).
+    const demoEntries = ((await res.json()) as { signals: ApiEntry[] }).signals;
+    expect(demoEntries.map((e) => [e.ok, (e as { demo?: boolean }).demo])).toEqual([[true, true], [true, true]]);
+    expect(demoEntries.map((e) => Number(e.price!.toFixed(e.symbol === "XRP" ? 4 : 2)) === e.price)).toEqual([true, true]);
     const status = await page("/status");
     for (const symbol of Object.keys(DEMO_COINS)) expect(status).toMatch(new RegExp(`data-symbol="${symbol}"[^>]*data-demo="true"[\\s\\S]*?${DEMO_DATA_LABEL}`));
     // The demo's sample datasets are not called CoinGecko or FRED.
@@ -127,6 +134,7 @@ describe("from the demo to real data on one data directory (README: DEMO_FEED=fa
       60_000,
       "the API showing the exchange's forming prices",
     );
+    for (const entry of entries) expect(entry).not.toHaveProperty("demo");
     for (const [i, base] of REAL.entries()) {
       const expected = readForming(runSeries(expectedClosed(base)), fake.forming(base))!;
       const entry = entries[i]!;
