@@ -22,6 +22,7 @@ import { foldSteps } from "../support/engine-fold.ts";
 import { loadRealCandles } from "../support/real-candles.ts";
 import { createTestDb, type TestDb } from "../support/test-db.ts";
 import { createTestClock } from "../support/test-server.ts";
+import { waitFor } from "../support/reliability.ts";
 
 const H = 3_600_000;
 const ANCHOR = Date.UTC(2026, 0, 1);
@@ -109,6 +110,33 @@ describe("a coin's candles: demo history, then real data", () => {
     expect(summary).toMatchObject({ accepted: 0, rejected: 1_000, reasons: { real_data_held: 1_000 } });
     expect(await count(sql`SELECT count(*)::int AS n FROM candles WHERE symbol = 'BTC'`)).toBe(candlesBefore);
     expect(await count(sql`SELECT count(*)::int AS n FROM candles WHERE symbol = 'BTC' AND demo`)).toBe(0);
+  });
+});
+
+describe("another process on the same database", () => {
+  it("follows the replacement: after the real commit's notice it answers the real reading, never the demo's", async () => {
+    const clock = createTestClock(ANCHOR + 40 * 24 * H);
+    // Listening feeds: the writer, and a follower that only learns the market from notices.
+    const make = () => new MarketFeed({ db: db.handle, clock, logger, staleAfterMs: 365 * 24 * H, alertMaxDelayMs: 0 });
+    const writer = make();
+    await writer.load();
+    await writer.ingest(updates("SOL", "15m", demoCandles("SOL", 600)), { alerts: false, demo: true });
+    const follower = make();
+    await follower.load();
+    const demoReading = follower.lookup("SOL", "15m", clock());
+    expect(demoReading.ok && demoReading.reading.demo).toBe(true);
+    const real = loadRealCandles("SOL", "1h")!.slice(-200).map((c, i) => ({ ...c, openTime: ANCHOR + i * H }));
+    await writer.ingest(updates("SOL", "1h", real), { alerts: false });
+    const expected = readClosed(runSeries(real))!;
+    // The notice is delivered on commit; the follower reloads the coin from the store.
+    await waitFor(() => {
+      const found = follower.lookup("SOL", "1h", clock());
+      return found.ok && found.reading.demo !== true ? found : null;
+    }, 20_000, "the follower's real SOL reading");
+    const found = follower.lookup("SOL", "1h", clock());
+    expect(found.ok && { ...found.reading, signalId: null }).toEqual({ ...expected, signalId: null });
+    expect(found.ok && found.reading.demo).toBeFalsy();
+    expect(follower.lookup("SOL", "15m", clock())).toEqual({ ok: false, reason: "no_data" });
   });
 });
 
