@@ -109,7 +109,8 @@ const PROVENANCE_SCOPE: Record<PushedDataset, { table: SQL; perCoin: boolean }> 
 /**
  * Keeps demo and real rows apart (docs/feeder.md, "Demo data and real data"): real rows replace
  * the demo rows of their scope (a coin's, or the whole dataset's), and demo rows are dropped
- * where real rows are held. Returns the rows to write.
+ * where real rows are held (for a coin: real rows of the dataset, or real candles). Returns the
+ * rows to write.
  */
 async function separateProvenance<D extends PushedDataset>(tx: Tx, dataset: D, rows: RowOf<D>[], demo: boolean): Promise<RowOf<D>[]> {
   const { table, perCoin } = PROVENANCE_SCOPE[dataset];
@@ -119,7 +120,9 @@ async function separateProvenance<D extends PushedDataset>(tx: Tx, dataset: D, r
     await tx.execute(sql`DELETE FROM ${table} WHERE demo${scope}`);
     return rows;
   }
-  const held = resultRows<{ symbol: string | null }>(await tx.execute(sql`SELECT DISTINCT ${perCoin ? sql`symbol` : sql`NULL::text AS symbol`} FROM ${table} WHERE NOT demo${scope}`));
+  // Per coin, real rows are held where the dataset has real rows for the coin or the coin's candles are real.
+  const realCoins = perCoin ? sql` UNION SELECT symbol FROM coins WHERE NOT demo${scope}` : sql``;
+  const held = resultRows<{ symbol: string | null }>(await tx.execute(sql`SELECT DISTINCT ${perCoin ? sql`symbol` : sql`NULL::text AS symbol`} FROM ${table} WHERE NOT demo${scope}${realCoins}`));
   if (held.length === 0) return rows;
   if (!perCoin) return [];
   const real = new Set(held.map((r) => r.symbol));

@@ -89,7 +89,11 @@ describe("from the demo to real data on one data directory (README: DEMO_FEED=fa
     // The API marks the demo's readings; their prices are tick prices (0.01 for BTC, 0.0001 for XRP).
     const demoEntries = ((await res.json()) as { signals: ApiEntry[] }).signals;
     expect(demoEntries.map((e) => [e.ok, (e as { demo?: boolean }).demo])).toEqual([[true, true], [true, true]]);
-    expect(demoEntries.map((e) => Number(e.price!.toFixed(e.symbol === "XRP" ? 4 : 2)) === e.price)).toEqual([true, true]);
+    for (const e of demoEntries) {
+      const arming = e.arming as { trigger: number; invalidation: number } | null;
+      const levels = [e.price!, e.defense, arming?.trigger, arming?.invalidation].filter((v): v is number => typeof v === "number");
+      for (const v of levels) expect(Number(v.toFixed(e.symbol === "XRP" ? 4 : 2)), `${e.symbol} ${v}`).toBe(v);
+    }
     const status = await page("/status");
     for (const symbol of Object.keys(DEMO_COINS)) expect(status).toMatch(new RegExp(`data-symbol="${symbol}"[^>]*data-demo="true"[\\s\\S]*?${DEMO_DATA_LABEL}`));
     // The demo's sample datasets are not called CoinGecko or FRED.

@@ -111,6 +111,14 @@ describe("a coin's candles: demo history, then real data", () => {
     expect(await count(sql`SELECT count(*)::int AS n FROM candles WHERE symbol = 'BTC'`)).toBe(candlesBefore);
     expect(await count(sql`SELECT count(*)::int AS n FROM candles WHERE symbol = 'BTC' AND demo`)).toBe(0);
   });
+
+  it("the demo's sample datasets skip a coin whose candles are real", async () => {
+    const rows = demoDataRows(clock());
+    const summary = await pushDataset({ db: db.handle, clock, logger }, "fundamentals", rows.fundamentals, { demo: true });
+    expect(summary.reasons).toMatchObject({ real_data_held: 1 });
+    expect(await count(sql`SELECT count(*)::int AS n FROM coin_fundamentals WHERE symbol = 'BTC'`)).toBe(0);
+    expect(await count(sql`SELECT count(*)::int AS n FROM coin_fundamentals WHERE symbol = 'ETH' AND demo`)).toBe(1);
+  });
 });
 
 describe("another process on the same database", () => {
@@ -156,8 +164,10 @@ describe("datasets: demo rows, then real rows", () => {
     clock.advance(10 * 60_000);
     const again = demoDataRows(clock()).derivatives;
     const summary = await pushDataset(deps(), "derivatives", again, { demo: true });
-    const sol = again.filter((r) => r.symbol === "SOL").length;
-    expect(summary).toMatchObject({ rejected: sol, reasons: { real_data_held: sol } });
+    // Refused: SOL's (real derivatives) and those of any coin whose candles are real.
+    const realCoins = new Set(["SOL", ...(await db.handle.rows<{ symbol: string }>(sql`SELECT symbol FROM coins WHERE NOT demo`)).map((r) => r.symbol)]);
+    const refused = again.filter((r) => realCoins.has(r.symbol)).length;
+    expect(summary).toMatchObject({ rejected: refused, reasons: { real_data_held: refused } });
     expect(await db.handle.rows(sql`SELECT venue FROM derivatives_readings WHERE symbol = 'SOL'`)).toEqual([{ venue: "binance-futures" }]);
   });
 
