@@ -6,6 +6,7 @@
 import { formatMyt } from "../clock.ts";
 import { shortHash } from "../market/event-chain.ts";
 import { TIMEFRAME_MS } from "../market/timeframes.ts";
+import { DEMO_DATA_LABEL } from "../market/provenance.ts";
 import type { Timeframe } from "../market/timeframes.ts";
 
 export const DISCLAIMER = "Educational information, not investment advice.";
@@ -21,6 +22,8 @@ export interface SignalAlertFacts {
   candleOpenTime: number;
   /** The event's hash in the tamper-evident log (null when it has none, e.g. a test alert). */
   chainHash?: string | null;
+  /** The event comes from the demo feed's synthetic prices: the message says so first. */
+  demo?: boolean;
 }
 
 /** Enough significant digits for any coin's price, without float noise (64210.5, 0.00001234). */
@@ -47,6 +50,7 @@ export function signalAlertText(facts: SignalAlertFacts, publicBaseUrl: string):
   if (facts.defense !== null) levels.push(`Defense ${formatPrice(facts.defense)}`);
   if (facts.atrPct !== null) levels.push(`ATR ${facts.atrPct.toFixed(2)}%`);
   return [
+    ...(facts.demo ? [`[${DEMO_DATA_LABEL}, not a market]`] : []),
     `${facts.symbol} ${facts.tf}: ${HEADLINES[facts.signal] ?? facts.signal}`,
     levels.join(" · "),
     `Confirmed at the ${facts.tf} close, ${formatMyt(closeTime)}`,

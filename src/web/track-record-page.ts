@@ -125,6 +125,7 @@ function methodSection(costs: LiveCosts): SafeHtml {
     <li><strong>DSR</strong> (Bailey &amp; López de Prado, "The Deflated Sharpe Ratio", Journal of Portfolio Management 40(5), 2014): the PSR against SR* = √V·((1 − γ)·Φ⁻¹(1 − 1/N) + γ·Φ⁻¹(1 − 1/(N·e))), the Sharpe ratio the best of N skill-less configurations would show, γ the Euler–Mascheroni constant. N = 47 configurations were tried per timeframe in the research (docs/signal-quality.md), V the variance of their per-day Sharpe ratios there; the research measured 1h, 4h and 1d only.</li>
     <li><strong>Win rate interval</strong>: the 95% Wilson score interval (Wilson, JASA 22, 1927).</li>
     <li><strong>Regimes.</strong> A day is "rising" when an equal-weight basket of the covered coins (buy and hold, rebalanced daily) gained over the ${REGIME_LOOKBACK_DAYS} days before it, "falling" when it lost.</li>
+    <li><strong>Real markets only.</strong> The demo feed's synthetic prices are never counted: a coin's record holds only events computed on candles from a real exchange.</li>
     <li><strong>Ended signals only.</strong> Without a paid plan's current access, each series stands as it was just before the signal in force ${ENDED_SIGNAL_DELAY_HOURS} hours ago began, so no signal still in force shows here. The current signal is what the API and the paid plans' chart pages and alerts deliver.</li>
   </ul>
   <p>Members see each coin's chart, its signals and a backtest at any fee on the chart pages. Win rates and backtests are not part of the API.</p>

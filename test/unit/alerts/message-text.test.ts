@@ -42,6 +42,13 @@ describe("signal alert text", () => {
     expect(signalAlertText({ ...long, chainHash: null }, BASE)).toBe(signalAlertText(long, BASE));
   });
 
+  it("says first that an event of the demo feed comes from synthetic prices, and says nothing of the kind for real data", () => {
+    const lines = signalAlertText({ ...long, demo: true }, BASE).split("\n");
+    expect(lines[0]).toBe("[demo data: synthetic prices, not a market]");
+    expect(lines.slice(1)).toEqual(signalAlertText(long, BASE).split("\n"));
+    expect(signalAlertText({ ...long, demo: false }, BASE)).not.toMatch(/demo|synthetic/);
+  });
+
   it("links the chart page of the coin and timeframe under PUBLIC_BASE_URL", () => {
     const text = signalAlertText({ ...long, symbol: "ETH", tf: "4h", eventId: "ETH-4h-1" }, "http://127.0.0.1:8080");
     expect(text).toContain("\nhttp://127.0.0.1:8080/charts/ETH?tf=4h\n");
