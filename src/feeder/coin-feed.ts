@@ -10,11 +10,14 @@ import type { Candle } from "../engine/candle.ts";
 import { errorSummary } from "../logger.ts";
 import type { OhlcvRow, SpotExchange } from "./exchange.ts";
 import type { CoinHealth, FeedMetrics } from "./feed-metrics.ts";
+import type { KlineStream } from "./kline-stream.ts";
 import type { Pusher } from "./pusher.ts";
 import { backoffMs, sleep } from "./timing.ts";
 
 export interface CoinFeedDeps {
   readonly exchange: SpotExchange;
+  /** The shared websocket: every led coin's kline stream on one connection. */
+  readonly klines: KlineStream;
   readonly pusher: Pusher;
   readonly metrics: FeedMetrics;
   readonly logger: Logger;
@@ -141,44 +144,40 @@ export class CoinFeed {
         metrics.reconnects.inc({ symbol: this.symbol });
         logger.info({ symbol: this.symbol, reason: kind, err: kind === "silence" ? undefined : errorSummary(err), retryInMs: delay }, "feed reconnecting");
         this.state = kind === "silence" ? "stale" : "backfilling";
-        // A silent socket may still be open: unsubscribe so the next watch subscribes afresh.
-        if (kind === "silence") await this.unwatch();
         await sleep(delay, this.abort.signal);
       }
     }
   }
 
-  private async unwatch(): Promise<void> {
-    try {
-      await this.deps.exchange.unWatchOHLCV?.(this.market, this.deps.tf);
-    } catch {
-      // Nothing to unsubscribe on a dead socket; the next watch opens a new one.
-    }
-  }
-
   /** Reads the websocket until it fails, falls silent or the feed stops. */
   private async stream(): Promise<void> {
-    const { exchange, silenceMs } = this.deps;
+    const { silenceMs } = this.deps;
     // One stop listener per stream, not per message (a listener per message would pile up).
     const stop = new Promise<null>((resolve) => this.abort.signal.addEventListener("abort", () => resolve(null), { once: true }));
-    while (!this.stopped) {
-      let timer: NodeJS.Timeout | undefined;
-      const silence = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new SilenceError(`no message for ${silenceMs} ms`)), silenceMs);
-      });
-      try {
-        const rows = await Promise.race([exchange.watchOHLCV(this.market, this.deps.tf), silence, stop]);
-        if (rows === null) return;
-        this.lastMessageAt = this.deps.now();
-        this.state = "live";
-        for (const row of [...rows].sort((a, b) => a[0] - b[0])) await this.onStreamCandle(row);
-      } finally {
-        clearTimeout(timer);
+    // Closed on the way out (silence, stop, a lost socket), so a silent stream is subscribed afresh.
+    const subscription = this.deps.klines.open(this.market);
+    try {
+      while (!this.stopped) {
+        let timer: NodeJS.Timeout | undefined;
+        const silence = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new SilenceError(`no message for ${silenceMs} ms`)), silenceMs);
+        });
+        try {
+          const messages = await Promise.race([subscription.next(), silence, stop]);
+          if (messages === null) return;
+          this.lastMessageAt = this.deps.now();
+          this.state = "live";
+          for (const message of messages) await this.onStreamCandle(message.row, message.closed);
+        } finally {
+          clearTimeout(timer);
+        }
       }
+    } finally {
+      subscription.close();
     }
   }
 
-  private async onStreamCandle(row: OhlcvRow): Promise<void> {
+  private async onStreamCandle(row: OhlcvRow, closedByExchange: boolean): Promise<void> {
     const candle = toCandle(row);
     const { tfMs } = this.deps;
     if (this.lastClosed !== null && candle.openTime <= this.lastClosed) return;
@@ -187,7 +186,7 @@ export class CoinFeed {
     // did not close for us (a seam, a drop) are read over REST with their final values.
     if (expected !== null && candle.openTime > expected) await this.backfillRange(expected, candle.openTime, "gap");
     if (this.stopped) return;
-    if (this.deps.exchange.closedMarks.has(`${this.market}|${this.deps.tf}|${candle.openTime}`)) {
+    if (closedByExchange) {
       this.pushClosed([candle], "live");
       return;
     }

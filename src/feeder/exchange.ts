@@ -10,18 +10,30 @@ import ccxt from "ccxt";
 /** Raw OHLCV row as ccxt returns it: [openTime, open, high, low, close, volume]. */
 export type OhlcvRow = [number, number, number, number, number, number];
 
-/** What the feeder uses of a ccxt pro exchange, plus the closed marks and the cool-down. */
+/** One kline message as the stream delivered it: the market, the row, and whether the exchange closed the candle. */
+export interface KlineMessage {
+  readonly market: string;
+  readonly timeframe: string;
+  readonly row: OhlcvRow;
+  /** Binance's `k.x`: the exchange marked this candle closed. */
+  readonly closed: boolean;
+}
+
+/** What the feeder uses of a ccxt pro exchange, plus the stream hooks and the cool-down. */
 export interface SpotExchange {
   readonly id: string;
   loadMarkets(): Promise<Record<string, unknown>>;
   readonly markets: Record<string, { base?: string; quote?: string; spot?: boolean; active?: boolean | undefined }>;
   fetchOHLCV(symbol: string, timeframe: string, since?: number, limit?: number, params?: Record<string, unknown>): Promise<OhlcvRow[]>;
-  watchOHLCV(symbol: string, timeframe: string): Promise<OhlcvRow[]>;
-  unWatchOHLCV?(symbol: string, timeframe: string): Promise<unknown>;
+  /** ccxt's multiplexed kline watch: one SUBSCRIBE carrying every stream of the list. */
+  watchOHLCVForSymbols(symbolsAndTimeframes: string[][]): Promise<unknown>;
+  unWatchOHLCVForSymbols(symbolsAndTimeframes: string[][]): Promise<unknown>;
   has: Record<string, unknown>;
   close(): Promise<unknown>;
-  /** `${symbol}|${timeframe}|${openTime}` of candles the exchange marked closed on the stream. */
-  readonly closedMarks: Set<string>;
+  /** Called with every kline message, in arrival order, before ccxt files it. */
+  onKline: ((message: KlineMessage) => void) | null;
+  /** Called when a websocket connection ends (drop, close frame, error). */
+  onSocketLost: ((url: string, error: unknown) => void) | null;
   /** Epoch ms before which no REST call is made (Retry-After of a 429 / 418). */
   coolDownUntil: number;
 }
@@ -44,8 +56,6 @@ export interface ExchangeUrls {
   /** Same for every websocket URL. */
   readonly wsUrl: string | null;
 }
-
-const CLOSED_MARKS_KEPT = 10_000;
 
 /** Rewrites every URL string under `node` whose scheme is in `schemes` onto `base`. */
 function rebase(node: unknown, base: string, schemes: string[]): unknown {
@@ -93,26 +103,40 @@ export function createSpotExchange(id: string, urls: ExchangeUrls): SpotExchange
   const Base = classOf(ccxt.pro, id);
   if (!Base) throw new Error(`ccxt has no websocket exchange "${id}"`);
   class Spot extends Base {
-    closedMarks = new Set<string>();
     coolDownUntil = 0;
-    // Binance's kline message says when the exchange closed a candle (k.x); ccxt keeps only
-    // the values, so the mark is recorded here before ccxt files the update.
-    handleOHLCV(client: unknown, message: { k?: { x?: boolean; t?: number; s?: string; i?: string } }) {
+    onKline: ((message: KlineMessage) => void) | null = null;
+    onSocketLost: ((url: string, error: unknown) => void) | null = null;
+    // Every kline message goes to the feeder as it arrives, with Binance's closed mark (k.x),
+    // which ccxt drops; ccxt's own futures resolve only for whoever awaits at that moment, so
+    // with hundreds of coins on one socket they would miss updates.
+    handleOHLCV(client: unknown, message: { k?: { x?: boolean; t?: number; s?: string; i?: string; o?: string; h?: string; l?: string; c?: string; v?: string } }) {
       const k = message?.k;
-      if (k?.x === true && k.t !== undefined && k.s) {
+      if (this.onKline && k?.t !== undefined && k.s) {
         const market = (this as Record<string, any>).safeMarket?.(k.s, undefined, undefined, "spot"); // eslint-disable-line @typescript-eslint/no-explicit-any
         const timeframe = (this as Record<string, any>).findTimeframe?.(k.i); // eslint-disable-line @typescript-eslint/no-explicit-any
-        this.closedMarks.add(`${market?.symbol}|${timeframe}|${k.t}`);
-        if (this.closedMarks.size > CLOSED_MARKS_KEPT) this.closedMarks.delete(this.closedMarks.values().next().value as string);
+        const row: OhlcvRow = [k.t, parseFloat(k.o ?? ""), parseFloat(k.h ?? ""), parseFloat(k.l ?? ""), parseFloat(k.c ?? ""), parseFloat(k.v ?? "")];
+        this.onKline({ market: market?.symbol, timeframe, row, closed: k.x === true });
       }
       return super.handleOHLCV(client, message);
     }
     // ccxt keeps a client whose socket closed with an error, so the next watch would wait on a
     // dead socket forever; forgetting it makes the next watch open a new connection.
+    // The feeder hears of each lost socket once: from the first of error and close that finds
+    // the client still current (ccxt forgets a client on error; the close then comes for a stranger).
     onClose(client: { url: string }, error: unknown) {
       const clients = (this as Record<string, any>).clients as Record<string, unknown>; // eslint-disable-line @typescript-eslint/no-explicit-any
-      if (clients[client.url] === client) delete clients[client.url];
-      return super.onClose(client, error);
+      const current = clients[client.url] === client;
+      if (current) delete clients[client.url];
+      const result = super.onClose(client, error);
+      if (current) this.onSocketLost?.(client.url, error);
+      return result;
+    }
+    onError(client: { url: string }, error: unknown) {
+      const clients = (this as Record<string, any>).clients as Record<string, unknown>; // eslint-disable-line @typescript-eslint/no-explicit-any
+      const current = clients[client.url] === client;
+      const result = super.onError(client, error);
+      if (current) this.onSocketLost?.(client.url, error);
+      return result;
     }
     // ccxt sends a subscription once the socket opened without handling a failed send (the
     // socket closed in between): an unhandled rejection. The watch itself fails on the close.
@@ -145,7 +169,9 @@ export function createSpotExchange(id: string, urls: ExchangeUrls): SpotExchange
     ...(urls.wsUrl?.startsWith("ws://") ? { httpAgent: new Agent({ keepAlive: true }) } : {}),
     timeout: 10_000,
     urls: rebasedUrls(probe.urls as Record<string, unknown>, urls),
-    options: { defaultType: "spot", fetchMarkets: { types: ["spot"] }, fetchMargins: false, fetchCurrencies: false, OHLCVLimit: 1000 },
+    // OHLCVLimit: ccxt's own cache of streamed candles per coin, unread (messages reach the
+    // feeder through onKline); 1,000 rows × 400 coins would be tens of MB kept for nothing.
+    options: { defaultType: "spot", fetchMarkets: { types: ["spot"] }, fetchMargins: false, fetchCurrencies: false, OHLCVLimit: 2 },
   }) as unknown as SpotExchange;
 }
 

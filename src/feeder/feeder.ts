@@ -11,6 +11,7 @@ import { errorSummary } from "../logger.ts";
 import { CoinFeed } from "./coin-feed.ts";
 import { createSpotExchange, type SpotExchange } from "./exchange.ts";
 import type { FeedConfig } from "./feed-config.ts";
+import { KlineStream } from "./kline-stream.ts";
 import { FeedMetrics, startMetricsListener, type CoinHealth, type FeederProblem } from "./feed-metrics.ts";
 import { Pusher } from "./pusher.ts";
 import { createServerClient, type ServerClient } from "./server-client.ts";
@@ -89,6 +90,7 @@ export async function startFeeder(deps: FeederDeps): Promise<Feeder> {
   const link = new ServiceLink(typeof deps.token === "string" ? fixedToken(deps.token) : deps.token, { server: config.server, logger, now });
   const server = createServerClient(config.server, link, id);
   const exchange: SpotExchange = createSpotExchange(config.exchange, { restUrl: config.restUrl, wsUrl: config.wsUrl });
+  const klines = new KlineStream(exchange, config.tf, logger);
   const feeds = new Map<string, CoinFeed>();
   const unlisted = new Set<string>();
   const health = (): CoinHealth[] =>
@@ -143,7 +145,7 @@ export async function startFeeder(deps: FeederDeps): Promise<Feeder> {
         unlisted.add(point.symbol);
         continue;
       }
-      const feed = new CoinFeed(point.symbol, marketOf(point.symbol), point, { exchange, pusher, metrics, logger, tf: config.tf, tfMs: config.tfMs, historyCandles: config.historyCandles, silenceMs: config.silenceMs, auditEveryMs: config.auditEveryMs, now });
+      const feed = new CoinFeed(point.symbol, marketOf(point.symbol), point, { exchange, klines, pusher, metrics, logger, tf: config.tf, tfMs: config.tfMs, historyCandles: config.historyCandles, silenceMs: config.silenceMs, auditEveryMs: config.auditEveryMs, now });
       feeds.set(point.symbol, feed);
       logger.info({ symbol: point.symbol, resumeAfter: point.lastClosedOpenTime || null }, "leading coin");
       feed.start();
@@ -241,6 +243,7 @@ export async function startFeeder(deps: FeederDeps): Promise<Feeder> {
       pusher.stop();
       await server.releaseLeases(led).catch(() => {});
       server.close();
+      klines.stop();
       await exchange.close().catch(() => {});
       await listener.close();
     },
