@@ -44,6 +44,8 @@ export interface WsStats {
   readonly connections: number;
   /** Connections open now. */
   readonly open: number;
+  /** Most connections open at once. */
+  readonly maxOpen: number;
   /** Most streams one connection was subscribed to at once. */
   readonly maxStreamsOnOneConnection: number;
   /** Most incoming frames (messages, pings, pongs) one connection sent within one second. */
@@ -190,6 +192,7 @@ export async function startFakeExchange(options: FakeExchangeOptions): Promise<F
   const restCalls = new Map<string, number>();
   const subscribers = new Map<string, Set<WebSocket>>();
   let connections = 0;
+  let maxOpen = 0;
   let maxStreamsOnOneConnection = 0;
   let maxIncomingInOneSecond = 0;
   let controlMessages = 0;
@@ -278,6 +281,7 @@ export async function startFakeExchange(options: FakeExchangeOptions): Promise<F
   const wss = new WebSocketServer({ server: http });
   wss.on("connection", (socket) => {
     connections++;
+    maxOpen = Math.max(maxOpen, wss.clients.size);
     const streams = new Set<string>();
     const incoming: number[] = [];
     const breach = (what: string) => {
@@ -391,7 +395,7 @@ export async function startFakeExchange(options: FakeExchangeOptions): Promise<F
       faults.push(...more);
     },
     connections: () => connections,
-    wsStats: () => ({ connections, open: wss.clients.size, maxStreamsOnOneConnection, maxIncomingInOneSecond, controlMessages, maxStreamsInOneMessage, breaches: [...breaches] }),
+    wsStats: () => ({ connections, open: wss.clients.size, maxOpen, maxStreamsOnOneConnection, maxIncomingInOneSecond, controlMessages, maxStreamsInOneMessage, breaches: [...breaches] }),
     async close() {
       for (const socket of wss.clients) socket.terminate();
       await new Promise<void>((resolve) => wss.close(() => resolve()));
