@@ -128,7 +128,8 @@ export function createSpotExchange(id: string, urls: ExchangeUrls): SpotExchange
       const current = clients[client.url] === client;
       if (current) delete clients[client.url];
       const result = super.onClose(client, error);
-      if (current) this.onSocketLost?.(client.url, error);
+      // `error` is the close event here; ccxt's own error for it (a NetworkError) is on the client.
+      if (current) this.onSocketLost?.(client.url, (client as { error?: unknown }).error ?? new ccxt.NetworkError(`websocket ${client.url} closed`));
       return result;
     }
     onError(client: { url: string }, error: unknown) {
