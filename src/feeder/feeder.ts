@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import { errorSummary } from "../logger.ts";
 import { CoinFeed } from "./coin-feed.ts";
-import { createSpotExchange, type SpotExchange } from "./exchange.ts";
+import { createSpotExchange, loadExchange, type SpotExchange } from "./exchange.ts";
 import type { FeedConfig } from "./feed-config.ts";
 import { KlineStream } from "./kline-stream.ts";
 import { FeedMetrics, startMetricsListener, type CoinHealth, type FeederProblem } from "./feed-metrics.ts";
@@ -89,6 +89,7 @@ export async function startFeeder(deps: FeederDeps): Promise<Feeder> {
   const id = `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
   const link = new ServiceLink(typeof deps.token === "string" ? fixedToken(deps.token) : deps.token, { server: config.server, logger, now });
   const server = createServerClient(config.server, link, id);
+  await loadExchange(config.exchange);
   const exchange: SpotExchange = createSpotExchange(config.exchange, { restUrl: config.restUrl, wsUrl: config.wsUrl });
   const klines = new KlineStream(exchange, config.tf, logger);
   const feeds = new Map<string, CoinFeed>();

@@ -6,7 +6,7 @@
  */
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createSpotExchange, type KlineMessage, type SpotExchange } from "../../src/feeder/exchange.ts";
+import { createSpotExchange, loadExchange, type KlineMessage, type SpotExchange } from "../../src/feeder/exchange.ts";
 import { KlineStream, MAX_STREAMS_PER_CONNECTION, STREAMS_PER_MESSAGE, type KlineSubscription } from "../../src/feeder/kline-stream.ts";
 import { startFakeExchange, WS_MAX_INCOMING_PER_SECOND, type FakeExchange } from "../support/fake-exchange.ts";
 import { realMarket } from "../support/fake-market.ts";
@@ -47,6 +47,7 @@ describe.runIf(realCandlesAvailable)("kline stream: 400 coins over one websocket
     const market = realMarket(COINS, 80);
     bases = market.map((c) => c.base);
     fake = await startFakeExchange({ coins: market, interval: "15m", intervalMs: TF_MS, history: 60 });
+    await loadExchange("binance");
     exchange = createSpotExchange("binance", { restUrl: fake.restUrl, wsUrl: fake.wsUrl });
     await exchange.loadMarkets();
     klines = new KlineStream(exchange, "15m", pino({ level: "silent" }));
