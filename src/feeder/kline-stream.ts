@@ -19,6 +19,8 @@ export const MAX_STREAMS_PER_CONNECTION = 1024;
 export const STREAMS_PER_MESSAGE = 200;
 /** Our control messages a second; Binance allows 5 incoming messages a second, pings and pongs included. */
 export const MESSAGES_PER_SECOND = 2;
+/** How long a market waits for its UNSUBSCRIBE's answer before it may be subscribed again anyway. */
+const UNSUBSCRIBE_ANSWER_MS = 10_000;
 
 /** One coin's subscription: the updates since the last read, or the error that ended it. */
 export interface KlineSubscription {
@@ -175,10 +177,12 @@ export class KlineStream {
         this.unsubscribing.add(m);
       }
       this.sent();
-      this.exchange
-        .unWatchOHLCVForSymbols(pairs(batch))
+      let timer: NodeJS.Timeout | undefined;
+      const unanswered = new Promise<void>((resolve) => (timer = setTimeout(resolve, UNSUBSCRIBE_ANSWER_MS)));
+      Promise.race([this.exchange.unWatchOHLCVForSymbols(pairs(batch)), unanswered])
         .catch(() => {}) // a dead socket has nothing left to unsubscribe
         .finally(() => {
+          clearTimeout(timer);
           for (const m of batch) this.unsubscribing.delete(m);
           if (this.toSubscribe.size > 0) this.schedule();
         });
