@@ -196,7 +196,10 @@ export function createSpotExchange(id: string, urls: ExchangeUrls): SpotExchange
     urls: rebasedUrls(probe.urls as Record<string, unknown>, urls),
     // OHLCVLimit: ccxt's own cache of streamed candles per coin, unread (messages reach the
     // feeder through onKline); 1,000 rows × 400 coins would be tens of MB kept for nothing.
-    options: { defaultType: "spot", fetchMarkets: { types: ["spot"] }, fetchMargins: false, fetchCurrencies: false, OHLCVLimit: 2 },
+    // ws.cost: ccxt spaces each socket's control messages by cost × rateLimit (50 ms); 10 keeps
+    // them at about 2 a second even when subscriptions queued during a reconnect are released
+    // together (Binance cuts a connection at more than 5 incoming frames a second).
+    options: { defaultType: "spot", fetchMarkets: { types: ["spot"] }, fetchMargins: false, fetchCurrencies: false, OHLCVLimit: 2, ws: { cost: 10 } },
   }) as unknown as SpotExchange;
 }
 
