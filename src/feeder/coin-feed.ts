@@ -178,19 +178,23 @@ export class CoinFeed {
   }
 
   private async onStreamCandle(row: OhlcvRow, closedByExchange: boolean): Promise<void> {
-    const candle = toCandle(row);
+    if (this.stopped) return;
+    const openTime = row[0];
     const { tfMs } = this.deps;
-    if (this.lastClosed !== null && candle.openTime <= this.lastClosed) return;
+    if (this.lastClosed !== null && openTime <= this.lastClosed) return;
     const expected = this.lastClosed === null ? null : this.lastClosed + tfMs;
     // The exchange's candle `openTime` has begun: every earlier one is closed. Those the stream
     // did not close for us (a seam, a drop) are read over REST with their final values.
-    if (expected !== null && candle.openTime > expected) await this.backfillRange(expected, candle.openTime, "gap");
+    if (expected !== null && openTime > expected) await this.backfillRange(expected, openTime, "gap");
     if (this.stopped) return;
+    // Each message carries its own values (parsed from it, never ccxt's rows, which it updates in
+    // place): a closed candle is the exchange's closing message; if the exchange closed this
+    // candle during the wait above, its closing message is next in this coin's queue.
     if (closedByExchange) {
-      this.pushClosed([candle], "live");
+      this.pushClosed([toCandle(row)], "live");
       return;
     }
-    this.setForming(candle);
+    this.setForming(toCandle(row));
   }
 
   private setForming(candle: Candle): void {
