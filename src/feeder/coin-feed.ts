@@ -10,7 +10,7 @@ import type { Candle } from "../engine/candle.ts";
 import { errorSummary } from "../logger.ts";
 import type { OhlcvRow, SpotExchange } from "./exchange.ts";
 import type { CoinHealth, FeedMetrics } from "./feed-metrics.ts";
-import type { KlineStream } from "./kline-stream.ts";
+import type { KlineStream, KlineSubscription } from "./kline-stream.ts";
 import type { Pusher } from "./pusher.ts";
 import { backoffMs, sleep } from "./timing.ts";
 
@@ -76,6 +76,8 @@ export class CoinFeed {
   private state: CoinHealth["state"] = "backfilling";
   private lastMessageAt: number | null = null;
   private nextAudit: number;
+  /** The subscription kept over a silence, until the stream is read again or the feed stops. */
+  private keptSubscription: KlineSubscription | null = null;
 
   constructor(symbol: string, market: string, resume: { known: boolean; lastClosedOpenTime: number }, deps: CoinFeedDeps) {
     this.symbol = symbol;
@@ -113,6 +115,7 @@ export class CoinFeed {
   /** Stops feeding and waits for the loop to end. */
   async stop(): Promise<void> {
     this.abort.abort();
+    this.keptSubscription?.close();
     if (this.formingTimer) clearTimeout(this.formingTimer);
     this.deps.pusher.discard(this.symbol);
     await this.running;
@@ -154,8 +157,9 @@ export class CoinFeed {
     const { silenceMs } = this.deps;
     // One stop listener per stream, not per message (a listener per message would pile up).
     const stop = new Promise<null>((resolve) => this.abort.signal.addEventListener("abort", () => resolve(null), { once: true }));
-    // Closed on the way out (silence, stop, a lost socket), so a silent stream is subscribed afresh.
+    // Ended on the way out, except after a silence (below).
     const subscription = this.deps.klines.open(this.market);
+    this.keptSubscription = null;
     try {
       while (!this.stopped) {
         let timer: NodeJS.Timeout | undefined;
@@ -164,7 +168,7 @@ export class CoinFeed {
         });
         try {
           const messages = await Promise.race([subscription.next(), silence, stop]);
-          if (messages === null) return;
+          if (messages === null) break;
           this.lastMessageAt = this.deps.now();
           this.state = "live";
           for (const message of messages) await this.onStreamCandle(message.row, message.closed);
@@ -172,9 +176,16 @@ export class CoinFeed {
           clearTimeout(timer);
         }
       }
-    } finally {
-      subscription.close();
+    } catch (err) {
+      // After a silence the subscription is kept: the coin takes it up again (KlineStream.open)
+      // once its gap is backfilled, with no UNSUBSCRIBE / SUBSCRIBE round in between during which
+      // a close could pass unseen. Anything else (a lost socket) ends it.
+      if (err instanceof SilenceError) this.keptSubscription = subscription;
+      else subscription.close();
+      throw err;
     }
+    // Stopped: unsubscribe.
+    subscription.close();
   }
 
   private async onStreamCandle(row: OhlcvRow, closedByExchange: boolean): Promise<void> {

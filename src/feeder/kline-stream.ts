@@ -44,6 +44,11 @@ class Subscription implements KlineSubscription {
     this.onClose = onClose;
   }
 
+  /** Hands over what arrived unread (a coin taking up its kept subscription again). */
+  takeUnread(): KlineMessage[] {
+    return this.error === null ? this.queue.splice(0) : [];
+  }
+
   deliver(message: KlineMessage): void {
     if (this.error !== null) return;
     this.queue.push(message);
@@ -104,8 +109,11 @@ export class KlineStream {
 
   /** Subscribes a market; its updates arrive through the returned subscription. */
   open(market: string): KlineSubscription {
-    this.subs.get(market)?.fail(new Error("subscription replaced"));
+    const previous = this.subs.get(market);
     const sub = new Subscription(market, (closed) => this.release(closed));
+    // A subscription kept over a silence: what arrived meanwhile is read by the new one, in order.
+    if (previous) for (const message of previous.takeUnread()) sub.deliver(message);
+    previous?.fail(new Error("subscription replaced"));
     this.subs.set(market, sub);
     if (this.toUnsubscribe.delete(market) || this.live.has(market)) {
       // Still subscribed on the socket: nothing to send.
