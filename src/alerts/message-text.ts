@@ -4,6 +4,7 @@
  * so a retried message is identical to the first and carries the same event id.
  */
 import { formatMyt } from "../clock.ts";
+import { shortHash } from "../market/event-chain.ts";
 import { TIMEFRAME_MS } from "../market/timeframes.ts";
 import type { Timeframe } from "../market/timeframes.ts";
 
@@ -18,6 +19,8 @@ export interface SignalAlertFacts {
   defense: number | null;
   atrPct: number | null;
   candleOpenTime: number;
+  /** The event's hash in the tamper-evident log (null when it has none, e.g. a test alert). */
+  chainHash?: string | null;
 }
 
 /** Enough significant digits for any coin's price, without float noise (64210.5, 0.00001234). */
@@ -49,6 +52,8 @@ export function signalAlertText(facts: SignalAlertFacts, publicBaseUrl: string):
     `Confirmed at the ${facts.tf} close, ${formatMyt(closeTime)}`,
     chartUrl(publicBaseUrl, facts.symbol, facts.tf),
     `Signal ${facts.eventId}`,
+    // Its own line, so the signal line stays as it was: lets a member find this exact event in the published log (/track-record).
+    ...(facts.chainHash ? [`Log ${shortHash(facts.chainHash)}`] : []),
     DISCLAIMER,
   ].join("\n");
 }

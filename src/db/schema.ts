@@ -178,8 +178,22 @@ export const signalEvents = pgTable(
     /** The candle closed in real time (alerts go out); false for imports and backfills. */
     live: boolean("live").notNull(),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+    /**
+     * Tamper-evident log (market/event-chain.ts): a live event's predecessor's hash and its own,
+     * written in the transaction that stores it; null for events that are not live.
+     */
+    chainPrev: text("chain_prev"),
+    chainHash: text("chain_hash"),
   },
-  (t) => [uniqueIndex("signal_events_id_key").on(t.id), index("signal_events_series_idx").on(t.symbol, t.tf, t.candleOpenTime)],
+  (t) => [
+    uniqueIndex("signal_events_id_key").on(t.id),
+    index("signal_events_series_idx").on(t.symbol, t.tf, t.candleOpenTime),
+    // At most one event follows any hash: the chain cannot fork, whatever the writers do.
+    uniqueIndex("signal_events_chain_prev_key").on(t.chainPrev).where(sql`chain_prev IS NOT NULL`),
+    // The chain's head, and the live events still to chain, without scanning imported history.
+    index("signal_events_chained_idx").on(t.seq).where(sql`chain_hash IS NOT NULL`),
+    index("signal_events_unchained_idx").on(t.seq).where(sql`live AND chain_hash IS NULL`),
+  ],
 );
 
 /** Where and about what a member is alerted (one row per account). */

@@ -11,6 +11,7 @@ import type { Timeframe } from "./timeframes.ts";
 import { CoinRuntime, emptySeries, mergeCandle, type CandleRow, type SeriesRuntime } from "./coin-runtime.ts";
 import { bucketStart, derivedTimeframes, isTimeframe } from "./timeframes.ts";
 import type { PendingSignalEvent } from "./signal-events.ts";
+import { GENESIS_HASH, chainHash, confirmedAtOf } from "./event-chain.ts";
 
 /** Closed candles replayed when a checkpoint is missing or from an older engine version. */
 export const WARMUP_CANDLES = 2_000;
@@ -124,6 +125,10 @@ export async function persistMarket(handle: DbHandle, write: MarketWrite): Promi
           ON CONFLICT (id) DO NOTHING
           RETURNING seq, id, symbol, tf, live)
         SELECT seq, id, symbol, tf, live FROM stored ORDER BY seq`)).map((r) => ({ ...r, seq: Number(r.seq), live: r.live === true }));
+      if (stored.some((e) => e.live)) {
+        // Still under the lock taken above: no other writer can chain between our read of the head and our commit.
+        await chainLiveEvents(tx);
+      }
       if (stored.length > 0) {
         await tx.execute(sql`SELECT pg_notify(${SIGNAL_EVENTS}, '')`);
         await write.onEventsStored?.(tx, stored, now);
@@ -134,6 +139,36 @@ export async function persistMarket(handle: DbHandle, write: MarketWrite): Promi
     const payload = JSON.stringify({ writer, symbols: symbols.join(",").length > 7000 ? ["*"] : symbols });
     await tx.execute(sql`SELECT pg_notify(${MARKET_UPDATED}, ${payload})`);
   });
+}
+
+/**
+ * Chains every live event not chained yet, in seq order, after the current head; returns their
+ * hashes by seq. The caller holds SIGNAL_EVENTS_LOCK to commit, so the head it reads is the
+ * head when it commits (and the unique chain_prev index refuses a fork should that ever fail).
+ * Live events stored before the chain existed are chained by the first writer after it.
+ */
+async function chainLiveEvents(tx: Transaction): Promise<Map<number, string>> {
+  const pending = resultRows<{ seq: number | string; symbol: string; tf: string; signal: string; price: number; defense: number | null; candle_open_time: number | string }>(
+    await tx.execute(sql`
+      SELECT seq, symbol, tf, signal, price, defense, candle_open_time FROM signal_events
+       WHERE live AND chain_hash IS NULL ORDER BY seq`),
+  );
+  const hashes = new Map<number, string>();
+  if (pending.length === 0) return hashes;
+  const [head] = resultRows<{ chain_hash: string }>(await tx.execute(sql`SELECT chain_hash FROM signal_events WHERE chain_hash IS NOT NULL ORDER BY seq DESC LIMIT 1`));
+  let prev = head?.chain_hash ?? GENESIS_HASH;
+  const prevs: string[] = [];
+  for (const e of pending) {
+    const hash = chainHash(prev, { symbol: e.symbol, tf: e.tf, signal: e.signal, confirmedAt: confirmedAtOf(e.tf, Number(e.candle_open_time)), price: e.price, defense: e.defense });
+    prevs.push(prev);
+    hashes.set(Number(e.seq), hash);
+    prev = hash;
+  }
+  await tx.execute(sql`
+    UPDATE signal_events e SET chain_prev = u.prev, chain_hash = u.hash
+      FROM unnest(${sql.param(pending.map((e) => Number(e.seq)))}::bigint[], ${sql.param(prevs)}::text[], ${sql.param([...hashes.values()])}::text[]) AS u(seq, prev, hash)
+     WHERE e.seq = u.seq`);
+  return hashes;
 }
 
 const toCandle = (r: { openTime: number; open: number; high: number; low: number; close: number; volume: number }): Candle => ({
