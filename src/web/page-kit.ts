@@ -15,6 +15,8 @@ import type { Clock } from "../clock.ts";
 import type { DbHandle } from "../db/client.ts";
 import { getAccountSummary, type AccountSummary } from "../accounts/accounts.ts";
 import { createStripeClient } from "../payments/stripe-client.ts";
+import { PlanPrices } from "../payments/plan-prices.ts";
+import { loadOffer } from "./offer.ts";
 import type { Timeframe } from "../market/timeframes.ts";
 import { loadAssets, type Assets } from "./assets.ts";
 import { ChartDataCache } from "./chart-data.ts";
@@ -107,6 +109,10 @@ export function createPageKit(deps: WebDeps) {
   const chartData = new ChartDataCache(db, deps.onTrackRecordComputed);
   /** What the payment routes and the account page's billing card need; no Stripe client when payments are off. */
   const payments: PaymentRouteDeps = { ...deps, stripe: config.payments.stripe ? createStripeClient(config.payments.stripe) : null };
+  /** The plans' prices as Stripe charges them, kept for a few minutes. */
+  const planPrices = new PlanPrices(payments.stripe, config.payments.stripe, clock);
+  /** What the service sells now: plans with their prices, packs and limits (web/offer.ts). */
+  const offer = () => loadOffer({ planPrices, paymentsOn: payments.stripe !== null, packs: config.payments.tokenPacks, limits: config.limits });
   const nodeRequest = (c: WebContext): WebRequest => c.env.incoming;
   const secureCookies = (c: WebContext) => requestIsTls(nodeRequest(c), config.trustProxy) || config.publicBaseUrl.startsWith("https:");
 
@@ -205,7 +211,7 @@ export function createPageKit(deps: WebDeps) {
     return seeOther(c, path === "/account" ? "/signin" : `/signin?next=${encodeURIComponent(path)}`);
   }
 
-  return { deps, assets, publicCtx, chartData, payments, nodeRequest, page, seeOther, refuse, signedIn, session, form, signedInForm, setCookie, setSessionCookie, clearSessionCookie, csrfCookie, toSignIn };
+  return { deps, assets, publicCtx, chartData, payments, planPrices, offer, nodeRequest, page, seeOther, refuse, signedIn, session, form, signedInForm, setCookie, setSessionCookie, clearSessionCookie, csrfCookie, toSignIn };
 }
 
 /** The shared page helpers a route module receives. */

@@ -23,16 +23,13 @@ const SIGN_IN_NOTICES: ReadonlyArray<readonly [string, string]> = [
   ["password-reset", "Your new password is set and every session of the account is signed out. Sign in with the new password."],
 ];
 
-/** Routes of `/`, `/signin` and `/signout`. */
+/** Routes of `/signin` and `/signout` (`/` is the landing page, routes/public-pages.ts). */
 export function signInRoutes(kit: PageKit): Hono<WebEnv> {
   const { config, db, clock, logger } = kit.deps;
   const throttle = kit.deps.throttle ?? DEFAULT_THROTTLE;
   /** "Forgot password?" is offered only when reset links can be mailed. */
   const resetByMail = config.mail !== null;
   const app = new Hono<WebEnv>();
-
-  app.get("/", async (c) => kit.seeOther(c, (await kit.signedIn(c)) ? "/account" : "/signin"));
-  app.all("/", methodNotAllowed(kit, "GET"));
 
   app.get("/signin", async (c) => {
     const next = safeLocalPath(c.req.query("next"));
