@@ -38,6 +38,11 @@ export interface MarketFeedDeps {
   readonly alertMaxDelayMs: number;
   /** Told, inside the market's transaction, about the signal events it stored (alerts subscribe here). */
   readonly onEventsStored?: SignalEventsSubscriber;
+  /**
+   * Told after this process's readings of these coins changed: once its own commit of them is
+   * done, or once it has reloaded another process's (the live watchlists wake here).
+   */
+  readonly onReadingsChanged?: (symbols: readonly string[]) => void;
 }
 
 export interface IngestOptions {
@@ -99,7 +104,7 @@ export class MarketFeed implements SignalSnapshot {
     if (clash.length > 0) this.deps.logger.warn({ symbols: clash }, "another process wrote coins this process is writing; keeping local state");
     const others = notice.symbols.filter((symbol) => !this.touched.has(symbol));
     const reload = others.includes("*") ? loadAllCoins(this.deps.db).then((all) => all.forEach((c) => { if (!this.touched.has(c.symbol)) this.coins.set(c.symbol, c); })) : this.reload(others);
-    reload.catch((err: unknown) => this.deps.logger.warn({ err: errorSummary(err) }, "could not follow another process's market update"));
+    reload.then(() => this.deps.onReadingsChanged?.(others)).catch((err: unknown) => this.deps.logger.warn({ err: errorSummary(err) }, "could not follow another process's market update"));
   }
 
   /** Current reading of a coin on a timeframe, or why there is none. */
@@ -234,6 +239,7 @@ export class MarketFeed implements SignalSnapshot {
     try {
       const coins = touched.map((s) => this.coins.get(s)!).filter(Boolean);
       await persistMarket(this.deps.db, { rows, touched: coins, events, writer: this.writerId, now: this.deps.clock(), ...(this.deps.onEventsStored ? { onEventsStored: this.deps.onEventsStored } : {}) });
+      this.deps.onReadingsChanged?.(touched);
     } catch (err) {
       // Streams that overlapped this batch fail: from now on (they stop applying updates), and
       // after the reload (one that started during it built on state the reload replaced).

@@ -18,6 +18,7 @@ import { createStripeClient } from "../payments/stripe-client.ts";
 import { PlanPrices } from "../payments/plan-prices.ts";
 import { loadOffer } from "./offer.ts";
 import type { Timeframe } from "../market/timeframes.ts";
+import type { SignalSnapshot } from "../market/snapshot.ts";
 import { loadAssets, type Assets } from "./assets.ts";
 import { ChartDataCache } from "./chart-data.ts";
 import type { PaymentRouteDeps } from "./payment-actions.ts";
@@ -34,8 +35,19 @@ export interface WebDeps {
   readonly logger: Logger;
   /** Failed sign-in budget (tests may pass a smaller one). */
   readonly throttle?: ThrottlePolicy;
+  /** The current readings (what a paid call reads); the live watchlist shows them. Absent: no watchlist. */
+  readonly snapshot?: SignalSnapshot;
+  /** Wakes the live watchlists when the readings change (events/event-hub.ts's SignalEventHub). */
+  readonly readings?: WakeupHub;
   /** Told each time a series' chart data and track record are computed (the server counts them in a metric). */
   readonly onTrackRecordComputed?: (symbol: string, tf: Timeframe) => void;
+}
+
+/** A wake-up counter to wait on (the server's SignalEventHub, named by shape: web/ does not import events/). */
+export interface WakeupHub {
+  readonly wakeups: number;
+  readonly closed: boolean;
+  wait(since: number, signal: AbortSignal, timeoutMs: number): Promise<void>;
 }
 
 /** A signed-in member: their session, account summary and the context their pages render in. */
