@@ -118,6 +118,12 @@ function chartPalette() {
   chart.panes()[0].setStretchFactor(3);
   chart.panes()[1].setStretchFactor(1);
 
+  // On a phone the markers lose their letters (the shape and colour say the same, and letters
+  // of neighbouring markers ran together as "S+S+S+"), the level lines lose their titles (they
+  // covered the price axis) and the chart opens on the latest candles, where markers do not crowd.
+  var narrow = container.clientWidth < 640;
+  if (narrow && bars.length > 90) chart.timeScale().setVisibleLogicalRange({ from: bars.length - 90, to: bars.length + 2 });
+
   var STYLE = {
     LONG: { position: "belowBar", shape: "arrowUp", color: LONG, text: "L" },
     STRONG_LONG: { position: "belowBar", shape: "arrowUp", color: LONG, text: "L+" },
@@ -129,18 +135,18 @@ function chartPalette() {
     series,
     data.markers.map(function (m) {
       var s = STYLE[m.signal];
-      return { time: m.time, position: s.position, shape: s.shape, color: s.color, text: s.text };
+      return { time: m.time, position: s.position, shape: s.shape, color: s.color, text: narrow ? "" : s.text };
     }),
   );
 
   var levels = data.levels;
   if (levels) {
     if (levels.defense !== null) {
-      series.createPriceLine({ price: levels.defense, color: colours.defense, lineWidth: 2, lineStyle: LWC.LineStyle.Solid, axisLabelVisible: true, title: "defense" });
+      series.createPriceLine({ price: levels.defense, color: colours.defense, lineWidth: 2, lineStyle: LWC.LineStyle.Solid, axisLabelVisible: true, title: narrow ? "" : "defense" });
     }
     if (levels.trigger !== null) {
-      series.createPriceLine({ price: levels.trigger, color: colours.trigger, lineWidth: 2, lineStyle: LWC.LineStyle.Dashed, axisLabelVisible: true, title: "trigger" });
-      series.createPriceLine({ price: levels.invalidation, color: colours.invalidation, lineWidth: 2, lineStyle: LWC.LineStyle.Dotted, axisLabelVisible: true, title: "invalidation" });
+      series.createPriceLine({ price: levels.trigger, color: colours.trigger, lineWidth: 2, lineStyle: LWC.LineStyle.Dashed, axisLabelVisible: true, title: narrow ? "" : "trigger" });
+      series.createPriceLine({ price: levels.invalidation, color: colours.invalidation, lineWidth: 2, lineStyle: LWC.LineStyle.Dotted, axisLabelVisible: true, title: narrow ? "" : "invalidation" });
     }
   }
 
