@@ -219,20 +219,23 @@ ${view.flash ? html`<div class="notice ok" role="status">${view.flash}</div>` : 
   );
 }
 
-/** The confirmation step before a regeneration. */
+/** The confirmation step before a regeneration (or before the first key, which replaces nothing). */
 export function renderKeyConfirmPage(ctx: PageContext & { signedIn: { email: string; csrfToken: string } }, keyPrefix: string, confirmToken: string): string {
+  const first = keyPrefix === "";
   return layout(
-    { title: "Regenerate your API key", stylesheet: ctx.stylesheet, signedIn: ctx.signedIn, current: "account" },
-    html`<h1>Regenerate your API key?</h1>
-<div class="notice warn" role="alert">
-  <p><strong>Your current key ${keyPrefix ? html`(<code>${maskedKey(keyPrefix)}</code>) ` : ""}stops working at once</strong>, for every program that uses it, on every server.</p>
+    { title: first ? "Create your API key" : "Regenerate your API key", stylesheet: ctx.stylesheet, signedIn: ctx.signedIn, current: "account" },
+    html`<h1>${first ? "Create your API key" : "Regenerate your API key?"}</h1>
+${first
+  ? html`<div class="notice ok" role="status"><p>The key is shown once, on the next page, with the exact command of a first call. Copy it then: it cannot be shown again.</p></div>`
+  : html`<div class="notice warn" role="alert">
+  <p><strong>Your current key (<code>${maskedKey(keyPrefix)}</code>) stops working at once</strong>, for every program that uses it, on every server.</p>
   <p>The new key is shown once, on the next page. Copy it then: it cannot be shown again.</p>
-</div>
+</div>`}
 <form method="post" action="/account/key" class="actions">
   <input type="hidden" name="${CSRF_FIELD}" value="${ctx.signedIn.csrfToken}">
   <input type="hidden" name="confirm" value="${confirmToken}">
-  <button type="submit" class="danger">Regenerate the key now</button>
-  <a href="/account">Cancel, keep the current key</a>
+  <button type="submit"${first ? "" : html` class="danger"`}>${first ? "Create the key now" : "Regenerate the key now"}</button>
+  <a href="/account">${first ? "Cancel" : "Cancel, keep the current key"}</a>
 </form>`,
   );
 }
@@ -242,7 +245,7 @@ export function renderNewKeyPage(ctx: PageContext & { signedIn: { email: string;
   return layout(
     { title: "Your new API key", stylesheet: ctx.stylesheet, signedIn: ctx.signedIn, current: "account", scripts },
     html`<h1>Your new API key</h1>
-<div class="notice ok" role="status">Your old key has stopped working. Use this one from now on.</div>
+<div class="notice ok" role="status">Any key you had before has stopped working. Use this one from now on.</div>
 <p><strong>This is the only time the full key is shown.</strong> Copy it now and keep it somewhere safe; this page cannot be shown again.</p>
 <code class="key key-full" id="new-key">${apiKey}</code>
 <div class="actions">
