@@ -150,6 +150,7 @@ function keyCard(view: AccountView): SafeHtml {
   const prefix = view.summary.keyPrefix;
   return html`<section class="card wide" aria-labelledby="key-h">
   <h2 id="key-h">API key</h2>
+  <p class="muted">New to the API? <a href="/getting-started">Getting started</a>: the first call, reading the answer, polling once per close.</p>
   ${prefix
     ? html`<p>Your key, masked: only its first characters are ever shown again.</p>
   <code class="key" id="masked-key" aria-label="API key starting with ${prefix}, the rest hidden">${maskedKey(prefix)}</code>
