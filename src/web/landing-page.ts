@@ -21,13 +21,21 @@ export interface LandingView {
 
 const DELAY_HOURS = ENDED_SIGNAL_DELAY_MS / 3_600_000;
 
+/** The answer as a reader scans it: one line per top-level field, one per signal entry. */
+function compactJson(body: Record<string, unknown>): string {
+  const lines = Object.entries(body).map(([key, value]) =>
+    Array.isArray(value) ? `  "${key}": [\n${value.map((v) => `    ${JSON.stringify(v)}`).join(",\n")}\n  ]` : `  "${key}": ${JSON.stringify(value)}`,
+  );
+  return `{\n${lines.join(",\n")}\n}`;
+}
+
 function exampleSection(example: ExampleAnswer | null): SafeHtml {
   if (example === null) {
     return html`<p class="muted">An example answer appears here once the first signal has ended at least ${DELAY_HOURS} hours ago.</p>`;
   }
   return html`<figure class="example">
   <figcaption>An answer as the API gave it at ${formatMyt(example.asOf)} for <code>symbols=${example.symbol},NEWCOIN&amp;tf=${example.tf}</code>. This signal has ended: current signals reach paying members only. (<code>arming</code> is null here because past forming setups are not kept.)</figcaption>
-  <pre class="code" tabindex="0" id="example-answer"><code>${JSON.stringify(example.body, null, 2)}</code></pre>
+  <pre class="code" tabindex="0" id="example-answer"><code>${compactJson(example.body)}</code></pre>
 </figure>`;
 }
 

@@ -120,9 +120,8 @@ function chartPalette() {
 
   // On a phone the markers lose their letters (the shape and colour say the same, and letters
   // of neighbouring markers ran together as "S+S+S+"), the level lines lose their titles (they
-  // covered the price axis) and the chart opens on the latest candles, where markers do not crowd.
+  // covered the price axis) and the chart opens on fewer candles (below), where markers do not crowd.
   var narrow = container.clientWidth < 640;
-  if (narrow && bars.length > 90) chart.timeScale().setVisibleLogicalRange({ from: bars.length - 90, to: bars.length + 2 });
 
   var STYLE = {
     LONG: { position: "belowBar", shape: "arrowUp", color: LONG, text: "L" },
@@ -168,8 +167,10 @@ function chartPalette() {
     showCandle(param.time !== undefined && byTime[param.time] ? byTime[param.time] : last);
   });
 
+  // The latest candles: 200 on a wide screen, 90 on a phone (where markers would crowd).
   var count = data.candles.length;
-  if (count > 200) chart.timeScale().setVisibleLogicalRange({ from: count - 200, to: count + 3 });
+  var shown = narrow ? 90 : 200;
+  if (count > shown) chart.timeScale().setVisibleLogicalRange({ from: count - shown, to: count + 3 });
   else chart.timeScale().fitContent();
 
   // The backtest's equity against buy-and-hold, both starting at 100.
