@@ -20,6 +20,7 @@ import { fileURLToPath } from "node:url";
 import type { BrowserContextOptions, Page } from "playwright-core";
 import { chromiumAvailable, CHROMIUM_PATH, launchChromium } from "../test/support/browser.ts";
 import { childEnv, runCli, runCliWithInput, startServerProcess, type ServerProcess } from "../test/support/processes.ts";
+import { startFakeStripe } from "../test/support/fake-stripe.ts";
 
 // Callbacks given to page.evaluate run in the browser (the project's tsconfig has no DOM lib).
 declare const document: { documentElement: { scrollHeight: number } };
@@ -73,7 +74,10 @@ async function signIn(page: Page, baseUrl: string): Promise<void> {
 async function main(): Promise<void> {
   if (!chromiumAvailable) throw new Error(`no Chromium at ${CHROMIUM_PATH} (install Debian's chromium, or set CHROMIUM_PATH)`);
   const dataDir = mkdtempSync(path.join(tmpdir(), "signals-screenshots-"));
-  const env = childEnv({ DATA_DIR: dataDir, DEMO_FEED: "true", DEMO_ACCOUNT: "false", PORT: "0", INTERNAL_PORT: "0", LOG_LEVEL: "info" });
+  // Payments on, against the local fake Stripe (its Prices: USD 49.00 and 29.00 a month), so the
+  // pricing and account pages show what a selling server shows; no request leaves the machine.
+  const stripe = await startFakeStripe();
+  const env = childEnv({ DATA_DIR: dataDir, DEMO_FEED: "true", DEMO_ACCOUNT: "false", PORT: "0", INTERNAL_PORT: "0", LOG_LEVEL: "info", ...stripe.env() });
   let server: ServerProcess | null = null;
   const browser = await launchChromium();
   try {
@@ -113,6 +117,7 @@ async function main(): Promise<void> {
   } finally {
     await browser.close();
     await server?.stop();
+    await stripe.close();
     rmSync(dataDir, { recursive: true, force: true });
   }
 }
