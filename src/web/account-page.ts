@@ -199,7 +199,10 @@ function ledgerCard(view: AccountView): SafeHtml {
 </section>`;
 }
 
-/** The account page. */
+/**
+ * The account page. A member who can call the API sees the plan, balance and today's calls in
+ * one row, then the key; anyone else sees the plan with what it allows and the way up first.
+ */
 export function renderAccountPage(ctx: PageContext & { signedIn: { email: string; csrfToken: string } }, view: AccountView, scripts: readonly string[] = []): string {
   return layout(
     { title: "Your account", stylesheet: ctx.stylesheet, signedIn: ctx.signedIn, current: "account", scripts },
@@ -207,12 +210,9 @@ export function renderAccountPage(ctx: PageContext & { signedIn: { email: string
 ${view.flash ? html`<div class="notice ok" role="status">${view.flash}</div>` : ""}
 <div class="cards">
   ${planCard(view)}
-  ${mayCall(view) ? "" : view.billing ? renderBillingCard(view.billing) : ""}
-  ${keyCard(view)}
-  ${tokensCard(view)}
-  ${usageCard(view)}
-  ${renderUsageCard(view.usage)}
-  ${mayCall(view) && view.billing ? renderBillingCard(view.billing) : ""}
+  ${mayCall(view)
+    ? html`${tokensCard(view)}${usageCard(view)}${keyCard(view)}${renderUsageCard(view.usage)}${view.billing ? renderBillingCard(view.billing) : ""}`
+    : html`${view.billing ? renderBillingCard(view.billing) : ""}${keyCard(view)}${tokensCard(view)}${usageCard(view)}${renderUsageCard(view.usage)}`}
   ${renderAlertsCard(view, ctx.signedIn.csrfToken)}
   ${renderPasswordAndSessionsCard(ctx.signedIn.csrfToken)}
   ${ledgerCard(view)}
