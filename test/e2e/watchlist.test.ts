@@ -4,9 +4,22 @@
  * only follows the market through NOTIFY). A member's stream on the follower sees a pushed
  * close within 2 s, its cells equal the paid API's entries at that moment (on the same
  * process), the view costs no Token, a second stream of the same session replaces the first,
- * the list is bounded and remembered, and a plan without the API gets no stream.
+ * the list is bounded and remembered, and a plan without the API gets no stream. Then the same
+ * with WORKERS=2 (one port, two worker processes, Postgres): streams held by both workers see
+ * the close the lead was pushed within 2 s.
  */
+import http from "node:http";
 import { pino } from "pino";
+import { create } from "@bufbuild/protobuf";
+import { createClient, type Interceptor } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { AdminService } from "../../gen/signals/v1/admin_pb.js";
+import { IngestService, PushCandlesRequestSchema, type PushCandlesRequest } from "../../gen/signals/v1/ingest_pb.js";
+import type { Candle } from "../../src/engine/index.ts";
+import { openDb, type DbHandle } from "../../src/db/client.ts";
+import { childEnv, startServerProcess, type ServerProcess } from "../support/processes.ts";
+import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
+import { connectionOwners } from "../support/socket-owners.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServer, type Server } from "../../src/server/create-server.ts";
 import { createSession } from "../../src/web/sessions.ts";
@@ -136,4 +149,89 @@ describe("live watchlist across a lead and a follower on one database", () => {
     await saveWatchlist(lead.db.handle, member.accountId, parseWatchlist("eth, btc, eth", ["4h", "1h"]), clock());
     expect(await getWatchlist(lead.db.handle, member.accountId)).toEqual({ symbols: ["ETH", "BTC"], timeframes: ["1h", "4h"] });
   });
+});
+
+/** A stream opened on its own connection (so the kernel hands each to whichever worker is free). */
+function openRawStream(url: string, cookie: string): Promise<{ reader: EventReader; localPort: number; close: () => void }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { headers: { cookie }, agent: false }, (res) => {
+      if (res.statusCode !== 200) return reject(new Error(`stream answered ${res.statusCode}`));
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          res.on("data", (chunk: Buffer) => controller.enqueue(new Uint8Array(chunk)));
+          res.on("end", () => controller.close());
+          res.on("error", () => controller.close());
+        },
+      });
+      resolve({ reader: new EventReader(body), localPort: req.socket!.localPort!, close: () => req.destroy() });
+    });
+    req.on("error", reject);
+  });
+}
+
+describe.runIf(usingPostgres)("live watchlist with WORKERS=2", () => {
+  const TOKEN = "watchlist-workers-internal-token";
+  const bearer: Interceptor = (next) => (req) => {
+    req.header.set("authorization", `Bearer ${TOKEN}`);
+    return next(req);
+  };
+  let database: { url: string; drop: () => Promise<void> };
+  let server: ServerProcess;
+  let db: DbHandle;
+  const breakerOpen = Math.floor(Date.now() / H) * H - H;
+  const { history, breaker } = structureBreak(breakerOpen - 60 * H);
+
+  beforeAll(async () => {
+    database = await createPostgresDatabase();
+    server = await startServerProcess(
+      childEnv({ DATABASE_URL: database.url, WORKERS: "2", PORT: "0", INTERNAL_PORT: "0", INTERNAL_TOKEN: TOKEN, DEMO_ACCOUNT: "false", DEMO_FEED: "false", LOG_LEVEL: "info", DB_POOL_SIZE: "4", STALE_AFTER: "86400" }),
+      90_000,
+    );
+    db = await openDb({ databaseUrl: database.url, dataDir: "memory://", poolSize: 2 });
+  }, 120_000);
+
+  afterAll(async () => {
+    await server?.kill();
+    await db?.close();
+    await database?.drop();
+  });
+
+  async function push(candles: Candle[]): Promise<void> {
+    const sessionManager = new Http2SessionManager(server.internalUrl);
+    const client = createClient(IngestService, createGrpcTransport({ baseUrl: server.internalUrl, sessionManager, interceptors: [bearer] }));
+    async function* requests(): AsyncGenerator<PushCandlesRequest> {
+      for (const candle of candles) yield create(PushCandlesRequestSchema, { symbol: COIN, tf: "1h", ...candle, openTime: BigInt(candle.openTime), closed: true });
+    }
+    await client.pushCandles(requests(), { headers: { "x-ingest-mode": "backfill" } });
+    sessionManager.abort();
+  }
+
+  it("streams on both workers see a close pushed to the lead within 2 s", async () => {
+    const admin = createClient(AdminService, createConnectTransport({ baseUrl: server.internalUrl, httpVersion: "1.1", interceptors: [bearer] }));
+    const created = await admin.createAccount({ email: "watch-workers@example.test", plan: "node" });
+    const accountId = Number(created.account!.accountId);
+    await saveWatchlist(db, accountId, { symbols: [COIN], timeframes: ["1h"] }, Date.now());
+    await push(history);
+
+    // One session per stream (a session holds one stream); new connections until both workers hold some.
+    const streams: Array<{ reader: EventReader; localPort: number; close: () => void }> = [];
+    const owners = new Set<number>();
+    for (let i = 0; i < 40 && owners.size < 2; i++) {
+      const { token } = await createSession(db, accountId, Date.now(), 3_600_000);
+      const stream = await openRawStream(`${server.baseUrl}/watch/stream`, `sid=${token}`);
+      expect((await stream.reader.next("cells"))!.cells[0]).toMatchObject({ symbol: COIN, ok: true });
+      streams.push(stream);
+      const byPort = connectionOwners(server.port, server.workerPids);
+      owners.clear();
+      for (const s of streams) if (byPort.has(s.localPort)) owners.add(byPort.get(s.localPort)!);
+    }
+    expect(owners).toEqual(new Set(server.workerPids));
+
+    const pushed = performance.now();
+    await push([breaker]);
+    const updates = await Promise.all(streams.map((s) => s.reader.next("cells")));
+    expect(performance.now() - pushed).toBeLessThan(2_000);
+    for (const update of updates) expect(update!.cells[0]).toMatchObject({ symbol: COIN, price: breaker.close, signal: "LONG" });
+    for (const s of streams) s.close();
+  }, 120_000);
 });
