@@ -257,7 +257,7 @@ export function renderNewKeyPage(ctx: PageContext & { signedIn: { email: string;
 <p class="muted">Send it as the <code>x-api-key</code> header. Keys start with <code>${API_KEY_PREFIX}</code>.</p>
 <h2>Your first call</h2>
 <p>Paste this into a terminal: it uses 1 Token and returns the current signals of BTC and ETH on the 4h timeframe.</p>
-<pre class="code" tabindex="0"><code id="first-call">${curlLine(baseUrl, apiKey)}</code></pre>
+<pre class="code wrap" tabindex="0"><code id="first-call">${curlLine(baseUrl, apiKey)}</code></pre>
 <p><a href="/getting-started">Getting started</a>: the same call in TypeScript and Python, and how to read the answer.</p>`,
   );
 }

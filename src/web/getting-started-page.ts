@@ -88,7 +88,7 @@ export function renderGettingStartedPage(ctx: PageContext, baseUrl: string): str
 </ol>
 <section aria-labelledby="curl-h">
   <h2 id="curl-h">The first call: curl</h2>
-  <pre class="code" tabindex="0"><code>${curlLine(baseUrl, "YOUR_KEY")}</code></pre>
+  <pre class="code wrap" tabindex="0"><code>${curlLine(baseUrl, "YOUR_KEY")}</code></pre>
 </section>
 <section aria-labelledby="ts-h">
   <h2 id="ts-h">TypeScript</h2>
