@@ -29,7 +29,7 @@ export interface AccountSummary {
   subscriptionUntil: Date | null;
   grantBalance: number;
   packBalance: number;
-  creditsLeft: number;
+  tokensLeft: number;
   callsToday: number;
   keyPrefix: string;
   grantMonth: string | null;
@@ -106,7 +106,7 @@ export async function getAccountSummary(handle: DbHandle, accountId: number, now
     subscriptionUntil: row.subscriptionUntil,
     grantBalance: Number(row.grantBalance),
     packBalance: Number(row.packBalance),
-    creditsLeft: Number(row.grantBalance) + Number(row.packBalance),
+    tokensLeft: Number(row.grantBalance) + Number(row.packBalance),
     callsToday: row.usageDay === mytDay(now) ? Number(row.callsToday) : 0,
     keyPrefix: row.keyPrefix ?? "",
     grantMonth,

@@ -105,7 +105,7 @@ function tokensCard(view: AccountView): SafeHtml {
   const nextGrant = nextMytMonthStart(now);
   return html`<section class="card" aria-labelledby="tokens-h">
   <h2 id="tokens-h">Token balance</h2>
-  <p class="big" id="credits-left">${formatInteger(summary.creditsLeft)}</p>
+  <p class="big" id="tokens-left">${formatInteger(summary.tokensLeft)}</p>
   <p class="muted">Tokens left; each successful API call uses 1.</p>
   <dl class="facts">
     <dt>Monthly grant</dt><dd id="grant-balance">${formatInteger(summary.grantBalance)}${summary.grantMonth ? html` <span class="muted">(${summary.grantMonth})</span>` : ""}</dd>

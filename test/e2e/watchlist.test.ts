@@ -101,7 +101,7 @@ describe("live watchlist across a lead and a follower on one database", () => {
     const stream = await openStream(followerUrl);
     const before = (await stream.next("cells"))!.cells[0];
     expect(before).toMatchObject({ symbol: COIN, tf: "1h", ok: true });
-    const tokensBefore = (await getAccountSummary(lead.db.handle, member.accountId, clock())).creditsLeft;
+    const tokensBefore = (await getAccountSummary(lead.db.handle, member.accountId, clock())).tokensLeft;
 
     const pushedAt = performance.now();
     await lead.feed!.ingest([{ symbol: COIN, tf: "1h", ...breaker, closed: true }]);
@@ -113,7 +113,7 @@ describe("live watchlist across a lead and a follower on one database", () => {
     expect(after.changed_at).toBe(breaker.openTime + H);
 
     // The view cost nothing; the API call below costs its one Token.
-    expect((await getAccountSummary(lead.db.handle, member.accountId, clock())).creditsLeft).toBe(tokensBefore);
+    expect((await getAccountSummary(lead.db.handle, member.accountId, clock())).tokensLeft).toBe(tokensBefore);
     const api = await fetch(`${followerUrl}/api/v1/signals?symbols=${COIN}&tf=1h`, { headers: { "x-api-key": member.apiKey } });
     expect(api.status).toBe(200);
     const entry = ((await api.json()) as { signals: Record<string, unknown>[] }).signals[0]!;
