@@ -61,7 +61,7 @@ ${offer.packs.length > 0
     <li><strong>Example</strong>: ${maxSymbols} coins in one call every ${EXAMPLE_MINUTES} minutes is ${formatInteger(calls)} calls in a 30-day month, about <strong id="example-share">${share}%</strong> of the ${formatInteger(monthlyGrant)}-Token grant.</li>
     <li><strong>Poll once per candle close.</strong> A signal is confirmed at a candle's close, so asking the 4h timeframe every ${EXAMPLE_MINUTES} minutes returns the same confirmed answer ${FOUR_HOURS_MIN / EXAMPLE_MINUTES - 1} times out of ${FOUR_HOURS_MIN / EXAMPLE_MINUTES}: faster polling only burns Tokens. Once per 4h close is 6 calls a day.</li>
     <li><strong>Daily cap</strong>: at most ${formatInteger(dailyCap)} charged calls a day; the count resets at midnight Malaysia time (00:00 MYT). Past it, calls are answered 429 <code>rate_limited</code> and not charged.</li>
-    <li><strong>At 0 Tokens</strong> calls are answered 402 <code>insufficient_credits</code> and not charged; nothing else stops. They work again at the next monthly grant or as soon as a Token pack is credited. Below ${offer.limits.lowBalancePct}% of the grant you get one notice.</li>
+    <li><strong>At 0 Tokens</strong> calls are answered 402 <code>insufficient_credits</code> and not charged; nothing else stops. They work again at the next monthly grant or as soon as a Token pack is paid for. Below ${offer.limits.lowBalancePct}% of the grant you get one notice.</li>
   </ul>
   <p>Every answer carries <code>credits_left</code>, and your account page shows the balance, each day's calls and the full ledger.</p>
 </section>
