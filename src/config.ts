@@ -176,6 +176,9 @@ const envSchema = z.object({
   HEADERS_TIMEOUT: wholeNumber(10, 1, 600),
   REQUEST_TIMEOUT: wholeNumber(30, 1, 3600),
   IDLE_TIMEOUT: wholeNumber(65, 1, 24 * 3600),
+  STREAM_MAX_LIFE: wholeNumber(1800, 1, 7 * 24 * 3600),
+  STREAMS_PER_ADDRESS: wholeNumber(200, 1, 100_000),
+  GOAWAY_GRACE: wholeNumber(10, 1, 3600),
   STALE_AFTER: wholeNumber(900, 1, 365 * 24 * 3600),
   DEMO_FEED: flag,
   FAILED_KEY_LIMIT: wholeNumber(100, 1, 1_000_000),
@@ -277,6 +280,12 @@ const configSchema = envSchema
       requestTimeoutMs: env.REQUEST_TIMEOUT * 1000,
       /** A connection (or HTTP/2 session) with no traffic for this long (ms) is closed. */
       idleTimeoutMs: env.IDLE_TIMEOUT * 1000,
+      /** An HTTP/2 stream on the public listener is ended after this long (ms), whatever it does. */
+      streamMaxLifeMs: env.STREAM_MAX_LIFE * 1000,
+      /** HTTP/2 streams one client address may hold open at once on the public listener. */
+      streamsPerAddress: env.STREAMS_PER_ADDRESS,
+      /** An HTTP/2 session told to go away (GOAWAY) that has not closed after this long (ms) is destroyed. */
+      goawayGraceMs: env.GOAWAY_GRACE * 1000,
       /** A coin whose feed has been silent longer than this (ms) is answered `stale`. */
       staleAfterMs: env.STALE_AFTER * 1000,
       /** Run the built-in demo feed (seeded random walk) for a few coins. */

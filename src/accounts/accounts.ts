@@ -35,6 +35,8 @@ export interface AccountSummary {
   grantMonth: string | null;
   /** The account's Stripe Customer (created at its first checkout), or null. */
   stripeCustomerId: string | null;
+  /** False for a self-service sign-up whose emailed link has not been used yet. */
+  emailVerified: boolean;
 }
 
 /** Validates a plan name (any lower-case identifier; only node/founding_seat may call). */
@@ -92,6 +94,7 @@ export async function getAccountSummary(handle: DbHandle, accountId: number, now
       usageDay: accounts.usageDay,
       callsToday: accounts.callsToday,
       stripeCustomerId: accounts.stripeCustomerId,
+      emailVerified: accounts.emailVerified,
     })
     .from(accounts)
     .leftJoin(apiKeys, and(eq(apiKeys.accountId, accounts.id), isNull(apiKeys.revokedAt)))
@@ -111,6 +114,7 @@ export async function getAccountSummary(handle: DbHandle, accountId: number, now
     keyPrefix: row.keyPrefix ?? "",
     grantMonth,
     stripeCustomerId: row.stripeCustomerId,
+    emailVerified: row.emailVerified,
   };
 }
 

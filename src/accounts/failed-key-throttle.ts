@@ -1,30 +1,52 @@
 /**
- * A bounded budget of failed API keys per caller address. A flood of guesses from one address
- * is answered 429 without touching the database once the budget is spent, until the window
- * ends. Valid callers are not hurt: a key that recently succeeded passes even from a blocked
- * address (e.g. behind the same NAT), and other addresses are unaffected. Per process, in
- * memory, with a hard cap on the addresses remembered.
+ * A bounded budget of failed API keys per caller address (an IPv4 address or an IPv6 /64),
+ * exact across server processes (issue 23, item 6: with WORKERS=2 an address got 200 × 401
+ * before a 429 against a budget of 100, and an IPv6 caller had a budget per address).
+ *
+ * Each invalid key is counted in ONE statement in the database (`failed_key_windows`, a fixed
+ * window per address) that returns the count after it: the caller gets its 401 only when that
+ * count is within the budget, and 429 otherwise. So no more than `limit` calls per window are
+ * ever told "invalid key", whatever the number of processes or the concurrency. A valid key
+ * never writes here: the paid path's happy case costs nothing.
+ *
+ * Once the database says an address is over budget, this process remembers it until the
+ * window ends and answers that address 429 before any lookup, so a flood stops reaching the
+ * database. A key that recently succeeded (in this process) passes even then: a valid caller
+ * behind the same NAT is not locked out. In memory, bounded.
  */
 import type { Clock } from "../clock.ts";
+import type { DbHandle } from "../db/client.ts";
+import { normaliseAddress } from "./address-group.ts";
 
 export interface ThrottleOptions {
   /** Failed keys allowed per address per window. */
   readonly limit: number;
   readonly windowMs: number;
   readonly clock: Clock;
-}
-
-interface Window {
-  start: number;
-  failures: number;
+  readonly db: DbHandle;
 }
 
 /** Addresses and trusted keys remembered at most (oldest forgotten first). */
 const MAX_ENTRIES = 100_000;
+/** How long a key that succeeded passes a blocked address: long enough for a regular caller, short enough to forget a stolen key's history. */
+const TRUST_MS = 24 * 3_600_000;
+
+/**
+ * Counts one failure of `address` in its window, starting a new window when the old one has
+ * ended; returns the count after this failure and the window's start. Concurrent calls for
+ * one address serialise on the row, so the counts they return are 1, 2, 3, … exactly.
+ */
+const COUNT_FAILURE_SQL = `
+INSERT INTO failed_key_windows AS w (address, window_start, failures) VALUES ($1::text, $2::timestamptz, 1)
+ON CONFLICT (address) DO UPDATE SET
+  window_start = CASE WHEN w.window_start <= $2::timestamptz - make_interval(secs => $3::integer / 1000.0) THEN excluded.window_start ELSE w.window_start END,
+  failures     = CASE WHEN w.window_start <= $2::timestamptz - make_interval(secs => $3::integer / 1000.0) THEN 1 ELSE w.failures + 1 END
+RETURNING failures, window_start`;
 
 export class FailedKeyThrottle {
   private readonly options: ThrottleOptions;
-  private readonly windows = new Map<string, Window>();
+  /** Addresses the database found over budget, with the end of that window (insertion order = age). */
+  private readonly blockedUntil = new Map<string, number>();
   /** Key hashes that recently passed the charge, by when (insertion order = age). */
   private readonly trusted = new Map<string, number>();
 
@@ -32,31 +54,37 @@ export class FailedKeyThrottle {
     this.options = options;
   }
 
-  /** Milliseconds this address must wait before trying this key; 0 when it may try now. */
+  /**
+   * Milliseconds this address must wait before trying this key, from what this process already
+   * knows (no database query); 0 when it may try now.
+   */
   blockedFor(address: string, keyHash: string | null): number {
-    const window = this.windows.get(address);
-    if (!window) return 0;
+    const group = normaliseAddress(address);
+    const until = this.blockedUntil.get(group);
+    if (until === undefined) return 0;
     const now = this.options.clock();
-    const ends = window.start + this.options.windowMs;
-    if (now >= ends) {
-      this.windows.delete(address);
+    if (now >= until) {
+      this.blockedUntil.delete(group);
       return 0;
     }
-    if (window.failures < this.options.limit) return 0;
     if (keyHash !== null && this.isTrusted(keyHash, now)) return 0;
-    return ends - now;
+    return until - now;
   }
 
-  recordFailure(address: string): void {
+  /**
+   * Counts a failed key from `address` in the database. Returns 0 when it was within the budget
+   * (answer 401), else the milliseconds until the window ends (answer 429).
+   */
+  async recordFailure(address: string): Promise<number> {
+    const group = normaliseAddress(address);
     const now = this.options.clock();
-    const window = this.windows.get(address);
-    if (window && now < window.start + this.options.windowMs) {
-      window.failures++;
-      return;
-    }
-    this.windows.delete(address);
-    this.windows.set(address, { start: now, failures: 1 });
-    forgetOldest(this.windows);
+    const [row] = await this.options.db.prepared<{ failures: number | string; window_start: string | Date }>(COUNT_FAILURE_SQL, [group, new Date(now).toISOString(), this.options.windowMs]);
+    if (!row || Number(row.failures) <= this.options.limit) return 0;
+    const until = new Date(row.window_start).getTime() + this.options.windowMs;
+    this.blockedUntil.delete(group);
+    this.blockedUntil.set(group, until);
+    forgetOldest(this.blockedUntil);
+    return Math.max(1, until - now);
   }
 
   recordSuccess(keyHash: string): void {
@@ -67,9 +95,14 @@ export class FailedKeyThrottle {
 
   private isTrusted(keyHash: string, now: number): boolean {
     const at = this.trusted.get(keyHash);
-    // Trust lasts a day: long enough for a regular caller, short enough to forget stolen keys' history.
-    return at !== undefined && now - at < 24 * 3600 * 1000;
+    return at !== undefined && now - at < TRUST_MS;
   }
+}
+
+/** Deletes windows that ended (the purge timer). */
+export async function purgeFailedKeyWindows(handle: DbHandle, now: number, windowMs: number): Promise<number> {
+  const rows = await handle.prepared(`DELETE FROM failed_key_windows WHERE window_start < $1::timestamptz RETURNING 1`, [new Date(now - windowMs).toISOString()]);
+  return rows.length;
 }
 
 function forgetOldest<K, V>(map: Map<K, V>): void {

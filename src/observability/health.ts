@@ -40,8 +40,67 @@ export function createHealthProbe(db: DbHandle, shuttingDown: AbortSignal): Heal
   };
 }
 
-export function createHealthService(probe: HealthProbe): ServiceImpl<typeof Health> {
+/**
+ * One probe for every Watch stream of a process (issue 23, item 5: each stream ran its own
+ * `SELECT 1` every 5 s, so 100 streams tripled the database's commit rate). While at least one
+ * watcher listens, the probe runs every WATCH_EVERY_MS and its result goes to all of them; with
+ * none, nothing runs.
+ */
+export class SharedHealthWatch {
+  readonly #status: () => Promise<Status>;
+  readonly #everyMs: number;
+  readonly #watchers = new Set<(status: Status) => void>();
+  #last: Status | null = null;
+  #timer: NodeJS.Timeout | null = null;
+  #probing: Promise<void> | null = null;
+  /** Probes run so far (for tests and metrics). */
+  probes = 0;
+
+  constructor(status: () => Promise<Status>, everyMs = WATCH_EVERY_MS) {
+    this.#status = status;
+    this.#everyMs = everyMs;
+  }
+
+  /** Calls `onStatus` with the current status at once (probing if none is known) and on every change; returns the unsubscribe. */
+  subscribe(onStatus: (status: Status) => void): () => void {
+    this.#watchers.add(onStatus);
+    if (this.#last !== null) onStatus(this.#last);
+    if (this.#timer === null) {
+      void this.#probe();
+      this.#timer = setInterval(() => void this.#probe(), this.#everyMs);
+      this.#timer.unref();
+    }
+    return () => {
+      this.#watchers.delete(onStatus);
+      if (this.#watchers.size === 0 && this.#timer !== null) {
+        clearInterval(this.#timer);
+        this.#timer = null;
+        // The next watcher probes afresh rather than trusting an old answer.
+        this.#last = null;
+      }
+    };
+  }
+
+  #probe(): Promise<void> {
+    // One probe at a time, whatever the number of watchers.
+    this.#probing ??= (async () => {
+      try {
+        this.probes++;
+        const now = await this.#status();
+        if (now === this.#last || this.#timer === null) return;
+        this.#last = now;
+        for (const watcher of this.#watchers) watcher(now);
+      } finally {
+        this.#probing = null;
+      }
+    })();
+    return this.#probing;
+  }
+}
+
+export function createHealthService(probe: HealthProbe, shared?: SharedHealthWatch): ServiceImpl<typeof Health> {
   const status = async () => ((await probe.healthy()) ? Status.SERVING : Status.NOT_SERVING);
+  const watchers = shared ?? new SharedHealthWatch(status);
   return {
     async check(request) {
       if (!SERVICES.has(request.service)) throw serviceError("not_found", `unknown service "${request.service.slice(0, 100)}"`);
@@ -52,20 +111,28 @@ export function createHealthService(probe: HealthProbe): ServiceImpl<typeof Heal
         yield { status: Status.SERVICE_UNKNOWN };
         return;
       }
-      let last: Status | null = null;
-      while (!ctx.signal.aborted) {
-        const now = await status();
-        if (now !== last) yield { status: now };
-        last = now;
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(done, WATCH_EVERY_MS);
-          function done() {
-            clearTimeout(timer);
-            ctx.signal.removeEventListener("abort", done);
-            resolve();
+      // Changes arrive from the shared probe; this stream only waits for them (or its end).
+      const pending: Status[] = [];
+      let wake: (() => void) | null = null;
+      const unsubscribe = watchers.subscribe((s) => {
+        pending.push(s);
+        wake?.();
+      });
+      const onAbort = () => wake?.();
+      ctx.signal.addEventListener("abort", onAbort, { once: true });
+      try {
+        while (!ctx.signal.aborted) {
+          const next = pending.shift();
+          if (next !== undefined) {
+            yield { status: next };
+            continue;
           }
-          ctx.signal.addEventListener("abort", done, { once: true });
-        });
+          await new Promise<void>((resolve) => (wake = resolve));
+          wake = null;
+        }
+      } finally {
+        unsubscribe();
+        ctx.signal.removeEventListener("abort", onAbort);
       }
     },
   };

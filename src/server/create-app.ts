@@ -118,7 +118,7 @@ export function createApp(deps: AppDeps): App {
     ...(deps.feed ? { freshness: () => deps.feed!.freshness() } : {}),
     ...(deps.deliveries ? { deliveries: deps.deliveries } : {}),
   });
-  const throttle = new FailedKeyThrottle({ limit: config.failedKeyLimit, windowMs: config.failedKeyWindowMs, clock: deps.clock });
+  const throttle = new FailedKeyThrottle({ limit: config.failedKeyLimit, windowMs: config.failedKeyWindowMs, clock: deps.clock, db: deps.db });
   const keyUse = new KeyLastUsed(deps.db, { windowMs: config.keyLastUsedFlushMs, logger, flushes: metrics.keyLastUsedFlushes, rowsWritten: metrics.keyLastUsedRows });
   const health = createHealthProbe(deps.db, shutdown.signal);
   // Charge statements in flight: leave connections free for everything else (and see service.ts).
@@ -143,7 +143,7 @@ export function createApp(deps: AppDeps): App {
   );
   const protoFiles = publicProtoFiles();
   const docs = createDocsHandler(publicOpenApiDocument(config.publicBaseUrl, [...protoFiles.keys()]), protoFiles);
-  const web = createWebHandler({ ...deps, onTrackRecordComputed: (_symbol, tf) => metrics.trackRecordComputations.inc({ tf }) }, {
+  const web = createWebHandler({ ...deps, onTrackRecordComputed: (_symbol, tf) => metrics.trackRecordComputations.inc({ tf }), onPasswordHash: (outcome) => metrics.passwordHashes.inc({ outcome }) }, {
     notFound: () =>
       errorResponse(
         "not_found",
@@ -211,10 +211,17 @@ export function createApp(deps: AppDeps): App {
   const scope = { logger, trustProxy: config.trustProxy };
   // Size limits and the router's refusals answer the JSON error body, inside the request scope (logged).
   const guarded = (handler: typeof publicHandler) => withRequestLimits(withJsonRouterErrors(clientFaultsAsInvalidArgument(handler)), listenerOptions);
-  const publicListener = createDualProtocolListener(withRequestScope(guarded(publicHandler), { ...scope, listener: "public" }), listenerOptions);
+  // Unauthenticated HTTP/2 streams on the public port are bounded (issue 23, item 5).
+  const publicListener = createDualProtocolListener(withRequestScope(guarded(publicHandler), { ...scope, listener: "public" }), {
+    ...listenerOptions,
+    streamMaxLifeMs: config.streamMaxLifeMs,
+    streamsPerAddress: config.streamsPerAddress,
+    goawayGraceMs: config.goawayGraceMs,
+  });
   const internalListener = createDualProtocolListener(withRequestScope(guarded(internalHandler), { ...scope, listener: "internal" }), {
     ...listenerOptions,
     longRequestStreams: true,
+    goawayGraceMs: config.goawayGraceMs,
   });
   return {
     metrics,

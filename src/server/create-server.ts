@@ -19,6 +19,7 @@ import { purgeChargeAttempts } from "../billing/charge.ts";
 import { purgeFreeCallWindows } from "../market-data/free-call.ts";
 import { purgeExpiredKeyReveals } from "../web/key-reveal.ts";
 import { purgePageViewWindows } from "../web/page-views.ts";
+import { purgeFailedKeyWindows } from "../accounts/failed-key-throttle.ts";
 import { purgeExpiredConnectTokens } from "../alerts/telegram-connect.ts";
 import { createApp, type App } from "./create-app.ts";
 
@@ -103,6 +104,7 @@ export function createServer(config: Config, deps: ServerDeps): Server {
     purgeExpiredKeyReveals(db, clock()).catch(warn("key reveals"));
     purgeExpiredConnectTokens(db, clock()).catch(warn("telegram connect tokens"));
     purgePageViewWindows(db, clock()).catch(warn("page view windows"));
+    purgeFailedKeyWindows(db, clock(), config.failedKeyWindowMs).catch(warn("failed-key windows"));
   }
 
   return {

@@ -35,6 +35,15 @@ export interface ListenerOptions {
    * does not say which protocol it speaks within it is closed (default min(10 s, request)).
    */
   readonly headersTimeoutMs?: number;
+  /** An HTTP/2 stream is ended (RST_STREAM CANCEL) after this long, whatever it does (default: no limit). */
+  readonly streamMaxLifeMs?: number;
+  /** HTTP/2 streams one client address may hold open at once; more are refused (REFUSED_STREAM) (default: no limit). */
+  readonly streamsPerAddress?: number;
+  /**
+   * An HTTP/2 session told to go away (idle, or draining) that has not closed after this long is
+   * destroyed with its streams (default 10 s): a GOAWAY alone waits for every open stream.
+   */
+  readonly goawayGraceMs?: number;
 }
 
 /** Concurrent streams one HTTP/2 connection may open (Node's default is unlimited). */
@@ -123,6 +132,7 @@ export function createDualProtocolListener(handler: RequestHandler, options: Lis
       // gracefully, waiting for open streams, and an unfinished request is one forever. Streams
       // whose request is complete (server streams included) are not limited.
       const stream = req.stream;
+      if (!admitStream(stream)) return;
       if (!stream.endAfterHeaders && !options.longRequestStreams) {
         const timer = setTimeout(() => {
           if (!stream.destroyed && !stream.readableEnded) answerStreamTimeout(stream, String(res.getHeader("x-request-id") ?? ""));
@@ -135,11 +145,54 @@ export function createDualProtocolListener(handler: RequestHandler, options: Lis
     },
   );
   const sessions = new Set<http2.ServerHttp2Session>();
+  const goawayGraceMs = options.goawayGraceMs ?? 10_000;
+  /**
+   * GOAWAY, then destroy after the grace: Node's session.close() waits for every open stream,
+   * so an idle session whose streams never end (health watches, a client that never reads and
+   * so holds the flow-control window at 0) stayed open for good (issue 23, item 5: 100 watch
+   * streams outlived the idle limit; 20 never-reading sessions held 20 connections for 100 s).
+   */
+  const goAway = (session: http2.ServerHttp2Session) => {
+    if (session.destroyed) return;
+    session.close();
+    const timer = setTimeout(() => session.destroy(), goawayGraceMs);
+    timer.unref();
+    session.once("close", () => clearTimeout(timer));
+  };
   h2.on("session", (session) => {
     sessions.add(session);
-    session.setTimeout(idleTimeoutMs, () => session.close());
+    // No frame either way for the idle time: also what a stalled write (window 0) looks like.
+    // On a listener with long request streams (the internal one: feeders' pushes, event
+    // streams that may be quiet for long) an idle session is only asked to go away, as before.
+    session.setTimeout(idleTimeoutMs, () => (options.longRequestStreams ? session.close() : goAway(session)));
     session.on("close", () => sessions.delete(session));
   });
+  /** Open streams per client address (the socket's; this listener sees no proxy header). */
+  const streamsByAddress = new Map<string, number>();
+  /** Counts a new stream against its address and gives it its maximum life; false when refused. */
+  const admitStream = (stream: http2.ServerHttp2Stream): boolean => {
+    const address = stream.session?.socket?.remoteAddress ?? "unknown";
+    const open = streamsByAddress.get(address) ?? 0;
+    if (options.streamsPerAddress !== undefined && open >= options.streamsPerAddress) {
+      stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
+      return false;
+    }
+    streamsByAddress.set(address, open + 1);
+    const life = options.streamMaxLifeMs === undefined ? undefined : setTimeout(() => stream.close(http2.constants.NGHTTP2_CANCEL), options.streamMaxLifeMs);
+    life?.unref();
+    // A stalled write (the client keeps its flow-control window at 0, or never reads): the
+    // stream is cancelled after the idle time without progress; then the session is idle too.
+    stream.setTimeout(idleTimeoutMs, () => {
+      if (stream.writableLength > 0 || stream.writableNeedDrain) stream.close(http2.constants.NGHTTP2_CANCEL);
+    });
+    stream.once("close", () => {
+      if (life) clearTimeout(life);
+      const left = (streamsByAddress.get(address) ?? 1) - 1;
+      if (left <= 0) streamsByAddress.delete(address);
+      else streamsByAddress.set(address, left);
+    });
+    return true;
+  };
   const sockets = new Set<net.Socket>();
   /** Connections speaking HTTP/2: their sessions drain by themselves (GOAWAY). */
   const h2Sockets = new WeakSet<net.Socket>();
@@ -177,7 +230,7 @@ export function createDualProtocolListener(handler: RequestHandler, options: Lis
     async close(graceMs) {
       draining = true;
       const closed = new Promise<void>((resolve) => tcp.close(() => resolve()));
-      for (const session of sessions) session.close();
+      for (const session of sessions) goAway(session);
       const timer = setTimeout(() => {
         for (const socket of sockets) socket.destroy();
       }, graceMs);

@@ -68,6 +68,8 @@ function subscriptionLine(summary: AccountSummary, now: number): SafeHtml {
 
 /** The account may call the paid endpoint now (the entitlement rule); everything API-related is offered only then. */
 const mayCall = (view: AccountView) => mayCallPaidEndpoint(viewerOf(view.summary, view.now));
+/** Subscribing, buying and the key are offered only once the email is confirmed (issue 23, item 10: those forms answer 403 until then). */
+const mayPay = (view: AccountView) => view.summary.emailVerified;
 
 /**
  * What a plan that cannot call the API is told: what it can use, and the way up (the payments
@@ -75,7 +77,9 @@ const mayCall = (view: AccountView) => mayCallPaidEndpoint(viewerOf(view.summary
  */
 function cannotCallNotice(view: AccountView, paid: boolean): SafeHtml {
   const why = paid ? "Your subscription is not active, so the signals API, alerts and the watchlist are paused." : "This plan cannot call the signals API: it is open to the node and founding-seat plans.";
-  const way = view.billing
+  const way = !mayPay(view)
+    ? html`Confirm your email address first (the notice above); then you can subscribe here (<a href="/pricing">pricing</a>).`
+    : view.billing
     ? html`<a href="#billing-h">Subscribe below</a> (<a href="/pricing">pricing</a>) to get the API, alerts, the live watchlist and ${formatInteger(view.monthlyGrant)} Tokens a month.`
     : html`This server does not take payments: its operator grants plans. Ask them; they run <code>signals account create --email ${view.summary.email} --plan node --until 2027-01-01T00:00:00+08:00</code> for a new account, or <code>signals subscription set --account ${view.summary.accountId} --until …</code> to renew a node account.`;
   return html`<div class="notice warn" id="upgrade">
@@ -155,15 +159,20 @@ function keyCard(view: AccountView): SafeHtml {
     ? html`<p>Your key, masked: only its first characters are ever shown again.</p>
   <code class="key" id="masked-key" aria-label="API key starting with ${prefix}, the rest hidden">${maskedKey(prefix)}</code>
   ${keyFacts(view)}`
-    : html`<p id="no-key">This account has no API key yet.${mayCall(view) ? " Create it below." : " Subscribe first: a key is made once your plan is paid."}</p>`}
+    : html`<p id="no-key">This account has no API key yet.${!mayPay(view) ? " Confirm your email address first." : mayCall(view) ? " Create it below." : " Subscribe first: a key is made once your plan is paid."}</p>`}
   <div class="actions">
-    ${prefix
+    ${!mayPay(view)
+      ? ""
+      : prefix
       ? html`<a class="button secondary" href="/account/key">Regenerate key…</a>
     <span class="muted">Lost the key? Regenerate it: the old key stops working at once.</span>`
       : mayCall(view) ? html`<a class="button" href="/account/key">Create key…</a>` : ""}
   </div>
 </section>`;
 }
+
+/** Subscribe, buy and manage billing: only when payments are on and the email is confirmed. */
+const billingCard = (view: AccountView): SafeHtml | "" => (view.billing && mayPay(view) ? renderBillingCard(view.billing) : "");
 
 function ledgerRow(line: LedgerLine): SafeHtml {
   const when = line.type === "charges" ? shortDay(line.day) + " " + line.day.slice(0, 4) : formatMyt(line.at.getTime());
@@ -208,16 +217,28 @@ export function renderAccountPage(ctx: PageContext & { signedIn: { email: string
     { title: "Your account", stylesheet: ctx.stylesheet, signedIn: ctx.signedIn, current: "account", scripts },
     html`<h1>Your account</h1>
 ${view.flash ? html`<div class="notice ok" role="status">${view.flash}</div>` : ""}
+${view.summary.emailVerified ? "" : unverifiedNotice(ctx.signedIn.csrfToken)}
 <div class="cards">
   ${planCard(view)}
   ${mayCall(view)
-    ? html`${tokensCard(view)}${usageCard(view)}${keyCard(view)}${renderUsageCard(view.usage)}${view.billing ? renderBillingCard(view.billing) : ""}`
-    : html`${view.billing ? renderBillingCard(view.billing) : ""}${keyCard(view)}${tokensCard(view)}${usageCard(view)}${renderUsageCard(view.usage)}`}
+    ? html`${tokensCard(view)}${usageCard(view)}${keyCard(view)}${renderUsageCard(view.usage)}${billingCard(view)}`
+    : html`${billingCard(view)}${keyCard(view)}${tokensCard(view)}${usageCard(view)}${renderUsageCard(view.usage)}`}
   ${renderAlertsCard(view, ctx.signedIn.csrfToken)}
   ${renderPasswordAndSessionsCard(ctx.signedIn.csrfToken)}
   ${ledgerCard(view)}
 </div>`,
   );
+}
+
+/** An unconfirmed sign-up: what it cannot do yet, and a new link (issue 23, item 10). */
+function unverifiedNotice(csrfToken: string) {
+  return html`<div class="notice warn" role="alert">
+  <p><strong>Confirm your email address.</strong> Until you open the link we mailed when you signed up, this account cannot subscribe, buy Tokens or make an API key.</p>
+  <form method="post" action="/account/verify-email" class="actions">
+    <input type="hidden" name="${CSRF_FIELD}" value="${csrfToken}">
+    <button type="submit" class="secondary">Mail the link again</button>
+  </form>
+</div>`;
 }
 
 /** The confirmation step before a regeneration (or before the first key, which replaces nothing). */

@@ -14,6 +14,13 @@ import type { Trade } from "./track-record.ts";
 export const DEFAULT_FEE_PCT = 0.1;
 /** The largest fee per side a member may choose, in percent. */
 export const MAX_FEE_PCT = 1;
+/**
+ * The fees per side a member may choose, in percent (issue 23, item 11: any `fee=` made the
+ * server run a full backtest, 250–700 ms of CPU on a long series, per new value). Exchanges'
+ * usual rates: none, maker 0.02%, taker 0.05%, spot 0.075% / 0.1%, and higher retail rates.
+ * Each series' backtests are cached per fee, so at most this many per series and close.
+ */
+export const ALLOWED_FEES_PCT: readonly number[] = Object.freeze([0, 0.02, 0.05, 0.075, 0.1, 0.2, 0.25, 0.5, 1]);
 
 /** Closes in time order: open times (epoch ms) and close prices, one index per candle. */
 export interface CloseSeries {
@@ -131,13 +138,26 @@ export function runBacktest(trades: readonly Trade[], closes: CloseSeries, feePc
   };
 }
 
-/** Parses a fee per side in percent from a query value: the default when absent, an error text when bad. */
-export function parseFeePct(raw: string | undefined): { ok: true; feePct: number } | { ok: false; message: string } {
-  if (raw === undefined || raw.trim() === "") return { ok: true, feePct: DEFAULT_FEE_PCT };
+/**
+ * Parses a fee per side in percent from a query value: the default when absent; an allowed fee
+ * as it is; another readable fee from 0 to MAX_FEE_PCT becomes the nearest allowed one (ties to
+ * the lower) with `exact: false`, so the page can send the browser to that fee's address; an
+ * error text when unreadable or out of range.
+ */
+export function parseFeePct(raw: string | undefined): { ok: true; feePct: number; exact: boolean } | { ok: false; message: string } {
+  if (raw === undefined || raw.trim() === "") return { ok: true, feePct: DEFAULT_FEE_PCT, exact: true };
   const text = raw.trim();
   const value = /^\d{1,2}(\.\d{1,4})?$/.test(text) ? Number(text) : Number.NaN;
   if (!Number.isFinite(value) || value > MAX_FEE_PCT) {
-    return { ok: false, message: `The fee must be a percentage per side from 0 to ${MAX_FEE_PCT} with at most four decimals, such as ${DEFAULT_FEE_PCT}; "${text.slice(0, 20)}" is not.` };
+    return { ok: false, message: `The fee must be a percentage per side from 0 to ${MAX_FEE_PCT}, one of ${ALLOWED_FEES_PCT.join(", ")}; "${text.slice(0, 20)}" is not.` };
   }
-  return { ok: true, feePct: value };
+  const nearest = nearestAllowedFee(value);
+  return { ok: true, feePct: nearest, exact: nearest === value };
+}
+
+/** The allowed fee nearest to `feePct` (the lower one on a tie). */
+export function nearestAllowedFee(feePct: number): number {
+  let best = ALLOWED_FEES_PCT[0]!;
+  for (const fee of ALLOWED_FEES_PCT) if (Math.abs(fee - feePct) < Math.abs(best - feePct)) best = fee;
+  return best;
 }

@@ -13,12 +13,12 @@ import { derivedTimeframes, isTimeframe } from "../market/timeframes.ts";
 import type { Timeframe } from "../market/timeframes.ts";
 import type { SignalName } from "../market/snapshot.ts";
 import { computeTrackRecord, type TrackEvent, type TrackRecord } from "./track-record.ts";
-import { DEFAULT_FEE_PCT, runBacktest, type BacktestResult, type CloseSeries } from "./backtest.ts";
+import { ALLOWED_FEES_PCT, DEFAULT_FEE_PCT, runBacktest, type BacktestResult, type CloseSeries } from "./backtest.ts";
 
 /** Candles drawn on the chart (the newest ones); the track record uses the whole history. */
 export const CHART_CANDLES = 1500;
 /** Backtests at fees other than the default kept per series (the latest ones asked for). */
-const FEES_KEPT = 8;
+const FEES_KEPT = ALLOWED_FEES_PCT.length;
 /** Events listed in the page's signal history table (newest first). */
 export const HISTORY_ROWS = 30;
 
@@ -166,6 +166,8 @@ export class ChartDataCache {
   /** The backtest of `data` at a fee per side: the default's is part of the data; others are computed once per copy. */
   backtestAt(data: ChartData, feePct: number): BacktestResult {
     if (feePct === DEFAULT_FEE_PCT) return data.backtest;
+    // Only the allowed fees are computed, so every one of them stays cached (FEES_KEPT).
+    if (!ALLOWED_FEES_PCT.includes(feePct)) throw new Error(`fee ${feePct}% is not one of the allowed fees`);
     let byFee = this.otherFees.get(data);
     if (!byFee) this.otherFees.set(data, (byFee = new Map()));
     let result = byFee.get(feePct);

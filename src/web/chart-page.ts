@@ -12,7 +12,7 @@ import { ENDED_SIGNAL_DELAY_MS } from "../accounts/entitlement.ts";
 import { formatInteger, formatMyt, formatPercent, formatPrice } from "./format.ts";
 import { html, jsonScript, layout, type SafeHtml } from "./html.ts";
 import { directionOf, type SignalStats, type Trade } from "./track-record.ts";
-import { DEFAULT_FEE_PCT, MAX_FEE_PCT, type BacktestResult } from "./backtest.ts";
+import { ALLOWED_FEES_PCT, DEFAULT_FEE_PCT, type BacktestResult } from "./backtest.ts";
 import type { CoinFeedStatus } from "./status-page.ts";
 
 type SignedInContext = PageContext & { signedIn: { email: string; csrfToken: string } };
@@ -154,8 +154,8 @@ function backtestSection(data: ChartData, bt: BacktestResult): SafeHtml {
   <h2 id="backtest-h">Backtest</h2>
   <form method="get" action="/charts/${data.symbol}" class="fee-form">
     <input type="hidden" name="tf" value="${data.tf}">
-    <label for="fee">Fee per side, % of the position (0 to ${MAX_FEE_PCT})</label>
-    <input id="fee" name="fee" type="number" inputmode="decimal" min="0" max="${MAX_FEE_PCT}" step="0.0001" value="${bt.feePct}" required>
+    <label for="fee">Fee per side, % of the position</label>
+    <select id="fee" name="fee">${ALLOWED_FEES_PCT.map((fee) => html`<option value="${String(fee)}"${fee === bt.feePct ? html` selected` : ""}>${formatFee(fee)}</option>`)}</select>
     <button type="submit">Recompute</button>
   </form>
   <dl class="facts" id="backtest" aria-labelledby="backtest-h">

@@ -5,6 +5,7 @@
  */
 import type { TLSSocket } from "node:tls";
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
+import { normaliseAddress } from "../accounts/address-group.ts";
 
 type FallbackArgs = Parameters<NonNullable<ConnectNodeAdapterOptions["fallback"]>>;
 /** What the public listener's fallback receives (HTTP/1.1 or HTTP/2). */
@@ -50,17 +51,8 @@ export function clientAddress(req: WebRequest, trustProxy: boolean): string {
   return normaliseAddress(address);
 }
 
-/** IPv4-mapped IPv6 becomes IPv4; other IPv6 addresses become their /64 prefix. */
-export function normaliseAddress(address: string): string {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return mapped[1]!;
-  if (!address.includes(":")) return address;
-  const [head = "", tail = ""] = address.toLowerCase().split("::");
-  const headGroups = head === "" ? [] : head.split(":");
-  const tailGroups = tail === "" ? [] : tail.split(":");
-  const groups = address.includes("::") ? [...headGroups, ...Array(Math.max(0, 8 - headGroups.length - tailGroups.length)).fill("0"), ...tailGroups] : headGroups;
-  return groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, "")).join(":") + "::/64";
-}
+/** IPv4-mapped IPv6 becomes IPv4; other IPv6 addresses become their /64 prefix (shared with the failed-key budget). */
+export { normaliseAddress };
 
 /** Origins a form POST may name: the request's own (scheme + Host) and the configured public one. */
 export function ownOrigins(req: WebRequest, publicBaseUrl: string, trustProxy: boolean): string[] {
@@ -71,15 +63,43 @@ export function ownOrigins(req: WebRequest, publicBaseUrl: string, trustProxy: b
 }
 
 /**
- * A path of this site to go back to after sign-in, or null. Only plain local paths: no
- * scheme, no host, no `//` or backslash tricks, so it can never send anyone elsewhere.
+ * A path of this site to go back to after sign-in, or null: the path and query of `raw` resolved
+ * against the site's origin, accepted only when the *normalised* result is still a plain local
+ * path. Checking the raw text alone is not enough: `/.//evil.example` passes a raw check and
+ * normalises to `//evil.example`, which a browser follows to another host (issue 23, item 4).
+ * So the result itself must start with one `/`, hold no `//` and no backslash in its path (also
+ * once percent-decoded: `/%2F%2Fevil`), and resolve to the same origin when read again.
  */
-export function safeLocalPath(raw: string | null | undefined): string | null {
-  if (!raw || raw.length > 512 || !raw.startsWith("/") || raw.startsWith("//") || /[\\\s\u0000-\u001f]/.test(raw)) return null;
+export function safeLocalPath(raw: string | null | undefined, siteOrigin: string): string | null {
+  if (typeof raw !== "string" || raw.length === 0 || raw.length > MAX_LOCAL_PATH_LENGTH) return null;
+  // Whitespace and control characters are refused, not stripped as the URL parser would.
+  if (!raw.startsWith("/") || /[\\\s\u0000-\u001f\u007f]/.test(raw)) return null;
+  const origin = new URL(siteOrigin).origin;
+  let url: URL;
   try {
-    const url = new URL(raw, "http://local.invalid");
-    return url.origin === "http://local.invalid" ? url.pathname + url.search : null;
+    url = new URL(raw, origin);
   } catch {
     return null;
   }
+  if (url.origin !== origin || url.username !== "" || url.password !== "") return null;
+  const result = url.pathname + url.search;
+  if (!isPlainLocalPath(url.pathname)) return null;
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(url.pathname);
+  } catch {
+    return null;
+  }
+  if (!isPlainLocalPath(decoded)) return null;
+  // The result read again must name the same place on the same origin.
+  const again = new URL(result, origin);
+  return again.origin === origin && again.pathname + again.search === result ? result : null;
+}
+
+/** Longest `next` accepted (longer ones are dropped, not cut). */
+const MAX_LOCAL_PATH_LENGTH = 512;
+
+/** One leading slash, no empty segment that a browser would read as a host, no backslash. */
+function isPlainLocalPath(path: string): boolean {
+  return path.startsWith("/") && !path.includes("//") && !path.includes("\\") && !/[\u0000-\u001f\u007f]/.test(path);
 }

@@ -1,7 +1,8 @@
 /**
  * Keys a scanner can verify offline, against a real server: a random key of the current shape
  * with a bad checksum is refused 401 invalid_api_key on every keyed route and protocol WITHOUT
- * a database query (a counter wraps every statement the server's database handle runs); a key
+ * a key lookup (a counter wraps every statement the server's database handle runs, except the
+ * failed-key budget's count, which names only the caller's address); a key
  * with a valid checksum but unknown does reach the database (the counter works); a key issued
  * before checksums keeps working until it is regenerated.
  */
@@ -26,7 +27,9 @@ beforeAll(async () => {
   const handle = db.handle as { prepared: TestDb["handle"]["prepared"]; rows: TestDb["handle"]["rows"] };
   const prepared = handle.prepared.bind(handle);
   const rows = handle.rows.bind(handle);
-  handle.prepared = ((text: string, params: unknown[]) => (queries++, prepared(text, params))) as typeof handle.prepared;
+  // The failed-key budget's count (issue 23, item 6) is not a key lookup: it names the caller's
+  // address, never the key, so it is left out of the count.
+  handle.prepared = ((text: string, params: unknown[]) => (text.includes("failed_key_windows") || queries++, prepared(text, params))) as typeof handle.prepared;
   handle.rows = ((query: never) => (queries++, rows(query))) as typeof handle.rows;
   server = await startTestServer({ db, env: { FAILED_KEY_LIMIT: "100000" } });
 });

@@ -12,6 +12,8 @@ export interface FeedRoute {
   etag?: string;
   lastModified?: string;
   delayMs?: number;
+  /** More response headers (a redirect's `location`, say). */
+  headers?: Record<string, string>;
 }
 
 export interface FakeNews extends FakeHttp {
@@ -33,6 +35,7 @@ export async function startFakeNews(): Promise<FakeNews> {
       const headers: Record<string, string> = { "content-type": route.contentType ?? "application/rss+xml; charset=utf-8" };
       if (route.etag) headers["etag"] = route.etag;
       if (route.lastModified) headers["last-modified"] = route.lastModified;
+      Object.assign(headers, route.headers);
       // Conditional GET as RFC 9110 says: If-None-Match wins over If-Modified-Since.
       const inm = req.headers["if-none-match"];
       const ims = req.headers["if-modified-since"];

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CandleUpdate } from "../../src/market/validate.ts";
 import { readCandleFile } from "../../src/market/csv-candles.ts";
 import { setMemberPassword } from "../../src/web/credentials.ts";
-import { DEFAULT_FEE_PCT, runBacktest, type BacktestResult } from "../../src/web/backtest.ts";
+import { ALLOWED_FEES_PCT, DEFAULT_FEE_PCT, runBacktest, type BacktestResult } from "../../src/web/backtest.ts";
 import { loadChartData, type ChartData } from "../../src/web/chart-data.ts";
 import { computeTrackRecord } from "../../src/web/track-record.ts";
 import { TIMEFRAME_MS, type Timeframe } from "../../src/market/timeframes.ts";
@@ -192,6 +192,27 @@ describe.runIf(realCandlesAvailable)("public track record and the chart page's b
     const one = chartFigures((await member.get("/charts/BTC?tf=4h&fee=1")).body);
     expect(zero.trades).toBe(one.trades);
     expect(Number(one.total.replace(/[^\d.]/g, "")) * (one.total.startsWith("+") ? 1 : -1)).toBeLessThan(Number(zero.total.replace(/[^\d.]/g, "")) * (zero.total.startsWith("+") ? 1 : -1));
+  });
+
+  it("a fee between the allowed ones answers 303 to the nearest one's page; 200 distinct fees only ever show an allowed fee", async () => {
+    const at = await member.get("/charts/BTC?tf=4h&fee=0.13");
+    expect(at.status).toBe(303);
+    expect(at.headers.location).toBe("/charts/BTC?tf=4h");
+    expect((await member.get("/charts/BTC?tf=4h&fee=0.3")).headers.location).toBe("/charts/BTC?tf=4h&fee=0.25");
+    // The attack of issue 23, item 11: a new fee per request. Only the allowed set is ever
+    // computed, and each is cached with the series: the page shows one of them.
+    const shown = new Set<string>();
+    for (let i = 1; i <= 200; i++) {
+      const res = await member.get(`/charts/BTC?tf=1d&fee=${(i * 0.0049).toFixed(4)}`);
+      expect([200, 303]).toContain(res.status);
+      if (res.status === 200) shown.add(/id="backtest-fee">([\d.]+)%/.exec(res.body)![1]!);
+      else expect(ALLOWED_FEES_PCT.map(String)).toContain(new URL(res.headers.location!, server.baseUrl).searchParams.get("fee") ?? String(DEFAULT_FEE_PCT));
+    }
+    for (const fee of shown) expect(ALLOWED_FEES_PCT.map(String)).toContain(fee);
+    // The form offers exactly the allowed fees.
+    const page = await member.get("/charts/BTC?tf=1d&fee=0.5");
+    expect([...page.body.matchAll(/<option value="([^"]+)"/g)].map((m) => m[1])).toEqual(ALLOWED_FEES_PCT.map(String));
+    expect(page.body).toContain(`<option value="0.5" selected>`);
   });
 
   it("refuses a bad fee with a clear 400 page, never a 500", async () => {

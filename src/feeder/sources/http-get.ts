@@ -3,6 +3,13 @@
  * and errors that say what the provider answered without repeating the URL (it may carry
  * an API key in its query).
  */
+import { lookup as dnsLookup, type LookupAddress } from "node:dns";
+import type { IncomingMessage } from "node:http";
+import https from "node:https";
+import { isIP, type LookupFunction } from "node:net";
+import { Readable } from "node:stream";
+import { isPublicAddress } from "./public-address.ts";
+
 export const USER_AGENT = "signals-feeder/0.1 (context sources; +https://github.com/)";
 
 /** A provider answered with an error status. */
@@ -31,17 +38,111 @@ export function backoffMs(failures: number, baseMs: number, maxMs: number): numb
   return Math.min(maxMs, baseMs * 2 ** Math.max(0, Math.min(30, failures - 1)));
 }
 
-/** GET with a timeout (and the caller's abort signal); the response is returned whatever its status. */
+/** Redirect statuses; any other answer is returned to the caller as it is. */
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+/** Redirects followed for one request at most. */
+export const MAX_REDIRECTS = 3;
+
+/** A provider's redirect that the feeder will not follow. */
+export class RedirectRefused extends Error {
+  override name = "RedirectRefused";
+}
+
+/**
+ * GET with a timeout (and the caller's abort signal); the response is returned whatever its
+ * status. The configured URL is the operator's choice and is fetched as it is; a redirect is the
+ * provider's, so it is followed only to https on public addresses, each hop checked again and
+ * the address checked when the connection is made (no DNS rebinding between check and connect),
+ * at most MAX_REDIRECTS times (issue 23, item 8: a feed answering `302 → http://127.0.0.1:<internal>/metrics`
+ * made the feeder read the internal listener). Only the user agent, `accept` and the
+ * conditional headers go along: a provider's API-key header never leaves for another host.
+ */
 export async function httpGet(url: string, options: { headers?: Record<string, string>; timeoutMs: number; signal?: AbortSignal }): Promise<Response> {
-  const signals = [AbortSignal.timeout(options.timeoutMs), ...(options.signal ? [options.signal] : [])];
+  const timeout = AbortSignal.timeout(options.timeoutMs);
+  const signal = AbortSignal.any([timeout, ...(options.signal ? [options.signal] : [])]);
   try {
-    return await fetch(url, { headers: { "user-agent": USER_AGENT, ...options.headers }, signal: AbortSignal.any(signals), redirect: "follow" });
+    let res = await fetch(url, { headers: { "user-agent": USER_AGENT, ...options.headers }, signal, redirect: "manual" });
+    let current = new URL(url);
+    for (let hops = 0; REDIRECT_STATUSES.has(res.status); hops++) {
+      const location = res.headers.get("location");
+      if (location === null) return res;
+      await res.body?.cancel().catch(() => undefined);
+      if (hops === MAX_REDIRECTS) throw new RedirectRefused(`more than ${MAX_REDIRECTS} redirects`);
+      let target: URL;
+      try {
+        target = new URL(location, current);
+      } catch {
+        throw new RedirectRefused("redirect to an unreadable location");
+      }
+      refuseUnlessHttpsPublic(target);
+      res = await getFromPublicAddress(target, forwardedHeaders(options.headers), signal);
+      current = target;
+    }
+    return res;
   } catch (err) {
+    if (err instanceof RedirectRefused) throw err;
     const e = err as Error;
-    if (e.name === "TimeoutError") throw new Error(`no answer within ${options.timeoutMs} ms`);
-    if (e.name === "AbortError") throw new Error("stopped");
+    if (timeout.aborted) throw new Error(`no answer within ${options.timeoutMs} ms`);
+    if (options.signal?.aborted) throw new Error("stopped");
     throw new Error(`request failed: ${(e.cause as Error | undefined)?.message ?? e.message}`);
   }
+}
+
+/** Refuses a redirect target that is not https or names a non-public address literally. */
+function refuseUnlessHttpsPublic(target: URL): void {
+  const where = displayUrl(target.href);
+  if (target.protocol !== "https:") throw new RedirectRefused(`redirect to ${where} not followed: only https redirects to public addresses are`);
+  if (target.username !== "" || target.password !== "") throw new RedirectRefused(`redirect to ${where} not followed: it carries credentials`);
+  const host = target.hostname.replace(/^\[|\]$/g, "");
+  if (isIP(host) !== 0 && !isPublicAddress(host)) throw new RedirectRefused(`redirect to ${where} not followed: not a public address`);
+}
+
+/** The caller's headers that may follow a redirect to another host. */
+function forwardedHeaders(headers: Record<string, string> = {}): Record<string, string> {
+  const out: Record<string, string> = { "user-agent": USER_AGENT, "accept-encoding": "identity" };
+  for (const [name, value] of Object.entries(headers)) if (FORWARDED_HEADERS.has(name.toLowerCase())) out[name.toLowerCase()] = value;
+  return out;
+}
+const FORWARDED_HEADERS = new Set(["accept", "if-none-match", "if-modified-since"]);
+
+/**
+ * A DNS lookup for redirect hops that fails unless every address of the name is public; it is
+ * what the socket connects with, so the address checked is the address used.
+ */
+const publicOnlyLookup: LookupFunction = (hostname, options, callback) => {
+  dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
+    if (err) return callback(err, "", 0);
+    const refused = addresses.find((a) => !isPublicAddress(a.address));
+    if (refused !== undefined || addresses.length === 0) {
+      return callback(Object.assign(new RedirectRefused(`redirect to ${hostname} not followed: not a public address`), { code: "ENOTFOUND" }), "", 0);
+    }
+    if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
+    return callback(null, addresses[0]!.address, addresses[0]!.family);
+  });
+};
+
+/** One https GET through `publicOnlyLookup`, as a fetch Response. */
+function getFromPublicAddress(target: URL, headers: Record<string, string>, signal: AbortSignal): Promise<Response> {
+  return new Promise((resolve, reject) => {
+    const req = https.request(target, { method: "GET", headers, signal, lookup: publicOnlyLookup, agent: false }, (incoming) => resolve(responseOf(incoming)));
+    req.on("error", (err) => reject(err instanceof RedirectRefused ? err : (err as Error & { cause?: unknown }).cause instanceof RedirectRefused ? (err as Error & { cause: Error }).cause : err));
+    req.end();
+  });
+}
+
+/** A Node response as a fetch Response (statuses without a body get none). */
+function responseOf(incoming: IncomingMessage): Response {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(incoming.headers)) {
+    if (value === undefined) continue;
+    for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
+  }
+  const status = incoming.statusCode ?? 502;
+  if (status === 204 || status === 205 || status === 304) {
+    incoming.resume();
+    return new Response(null, { status, headers });
+  }
+  return new Response(Readable.toWeb(incoming) as ReadableStream<Uint8Array>, { status, headers });
 }
 
 /** Reads the body as text within the same timeout rules as the request; a non-2xx status becomes HttpStatusError. */

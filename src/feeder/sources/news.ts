@@ -6,8 +6,10 @@
  * Politeness: each feed is fetched at most once per refresh interval (never below 5 minutes),
  * with If-None-Match / If-Modified-Since from its last answer, and backs off exponentially on
  * errors (Retry-After respected). Feeds are fetched independently: one that fails, times out
- * or sends garbage only records an error. The validators of a feed are kept only once its
- * items are stored, so a failed push refetches the same items next time.
+ * or sends garbage only records an error. A body over MAX_FEED_BYTES is an error of its feed;
+ * only the MAX_ITEMS_PER_FEED newest items of a feed are kept; each feed is pushed on its own
+ * in batches of NEWS_PUSH_BATCH. The validators of a feed are kept only once its items are
+ * stored, so a failed push refetches the same items next time.
  */
 import { createHash } from "node:crypto";
 import { extractFromJson, extractFromXml, type FeedEntry } from "@extractus/feed-extractor";
@@ -22,6 +24,15 @@ import type { ContextSource, SourceDeps } from "./source.ts";
 const MAX_BACKOFF_MS = 6 * 3_600_000;
 /** Links and guids remembered to drop items repeated across feeds and rounds. */
 const SEEN_LIMIT = 20_000;
+/**
+ * Largest feed body read (issue 23, item 7: a 60,000-item feed took 15 s of CPU and +254 MB to
+ * parse). Publishers' feeds are 10–300 KB; a larger answer is an error of that feed.
+ */
+export const MAX_FEED_BYTES = 1024 * 1024;
+/** Items kept from one fetch of one feed: the newest by publication time. */
+export const MAX_ITEMS_PER_FEED = 500;
+/** Items per push: each feed is pushed on its own, in batches of at most this many. */
+export const NEWS_PUSH_BATCH = 200;
 
 export interface NewsItemOut {
   id: string;
@@ -106,6 +117,11 @@ export function parseFeed(body: string, contentType: string, feedUrl: string): {
   return { items, malformed };
 }
 
+/** The `limit` newest items (by publication time), newest first; a feed's order is not trusted. */
+export function newestItems(items: readonly NewsItemOut[], limit: number): NewsItemOut[] {
+  return [...items].sort((a, b) => b.time - a.time).slice(0, limit);
+}
+
 /** A small insertion-ordered set that forgets its oldest entries. */
 class BoundedSet {
   readonly #set = new Set<string>();
@@ -124,7 +140,7 @@ class BoundedSet {
 
 export type NewsSourceDeps = SourceDeps<NewsConfig>;
 
-/** The news source: fetches the feeds that are due and pushes their new items in one stream. */
+/** The news source: fetches the feeds that are due and pushes each feed's new items in batches. */
 export function createNewsSource(deps: NewsSourceDeps): ContextSource {
   const { config, clock, logger, report } = deps;
   const feeds: FeedState[] = config.feeds.map((url) => ({ url, etag: null, lastModified: null, nextDueMs: 0, failures: 0 }));
@@ -138,14 +154,14 @@ export function createNewsSource(deps: NewsSourceDeps): ContextSource {
     const etag = res.headers.get("etag") ?? feed.etag;
     const lastModified = res.headers.get("last-modified") ?? feed.lastModified;
     if (res.status === 304) return { feed, items: [], malformed: 0, etag, lastModified, notModified: true };
-    const body = await readBody(res);
+    const body = await readBody(res, MAX_FEED_BYTES);
     let parsed;
     try {
       parsed = parseFeed(body, res.headers.get("content-type") ?? "", feed.url);
     } catch (err) {
       throw new Error(`not a readable RSS, Atom or JSON feed (${(err as Error).message.slice(0, 120)})`);
     }
-    return { feed, ...parsed, etag, lastModified, notModified: false };
+    return { feed, items: newestItems(parsed.items, MAX_ITEMS_PER_FEED), malformed: parsed.malformed, etag, lastModified, notModified: false };
   }
 
   function failed(feed: FeedState, err: unknown, now: number): void {
@@ -174,36 +190,34 @@ export function createNewsSource(deps: NewsSourceDeps): ContextSource {
         if (r.status === "fulfilled") results.push(r.value);
         else failed(due[i]!, r.reason, now);
       });
-      // De-duplicate across the feeds of this round and what earlier rounds sent (guid/link
-      // digests are the ids; the store ignores ids it already has).
-      const batch: NewsItemOut[] = [];
-      const batchIds = new Set<string>();
+      // Each feed is pushed on its own, in batches: one large or refused feed never stops the
+      // others (issue 23, item 7). Items repeated across feeds and rounds are dropped first
+      // (guid/link digests are the ids; the store ignores ids it already has).
+      let stored = 0;
       for (const r of results) {
-        for (const item of r.items) {
-          if (seen.has(item.id) || batchIds.has(item.id)) continue;
-          batchIds.add(item.id);
-          batch.push(item);
-        }
-      }
-      if (batch.length > 0) {
+        const ids = new Set<string>();
+        const fresh = r.items.filter((item) => !seen.has(item.id) && !ids.has(item.id) && ids.add(item.id));
         try {
-          const res = summaryOf(await deps.ingest.pushNews(streamOf(batch.map((i) => ({ ...i, time: BigInt(i.time) }))), { signal }));
-          logger.info({ feeds: results.length, items: batch.length, ...res }, "news pushed");
-          if (res.rejected > 0) logger.warn({ reasons: res.reasons }, "news items refused by the service");
+          for (let at = 0; at < fresh.length; at += NEWS_PUSH_BATCH) {
+            const batch = fresh.slice(at, at + NEWS_PUSH_BATCH);
+            const res = summaryOf(await deps.ingest.pushNews(streamOf(batch.map((i) => ({ ...i, time: BigInt(i.time) }))), { signal }));
+            logger.info({ feed: displayUrl(r.feed.url), items: batch.length, ...res }, "news pushed");
+            if (res.rejected > 0) logger.warn({ feed: displayUrl(r.feed.url), reasons: res.reasons }, "news items refused by the service");
+            for (const item of batch) seen.add(item.id);
+          }
         } catch (err) {
-          // Nothing of this round is stored: forget the validators so the items come again.
-          for (const r of results) failed(r.feed, new Error(`push failed: ${(err as Error).message}`), now);
-          return;
+          if (signal.aborted) return;
+          // Not all of this feed is stored: forget its validators so its items come again.
+          failed(r.feed, new Error(`push failed: ${(err as Error).message}`), now);
+          continue;
         }
-      }
-      for (const r of results) {
         r.feed.etag = r.etag;
         r.feed.lastModified = r.lastModified;
         r.feed.failures = 0;
+        stored++;
         if (r.malformed > 0) logger.warn({ feed: displayUrl(r.feed.url), malformed: r.malformed }, "news feed items without title, link or date left out");
       }
-      for (const id of batchIds) seen.add(id);
-      if (results.length > 0) report.success();
+      if (stored > 0) report.success();
     },
   };
 }

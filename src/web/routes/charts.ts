@@ -50,6 +50,8 @@ export function chartRoutes(kit: PageKit): Hono<WebEnv> {
     const signed = c.get("signed");
     if (signed === null) return kit.toSignIn(c, chartPath(symbol, tf, fee.ok ? fee.feePct : DEFAULT_FEE_PCT));
     if (!fee.ok) return kit.page(c, 400, renderMessagePage(signed.ctx, "Fee refused", fee.message, { href: chartPath(symbol, tf), text: `Open ${symbol} ${tf} at the default fee` }));
+    // A fee between the allowed ones: the page of the nearest, at its own address.
+    if (!fee.exact) return kit.seeOther(c, chartPath(symbol, tf, fee.feePct));
     const data = isWellFormedSymbol(symbol) ? await kit.chartData.get(symbol, tf) : null;
     if (data === null) {
       return kit.page(c, 404, renderMessagePage(signed.ctx, "No such coin", `There is no chart for "${rawSymbol.slice(0, 20)}": no candles were ever received for it.`, { href: "/charts", text: "See the coins with charts" }));

@@ -4,7 +4,8 @@
  * buy-and-hold over the same period, maximum drawdown, and the fee parameter's validation.
  */
 import { describe, expect, it } from "vitest";
-import { DEFAULT_FEE_PCT, maxDrawdownPct, netResultPct, parseFeePct, runBacktest, type CloseSeries } from "../../../src/web/backtest.ts";
+import { ChartDataCache, type ChartData } from "../../../src/web/chart-data.ts";
+import { ALLOWED_FEES_PCT, DEFAULT_FEE_PCT, maxDrawdownPct, nearestAllowedFee, netResultPct, parseFeePct, runBacktest, type CloseSeries } from "../../../src/web/backtest.ts";
 import { computeTrackRecord, type TrackCandle, type TrackEvent } from "../../../src/web/track-record.ts";
 
 const H = 3_600_000;
@@ -112,12 +113,31 @@ describe("equity curve, buy-and-hold and drawdown", () => {
 });
 
 describe("fee parameter", () => {
-  it(`defaults to ${DEFAULT_FEE_PCT}% and accepts 0 to 1 with up to four decimals`, () => {
-    expect(parseFeePct(undefined)).toEqual({ ok: true, feePct: 0.1 });
-    expect(parseFeePct("")).toEqual({ ok: true, feePct: 0.1 });
-    expect(parseFeePct("0")).toEqual({ ok: true, feePct: 0 });
-    expect(parseFeePct("0.075")).toEqual({ ok: true, feePct: 0.075 });
-    expect(parseFeePct("1")).toEqual({ ok: true, feePct: 1 });
+  it(`defaults to ${DEFAULT_FEE_PCT}% and accepts the allowed fees as they are`, () => {
+    expect(parseFeePct(undefined)).toEqual({ ok: true, feePct: 0.1, exact: true });
+    expect(parseFeePct("")).toEqual({ ok: true, feePct: 0.1, exact: true });
+    for (const fee of ALLOWED_FEES_PCT) expect(parseFeePct(String(fee))).toEqual({ ok: true, feePct: fee, exact: true });
+    expect(parseFeePct("0.0750")).toEqual({ ok: true, feePct: 0.075, exact: true });
+    expect(parseFeePct("1")).toEqual({ ok: true, feePct: 1, exact: true });
+  });
+
+  // Issue 23, item 11: a readable fee outside the set is the nearest allowed one, so the
+  // number of distinct backtests per series is the size of the set, whatever is asked.
+  it("turns any other fee from 0 to 1 into the nearest allowed one (ties to the lower)", () => {
+    expect(parseFeePct("0.13")).toEqual({ ok: true, feePct: 0.1, exact: false });
+    expect(parseFeePct("0.15")).toEqual({ ok: true, feePct: 0.1, exact: false });
+    expect(parseFeePct("0.1501")).toEqual({ ok: true, feePct: 0.2, exact: false });
+    expect(parseFeePct("0.0001")).toEqual({ ok: true, feePct: 0, exact: false });
+    expect(parseFeePct("0.99")).toEqual({ ok: true, feePct: 1, exact: false });
+    expect(parseFeePct("0.7")).toEqual({ ok: true, feePct: 0.5, exact: false });
+    const distinct = new Set<number>();
+    for (let i = 0; i <= 10_000; i++) {
+      const parsed = parseFeePct((i / 10_000).toFixed(4));
+      if (!parsed.ok) throw new Error(`refused ${i}`);
+      distinct.add(parsed.feePct);
+    }
+    expect([...distinct].sort((a, b) => a - b)).toEqual([...ALLOWED_FEES_PCT]);
+    expect(nearestAllowedFee(0.3)).toBe(0.25);
   });
 
   it("refuses anything else with a message naming the bounds", () => {
@@ -126,5 +146,18 @@ describe("fee parameter", () => {
       expect(parsed.ok, bad).toBe(false);
       if (!parsed.ok) expect(parsed.message).toMatch(/from 0 to 1/);
     }
+  });
+});
+
+describe("backtests per fee in the chart data cache (issue 23, item 11)", () => {
+  it("computes each allowed fee once per series copy, keeps them all, and computes no other fee", () => {
+    const closes: CloseSeries = { times: [0, 1, 2, 3], closes: [100, 110, 105, 120] };
+    const data = { record: { trades: [] }, closes, backtest: runBacktest([], closes, DEFAULT_FEE_PCT) } as unknown as ChartData;
+    const cache = new ChartDataCache(null as never);
+    const first = ALLOWED_FEES_PCT.map((fee) => cache.backtestAt(data, fee));
+    // A second round (and a third) returns the very same results: nothing recomputed, nothing evicted.
+    for (let round = 0; round < 2; round++) ALLOWED_FEES_PCT.forEach((fee, i) => expect(cache.backtestAt(data, fee)).toBe(first[i]));
+    expect(first.map((r) => r.feePct)).toEqual([...ALLOWED_FEES_PCT]);
+    expect(() => cache.backtestAt(data, 0.13)).toThrow(/not one of the allowed fees/);
   });
 });

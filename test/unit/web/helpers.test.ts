@@ -36,6 +36,8 @@ describe("html", () => {
   });
 });
 
+const SITE = "https://signals.example.test";
+
 describe("cookies and redirects", () => {
   it("every cookie is HttpOnly, SameSite=Strict, Path=/; Secure only when asked", () => {
     expect(cookie("sid", "abc", { maxAgeSeconds: 604800, secure: false })).toBe("sid=abc; Path=/; HttpOnly; SameSite=Strict; Max-Age=604800");
@@ -43,10 +45,55 @@ describe("cookies and redirects", () => {
   });
 
   it("only plain local paths are redirect targets", () => {
-    expect(safeLocalPath("/charts/BTC?tf=4h")).toBe("/charts/BTC?tf=4h");
-    expect(safeLocalPath("/account")).toBe("/account");
+    expect(safeLocalPath("/charts/BTC?tf=4h", SITE)).toBe("/charts/BTC?tf=4h");
+    expect(safeLocalPath("/account", SITE)).toBe("/account");
     for (const bad of ["//evil.test", "https://evil.test/", "/\\evil.test", "javascript:alert(1)", "evil.test", "/a\nb", "", null, undefined, "/" + "a".repeat(600)]) {
-      expect(safeLocalPath(bad), String(bad)).toBeNull();
+      expect(safeLocalPath(bad, SITE), String(bad)).toBeNull();
+    }
+  });
+
+  // Issue 23, item 4: each of these either stays on the site or is refused; none may come out
+  // as a path that a browser reads as another host.
+  it.each([
+    ["/.//evil.example/phish", null],
+    ["/./evil", "/evil"],
+    ["/a/..//evil.example", null],
+    ["/..//evil.example", null],
+    ["/\\evil", null],
+    ["/\\/evil", null],
+    ["//evil", null],
+    ["///evil", null],
+    ["/%2F%2Fevil", null],
+    ["/%2f/evil", null],
+    ["/%5Cevil", null],
+    ["/%5c%5cevil", null],
+    ["/%00evil", null],
+    ["/%E0%A4%A", null],
+    ["https:evil", null],
+    ["https:/evil", null],
+    ["http:evil", null],
+    ["/\tevil", null],
+    ["/\t/evil", null],
+    ["/\n/evil", null],
+    ["/\r\n/evil", null],
+    ["/ /evil", null],
+    ["/\u000b/evil", null],
+    ["/\u007f/evil", null],
+    ["\t//evil", null],
+    [" /evil", null],
+    ["/@evil.example", "/@evil.example"],
+    ["/evil.example", "/evil.example"],
+    ["/charts/BTC?next=//evil", "/charts/BTC?next=//evil"],
+    ["/account#frag", "/account"],
+    ["/%252F%252Fevil", "/%252F%252Fevil"],
+    ["/caf\u00e9", "/caf%C3%A9"],
+  ] as const)("safeLocalPath(%j) is %j and stays on the site", (raw, expected) => {
+    const result = safeLocalPath(raw, SITE);
+    expect(result).toBe(expected);
+    if (result !== null) {
+      // What a browser does with the Location header: resolve against the page's URL.
+      expect(new URL(result, `${SITE}/signin?next=x`).origin).toBe(SITE);
+      expect(result.startsWith("//") || result.includes("\\")).toBe(false);
     }
   });
 });
