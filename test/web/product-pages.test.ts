@@ -1,8 +1,10 @@
 /**
  * The product's public pages and the way from "what is this?" to a working key, in real
  * headless Chromium against the local fake Stripe:
- * - landing → pricing → sign-up → Subscribe (fake Checkout, then Stripe's signed invoice.paid)
- *   → Create key → a paid call made here with the exact curl line the page showed;
+ * - landing → pricing → sign-up → the mailed link (a real SMTP server on loopback) → Confirm →
+ *   sign in → Subscribe (fake Checkout, then Stripe's signed invoice.paid) → Create key → a paid
+ *   call made here with the exact curl line the page showed; before the link, the account page
+ *   asks for the confirmation and offers no Subscribe, Buy or key;
  * - the live watchlist changes within 2 s of a pushed close, equal to the API's answer then;
  * - every page has no sideways scroll at 390 px and at 1280 px;
  * - the landing page's HTML is under 50 KB without any script, and its size and time are logged.
@@ -10,12 +12,13 @@
  */
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Browser, BrowserContext } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { startDemoFeed } from "../../src/market/demo-feed.ts";
 import { createSession } from "../../src/web/sessions.ts";
 import { SESSION_COOKIE } from "../../src/web/page-kit.ts";
 import { saveWatchlist } from "../../src/web/watchlist.ts";
 import { chromiumAvailable, launchChromium } from "../support/browser.ts";
+import { startFakeSmtp, type FakeSmtp } from "../support/fake-smtp.ts";
 import { deliver, paidInvoice, PRICE_NODE, signedEvent, startFakeStripe, type FakeStripe } from "../support/fake-stripe.ts";
 import { structureBreak } from "../support/structure-break.ts";
 import { createTestClock, startTestServer, type TestServer } from "../support/test-server.ts";
@@ -30,6 +33,7 @@ const PASSWORD = "a long and correct password";
 
 describe.skipIf(!chromiumAvailable)("the product pages in a browser", () => {
   let stripe: FakeStripe;
+  let smtp: FakeSmtp;
   let server: TestServer;
   let browser: Browser;
   let stopDemoFeed = () => {};
@@ -38,7 +42,8 @@ describe.skipIf(!chromiumAvailable)("the product pages in a browser", () => {
 
   beforeAll(async () => {
     stripe = await startFakeStripe();
-    server = await startTestServer({ env: stripe.env(), feed: true, clock: createTestClock(now) });
+    smtp = await startFakeSmtp();
+    server = await startTestServer({ env: { ...stripe.env(), SMTP_URL: smtp.url, MAIL_FROM: "Signals <no-reply@example.test>" }, feed: true, clock: createTestClock(now) });
     stopDemoFeed = await startDemoFeed(server.feed!, server.clock, pino({ level: "silent" }), 3_600_000);
     await server.feed!.ingest(history.map((c) => ({ symbol: WATCH_COIN, tf: "1h", ...c, closed: true })));
     browser = await launchChromium();
@@ -49,6 +54,7 @@ describe.skipIf(!chromiumAvailable)("the product pages in a browser", () => {
     await browser?.close();
     await server?.close();
     await stripe?.close();
+    await smtp?.close();
   });
 
   /** A context that lets only the server through and fails the test on any other request or console error. */
@@ -76,7 +82,14 @@ describe.skipIf(!chromiumAvailable)("the product pages in a browser", () => {
     return context;
   }
 
-  it("landing → pricing → sign-up → subscribe → key → the page's curl line makes a paid call", async () => {
+  /** Signs in on the page's /signin form and waits for the account page. */
+  async function signIn(page: Page, email: string): Promise<void> {
+    await page.getByLabel("Email").fill(email);
+    await page.getByLabel("Password").fill(PASSWORD);
+    await Promise.all([page.waitForURL(`${server.baseUrl}/account`), page.getByRole("button", { name: "Sign in" }).click()]);
+  }
+
+  it("landing → pricing → sign-up → mailed link → sign in → subscribe → key → the page's curl line makes a paid call", async () => {
     const { context, problems } = await strictContext();
     const page = await context.newPage();
     await page.goto(`${server.baseUrl}/`);
@@ -95,7 +108,29 @@ describe.skipIf(!chromiumAvailable)("the product pages in a browser", () => {
     await page.getByLabel("Email").fill(email);
     await page.locator("#password").fill(PASSWORD);
     await page.getByLabel("Repeat the password").fill(PASSWORD);
-    await Promise.all([page.waitForURL(`${server.baseUrl}/account`), page.getByRole("button", { name: "Create account" }).click()]);
+    await page.getByRole("button", { name: "Create account" }).click();
+    await page.getByRole("heading", { name: "Check your mail" }).waitFor();
+    const mail = await smtp.mailTo(email);
+
+    // Signed in before confirming: asked to confirm, offered a new link, and nothing to pay or a key.
+    await page.goto(`${server.baseUrl}/signin`);
+    await signIn(page, email);
+    expect(await page.getByText("Confirm your email address.").count()).toBe(1);
+    expect(await page.getByRole("button", { name: "Mail the link again" }).count()).toBe(1);
+    expect(await page.getByRole("button", { name: /^(Subscribe|Buy)/ }).count()).toBe(0);
+    expect(await page.getByRole("link", { name: /Create key|Regenerate key/ }).count()).toBe(0);
+    expect((await page.goto(`${server.baseUrl}/account/key`))!.status()).toBe(403);
+    await page.goto(`${server.baseUrl}/account`);
+    await Promise.all([page.waitForURL(/\/signin\?signed-out$/), page.getByRole("button", { name: "Sign out", exact: true }).click()]);
+
+    // The mailed link opens a page with one button; confirmed, the sign-in page says so.
+    const link = /\/verify-email\?token=[A-Za-z0-9_-]+/.exec(mail.text ?? "")?.[0];
+    expect(link).toBeDefined();
+    await page.goto(`${server.baseUrl}${link}`);
+    await Promise.all([page.waitForURL(/\/signin\?email-verified$/), page.getByRole("button", { name: "Confirm", exact: true }).click()]);
+    expect(await page.getByText("Your email address is confirmed.").count()).toBe(1);
+    await signIn(page, email);
+    expect(await page.getByText("Confirm your email address.").count()).toBe(0);
 
     // A free plan: told what it can do, offered the plan with its price, never Buy Tokens or Create key.
     expect(await page.locator("#upgrade").count()).toBe(1);

@@ -1,5 +1,5 @@
 /**
- * Signing in and out: `/` (to the account or the sign-in form), `/signin` and `/signout`.
+ * Signing in and out: `/signin` and `/signout` (`/` is the landing page, routes/public-pages.ts).
  * Sign-in checks the double-submit CSRF token (there is no session yet) and the shared failed
  * sign-in budget before it looks at the password.
  */
