@@ -10,17 +10,12 @@
  */
 import type { TrackCandle, TrackEvent } from "../../src/web/track-record.ts";
 import { computeTrackRecord } from "../../src/web/track-record.ts";
+import { positionValue, type Costs } from "../../src/web/trade-costs.ts";
 
 /** Half-open window [start, end) of candle open times (epoch ms). */
 export type Window = { readonly start: number; readonly end: number };
 
-/** Costs per side, as fractions of the traded notional. */
-export type Costs = {
-  /** Exchange fee per side (0.001 = 0.1%). */
-  readonly fee: number;
-  /** Slippage per side: each fill is this fraction worse than the signal's price (0.0003 = 0.03%). */
-  readonly slippage: number;
-};
+export type { Costs } from "../../src/web/trade-costs.ts";
 
 /** One trade taken by the one-position backtest, with its result after costs. */
 export type TakenTrade = {
@@ -52,19 +47,7 @@ export type Metrics = {
   readonly buyHoldPct: number;
 };
 
-/**
- * Equity multiple of a position marked or closed at `price`. Slippage s moves both fills against
- * the position (entry E = entry·(1 + d·s), exit X = price·(1 − d·s)); the fee f is paid at entry
- * and on the exit notional: (1 − f)·(1 + d·(X − E)/E − f·X/E). For a long that is
- * (1 − f)²·X/E; for a short, (1 − f)·(2 − (1 + f)·X/E). Never below 0: an unleveraged position
- * can lose its stake but not more (a short is liquidated before that; see takenTrade).
- */
-export function positionValue(direction: 1 | -1, entry: number, price: number, costs: Costs): number {
-  const filledEntry = entry * (1 + direction * costs.slippage);
-  const filledExit = price * (1 - direction * costs.slippage);
-  const r = (direction * (filledExit - filledEntry)) / filledEntry;
-  return Math.max(0, (1 - costs.fee) * (1 + r - (costs.fee * filledExit) / filledEntry));
-}
+export { positionValue } from "../../src/web/trade-costs.ts";
 
 /** Index of the first candle whose openTime is ≥ time (candles sorted). */
 function lowerBound(candles: readonly TrackCandle[], time: number): number {

@@ -4,7 +4,9 @@
  * so a retried message is identical to the first and carries the same event id.
  */
 import { formatMyt } from "../clock.ts";
+import { shortHash } from "../market/event-chain.ts";
 import { TIMEFRAME_MS } from "../market/timeframes.ts";
+import { DEMO_DATA_LABEL } from "../market/provenance.ts";
 import type { Timeframe } from "../market/timeframes.ts";
 
 export const DISCLAIMER = "Educational information, not investment advice.";
@@ -18,6 +20,10 @@ export interface SignalAlertFacts {
   defense: number | null;
   atrPct: number | null;
   candleOpenTime: number;
+  /** The event's hash in the tamper-evident log (null when it has none, e.g. a test alert). */
+  chainHash?: string | null;
+  /** The event comes from the demo feed's synthetic prices: the message says so first. */
+  demo?: boolean;
 }
 
 /** Enough significant digits for any coin's price, without float noise (64210.5, 0.00001234). */
@@ -44,11 +50,14 @@ export function signalAlertText(facts: SignalAlertFacts, publicBaseUrl: string):
   if (facts.defense !== null) levels.push(`Defense ${formatPrice(facts.defense)}`);
   if (facts.atrPct !== null) levels.push(`ATR ${facts.atrPct.toFixed(2)}%`);
   return [
+    ...(facts.demo ? [`[${DEMO_DATA_LABEL}, not a market]`] : []),
     `${facts.symbol} ${facts.tf}: ${HEADLINES[facts.signal] ?? facts.signal}`,
     levels.join(" · "),
     `Confirmed at the ${facts.tf} close, ${formatMyt(closeTime)}`,
     chartUrl(publicBaseUrl, facts.symbol, facts.tf),
     `Signal ${facts.eventId}`,
+    // Its own line, so the signal line stays as it was: lets a member find this exact event in the published log (/track-record).
+    ...(facts.chainHash ? [`Log ${shortHash(facts.chainHash)}`] : []),
     DISCLAIMER,
   ].join("\n");
 }

@@ -49,6 +49,8 @@ interface ClaimedRow {
   defense: number | null;
   atr_pct: number | null;
   candle_open_time: number | string | null;
+  chain_hash: string | null;
+  demo: boolean | null;
 }
 
 /** The rows of one claim while they are delivered; their leases are renewed together. */
@@ -175,7 +177,8 @@ export class OutboxWorker {
           FROM due WHERE o.id = due.id
         RETURNING o.id, o.kind, o.chat_id, o.event_id, o.payload, o.attempts, o.last_error,
                   o.created_at <= now() - ${giveUpAfterMs} * interval '1 millisecond' AS expired)
-      SELECT c.*, e.symbol, e.tf, e.signal, e.price, e.defense, e.atr_pct, e.candle_open_time
+      SELECT c.*, e.symbol, e.tf, e.signal, e.price, e.defense, e.atr_pct, e.candle_open_time, e.chain_hash,
+             e.demo
         FROM claimed c LEFT JOIN signal_events e ON e.id = c.event_id
        ORDER BY c.id`);
   }
@@ -282,6 +285,8 @@ export class OutboxWorker {
         defense: row.defense === null ? null : Number(row.defense),
         atrPct: row.atr_pct === null ? null : Number(row.atr_pct),
         candleOpenTime: Number(row.candle_open_time),
+        chainHash: row.chain_hash,
+        demo: row.demo === true,
       },
       this.deps.publicBaseUrl,
     );

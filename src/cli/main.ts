@@ -46,6 +46,8 @@ const USAGE = `Usage: signals <command> [options]   (every command accepts --jso
   payments list --account ID                   payments Stripe reported (packs, subscription
                                                invoices, refunds, disputes), their Stripe ids
                                                and ledger rows, newest first
+  verify-log FILE                              recompute the chain of a signal log downloaded from
+                                               /track-record; names the first break, exit 1 if any
   data import --dataset D --file F             import a free-endpoint dataset (derivatives, news,
                                                macro, fundamentals) from JSON lines or .gz
 
@@ -267,6 +269,19 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     if (positionals[0] === "serve") {
       await (await import("../main.ts")).main();
       return -1; // keep running until a signal
+    }
+    if (positionals[0] === "verify-log") {
+      // Needs no database and no server: the member's downloaded file is all it reads.
+      const file = positionals[1];
+      if (file === undefined || positionals.length !== 2) throw new UsageError("verify-log needs one FILE: signals verify-log signal-log.jsonl");
+      if (!existsSync(file)) throw new UsageError(`${file} does not exist`);
+      const { readFileSync } = await import("node:fs");
+      const { verifyChainLog } = await import("../market/event-chain.ts");
+      const verdict = verifyChainLog(readFileSync(file, "utf8"));
+      printResult(output, { ...verdict }, verdict.ok
+        ? [`ok: ${verdict.events} events, the chain is intact; head ${verdict.head}`]
+        : [`broken at line ${verdict.line}${verdict.id === null ? "" : ` (event ${verdict.id})`}: ${verdict.reason}`, `the ${verdict.events} events before it chain correctly`]);
+      return verdict.ok ? 0 : 1;
     }
     const config = loadConfig(env);
     if (positionals[0] === "doctor" && positionals.length === 1) return await (await import("./doctor-command.ts")).runDoctor(config, json);

@@ -118,6 +118,8 @@ export const coins = pgTable("coins", {
   baseTf: text("base_tf").notNull(),
   /** When the feed last delivered an update (forming or closed), for the `stale` check. */
   lastUpdateAt: timestamp("last_update_at", { withTimezone: true, mode: "date" }).notNull(),
+  /** Provenance: true for the demo feed's synthetic rows, false for a real push (docs/feeder.md, "Demo data and real data"). */
+  demo: boolean("demo").notNull().default(false),
   createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
 });
 
@@ -135,6 +137,8 @@ export const candles = pgTable(
     close: doublePrecision("close").notNull(),
     volume: doublePrecision("volume").notNull(),
     closed: boolean("closed").notNull(),
+    /** Provenance: true for the demo feed's synthetic rows, false for a real push (docs/feeder.md, "Demo data and real data"). */
+    demo: boolean("demo").notNull().default(false),
   },
   (t) => [primaryKey({ columns: [t.symbol, t.tf, t.openTime] })],
 );
@@ -177,9 +181,25 @@ export const signalEvents = pgTable(
     candleOpenTime: bigint("candle_open_time", { mode: "number" }).notNull(),
     /** The candle closed in real time (alerts go out); false for imports and backfills. */
     live: boolean("live").notNull(),
+    /** Provenance: true for the demo feed's synthetic rows, false for a real push (docs/feeder.md, "Demo data and real data"). */
+    demo: boolean("demo").notNull().default(false),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+    /**
+     * Tamper-evident log (market/event-chain.ts): a live event's predecessor's hash and its own,
+     * written in the transaction that stores it; null for events that are not live.
+     */
+    chainPrev: text("chain_prev"),
+    chainHash: text("chain_hash"),
   },
-  (t) => [uniqueIndex("signal_events_id_key").on(t.id), index("signal_events_series_idx").on(t.symbol, t.tf, t.candleOpenTime)],
+  (t) => [
+    uniqueIndex("signal_events_id_key").on(t.id),
+    index("signal_events_series_idx").on(t.symbol, t.tf, t.candleOpenTime),
+    // At most one event follows any hash: the chain cannot fork, whatever the writers do.
+    uniqueIndex("signal_events_chain_prev_key").on(t.chainPrev).where(sql`chain_prev IS NOT NULL`),
+    // The chain's head, and the live events still to chain, without scanning imported history.
+    index("signal_events_chained_idx").on(t.seq).where(sql`chain_hash IS NOT NULL`),
+    index("signal_events_unchained_idx").on(t.seq).where(sql`live AND chain_hash IS NULL`),
+  ],
 );
 
 /** Where and about what a member is alerted (one row per account). */
@@ -439,6 +459,8 @@ export const derivativesReadings = pgTable(
     fundingRate: doublePrecision("funding_rate"),
     openInterestUsd: doublePrecision("open_interest_usd"),
     longShortRatio: doublePrecision("long_short_ratio"),
+    /** Provenance: true for the demo feed's synthetic rows, false for a real push (docs/feeder.md, "Demo data and real data"). */
+    demo: boolean("demo").notNull().default(false),
     /** When this service received the row. */
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull(),
   },
@@ -456,6 +478,8 @@ export const newsItems = pgTable(
     source: text("source").notNull(),
     url: text("url").notNull(),
     coins: text("coins").array().notNull(),
+    /** Provenance: true for the demo feed's synthetic rows, false for a real push (docs/feeder.md, "Demo data and real data"). */
+    demo: boolean("demo").notNull().default(false),
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull(),
   },
   (t) => [index("news_items_time_idx").on(t.time, t.id)],
@@ -470,6 +494,8 @@ export const macroPoints = pgTable(
     time: bigint("time", { mode: "number" }).notNull(),
     value: doublePrecision("value").notNull(),
     unit: text("unit").notNull(),
+    /** Provenance: true for the demo feed's synthetic rows, false for a real push (docs/feeder.md, "Demo data and real data"). */
+    demo: boolean("demo").notNull().default(false),
     source: text("source").notNull(),
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull(),
   },
@@ -492,6 +518,8 @@ export const coinFundamentals = pgTable("coin_fundamentals", {
   athUsd: doublePrecision("ath_usd"),
   /** When the all-time high was reached, epoch ms. */
   athTime: bigint("ath_time", { mode: "number" }),
+  /** Provenance: true for the demo feed's synthetic rows, false for a real push (docs/feeder.md, "Demo data and real data"). */
+  demo: boolean("demo").notNull().default(false),
 });
 
 /**

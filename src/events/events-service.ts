@@ -38,6 +38,7 @@ function toMessage(row: EventRow): SignalEvent {
     candleCloseTime: BigInt(row.candleOpenTime + tfMs),
     createdAt: BigInt(row.createdAt.getTime()),
     live: row.live,
+    demo: row.demo,
   });
 }
 

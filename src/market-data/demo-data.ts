@@ -87,7 +87,7 @@ export async function startDemoData(db: DbHandle, clock: Clock, logger: Logger, 
   const push = async () => {
     const rows = demoDataRows(clock());
     const counts: Record<string, number> = {};
-    for (const dataset of DATASETS) counts[dataset] = (await pushDataset(deps, dataset, rows[dataset] as never)).accepted;
+    for (const dataset of DATASETS) counts[dataset] = (await pushDataset(deps, dataset, rows[dataset] as never, { demo: true })).accepted;
     return counts;
   };
   const accepted = await push();

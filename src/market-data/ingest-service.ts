@@ -70,8 +70,17 @@ function responseOf(summary: PushSummary) {
   };
 }
 
-/** Validates and stores one stream of a dataset; resolves after the commit. */
-export async function pushDataset<D extends PushedDataset>(deps: DataIngestDeps, dataset: D, source: AsyncIterable<InputOf<D>> | Iterable<InputOf<D>>): Promise<PushSummary> {
+/**
+ * Validates and stores one stream of a dataset; resolves after the commit. `demo` marks the
+ * demo feed's sample rows: they are refused (`real_data_held`) where real rows are held, and
+ * a real stream replaces the demo rows of its coins (or of its whole dataset: news, macro).
+ */
+export async function pushDataset<D extends PushedDataset>(
+  deps: DataIngestDeps,
+  dataset: D,
+  source: AsyncIterable<InputOf<D>> | Iterable<InputOf<D>>,
+  { demo = false }: { demo?: boolean } = {},
+): Promise<PushSummary> {
   let collected;
   try {
     collected = await collectStream(dataset, source, deps.clock());
@@ -81,15 +90,20 @@ export async function pushDataset<D extends PushedDataset>(deps: DataIngestDeps,
   }
   const { rows, summary } = collected;
   let written: number;
+  let refused: number;
   try {
-    written = await writeDataset(deps.db, dataset, rows, deps.clock());
+    ({ written, refused } = await writeDataset(deps.db, dataset, rows, deps.clock(), { demo }));
   } catch (err) {
     if (err instanceof ConnectError) throw err;
     deps.logger.error({ err: errorSummary(err), dataset }, "dataset write failed");
     throw serviceError("unavailable", `The ${dataset} rows could not be written; nothing of this stream was stored. Resend it (rows already stored count as duplicates).`);
   }
   summary.accepted = written;
-  summary.duplicates += rows.length - written;
+  summary.duplicates += rows.length - refused - written;
+  if (refused > 0) {
+    summary.rejected += refused;
+    summary.reasons["real_data_held"] = (summary.reasons["real_data_held"] ?? 0) + refused;
+  }
   return summary;
 }
 

@@ -20,6 +20,8 @@ export interface MoverRow {
   volume: number;
   volume24h: number;
   updatedAt: number;
+  /** The coin's candles are the demo feed's synthetic prices. */
+  demo: boolean;
 }
 
 export interface Movers {
@@ -39,6 +41,7 @@ interface Raw {
   k_volume: number | string | null;
   ref_close: number | string | null;
   volume_24h: number | string;
+  demo: boolean;
 }
 
 const num = (v: number | string) => Number(v);
@@ -48,7 +51,7 @@ export async function readMoverInputs(handle: DbHandle, tf: Timeframe, now: numb
   const freshSince = new Date(now - staleAfterMs).toISOString();
   // Every lateral lookup walks the candles primary key (symbol, tf, open_time).
   const rows = await handle.rows<Raw>(sql`
-    SELECT c.symbol, c.base_tf, c.last_update_at, l.open_time AS latest_open, l.close AS price,
+    SELECT c.symbol, c.base_tf, c.demo, c.last_update_at, l.open_time AS latest_open, l.close AS price,
            k.open AS k_open, k.close AS k_close, k.volume AS k_volume, r.close AS ref_close, v.volume_24h
       FROM coins c
      CROSS JOIN LATERAL (
@@ -77,6 +80,7 @@ export async function readMoverInputs(handle: DbHandle, tf: Timeframe, now: numb
       volume: num(r.k_volume!),
       volume24h: num(r.volume_24h),
       updatedAt: new Date(r.last_update_at).getTime(),
+      demo: r.demo === true,
     };
   });
 }
@@ -99,7 +103,16 @@ export function rankMovers(rows: MoverRow[], limit: number): Movers {
   };
 }
 
-/** Movers on `tf` now: inputs from the store, then the rankings (price and volume only). */
+/**
+ * The coins one ranking may hold: never demo and real coins together. Real coins when there
+ * are any; on a server with only the demo feed, its demo coins (each marked demo).
+ */
+export function oneProvenance(rows: MoverRow[]): MoverRow[] {
+  const real = rows.filter((r) => !r.demo);
+  return real.length > 0 ? real : rows;
+}
+
+/** Movers on `tf` now: inputs from the store, then the rankings (price and volume only), of one provenance. */
 export async function computeMovers(handle: DbHandle, options: { tf: Timeframe; limit: number; now: number; staleAfterMs: number }): Promise<Movers> {
-  return rankMovers(await readMoverInputs(handle, options.tf, options.now, options.staleAfterMs), options.limit);
+  return rankMovers(oneProvenance(await readMoverInputs(handle, options.tf, options.now, options.staleAfterMs)), options.limit);
 }

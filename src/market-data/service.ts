@@ -61,6 +61,7 @@ const moverMessage = (m: MoverRow) =>
     volume: m.volume,
     volume24h: m.volume24h,
     updatedAt: BigInt(m.updatedAt),
+    demo: m.demo,
   });
 
 /** Builds the service implementation over its dependencies. */

@@ -24,14 +24,14 @@ async function countWritten(tx: Tx, query: SQL): Promise<number> {
 
 const p = (values: unknown[]) => sql.param(values);
 
-function insertChunk(dataset: PushedDataset, rows: unknown[], at: string): SQL {
+function insertChunk(dataset: PushedDataset, rows: unknown[], at: string, demo: boolean): SQL {
   switch (dataset) {
     case "derivatives": {
       const r = rows as DerivativesRow[];
       return sql`
         WITH written AS (
-          INSERT INTO derivatives_readings AS d (symbol, venue, time, funding_rate, open_interest_usd, long_short_ratio, updated_at)
-          SELECT u.*, ${at}::timestamptz FROM unnest(
+          INSERT INTO derivatives_readings AS d (symbol, venue, time, funding_rate, open_interest_usd, long_short_ratio, updated_at, demo)
+          SELECT u.*, ${at}::timestamptz, ${demo}::boolean FROM unnest(
             ${p(r.map((x) => x.symbol))}::text[], ${p(r.map((x) => x.venue))}::text[], ${p(r.map((x) => x.time))}::bigint[],
             ${p(r.map((x) => x.fundingRate))}::float8[], ${p(r.map((x) => x.openInterestUsd))}::float8[], ${p(r.map((x) => x.longShortRatio))}::float8[]) AS u
           ORDER BY 1, 2
@@ -48,8 +48,8 @@ function insertChunk(dataset: PushedDataset, rows: unknown[], at: string): SQL {
       // two-dimensional array parameter would be flattened by unnest.
       return sql`
         WITH written AS (
-          INSERT INTO news_items (id, time, title, source, url, coins, updated_at)
-          SELECT u.id, u.time, u.title, u.source, u.url, string_to_array(u.coins, ','), ${at}::timestamptz FROM unnest(
+          INSERT INTO news_items (id, time, title, source, url, coins, updated_at, demo)
+          SELECT u.id, u.time, u.title, u.source, u.url, string_to_array(u.coins, ','), ${at}::timestamptz, ${demo}::boolean FROM unnest(
             ${p(r.map((x) => x.id))}::text[], ${p(r.map((x) => x.time))}::bigint[], ${p(r.map((x) => x.title))}::text[],
             ${p(r.map((x) => x.source))}::text[], ${p(r.map((x) => x.url))}::text[], ${p(r.map((x) => x.coins.join(",")))}::text[]) AS u(id, time, title, source, url, coins)
           ORDER BY 1
@@ -63,8 +63,8 @@ function insertChunk(dataset: PushedDataset, rows: unknown[], at: string): SQL {
       // observations): it is replaced; the same point again changes nothing and counts as a duplicate.
       return sql`
         WITH written AS (
-          INSERT INTO macro_points AS m (series, time, value, unit, source, updated_at)
-          SELECT u.*, ${at}::timestamptz FROM unnest(
+          INSERT INTO macro_points AS m (series, time, value, unit, source, updated_at, demo)
+          SELECT u.*, ${at}::timestamptz, ${demo}::boolean FROM unnest(
             ${p(r.map((x) => x.series))}::text[], ${p(r.map((x) => x.time))}::bigint[], ${p(r.map((x) => x.value))}::float8[],
             ${p(r.map((x) => x.unit))}::text[], ${p(r.map((x) => x.source))}::text[]) AS u
           ORDER BY 1, 2
@@ -79,8 +79,8 @@ function insertChunk(dataset: PushedDataset, rows: unknown[], at: string): SQL {
       return sql`
         WITH written AS (
           INSERT INTO coin_fundamentals AS f (symbol, time, circulating_supply, max_supply, market_cap_usd, rank, source,
-            total_supply, fully_diluted_valuation_usd, ath_usd, ath_time, updated_at)
-          SELECT u.*, ${at}::timestamptz FROM unnest(
+            total_supply, fully_diluted_valuation_usd, ath_usd, ath_time, updated_at, demo)
+          SELECT u.*, ${at}::timestamptz, ${demo}::boolean FROM unnest(
             ${p(r.map((x) => x.symbol))}::text[], ${p(r.map((x) => x.time))}::bigint[], ${p(r.map((x) => x.circulatingSupply))}::float8[],
             ${p(r.map((x) => x.maxSupply))}::float8[], ${p(r.map((x) => x.marketCapUsd))}::float8[], ${p(r.map((x) => x.rank))}::int[],
             ${p(r.map((x) => x.source))}::text[], ${p(r.map((x) => x.totalSupply))}::float8[], ${p(r.map((x) => x.fullyDilutedValuationUsd))}::float8[],
@@ -98,18 +98,57 @@ function insertChunk(dataset: PushedDataset, rows: unknown[], at: string): SQL {
   }
 }
 
+/** The table of each dataset and whether its rows belong to one coin (derivatives, fundamentals) or to the whole dataset (news, macro). */
+const PROVENANCE_SCOPE: Record<PushedDataset, { table: SQL; perCoin: boolean }> = {
+  derivatives: { table: sql`derivatives_readings`, perCoin: true },
+  fundamentals: { table: sql`coin_fundamentals`, perCoin: true },
+  news: { table: sql`news_items`, perCoin: false },
+  macro: { table: sql`macro_points`, perCoin: false },
+};
+
+/**
+ * Keeps demo and real rows apart (docs/feeder.md, "Demo data and real data"): real rows replace
+ * the demo rows of their scope (a coin's, or the whole dataset's), and demo rows are dropped
+ * where real rows are held (for a coin: real rows of the dataset, or real candles). Returns the
+ * rows to write.
+ */
+async function separateProvenance<D extends PushedDataset>(tx: Tx, dataset: D, rows: RowOf<D>[], demo: boolean): Promise<RowOf<D>[]> {
+  const { table, perCoin } = PROVENANCE_SCOPE[dataset];
+  const symbols = perCoin ? [...new Set((rows as { symbol: string }[]).map((r) => r.symbol))] : [];
+  const scope = perCoin ? sql` AND symbol = ANY (${p(symbols)}::text[])` : sql``;
+  if (!demo) {
+    await tx.execute(sql`DELETE FROM ${table} WHERE demo${scope}`);
+    return rows;
+  }
+  // Per coin, real rows are held where the dataset has real rows for the coin or the coin's candles are real.
+  const realCoins = perCoin ? sql` UNION SELECT symbol FROM coins WHERE NOT demo${scope}` : sql``;
+  const held = resultRows<{ symbol: string | null }>(await tx.execute(sql`SELECT DISTINCT ${perCoin ? sql`symbol` : sql`NULL::text AS symbol`} FROM ${table} WHERE NOT demo${scope}${realCoins}`));
+  if (held.length === 0) return rows;
+  if (!perCoin) return [];
+  const real = new Set(held.map((r) => r.symbol));
+  return rows.filter((r) => !real.has((r as { symbol: string }).symbol));
+}
+
 /**
  * Writes the rows of one stream in ONE transaction and returns how many changed the store
- * (the rest were already there, or older than what is stored). Rows are sorted by key in each
- * statement, so concurrent writers lock rows in the same order.
+ * (the rest were already there, or older than what is stored) and how many demo rows were
+ * refused because real rows are held. Rows are sorted by key in each statement, so concurrent
+ * writers lock rows in the same order.
  */
-export async function writeDataset<D extends PushedDataset>(handle: DbHandle, dataset: D, rows: RowOf<D>[], receivedAt: number): Promise<number> {
-  if (rows.length === 0) return 0;
+export async function writeDataset<D extends PushedDataset>(
+  handle: DbHandle,
+  dataset: D,
+  rows: RowOf<D>[],
+  receivedAt: number,
+  { demo = false }: { demo?: boolean } = {},
+): Promise<{ written: number; refused: number }> {
+  if (rows.length === 0) return { written: 0, refused: 0 };
   const at = new Date(receivedAt).toISOString();
   return handle.db.transaction(async (tx) => {
+    const admitted = await separateProvenance(tx, dataset, rows, demo);
     let written = 0;
-    for (let i = 0; i < rows.length; i += CHUNK) written += await countWritten(tx, insertChunk(dataset, rows.slice(i, i + CHUNK), at));
-    return written;
+    for (let i = 0; i < admitted.length; i += CHUNK) written += await countWritten(tx, insertChunk(dataset, admitted.slice(i, i + CHUNK), at, demo));
+    return { written, refused: rows.length - admitted.length };
   });
 }
 

@@ -56,11 +56,14 @@ export class CoinRuntime {
   readonly baseTf: Timeframe;
   readonly series: Map<Timeframe, SeriesRuntime>;
   lastUpdateAt: number;
+  /** Provenance: the demo feed's synthetic history (true) or a real feed's (false); never both. */
+  readonly demo: boolean;
   /** Where the update being applied records its signal changes. */
   private changes: SignalChange[] = NO_CHANGES;
 
-  constructor(symbol: string, baseTf: Timeframe, lastUpdateAt: number, series?: Map<Timeframe, SeriesRuntime>) {
+  constructor(symbol: string, baseTf: Timeframe, lastUpdateAt: number, series?: Map<Timeframe, SeriesRuntime>, demo = false) {
     this.symbol = symbol;
+    this.demo = demo;
     this.baseTf = baseTf;
     this.lastUpdateAt = lastUpdateAt;
     this.series = series ?? new Map([baseTf, ...derivedTimeframes(baseTf)].map((tf) => [tf, emptySeries(tf)]));

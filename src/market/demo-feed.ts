@@ -5,7 +5,8 @@
  *
  * Every candle is a pure function of (coin, bucket index) from a fixed anchor, so history is
  * the same after a restart (already stored candles come back as duplicates) and live forming
- * updates converge on exactly the candle that closes.
+ * updates converge on exactly the candle that closes. Prices move on each coin's tick grid
+ * (DEMO_TICKS), like a real market's. Everything it sends is marked demo (docs/feeder.md).
  */
 import type { Logger } from "pino";
 import type { Clock } from "../clock.ts";
@@ -15,6 +16,26 @@ import { TIMEFRAME_MS } from "./timeframes.ts";
 import type { CandleUpdate } from "./validate.ts";
 
 export const DEMO_COINS: Readonly<Record<string, number>> = Object.freeze({ BTC: 60_000, ETH: 3_000, SOL: 150, BNB: 600, XRP: 0.6 });
+/**
+ * Each demo coin's tick size, as a real market quotes it (Binance's USDT pairs): every demo
+ * price is a multiple of it, so every level the engine derives from the candles is one too.
+ */
+export const DEMO_TICKS: Readonly<Record<string, number>> = Object.freeze({ BTC: 0.01, ETH: 0.01, SOL: 0.01, BNB: 0.01, XRP: 0.0001 });
+const DEFAULT_TICK = 0.01;
+
+/** The tick size of a demo coin. */
+export function demoTick(symbol: string): number {
+  return DEMO_TICKS[symbol] ?? DEFAULT_TICK;
+}
+
+/**
+ * `value` on the tick grid: the nearest multiple of `tick`, written with the tick's decimals
+ * (so 48754.9 and not 48754.900000000004, which is what a bare `round(v / t) * t` gives).
+ */
+export function onTickGrid(value: number, tick: number): number {
+  const decimals = Math.max(0, Math.ceil(-Math.log10(tick) - 1e-9));
+  return Number((Math.round(value / tick) * tick).toFixed(decimals));
+}
 const TF = "15m" as const;
 const STEP_MS = TIMEFRAME_MS[TF];
 const ANCHOR = Date.UTC(2026, 0, 1);
@@ -61,6 +82,7 @@ export function hash(text: string): number {
  */
 export function demoWalk(symbol: string): () => Candle {
   const anchorPrice = DEMO_COINS[symbol] ?? 100;
+  const tick = demoTick(symbol);
   let price = anchorPrice;
   const rand = prng(hash(symbol));
   let drift = 0;
@@ -79,7 +101,10 @@ export function demoWalk(symbol: string): () => Candle {
     const close = open * (1 + drift + pull + vol * (rand() * 2 - 1));
     const high = Math.max(open, close) * (1 + vol * rand() * 0.8);
     const low = Math.min(open, close) * (1 - vol * rand() * 0.8);
-    const candle = { openTime: ANCHOR + i * STEP_MS, open, high, low, close, volume: Math.round(1_000 + rand() * 9_000) };
+    // The walk itself stays unrounded; what it quotes is on the grid. Rounding is monotonic, so
+    // low <= open, close <= high still holds, and the next open is this close quoted again.
+    const q = (v: number) => onTickGrid(v, tick);
+    const candle = { openTime: ANCHOR + i * STEP_MS, open: q(open), high: q(high), low: q(low), close: q(close), volume: Math.round(1_000 + rand() * 9_000) };
     price = close;
     i++;
     return candle;
@@ -91,11 +116,12 @@ export function demoCandles(symbol: string, count: number): Candle[] {
   return Array.from({ length: count }, demoWalk(symbol));
 }
 
-/** The forming version of `candle` at fraction f (0..1) of its period. */
-export function formingAt(candle: Candle, f: number): Candle {
-  const close = candle.open + (candle.close - candle.open) * f;
-  const high = Math.max(candle.open, close, candle.open + (candle.high - candle.open) * f);
-  const low = Math.min(candle.open, close, candle.open - (candle.open - candle.low) * f);
+/** The forming version of `candle` at fraction f (0..1) of its period, on the coin's tick grid. */
+export function formingAt(candle: Candle, f: number, tick: number): Candle {
+  const q = (v: number) => onTickGrid(v, tick);
+  const close = q(candle.open + (candle.close - candle.open) * f);
+  const high = Math.max(candle.open, close, q(candle.open + (candle.high - candle.open) * f));
+  const low = Math.min(candle.open, close, q(candle.open - (candle.open - candle.low) * f));
   return { ...candle, close, high, low, volume: Math.round(candle.volume * f) };
 }
 
@@ -130,18 +156,20 @@ export async function startDemoFeed(feed: MarketFeed, clock: Clock, logger: Logg
       if (closed.openTime >= firstHistoryTime) history.push(update(symbol, closed, true));
     });
   }
-  const summary = await feed.ingest(history, { alerts: false });
+  // A coin that holds real data refuses these (real_data_held): the demo never mixes into it.
+  const summary = await feed.ingest(history, { alerts: false, demo: true });
   history.length = 0;
-  logger.info({ coins: Object.keys(DEMO_COINS), accepted: summary.accepted, duplicates: summary.duplicates }, "demo feed: synthetic history loaded");
+  const refused = summary.reasons.real_data_held ?? 0;
+  logger.info({ coins: Object.keys(DEMO_COINS), accepted: summary.accepted, duplicates: summary.duplicates, refused }, refused > 0 ? "demo feed: synthetic history loaded; coins that hold real data are left alone" : "demo feed: synthetic history loaded");
   const tick = async () => {
     const now = clock();
     const updates: CandleUpdate[] = [];
     for (const [symbol, walk] of walks) {
       const { previous, current } = walk.advanceTo(now);
       if (previous) updates.push(update(symbol, previous, true));
-      updates.push(update(symbol, formingAt(current, Math.min(1, (now - current.openTime) / STEP_MS)), false));
+      updates.push(update(symbol, formingAt(current, Math.min(1, (now - current.openTime) / STEP_MS), demoTick(symbol)), false));
     }
-    await feed.ingest(updates);
+    await feed.ingest(updates, { demo: true });
   };
   const timer = setInterval(() => {
     tick().catch((err: unknown) => logger.warn({ err: (err as Error).message }, "demo feed tick failed"));

@@ -69,13 +69,17 @@ export function leaseAllows(holder: string | undefined, feederId: string | null)
   return holder === undefined;
 }
 
-/** Where each coin's stored base history ends. */
+/**
+ * Where each coin's stored real base history ends. A coin that holds only the demo feed's
+ * synthetic history is unknown to a feeder: it backfills from what is real (nothing yet), and
+ * its first push replaces the demo history (docs/feeder.md, "Demo data and real data").
+ */
 export async function feedResumePoints(db: DbHandle, symbols: string[]): Promise<{ symbol: string; known: boolean; baseTf: string; lastClosedOpenTime: number }[]> {
   const out = [];
   for (const symbol of symbols) {
     const rows = await db.rows<{ base_tf: string; last: number | null }>(sql`
-      SELECT c.base_tf, (SELECT max(k.open_time) FROM candles k WHERE k.symbol = c.symbol AND k.tf = c.base_tf AND k.closed)::float8 AS last
-      FROM coins c WHERE c.symbol = ${symbol}`);
+      SELECT c.base_tf, (SELECT max(k.open_time) FROM candles k WHERE k.symbol = c.symbol AND k.tf = c.base_tf AND k.closed AND NOT k.demo)::float8 AS last
+      FROM coins c WHERE c.symbol = ${symbol} AND NOT c.demo`);
     const row = rows[0];
     out.push({ symbol, known: row !== undefined, baseTf: row?.base_tf ?? "", lastClosedOpenTime: row?.last == null ? 0 : Number(row.last) });
   }

@@ -51,6 +51,12 @@ export interface IngestOptions {
   readonly onProgress?: (summary: IngestSummary) => void;
   /** Refuses a coin's updates before anything else is checked (feeder leases); null admits. */
   readonly admit?: (symbol: string) => RejectReason | null;
+  /**
+   * The demo feed's synthetic candles (true) or a real feed's (false, the default). A real
+   * update for a coin holding demo history replaces that history; a demo update for a coin
+   * holding real data is refused (`real_data_held`). See docs/feeder.md.
+   */
+  readonly demo?: boolean;
 }
 
 const MAX_REPORTED = 100;
@@ -70,6 +76,8 @@ export class MarketFeed implements SignalSnapshot {
   /** A live signal change is waiting: flush now rather than after FLUSH_DELAY_MS. */
   private urgent = false;
   private touched = new Set<string>();
+  /** Coins whose stored demo history the next commit deletes before writing their real rows. */
+  private replacedDemo = new Set<string>();
   private flushChain: Promise<void> = Promise.resolve();
   private flushTimer: NodeJS.Timeout | null = null;
   /** Identifies this process's commits in market notifications. */
@@ -116,7 +124,7 @@ export class MarketFeed implements SignalSnapshot {
     if (!reading || reading.atrPct === null) return { ok: false, reason: "no_data" };
     // A confirmed reading's signal is the one set by the event the series last recorded.
     const signalId = reading.confirmed ? coin.signalId(tf) : null;
-    return { ok: true, reading: { ...reading, atrPct: reading.atrPct, signalId } };
+    return { ok: true, reading: { ...reading, atrPct: reading.atrPct, signalId, ...(coin.demo ? { demo: true } : {}) } };
   }
 
   /** When each coin's feed last delivered an update (epoch ms), for freshness metrics. */
@@ -144,7 +152,7 @@ export class MarketFeed implements SignalSnapshot {
     for await (const update of source) {
       // A background flush failed and reloaded the coins: stop before building on the reloaded state.
       if (this.failedFlushes !== failedAtStart) throw lost();
-      this.applyOne(update, index++, order, summary, alerts, options.admit);
+      this.applyOne(update, index++, order, summary, { alerts, admit: options.admit, demo: options.demo === true });
       if (this.pending.size >= FLUSH_ROWS) {
         await this.flush();
         onProgress?.(summary);
@@ -164,7 +172,13 @@ export class MarketFeed implements SignalSnapshot {
     if (summary.rejections.length < MAX_REPORTED) summary.rejections.push({ index, symbol: symbol.slice(0, 32), reason });
   }
 
-  private applyOne(raw: CandleUpdate, index: number, order: Map<string, number>, summary: IngestSummary, alerts: boolean, admit?: IngestOptions["admit"]): void {
+  private applyOne(
+    raw: CandleUpdate,
+    index: number,
+    order: Map<string, number>,
+    summary: IngestSummary,
+    { alerts, admit, demo }: { alerts: boolean; admit: IngestOptions["admit"]; demo: boolean },
+  ): void {
     const now = this.deps.clock();
     const update = { ...raw, symbol: String(raw.symbol ?? "").trim().toUpperCase() };
     const refused = admit?.(update.symbol) ?? null;
@@ -177,8 +191,13 @@ export class MarketFeed implements SignalSnapshot {
     if (previous !== undefined && valid.openTime < previous) return this.reject(summary, index, valid.symbol, "out_of_order");
     order.set(streamKey, valid.openTime);
     let coin = this.coins.get(valid.symbol);
+    if (coin && coin.demo !== demo) {
+      if (demo) return this.reject(summary, index, valid.symbol, "real_data_held");
+      this.dropDemoHistory(coin.symbol);
+      coin = undefined;
+    }
     if (!coin) {
-      coin = new CoinRuntime(valid.symbol, valid.tf, now);
+      coin = new CoinRuntime(valid.symbol, valid.tf, now, undefined, demo);
       this.coins.set(valid.symbol, coin);
     }
     if (valid.tf !== coin.baseTf) return this.reject(summary, index, valid.symbol, "not_base_timeframe");
@@ -195,6 +214,19 @@ export class MarketFeed implements SignalSnapshot {
     for (const row of rows) this.pending.set(`${row.symbol}/${row.tf}/${row.openTime}`, row);
     for (const change of changes) this.queueEvent(change, alerts, now);
     this.touched.add(coin.symbol);
+  }
+
+  /**
+   * A real update reached a coin that holds demo history: forget the demo runtime and its
+   * unsaved rows, and have the next commit delete the stored demo history first, in the same
+   * transaction as the first real rows (nothing real is ever read next to a demo row).
+   */
+  private dropDemoHistory(symbol: string): void {
+    this.coins.delete(symbol);
+    for (const [key, row] of this.pending) if (row.symbol === symbol) this.pending.delete(key);
+    for (const [id, event] of this.pendingEvents) if (event.symbol === symbol) this.pendingEvents.delete(id);
+    this.replacedDemo.add(symbol);
+    this.deps.logger.warn({ symbol }, "real data for a coin that held demo history: the demo history is deleted with the first real commit");
   }
 
   /** Queues a signal change; one from a candle that closed in real time alerts and is flushed at once. */
@@ -232,13 +264,15 @@ export class MarketFeed implements SignalSnapshot {
     const rows = [...this.pending.values()];
     const touched = [...this.touched];
     const events = [...this.pendingEvents.values()];
+    const replacedDemo = [...this.replacedDemo];
     this.pending = new Map();
     this.touched = new Set();
     this.pendingEvents = new Map();
+    this.replacedDemo = new Set();
     this.urgent = false;
     try {
       const coins = touched.map((s) => this.coins.get(s)!).filter(Boolean);
-      await persistMarket(this.deps.db, { rows, touched: coins, events, writer: this.writerId, now: this.deps.clock(), ...(this.deps.onEventsStored ? { onEventsStored: this.deps.onEventsStored } : {}) });
+      await persistMarket(this.deps.db, { rows, touched: coins, events, replacedDemo, writer: this.writerId, now: this.deps.clock(), ...(this.deps.onEventsStored ? { onEventsStored: this.deps.onEventsStored } : {}) });
       this.deps.onReadingsChanged?.(touched);
     } catch (err) {
       // Streams that overlapped this batch fail: from now on (they stop applying updates), and

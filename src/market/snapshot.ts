@@ -22,6 +22,8 @@ export interface SignalReading {
   atrPct: number;
   /** Id of the signal event behind a confirmed reading; null when unconfirmed or before any. */
   signalId: string | null;
+  /** The reading comes from the demo feed's synthetic prices (the whole coin's history does). */
+  demo?: boolean;
 }
 
 export type UnavailableReason = "unknown_symbol" | "no_data" | "stale" | "invalid_symbol";

@@ -11,6 +11,7 @@ import type { Timeframe } from "./timeframes.ts";
 import { CoinRuntime, emptySeries, mergeCandle, type CandleRow, type SeriesRuntime } from "./coin-runtime.ts";
 import { bucketStart, derivedTimeframes, isTimeframe } from "./timeframes.ts";
 import type { PendingSignalEvent } from "./signal-events.ts";
+import { GENESIS_HASH, chainHash, confirmedAtOf } from "./event-chain.ts";
 
 /** Closed candles replayed when a checkpoint is missing or from an older engine version. */
 export const WARMUP_CANDLES = 2_000;
@@ -49,6 +50,8 @@ export interface MarketWrite {
   touched: CoinRuntime[];
   /** Signal changes of this batch. */
   events: PendingSignalEvent[];
+  /** Coins whose stored demo history is deleted first, in this transaction (their first real rows follow). */
+  replacedDemo?: readonly string[];
   /** Told about the events stored, in the same transaction. */
   onEventsStored?: SignalEventsSubscriber;
   /** Identifies the writing process in the market notification. */
@@ -64,16 +67,21 @@ export interface MarketWrite {
  */
 export async function persistMarket(handle: DbHandle, write: MarketWrite): Promise<void> {
   const { rows, touched, events, writer, now } = write;
+  // A coin's rows all share its provenance (a real push replaces demo history first).
+  const demoCoins = new Set(touched.filter((c) => c.demo).map((c) => c.symbol));
+  const flag = (demo: boolean) => (demo ? "t" : "f");
   await handle.db.transaction(async (tx) => {
+    if (write.replacedDemo && write.replacedDemo.length > 0) await deleteDemoHistory(tx, write.replacedDemo);
     for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
       const chunk = rows.slice(i, i + INSERT_CHUNK);
-      // unnest() of one array per column: one statement with 9 parameters, however many rows.
+      // unnest() of one array per column: one statement with 10 parameters, however many rows.
       await tx.execute(sql`
-        INSERT INTO candles (symbol, tf, open_time, open, high, low, close, volume, closed)
+        INSERT INTO candles (symbol, tf, open_time, open, high, low, close, volume, closed, demo)
         SELECT * FROM unnest(
           ${sql.param(chunk.map((r) => r.symbol))}::text[], ${sql.param(chunk.map((r) => r.tf))}::text[], ${sql.param(chunk.map((r) => r.openTime))}::bigint[],
           ${sql.param(chunk.map((r) => r.open))}::float8[], ${sql.param(chunk.map((r) => r.high))}::float8[], ${sql.param(chunk.map((r) => r.low))}::float8[],
-          ${sql.param(chunk.map((r) => r.close))}::float8[], ${sql.param(chunk.map((r) => r.volume))}::float8[], ${sql.param(chunk.map((r) => (r.closed ? "t" : "f")))}::text[]::bool[])
+          ${sql.param(chunk.map((r) => r.close))}::float8[], ${sql.param(chunk.map((r) => r.volume))}::float8[], ${sql.param(chunk.map((r) => flag(r.closed)))}::text[]::bool[],
+          ${sql.param(chunk.map((r) => flag(demoCoins.has(r.symbol))))}::text[]::bool[])
         ON CONFLICT (symbol, tf, open_time) DO UPDATE SET
           open = excluded.open, high = excluded.high, low = excluded.low, close = excluded.close,
           volume = excluded.volume, closed = excluded.closed`);
@@ -83,7 +91,7 @@ export async function persistMarket(handle: DbHandle, write: MarketWrite): Promi
     // transaction delayed the commit (and so every alert) by ~100 ms with 50 coins. Symbol
     // order: concurrent writers lock the rows in the same order.
     const bySymbol = [...touched].sort((a, b) => (a.symbol < b.symbol ? -1 : a.symbol > b.symbol ? 1 : 0));
-    const coinRows = bySymbol.map((coin) => ({ symbol: coin.symbol, baseTf: coin.baseTf, lastUpdateAt: new Date(coin.lastUpdateAt) }));
+    const coinRows = bySymbol.map((coin) => ({ symbol: coin.symbol, baseTf: coin.baseTf, lastUpdateAt: new Date(coin.lastUpdateAt), demo: coin.demo }));
     for (let i = 0; i < coinRows.length; i += UPSERT_CHUNK) {
       await tx
         .insert(coins)
@@ -113,17 +121,21 @@ export async function persistMarket(handle: DbHandle, write: MarketWrite): Promi
       const stored = resultRows<{ seq: number | string; id: string; symbol: string; tf: string; live: boolean }>(await tx.execute(sql`
         WITH lock AS (SELECT pg_advisory_xact_lock(${SIGNAL_EVENTS_LOCK})),
         stored AS (
-          INSERT INTO signal_events (id, symbol, tf, signal, price, defense, atr_pct, candle_open_time, live)
+          INSERT INTO signal_events (id, symbol, tf, signal, price, defense, atr_pct, candle_open_time, live, demo)
           SELECT e.* FROM lock, unnest(
             ${sql.param(events.map((e) => e.id))}::text[], ${sql.param(events.map((e) => e.symbol))}::text[], ${sql.param(events.map((e) => e.tf))}::text[],
             ${sql.param(events.map((e) => e.signal))}::text[], ${sql.param(events.map((e) => e.price))}::float8[], ${sql.param(events.map((e) => e.defense))}::float8[],
             ${sql.param(events.map((e) => e.atrPct))}::float8[], ${sql.param(events.map((e) => e.candleOpenTime))}::bigint[],
-            ${sql.param(events.map((e) => (e.live ? "t" : "f")))}::text[]::bool[]) AS e
+            ${sql.param(events.map((e) => flag(e.live)))}::text[]::bool[], ${sql.param(events.map((e) => flag(demoCoins.has(e.symbol))))}::text[]::bool[]) AS e
           ORDER BY 8, 3, 2
           -- The same candle always makes the same event: a replay stores and alerts nothing new.
           ON CONFLICT (id) DO NOTHING
           RETURNING seq, id, symbol, tf, live)
         SELECT seq, id, symbol, tf, live FROM stored ORDER BY seq`)).map((r) => ({ ...r, seq: Number(r.seq), live: r.live === true }));
+      if (stored.some((e) => e.live)) {
+        // Still under the lock taken above: no other writer can chain between our read of the head and our commit.
+        await chainLiveEvents(tx);
+      }
       if (stored.length > 0) {
         await tx.execute(sql`SELECT pg_notify(${SIGNAL_EVENTS}, '')`);
         await write.onEventsStored?.(tx, stored, now);
@@ -134,6 +146,58 @@ export async function persistMarket(handle: DbHandle, write: MarketWrite): Promi
     const payload = JSON.stringify({ writer, symbols: symbols.join(",").length > 7000 ? ["*"] : symbols });
     await tx.execute(sql`SELECT pg_notify(${MARKET_UPDATED}, ${payload})`);
   });
+}
+
+/**
+ * Chains every live event not chained yet, in seq order, after the current head; returns their
+ * hashes by seq. The caller holds SIGNAL_EVENTS_LOCK to commit, so the head it reads is the
+ * head when it commits (and the unique chain_prev index refuses a fork should that ever fail).
+ * Live events stored before the chain existed are chained by the first writer after it. Demo
+ * events are never chained: they are no market's record, and real data deletes them.
+ */
+async function chainLiveEvents(tx: Transaction): Promise<Map<number, string>> {
+  const pending = resultRows<{ seq: number | string; symbol: string; tf: string; signal: string; price: number; defense: number | null; candle_open_time: number | string }>(
+    await tx.execute(sql`
+      SELECT seq, symbol, tf, signal, price, defense, candle_open_time FROM signal_events
+       WHERE live AND NOT demo AND chain_hash IS NULL ORDER BY seq`),
+  );
+  const hashes = new Map<number, string>();
+  if (pending.length === 0) return hashes;
+  const [head] = resultRows<{ chain_hash: string }>(await tx.execute(sql`SELECT chain_hash FROM signal_events WHERE chain_hash IS NOT NULL ORDER BY seq DESC LIMIT 1`));
+  let prev = head?.chain_hash ?? GENESIS_HASH;
+  const prevs: string[] = [];
+  for (const e of pending) {
+    const hash = chainHash(prev, { symbol: e.symbol, tf: e.tf, signal: e.signal, confirmedAt: confirmedAtOf(e.tf, Number(e.candle_open_time)), price: e.price, defense: e.defense });
+    prevs.push(prev);
+    hashes.set(Number(e.seq), hash);
+    prev = hash;
+  }
+  await tx.execute(sql`
+    UPDATE signal_events e SET chain_prev = u.prev, chain_hash = u.hash
+      FROM unnest(${sql.param(pending.map((e) => Number(e.seq)))}::bigint[], ${sql.param(prevs)}::text[], ${sql.param([...hashes.values()])}::text[]) AS u(seq, prev, hash)
+     WHERE e.seq = u.seq`);
+  return hashes;
+}
+
+/**
+ * Deletes the demo history of these coins: the candles, checkpoints and signal events derived
+ * from synthetic prices, the unsent alerts of those events, the coins' sample derivatives and
+ * fundamentals, and the coin rows themselves (a real coin's row is written next, in the same
+ * transaction). Rows that are real are never touched (every statement filters on `demo`).
+ */
+export async function deleteDemoHistory(tx: Transaction, symbols: readonly string[]): Promise<void> {
+  const list = sql`${sql.param([...symbols])}::text[]`;
+  const demoCoins = sql`(SELECT symbol FROM coins WHERE demo AND symbol = ANY (${list}))`;
+  await tx.execute(sql`
+    UPDATE outbox SET failed_at = now(), lease_until = NULL, last_error = 'demo data replaced by real data'
+     WHERE sent_at IS NULL AND failed_at IS NULL
+       AND event_id IN (SELECT id FROM signal_events WHERE demo AND symbol = ANY (${list}))`);
+  await tx.execute(sql`DELETE FROM signal_events WHERE demo AND symbol = ANY (${list})`);
+  await tx.execute(sql`DELETE FROM candles WHERE demo AND symbol = ANY (${list})`);
+  await tx.execute(sql`DELETE FROM series_state WHERE symbol IN ${demoCoins}`);
+  await tx.execute(sql`DELETE FROM derivatives_readings WHERE demo AND symbol = ANY (${list})`);
+  await tx.execute(sql`DELETE FROM coin_fundamentals WHERE demo AND symbol = ANY (${list})`);
+  await tx.execute(sql`DELETE FROM coins WHERE demo AND symbol = ANY (${list})`);
 }
 
 const toCandle = (r: { openTime: number; open: number; high: number; low: number; close: number; volume: number }): Candle => ({
@@ -201,7 +265,7 @@ export async function loadCoin(handle: DbHandle, symbol: string): Promise<CoinRu
       s.forming = s.partial;
     }
   }
-  return new CoinRuntime(symbol, baseTf, coin.lastUpdateAt.getTime(), series);
+  return new CoinRuntime(symbol, baseTf, coin.lastUpdateAt.getTime(), series, coin.demo);
 }
 
 /** Loads every coin (at start). */

@@ -33,7 +33,9 @@ export type RejectReason =
   | "open_outside_range"
   | "close_outside_range"
   | "out_of_order"
-  | "lease_not_held";
+  | "lease_not_held"
+  /** A demo push for a coin that holds real data (demo data never replaces or joins real data). */
+  | "real_data_held";
 
 /** A candle update that passed the field checks, with a normalised symbol and timeframe. */
 export interface ValidUpdate extends CandleUpdate {

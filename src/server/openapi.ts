@@ -20,7 +20,7 @@ import { ScalarType, type DescField, type DescMessage, type DescMethod, type Des
 import { ErrorBodySchema } from "../../gen/signals/v1/errors_pb.js";
 import { ERROR_CODES, errorSpec, type ErrorCode } from "../errors.ts";
 import { httpRouteOf } from "./rest.ts";
-import { okDependentFields, restEnumValues } from "./rest-json.ts";
+import { okDependentFields, restEnumValues, writtenOnlyWhenTrue } from "./rest-json.ts";
 import { API_KEY_PATTERN } from "../accounts/api-key.ts";
 
 type Json = Record<string, unknown>;
@@ -115,7 +115,7 @@ class SchemaBuilder {
   objectOf(message: DescMessage, fields: readonly DescField[], overrides: Record<string, Json> = {}): Json {
     const properties: Record<string, Json> = {};
     for (const field of fields) properties[field.name] = overrides[field.name] ?? this.describe(`${message.typeName}.${field.name}`, this.fieldSchema(field));
-    return { type: "object", properties, required: fields.map((f) => f.name), additionalProperties: false };
+    return { type: "object", properties, required: fields.filter((f) => !writtenOnlyWhenTrue(message, f)).map((f) => f.name), additionalProperties: false };
   }
 
   /** Registers a message's schema (once) and returns its component name. */

@@ -10,6 +10,7 @@
  */
 import { ScalarType, type DescEnum, type DescField, type DescMessage, type Message } from "@bufbuild/protobuf";
 import { SignalEntrySchema } from "../../gen/signals/v1/signals_pb.js";
+import { MoverSchema } from "../../gen/signals/v1/market_data_pb.js";
 
 type Json = unknown;
 type Mapper = (message: Message) => Record<string, Json>;
@@ -32,6 +33,18 @@ const OK_DEPENDENT = new Map<string, OkDependentFields>([
 /** The ok-dependent field lists of a message type, or undefined when every field is written. */
 export function okDependentFields(schema: DescMessage): OkDependentFields | undefined {
   return OK_DEPENDENT.get(schema.typeName);
+}
+
+/**
+ * Boolean fields written only when true: the `demo` marks added to the contract's messages
+ * (issue 22 §3), so an answer from real data stays exactly the contract's. The OpenAPI
+ * document lists them as optional.
+ */
+const ONLY_WHEN_TRUE = new Set([`${SignalEntrySchema.typeName}.demo`, `${MoverSchema.typeName}.demo`]);
+
+/** Whether REST writes this field only when it is true (else it is left out). */
+export function writtenOnlyWhenTrue(message: DescMessage, field: DescField): boolean {
+  return ONLY_WHEN_TRUE.has(`${message.typeName}.${field.name}`);
 }
 
 /** Which fields (proto names) of a message are written; the contract's exceptions only. */
@@ -115,7 +128,7 @@ export function restJsonMapper(schema: DescMessage): Mapper {
           return chosen?.case === field.localName ? chosen.value : undefined;
         }
       : (m: Message) => (m as unknown as Record<string, unknown>)[field.localName];
-    return { name: field.name, write: (m: Message) => toJson(read(m)) };
+    return { name: field.name, onlyWhenTrue: writtenOnlyWhenTrue(schema, field), write: (m: Message) => toJson(read(m)) };
   });
   const byName = new Map(fields.map((f) => [f.name, f]));
   const select = SELECTIONS.get(schema.typeName);
@@ -128,7 +141,11 @@ export function restJsonMapper(schema: DescMessage): Mapper {
   };
   const mapper: Mapper = (m) => {
     const out: Record<string, Json> = {};
-    for (const f of select ? fieldsOf(select(m)) : fields) out[f.name] = f.write(m);
+    for (const f of select ? fieldsOf(select(m)) : fields) {
+      const value = f.write(m);
+      if (f.onlyWhenTrue && value !== true) continue;
+      out[f.name] = value;
+    }
     return out;
   };
   mappers.set(schema, mapper);

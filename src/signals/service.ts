@@ -95,6 +95,7 @@ function readingEntry(symbol: string, tf: Timeframe, r: SignalReading): SignalEn
     arming: r.arming ? create(ArmingSchema, r.arming) : undefined,
     atrPct: r.atrPct,
     signalId: r.signalId ?? undefined,
+    demo: r.demo === true,
   });
 }
 

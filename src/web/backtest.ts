@@ -9,6 +9,7 @@
  * then, and pays it again at the last close (so its final value is what selling would give).
  */
 import type { Trade } from "./track-record.ts";
+import { positionValue } from "./trade-costs.ts";
 
 /** The fee per side used when none is chosen, in percent of the position (0.1% per side). */
 export const DEFAULT_FEE_PCT = 0.1;
@@ -60,10 +61,15 @@ export interface BacktestResult {
   readonly curve: readonly EquityPoint[];
 }
 
-/** A trade's result after paying `feePct` on entry and on exit: ((1 + r)(1 − f)² − 1), in percent. */
-export function netResultPct(grossPct: number, feePct: number): number {
-  const keep = 1 - feePct / 100;
-  return ((1 + grossPct / 100) * keep * keep - 1) * 100;
+/**
+ * A trade's result after paying `feePct` on the notional traded at entry and at exit, in
+ * percent, by the research's accounting (trade-costs.ts): a long's multiple is (1 − f)²·X/E =
+ * (1 + r)(1 − f)²; a short's (1 − f)·(2 − (1 + f)·X/E) with X/E = 1 − r, since its exit fee is
+ * charged on the buy-back, floored at −100% (the stake is lost, no more).
+ */
+export function netResultPct(grossPct: number, feePct: number, direction: 1 | -1 = 1): number {
+  const exitOverEntry = 1 + (direction * grossPct) / 100;
+  return (positionValue(direction, 1, exitOverEntry, { fee: feePct / 100, slippage: 0 }) - 1) * 100;
 }
 
 /**
@@ -102,7 +108,7 @@ export function runBacktest(trades: readonly Trade[], closes: CloseSeries, feePc
   const empty = { feePct, trades: 0, wins: 0, winRatePct: null, avgResultPct: null, totalPct: null, buyHoldPct: null, maxDrawdownPct: null, buyHoldMaxDrawdownPct: null, from: null, to: null, openTrade: open, curve: [] };
   if (closed.length === 0) return empty;
 
-  const net = closed.map((t) => netResultPct(t.resultPct, feePct));
+  const net = closed.map((t) => netResultPct(t.resultPct, feePct, t.direction));
   const wins = net.filter((r) => r > 0).length;
   const start = closed[0]!;
   const curve: EquityPoint[] = [];

@@ -50,12 +50,14 @@ export interface ChartData {
   readonly backtest: BacktestResult;
   /** Closed candles in the whole history (the chart shows at most CHART_CANDLES). */
   readonly totalCandles: number;
+  /** Every figure here comes from the demo feed's synthetic prices (and must say so where shown). */
+  readonly demo: boolean;
 }
 
-/** Coins the feed has seen, with their timeframes, sorted by symbol. */
-export async function listChartCoins(handle: DbHandle): Promise<Array<{ symbol: string; timeframes: Timeframe[] }>> {
-  const rows = await handle.db.select({ symbol: coins.symbol, baseTf: coins.baseTf }).from(coins).orderBy(asc(coins.symbol));
-  return rows.filter((r) => isTimeframe(r.baseTf)).map((r) => ({ symbol: r.symbol, timeframes: [r.baseTf as Timeframe, ...derivedTimeframes(r.baseTf as Timeframe)] }));
+/** Coins the feed has seen, with their timeframes and provenance, sorted by symbol. */
+export async function listChartCoins(handle: DbHandle): Promise<Array<{ symbol: string; timeframes: Timeframe[]; demo: boolean }>> {
+  const rows = await handle.db.select({ symbol: coins.symbol, baseTf: coins.baseTf, demo: coins.demo }).from(coins).orderBy(asc(coins.symbol));
+  return rows.filter((r) => isTimeframe(r.baseTf)).map((r) => ({ symbol: r.symbol, timeframes: [r.baseTf as Timeframe, ...derivedTimeframes(r.baseTf as Timeframe)], demo: r.demo }));
 }
 
 async function currentLevels(handle: DbHandle, symbol: string, tf: Timeframe): Promise<CurrentLevels | null> {
@@ -75,10 +77,10 @@ async function currentLevels(handle: DbHandle, symbol: string, tf: Timeframe): P
 /** Everything the chart page of one coin and timeframe needs, read and computed now; null when the coin is unknown. */
 export async function loadChartData(handle: DbHandle, symbol: string, tf: Timeframe): Promise<ChartData | null> {
   const coin = (await listChartCoins(handle)).find((c) => c.symbol === symbol);
-  return coin ? computeChartData(handle, symbol, tf, coin.timeframes) : null;
+  return coin ? computeChartData(handle, symbol, tf, coin.timeframes, coin.demo) : null;
 }
 
-async function computeChartData(handle: DbHandle, symbol: string, tf: Timeframe, timeframes: readonly Timeframe[]): Promise<ChartData> {
+async function computeChartData(handle: DbHandle, symbol: string, tf: Timeframe, timeframes: readonly Timeframe[], demo: boolean): Promise<ChartData> {
   const eventRows = await handle.db
     .select({ id: signalEvents.id, signal: signalEvents.signal, price: signalEvents.price, defense: signalEvents.defense, candleOpenTime: signalEvents.candleOpenTime })
     .from(signalEvents)
@@ -110,6 +112,7 @@ async function computeChartData(handle: DbHandle, symbol: string, tf: Timeframe,
     closes: closeSeries,
     backtest: runBacktest(record.trades, closeSeries, DEFAULT_FEE_PCT),
     totalCandles: Number(counted?.n ?? 0),
+    demo,
   };
 }
 
@@ -151,7 +154,7 @@ export class ChartDataCache {
     const coin = (await listChartCoins(this.db)).find((c) => c.symbol === symbol);
     if (!coin) return null;
     const stamps = await seriesStamps(this.db, symbol);
-    return this.fresh(symbol, tf, coin.timeframes, stamps.get(`${symbol}/${tf}`) ?? "none");
+    return this.fresh(symbol, tf, coin.timeframes, coin.demo, stamps.get(`${symbol}/${tf}`) ?? "none");
   }
 
   /** The chart data of every coin's every timeframe, by symbol then timeframe. */
@@ -159,7 +162,7 @@ export class ChartDataCache {
     const [coinList, stamps] = await Promise.all([listChartCoins(this.db), seriesStamps(this.db, null)]);
     const out: ChartData[] = [];
     // One series after another: a burst of recomputation must not take every pooled connection.
-    for (const coin of coinList) for (const tf of coin.timeframes) out.push(await this.fresh(coin.symbol, tf, coin.timeframes, stamps.get(`${coin.symbol}/${tf}`) ?? "none"));
+    for (const coin of coinList) for (const tf of coin.timeframes) out.push(await this.fresh(coin.symbol, tf, coin.timeframes, coin.demo, stamps.get(`${coin.symbol}/${tf}`) ?? "none"));
     return out;
   }
 
@@ -180,12 +183,14 @@ export class ChartDataCache {
     return result;
   }
 
-  private fresh(symbol: string, tf: Timeframe, timeframes: readonly Timeframe[], stamp: string): Promise<ChartData> {
+  private fresh(symbol: string, tf: Timeframe, timeframes: readonly Timeframe[], demo: boolean, seriesStamp: string): Promise<ChartData> {
     const key = `${symbol}/${tf}`;
+    // Real data replacing a coin's demo history changes its provenance: never serve the demo copy for it.
+    const stamp = `${demo ? "demo" : "real"}/${seriesStamp}`;
     const cached = this.entries.get(key);
     if (cached && cached.stamp === stamp) return cached.data;
     // Concurrent views of a changed series share one computation.
-    const data = computeChartData(this.db, symbol, tf, timeframes);
+    const data = computeChartData(this.db, symbol, tf, timeframes, demo);
     this.entries.set(key, { stamp, data });
     this.onComputed(symbol, tf);
     data.catch(() => {

@@ -4,6 +4,7 @@
  * the track record and the backtest at a chosen fee with its equity curve against buy-and-hold.
  * A banner says when the coin's feed is not live. Pure rendering over ChartData.
  */
+import { DEMO_DATA_LABEL } from "../market/provenance.ts";
 import type { Timeframe } from "../market/timeframes.ts";
 import type { SignalName } from "../market/snapshot.ts";
 import type { PageContext } from "./auth-pages.ts";
@@ -81,7 +82,7 @@ function tfLinks(symbol: string, timeframes: readonly Timeframe[], current: Time
 }
 
 /** The list of coins with links to their timeframes. */
-export function renderChartIndexPage(ctx: SignedInContext, coins: ReadonlyArray<{ symbol: string; timeframes: readonly Timeframe[] }>): string {
+export function renderChartIndexPage(ctx: SignedInContext, coins: ReadonlyArray<{ symbol: string; timeframes: readonly Timeframe[]; demo: boolean }>): string {
   return layout(
     { title: "Charts", stylesheet: ctx.stylesheet, signedIn: ctx.signedIn, current: "charts" },
     html`<h1>Charts</h1>
@@ -89,7 +90,7 @@ ${coins.length === 0
   ? html`<p>No coin has candles yet.</p>`
   : html`<p>Signal history, win rates and a simple backtest per coin and timeframe.</p>
 <ul class="coin-list">${coins.map(
-    (c) => html`<li><h2>${c.symbol}</h2><nav aria-label="${c.symbol} timeframes">${tfLinks(c.symbol, c.timeframes, null)}</nav></li>`,
+    (c) => html`<li><h2>${c.symbol}${c.demo ? html` <span class="muted demo-label">(${DEMO_DATA_LABEL})</span>` : ""}</h2><nav aria-label="${c.symbol} timeframes">${tfLinks(c.symbol, c.timeframes, null)}</nav></li>`,
   )}</ul>`}`,
   );
 }
@@ -99,6 +100,13 @@ ${coins.length === 0
  * history with the signals that ended by `until` (web/ended-history.ts).
  */
 export type ChartAccess = { readonly current: true } | { readonly current: false; readonly until: number };
+
+/** Every figure of a demo coin's page comes from synthetic prices: the page says so before any of them. */
+function demoNotice(): SafeHtml {
+  return html`<p class="notice warn" id="demo-data" role="note"><strong>${capitalised(DEMO_DATA_LABEL)}.</strong> This coin's candles come from the demo feed, not from a market: its signals, levels, track record and backtest are samples that show how the pages work, not results.</p>`;
+}
+
+const capitalised = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
 
 /** Why a viewer without current access sees no levels, and what the page shows instead. */
 function endedNotice(until: number): SafeHtml {
@@ -263,6 +271,7 @@ export function renderChartPage(
     html`<h1>${data.symbol} <span class="muted">${data.tf}</span></h1>
 <nav aria-label="Timeframes">${tfLinks(data.symbol, data.timeframes, data.tf, bt.feePct)}</nav>
 ${staleBanner(data.symbol, feed.status, feed.now, feed.staleAfterMs)}
+${data.demo ? demoNotice() : ""}
 <section aria-labelledby="now-h">
   <h2 id="now-h">Current levels</h2>
   ${levelsSection(data, access)}

@@ -9,6 +9,7 @@ import { sql } from "drizzle-orm";
 import type { DbHandle } from "../db/client.ts";
 import { isTimeframe, TIMEFRAME_MS } from "../market/timeframes.ts";
 import { formatMyt } from "./format.ts";
+import { DEMO_DATA_LABEL } from "../market/provenance.ts";
 import { html, layout } from "./html.ts";
 import type { PageContext } from "./auth-pages.ts";
 
@@ -24,6 +25,8 @@ export interface CoinFeedStatus {
   lastUpdateAt: number;
   /** A feeder holds this coin's lease now. */
   leased: boolean;
+  /** The coin's history is the demo feed's synthetic prices. */
+  demo: boolean;
 }
 
 
@@ -37,8 +40,8 @@ export function feedState(now: number, lastUpdateAt: number, lastCandleOpenTime:
 
 /** Reads every coin's feed status from the store, sorted by symbol (or only `symbol`'s, for its chart page's banner). */
 export async function loadFeedStatus(db: DbHandle, now: number, staleAfterMs: number, symbol?: string): Promise<CoinFeedStatus[]> {
-  const rows = await db.rows<{ symbol: string; base_tf: string; last_update_ms: number; last_candle: number | null; leased: boolean }>(sql`
-    SELECT c.symbol, c.base_tf,
+  const rows = await db.rows<{ symbol: string; base_tf: string; last_update_ms: number; last_candle: number | null; leased: boolean; demo: boolean }>(sql`
+    SELECT c.symbol, c.base_tf, c.demo,
       (extract(epoch FROM c.last_update_at) * 1000)::float8 AS last_update_ms,
       (SELECT max(k.open_time) FROM candles k WHERE k.symbol = c.symbol AND k.tf = c.base_tf AND k.closed)::float8 AS last_candle,
       EXISTS (SELECT 1 FROM feed_leases l WHERE l.symbol = c.symbol AND l.expires_at > now()) AS leased
@@ -46,7 +49,7 @@ export async function loadFeedStatus(db: DbHandle, now: number, staleAfterMs: nu
   return rows.map((r) => {
     const lastCandle = r.last_candle === null ? null : Number(r.last_candle);
     const lastUpdateAt = Number(r.last_update_ms);
-    return { symbol: r.symbol, baseTf: r.base_tf, state: feedState(now, lastUpdateAt, lastCandle, isTimeframe(r.base_tf) ? TIMEFRAME_MS[r.base_tf] : TIMEFRAME_MS["1h"], staleAfterMs), lastCandleOpenTime: lastCandle, lastUpdateAt, leased: Boolean(r.leased) };
+    return { symbol: r.symbol, baseTf: r.base_tf, state: feedState(now, lastUpdateAt, lastCandle, isTimeframe(r.base_tf) ? TIMEFRAME_MS[r.base_tf] : TIMEFRAME_MS["1h"], staleAfterMs), lastCandleOpenTime: lastCandle, lastUpdateAt, leased: Boolean(r.leased), demo: r.demo === true };
   });
 }
 
@@ -57,11 +60,22 @@ export interface ContextDataStatus {
   newestMs: number | null;
   /** When a row was last written (epoch ms), or null. */
   receivedMs: number | null;
+  /** Which provenances the stored rows have: demo (the demo feed's samples), real, or both (demo for some coins only). */
+  provenance: { demo: boolean; real: boolean };
 }
 
-/** Reads the newest row time of each free dataset; movers are computed from the candles. */
+/** The table behind each free dataset (movers are computed from the coins' candles). */
+const DATASET_TABLES = {
+  movers: sql`coins`,
+  derivatives: sql`derivatives_readings`,
+  news: sql`news_items`,
+  fundamentals: sql`coin_fundamentals`,
+  macro: sql`macro_points`,
+} as const;
+
+/** Reads the newest row time of each free dataset and the provenance of its rows; movers are computed from the candles. */
 export async function loadContextDataStatus(db: DbHandle): Promise<ContextDataStatus[]> {
-  const [r] = await db.rows<Record<string, number | string | null>>(sql`
+  const [r] = await db.rows<Record<string, number | string | boolean | null>>(sql`
     SELECT
       (SELECT max(open_time) FROM candles WHERE closed)::float8 AS movers_newest,
       (extract(epoch FROM (SELECT max(last_update_at) FROM coins)) * 1000)::float8 AS movers_received,
@@ -72,9 +86,18 @@ export async function loadContextDataStatus(db: DbHandle): Promise<ContextDataSt
       (SELECT max(time) FROM coin_fundamentals)::float8 AS fundamentals_newest,
       (extract(epoch FROM (SELECT max(updated_at) FROM coin_fundamentals)) * 1000)::float8 AS fundamentals_received,
       (SELECT max(time) FROM macro_points)::float8 AS macro_newest,
-      (extract(epoch FROM (SELECT max(updated_at) FROM macro_points)) * 1000)::float8 AS macro_received`);
-  const at = (v: number | string | null | undefined) => (v === null || v === undefined ? null : Number(v));
-  return (["movers", "derivatives", "news", "fundamentals", "macro"] as const).map((dataset) => ({ dataset, newestMs: at(r?.[`${dataset}_newest`]), receivedMs: at(r?.[`${dataset}_received`]) }));
+      (extract(epoch FROM (SELECT max(updated_at) FROM macro_points)) * 1000)::float8 AS macro_received,
+      ${sql.join(
+        Object.entries(DATASET_TABLES).map(([name, table]) => sql`EXISTS (SELECT 1 FROM ${table} WHERE demo) AS ${sql.raw(`${name}_demo`)}, EXISTS (SELECT 1 FROM ${table} WHERE NOT demo) AS ${sql.raw(`${name}_real`)}`),
+        sql`, `,
+      )}`);
+  const at = (v: number | string | boolean | null | undefined) => (v === null || v === undefined ? null : Number(v));
+  return (["movers", "derivatives", "news", "fundamentals", "macro"] as const).map((dataset) => ({
+    dataset,
+    newestMs: at(r?.[`${dataset}_newest`]),
+    receivedMs: at(r?.[`${dataset}_received`]),
+    provenance: { demo: r?.[`${dataset}_demo`] === true, real: r?.[`${dataset}_real`] === true },
+  }));
 }
 
 const CONTEXT_NOTES: Record<ContextDataStatus["dataset"], string> = {
@@ -85,6 +108,13 @@ const CONTEXT_NOTES: Record<ContextDataStatus["dataset"], string> = {
   macro: "FRED series (observation date)",
 };
 
+/** What a dataset is, as its rows' provenance allows saying: demo rows never pass for the real source. */
+export function contextNote(d: ContextDataStatus): string {
+  if (d.provenance.demo && !d.provenance.real) return `${DEMO_DATA_LABEL}: sample rows from the demo feed, not real figures`;
+  if (d.provenance.demo) return `${CONTEXT_NOTES[d.dataset]}; rows of the demo feed's coins are ${DEMO_DATA_LABEL}`;
+  return CONTEXT_NOTES[d.dataset];
+}
+
 /** The /status page. */
 export function renderStatusPage(ctx: PageContext, coins: readonly CoinFeedStatus[], now: number, context: readonly ContextDataStatus[] = []): string {
   return layout(
@@ -94,9 +124,9 @@ export function renderStatusPage(ctx: PageContext, coins: readonly CoinFeedStatu
 ${coins.length === 0
   ? html`<p>No coin has received data yet.</p>`
   : html`<table class="status">
-<thead><tr><th scope="col">Coin</th><th scope="col">Feed</th><th scope="col">Base timeframe</th><th scope="col">Last closed candle (open)</th><th scope="col">Last update</th><th scope="col">Feeder</th></tr></thead>
+<thead><tr><th scope="col">Coin</th><th scope="col">Feed</th><th scope="col">Data</th><th scope="col">Base timeframe</th><th scope="col">Last closed candle (open)</th><th scope="col">Last update</th><th scope="col">Feeder</th></tr></thead>
 <tbody>${coins.map(
-    (c) => html`<tr data-symbol="${c.symbol}" data-state="${c.state}"><th scope="row">${c.symbol}</th><td>${c.state}</td><td>${c.baseTf}</td><td>${c.lastCandleOpenTime === null ? "none" : formatMyt(c.lastCandleOpenTime)}</td><td>${formatMyt(c.lastUpdateAt)}</td><td>${c.leased ? "leading" : "none"}</td></tr>`,
+    (c) => html`<tr data-symbol="${c.symbol}" data-state="${c.state}" data-demo="${String(c.demo)}"><th scope="row">${c.symbol}</th><td>${c.state}</td><td>${c.demo ? DEMO_DATA_LABEL : "real market"}</td><td>${c.baseTf}</td><td>${c.lastCandleOpenTime === null ? "none" : formatMyt(c.lastCandleOpenTime)}</td><td>${formatMyt(c.lastUpdateAt)}</td><td>${c.leased ? "leading" : "none"}</td></tr>`,
   )}</tbody>
 </table>`}
 ${context.length === 0
@@ -106,7 +136,7 @@ ${context.length === 0
 <table class="status">
 <thead><tr><th scope="col">Dataset</th><th scope="col">Newest row</th><th scope="col">Last received</th><th scope="col">What it is</th></tr></thead>
 <tbody>${context.map(
-    (d) => html`<tr data-dataset="${d.dataset}"><th scope="row">${d.dataset}</th><td>${d.newestMs === null ? "none" : formatMyt(d.newestMs)}</td><td>${d.receivedMs === null ? "none" : formatMyt(d.receivedMs)}</td><td>${CONTEXT_NOTES[d.dataset]}</td></tr>`,
+    (d) => html`<tr data-dataset="${d.dataset}"><th scope="row">${d.dataset}</th><td>${d.newestMs === null ? "none" : formatMyt(d.newestMs)}</td><td>${d.receivedMs === null ? "none" : formatMyt(d.receivedMs)}</td><td>${contextNote(d)}</td></tr>`,
   )}</tbody>
 </table>`}`,
   );

@@ -62,6 +62,10 @@ describe("a live structure break", () => {
     expect(message!.text).toContain("ZZA 1h: LONG");
     expect(message!.text).toContain("Educational information, not investment advice.");
     expect(message!.text).toContain(`${server.config.publicBaseUrl}/charts/ZZA?tf=1h`);
+    // The first 8 characters of the event's hash in the public signal log, on the signal's line.
+    const [chained] = await server.db.handle.rows<{ chain_hash: string }>(sql`SELECT chain_hash FROM signal_events WHERE id = ${eventId}`);
+    expect(chained!.chain_hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(message!.text).toContain(`\nSignal ${eventId}\nLog ${chained!.chain_hash.slice(0, 8)}\n`);
 
     const res = await fetch(`${server.baseUrl}/api/v1/signals?symbols=ZZA&tf=1h`, { headers: { "x-api-key": member.apiKey } });
     const body = (await res.json()) as { signals: { signal: string; confirmed: boolean; signal_id: string | null }[] };

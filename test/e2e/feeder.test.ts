@@ -233,8 +233,8 @@ describe.runIf(realCandlesAvailable)("signals feed against a fake Binance", () =
     const res = await fetch(`${server.baseUrl}/status`);
     expect(res.status).toBe(200);
     const page = await res.text();
-    expect(page).toMatch(/<tr data-symbol="BTC" data-state="live"><th scope="row">BTC<\/th><td>live<\/td><td>1h<\/td>/);
-    expect(page).toMatch(/<tr data-symbol="ETH" data-state="live">[^\n]*<td>leading<\/td><\/tr>/);
+    expect(page).toMatch(/<tr data-symbol="BTC" data-state="live" data-demo="false"><th scope="row">BTC<\/th><td>live<\/td><td>real market<\/td><td>1h<\/td>/);
+    expect(page).toMatch(/<tr data-symbol="ETH" data-state="live" data-demo="false">[^\n]*<td>leading<\/td><\/tr>/);
   });
 
   it("derivatives: funding rate, open interest in USD and long/short ratio of the perpetual, venue named after the exchange", async () => {

@@ -84,8 +84,12 @@ describe("the OpenAPI document", () => {
     }
     expect(doc.paths["/api/v1/signals"].get.parameters.map((p: Json) => p.name)).toContain("Idempotency-Key");
     // Movers carry no signal (the paid product): the field is gone from the schema, and its number is reserved.
-    expect(Object.keys(doc.components.schemas.Mover.properties).sort()).toEqual(["change_24h_pct", "change_pct", "price", "symbol", "updated_at", "volume", "volume_24h"]);
+    expect(Object.keys(doc.components.schemas.Mover.properties).sort()).toEqual(["change_24h_pct", "change_pct", "demo", "price", "symbol", "updated_at", "volume", "volume_24h"]);
     expect(doc.components.schemas.Mover.required).not.toContain("signal");
+    // `demo` marks the demo feed's coins and readings; it is written only when true, so it is optional.
+    expect(doc.components.schemas.Mover.required).not.toContain("demo");
+    expect(doc.components.schemas.SignalEntry.oneOf[0].required).not.toContain("demo");
+    expect(doc.components.schemas.SignalEntry.oneOf[0].properties.demo.type).toBe("boolean");
     expect(MoverSchema.proto.reservedName).toEqual(["signal"]);
     expect(MoverSchema.proto.reservedRange.map((r) => [r.start, r.end])).toEqual([[7, 8]]);
     expect(doc.components.schemas.GetUsageResponse.required).toEqual(expect.arrayContaining(["credits_left", "grant_credits", "pack_credits", "calls_today", "daily_cap", "daily_reset_ts", "daily_reset_at", "next_grant_ts", "next_grant_at", "plan", "subscription_until"]));

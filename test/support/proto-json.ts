@@ -4,6 +4,7 @@
  * enums as names, optional scalars and messages null when unset, lists as arrays), nested
  * messages checked the same way.
  */
+import { writtenOnlyWhenTrue } from "../../src/server/rest-json.ts";
 import { ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf";
 import { expect } from "vitest";
 
@@ -27,8 +28,11 @@ const typeOf = (v: unknown) => (v === null ? "null" : Array.isArray(v) ? "array"
 export function expectProtoJson(value: unknown, schema: DescMessage, path = schema.name, seen: Map<string, Set<string>> = new Map()): Map<string, Set<string>> {
   expect(typeOf(value), path).toBe("object");
   const object = value as Record<string, unknown>;
-  expect(Object.keys(object), `${path}: field names and order`).toEqual(schema.fields.map((f) => f.name));
-  for (const field of schema.fields) {
+  // A field written only when true (the `demo` marks) is absent when false, and true when present.
+  const fields = schema.fields.filter((f) => !writtenOnlyWhenTrue(schema, f) || f.name in object);
+  for (const f of fields) if (writtenOnlyWhenTrue(schema, f)) expect(object[f.name], `${path}.${f.name}`).toBe(true);
+  expect(Object.keys(object), `${path}: field names and order`).toEqual(fields.map((f) => f.name));
+  for (const field of fields) {
     const v = object[field.name];
     const where = `${path}.${field.name}`;
     expect(jsonTypesOf(field), `${where} is ${typeOf(v)}`).toContain(typeOf(v));

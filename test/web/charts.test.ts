@@ -4,7 +4,7 @@
  * crosshair readout shows the open, high, low, close and time of the candle under the mouse;
  * the axes carry dates and thousands separators; the stale banner shows only when the feed is
  * stale; the equity curve and drawdown are drawn; a fee change gives the backtest module's
- * numbers; /track-record needs no session and shows the chart page's numbers; neither page
+ * numbers; /track-record needs no session and states its costs; neither page
  * scrolls sideways on a phone.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -157,20 +157,16 @@ describe.runIf(chromiumAvailable && realCandlesAvailable)("chart page and /track
     expect(await page.getByRole("link", { name: "1d", exact: true }).getAttribute("href")).toBe("/charts/BTC?tf=1d&fee=0.5");
   });
 
-  it("shows /track-record without a session, with the chart page's numbers", async () => {
+  it("shows /track-record without a session: the live record with its stated costs, not the chart page's backtest", async () => {
     const visitor = await browser.newContext();
     const v = await visitor.newPage();
     expect((await v.goto(`${server.baseUrl}/track-record`))!.status()).toBe(200);
     // A desktop window does not scroll sideways either.
     expect(await v.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(1280);
     await v.screenshot({ path: path.join(RESULTS_DIR, `track-record-${DB_SUFFIX}.png`), fullPage: true });
-    const row = v.locator('tr[data-series="BTC/4h"]');
-    const publicTotal = await row.locator('[data-field="total"]').textContent();
-    const publicTrades = await row.locator('[data-field="trades"]').textContent();
+    expect(await v.locator("#stated-costs").textContent()).toContain("0.1% fee and 0.03% slippage per side");
+    expect(await v.locator("#method").textContent()).toContain("Bailey & López de Prado");
     await visitor.close();
-    await openChart("/charts/BTC?tf=4h");
-    expect(await page.locator("#backtest-total").textContent()).toBe(publicTotal);
-    expect(await page.locator("#backtest-trades").textContent()).toBe(publicTrades);
   });
 
   it("fits a phone (390 × 844): neither page scrolls sideways", async () => {

@@ -148,6 +148,14 @@ export declare type SignalEvent = Message<"signals.v1.SignalEvent"> & {
    * @generated from field: bool live = 12;
    */
   live: boolean;
+
+  /**
+   * True when the event comes from the demo feed's synthetic prices ("demo data: synthetic
+   * prices"), never a market's; omitted in JSON when false.
+   *
+   * @generated from field: bool demo = 13;
+   */
+  demo: boolean;
 };
 
 /**

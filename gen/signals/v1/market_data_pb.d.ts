@@ -150,6 +150,14 @@ export declare type Mover = Message<"signals.v1.Mover"> & {
    * @generated from field: int64 updated_at = 8;
    */
   updatedAt: bigint;
+
+  /**
+   * True when the coin's candles are the demo feed's synthetic prices ("demo data: synthetic
+   * prices"), never a market's. REST omits it when false.
+   *
+   * @generated from field: bool demo = 9;
+   */
+  demo: boolean;
 };
 
 /**

@@ -188,6 +188,15 @@ export declare type SignalEntry = Message<"signals.v1.SignalEntry"> & {
    * @generated from field: optional string signal_id = 11;
    */
   signalId?: string | undefined;
+
+  /**
+   * True when the reading comes from the demo feed's synthetic prices ("demo data: synthetic
+   * prices"), on a server set up for trying the service; never a market's. REST and JSON omit
+   * it when false: a real reading's entry is exactly the contract's.
+   *
+   * @generated from field: bool demo = 12;
+   */
+  demo: boolean;
 };
 
 /**

@@ -33,6 +33,22 @@ describe("signal alert text", () => {
     ]);
   });
 
+  it("carries the first 8 characters of the event's hash in the signal log when it has one, and is otherwise unchanged", () => {
+    const hash = "0123456789abcdef".repeat(4);
+    const lines = signalAlertText({ ...long, chainHash: hash }, BASE).split("\n");
+    expect(lines[4]).toBe(`Signal BTC-1h-${OPEN}`);
+    expect(lines[5]).toBe("Log 01234567");
+    expect(lines.filter((_, i) => i !== 5)).toEqual(signalAlertText(long, BASE).split("\n"));
+    expect(signalAlertText({ ...long, chainHash: null }, BASE)).toBe(signalAlertText(long, BASE));
+  });
+
+  it("says first that an event of the demo feed comes from synthetic prices, and says nothing of the kind for real data", () => {
+    const lines = signalAlertText({ ...long, demo: true }, BASE).split("\n");
+    expect(lines[0]).toBe("[demo data: synthetic prices, not a market]");
+    expect(lines.slice(1)).toEqual(signalAlertText(long, BASE).split("\n"));
+    expect(signalAlertText({ ...long, demo: false }, BASE)).not.toMatch(/demo|synthetic/);
+  });
+
   it("links the chart page of the coin and timeframe under PUBLIC_BASE_URL", () => {
     const text = signalAlertText({ ...long, symbol: "ETH", tf: "4h", eventId: "ETH-4h-1" }, "http://127.0.0.1:8080");
     expect(text).toContain("\nhttp://127.0.0.1:8080/charts/ETH?tf=4h\n");

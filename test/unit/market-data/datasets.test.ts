@@ -20,7 +20,7 @@ import {
   type NewsInput,
 } from "../../../src/market-data/datasets.ts";
 import { encodeCursor, LIMITS, parseCursor, parseInstant, parseLimit, parseSeriesFilter, parseSince, parseSymbolFilter } from "../../../src/market-data/request.ts";
-import { rankMovers, type MoverRow } from "../../../src/market-data/movers.ts";
+import { oneProvenance, rankMovers, type MoverRow } from "../../../src/market-data/movers.ts";
 import { rowFromJsonLine } from "../../../src/cli/data-import-command.ts";
 import { errorCodeOf } from "../../../src/errors.ts";
 
@@ -299,8 +299,17 @@ describe("JSON lines of `signals data import`", () => {
   });
 });
 
+describe("oneProvenance", () => {
+  const row = (symbol: string, demo: boolean): MoverRow => ({ symbol, price: 1, changePct: 0, change24hPct: 1, volume: 1, volume24h: 1, updatedAt: NOW, demo });
+
+  it("ranks real coins only when any is real, and the demo coins only on a server with nothing real", () => {
+    expect(oneProvenance([row("A", true), row("B", false), row("C", true)]).map((r) => r.symbol)).toEqual(["B"]);
+    expect(oneProvenance([row("A", true), row("C", true)]).map((r) => r.symbol)).toEqual(["A", "C"]);
+  });
+});
+
 describe("rankMovers", () => {
-  const row = (symbol: string, change24hPct: number | null, volume24h: number): MoverRow => ({ symbol, price: 1, changePct: 0, change24hPct, volume: 1, volume24h, updatedAt: NOW });
+  const row = (symbol: string, change24hPct: number | null, volume24h: number): MoverRow => ({ symbol, price: 1, changePct: 0, change24hPct, volume: 1, volume24h, updatedAt: NOW, demo: false });
 
   it("gainers (> 0, largest first), losers (< 0, most negative first), ties by symbol; no 24 h change, no ranking", () => {
     const rows = [row("A", 5, 10), row("B", -3, 30), row("C", 5, 20), row("D", null, 99), row("E", 0, 5), row("F", -7, 30)];

@@ -43,12 +43,23 @@ describe("fees", () => {
     expect(bt.winRatePct).toBeCloseTo(100 / 3, 10);
   });
 
-  it("with a fee every trade loses 0.2% more: the flat third trade is a loss, and the total is 0.99 × 0.999⁶ − 1", () => {
+  it("with a fee: longs keep (1 − f)²·X/E, the short (1 − f)·(2 − (1 + f)·X/E); the flat third trade is a loss", () => {
     const bt = backtest([ev("LONG", 0, 100, 90), ev("SHORT", 1, 110, 130), ev("LONG", 2, 121, 100), ev("NONE", 3, 121)], [100, 110, 121, 121], 0.1);
     expect(bt.feePct).toBe(0.1);
     expect(bt.wins).toBe(1);
-    expect(bt.totalPct).toBeCloseTo((1.1 * 0.9 * 1.0 * 0.999 ** 6 - 1) * 100, 10);
-    expect(bt.avgResultPct).toBeCloseTo((netResultPct(10, 0.1) + netResultPct(-10, 0.1) + netResultPct(0, 0.1)) / 3, 10);
+    const short = 0.999 * (2 - 1.001 * (121 / 110)); // 0.89800..., not 0.9 × 0.999² = 0.89820...
+    expect(bt.totalPct).toBeCloseTo((1.1 * 0.999 ** 2 * short * 0.999 ** 2 - 1) * 100, 10);
+    expect(bt.avgResultPct).toBeCloseTo((netResultPct(10, 0.1) + netResultPct(-10, 0.1, -1) + netResultPct(0, 0.1)) / 3, 10);
+  });
+
+  it("a short pays the exit fee on the buy-back: +10% at 1% per side is 0.99 × (2 − 1.01 × 0.9) − 1 = +8.009%, as the research counts it", () => {
+    expect(netResultPct(10, 1, -1)).toBeCloseTo(8.009, 10);
+    expect(netResultPct(-10, 1, -1)).toBeCloseTo((0.99 * (2 - 1.01 * 1.1) - 1) * 100, 10);
+    expect(netResultPct(0, 0, -1)).toBeCloseTo(0, 12);
+  });
+
+  it("a short that more than doubles against it loses its stake and no more (−100%)", () => {
+    expect(netResultPct(-150, 0.1, -1)).toBe(-100);
   });
 });
 
@@ -100,8 +111,10 @@ describe("equity curve, buy-and-hold and drawdown", () => {
     expect(bt.curve[0]!.strategy).toBeCloseTo(1 - f, 12);
     expect(bt.curve[1]!.strategy).toBeCloseTo(0.8 * (1 - f), 12);
     expect(bt.curve[3]!.strategy).toBeCloseTo(first, 12);
-    expect(bt.curve[6]!.strategy).toBeCloseTo(first * (110 / 120) * (1 - f) ** 2, 12);
-    expect(bt.totalPct).toBeCloseTo((first * (110 / 120) * (1 - f) ** 2 - 1) * 100, 10);
+    // The short 120 → 130 pays its exit fee on the buy-back: (1 − f)·(2 − (1 + f)·130/120).
+    const short = (1 - f) * (2 - (1 + f) * (130 / 120));
+    expect(bt.curve[6]!.strategy).toBeCloseTo(first * short, 12);
+    expect(bt.totalPct).toBeCloseTo((first * short - 1) * 100, 10);
     expect(bt.buyHoldPct).toBeCloseTo((1.5 * (1 - f) ** 2 - 1) * 100, 10);
   });
 

@@ -30,6 +30,7 @@ function series(hours: number, events: Array<[number, StoredEvent["signal"], num
     closes,
     backtest: runBacktest(record.trades, closes, DEFAULT_FEE_PCT),
     totalCandles: candles.length,
+    demo: false,
   };
 }
 
