@@ -113,6 +113,12 @@ export const coins = pgTable("coins", {
   baseTf: text("base_tf").notNull(),
   /** When the feed last delivered an update (forming or closed), for the `stale` check. */
   lastUpdateAt: timestamp("last_update_at", { withTimezone: true, mode: "date" }).notNull(),
+  /**
+   * Raised by every market transaction that touches the coin, in that transaction: a server
+   * process whose copy of the coin is older than this catches up before it answers
+   * (docs/decisions.md, "One signal at one moment on every process").
+   */
+  version: bigint("version", { mode: "number" }).notNull().default(0),
   createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
 });
 
