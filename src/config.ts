@@ -177,6 +177,7 @@ const envSchema = z.object({
   REQUEST_TIMEOUT: wholeNumber(30, 1, 3600),
   IDLE_TIMEOUT: wholeNumber(65, 1, 24 * 3600),
   STALE_AFTER: wholeNumber(900, 1, 365 * 24 * 3600),
+  CATCH_UP_MS: wholeNumber(1000, 1, 60_000),
   DEMO_FEED: flag,
   FAILED_KEY_LIMIT: wholeNumber(100, 1, 1_000_000),
   FAILED_KEY_WINDOW: wholeNumber(60, 1, 24 * 3600),
@@ -279,6 +280,11 @@ const configSchema = envSchema
       idleTimeoutMs: env.IDLE_TIMEOUT * 1000,
       /** A coin whose feed has been silent longer than this (ms) is answered `stale`. */
       staleAfterMs: env.STALE_AFTER * 1000,
+      /**
+       * How long a paid call waits for this process to catch up with a market version the
+       * store already holds (ms); past it the call is answered 503 and not charged.
+       */
+      catchUpMs: env.CATCH_UP_MS,
       /** Run the built-in demo feed (seeded random walk) for a few coins. */
       demoFeed: env.DEMO_FEED ?? databaseUrl === null,
       /** Failed API keys allowed per caller address per failedKeyWindowMs before 429. */
