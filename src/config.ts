@@ -225,7 +225,7 @@ const envSchema = z.object({
 const configSchema = envSchema
   .refine((env) => env.PORT === 0 || env.PORT !== env.INTERNAL_PORT, { message: "PORT and INTERNAL_PORT must differ" })
   .refine((env) => env.STRIPE_SECRET_KEY === undefined || env.STRIPE_WEBHOOK_SECRET !== undefined, {
-    message: "STRIPE_WEBHOOK_SECRET is required with STRIPE_SECRET_KEY: purchases are credited only from signed webhooks",
+    message: "STRIPE_WEBHOOK_SECRET is required with STRIPE_SECRET_KEY: Tokens and plans are granted only from signed webhooks",
   })
   .refine((env) => env.SMTP_URL === undefined || env.MAIL_FROM !== undefined, {
     message: "MAIL_FROM is required with SMTP_URL: password reset mails need a sender",

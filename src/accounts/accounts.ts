@@ -29,12 +29,14 @@ export interface AccountSummary {
   subscriptionUntil: Date | null;
   grantBalance: number;
   packBalance: number;
-  creditsLeft: number;
+  tokensLeft: number;
   callsToday: number;
   keyPrefix: string;
   grantMonth: string | null;
   /** The account's Stripe Customer (created at its first checkout), or null. */
   stripeCustomerId: string | null;
+  /** False for a self-service sign-up whose emailed link has not been used yet. */
+  emailVerified: boolean;
 }
 
 /** Validates a plan name (any lower-case identifier; only node/founding_seat may call). */
@@ -92,6 +94,7 @@ export async function getAccountSummary(handle: DbHandle, accountId: number, now
       usageDay: accounts.usageDay,
       callsToday: accounts.callsToday,
       stripeCustomerId: accounts.stripeCustomerId,
+      emailVerified: accounts.emailVerified,
     })
     .from(accounts)
     .leftJoin(apiKeys, and(eq(apiKeys.accountId, accounts.id), isNull(apiKeys.revokedAt)))
@@ -106,11 +109,12 @@ export async function getAccountSummary(handle: DbHandle, accountId: number, now
     subscriptionUntil: row.subscriptionUntil,
     grantBalance: Number(row.grantBalance),
     packBalance: Number(row.packBalance),
-    creditsLeft: Number(row.grantBalance) + Number(row.packBalance),
+    tokensLeft: Number(row.grantBalance) + Number(row.packBalance),
     callsToday: row.usageDay === mytDay(now) ? Number(row.callsToday) : 0,
     keyPrefix: row.keyPrefix ?? "",
     grantMonth,
     stripeCustomerId: row.stripeCustomerId,
+    emailVerified: row.emailVerified,
   };
 }
 

@@ -50,7 +50,7 @@ function toMessage(summary: AccountSummary, alerts: AlertSettings | null): Accou
     subscriptionUntil: summary.subscriptionUntil?.toISOString() ?? "",
     grantBalance: BigInt(summary.grantBalance),
     packBalance: BigInt(summary.packBalance),
-    creditsLeft: BigInt(summary.creditsLeft),
+    creditsLeft: BigInt(summary.tokensLeft),
     callsToday: BigInt(summary.callsToday),
     keyPrefix: summary.keyPrefix,
     grantMonth: summary.grantMonth ?? "",

@@ -53,9 +53,9 @@ export function signalAlertText(facts: SignalAlertFacts, publicBaseUrl: string):
   ].join("\n");
 }
 
-export function lowBalanceText(creditsLeft: number, threshold: number, publicBaseUrl: string): string {
+export function lowBalanceText(tokensLeft: number, threshold: number, publicBaseUrl: string): string {
   return [
-    `Signals API: your Token balance is low: ${creditsLeft} left (below ${threshold}).`,
+    `Signals API: your Token balance is low: ${tokensLeft} left (below ${threshold}).`,
     "Each call costs 1 Token. Add a Token pack, or wait for the monthly grant on the 1st at 00:00 MYT.",
     `${publicBaseUrl}/account`,
   ].join("\n");

@@ -38,8 +38,8 @@ export interface ChargeResult {
   outcome: ChargeOutcome;
   accountId: number | null;
   plan: string | null;
-  /** Grant + packs after this call (0 when refused for credits). */
-  creditsLeft: number | null;
+  /** Grant + packs after this call (0 when refused for lack of Tokens). */
+  tokensLeft: number | null;
   /** Charged calls today (MYT), after this call when it was charged. */
   callsToday: number | null;
   /** True exactly when this charge took the balance below the low-balance threshold. */
@@ -78,7 +78,7 @@ export function toResult(row: ChargeRow): ChargeResult {
     outcome: row.outcome,
     accountId: toNumber(row.account_id),
     plan: row.plan,
-    creditsLeft: toNumber(row.credits_left),
+    tokensLeft: toNumber(row.credits_left),
     callsToday: toNumber(row.calls_today),
     lowBalanceCrossed: row.low_balance_crossed === true,
     market: marketOf(row.market),

@@ -31,7 +31,7 @@ const USAGE = `Usage: signals <command> [options]   (every command accepts --jso
   account show --account ID                    plan, subscription, balances, calls today
   key regenerate --account ID                  new key (printed once); the old one stops at once
   subscription set --account ID --until ISO-8601
-  tokens pack --account ID --amount N          credit a Token pack (never expires)
+  tokens pack --account ID --amount N          add a Token pack (never expires)
   tokens adjust --account ID --delta N --reason TEXT
                                                manual correction, written to the ledger
   candles import --file F --symbol S --tf TF   import closed candles from CSV or .csv.gz
@@ -98,7 +98,7 @@ function summaryJson(account: AccountSummary | undefined): Record<string, unknow
     subscription_until: account.subscriptionUntil || null,
     grant_balance: Number(account.grantBalance),
     pack_balance: Number(account.packBalance),
-    credits_left: Number(account.creditsLeft),
+    tokens_left: Number(account.creditsLeft),
     calls_today: Number(account.callsToday),
     key_prefix: account.keyPrefix || null,
     grant_month: account.grantMonth || null,

@@ -41,6 +41,11 @@ export const accounts = pgTable(
     lowBalanceNotified: boolean("low_balance_notified").notNull().default(false),
     /** The Stripe Customer of this account (created at its first checkout), e.g. cus_123. */
     stripeCustomerId: text("stripe_customer_id"),
+    /**
+     * False for a self-service sign-up until its emailed link is opened (issue 23, item 10):
+     * such an account cannot subscribe, buy or make a key. Accounts the operator makes are true.
+     */
+    emailVerified: boolean("email_verified").notNull().default(true),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
@@ -322,12 +327,42 @@ export const telegramConnectTokens = pgTable("telegram_connect_tokens", {
   expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
 });
 
+/**
+ * Links that confirm a sign-up's email (docs/accounts.md): only the token's SHA-256 is kept, at
+ * most one row per account (a new link replaces the old), deleted as it is used.
+ */
+export const emailVerifications = pgTable("email_verifications", {
+  tokenHash: text("token_hash").primaryKey(),
+  accountId: bigint("account_id", { mode: "number" })
+    .notNull()
+    .unique()
+    .references(() => accounts.id),
+  expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
+});
+
 /** Failed sign-ins per throttle key (address or email), for a bounded retry budget. */
 export const signInFailures = pgTable("sign_in_failures", {
   throttleKey: text("throttle_key").primaryKey(),
   failures: integer("failures").notNull(),
   windowStart: timestamp("window_start", { withTimezone: true }).notNull(),
 });
+
+/**
+ * Addresses an account has signed in from (docs/accounts.md, "Sign-in budgets"): a known
+ * address is not slowed down when strangers have guessed at the account's email. Only the
+ * SHA-256 of `<account id>:<address>` is kept (IPv6 as its /64, like the throttle).
+ */
+export const knownSignInAddresses = pgTable(
+  "known_sign_in_addresses",
+  {
+    accountId: bigint("account_id", { mode: "number" })
+      .notNull()
+      .references(() => accounts.id),
+    addressHash: text("address_hash").notNull(),
+    lastSignInAt: timestamp("last_sign_in_at", { withTimezone: true }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.accountId, t.addressHash] })],
+);
 
 /** Raw bytes (a serialized protobuf message). */
 const bytea = customType<{ data: Uint8Array; driverData: Uint8Array }>({ dataType: () => "bytea" });

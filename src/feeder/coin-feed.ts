@@ -179,19 +179,24 @@ export class CoinFeed {
   }
 
   private async onStreamCandle(row: OhlcvRow): Promise<void> {
-    const candle = toCandle(row);
+    if (this.stopped) return;
+    const openTime = row[0];
     const { tfMs } = this.deps;
-    if (this.lastClosed !== null && candle.openTime <= this.lastClosed) return;
+    if (this.lastClosed !== null && openTime <= this.lastClosed) return;
     const expected = this.lastClosed === null ? null : this.lastClosed + tfMs;
     // The exchange's candle `openTime` has begun: every earlier one is closed. Those the stream
     // did not close for us (a seam, a drop) are read over REST with their final values.
-    if (expected !== null && candle.openTime > expected) await this.backfillRange(expected, candle.openTime, "gap");
+    if (expected !== null && openTime > expected) await this.backfillRange(expected, openTime, "gap");
     if (this.stopped) return;
-    if (this.deps.exchange.closedMarks.has(`${this.market}|${this.deps.tf}|${candle.openTime}`)) {
-      this.pushClosed([candle], "live");
+    // The values are read now, not before the wait above: ccxt updates its rows in place, and the
+    // exchange may have closed this candle meanwhile. A closed candle carries the values of the
+    // exchange's closing message, never a forming version seen earlier.
+    const final = this.deps.exchange.closedMarks.get(`${this.market}|${this.deps.tf}|${openTime}`);
+    if (final) {
+      this.pushClosed([toCandle(final)], "live");
       return;
     }
-    this.setForming(candle);
+    this.setForming(toCandle(row));
   }
 
   private setForming(candle: Candle): void {

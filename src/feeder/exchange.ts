@@ -20,8 +20,12 @@ export interface SpotExchange {
   unWatchOHLCV?(symbol: string, timeframe: string): Promise<unknown>;
   has: Record<string, unknown>;
   close(): Promise<unknown>;
-  /** `${symbol}|${timeframe}|${openTime}` of candles the exchange marked closed on the stream. */
-  readonly closedMarks: Set<string>;
+  /**
+   * The final values of candles the exchange marked closed on the stream, by
+   * `${symbol}|${timeframe}|${openTime}`: taken from the closing message itself, so a row read
+   * before the close arrived can never be pushed as closed.
+   */
+  readonly closedMarks: Map<string, OhlcvRow>;
   /** Epoch ms before which no REST call is made (Retry-After of a 429 / 418). */
   coolDownUntil: number;
 }
@@ -93,17 +97,18 @@ export function createSpotExchange(id: string, urls: ExchangeUrls): SpotExchange
   const Base = classOf(ccxt.pro, id);
   if (!Base) throw new Error(`ccxt has no websocket exchange "${id}"`);
   class Spot extends Base {
-    closedMarks = new Set<string>();
+    closedMarks = new Map<string, OhlcvRow>();
     coolDownUntil = 0;
     // Binance's kline message says when the exchange closed a candle (k.x); ccxt keeps only
-    // the values, so the mark is recorded here before ccxt files the update.
-    handleOHLCV(client: unknown, message: { k?: { x?: boolean; t?: number; s?: string; i?: string } }) {
+    // the values (in rows it later overwrites in place), so the mark and the closing message's
+    // own values are recorded here before ccxt files the update.
+    handleOHLCV(client: unknown, message: { k?: { x?: boolean; t?: number; s?: string; i?: string; o?: string; h?: string; l?: string; c?: string; v?: string } }) {
       const k = message?.k;
       if (k?.x === true && k.t !== undefined && k.s) {
         const market = (this as Record<string, any>).safeMarket?.(k.s, undefined, undefined, "spot"); // eslint-disable-line @typescript-eslint/no-explicit-any
         const timeframe = (this as Record<string, any>).findTimeframe?.(k.i); // eslint-disable-line @typescript-eslint/no-explicit-any
-        this.closedMarks.add(`${market?.symbol}|${timeframe}|${k.t}`);
-        if (this.closedMarks.size > CLOSED_MARKS_KEPT) this.closedMarks.delete(this.closedMarks.values().next().value as string);
+        this.closedMarks.set(`${market?.symbol}|${timeframe}|${k.t}`, [k.t, Number(k.o), Number(k.h), Number(k.l), Number(k.c), Number(k.v)]);
+        if (this.closedMarks.size > CLOSED_MARKS_KEPT) this.closedMarks.delete(this.closedMarks.keys().next().value as string);
       }
       return super.handleOHLCV(client, message);
     }

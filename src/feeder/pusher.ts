@@ -72,7 +72,10 @@ export class Pusher {
       const batch = this.queue.slice(0, n);
       try {
         const result = await this.client.push(batch, mode);
-        this.queue.splice(0, n);
+        // The queue may have changed during the call (a coin's updates discarded, new ones
+        // queued): remove exactly what was sent, never the first n of what is there now.
+        const sent = new Set<Queued>(batch);
+        this.queue = this.queue.filter((q) => !sent.has(q));
         failures = 0;
         this.account(batch, result);
       } catch (err) {

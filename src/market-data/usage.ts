@@ -17,8 +17,8 @@ import type { FreeCallResult } from "./free-call.ts";
 export interface UsageRow {
   readonly plan: string;
   readonly subscriptionUntil: number | null;
-  readonly grantCredits: number;
-  readonly packCredits: number;
+  readonly grantTokens: number;
+  readonly packTokens: number;
   readonly callsToday: number;
   /** True when the plan receives the monthly grant (node, founding_seat). */
   readonly receivesGrant: boolean;
@@ -36,8 +36,8 @@ const USAGE_SQL = `
 SELECT f.outcome, f.calls, f.window_start,
        a.plan, a.subscription_until,
        CASE WHEN a.plan = ANY($5::text[]) AND (a.grant_month IS NULL OR a.grant_month < $6::date)
-            THEN $7::bigint ELSE a.grant_balance END AS grant_credits,
-       a.pack_balance AS pack_credits,
+            THEN $7::bigint ELSE a.grant_balance END AS grant_tokens,
+       a.pack_balance AS pack_tokens,
        CASE WHEN a.usage_day = $8::date THEN a.calls_today ELSE 0 END AS calls_today,
        a.plan = ANY($5::text[]) AS receives_grant
   FROM free_call($1::text, $2::timestamptz, $3::integer, $4::integer) f
@@ -50,8 +50,8 @@ interface RawUsage {
   window_start: string | Date | null;
   plan: string | null;
   subscription_until: string | Date | null;
-  grant_credits: number | string | null;
-  pack_credits: number | string | null;
+  grant_tokens: number | string | null;
+  pack_tokens: number | string | null;
   calls_today: number | string | null;
   receives_grant: boolean | null;
 }
@@ -77,8 +77,8 @@ export async function readUsage(handle: DbHandle, keyHash: string, now: number, 
       ? {
           plan: row.plan,
           subscriptionUntil: epoch(row.subscription_until),
-          grantCredits: Number(row.grant_credits),
-          packCredits: Number(row.pack_credits),
+          grantTokens: Number(row.grant_tokens),
+          packTokens: Number(row.pack_tokens),
           callsToday: Number(row.calls_today),
           receivesGrant: row.receives_grant === true,
         }

@@ -33,6 +33,8 @@ export interface Metrics {
   readonly keyLastUsedRows: Counter;
   /** Computations of a series' chart data and track record (once per candle close or signal event, not per view). */
   readonly trackRecordComputations: Counter<"tf">;
+  /** The web pages' password hashing queue: hashes run, and requests refused or dropped (web/hash-gate.ts). */
+  readonly passwordHashes: Counter<"outcome">;
 }
 
 export function createMetrics(sources: MetricSources): Metrics {
@@ -59,6 +61,12 @@ export function createMetrics(sources: MetricSources): Metrics {
     name: "signals_track_record_computations_total",
     help: "Chart data and track record computations of one coin and timeframe (after a candle close or signal event; page views in between are served from memory).",
     labelNames: ["tf"] as const,
+    registers: [registry],
+  });
+  const passwordHashes = new Counter({
+    name: "signals_password_hashes_total",
+    help: "Password checks of the web pages by outcome: hashed (ran), address_busy (429: that address had one in flight), full (503: queue full), client_gone (left the queue without hashing).",
+    labelNames: ["outcome"] as const,
     registers: [registry],
   });
   new Gauge({ name: "signals_db_pool_size", help: "Database connections this process may open.", registers: [registry] }).set(sources.poolSize);
@@ -117,5 +125,5 @@ export function createMetrics(sources: MetricSources): Metrics {
     });
   }
 
-  return { registry, calls, chargeSeconds, chargesInFlight, freeCalls, keyLastUsedFlushes, keyLastUsedRows, trackRecordComputations };
+  return { registry, calls, chargeSeconds, chargesInFlight, freeCalls, keyLastUsedFlushes, keyLastUsedRows, trackRecordComputations, passwordHashes };
 }

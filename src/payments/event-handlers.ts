@@ -9,7 +9,7 @@ import type { Logger } from "pino";
 import type { DbHandle } from "../db/client.ts";
 import type { Limits } from "../config.ts";
 import type { PaymentsConfig } from "./config.ts";
-import { accountOfCustomer, accountOfSubscription, applySubscriptionFact, creditPack, recordDispute, takeBackRefund, type EventKey } from "./stripe-store.ts";
+import { accountOfCustomer, accountOfSubscription, applySubscriptionFact, addTokenPack, recordDispute, takeBackRefund, type EventKey } from "./stripe-store.ts";
 import { at, idOf, int, invoiceLines, invoiceSubscription, invoiceSubscriptionMetadata, linePrice, metadataInt, seconds, subscriptionPrice, text } from "./stripe-objects.ts";
 
 export interface EventDeps {
@@ -78,7 +78,7 @@ async function onCheckoutPaid(deps: EventDeps, key: EventKey, session: Stripe.Ch
   const accountId = metadataInt(metadata.account_id, MAX_ACCOUNT_ID);
   const tokens = metadataInt(metadata.tokens, MAX_TOKENS);
   if (accountId === null || tokens === null) return unmatched(deps, key, "pack checkout without account_id or tokens metadata");
-  const result = await creditPack(
+  const result = await addTokenPack(
     deps.db,
     key,
     { accountId, tokens, sessionId: session.id, paymentIntentId: idOf(session.payment_intent), amount: int(session.amount_total), currency: text(session.currency) },

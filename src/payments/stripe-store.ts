@@ -18,7 +18,7 @@ export interface EventKey {
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-export interface PackCredit {
+export interface TokenPackPayment {
   readonly accountId: number;
   readonly tokens: number;
   readonly sessionId: string;
@@ -29,12 +29,12 @@ export interface PackCredit {
 
 export type PackOutcome = "credited" | "duplicate_event" | "duplicate_session" | "unmatched";
 
-/** Credits a pack once per event and once per Checkout Session. */
-export async function creditPack(db: DbHandle, event: EventKey, credit: PackCredit, limits: Limits): Promise<{ outcome: PackOutcome; ledgerEntryId: number | null }> {
-  const reason = `Token pack of ${credit.tokens} (Stripe ${credit.sessionId}${credit.paymentIntentId ? `, ${credit.paymentIntentId}` : ""})`;
+/** Adds a Token pack to the account once per event and once per Checkout Session. */
+export async function addTokenPack(db: DbHandle, event: EventKey, pack: TokenPackPayment, limits: Limits): Promise<{ outcome: PackOutcome; ledgerEntryId: number | null }> {
+  const reason = `Token pack of ${pack.tokens} (Stripe ${pack.sessionId}${pack.paymentIntentId ? `, ${pack.paymentIntentId}` : ""})`;
   const [row] = await db.rows<{ outcome: PackOutcome; ledger_entry_id: number | string | null }>(sql`
-    SELECT outcome, ledger_entry_id FROM stripe_credit_pack(${event.eventId}, ${event.type}, ${iso(event.created)}::timestamptz, ${credit.accountId}::bigint,
-      ${credit.tokens}::bigint, ${credit.sessionId}, ${credit.paymentIntentId}, ${credit.amount}::bigint, ${credit.currency}, ${reason},
+    SELECT outcome, ledger_entry_id FROM stripe_credit_pack(${event.eventId}, ${event.type}, ${iso(event.created)}::timestamptz, ${pack.accountId}::bigint,
+      ${pack.tokens}::bigint, ${pack.sessionId}, ${pack.paymentIntentId}, ${pack.amount}::bigint, ${pack.currency}, ${reason},
       ${lowBalanceThreshold(limits)}::bigint)`);
   return { outcome: row!.outcome, ledgerEntryId: row!.ledger_entry_id === null ? null : Number(row!.ledger_entry_id) };
 }

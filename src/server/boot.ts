@@ -63,7 +63,7 @@ async function createDemoAccountOnce(config: Config, db: DbHandle, clock: Clock,
   process.stderr.write(
     [
       "",
-      `First start: created demo node-plan account ${summary.accountId} with ${summary.creditsLeft} Tokens.`,
+      `First start: created demo node-plan account ${summary.accountId} with ${summary.tokensLeft} Tokens.`,
       `Its API key (shown only now; regenerate with: npx signals key regenerate --account ${summary.accountId}):`,
       `  ${apiKey}`,
       "Try it:",

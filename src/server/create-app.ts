@@ -141,7 +141,7 @@ export function createApp(deps: AppDeps): App {
   );
   const protoFiles = publicProtoFiles();
   const docs = createDocsHandler(publicOpenApiDocument(config.publicBaseUrl, [...protoFiles.keys()]), protoFiles);
-  const web = createWebHandler({ ...deps, onTrackRecordComputed: (_symbol, tf) => metrics.trackRecordComputations.inc({ tf }) }, {
+  const web = createWebHandler({ ...deps, onTrackRecordComputed: (_symbol, tf) => metrics.trackRecordComputations.inc({ tf }), onPasswordHash: (outcome) => metrics.passwordHashes.inc({ outcome }) }, {
     notFound: () =>
       errorResponse(
         "not_found",

@@ -1,7 +1,7 @@
 /**
  * SignalsService, written once and served over REST, Connect, gRPC and gRPC-Web.
  * Order of work: failed-key budget of the caller's address → key present → key well-formed →
- * Idempotency-Key well-formed → one charge_call round trip (key, plan, subscription, credits,
+ * Idempotency-Key well-formed → one charge_call round trip (key, plan, subscription, Tokens,
  * daily cap, charge) → read the in-memory snapshot. The charge comes first so a refused call
  * costs nothing and a charged call can no longer fail. With an Idempotency-Key the charge and
  * the stored answer are one transaction (billing/idempotent-charge.ts).
@@ -175,7 +175,7 @@ export function createSignalsService(deps: SignalsServiceDeps): ServiceImpl<type
       signals: symbols.map((symbol) => entryFor(symbol, tf, deps.snapshot, now)),
       tier: TIER_NAME,
       billing: BILLING_TEXT,
-      creditsLeft: BigInt(charged.creditsLeft ?? 0),
+      creditsLeft: BigInt(charged.tokensLeft ?? 0),
     });
   const { throttle, metrics } = deps;
   const catchUpMs = deps.catchUpMs ?? 1000;

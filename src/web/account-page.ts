@@ -85,7 +85,7 @@ function tokensCard(view: AccountView): SafeHtml {
   const nextGrant = nextMytMonthStart(now);
   return html`<section class="card" aria-labelledby="tokens-h">
   <h2 id="tokens-h">Token balance</h2>
-  <p class="big" id="credits-left">${formatInteger(summary.creditsLeft)}</p>
+  <p class="big" id="tokens-left">${formatInteger(summary.tokensLeft)}</p>
   <p class="muted">Tokens left; each successful API call uses 1.</p>
   <dl class="facts">
     <dt>Monthly grant</dt><dd id="grant-balance">${formatInteger(summary.grantBalance)}${summary.grantMonth ? html` <span class="muted">(${summary.grantMonth})</span>` : ""}</dd>
@@ -184,6 +184,7 @@ export function renderAccountPage(ctx: PageContext & { signedIn: { email: string
     { title: "Your account", stylesheet: ctx.stylesheet, signedIn: ctx.signedIn, current: "account", scripts },
     html`<h1>Your account</h1>
 ${view.flash ? html`<div class="notice ok" role="status">${view.flash}</div>` : ""}
+${view.summary.emailVerified ? "" : unverifiedNotice(ctx.signedIn.csrfToken)}
 <div class="cards">
   ${planCard(view)}
   ${tokensCard(view)}
@@ -196,6 +197,17 @@ ${view.flash ? html`<div class="notice ok" role="status">${view.flash}</div>` : 
   ${ledgerCard(view)}
 </div>`,
   );
+}
+
+/** An unconfirmed sign-up: what it cannot do yet, and a new link (issue 23, item 10). */
+function unverifiedNotice(csrfToken: string) {
+  return html`<div class="notice warn" role="alert">
+  <p><strong>Confirm your email address.</strong> Until you open the link we mailed when you signed up, this account cannot subscribe, buy Tokens or make an API key.</p>
+  <form method="post" action="/account/verify-email" class="actions">
+    <input type="hidden" name="${CSRF_FIELD}" value="${csrfToken}">
+    <button type="submit" class="secondary">Mail the link again</button>
+  </form>
+</div>`;
 }
 
 /** The confirmation step before a regeneration. */

@@ -20,6 +20,7 @@ import { setupPasswordRoutes } from "./routes/setup-password.ts";
 import { signInRoutes } from "./routes/sign-in.ts";
 import { statusRoutes } from "./routes/status.ts";
 import { trackRecordRoutes } from "./routes/track-record.ts";
+import { emailVerificationRoutes } from "./routes/email-verification.ts";
 import { signUpRoutes } from "./routes/sign-up.ts";
 import { telegramRoutes } from "./routes/telegram.ts";
 
@@ -36,7 +37,7 @@ export function createWebApp(deps: WebDeps, fallbacks: Pick<WebFallbacks, "notFo
   const kit = createPageKit(deps);
   const app = new Hono<WebEnv>();
   app.use(pageSecurityHeaders(deps.config));
-  for (const routes of [assetRoutes, signInRoutes, signUpRoutes, setupPasswordRoutes, passwordResetRoutes, accountRoutes, accountSecurityRoutes, telegramRoutes, paymentRoutes, chartRoutes, trackRecordRoutes, statusRoutes]) app.route("/", routes(kit));
+  for (const routes of [assetRoutes, signInRoutes, signUpRoutes, emailVerificationRoutes, setupPasswordRoutes, passwordResetRoutes, accountRoutes, accountSecurityRoutes, telegramRoutes, paymentRoutes, chartRoutes, trackRecordRoutes, statusRoutes]) app.route("/", routes(kit));
   app.notFound(() => fallbacks.notFound());
   app.onError((err, c) => {
     deps.logger.error({ err: errorSummary(err), path: c.req.path }, "web page failed");

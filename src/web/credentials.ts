@@ -55,11 +55,17 @@ export async function setMemberPassword(handle: DbHandle, accountId: number, pas
 /**
  * A signed-in member's new password (the caller has checked the current one): every other web
  * session of the account ends, the one it was changed from (`currentSessionHash`) stays.
- * Throws PasswordPolicyError.
+ * Throws PasswordPolicyError. `hash` is the web's hashing queue.
  */
-export async function changeMemberPassword(handle: DbHandle, accountId: number, password: string, currentSessionHash: string): Promise<{ sessionsRevoked: number }> {
+export async function changeMemberPassword(
+  handle: DbHandle,
+  accountId: number,
+  password: string,
+  currentSessionHash: string,
+  hash: <T>(work: () => Promise<T>) => Promise<T> = (work) => work(),
+): Promise<{ sessionsRevoked: number }> {
   checkPasswordPolicy(password);
-  const passwordHash = await hashPassword(password);
+  const passwordHash = await hash(() => hashPassword(password));
   const sessionsRevoked = await handle.db.transaction((tx) => storePasswordHash(tx, accountId, passwordHash, currentSessionHash));
   return { sessionsRevoked };
 }
@@ -93,12 +99,13 @@ export async function checkSetupToken(handle: DbHandle, token: string, now: numb
 /**
  * Uses a setup token to set the password: the token is marked used by a guarded UPDATE in the
  * same transaction as the password, so two submissions of one link cannot both succeed.
- * Returns the account id, or null when the link is unknown, used or expired.
+ * Returns the account id, or null when the link is unknown, used or expired. `hash` is the
+ * web's hashing queue.
  */
-export async function redeemSetupToken(handle: DbHandle, token: string, password: string, now: number): Promise<number | null> {
+export async function redeemSetupToken(handle: DbHandle, token: string, password: string, now: number, hash: <T>(work: () => Promise<T>) => Promise<T> = (work) => work()): Promise<number | null> {
   checkPasswordPolicy(password);
   if ((await checkSetupToken(handle, token, now)) === null) return null;
-  const passwordHash = await hashPassword(password);
+  const passwordHash = await hash(() => hashPassword(password));
   return handle.db.transaction(async (tx) => {
     const [used] = await tx
       .update(passwordSetupTokens)

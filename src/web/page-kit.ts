@@ -23,7 +23,8 @@ import { renderContinuePage, renderMessagePage, type PageContext } from "./auth-
 import { CSRF_COOKIE, CSRF_FIELD, isWellFormedCsrfCookie, newCsrfCookieValue, originAllowed, sessionCsrfMatches, sessionCsrfToken } from "./csrf.ts";
 import { cookie, ownOrigins, requestIsTls, type WebRequest } from "./http.ts";
 import { findSession, type WebSession } from "./sessions.ts";
-import { DEFAULT_THROTTLE, type ThrottlePolicy } from "./throttle.ts";
+import { DEFAULT_HASH_GATE, HashGate, HashRefused, type HashOutcome } from "./hash-gate.ts";
+import type { SignInPolicy } from "./throttle.ts";
 
 export interface WebDeps {
   readonly config: Config;
@@ -31,7 +32,11 @@ export interface WebDeps {
   readonly clock: Clock;
   readonly logger: Logger;
   /** Failed sign-in budget (tests may pass a smaller one). */
-  readonly throttle?: ThrottlePolicy;
+  readonly throttle?: SignInPolicy;
+  /** The process's password hashing queue (tests may pass their own). */
+  readonly hashGate?: HashGate;
+  /** Told each outcome of the password hashing queue (the server counts them in a metric). */
+  readonly onPasswordHash?: (outcome: HashOutcome) => void;
   /** Told each time a series' chart data and track record are computed (the server counts them in a metric). */
   readonly onTrackRecordComputed?: (symbol: string, tf: Timeframe) => void;
 }
@@ -54,6 +59,10 @@ export interface WebEnv {
   };
 }
 export type WebContext = Context<WebEnv>;
+
+/** Why an unconfirmed account's payment or key form is refused (403, code email_unverified). */
+export const EMAIL_UNVERIFIED_MESSAGE =
+  "This account's email address is not confirmed yet, so it cannot subscribe, buy Tokens or make an API key. Open the link we mailed when you signed up, or ask for a new one on your account page.";
 
 /** Name of the session cookie. */
 export const SESSION_COOKIE = "sid";
@@ -108,6 +117,8 @@ export function createPageKit(deps: WebDeps) {
   /** What the payment routes and the account page's billing card need; no Stripe client when payments are off. */
   const payments: PaymentRouteDeps = { ...deps, stripe: config.payments.stripe ? createStripeClient(config.payments.stripe) : null };
   const nodeRequest = (c: WebContext): WebRequest => c.env.incoming;
+  /** One per process: every route that hashes a password goes through it (issue 23, item 2). */
+  const hashGate = deps.hashGate ?? new HashGate({ ...DEFAULT_HASH_GATE, ...(deps.onPasswordHash ? { onOutcome: deps.onPasswordHash } : {}) });
   const secureCookies = (c: WebContext) => requestIsTls(nodeRequest(c), config.trustProxy) || config.publicBaseUrl.startsWith("https:");
 
   /** An HTML page; pages are never cached (they carry CSRF tokens and account data). */
@@ -177,6 +188,18 @@ export function createPageKit(deps: WebDeps) {
     await next();
   };
 
+  /**
+   * For the forms that spend money or make a key (after `signedInForm`): the account's email is
+   * confirmed (issue 23, item 10). Otherwise 403 with what to do, and nothing changes.
+   */
+  const verifiedEmail: MiddlewareHandler<WebEnv> = async (c, next) => {
+    const signed = c.get("signed")!;
+    if (!signed.summary.emailVerified) {
+      return page(c, 403, renderMessagePage(signed.ctx, "Confirm your email first", EMAIL_UNVERIFIED_MESSAGE, { href: "/account", text: "Back to your account" }), { "x-error-code": "email_unverified" });
+    }
+    await next();
+  };
+
   const setCookie = (c: WebContext, name: string, value: string, maxAgeSeconds: number) =>
     c.header("set-cookie", cookie(name, value, { maxAgeSeconds, secure: secureCookies(c) }), { append: true });
 
@@ -205,7 +228,41 @@ export function createPageKit(deps: WebDeps) {
     return seeOther(c, path === "/account" ? "/signin" : `/signin?next=${encodeURIComponent(path)}`);
   }
 
-  return { deps, assets, publicCtx, chartData, payments, nodeRequest, page, seeOther, refuse, signedIn, session, form, signedInForm, setCookie, setSessionCookie, clearSessionCookie, csrfCookie, toSignIn };
+  /**
+   * Runs `work` holding the client address's place in the hashing queue. A refusal comes back
+   * as the status, sentence and Retry-After the route's form page shows: 429 while the same
+   * address has a password check running, 503 while the queue is full.
+   */
+  async function withHashPlace<T>(c: WebContext, address: string, work: (hash: <H>(step: () => Promise<H>) => Promise<H>) => Promise<T>): Promise<T | HashBusy> {
+    try {
+      const ticket = hashGate.enter(address, c.req.raw.signal);
+      try {
+        return await work((step) => ticket.hash(step));
+      } finally {
+        ticket.leave();
+      }
+    } catch (err) {
+      if (!(err instanceof HashRefused)) throw err;
+      return err.reason === "address_busy"
+        ? { busy: true, status: 429, message: "Another sign-in from your network is being checked. Try again in a second.", headers: { "retry-after": "1" } }
+        : { busy: true, status: 503, message: "Too many password checks are waiting. Try again in a few seconds.", headers: { "retry-after": "3" } };
+    }
+  }
+
+  return { deps, assets, publicCtx, chartData, payments, nodeRequest, hashGate, withHashPlace, page, seeOther, refuse, signedIn, session, form, signedInForm, verifiedEmail, setCookie, setSessionCookie, clearSessionCookie, csrfCookie, toSignIn };
+}
+
+/** The hashing queue's refusal, as a route's form page answers it. */
+export interface HashBusy {
+  readonly busy: true;
+  readonly status: 429 | 503;
+  readonly message: string;
+  readonly headers: Record<string, string>;
+}
+
+/** True for withHashPlace's refusal. */
+export function isHashBusy(value: unknown): value is HashBusy {
+  return typeof value === "object" && value !== null && (value as { busy?: unknown }).busy === true;
 }
 
 /** The shared page helpers a route module receives. */

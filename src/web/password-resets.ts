@@ -10,6 +10,7 @@ import type { DbHandle } from "../db/client.ts";
 import { accounts, passwordResets } from "../db/schema.ts";
 import { hashToken, isWellFormedToken, newToken } from "../one-time-token.ts";
 import { storePasswordHash } from "./credentials.ts";
+import { markEmailVerified } from "./email-verification.ts";
 import { checkPasswordPolicy, hashPassword } from "./passwords.ts";
 
 /** How long a reset link works. */
@@ -50,17 +51,19 @@ export async function checkPasswordReset(handle: DbHandle, token: string, now: n
  * Uses a reset link to set the password: one guarded UPDATE (unused and unexpired) marks it
  * used, in the same transaction as the password and the end of every session, so two
  * submissions of one link cannot both succeed. Returns the account id, or null when the link
- * is unknown, used or expired. Throws PasswordPolicyError.
+ * is unknown, used or expired. Throws PasswordPolicyError. `hash` is the web's hashing queue.
  */
-export async function redeemPasswordReset(handle: DbHandle, token: string, password: string, now: number): Promise<number | null> {
+export async function redeemPasswordReset(handle: DbHandle, token: string, password: string, now: number, hash: <T>(work: () => Promise<T>) => Promise<T> = (work) => work()): Promise<number | null> {
   checkPasswordPolicy(password);
   if (!isWellFormedToken(token)) return null;
-  const passwordHash = await hashPassword(password);
+  const passwordHash = await hash(() => hashPassword(password));
   return handle.db.transaction(async (tx) => {
     const [used] = await tx.update(passwordResets).set({ usedAt: new Date(now) }).where(usable(token, now)).returning({ accountId: passwordResets.accountId });
     if (!used) return null;
     const accountId = Number(used.accountId);
     await storePasswordHash(tx, accountId, passwordHash);
+    // The link reached the account's mailbox: that proves the address as a sign-up's link would.
+    await markEmailVerified(tx, accountId);
     return accountId;
   });
 }

@@ -38,6 +38,53 @@ export function composeResetMail(mail: ResetMail): { subject: string; text: stri
   return { subject: "Reset your password", text, html: body.value };
 }
 
+/** A mail's three parts. */
+export interface ComposedMail {
+  readonly subject: string;
+  readonly text: string;
+  readonly html: string;
+}
+
+/** The link that confirms a sign-up's address (issue 23, item 10). */
+export function composeVerifyMail(mail: ResetMail): ComposedMail {
+  const until = formatMyt(mail.expiresAt.getTime());
+  const text = [
+    "Someone (we hope you) created a signals account with this address.",
+    "",
+    "Confirm the address here:",
+    mail.link,
+    "",
+    `The link works once, until ${until}. Until then the account cannot subscribe, buy Tokens or make an API key.`,
+    "",
+    "Did not sign up? Ignore this mail: nothing is charged and the account stays unconfirmed.",
+  ].join("\n");
+  const body = html`<p>Someone (we hope you) created a signals account with this address.</p>
+<p><a href="${mail.link}">Confirm the address</a></p>
+<p>The link works once, until ${until}. Until then the account cannot subscribe, buy Tokens or make an API key.</p>
+<p>Did not sign up? Ignore this mail: nothing is charged and the account stays unconfirmed.</p>
+<p style="color:#555">If the button does not open, copy this address into your browser:<br>${mail.link}</p>`;
+  return { subject: "Confirm your email address", text, html: body.value };
+}
+
+/**
+ * The answer to a sign-up with an address that has an account already: the page says the same
+ * either way, and only the mailbox's owner learns that the account exists (OWASP, GitHub).
+ */
+export function composeAlreadyMemberMail(links: { signIn: string; forgot: string | null }): ComposedMail {
+  const text = [
+    "Someone (we hope you) tried to create a signals account with this address, but it has one already.",
+    "",
+    `Sign in here: ${links.signIn}`,
+    ...(links.forgot ? [`Forgot the password? Ask for a new one: ${links.forgot}`] : []),
+    "",
+    "Did not try to sign up? Ignore this mail: nothing changed.",
+  ].join("\n");
+  const body = html`<p>Someone (we hope you) tried to create a signals account with this address, but it has one already.</p>
+<p><a href="${links.signIn}">Sign in</a>${links.forgot ? html` or <a href="${links.forgot}">ask for a new password</a>` : ""}.</p>
+<p>Did not try to sign up? Ignore this mail: nothing changed.</p>`;
+  return { subject: "You already have an account", text, html: body.value };
+}
+
 /** Sends reset mails over one SMTP transport (not pooled: a connection per message, none left open). */
 export function createResetMailer(config: MailConfig) {
   let transport: Promise<Transporter> | null = null;
@@ -52,6 +99,10 @@ export function createResetMailer(config: MailConfig) {
   return {
     async send(mail: ResetMail): Promise<void> {
       await (await transportOnce()).sendMail({ from: config.from, to: mail.to, ...composeResetMail(mail) });
+    },
+    /** Any composed mail (the sign-up's confirmation and "already a member" mails). */
+    async sendComposed(to: string, mail: ComposedMail): Promise<void> {
+      await (await transportOnce()).sendMail({ from: config.from, to, ...mail });
     },
   };
 }

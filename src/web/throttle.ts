@@ -1,15 +1,16 @@
 /**
- * Failed sign-in budget, kept in Postgres so every server process shares it. Two counters per
- * attempt: the client's address and the email tried (hashed: people type passwords into email
- * fields). Once a counter reaches its limit within the window, sign-ins for that address or
- * email are answered 429 without checking the password, so the limit cannot be probed.
+ * Attempt budgets, kept in Postgres so every server process shares them (sign-ins, sign-ups,
+ * reset mails, password changes, test alerts). An attempt is reserved on all its keys before
+ * any password is hashed, by one SQL function (`reserve_attempt`) that counts and refuses past
+ * the limit in the same statement: parallel attempts can never pass a limit (issue 23, item 1).
+ * A sign-in that succeeds gives its reservation back, so the sign-in budgets count failures.
  *
- * The email limit is higher than the address limit on purpose: one address can never use up
- * an email's budget, so a member is not locked out by a single attacker's guesses; a guess
- * campaign spread over many addresses still meets a bound per email.
+ * Keys: the client's address, the email tried (hashed: people type passwords into email
+ * fields) and the pair of both (hashed). Which of them refuse, and which only count, is each
+ * route's policy; docs/accounts.md ("Sign-in budgets") lists them.
  *
- * Other budgets (password reset mails) share the table under their own key prefix (`scope`),
- * so each sweeps only its own counters with its own window.
+ * Every budget keeps its keys under its own prefix (`scope`), so each sweeps only its own
+ * counters with its own window.
  */
 import { createHash } from "node:crypto";
 import { and, like, lt, or, sql } from "drizzle-orm";
@@ -18,62 +19,113 @@ import { signInFailures } from "../db/schema.ts";
 
 export interface ThrottlePolicy {
   readonly windowMs: number;
-  /** Failures allowed per client address in one window. */
+  /** Attempts allowed per client address in one window. */
   readonly perAddress: number;
-  /** Failures allowed per email in one window. */
+  /** Attempts allowed per email (or account) in one window. */
   readonly perEmail: number;
   /** Key prefix of a budget kept apart from the sign-in one (e.g. "reset:"); none for sign-ins. */
   readonly scope?: string;
 }
 
-export const DEFAULT_THROTTLE: ThrottlePolicy = Object.freeze({ windowMs: 15 * 60_000, perAddress: 10, perEmail: 30 });
-
-/** The two counters an attempt touches (`scope` as in the policy). */
-export function throttleKeys(address: string, email: string, scope = ""): { address: string; email: string } {
-  return {
-    address: `${scope}addr:${address}`,
-    email: `${scope}email:${createHash("sha256").update(email.trim().toLowerCase(), "utf8").digest("hex")}`,
-  };
+/**
+ * The sign-in budget. Hard limits per address (over every email, for addresses that never
+ * signed in to the account) and per (email, address); the email's own count never locks: past
+ * `perEmail` failures, sign-ins from addresses new to the account wait `slowdownMs` first.
+ */
+export interface SignInPolicy extends ThrottlePolicy {
+  /** Failures allowed per (email, address) in one window, known addresses included. */
+  readonly perPair: number;
+  /** Wait before the password check of an address new to an email that strangers guess at. */
+  readonly slowdownMs: number;
 }
 
-/** Milliseconds until each key's budget allows an attempt again (0: allowed now). */
-export async function throttleWaits(handle: DbHandle, keys: { address: string; email: string }, policy: ThrottlePolicy, now: number): Promise<{ address: number; email: number }> {
-  const rows = await handle.rows<{ throttle_key: string; failures: number; window_start: Date | string }>(sql`
-    SELECT throttle_key, failures, window_start FROM sign_in_failures
-     WHERE throttle_key IN (${keys.address}, ${keys.email}) AND window_start > ${new Date(now - policy.windowMs).toISOString()}::timestamptz`);
-  const waits = { address: 0, email: 0 };
-  for (const row of rows) {
-    const which = row.throttle_key === keys.address ? "address" : "email";
-    const limit = which === "address" ? policy.perAddress : policy.perEmail;
-    if (Number(row.failures) >= limit) waits[which] = Math.max(0, new Date(row.window_start).getTime() + policy.windowMs - now);
-  }
-  return waits;
+export const DEFAULT_THROTTLE: SignInPolicy = Object.freeze({ windowMs: 15 * 60_000, perAddress: 10, perPair: 10, perEmail: 30, slowdownMs: 5_000 });
+
+export interface ThrottleKeys {
+  readonly address: string;
+  readonly email: string;
+  /** The (email, address) pair. */
+  readonly pair: string;
 }
 
-/** Milliseconds until sign-ins are allowed again for these keys, or 0 when they are allowed now. */
-export async function throttledFor(handle: DbHandle, keys: { address: string; email: string }, policy: ThrottlePolicy, now: number): Promise<number> {
-  const waits = await throttleWaits(handle, keys, policy, now);
-  return Math.max(waits.address, waits.email);
+const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
+
+/** The counters an attempt may touch (`scope` as in the policy); emails only hashed. */
+export function throttleKeys(address: string, email: string, scope = ""): ThrottleKeys {
+  const normalised = email.trim().toLowerCase();
+  return { address: `${scope}addr:${address}`, email: `${scope}email:${sha256(normalised)}`, pair: `${scope}pair:${sha256(`${normalised}\n${address}`)}` };
+}
+
+/** One key of an attempt and its limit in the window (null: counted, never refused). */
+export interface Budget {
+  readonly key: string;
+  readonly limit: number | null;
 }
 
 /**
- * Counts one failure on both keys: one statement per key that starts a new window when the
- * old one has passed, so concurrent failures are all counted (no read-then-write).
+ * Reserves one attempt on every budget, or on none; returns 0 when reserved, else the
+ * milliseconds until the fullest budget allows an attempt again.
  */
-export async function recordFailure(handle: DbHandle, keys: { address: string; email: string }, policy: ThrottlePolicy, now: number): Promise<void> {
-  const at = new Date(now).toISOString();
-  const windowStartsAfter = new Date(now - policy.windowMs).toISOString();
-  for (const key of [keys.address, keys.email]) {
-    await handle.rows(sql`
-      INSERT INTO sign_in_failures (throttle_key, failures, window_start) VALUES (${key}, 1, ${at}::timestamptz)
-      ON CONFLICT (throttle_key) DO UPDATE SET
-        failures = CASE WHEN sign_in_failures.window_start <= ${windowStartsAfter}::timestamptz THEN 1 ELSE sign_in_failures.failures + 1 END,
-        window_start = CASE WHEN sign_in_failures.window_start <= ${windowStartsAfter}::timestamptz THEN ${at}::timestamptz ELSE sign_in_failures.window_start END`);
-  }
-  // Counters whose window has passed say nothing any more; sweeping them keeps the table small.
-  // Only this budget's own keys: another scope's window may be longer.
+export async function reserveAttempt(handle: DbHandle, budgets: readonly Budget[], windowMs: number, now: number): Promise<number> {
+  const keys = `{${budgets.map((b) => JSON.stringify(b.key)).join(",")}}`;
+  const limits = `{${budgets.map((b) => (b.limit === null ? "NULL" : String(b.limit))).join(",")}}`;
+  const [row] = await handle.rows<{ wait_ms: number | string }>(
+    sql`SELECT reserve_attempt(${keys}::text[], ${limits}::integer[], ${windowMs}::bigint, ${new Date(now).toISOString()}::timestamptz) AS wait_ms`,
+  );
+  return Number(row!.wait_ms);
+}
+
+/** Gives a reservation back (a sign-in that succeeded is not a failure). */
+export async function refundAttempt(handle: DbHandle, keys: readonly string[]): Promise<void> {
+  await handle.rows(sql`UPDATE sign_in_failures SET failures = greatest(failures - 1, 0) WHERE throttle_key IN ${sql`(${sql.join(keys.map((k) => sql`${k}`), sql`, `)})`}`);
+}
+
+/** Attempts counted on a key in its current window. */
+export async function attemptsOn(handle: DbHandle, key: string, windowMs: number, now: number): Promise<number> {
+  const [row] = await handle.rows<{ failures: number }>(sql`
+    SELECT failures FROM sign_in_failures WHERE throttle_key = ${key} AND window_start > ${new Date(now - windowMs).toISOString()}::timestamptz`);
+  return row ? Number(row.failures) : 0;
+}
+
+/**
+ * Reserves an attempt on the address and the email budget of a policy (both refuse); returns
+ * 0 or the wait, like reserveAttempt.
+ */
+export function reserveOnBoth(handle: DbHandle, keys: ThrottleKeys, policy: ThrottlePolicy, now: number): Promise<number> {
+  return reserveAttempt(
+    handle,
+    [
+      { key: keys.address, limit: policy.perAddress },
+      { key: keys.email, limit: policy.perEmail },
+    ],
+    policy.windowMs,
+    now,
+  );
+}
+
+/**
+ * Deletes this budget's counters whose window has passed (they say nothing any more), keeping
+ * the table small. Only its own keys: another scope's window may be longer.
+ */
+export async function sweepExpired(handle: DbHandle, policy: ThrottlePolicy, now: number): Promise<void> {
   const scope = policy.scope ?? "";
   await handle.db
     .delete(signInFailures)
-    .where(and(lt(signInFailures.windowStart, new Date(now - policy.windowMs)), or(like(signInFailures.throttleKey, `${scope}addr:%`), like(signInFailures.throttleKey, `${scope}email:%`))));
+    .where(
+      and(
+        lt(signInFailures.windowStart, new Date(now - policy.windowMs)),
+        or(like(signInFailures.throttleKey, `${scope}addr:%`), like(signInFailures.throttleKey, `${scope}email:%`), like(signInFailures.throttleKey, `${scope}pair:%`)),
+      ),
+    );
+}
+
+/** "3 minutes": a wait in whole minutes, for a 429 page. */
+export function minutesText(waitMs: number): string {
+  const minutes = Math.ceil(waitMs / 60_000);
+  return `${minutes} minute${minutes === 1 ? "" : "s"}`;
+}
+
+/** The Retry-After header of a wait. */
+export function retryAfter(waitMs: number): Record<string, string> {
+  return { "retry-after": String(Math.ceil(waitMs / 1000)) };
 }

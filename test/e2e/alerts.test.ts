@@ -14,6 +14,7 @@ import { createTestClock, INTERNAL_TOKEN, startTestServer, type TestServer } fro
 import { structureBreak } from "../support/structure-break.ts";
 import { sql } from "drizzle-orm";
 import { disconnectChat } from "../../src/alerts/telegram-connect.ts";
+import { waitFor } from "../support/reliability.ts";
 
 const H = 3_600_000;
 const update = (symbol: string, c: Candle, closed = true): CandleUpdate => ({ symbol, tf: "1h", ...c, closed });
@@ -65,7 +66,12 @@ describe("a live structure break", () => {
     const res = await fetch(`${server.baseUrl}/api/v1/signals?symbols=ZZA&tf=1h`, { headers: { "x-api-key": member.apiKey } });
     const body = (await res.json()) as { signals: { signal: string; confirmed: boolean; signal_id: string | null }[] };
     expect(body.signals[0]).toMatchObject({ signal: "LONG", confirmed: true, signal_id: eventId });
-    await new Promise((r) => setTimeout(r, 300));
+    // The event: the outbox worker has finished every row the break queued (none left to send).
+    await waitFor(
+      async () => (await server.db.handle.rows(sql`SELECT id FROM outbox WHERE sent_at IS NULL AND failed_at IS NULL`)).length === 0,
+      30_000,
+      "the outbox drained",
+    );
     expect(telegram.received).toHaveLength(1);
     expect(await server.db.handle.rows(sql`SELECT id FROM outbox WHERE account_id = ${disconnected.accountId}`)).toEqual([]);
   });

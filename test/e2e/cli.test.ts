@@ -70,7 +70,7 @@ describe(`signals CLI (${usingPostgres ? "Postgres" : "embedded PGlite"})`, () =
     expect(created.api_key).toMatch(KEY_PATTERN);
     expect(created.account_id).toEqual(expect.any(Number));
     expect(created.account_id as number).toBeGreaterThan(0);
-    expect(created).toMatchObject({ email: "Operator.One@Example.test", plan: "node", grant_balance: 10_000, credits_left: 10_000 });
+    expect(created).toMatchObject({ email: "Operator.One@Example.test", plan: "node", grant_balance: 10_000, tokens_left: 10_000 });
     // Only a short display prefix of the key is ever shown again.
     expect(created.key_prefix).toBe((created.api_key as string).slice(0, "sig_live_".length + 4));
     accountId = created.account_id as number;
@@ -92,7 +92,7 @@ describe(`signals CLI (${usingPostgres ? "Postgres" : "embedded PGlite"})`, () =
         plan: "node",
         grant_balance: 10_000,
         pack_balance: 0,
-        credits_left: 10_000,
+        tokens_left: 10_000,
         calls_today: 0,
         key_prefix: apiKey.slice(0, 13),
       });
@@ -106,12 +106,12 @@ describe(`signals CLI (${usingPostgres ? "Postgres" : "embedded PGlite"})`, () =
 
     it("tokens pack --amount 500 credits the pack bucket", async () => {
       const after = success(await cli("tokens", "pack", "--account", String(accountId), "--amount", "500", "--json"));
-      expect(after).toMatchObject({ account_id: accountId, grant_balance: 10_000, pack_balance: 500, credits_left: 10_500 });
+      expect(after).toMatchObject({ account_id: accountId, grant_balance: 10_000, pack_balance: 500, tokens_left: 10_500 });
     });
 
     it("tokens adjust --delta -3 takes three Tokens, from the grant bucket first", async () => {
       const after = success(await cli("tokens", "adjust", "--account", String(accountId), "--delta", "-3", "--reason", "test", "--json"));
-      expect(after).toMatchObject({ account_id: accountId, grant_balance: 9_997, pack_balance: 500, credits_left: 10_497 });
+      expect(after).toMatchObject({ account_id: accountId, grant_balance: 9_997, pack_balance: 500, tokens_left: 10_497 });
     });
 
     it("key regenerate prints a new key; the old key is refused at once and the new one works", async () => {
@@ -122,7 +122,7 @@ describe(`signals CLI (${usingPostgres ? "Postgres" : "embedded PGlite"})`, () =
       const newKey = regenerated.api_key as string;
       expect(newKey).toMatch(KEY_PATTERN);
       expect(newKey).not.toBe(apiKey);
-      expect(regenerated).toMatchObject({ account_id: accountId, credits_left: 10_496, calls_today: 1, key_prefix: newKey.slice(0, 13) });
+      expect(regenerated).toMatchObject({ account_id: accountId, tokens_left: 10_496, calls_today: 1, key_prefix: newKey.slice(0, 13) });
 
       expect(await callRest(server, apiKey)).toMatchObject({ status: 401, body: { ok: false, error: "invalid_api_key" } });
       expect(await callRest(server, newKey)).toMatchObject({ status: 200, body: { ok: true, credits_left: 10_495 } });

@@ -103,7 +103,8 @@ async function signUpViewer(email: string): Promise<{ web: WebClient; accountId:
   const web = new WebClient(server.baseUrl);
   const form = await web.get("/signup");
   const res = await web.post("/signup", { csrf_token: csrfTokenOf(form.body), email, password: PASSWORD, confirm: PASSWORD });
-  expect(res.status).toBe(303);
+  expect(res.status).toBe(200);
+  expect((await web.signIn(email, PASSWORD)).status).toBe(303);
   const [row] = await server.db.handle.rows<{ id: string | number; plan: string; subscription_until: Date | null }>(sql`SELECT id, plan, subscription_until FROM accounts WHERE email = ${email}`);
   expect(row).toMatchObject({ plan: "free", subscription_until: null });
   return { web, accountId: Number(row!.id) };

@@ -507,15 +507,15 @@ describe("free calls cost nothing", () => {
       expect(after).toEqual(before);
       expect(ledgerBalances(after)).toBe(true);
       const summaryAfter = await getAccountSummary(capped.db.handle, accountId, capped.clock());
-      expect({ credits: summaryAfter.creditsLeft, callsToday: summaryAfter.callsToday }).toEqual({ credits: summaryBefore.creditsLeft, callsToday: 1 });
+      expect({ credits: summaryAfter.tokensLeft, callsToday: summaryAfter.callsToday }).toEqual({ credits: summaryBefore.tokensLeft, callsToday: 1 });
       // The paid endpoint's cap still has exactly the two calls the one paid call left.
       expect((await get(capped, "/api/v1/signals", key)).headers.get("ratelimit-remaining")).toBe("1");
       expect((await get(capped, "/api/v1/signals", key)).headers.get("ratelimit-remaining")).toBe("0");
       expectError(await get(capped, "/api/v1/signals", key), 429, "rate_limited");
       // With the daily cap reached and no Tokens left, the free endpoints still answer.
-      await adjustTokens(capped.db.handle, accountId, "adjustment", -(summaryAfter.creditsLeft - 2), "test: drain", capped.config.limits);
+      await adjustTokens(capped.db.handle, accountId, "adjustment", -(summaryAfter.tokensLeft - 2), "test: drain", capped.config.limits);
       for (const e of ENDPOINTS) expect((await get(capped, e.path, key)).status).toBe(200);
-      expect((await getAccountSummary(capped.db.handle, accountId, capped.clock())).creditsLeft).toBe(0);
+      expect((await getAccountSummary(capped.db.handle, accountId, capped.clock())).tokensLeft).toBe(0);
     } finally {
       await capped.close();
     }

@@ -294,13 +294,13 @@ async function accountState(server: TestServer, accountId: number) {
   const check = await ledgerCheck(server.db.handle, accountId);
   expect(ledgerBalances(check)).toBe(true);
   const summary = await getAccountSummary(server.db.handle, accountId, server.clock());
-  return { ...check, callsToday: summary.callsToday, creditsLeft: summary.creditsLeft };
+  return { ...check, callsToday: summary.callsToday, creditsLeft: summary.tokensLeft };
 }
 
 async function drain(server: TestServer, accountId: number, toLeave: number) {
-  const { creditsLeft } = await getAccountSummary(server.db.handle, accountId, server.clock());
-  expect(await adjustTokens(server.db.handle, accountId, "adjustment", toLeave - creditsLeft, "test: drain", server.config.limits)).toBe("ok");
-  expect((await getAccountSummary(server.db.handle, accountId, server.clock())).creditsLeft).toBe(toLeave);
+  const { tokensLeft } = await getAccountSummary(server.db.handle, accountId, server.clock());
+  expect(await adjustTokens(server.db.handle, accountId, "adjustment", toLeave - tokensLeft, "test: drain", server.config.limits)).toBe("ok");
+  expect((await getAccountSummary(server.db.handle, accountId, server.clock())).tokensLeft).toBe(toLeave);
 }
 
 const UNAUTHENTICATED = grpc.status.UNAUTHENTICATED;

@@ -77,7 +77,7 @@ describe("200 body", () => {
     expectMatchesSchema(btc.arming, ArmingSchema, ArmingSchema.fields.map((f) => f.name));
     expect(eth).toMatchObject({ signal: "NONE", defense: null, arming: null, signal_id: null });
     expect(unknown).toEqual({ symbol: "NEWCOIN", tf: "1h", ok: false, reason: "unknown_symbol" });
-    expect((await getAccountSummary(server.db.handle, accountId, server.clock())).creditsLeft).toBe(9_999);
+    expect((await getAccountSummary(server.db.handle, accountId, server.clock())).tokensLeft).toBe(9_999);
   });
 
   it("sends each signal as its enum name without prefix", async () => {

@@ -34,7 +34,7 @@ async function newAccount(plan = "node", now = NOV_15, until = new Date(now + 60
 
 async function setBalance(id: number, credits: number, now = NOV_15) {
   const s = await getAccountSummary(tdb.handle, id, now);
-  const delta = credits - s.creditsLeft;
+  const delta = credits - s.tokensLeft;
   if (delta !== 0) expect(await adjustTokens(tdb.handle, id, "adjustment", delta, "test setup", limits)).toBe("ok");
 }
 
@@ -48,21 +48,21 @@ describe("monthly grant", () => {
   it("a new node account starts with the full grant of its first month", async () => {
     const { id } = await newAccount();
     const s = await getAccountSummary(tdb.handle, id, NOV_15);
-    expect(s).toMatchObject({ grantBalance: 10_000, packBalance: 0, creditsLeft: 10_000, grantMonth: "2026-11" });
+    expect(s).toMatchObject({ grantBalance: 10_000, packBalance: 0, tokensLeft: 10_000, grantMonth: "2026-11" });
     await expectLedgerSums(id);
   });
 
   it("other plans get no grant", async () => {
     const { id } = await newAccount("pro");
-    expect((await getAccountSummary(tdb.handle, id, NOV_15)).creditsLeft).toBe(0);
+    expect((await getAccountSummary(tdb.handle, id, NOV_15)).tokensLeft).toBe(0);
   });
 
   it("resets (not accumulates) the grant bucket at 00:00 MYT on the 1st and writes off the rest", async () => {
     const { id, keyHash } = await newAccount();
     await setBalance(id, 40);
-    expect((await chargeCall(tdb.handle, keyHash, limits, LAST_MS_OF_NOV_MYT)).creditsLeft).toBe(39);
+    expect((await chargeCall(tdb.handle, keyHash, limits, LAST_MS_OF_NOV_MYT)).tokensLeft).toBe(39);
     const dec = await chargeCall(tdb.handle, keyHash, limits, FIRST_MS_OF_DEC_MYT);
-    expect(dec).toMatchObject({ outcome: "ok", creditsLeft: 9_999 });
+    expect(dec).toMatchObject({ outcome: "ok", tokensLeft: 9_999 });
     const kinds = await tdb.handle.rows<{ kind: string; grant_delta: string | number }>(
       sql`SELECT kind, grant_delta FROM ledger_entries WHERE account_id = ${id} ORDER BY id DESC LIMIT 3`,
     );
@@ -80,7 +80,7 @@ describe("monthly grant", () => {
     expect(results.every((r) => r.outcome === "ok")).toBe(true);
     const [grants] = await tdb.handle.rows<{ n: string | number }>(sql`SELECT count(*) AS n FROM ledger_entries WHERE account_id = ${id} AND kind = 'grant'`);
     expect(Number(grants!.n)).toBe(2);
-    expect((await getAccountSummary(tdb.handle, id, FIRST_MS_OF_DEC_MYT)).creditsLeft).toBe(10_000 - 20);
+    expect((await getAccountSummary(tdb.handle, id, FIRST_MS_OF_DEC_MYT)).tokensLeft).toBe(10_000 - 20);
     await expectLedgerSums(id);
   });
 
@@ -93,7 +93,7 @@ describe("monthly grant", () => {
     expect(s).toMatchObject({ grantBalance: 0, packBalance: 4 });
     await applyMonthlyGrant(tdb.handle, id, limits, FIRST_MS_OF_DEC_MYT);
     s = await getAccountSummary(tdb.handle, id, FIRST_MS_OF_DEC_MYT);
-    expect(s).toMatchObject({ grantBalance: 10_000, packBalance: 4, creditsLeft: 10_004 });
+    expect(s).toMatchObject({ grantBalance: 10_000, packBalance: 4, tokensLeft: 10_004 });
     await expectLedgerSums(id);
   });
 });
@@ -102,7 +102,7 @@ describe("charge_call", () => {
   it("charges exactly 1 Token and counts the call", async () => {
     const { id, keyHash } = await newAccount();
     const r = await chargeCall(tdb.handle, keyHash, limits, NOV_15);
-    expect(r).toEqual({ market: null, outcome: "ok", accountId: id, plan: "node", creditsLeft: 9_999, callsToday: 1, lowBalanceCrossed: false });
+    expect(r).toEqual({ market: null, outcome: "ok", accountId: id, plan: "node", tokensLeft: 9_999, callsToday: 1, lowBalanceCrossed: false });
     expect((await expectLedgerSums(id)).charges).toBe(1);
   });
 
@@ -153,7 +153,7 @@ describe("charge_call", () => {
     const beforeMidnight = Date.parse("2026-11-15T15:59:59Z");
     for (let i = 1; i <= 3; i++) expect(await chargeCall(tdb.handle, keyHash, tight, beforeMidnight)).toMatchObject({ outcome: "ok", callsToday: i });
     const refused = await chargeCall(tdb.handle, keyHash, tight, beforeMidnight);
-    expect(refused).toMatchObject({ outcome: "rate_limited", callsToday: 3, creditsLeft: 9_997 });
+    expect(refused).toMatchObject({ outcome: "rate_limited", callsToday: 3, tokensLeft: 9_997 });
     expect(await chargeCall(tdb.handle, keyHash, tight, Date.parse("2026-11-15T16:00:00Z"))).toMatchObject({ outcome: "ok", callsToday: 1 });
   });
 
@@ -177,7 +177,7 @@ describe("charge_call", () => {
     const outcomes = results.map((r) => r.outcome);
     expect(outcomes.filter((o) => o === "ok")).toHaveLength(100);
     expect(outcomes.filter((o) => o === "insufficient_credits")).toHaveLength(200);
-    expect(new Set(results.filter((r) => r.outcome === "ok").map((r) => r.creditsLeft)).size).toBe(100);
+    expect(new Set(results.filter((r) => r.outcome === "ok").map((r) => r.tokensLeft)).size).toBe(100);
     const check = await expectLedgerSums(id);
     expect(check.charges).toBe(100);
     expect(check.grantBalance + check.packBalance).toBe(0);
@@ -197,7 +197,7 @@ describe("grouped charges", () => {
       limits,
     );
     expect(results.map((r) => r.outcome)).toEqual(["ok", "ok", "ok", "invalid_api_key", "insufficient_credits"]);
-    expect(results.map((r) => r.creditsLeft)).toEqual([1, 9_999, 0, null, 0]);
+    expect(results.map((r) => r.tokensLeft)).toEqual([1, 9_999, 0, null, 0]);
     await expectLedgerSums(a.id);
     await expectLedgerSums(b.id);
   });
@@ -241,7 +241,7 @@ describe("a process behind the store's market version", () => {
     const grouped = await chargeBatch(tdb.handle, [{ keyHash, now: NOV_15, known: { VERA: 2, VERB: 5, NEWCOIN: 0 } }], limits);
     const charge = createChargeBatcher(tdb.handle, limits);
     const batched = await charge(keyHash, NOV_15, undefined, { VERA: 3, VERB: 4 });
-    expect(grouped[0]).toMatchObject({ outcome: "behind", market: { VERA: 3 }, creditsLeft: null, callsToday: null });
+    expect(grouped[0]).toMatchObject({ outcome: "behind", market: { VERA: 3 }, tokensLeft: null, callsToday: null });
     expect(batched).toMatchObject({ outcome: "behind", market: { VERB: 5 } });
     expect(await ledgerCheck(tdb.handle, id)).toEqual(before);
     const [row] = await tdb.handle.rows<{ calls_today: number }>(sql`SELECT calls_today FROM accounts WHERE id = ${id}`);

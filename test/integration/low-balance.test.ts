@@ -60,7 +60,7 @@ async function newAccount(options: { chatId?: string; plan?: string; until?: Dat
 /** Sets the balance with a ledger adjustment (adjustments never write a notice themselves). */
 async function setBalance(db: DbHandle, id: number, credits: number, now = NOV_15) {
   const s = await getAccountSummary(db, id, now);
-  if (credits !== s.creditsLeft) expect(await adjustTokens(db, id, "adjustment", credits - s.creditsLeft, "test setup", limits)).toBe("ok");
+  if (credits !== s.tokensLeft) expect(await adjustTokens(db, id, "adjustment", credits - s.tokensLeft, "test setup", limits)).toBe("ok");
 }
 
 async function notices(db: DbHandle, accountId: number): Promise<Notice[]> {
@@ -87,11 +87,11 @@ describe("the low-balance notice", () => {
     const { id, keyHash } = await newAccount({ chatId: "777" });
     await setBalance(tdb.handle, id, 1_502);
     const [to1501, to1500] = await charge(keyHash, 2);
-    expect([to1501!.creditsLeft, to1500!.creditsLeft]).toEqual([1_501, 1_500]);
+    expect([to1501!.tokensLeft, to1500!.tokensLeft]).toEqual([1_501, 1_500]);
     // 1,500 is not below the threshold.
     expect(await notices(tdb.handle, id)).toEqual([]);
     const [to1499] = await charge(keyHash);
-    expect(to1499).toMatchObject({ outcome: "ok", creditsLeft: 1_499, lowBalanceCrossed: true });
+    expect(to1499).toMatchObject({ outcome: "ok", tokensLeft: 1_499, lowBalanceCrossed: true });
     const [notice] = await notices(tdb.handle, id);
     expect(notice).toMatchObject({ kind: "low_balance", chat_id: "777", event_id: null, payload: { credits_left: 1_499, threshold: THRESHOLD }, attempts: 0 });
 
@@ -116,7 +116,7 @@ describe("the low-balance notice", () => {
 
     // Back at exactly 1,500 ("at or above"): re-armed.
     expect(await adjustTokens(tdb.handle, id, "pack", 2, "pack of 2", limits)).toBe("ok"); // 1,500
-    expect((await charge(keyHash))[0]).toMatchObject({ creditsLeft: 1_499, lowBalanceCrossed: true });
+    expect((await charge(keyHash))[0]).toMatchObject({ tokensLeft: 1_499, lowBalanceCrossed: true });
     await charge(keyHash, 3);
     const all = await notices(tdb.handle, id);
     expect(all.map((x) => x.payload)).toEqual([
@@ -140,7 +140,7 @@ describe("the low-balance notice", () => {
     // in December fires a third notice.
     await applyMonthlyGrant(tdb.handle, id, limits, DEC_2);
     await setBalance(tdb.handle, id, 1_500, DEC_2);
-    expect((await charge(keyHash, 1, DEC_2))[0]).toMatchObject({ creditsLeft: 1_499, lowBalanceCrossed: true });
+    expect((await charge(keyHash, 1, DEC_2))[0]).toMatchObject({ tokensLeft: 1_499, lowBalanceCrossed: true });
     expect((await notices(tdb.handle, id)).map((x) => x.payload.credits_left)).toEqual([1_499, 1_499, 1_499]);
   });
 
@@ -151,7 +151,7 @@ describe("the low-balance notice", () => {
     await setBalance(tdb.handle, id, 201);
     await chargeCall(tdb.handle, keyHash, small, NOV_15); // 200
     expect(await notices(tdb.handle, id)).toHaveLength(0);
-    expect(await chargeCall(tdb.handle, keyHash, small, NOV_15)).toMatchObject({ creditsLeft: 199, lowBalanceCrossed: true });
+    expect(await chargeCall(tdb.handle, keyHash, small, NOV_15)).toMatchObject({ tokensLeft: 199, lowBalanceCrossed: true });
     expect((await notices(tdb.handle, id)).map((x) => x.payload)).toEqual([{ credits_left: 199, threshold: 200 }]);
   });
 
@@ -161,7 +161,7 @@ describe("the low-balance notice", () => {
     const charger = createChargeBatcher(tdb.handle, limits);
     const results = await Promise.all(Array.from({ length: 60 }, () => charger(keyHash, NOV_15)));
     expect(results.filter((r) => r.outcome === "ok")).toHaveLength(60);
-    expect(results.filter((r) => r.lowBalanceCrossed).map((r) => r.creditsLeft)).toEqual([1_499]);
+    expect(results.filter((r) => r.lowBalanceCrossed).map((r) => r.tokensLeft)).toEqual([1_499]);
     expect((await notices(tdb.handle, id)).map((x) => x.payload)).toEqual([{ credits_left: 1_499, threshold: THRESHOLD }]);
   });
 
@@ -211,7 +211,7 @@ describe("the notice and its charge are one transaction", () => {
     // Rolled back together: no notice, no charge, and the crossing is still armed.
     expect(await notices(tdb.handle, id)).toEqual([]);
     expect(await ledgerCheck(tdb.handle, id)).toEqual(before);
-    expect((await charge(keyHash))[0]).toMatchObject({ creditsLeft: 1_499, lowBalanceCrossed: true });
+    expect((await charge(keyHash))[0]).toMatchObject({ tokensLeft: 1_499, lowBalanceCrossed: true });
     expect(await notices(tdb.handle, id)).toHaveLength(1);
   });
 
@@ -219,7 +219,7 @@ describe("the notice and its charge are one transaction", () => {
     const tight: Limits = { ...limits, dailyCap: 1 };
     const capped = await newAccount({ chatId: "791" });
     await setBalance(tdb.handle, capped.id, 1_501);
-    expect(await chargeCall(tdb.handle, capped.keyHash, tight, NOV_15)).toMatchObject({ outcome: "ok", creditsLeft: 1_500 });
+    expect(await chargeCall(tdb.handle, capped.keyHash, tight, NOV_15)).toMatchObject({ outcome: "ok", tokensLeft: 1_500 });
     expect(await chargeCall(tdb.handle, capped.keyHash, tight, NOV_15)).toMatchObject({ outcome: "rate_limited", lowBalanceCrossed: false });
     expect(await notices(tdb.handle, capped.id)).toEqual([]);
     // The next MYT day the same call is charged and crosses.
@@ -249,7 +249,7 @@ describe("the notice and its charge are one transaction", () => {
       [a, b, a, { keyHash: unknown }, a].map((x) => ({ keyHash: x.keyHash, now: NOV_15 })),
       limits,
     );
-    expect(results.map((r) => [r.outcome, r.creditsLeft, r.lowBalanceCrossed])).toEqual([
+    expect(results.map((r) => [r.outcome, r.tokensLeft, r.lowBalanceCrossed])).toEqual([
       ["ok", 1_500, false],
       ["insufficient_credits", 0, false],
       ["ok", 1_499, true],

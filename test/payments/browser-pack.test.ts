@@ -51,7 +51,7 @@ describe.skipIf(!chromiumAvailable)("buying a Token pack in headless Chromium", 
     await page.getByLabel("Email").fill(EMAIL);
     await page.getByLabel("Password").fill(PASSWORD);
     await Promise.all([page.waitForURL(`${server.baseUrl}/account`), page.getByRole("button", { name: "Sign in" }).click()]);
-    expect(await page.locator("#credits-left").textContent()).toBe("10,000");
+    expect(await page.locator("#tokens-left").textContent()).toBe("10,000");
 
     await Promise.all([page.waitForURL(/\/c\/pay\/cs_test_/), page.getByRole("button", { name: "Buy 5,000 Tokens" }).click()]);
     expect(await page.locator("#fake-stripe").textContent()).toBe("Stripe test page");
@@ -61,14 +61,14 @@ describe.skipIf(!chromiumAvailable)("buying a Token pack in headless Chromium", 
 
     // The member comes back before Stripe's webhook: nothing is credited by the redirect.
     await page.goto(`${server.baseUrl}/account?checkout=success`);
-    expect(await page.locator("#credits-left").textContent()).toBe("10,000");
+    expect(await page.locator("#tokens-left").textContent()).toBe("10,000");
     expect(await page.getByRole("status").first().textContent()).toContain("Stripe is confirming your payment");
 
     const delivery = signedEvent("checkout.session.completed", completedPackSession(session, { paymentIntent: "pi_test_browser" }), { timestampS: Math.floor(server.clock() / 1000) });
     expect((await deliver(server.baseUrl, delivery)).status).toBe(200);
 
     await page.reload();
-    expect(await page.locator("#credits-left").textContent()).toBe("15,000");
+    expect(await page.locator("#tokens-left").textContent()).toBe("15,000");
     expect(await page.locator("#pack-balance").textContent()).toContain("5,000");
     const newest = await page.locator("#ledger tbody tr").first().textContent();
     expect(newest).toContain("Token pack");

@@ -107,7 +107,7 @@ describe.runIf(usingPostgres)("database faults under load (one server process be
 
   const newAccount = async () => {
     const { summary, apiKey } = await createAccount(db, { email: `f${Math.random()}@example.test`, plan: "node", subscriptionUntil: new Date(Date.now() + 30 * 86_400_000) }, limits, Date.now());
-    return { accountId: summary.accountId, apiKey, grant: summary.creditsLeft };
+    return { accountId: summary.accountId, apiKey, grant: summary.tokensLeft };
   };
 
   beforeAll(async () => {
@@ -253,7 +253,7 @@ describe.runIf(usingPostgres)("a charge whose connection breaks before its answe
 
   async function setup() {
     const { summary, apiKey } = await createAccount(direct, { email: `a${Math.random()}@example.test`, plan: "node", subscriptionUntil: new Date(Date.now() + 86_400_000) }, limits, Date.now());
-    return { accountId: summary.accountId, keyHash: hashApiKey(apiKey), before: summary.creditsLeft };
+    return { accountId: summary.accountId, keyHash: hashApiKey(apiKey), before: summary.tokensLeft };
   }
 
   it("committed after all: the caller gets its real answer, charged once", async () => {
@@ -275,7 +275,7 @@ describe.runIf(usingPostgres)("a charge whose connection breaks before its answe
       await lock.release();
       await proxy.accept();
     }
-    expect(result).toMatchObject({ outcome: "ok", accountId, creditsLeft: before - 1 });
+    expect(result).toMatchObject({ outcome: "ok", accountId, tokensLeft: before - 1 });
     const check = await ledgerCheck(direct, accountId);
     expect(check.charges).toBe(1);
     expect(ledgerBalances(check)).toBe(true);

@@ -118,7 +118,7 @@ describe.skipIf(!chromiumAvailable)("web pages in headless Chromium", () => {
     await page.keyboard.press("Enter");
     await page.waitForURL(`${server.baseUrl}/account`);
     expect(await page.getByRole("heading", { level: 1 }).textContent()).toBe("Your account");
-    expect(await page.locator("#credits-left").textContent()).toBe("10,000");
+    expect(await page.locator("#tokens-left").textContent()).toBe("10,000");
     expect(await page.locator("#calls-today").textContent()).toBe("0");
     const nextGrant = formatMyt(nextMytMonthStart(server.clock()));
     expect(nextGrant).toMatch(/^1 [A-Z][a-z]{2} \d{4} 00:00 MYT$/);
@@ -153,7 +153,7 @@ describe.skipIf(!chromiumAvailable)("web pages in headless Chromium", () => {
     expect(call.status).toBe(200);
     expect(call.body.credits_left).toBe(9_999);
     await page.reload();
-    expect(await page.locator("#credits-left").textContent()).toBe("9,999");
+    expect(await page.locator("#tokens-left").textContent()).toBe("9,999");
     expect(await page.locator("#calls-today").textContent()).toBe("1");
     const newest = await page.locator("#ledger tbody tr").first().textContent();
     expect(newest).toContain("API call");
@@ -224,7 +224,7 @@ describe.skipIf(!chromiumAvailable)("web pages in headless Chromium", () => {
     expect(html).not.toContain(newKey);
     expect(html.match(FULL_KEY)).toBeNull();
     expect(await page.locator("#masked-key").textContent()).toBe(`${newKey.slice(0, 13)}${"\u2022".repeat(28)}`);
-    expect(await page.locator("#credits-left").textContent()).toBe("9,997");
+    expect(await page.locator("#tokens-left").textContent()).toBe("9,997");
     // Going back to the one-time page does not bring the key back (no-store, and the record is gone).
     await page.goBack();
     expect(new URL(page.url()).pathname).toBe("/account/key/new");

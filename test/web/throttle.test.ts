@@ -1,12 +1,13 @@
 /**
- * The failed sign-in budget on a real database (PGlite, or Postgres with DATABASE_URL), with a
- * small policy: per-address and per-email limits, the email budget reached only by several
- * addresses, concurrent failures all counted, a new window after the old one, and old counters
- * swept. The router's use of it (429 pages) is covered in security.test.ts.
+ * The attempt budgets on a real database (PGlite, or Postgres with DATABASE_URL), with a small
+ * policy: `reserve_attempt` counts and refuses in one statement (parallel reservations never
+ * pass a limit), all keys or none, a new window after the old one, refunds, and old counters
+ * swept per scope. The routes' use of it is covered in security.test.ts and
+ * test/reliability/sign-in-bursts.test.ts.
  */
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { recordFailure, throttledFor, throttleKeys, throttleWaits, type ThrottlePolicy } from "../../src/web/throttle.ts";
+import { attemptsOn, refundAttempt, reserveAttempt, reserveOnBoth, sweepExpired, throttleKeys, type ThrottlePolicy } from "../../src/web/throttle.ts";
 import { createTestDb, type TestDb } from "../support/test-db.ts";
 
 const POLICY: ThrottlePolicy = { windowMs: 60_000, perAddress: 3, perEmail: 5 };
@@ -21,59 +22,63 @@ afterAll(async () => {
   await db?.drop();
 });
 
-describe("sign-in throttle", () => {
-  it("blocks an address after its limit, for the rest of the window, whatever email it tries", async () => {
+const failuresOf = async (key: string) => Number((await db.handle.rows<{ failures: number }>(sql`SELECT failures FROM sign_in_failures WHERE throttle_key = ${key}`))[0]?.failures ?? 0);
+
+describe("attempt budgets", () => {
+  it("refuses an address past its limit for the rest of the window, whatever email it tries", async () => {
     const keys = throttleKeys("192.0.2.1", "a@example.test");
-    for (let i = 0; i < POLICY.perAddress; i++) {
-      expect(await throttledFor(db.handle, keys, POLICY, T0 + i)).toBe(0);
-      await recordFailure(db.handle, keys, POLICY, T0 + i);
-    }
-    expect(await throttledFor(db.handle, keys, POLICY, T0 + 10)).toBe(POLICY.windowMs - 10);
-    expect(await throttledFor(db.handle, throttleKeys("192.0.2.1", "other@example.test"), POLICY, T0 + 10)).toBeGreaterThan(0);
+    for (let i = 0; i < POLICY.perAddress; i++) expect(await reserveOnBoth(db.handle, keys, POLICY, T0 + i)).toBe(0);
+    expect(await reserveOnBoth(db.handle, keys, POLICY, T0 + 10)).toBe(POLICY.windowMs - 10);
+    expect(await reserveOnBoth(db.handle, throttleKeys("192.0.2.1", "other@example.test"), POLICY, T0 + 10)).toBeGreaterThan(0);
     // Another address, same email: its own budget, and the email's is not used up yet.
-    expect(await throttledFor(db.handle, throttleKeys("192.0.2.2", "a@example.test"), POLICY, T0 + 10)).toBe(0);
+    expect(await reserveOnBoth(db.handle, throttleKeys("192.0.2.2", "a@example.test"), POLICY, T0 + 10)).toBe(0);
     // A new window after the old one.
-    expect(await throttledFor(db.handle, keys, POLICY, T0 + POLICY.windowMs)).toBe(0);
+    expect(await reserveOnBoth(db.handle, keys, POLICY, T0 + POLICY.windowMs)).toBe(0);
   });
 
-  it("blocks an email once failures from several addresses reach its limit; one address alone cannot", async () => {
-    const email = "target@example.test";
-    for (const [i, address] of ["198.51.100.1", "198.51.100.2"].entries()) {
-      for (let j = 0; j < (i === 0 ? POLICY.perAddress : POLICY.perEmail - POLICY.perAddress); j++) await recordFailure(db.handle, throttleKeys(address, email), POLICY, T0);
-    }
-    expect(await throttledFor(db.handle, throttleKeys("198.51.100.9", email), POLICY, T0 + 1)).toBeGreaterThan(0);
-    expect(await throttledFor(db.handle, throttleKeys("198.51.100.9", "someone.else@example.test"), POLICY, T0 + 1)).toBe(0);
-    // The email key is case-insensitive and never stores the email itself.
-    expect(await throttledFor(db.handle, throttleKeys("198.51.100.9", " TARGET@example.test "), POLICY, T0 + 1)).toBeGreaterThan(0);
-    const keys = await db.handle.rows<{ throttle_key: string }>(sql`SELECT throttle_key FROM sign_in_failures`);
-    expect(keys.some((k) => k.throttle_key.includes("example.test"))).toBe(false);
+  it("reserves on every key or on none: a refused attempt counts nowhere", async () => {
+    const keys = throttleKeys("192.0.2.3", "none@example.test");
+    const before = await failuresOf(keys.address);
+    const full = [{ key: keys.email, limit: 0 }];
+    expect(await reserveAttempt(db.handle, [{ key: keys.address, limit: 100 }, ...full], POLICY.windowMs, T0)).toBeGreaterThan(0);
+    expect(await failuresOf(keys.address)).toBe(before);
+    // A null limit only counts.
+    for (let i = 0; i < 5; i++) expect(await reserveAttempt(db.handle, [{ key: keys.pair, limit: null }], POLICY.windowMs, T0)).toBe(0);
+    expect(await attemptsOn(db.handle, keys.pair, POLICY.windowMs, T0)).toBe(5);
+    await refundAttempt(db.handle, [keys.pair]);
+    expect(await attemptsOn(db.handle, keys.pair, POLICY.windowMs, T0)).toBe(4);
+    expect(await attemptsOn(db.handle, keys.pair, POLICY.windowMs, T0 + POLICY.windowMs)).toBe(0);
   });
 
-  it("counts concurrent failures exactly (one guarded statement per key, no read-then-write)", async () => {
+  it("never reserves past the limit, however many reserve at once (one statement counts and refuses)", async () => {
     const keys = throttleKeys("203.0.113.50", "race@example.test");
-    await Promise.all(Array.from({ length: 20 }, () => recordFailure(db.handle, keys, POLICY, T0)));
-    const [row] = await db.handle.rows<{ failures: number }>(sql`SELECT failures FROM sign_in_failures WHERE throttle_key = ${keys.address}`);
-    expect(Number(row!.failures)).toBe(20);
+    const budgets = [
+      { key: keys.address, limit: 10 },
+      { key: keys.pair, limit: 10 },
+      { key: keys.email, limit: null },
+    ];
+    const waits = await Promise.all(Array.from({ length: 60 }, () => reserveAttempt(db.handle, budgets, POLICY.windowMs, T0)));
+    expect(waits.filter((w) => w === 0).length).toBe(10);
+    expect(await failuresOf(keys.address)).toBe(10);
+    expect(await failuresOf(keys.email)).toBe(10);
   });
 
-  it("sweeps counters whose window has passed", async () => {
-    const later = T0 + 10 * POLICY.windowMs;
-    await recordFailure(db.handle, throttleKeys("192.0.2.200", "late@example.test"), POLICY, later);
-    const rows = await db.handle.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM sign_in_failures`);
-    expect(Number(rows[0]!.n)).toBe(2);
+  it("keeps the email hashed and case-insensitive in its keys", async () => {
+    const a = throttleKeys("198.51.100.9", " TARGET@example.test ");
+    const b = throttleKeys("198.51.100.9", "target@example.test");
+    expect(a).toEqual(b);
+    expect(Object.values(a).some((k) => k.includes("example.test"))).toBe(false);
+    expect(throttleKeys("198.51.100.10", "target@example.test").pair).not.toBe(a.pair);
   });
 
-  it("keeps a scoped budget's counters apart: its own keys, not swept by the sign-in budget's shorter window", async () => {
+  it("sweeps counters whose window has passed, and only its own scope's", async () => {
     const scoped: ThrottlePolicy = { windowMs: 10 * POLICY.windowMs, perAddress: 2, perEmail: 2, scope: "reset:" };
-    const email = "scoped@example.test";
-    const scopedKeys = throttleKeys("192.0.2.77", email, scoped.scope);
+    const scopedKeys = throttleKeys("192.0.2.77", "scoped@example.test", scoped.scope);
     expect(scopedKeys.address.startsWith("reset:addr:")).toBe(true);
-    await recordFailure(db.handle, scopedKeys, scoped, T0);
-    await recordFailure(db.handle, scopedKeys, scoped, T0);
-    // A sign-in failure two sign-in windows later sweeps old sign-in counters only.
-    await recordFailure(db.handle, throttleKeys("192.0.2.78", "other-scope@example.test"), POLICY, T0 + 2 * POLICY.windowMs);
-    expect(await throttleWaits(db.handle, scopedKeys, scoped, T0 + 2 * POLICY.windowMs)).toEqual({ address: 8 * POLICY.windowMs, email: 8 * POLICY.windowMs });
-    // The sign-in budget of the same address and email is untouched.
-    expect(await throttledFor(db.handle, throttleKeys("192.0.2.77", email), POLICY, T0 + 2 * POLICY.windowMs)).toBe(0);
+    expect(await reserveOnBoth(db.handle, scopedKeys, scoped, T0)).toBe(0);
+    const later = T0 + 3 * POLICY.windowMs;
+    await sweepExpired(db.handle, POLICY, later);
+    const left = await db.handle.rows<{ throttle_key: string }>(sql`SELECT throttle_key FROM sign_in_failures`);
+    expect(left.map((r) => r.throttle_key).sort()).toEqual([scopedKeys.address, scopedKeys.email].sort());
   });
 });

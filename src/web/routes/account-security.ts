@@ -7,10 +7,10 @@ import { Hono } from "hono";
 import { renderChangePasswordPage } from "../auth-pages.ts";
 import { changeMemberPassword, findCredentials } from "../credentials.ts";
 import { clientAddress } from "../http.ts";
-import { methodNotAllowed, type PageKit, type WebEnv } from "../page-kit.ts";
+import { isHashBusy, methodNotAllowed, type PageKit, type WebEnv } from "../page-kit.ts";
 import { newPasswordProblem, verifyPassword } from "../passwords.ts";
 import { deleteAccountSessions } from "../sessions.ts";
-import { DEFAULT_THROTTLE, recordFailure, throttledFor, throttleKeys } from "../throttle.ts";
+import { DEFAULT_THROTTLE, minutesText, refundAttempt, reserveAttempt, retryAfter, throttleKeys } from "../throttle.ts";
 
 /** Routes of `/account/password` and `/account/sessions/end`. */
 export function accountSecurityRoutes(kit: PageKit): Hono<WebEnv> {
@@ -32,22 +32,25 @@ export function accountSecurityRoutes(kit: PageKit): Hono<WebEnv> {
     const password = form.get("password") ?? "";
     const problem = newPasswordProblem(password, form.get("confirm") ?? "");
     if (problem !== null) return again(400, problem);
-    // A wrong current password counts as a failed sign-in: a session left open somewhere must
-    // not become a way to guess the password without the sign-in budget.
+    // A wrong current password counts as a failed sign-in of this (email, address) pair: a
+    // session left open somewhere must not become a way to guess the password without a
+    // budget. Only the pair: strangers guessing at the email elsewhere cannot block the change.
     const now = clock();
-    const keys = throttleKeys(clientAddress(kit.nodeRequest(c), config.trustProxy), signed.summary.email);
-    const waitMs = await throttledFor(db, keys, throttle, now);
-    if (waitMs > 0) {
-      const minutes = Math.ceil(waitMs / 60_000);
-      return again(429, `Too many wrong passwords. Try again in ${minutes} minute${minutes === 1 ? "" : "s"}.`, { "retry-after": String(Math.ceil(waitMs / 1000)) });
-    }
-    const credentials = await findCredentials(db, signed.summary.email);
-    const current = form.get("current") ?? "";
-    if (credentials === null || credentials.accountId !== signed.session.accountId || !(await verifyPassword(current, credentials.passwordHash))) {
-      await recordFailure(db, keys, throttle, now);
-      return again(400, "The current password is not correct. Nothing was changed.");
-    }
-    const { sessionsRevoked } = await changeMemberPassword(db, signed.session.accountId, password, signed.session.tokenHash);
+    const address = clientAddress(kit.nodeRequest(c), config.trustProxy);
+    const pair = throttleKeys(address, signed.summary.email).pair;
+    const outcome = await kit.withHashPlace(c, address, async (hash) => {
+      const waitMs = await reserveAttempt(db, [{ key: pair, limit: throttle.perPair }], throttle.windowMs, now);
+      if (waitMs > 0) return { kind: "throttled", waitMs } as const;
+      const credentials = await findCredentials(db, signed.summary.email);
+      const current = form.get("current") ?? "";
+      if (credentials === null || credentials.accountId !== signed.session.accountId || !(await hash(() => verifyPassword(current, credentials.passwordHash)))) return { kind: "wrong" } as const;
+      await refundAttempt(db, [pair]);
+      return { kind: "changed", ...(await changeMemberPassword(db, signed.session.accountId, password, signed.session.tokenHash, hash)) } as const;
+    });
+    if (isHashBusy(outcome)) return again(outcome.status, outcome.message, outcome.headers);
+    if (outcome.kind === "throttled") return again(429, `Too many wrong passwords. Try again in ${minutesText(outcome.waitMs)}.`, retryAfter(outcome.waitMs));
+    if (outcome.kind === "wrong") return again(400, "The current password is not correct. Nothing was changed.");
+    const { sessionsRevoked } = outcome;
     logger.info({ accountId: signed.session.accountId, sessionsRevoked }, "member changed their password; other sessions ended");
     return kit.seeOther(c, "/account/password?changed");
   });

@@ -79,6 +79,8 @@ export function accountRoutes(kit: PageKit): Hono<WebEnv> {
           ? "Alerts stopped."
           : c.req.query("telegram-connected") !== undefined
             ? "Telegram connected."
+            : c.req.query("verify-sent") !== undefined
+              ? "A new confirmation link is on its way to your email address."
             : c.req.query("telegram-disconnected") !== undefined
               ? "Telegram disconnected: no more alerts go to that chat."
               : c.req.query("checkout") === "success"
@@ -113,7 +115,7 @@ export function accountRoutes(kit: PageKit): Hono<WebEnv> {
   });
 
   // POST -> 303 -> GET: the answer to the POST carries no key, so a reload never re-sends it.
-  app.post("/account/key", kit.session, kit.form, kit.signedInForm, async (c) => {
+  app.post("/account/key", kit.session, kit.form, kit.signedInForm, kit.verifiedEmail, async (c) => {
     const signed = c.get("signed")!;
     const accountId = signed.session.accountId;
     const submitted = c.get("form").get("confirm") ?? "";

@@ -14,11 +14,11 @@ import { errorSummary } from "../../logger.ts";
 import { renderContinuePage, renderForgotPasswordPage, renderMessagePage, renderResetPasswordPage, renderResetRequestedPage } from "../auth-pages.ts";
 import { CSRF_COOKIE, CSRF_FIELD, doubleSubmitMatches } from "../csrf.ts";
 import { clientAddress } from "../http.ts";
-import { methodNotAllowed, type PageKit, type WebContext, type WebEnv } from "../page-kit.ts";
+import { isHashBusy, methodNotAllowed, type PageKit, type WebContext, type WebEnv } from "../page-kit.ts";
 import { checkPasswordReset, createPasswordReset, redeemPasswordReset, RESET_LINK_TTL_MS } from "../password-resets.ts";
 import { newPasswordProblem } from "../passwords.ts";
 import { createResetMailer } from "../reset-mail.ts";
-import { recordFailure, throttleKeys, throttleWaits, type ThrottlePolicy } from "../throttle.ts";
+import { minutesText, reserveAttempt, retryAfter, sweepExpired, throttleKeys, type ThrottlePolicy } from "../throttle.ts";
 
 /** Reset mails per email and requests per client address, per hour. */
 export const RESET_THROTTLE: ThrottlePolicy = Object.freeze({ windowMs: 3600_000, perAddress: 10, perEmail: 3, scope: "reset:" });
@@ -55,16 +55,15 @@ export function passwordResetRoutes(kit: PageKit): Hono<WebEnv> {
     }
     const now = clock();
     const keys = throttleKeys(clientAddress(kit.nodeRequest(c), config.trustProxy), email, RESET_THROTTLE.scope);
-    const waits = await throttleWaits(db, keys, RESET_THROTTLE, now);
-    if (waits.address > 0) {
-      const minutes = Math.ceil(waits.address / 60_000);
-      return kit.page(c, 429, renderForgotPasswordPage(kit.publicCtx, { csrfToken, email, error: `Too many reset requests from your network. Try again in ${minutes} minute${minutes === 1 ? "" : "s"}.` }), {
-        "retry-after": String(Math.ceil(waits.address / 1000)),
-      });
+    // Every request counts (not only failures, as for sign-ins), reserved before anything else.
+    const addressWait = await reserveAttempt(db, [{ key: keys.address, limit: RESET_THROTTLE.perAddress }], RESET_THROTTLE.windowMs, now);
+    if (addressWait > 0) {
+      return kit.page(c, 429, renderForgotPasswordPage(kit.publicCtx, { csrfToken, email, error: `Too many reset requests from your network. Try again in ${minutesText(addressWait)}.` }), retryAfter(addressWait));
     }
-    // Every request counts against both budgets (not only failures, as for sign-ins).
-    await recordFailure(db, keys, RESET_THROTTLE, now);
-    if (waits.email === 0) mailLinkLater(email, now);
+    // Over the email's budget the answer is the same page, and no mail goes out.
+    const emailWait = await reserveAttempt(db, [{ key: keys.email, limit: RESET_THROTTLE.perEmail }], RESET_THROTTLE.windowMs, now);
+    await sweepExpired(db, RESET_THROTTLE, now);
+    if (emailWait === 0) mailLinkLater(email, now);
     return kit.page(c, 200, renderResetRequestedPage(kit.publicCtx, email));
   });
   app.all("/forgot-password", methodNotAllowed(kit, "GET, POST"));
@@ -110,7 +109,8 @@ export function passwordResetRoutes(kit: PageKit): Hono<WebEnv> {
     const again = (error: string) => kit.page(c, 400, renderResetPasswordPage(kit.publicCtx, { csrfToken: kit.csrfCookie(c), email: target.email, error }));
     const problem = newPasswordProblem(password, form.get("confirm") ?? "");
     if (problem !== null) return again(problem);
-    const accountId = await redeemPasswordReset(db, token, password, now);
+    const accountId = await kit.withHashPlace(c, clientAddress(kit.nodeRequest(c), config.trustProxy), (hash) => redeemPasswordReset(db, token, password, now, hash));
+    if (isHashBusy(accountId)) return kit.page(c, accountId.status, renderResetPasswordPage(kit.publicCtx, { csrfToken: kit.csrfCookie(c), email: target.email, error: accountId.message }), accountId.headers);
     if (accountId === null) return linkGone(c);
     logger.info({ accountId }, "member password reset through an emailed link; every session ended");
     kit.setCookie(c, RESET_COOKIE, "", 0);

@@ -28,13 +28,15 @@ export function paymentRoutes(kit: PageKit): Hono<WebEnv> {
     return kit.page(c, result.status, renderMessagePage(signed.ctx, result.title, result.message, { href: "/account", text: "Back to your account" }));
   };
 
-  const forms: Array<[string, FormAction]> = [
-    ["/account/buy", buyPack],
-    ["/account/subscribe", subscribe],
-    ["/account/billing-portal", (deps, account) => openBillingPortal(deps, account)],
+  // Buying and subscribing need a confirmed email; the portal manages what was already bought.
+  const forms: Array<[string, FormAction, boolean]> = [
+    ["/account/buy", buyPack, true],
+    ["/account/subscribe", subscribe, true],
+    ["/account/billing-portal", (deps, account) => openBillingPortal(deps, account), false],
   ];
-  for (const [path, action] of forms) {
-    app.post(path, kit.session, kit.form, kit.signedInForm, formPost(action));
+  for (const [path, action, needsVerifiedEmail] of forms) {
+    if (needsVerifiedEmail) app.post(path, kit.session, kit.form, kit.signedInForm, kit.verifiedEmail, formPost(action));
+    else app.post(path, kit.session, kit.form, kit.signedInForm, formPost(action));
     app.all(path, methodNotAllowed(kit, "POST"));
   }
 

@@ -7,12 +7,13 @@ import { getCookie } from "hono/cookie";
 import { renderMessagePage, renderSetupPasswordPage } from "../auth-pages.ts";
 import { CSRF_COOKIE, CSRF_FIELD, doubleSubmitMatches } from "../csrf.ts";
 import { checkSetupToken, redeemSetupToken } from "../credentials.ts";
-import { methodNotAllowed, type PageKit, type WebContext, type WebEnv } from "../page-kit.ts";
+import { clientAddress } from "../http.ts";
+import { isHashBusy, methodNotAllowed, type PageKit, type WebContext, type WebEnv } from "../page-kit.ts";
 import { newPasswordProblem } from "../passwords.ts";
 
 /** Routes of `/setup-password`. */
 export function setupPasswordRoutes(kit: PageKit): Hono<WebEnv> {
-  const { db, clock, logger } = kit.deps;
+  const { config, db, clock, logger } = kit.deps;
   const app = new Hono<WebEnv>();
   const invalidLink = (c: WebContext) =>
     kit.page(
@@ -45,7 +46,8 @@ export function setupPasswordRoutes(kit: PageKit): Hono<WebEnv> {
     const again = (error: string) => kit.page(c, 400, renderSetupPasswordPage(kit.publicCtx, { csrfToken, token, email: target.email, error }));
     const problem = newPasswordProblem(password, form.get("confirm") ?? "");
     if (problem !== null) return again(problem);
-    const accountId = await redeemSetupToken(db, token, password, now);
+    const accountId = await kit.withHashPlace(c, clientAddress(kit.nodeRequest(c), config.trustProxy), (hash) => redeemSetupToken(db, token, password, now, hash));
+    if (isHashBusy(accountId)) return kit.page(c, accountId.status, renderSetupPasswordPage(kit.publicCtx, { csrfToken, token, email: target.email, error: accountId.message }), accountId.headers);
     if (accountId === null) return invalidLink(c);
     logger.info({ accountId }, "member password set through a setup link");
     kit.clearSessionCookie(c);

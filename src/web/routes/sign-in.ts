@@ -8,11 +8,13 @@ import { getCookie } from "hono/cookie";
 import { CSRF_COOKIE, CSRF_FIELD, doubleSubmitMatches } from "../csrf.ts";
 import { renderSignInPage } from "../auth-pages.ts";
 import { clientAddress, safeLocalPath } from "../http.ts";
-import { methodNotAllowed, SESSION_COOKIE, type PageKit, type WebEnv } from "../page-kit.ts";
+import { isHashBusy, methodNotAllowed, SESSION_COOKIE, type PageKit, type WebEnv } from "../page-kit.ts";
 import { MAX_PASSWORD_LENGTH, verifyAgainstDummy, verifyPassword } from "../passwords.ts";
 import { createSession, deleteSession, findSession } from "../sessions.ts";
-import { DEFAULT_THROTTLE, recordFailure, throttledFor, throttleKeys } from "../throttle.ts";
+import { attemptsOn, DEFAULT_THROTTLE, minutesText, refundAttempt, reserveAttempt, retryAfter, sweepExpired, throttleKeys, type Budget, type SignInPolicy, type ThrottleKeys } from "../throttle.ts";
 import { findCredentials } from "../credentials.ts";
+import { HashRefused } from "../hash-gate.ts";
+import { isKnownAddress, rememberAddress } from "../known-addresses.ts";
 
 const SIGN_IN_FAILED = "The email or password is not correct.";
 /** The notice the sign-in page shows after each way of arriving there (its query flag). */
@@ -20,8 +22,35 @@ const SIGN_IN_NOTICES: ReadonlyArray<readonly [string, string]> = [
   ["signed-out", "You are signed out."],
   ["signed-out-everywhere", "You are signed out on every device."],
   ["password-set", "Your password is set. Sign in with your email and the new password."],
+  ["email-verified", "Your email address is confirmed. Sign in to subscribe, buy Tokens or make your API key."],
   ["password-reset", "Your new password is set and every session of the account is signed out. Sign in with the new password."],
 ];
+
+/**
+ * What a sign-in reserves: the (email, address) pair always refuses past its limit; the address
+ * over every email only for an address new to the account (a member's own address is not shut
+ * by a neighbour behind the same NAT); the email only counts (it slows down, never locks).
+ */
+export function signInBudgets(keys: ThrottleKeys, policy: SignInPolicy, knownAddress: boolean): Budget[] {
+  return [...(knownAddress ? [] : [{ key: keys.address, limit: policy.perAddress }]), { key: keys.pair, limit: policy.perPair }, { key: keys.email, limit: null }];
+}
+
+/** Waits `ms`, or less when the client goes away (then the work that follows is refused). */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      signal.removeEventListener("abort", gone);
+      resolve();
+    }
+    function gone() {
+      clearTimeout(timer);
+      reject(new HashRefused("client_gone"));
+    }
+    if (signal.aborted) gone();
+    else signal.addEventListener("abort", gone, { once: true });
+  });
+}
 
 /** Routes of `/`, `/signin` and `/signout`. */
 export function signInRoutes(kit: PageKit): Hono<WebEnv> {
@@ -53,18 +82,28 @@ export function signInRoutes(kit: PageKit): Hono<WebEnv> {
       kit.page(c, status, renderSignInPage(kit.publicCtx, { csrfToken, email, next, error, resetByMail }), headers);
     if (email === "" || password === "") return again(400, "Enter your email and password.");
     const now = clock();
-    const keys = throttleKeys(clientAddress(kit.nodeRequest(c), config.trustProxy), email);
-    const waitMs = await throttledFor(db, keys, throttle, now);
-    if (waitMs > 0) {
-      const minutes = Math.ceil(waitMs / 60_000);
-      return again(429, `Too many failed sign-ins. Try again in ${minutes} minute${minutes === 1 ? "" : "s"}.`, { "retry-after": String(Math.ceil(waitMs / 1000)) });
-    }
-    const credentials = await findCredentials(db, email);
-    const ok = credentials === null || password.length > MAX_PASSWORD_LENGTH ? await verifyAgainstDummy(password) : await verifyPassword(password, credentials.passwordHash);
-    if (!ok || credentials === null) {
-      await recordFailure(db, keys, throttle, now);
-      return again(401, SIGN_IN_FAILED);
-    }
+    const address = clientAddress(kit.nodeRequest(c), config.trustProxy);
+    const outcome = await kit.withHashPlace(c, address, async (hash) => {
+      const credentials = await findCredentials(db, email);
+      // Looked up for an unknown email too, so both take the same statements.
+      const known = (await isKnownAddress(db, credentials?.accountId ?? 0, address)) && credentials !== null;
+      const keys = throttleKeys(address, email);
+      const budgets = signInBudgets(keys, throttle, known);
+      const waitMs = await reserveAttempt(db, budgets, throttle.windowMs, now);
+      if (waitMs > 0) return { kind: "throttled", waitMs } as const;
+      await sweepExpired(db, throttle, now);
+      // Strangers guessing at this email slow down addresses new to it; they never lock it.
+      if (!known && (await attemptsOn(db, keys.email, throttle.windowMs, now)) > throttle.perEmail) await pause(throttle.slowdownMs, c.req.raw.signal);
+      const ok = await hash(() => (credentials === null || password.length > MAX_PASSWORD_LENGTH ? verifyAgainstDummy(password) : verifyPassword(password, credentials.passwordHash)));
+      if (!ok || credentials === null) return { kind: "failed" } as const;
+      await refundAttempt(db, budgets.map((b) => b.key));
+      await rememberAddress(db, credentials.accountId, address, now);
+      return { kind: "signed-in", accountId: credentials.accountId } as const;
+    });
+    if (isHashBusy(outcome)) return again(outcome.status, outcome.message, outcome.headers);
+    if (outcome.kind === "throttled") return again(429, `Too many failed sign-ins. Try again in ${minutesText(outcome.waitMs)}.`, retryAfter(outcome.waitMs));
+    if (outcome.kind === "failed") return again(401, SIGN_IN_FAILED);
+    const credentials = outcome;
     // A new token at each sign-in (no session fixation); the browser's old session, if any, ends.
     const previous = await findSession(db, getCookie(c, SESSION_COOKIE), now);
     if (previous) await deleteSession(db, previous.tokenHash);

@@ -1,24 +1,50 @@
 /**
- * Self-service sign-up: `/signup` makes an account on the `free` plan with its password and
- * signs it in. Like sign-in it checks the double-submit CSRF token (there is no session yet)
- * and spends the failed sign-in budget of the address and the email, which bounds how many
- * accounts one client can create.
+ * Self-service sign-up: `/signup` makes an account on the `free` plan with its password. Like
+ * sign-in it checks the double-submit CSRF token (there is no session yet) and reserves an
+ * attempt on the sign-up budget of the address and the email before the password is hashed,
+ * which bounds how many accounts one client can create.
+ *
+ * The answer is the same page, status and work whether or not the email has an account
+ * (issue 23, item 10): with mail configured, a new account gets a confirmation link and an
+ * existing one a note that it exists, both mailed after the answer; nobody is signed in.
  */
 import { Hono } from "hono";
 import { getCookie } from "hono/cookie";
+import { errorSummary } from "../../logger.ts";
 import { CSRF_COOKIE, CSRF_FIELD, doubleSubmitMatches } from "../csrf.ts";
+import { createEmailVerification } from "../email-verification.ts";
 import { clientAddress } from "../http.ts";
-import { methodNotAllowed, type PageKit, type WebEnv } from "../page-kit.ts";
-import { createSession } from "../sessions.ts";
+import { isHashBusy, methodNotAllowed, type PageKit, type WebEnv } from "../page-kit.ts";
+import { composeAlreadyMemberMail, composeVerifyMail, createResetMailer } from "../reset-mail.ts";
 import { signUp } from "../signup.ts";
-import { renderSignUpPage } from "../signup-page.ts";
-import { DEFAULT_THROTTLE, recordFailure, throttledFor, throttleKeys } from "../throttle.ts";
+import { renderSignUpPage, renderSignUpSentPage } from "../signup-page.ts";
+import { minutesText, reserveOnBoth, retryAfter, sweepExpired, throttleKeys, type ThrottlePolicy } from "../throttle.ts";
+
+/** Sign-ups per client address and per email, per hour (each attempt counts, reserved before the hash). */
+export const SIGN_UP_THROTTLE: ThrottlePolicy = Object.freeze({ windowMs: 3600_000, perAddress: 10, perEmail: 3, scope: "signup:" });
 
 /** Routes of `/signup`. */
 export function signUpRoutes(kit: PageKit): Hono<WebEnv> {
   const { config, db, clock, logger } = kit.deps;
-  const throttle = kit.deps.throttle ?? DEFAULT_THROTTLE;
+  const mailer = config.mail ? createResetMailer(config.mail) : null;
   const app = new Hono<WebEnv>();
+
+  /** Mails the confirmation link, or the note that the account exists, after the answer (errors only logged). */
+  function mailLater(email: string, created: number | null, now: number): void {
+    if (mailer === null) return;
+    void (async () => {
+      if (created === null) {
+        await mailer.sendComposed(email, composeAlreadyMemberMail({ signIn: `${config.publicBaseUrl}/signin`, forgot: `${config.publicBaseUrl}/forgot-password` }));
+        logger.info("sign-up with an address that has an account: told the mailbox");
+        return;
+      }
+      const link = await createEmailVerification(db, created, now);
+      if (link === null) return;
+      // The token is in the link only: neither is logged.
+      await mailer.sendComposed(link.email, composeVerifyMail({ to: link.email, link: `${config.publicBaseUrl}/verify-email?token=${link.token}`, expiresAt: link.expiresAt }));
+      logger.info({ accountId: created }, "member signed up; confirmation link mailed");
+    })().catch((err: unknown) => logger.error({ err: errorSummary(err) }, "sign-up mail failed"));
+  }
 
   app.get("/signup", async (c) => {
     if ((await kit.signedIn(c)) !== null) return kit.seeOther(c, "/account");
@@ -33,19 +59,19 @@ export function signUpRoutes(kit: PageKit): Hono<WebEnv> {
     const again = (status: number, error: string, headers: Record<string, string> = {}) =>
       kit.page(c, status, renderSignUpPage(kit.publicCtx, { csrfToken, email, error }), headers);
     const now = clock();
-    const keys = throttleKeys(clientAddress(kit.nodeRequest(c), config.trustProxy), email);
-    const waitMs = await throttledFor(db, keys, throttle, now);
-    if (waitMs > 0) {
-      const minutes = Math.ceil(waitMs / 60_000);
-      return again(429, `Too many attempts. Try again in ${minutes} minute${minutes === 1 ? "" : "s"}.`, { "retry-after": String(Math.ceil(waitMs / 1000)) });
-    }
-    await recordFailure(db, keys, throttle, now);
-    const result = await signUp(db, { email, password: form.get("password") ?? "", confirm: form.get("confirm") ?? "" });
-    if (!result.ok) return again(result.status, result.message);
-    const { token } = await createSession(db, result.accountId, now, config.sessionTtlMs);
-    logger.info({ accountId: result.accountId }, "member signed up");
-    kit.setSessionCookie(c, token);
-    return kit.seeOther(c, "/account");
+    const address = clientAddress(kit.nodeRequest(c), config.trustProxy);
+    const outcome = await kit.withHashPlace(c, address, async (hash) => {
+      const waitMs = await reserveOnBoth(db, throttleKeys(address, email, SIGN_UP_THROTTLE.scope), SIGN_UP_THROTTLE, now);
+      if (waitMs > 0) return { ok: false, waitMs } as const;
+      await sweepExpired(db, SIGN_UP_THROTTLE, now);
+      // Without mail no link can prove the address: the operator chose that (docs/decisions.md).
+      return signUp(db, { email, password: form.get("password") ?? "", confirm: form.get("confirm") ?? "", verified: mailer === null }, hash);
+    });
+    if (isHashBusy(outcome)) return again(outcome.status, outcome.message, outcome.headers);
+    if (!outcome.ok && "waitMs" in outcome) return again(429, `Too many sign-ups from your network. Try again in ${minutesText(outcome.waitMs)}.`, retryAfter(outcome.waitMs));
+    if (!outcome.ok) return again(outcome.status, outcome.message);
+    mailLater(email, outcome.created, now);
+    return kit.page(c, 200, renderSignUpSentPage(kit.publicCtx, { email, byMail: mailer !== null }));
   });
   app.all("/signup", methodNotAllowed(kit, "GET, POST"));
   return app;

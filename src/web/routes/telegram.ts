@@ -18,7 +18,7 @@ import { connectLink, createConnectToken, disconnectChat } from "../../alerts/te
 import { handleUpdate, parseUpdate } from "../../alerts/telegram-updates.ts";
 import { renderMessagePage } from "../auth-pages.ts";
 import { clientAddress } from "../http.ts";
-import { recordFailure, throttleKeys, throttleWaits, type ThrottlePolicy } from "../throttle.ts";
+import { minutesText, reserveOnBoth, retryAfter, sweepExpired, throttleKeys, type ThrottlePolicy } from "../throttle.ts";
 import { methodNotAllowed, type PageKit, type Signed, type WebContext, type WebEnv } from "../page-kit.ts";
 import { NO_ALERTS_IN_PLAN, UNPROVEN_CHAT, type TelegramTestResult, type TelegramView } from "../telegram-card.ts";
 
@@ -95,18 +95,16 @@ export function telegramRoutes(kit: PageKit): Hono<WebEnv> {
       return kit.page(c, 409, renderMessagePage(signed.ctx, "Connect Telegram first", UNPROVEN_CHAT, backToAccount));
     }
     const keys = throttleKeys(clientAddress(kit.nodeRequest(c), config.trustProxy), `account-${signed.session.accountId}`, TEST_ALERT_THROTTLE.scope);
-    const waits = await throttleWaits(db, keys, TEST_ALERT_THROTTLE, now);
-    const waitMs = Math.max(waits.address, waits.email);
+    const waitMs = await reserveOnBoth(db, keys, TEST_ALERT_THROTTLE, now);
     if (waitMs > 0) {
-      const minutes = Math.ceil(waitMs / 60_000);
       return kit.page(
         c,
         429,
-        renderMessagePage(signed.ctx, "Too many test alerts", `${TEST_ALERT_THROTTLE.perEmail} test alerts can be sent every ${TEST_ALERT_THROTTLE.windowMs / 60_000} minutes. Try again in ${minutes} minute${minutes === 1 ? "" : "s"}.`, backToAccount),
-        { "retry-after": String(Math.ceil(waitMs / 1000)) },
+        renderMessagePage(signed.ctx, "Too many test alerts", `${TEST_ALERT_THROTTLE.perEmail} test alerts can be sent every ${TEST_ALERT_THROTTLE.windowMs / 60_000} minutes. Try again in ${minutesText(waitMs)}.`, backToAccount),
+        retryAfter(waitMs),
       );
     }
-    await recordFailure(db, keys, TEST_ALERT_THROTTLE, now);
+    await sweepExpired(db, TEST_ALERT_THROTTLE, now);
     const outcome = await sender.send(chatId, `Test alert from ${config.publicBaseUrl}: this chat receives your signal alerts. Nothing else to do.`);
     const value = outcome.kind === "sent" ? "accepted" : `refused.${Buffer.from(outcome.error.slice(0, 200), "utf8").toString("base64url")}`;
     kit.setCookie(c, TEST_RESULT_COOKIE, value, TEST_RESULT_MAX_AGE_S);

@@ -5,7 +5,6 @@
  * entitlement rule): each series counts the signals that ended (web/ended-history.ts).
  */
 import { Hono } from "hono";
-import { entitlement, viewerOf } from "../../accounts/entitlement.ts";
 import { endedHistoryOf } from "../ended-history.ts";
 import { renderTrackRecordPage } from "../track-record-page.ts";
 import { methodNotAllowed, type PageKit, type WebEnv } from "../page-kit.ts";
@@ -16,9 +15,10 @@ export function trackRecordRoutes(kit: PageKit): Hono<WebEnv> {
   app.get("/track-record", kit.session, async (c) => {
     const signed = c.get("signed");
     const now = kit.deps.clock();
-    const current = entitlement(signed === null ? null : viewerOf(signed.summary, now), "track_record").currentSignal;
+    // A public page is the same for everyone, so it never shows a current signal (entitlement.ts,
+    // `track_record`): every series counts only the signals that ended.
     const series = (await kit.chartData.all()).map((data) => {
-      const shown = current ? { data, until: null } : endedHistoryOf(data, now);
+      const shown = endedHistoryOf(data, now);
       return { data: shown.data, backtest: shown.data.backtest, until: shown.until };
     });
     return kit.page(c, 200, renderTrackRecordPage(signed?.ctx ?? kit.publicCtx, series));

@@ -1,0 +1,121 @@
+/**
+ * A closed candle the feeder pushes is the exchange's final one, and nothing queued is lost
+ * when a coin's updates are discarded during a push (the CI failure of feeder-restart.test.ts:
+ * a forming version of an ETH hour stored as closed). Every wait here is on an event the test
+ * controls (a promise it resolves), never on time.
+ */
+import pino from "pino";
+import { describe, expect, it } from "vitest";
+import type { Candle } from "../../../src/engine/candle.ts";
+import { CoinFeed } from "../../../src/feeder/coin-feed.ts";
+import type { OhlcvRow, SpotExchange } from "../../../src/feeder/exchange.ts";
+import { FeedMetrics } from "../../../src/feeder/feed-metrics.ts";
+import { Pusher } from "../../../src/feeder/pusher.ts";
+import type { PushItem, PushResult, ServerClient } from "../../../src/feeder/server-client.ts";
+
+const H = 3_600_000;
+const T0 = Date.parse("2026-11-24T00:00:00Z");
+const silent = pino({ level: "silent" });
+const row = (c: Candle): OhlcvRow => [c.openTime, c.open, c.high, c.low, c.close, c.volume];
+const candle = (openTime: number, close: number, volume: number): Candle => ({ openTime, open: 100, high: Math.max(100, close), low: Math.min(100, close), close, volume });
+
+/** A promise with its resolve, for the test to release a step when it chooses. */
+function gate<T = void>(): { promise: Promise<T>; open: (value: T) => void } {
+  let open!: (value: T) => void;
+  const promise = new Promise<T>((resolve) => (open = resolve));
+  return { promise, open };
+}
+
+const metrics = () => new FeedMetrics(() => [], H, () => T0);
+
+describe("the pusher", () => {
+  it("removes exactly the updates it sent when a coin's queue is discarded while a push is on its way", async () => {
+    const sent: PushItem[] = [];
+    const firstCallStarted = gate();
+    const firstCallAnswer = gate<PushResult>();
+    let calls = 0;
+    const client = {
+      async push(items: readonly PushItem[]) {
+        // The first push waits for the test's go; later ones are answered at once.
+        if (++calls === 1) {
+          firstCallStarted.open();
+          await firstCallAnswer.promise;
+        }
+        sent.push(...items);
+        return { accepted: items.length, rejected: 0, duplicates: 0, rejections: [] };
+      },
+    } as unknown as ServerClient;
+    const pusher = new Pusher(client, metrics(), silent, () => {});
+    const item = (symbol: string, openTime: number): PushItem => ({ symbol, tf: "1h", candle: candle(openTime, 101, 1), closed: true });
+    pusher.enqueue([item("ETH", T0), item("BTC", T0)], "live");
+    await firstCallStarted.promise;
+    // While that push is on its way: ETH's lease is lost (its queue dropped) and BTC closes another candle.
+    pusher.discard("ETH");
+    pusher.enqueue([item("BTC", T0 + H)], "live");
+    firstCallAnswer.open({ accepted: 2, rejected: 0, duplicates: 0, rejections: [] });
+    await pusher.flushed();
+    expect(sent.map((i) => [i.symbol, i.candle.openTime])).toEqual([
+      ["ETH", T0],
+      ["BTC", T0],
+      ["BTC", T0 + H],
+    ]);
+  });
+});
+
+describe("a coin feed", () => {
+  it("pushes a candle the exchange closed while a gap was being filled with the closing message's values, not the forming ones it had read", async () => {
+    const last = T0; // the service holds closed candles up to here
+    const next = candle(last + H, 102, 50);
+    const formingSeen = candle(last + 2 * H, 104.5, 75); // the stream's row before the close
+    const final = candle(last + 2 * H, 109, 106); // the exchange's closing message
+    const closedMarks = new Map<string, OhlcvRow>();
+    const restCalls: Array<number | undefined> = [];
+    const gapRead = gate();
+    const finishGapRead = gate();
+    const streamed = gate<OhlcvRow[]>();
+    let watches = 0;
+    const exchange = {
+      id: "binance",
+      markets: {},
+      has: {},
+      closedMarks,
+      coolDownUntil: 0,
+      async fetchOHLCV(_symbol: string, _tf: string, since?: number): Promise<OhlcvRow[]> {
+        restCalls.push(since);
+        // The first read (backfill to the present) sees `next` still forming.
+        if (restCalls.length === 1) return [row({ ...next, close: 101, volume: 10 })];
+        // The gap read: the exchange closes the later candle while this answer is on its way.
+        gapRead.open();
+        await finishGapRead.promise;
+        return [row(next), row(formingSeen)];
+      },
+      watchOHLCV(): Promise<OhlcvRow[]> {
+        watches++;
+        // A stream that first delivers the later candle, still forming (the feed missed `next`'s close), then waits.
+        return watches === 1 ? streamed.promise : new Promise(() => {});
+      },
+      async loadMarkets() {
+        return {};
+      },
+      async close() {},
+    } as unknown as SpotExchange;
+    const pushed: PushItem[] = [];
+    const pusher = { enqueue: (items: readonly PushItem[]) => pushed.push(...items), discard() {} } as unknown as Pusher;
+    const feed = new CoinFeed("ETH", "ETH/USDT", { known: true, lastClosedOpenTime: last }, { exchange, pusher, metrics: metrics(), logger: silent, tf: "1h", tfMs: H, historyCandles: 60, silenceMs: 3_600_000, auditEveryMs: 3_600_000, now: () => T0 });
+    feed.start();
+    // The stream's row object is ccxt's: it is updated in place when the closing message arrives.
+    const streamRow = row(formingSeen);
+    streamed.open([streamRow]);
+    await gapRead.promise;
+    closedMarks.set(`ETH/USDT|1h|${final.openTime}`, row(final));
+    streamRow.splice(0, 6, ...row(final));
+    finishGapRead.open();
+    const closedPushes = () => pushed.filter((p) => p.closed);
+    await new Promise<void>((resolve) => {
+      const poll = () => (closedPushes().length >= 2 ? resolve() : setImmediate(poll));
+      poll();
+    });
+    await feed.stop();
+    expect(closedPushes().map((p) => p.candle)).toEqual([next, final]);
+  });
+});
