@@ -7,6 +7,8 @@
  * several names) runs only those.
  * `--smoke`: the API benchmark's five-second run (what .ci/run does). The exit status is non-zero
  * when a benchmark missed a target (bench/api.ts).
+ * `feeder-400` is slow (30 minutes by default) and runs only when named:
+ * `nice -n 19 npm run bench -- feeder-400 --minutes 30` (bench/feeder-400.ts).
  */
 import { benchApi, machineLine } from "./api.ts";
 import { benchImport } from "./import.ts";
@@ -16,8 +18,9 @@ import { benchAlerts } from "./alerts.ts";
 import { benchCliStartup } from "./cli-startup.ts";
 import { benchWorkers } from "./workers.ts";
 import { benchColdStart } from "./cold-start.ts";
+import { benchFeeder400 } from "./feeder-400.ts";
 
-const BENCHES: Record<string, { title: string; run: () => Promise<string | void> }> = {
+const BENCHES: Record<string, { title: string; run: () => Promise<string | void>; slow?: boolean }> = {
   api: { title: "Billed REST calls", run: benchApi },
   import: { title: "Import of the twelve real coins", run: benchImport },
   memory: { title: "Memory of a server holding 500 coins × 5 timeframes", run: benchMemory },
@@ -26,6 +29,7 @@ const BENCHES: Record<string, { title: string; run: () => Promise<string | void>
   cli: { title: "CLI start-up", run: () => benchCliStartup() },
   workers: { title: "Billed REST calls with WORKERS=1 and WORKERS=2", run: () => benchWorkers() },
   "cold-start": { title: "Cold start: spawn to the first answered call", run: () => benchColdStart() },
+  "feeder-400": { title: "One feeder on 400 coins, random socket drops", run: benchFeeder400, slow: true },
   engine: {
     title: "Engine",
     async run() {
@@ -39,7 +43,10 @@ const BENCHES: Record<string, { title: string; run: () => Promise<string | void>
   },
 };
 
-const names = process.argv.slice(2).filter((arg) => !arg.startsWith("--"));
+/** Options that take a value (`--minutes 30`): the value is not a benchmark's name. */
+const VALUE_OPTIONS = new Set(["--minutes", "--history"]);
+const args = process.argv.slice(2);
+const names = args.filter((arg, i) => !arg.startsWith("--") && !VALUE_OPTIONS.has(args[i - 1] ?? ""));
 const unknown = names.filter((name) => !(name in BENCHES));
 if (unknown.length > 0) {
   console.error(`unknown benchmark ${unknown.join(", ")}; choose from ${Object.keys(BENCHES).join(", ")}`);
@@ -47,7 +54,7 @@ if (unknown.length > 0) {
 }
 
 console.log(`Machine: ${machineLine()}\n`);
-for (const name of names.length > 0 ? names : Object.keys(BENCHES)) {
+for (const name of names.length > 0 ? names : Object.keys(BENCHES).filter((n) => !BENCHES[n]!.slow)) {
   const bench = BENCHES[name]!;
   console.log(`## ${bench.title}\n`);
   const table = await bench.run();

@@ -120,6 +120,12 @@ export const coins = pgTable("coins", {
   lastUpdateAt: timestamp("last_update_at", { withTimezone: true, mode: "date" }).notNull(),
   /** Provenance: true for the demo feed's synthetic rows, false for a real push (docs/feeder.md, "Demo data and real data"). */
   demo: boolean("demo").notNull().default(false),
+  /**
+   * Raised by every market transaction that touches the coin, in that transaction: a server
+   * process whose copy of the coin is older than this catches up before it answers
+   * (docs/decisions.md, "One signal at one moment on every process").
+   */
+  version: bigint("version", { mode: "number" }).notNull().default(0),
   createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
 });
 

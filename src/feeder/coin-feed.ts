@@ -10,11 +10,14 @@ import type { Candle } from "../engine/candle.ts";
 import { errorSummary } from "../logger.ts";
 import type { OhlcvRow, SpotExchange } from "./exchange.ts";
 import type { CoinHealth, FeedMetrics } from "./feed-metrics.ts";
+import type { KlineStream, KlineSubscription } from "./kline-stream.ts";
 import type { Pusher } from "./pusher.ts";
 import { backoffMs, sleep } from "./timing.ts";
 
 export interface CoinFeedDeps {
   readonly exchange: SpotExchange;
+  /** The shared websocket: every led coin's kline stream on one connection. */
+  readonly klines: KlineStream;
   readonly pusher: Pusher;
   readonly metrics: FeedMetrics;
   readonly logger: Logger;
@@ -73,6 +76,8 @@ export class CoinFeed {
   private state: CoinHealth["state"] = "backfilling";
   private lastMessageAt: number | null = null;
   private nextAudit: number;
+  /** The subscription kept over a silence, until the stream is read again or the feed stops. */
+  private keptSubscription: KlineSubscription | null = null;
 
   constructor(symbol: string, market: string, resume: { known: boolean; lastClosedOpenTime: number }, deps: CoinFeedDeps) {
     this.symbol = symbol;
@@ -110,6 +115,7 @@ export class CoinFeed {
   /** Stops feeding and waits for the loop to end. */
   async stop(): Promise<void> {
     this.abort.abort();
+    this.keptSubscription?.close();
     if (this.formingTimer) clearTimeout(this.formingTimer);
     this.deps.pusher.discard(this.symbol);
     await this.running;
@@ -141,44 +147,48 @@ export class CoinFeed {
         metrics.reconnects.inc({ symbol: this.symbol });
         logger.info({ symbol: this.symbol, reason: kind, err: kind === "silence" ? undefined : errorSummary(err), retryInMs: delay }, "feed reconnecting");
         this.state = kind === "silence" ? "stale" : "backfilling";
-        // A silent socket may still be open: unsubscribe so the next watch subscribes afresh.
-        if (kind === "silence") await this.unwatch();
         await sleep(delay, this.abort.signal);
       }
     }
   }
 
-  private async unwatch(): Promise<void> {
-    try {
-      await this.deps.exchange.unWatchOHLCV?.(this.market, this.deps.tf);
-    } catch {
-      // Nothing to unsubscribe on a dead socket; the next watch opens a new one.
-    }
-  }
-
   /** Reads the websocket until it fails, falls silent or the feed stops. */
   private async stream(): Promise<void> {
-    const { exchange, silenceMs } = this.deps;
+    const { silenceMs } = this.deps;
     // One stop listener per stream, not per message (a listener per message would pile up).
     const stop = new Promise<null>((resolve) => this.abort.signal.addEventListener("abort", () => resolve(null), { once: true }));
-    while (!this.stopped) {
-      let timer: NodeJS.Timeout | undefined;
-      const silence = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new SilenceError(`no message for ${silenceMs} ms`)), silenceMs);
-      });
-      try {
-        const rows = await Promise.race([exchange.watchOHLCV(this.market, this.deps.tf), silence, stop]);
-        if (rows === null) return;
-        this.lastMessageAt = this.deps.now();
-        this.state = "live";
-        for (const row of [...rows].sort((a, b) => a[0] - b[0])) await this.onStreamCandle(row);
-      } finally {
-        clearTimeout(timer);
+    // Ended on the way out, except after a silence (below).
+    const subscription = this.deps.klines.open(this.market);
+    this.keptSubscription = null;
+    try {
+      while (!this.stopped) {
+        let timer: NodeJS.Timeout | undefined;
+        const silence = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new SilenceError(`no message for ${silenceMs} ms`)), silenceMs);
+        });
+        try {
+          const messages = await Promise.race([subscription.next(), silence, stop]);
+          if (messages === null) break;
+          this.lastMessageAt = this.deps.now();
+          this.state = "live";
+          for (const message of messages) await this.onStreamCandle(message.row, message.closed);
+        } finally {
+          clearTimeout(timer);
+        }
       }
+    } catch (err) {
+      // After a silence the subscription is kept: the coin takes it up again (KlineStream.open)
+      // once its gap is backfilled, with no UNSUBSCRIBE / SUBSCRIBE round in between during which
+      // a close could pass unseen. Anything else (a lost socket) ends it.
+      if (err instanceof SilenceError) this.keptSubscription = subscription;
+      else subscription.close();
+      throw err;
     }
+    // Stopped: unsubscribe.
+    subscription.close();
   }
 
-  private async onStreamCandle(row: OhlcvRow): Promise<void> {
+  private async onStreamCandle(row: OhlcvRow, closedByExchange: boolean): Promise<void> {
     if (this.stopped) return;
     const openTime = row[0];
     const { tfMs } = this.deps;
@@ -188,12 +198,11 @@ export class CoinFeed {
     // did not close for us (a seam, a drop) are read over REST with their final values.
     if (expected !== null && openTime > expected) await this.backfillRange(expected, openTime, "gap");
     if (this.stopped) return;
-    // The values are read now, not before the wait above: ccxt updates its rows in place, and the
-    // exchange may have closed this candle meanwhile. A closed candle carries the values of the
-    // exchange's closing message, never a forming version seen earlier.
-    const final = this.deps.exchange.closedMarks.get(`${this.market}|${this.deps.tf}|${openTime}`);
-    if (final) {
-      this.pushClosed([toCandle(final)], "live");
+    // Each message carries its own values (parsed from it, never ccxt's rows, which it updates in
+    // place): a closed candle is the exchange's closing message; if the exchange closed this
+    // candle during the wait above, its closing message is next in this coin's queue.
+    if (closedByExchange) {
+      this.pushClosed([toCandle(row)], "live");
       return;
     }
     this.setForming(toCandle(row));

@@ -5,27 +5,34 @@
  * are per IP, so one coin's 429 concerns all of them).
  */
 import { Agent } from "node:http";
-import ccxt from "ccxt";
 
 /** Raw OHLCV row as ccxt returns it: [openTime, open, high, low, close, volume]. */
 export type OhlcvRow = [number, number, number, number, number, number];
 
-/** What the feeder uses of a ccxt pro exchange, plus the closed marks and the cool-down. */
+/** One kline message as the stream delivered it: the market, the row, and whether the exchange closed the candle. */
+export interface KlineMessage {
+  readonly market: string;
+  readonly timeframe: string;
+  readonly row: OhlcvRow;
+  /** Binance's `k.x`: the exchange marked this candle closed. */
+  readonly closed: boolean;
+}
+
+/** What the feeder uses of a ccxt pro exchange, plus the stream hooks and the cool-down. */
 export interface SpotExchange {
   readonly id: string;
   loadMarkets(): Promise<Record<string, unknown>>;
   readonly markets: Record<string, { base?: string; quote?: string; spot?: boolean; active?: boolean | undefined }>;
   fetchOHLCV(symbol: string, timeframe: string, since?: number, limit?: number, params?: Record<string, unknown>): Promise<OhlcvRow[]>;
-  watchOHLCV(symbol: string, timeframe: string): Promise<OhlcvRow[]>;
-  unWatchOHLCV?(symbol: string, timeframe: string): Promise<unknown>;
+  /** ccxt's multiplexed kline watch: one SUBSCRIBE carrying every stream of the list. */
+  watchOHLCVForSymbols(symbolsAndTimeframes: string[][]): Promise<unknown>;
+  unWatchOHLCVForSymbols(symbolsAndTimeframes: string[][]): Promise<unknown>;
   has: Record<string, unknown>;
   close(): Promise<unknown>;
-  /**
-   * The final values of candles the exchange marked closed on the stream, by
-   * `${symbol}|${timeframe}|${openTime}`: taken from the closing message itself, so a row read
-   * before the close arrived can never be pushed as closed.
-   */
-  readonly closedMarks: Map<string, OhlcvRow>;
+  /** Called with every kline message, in arrival order, before ccxt files it. */
+  onKline: ((message: KlineMessage) => void) | null;
+  /** Called when a websocket connection ends (drop, close frame, error). */
+  onSocketLost: ((url: string, error: unknown) => void) | null;
   /** Epoch ms before which no REST call is made (Retry-After of a 429 / 418). */
   coolDownUntil: number;
 }
@@ -48,8 +55,6 @@ export interface ExchangeUrls {
   /** Same for every websocket URL. */
   readonly wsUrl: string | null;
 }
-
-const CLOSED_MARKS_KEPT = 10_000;
 
 /** Rewrites every URL string under `node` whose scheme is in `schemes` onto `base`. */
 function rebase(node: unknown, base: string, schemes: string[]): unknown {
@@ -82,42 +87,81 @@ function retryAfterMs(headers: unknown): number {
 
 type AnyClass = new (config: Record<string, unknown>) => Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-function classOf(namespace: unknown, id: string): AnyClass | null {
-  const found = (namespace as Record<string, unknown>)[id];
-  return typeof found === "function" ? (found as AnyClass) : null;
+/** ccxt's classes of the exchanges loaded so far: the websocket one (`pro`) and the REST one. */
+const loaded = new Map<string, { pro: AnyClass | null; rest: AnyClass | null }>();
+
+/** ccxt's error for a lost connection (the class the feeder's errorKind files as "network"). */
+class NetworkError extends Error {
+  override name = "NetworkError";
 }
 
-/** True when ccxt knows the exchange and has websocket support for it. */
-export function isKnownExchange(id: string): boolean {
-  return classOf(ccxt.pro, id) !== null;
+/**
+ * Loads ccxt's classes of one exchange. `import("ccxt")` evaluates every exchange ccxt has:
+ * 128 MiB of RSS against 80 MiB for Binance's alone (the feeder's V8 flags, measured), for a
+ * process that uses one.
+ */
+export async function loadExchange(id: string): Promise<void> {
+  if (loaded.has(id)) return;
+  const sources = new URL("./src/", import.meta.resolve("ccxt"));
+  const load = async (path: string): Promise<AnyClass | null> => {
+    if (!/^[a-z0-9]+$/.test(id)) return null;
+    try {
+      const found = ((await import(new URL(path, sources).href)) as { default?: unknown }).default;
+      return typeof found === "function" ? (found as AnyClass) : null;
+    } catch (err) {
+      if ((err as { code?: string }).code === "ERR_MODULE_NOT_FOUND") return null;
+      throw err;
+    }
+  };
+  loaded.set(id, { pro: await load(`pro/${id}.js`), rest: await load(`${id}.js`) });
+}
+
+function classOf(kind: "pro" | "rest", id: string): AnyClass | null {
+  const classes = loaded.get(id);
+  if (!classes) throw new Error(`loadExchange("${id}") first`);
+  return classes[kind];
 }
 
 /** Creates the spot exchange (websocket + REST), markets not yet loaded. */
 export function createSpotExchange(id: string, urls: ExchangeUrls): SpotExchange {
-  const Base = classOf(ccxt.pro, id);
+  const Base = classOf("pro", id);
   if (!Base) throw new Error(`ccxt has no websocket exchange "${id}"`);
   class Spot extends Base {
-    closedMarks = new Map<string, OhlcvRow>();
     coolDownUntil = 0;
-    // Binance's kline message says when the exchange closed a candle (k.x); ccxt keeps only
-    // the values (in rows it later overwrites in place), so the mark and the closing message's
-    // own values are recorded here before ccxt files the update.
+    onKline: ((message: KlineMessage) => void) | null = null;
+    onSocketLost: ((url: string, error: unknown) => void) | null = null;
+    // Every kline message goes to the feeder as it arrives, with Binance's closed mark (k.x),
+    // which ccxt drops; ccxt's own futures resolve only for whoever awaits at that moment, so
+    // with hundreds of coins on one socket they would miss updates.
     handleOHLCV(client: unknown, message: { k?: { x?: boolean; t?: number; s?: string; i?: string; o?: string; h?: string; l?: string; c?: string; v?: string } }) {
       const k = message?.k;
-      if (k?.x === true && k.t !== undefined && k.s) {
+      if (this.onKline && k?.t !== undefined && k.s) {
         const market = (this as Record<string, any>).safeMarket?.(k.s, undefined, undefined, "spot"); // eslint-disable-line @typescript-eslint/no-explicit-any
         const timeframe = (this as Record<string, any>).findTimeframe?.(k.i); // eslint-disable-line @typescript-eslint/no-explicit-any
-        this.closedMarks.set(`${market?.symbol}|${timeframe}|${k.t}`, [k.t, Number(k.o), Number(k.h), Number(k.l), Number(k.c), Number(k.v)]);
-        if (this.closedMarks.size > CLOSED_MARKS_KEPT) this.closedMarks.delete(this.closedMarks.keys().next().value as string);
+        const row: OhlcvRow = [k.t, parseFloat(k.o ?? ""), parseFloat(k.h ?? ""), parseFloat(k.l ?? ""), parseFloat(k.c ?? ""), parseFloat(k.v ?? "")];
+        this.onKline({ market: market?.symbol, timeframe, row, closed: k.x === true });
       }
       return super.handleOHLCV(client, message);
     }
     // ccxt keeps a client whose socket closed with an error, so the next watch would wait on a
     // dead socket forever; forgetting it makes the next watch open a new connection.
+    // The feeder hears of each lost socket once: from the first of error and close that finds
+    // the client still current (ccxt forgets a client on error; the close then comes for a stranger).
     onClose(client: { url: string }, error: unknown) {
       const clients = (this as Record<string, any>).clients as Record<string, unknown>; // eslint-disable-line @typescript-eslint/no-explicit-any
-      if (clients[client.url] === client) delete clients[client.url];
-      return super.onClose(client, error);
+      const current = clients[client.url] === client;
+      if (current) delete clients[client.url];
+      const result = super.onClose(client, error);
+      // `error` is the close event here; ccxt's own error for it (a NetworkError) is on the client.
+      if (current) this.onSocketLost?.(client.url, (client as { error?: unknown }).error ?? new NetworkError(`websocket ${client.url} closed`));
+      return result;
+    }
+    onError(client: { url: string }, error: unknown) {
+      const clients = (this as Record<string, any>).clients as Record<string, unknown>; // eslint-disable-line @typescript-eslint/no-explicit-any
+      const current = clients[client.url] === client;
+      const result = super.onError(client, error);
+      if (current) this.onSocketLost?.(client.url, error);
+      return result;
     }
     // ccxt sends a subscription once the socket opened without handling a failed send (the
     // socket closed in between): an unhandled rejection. The watch itself fails on the close.
@@ -150,13 +194,18 @@ export function createSpotExchange(id: string, urls: ExchangeUrls): SpotExchange
     ...(urls.wsUrl?.startsWith("ws://") ? { httpAgent: new Agent({ keepAlive: true }) } : {}),
     timeout: 10_000,
     urls: rebasedUrls(probe.urls as Record<string, unknown>, urls),
-    options: { defaultType: "spot", fetchMarkets: { types: ["spot"] }, fetchMargins: false, fetchCurrencies: false, OHLCVLimit: 1000 },
+    // OHLCVLimit: ccxt's own cache of streamed candles per coin, unread (messages reach the
+    // feeder through onKline); 1,000 rows × 400 coins would be tens of MB kept for nothing.
+    // ws.cost: ccxt spaces each socket's control messages by cost × rateLimit (50 ms); 10 keeps
+    // them at about 2 a second even when subscriptions queued during a reconnect are released
+    // together (Binance cuts a connection at more than 5 incoming frames a second).
+    options: { defaultType: "spot", fetchMarkets: { types: ["spot"] }, fetchMargins: false, fetchCurrencies: false, OHLCVLimit: 2, ws: { cost: 10 } },
   }) as unknown as SpotExchange;
 }
 
 /** Creates the perpetual-futures side of the exchange, or null when ccxt offers no funding rates there. */
 export function createFuturesExchange(id: string, urls: ExchangeUrls): FuturesExchange | null {
-  const Base = classOf(ccxt, id);
+  const Base = classOf("rest", id);
   if (!Base) return null;
   class Futures extends Base {
     coolDownUntil = 0;

@@ -9,8 +9,9 @@ import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import { errorSummary } from "../logger.ts";
 import { CoinFeed } from "./coin-feed.ts";
-import { createSpotExchange, type SpotExchange } from "./exchange.ts";
+import { createSpotExchange, loadExchange, type SpotExchange } from "./exchange.ts";
 import type { FeedConfig } from "./feed-config.ts";
+import { KlineStream } from "./kline-stream.ts";
 import { FeedMetrics, startMetricsListener, type CoinHealth, type FeederProblem } from "./feed-metrics.ts";
 import { Pusher } from "./pusher.ts";
 import { createServerClient, type ServerClient } from "./server-client.ts";
@@ -88,7 +89,9 @@ export async function startFeeder(deps: FeederDeps): Promise<Feeder> {
   const id = `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
   const link = new ServiceLink(typeof deps.token === "string" ? fixedToken(deps.token) : deps.token, { server: config.server, logger, now });
   const server = createServerClient(config.server, link, id);
+  await loadExchange(config.exchange);
   const exchange: SpotExchange = createSpotExchange(config.exchange, { restUrl: config.restUrl, wsUrl: config.wsUrl });
+  const klines = new KlineStream(exchange, config.tf, logger);
   const feeds = new Map<string, CoinFeed>();
   const unlisted = new Set<string>();
   const health = (): CoinHealth[] =>
@@ -143,7 +146,7 @@ export async function startFeeder(deps: FeederDeps): Promise<Feeder> {
         unlisted.add(point.symbol);
         continue;
       }
-      const feed = new CoinFeed(point.symbol, marketOf(point.symbol), point, { exchange, pusher, metrics, logger, tf: config.tf, tfMs: config.tfMs, historyCandles: config.historyCandles, silenceMs: config.silenceMs, auditEveryMs: config.auditEveryMs, now });
+      const feed = new CoinFeed(point.symbol, marketOf(point.symbol), point, { exchange, klines, pusher, metrics, logger, tf: config.tf, tfMs: config.tfMs, historyCandles: config.historyCandles, silenceMs: config.silenceMs, auditEveryMs: config.auditEveryMs, now });
       feeds.set(point.symbol, feed);
       logger.info({ symbol: point.symbol, resumeAfter: point.lastClosedOpenTime || null }, "leading coin");
       feed.start();
@@ -241,6 +244,7 @@ export async function startFeeder(deps: FeederDeps): Promise<Feeder> {
       pusher.stop();
       await server.releaseLeases(led).catch(() => {});
       server.close();
+      klines.stop();
       await exchange.close().catch(() => {});
       await listener.close();
     },

@@ -148,6 +148,12 @@ describe.runIf(realCandlesAvailable)("signals feed against a fake Binance", () =
     fake.tick(["BTC", "ETH"]);
     await waitFor("forming update", async () => (await apiPrice("BTC")) === fake.forming("BTC").close);
     expect((await storedClosed("BTC")).length).toBe(HISTORY);
+    // The forming price may have come over REST: wait until both coins hear the stream (their
+    // subscriptions go out in grouped, paced messages), so the closes below arrive on it.
+    await waitFor("both streams live", () => {
+      fake.tick(["BTC", "ETH"]);
+      return f.coins().filter((c) => c.symbol !== "NOPE").every((c) => c.lastMessageAt !== null);
+    });
     // The exchange closes candles over the stream (x:true): each one is stored once, at once.
     for (let i = 0; i < 3; i++) {
       closeCandles(["BTC", "ETH"]);

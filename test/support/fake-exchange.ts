@@ -5,7 +5,9 @@
  * (`{"method":"SUBSCRIBE","params":["btcusdt@kline_1h"],"id":1}`, then `{"e":"kline",…,"k":{…,"x":…}}`),
  * on 127.0.0.1 port 0. It serves real candles re-timed so that the forming one contains now;
  * the test moves the market on (ticks, closes) and injects faults (REST errors, dropped
- * sockets, a silent coin, a revised closed candle).
+ * sockets, a silent coin, a revised closed candle). It holds clients to Binance's websocket
+ * limits (1,024 streams per connection, 5 incoming messages a second, pings and pongs
+ * included): a connection beyond either is cut, and the breach is recorded (`wsStats`).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -30,6 +32,30 @@ export interface FakeExchangeOptions {
   readonly startOpenTime?: number;
   /** Serve USD-M futures (derivatives) for these bases too. */
   readonly futures?: boolean;
+}
+
+/** Binance's websocket limits, as the fake enforces them. */
+export const WS_MAX_STREAMS_PER_CONNECTION = 1024;
+export const WS_MAX_INCOMING_PER_SECOND = 5;
+
+/** What the websocket side has seen, for benches and tests that check the limits were kept. */
+export interface WsStats {
+  /** Connections accepted so far. */
+  readonly connections: number;
+  /** Connections open now. */
+  readonly open: number;
+  /** Most connections open at once. */
+  readonly maxOpen: number;
+  /** Most streams one connection was subscribed to at once. */
+  readonly maxStreamsOnOneConnection: number;
+  /** Most incoming frames (messages, pings, pongs) one connection sent within one second. */
+  readonly maxIncomingInOneSecond: number;
+  /** SUBSCRIBE / UNSUBSCRIBE messages received. */
+  readonly controlMessages: number;
+  /** Most streams named in one SUBSCRIBE. */
+  readonly maxStreamsInOneMessage: number;
+  /** Each limit a client broke (its connection was cut for it). */
+  readonly breaches: readonly string[];
 }
 
 /** A scripted REST answer: status, body, headers. */
@@ -78,6 +104,8 @@ export interface FakeExchange {
   readonly restCalls: Map<string, number>;
   /** Websocket connections accepted so far. */
   connections(): number;
+  /** The websocket side's counts and any breach of Binance's limits. */
+  wsStats(): WsStats;
   close(): Promise<void>;
 }
 
@@ -164,6 +192,12 @@ export async function startFakeExchange(options: FakeExchangeOptions): Promise<F
   const restCalls = new Map<string, number>();
   const subscribers = new Map<string, Set<WebSocket>>();
   let connections = 0;
+  let maxOpen = 0;
+  let maxStreamsOnOneConnection = 0;
+  let maxIncomingInOneSecond = 0;
+  let controlMessages = 0;
+  let maxStreamsInOneMessage = 0;
+  const breaches: string[] = [];
   const now = () => {
     const first = coins.values().next().value as CoinState;
     return first.series[first.cursor]!.openTime + 1_000;
@@ -247,7 +281,25 @@ export async function startFakeExchange(options: FakeExchangeOptions): Promise<F
   const wss = new WebSocketServer({ server: http });
   wss.on("connection", (socket) => {
     connections++;
+    maxOpen = Math.max(maxOpen, wss.clients.size);
+    const streams = new Set<string>();
+    const incoming: number[] = [];
+    const breach = (what: string) => {
+      breaches.push(what);
+      socket.terminate();
+    };
+    // Binance counts every incoming frame (messages, pings, pongs) against 5 a second.
+    const count = () => {
+      const at = Date.now();
+      incoming.push(at);
+      while (incoming[0]! <= at - 1_000) incoming.shift();
+      maxIncomingInOneSecond = Math.max(maxIncomingInOneSecond, incoming.length);
+      if (incoming.length > WS_MAX_INCOMING_PER_SECOND) breach(`${incoming.length} incoming frames within one second`);
+    };
+    socket.on("ping", count);
+    socket.on("pong", count);
     socket.on("message", (data) => {
+      count();
       let msg: { method?: string; params?: string[]; id?: unknown };
       try {
         msg = JSON.parse(String(data)) as typeof msg;
@@ -255,14 +307,23 @@ export async function startFakeExchange(options: FakeExchangeOptions): Promise<F
         return;
       }
       if (msg.method === "SUBSCRIBE" && Array.isArray(msg.params)) {
+        controlMessages++;
+        maxStreamsInOneMessage = Math.max(maxStreamsInOneMessage, msg.params.length);
         for (const stream of msg.params) {
+          streams.add(stream);
           const set = subscribers.get(stream) ?? new Set<WebSocket>();
           set.add(socket);
           subscribers.set(stream, set);
         }
+        maxStreamsOnOneConnection = Math.max(maxStreamsOnOneConnection, streams.size);
+        if (streams.size > WS_MAX_STREAMS_PER_CONNECTION) return breach(`${streams.size} streams on one connection`);
         socket.send(JSON.stringify({ result: null, id: msg.id }));
       } else if (msg.method === "UNSUBSCRIBE" && Array.isArray(msg.params)) {
-        for (const stream of msg.params) subscribers.get(stream)?.delete(socket);
+        controlMessages++;
+        for (const stream of msg.params) {
+          streams.delete(stream);
+          subscribers.get(stream)?.delete(socket);
+        }
         socket.send(JSON.stringify({ result: null, id: msg.id }));
       }
     });
@@ -334,6 +395,7 @@ export async function startFakeExchange(options: FakeExchangeOptions): Promise<F
       faults.push(...more);
     },
     connections: () => connections,
+    wsStats: () => ({ connections, open: wss.clients.size, maxOpen, maxStreamsOnOneConnection, maxIncomingInOneSecond, controlMessages, maxStreamsInOneMessage, breaches: [...breaches] }),
     async close() {
       for (const socket of wss.clients) socket.terminate();
       await new Promise<void>((resolve) => wss.close(() => resolve()));

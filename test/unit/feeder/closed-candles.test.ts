@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 import type { Candle } from "../../../src/engine/candle.ts";
 import { CoinFeed } from "../../../src/feeder/coin-feed.ts";
 import type { OhlcvRow, SpotExchange } from "../../../src/feeder/exchange.ts";
+import { KlineStream } from "../../../src/feeder/kline-stream.ts";
 import { FeedMetrics } from "../../../src/feeder/feed-metrics.ts";
 import { Pusher } from "../../../src/feeder/pusher.ts";
 import type { PushItem, PushResult, ServerClient } from "../../../src/feeder/server-client.ts";
@@ -68,18 +69,17 @@ describe("a coin feed", () => {
     const next = candle(last + H, 102, 50);
     const formingSeen = candle(last + 2 * H, 104.5, 75); // the stream's row before the close
     const final = candle(last + 2 * H, 109, 106); // the exchange's closing message
-    const closedMarks = new Map<string, OhlcvRow>();
     const restCalls: Array<number | undefined> = [];
     const gapRead = gate();
     const finishGapRead = gate();
-    const streamed = gate<OhlcvRow[]>();
-    let watches = 0;
+    const subscribed = gate();
     const exchange = {
       id: "binance",
       markets: {},
       has: {},
-      closedMarks,
       coolDownUntil: 0,
+      onKline: null,
+      onSocketLost: null,
       async fetchOHLCV(_symbol: string, _tf: string, since?: number): Promise<OhlcvRow[]> {
         restCalls.push(since);
         // The first read (backfill to the present) sees `next` still forming.
@@ -89,11 +89,12 @@ describe("a coin feed", () => {
         await finishGapRead.promise;
         return [row(next), row(formingSeen)];
       },
-      watchOHLCV(): Promise<OhlcvRow[]> {
-        watches++;
-        // A stream that first delivers the later candle, still forming (the feed missed `next`'s close), then waits.
-        return watches === 1 ? streamed.promise : new Promise(() => {});
+      // The subscription goes out; the test then plays the exchange's messages through onKline.
+      watchOHLCVForSymbols(): Promise<unknown> {
+        subscribed.open();
+        return new Promise(() => {});
       },
+      async unWatchOHLCVForSymbols() {},
       async loadMarkets() {
         return {};
       },
@@ -101,14 +102,15 @@ describe("a coin feed", () => {
     } as unknown as SpotExchange;
     const pushed: PushItem[] = [];
     const pusher = { enqueue: (items: readonly PushItem[]) => pushed.push(...items), discard() {} } as unknown as Pusher;
-    const feed = new CoinFeed("ETH", "ETH/USDT", { known: true, lastClosedOpenTime: last }, { exchange, pusher, metrics: metrics(), logger: silent, tf: "1h", tfMs: H, historyCandles: 60, silenceMs: 3_600_000, auditEveryMs: 3_600_000, now: () => T0 });
+    const klines = new KlineStream(exchange, "1h", silent);
+    const feed = new CoinFeed("ETH", "ETH/USDT", { known: true, lastClosedOpenTime: last }, { exchange, klines, pusher, metrics: metrics(), logger: silent, tf: "1h", tfMs: H, historyCandles: 60, silenceMs: 3_600_000, auditEveryMs: 3_600_000, now: () => T0 });
     feed.start();
-    // The stream's row object is ccxt's: it is updated in place when the closing message arrives.
-    const streamRow = row(formingSeen);
-    streamed.open([streamRow]);
+    // The stream first delivers the later candle, still forming (the feed missed `next`'s close).
+    await subscribed.promise;
+    exchange.onKline!({ market: "ETH/USDT", timeframe: "1h", row: row(formingSeen), closed: false });
     await gapRead.promise;
-    closedMarks.set(`ETH/USDT|1h|${final.openTime}`, row(final));
-    streamRow.splice(0, 6, ...row(final));
+    // The exchange closes it while the gap is being read.
+    exchange.onKline!({ market: "ETH/USDT", timeframe: "1h", row: row(final), closed: true });
     finishGapRead.open();
     const closedPushes = () => pushed.filter((p) => p.closed);
     await new Promise<void>((resolve) => {
@@ -116,6 +118,7 @@ describe("a coin feed", () => {
       poll();
     });
     await feed.stop();
+    klines.stop();
     expect(closedPushes().map((p) => p.candle)).toEqual([next, final]);
   });
 });
