@@ -622,3 +622,25 @@ export const stripeSubscriptions = pgTable(
   },
   (t) => [index("stripe_subscriptions_account_idx").on(t.accountId)],
 );
+
+/** A paying member's live watchlist (/watch): the coins and timeframes of their grid, one row per account. */
+export const watchlists = pgTable("watchlists", {
+  accountId: bigint("account_id", { mode: "number" })
+    .primaryKey()
+    .references(() => accounts.id, { onDelete: "cascade" }),
+  symbols: text("symbols").array().notNull(),
+  timeframes: text("timeframes").array().notNull(),
+  updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
+});
+
+/**
+ * The one live watchlist stream a web session may hold: a new stream takes the row, and the
+ * stream it replaced (on any server process) sees that at its next check and ends.
+ */
+export const watchStreams = pgTable("watch_streams", {
+  sessionTokenHash: text("session_token_hash")
+    .primaryKey()
+    .references(() => webSessions.tokenHash, { onDelete: "cascade" }),
+  streamId: text("stream_id").notNull(),
+  startedAt: timestamp("started_at", { withTimezone: true }).notNull(),
+});

@@ -39,6 +39,11 @@ export interface MarketFeedDeps {
   readonly alertMaxDelayMs: number;
   /** Told, inside the market's transaction, about the signal events it stored (alerts subscribe here). */
   readonly onEventsStored?: SignalEventsSubscriber;
+  /**
+   * Told after this process's readings of these coins changed: once its own commit of them is
+   * done, or once it has reloaded another process's (the live watchlists wake here).
+   */
+  readonly onReadingsChanged?: (symbols: readonly string[]) => void;
 }
 
 export interface IngestOptions {
@@ -144,10 +149,12 @@ export class MarketFeed implements SignalSnapshot {
     // reloading would drop them from memory while their rows are still written. Keep ours.
     const clash = notice.symbols.filter((symbol) => this.touched.has(symbol));
     if (clash.length > 0) this.deps.logger.warn({ symbols: clash }, "another process wrote coins this process is writing; keeping local state");
-    const reload = notice.symbols.includes("*")
+    const symbols = notice.symbols;
+    const reload = symbols.includes("*")
       ? loadAllCoins(this.deps.db).then((all) => all.forEach((stored) => this.adopt(stored, true)))
-      : Promise.all(notice.symbols.map((symbol) => this.reloadCoin(symbol)));
-    reload.catch((err: unknown) => this.deps.logger.warn({ err: errorSummary(err) }, "could not follow another process's market update"));
+      : Promise.all(symbols.map((symbol) => this.reloadCoin(symbol)));
+    // The live watchlists re-read once the published readings are the committed ones.
+    reload.then(() => this.deps.onReadingsChanged?.(symbols)).catch((err: unknown) => this.deps.logger.warn({ err: errorSummary(err) }, "could not follow another process's market update"));
   }
 
   /**
@@ -360,6 +367,7 @@ export class MarketFeed implements SignalSnapshot {
       const readings = coins.map(readingsOf);
       const versions = await persistMarket(this.deps.db, { rows, touched: coins, events, replacedDemo, writer: this.writerId, now: this.deps.clock(), ...(this.deps.onEventsStored ? { onEventsStored: this.deps.onEventsStored } : {}) });
       coins.forEach((coin, i) => this.publish(coin.symbol, { version: versions.get(coin.symbol) ?? 0, ...readings[i]! }));
+      this.deps.onReadingsChanged?.(touched);
     } catch (err) {
       // Streams that overlapped this batch fail: from now on (they stop applying updates), and
       // after the reload (one that started during it built on state the reload replaced).

@@ -88,6 +88,8 @@ export interface AppDeps {
   readonly internalToken: string | (() => string);
   /** Wakes the internal signal event streams; when absent the stream is not served. */
   readonly events?: SignalEventHub;
+  /** Wakes the live watchlists when this process's readings change; when absent they refresh on their heartbeat only. */
+  readonly readings?: SignalEventHub;
   /** This process's outbox delivery counters, for /metrics. */
   readonly deliveries?: () => { sent: number; retried: number; failed: number } | null;
 }
