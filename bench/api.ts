@@ -21,7 +21,8 @@
  *
  * Environment: BENCH_SECONDS (wrk and pgbench, default 15), BENCH_OPEN_LOOP_SECONDS (default
  * 10), BENCH_RATES (open-loop rates, default "1000,4000"), BENCH_WORKERS (default 2), BENCH_DB_POOL_SIZE (the server's DB_POOL_SIZE, default its own),
- * BENCH_SERVER_NODE_OPTIONS (e.g. "--cpu-prof --cpu-prof-dir=…").
+ * BENCH_SERVER_NODE_OPTIONS (e.g. "--cpu-prof --cpu-prof-dir=…"), BENCH_SERVER_DIR (the source
+ * tree whose src/main.ts is the server, default the current directory: for A/B runs of two trees).
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -56,8 +57,12 @@ const COINS = ["BTC", "ETH", "SOL", "BNB", "XRP", "ADA", "DOGE", "DOT"];
 const QUERY = `/api/v1/signals?symbols=${COINS.join(",")}&tf=1h`;
 const TOKEN = "bench-internal-token-0123456789";
 
-/** Targets (issue 16): throughput ratio to pgbench, open-loop latency ratios to the bare server. */
-const TARGET = { throughput: 1.0, p50: 2, p99: 3 };
+/**
+ * Targets (issue 16): throughput ratio to pgbench, open-loop latency ratios to the bare server;
+ * (issue 28 item 3) the server's CPU per billed call at a fixed open-loop rate ≤ 3× the bare
+ * server's per request under the same generator.
+ */
+const TARGET = { throughput: 1.0, p50: 2, p99: 3, cpuPerCall: 3 };
 
 async function pgbenchBaseline(dbUrl: string, dir: string): Promise<number> {
   const db = new URL(dbUrl);
@@ -246,13 +251,19 @@ export async function benchApi(): Promise<string> {
     const bareWrk = await wrk(bare.port, lua, Math.min(SECONDS, 5));
     const bareCpuPerRequest = (1e6 * (treeCpuSeconds(bare.child.pid!) - bareCpu0)) / Math.max(1, bareWrk.ok);
 
-    const steady: { rate: number; bare: OpenLoopResult; billed: OpenLoopResult }[] = [];
+    // CPU per answer at a fixed rate (open loop): the process's CPU over the run over its 200s,
+    // the billed server (all workers) against the bare node:http server under the same generator.
+    const steady: { rate: number; bare: OpenLoopResult; billed: OpenLoopResult; bareCpuUs: number; billedCpuUs: number }[] = [];
     for (const rate of OPEN_LOOP_SECONDS > 0 ? RATES : []) {
       console.log(`open loop at ${rate} calls/s, ${OPEN_LOOP_SECONDS}s each: bare node:http, then billed …`);
       const options = { rate, seconds: OPEN_LOOP_SECONDS, connections: CONNECTIONS };
+      const bareCpuBefore = treeCpuSeconds(bare.child.pid!);
       const bareResult = await openLoop({ ...options, url: `http://127.0.0.1:${bare.port}${QUERY}` });
+      const bareCpuUs = (1e6 * (treeCpuSeconds(bare.child.pid!) - bareCpuBefore)) / Math.max(1, bareResult.ok);
+      const billedCpuBefore = treeCpuSeconds(server.child.pid!);
       const billedResult = await openLoop({ ...options, url, keys });
-      steady.push({ rate, bare: bareResult, billed: billedResult });
+      const billedCpuUs = (1e6 * (treeCpuSeconds(server.child.pid!) - billedCpuBefore)) / Math.max(1, billedResult.ok);
+      steady.push({ rate, bare: bareResult, billed: billedResult, bareCpuUs, billedCpuUs });
     }
 
     const answered = 1 + warm.ok + billed.ok + steady.reduce((sum, s) => sum + s.billed.ok, 0);
@@ -271,9 +282,11 @@ export async function benchApi(): Promise<string> {
     for (const s of steady) {
       const p50 = s.billed.p50 / s.bare.p50;
       const p99 = s.billed.p99 / s.bare.p99;
+      const cpuRatio = s.billedCpuUs / s.bareCpuUs;
       rows.push(
         `| open loop ${s.rate}/s: p50 | ${ms(s.billed.p50)} | bare ${ms(s.bare.p50)} | **${p50.toFixed(2)} ×** | ${keep(judged(p50, TARGET.p50, true))} |`,
         `| open loop ${s.rate}/s: p99 | ${ms(s.billed.p99)} | bare ${ms(s.bare.p99)} | **${p99.toFixed(2)} ×** | ${keep(judged(p99, TARGET.p99, true))} |`,
+        `| open loop ${s.rate}/s: server CPU per call (all workers) / bare node:http per request | ${s.billedCpuUs.toFixed(0)} µs | bare ${s.bareCpuUs.toFixed(0)} µs | **${cpuRatio.toFixed(2)} ×** | ${keep(judged(cpuRatio, TARGET.cpuPerCall, true))} |`,
       );
     }
     rows.push(

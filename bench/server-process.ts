@@ -52,6 +52,7 @@ export interface ServerProcess {
  */
 export function startServerProcess(env: Record<string, string>, timeoutMs = 60_000, extraFlags: string[] = []): Promise<ServerProcess> {
   const child = spawn(process.execPath, [...npmStartFlags(), ...extraFlags, "src/main.ts"], {
+    cwd: process.env.BENCH_SERVER_DIR || undefined,
     env: { ...process.env, PORT: "0", INTERNAL_PORT: "0", LOG_LEVEL: "info", DEMO_ACCOUNT: "false", DEMO_FEED: "false", WORKERS: "1", ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });
