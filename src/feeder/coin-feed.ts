@@ -12,7 +12,8 @@ import type { OhlcvRow, SpotExchange } from "./exchange.ts";
 import type { CoinHealth, FeedMetrics } from "./feed-metrics.ts";
 import type { KlineStream, KlineSubscription } from "./kline-stream.ts";
 import type { Pusher } from "./pusher.ts";
-import { backoffMs, sleep } from "./timing.ts";
+import { backoffMs } from "../retry.ts";
+import { sleep } from "./timing.ts";
 
 export interface CoinFeedDeps {
   readonly exchange: SpotExchange;

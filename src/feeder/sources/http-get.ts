@@ -8,6 +8,7 @@ import type { IncomingMessage } from "node:http";
 import https from "node:https";
 import { isIP, type LookupFunction } from "node:net";
 import { Readable } from "node:stream";
+import { retryAfterMs } from "../../retry.ts";
 import { isPublicAddress } from "./public-address.ts";
 
 export const USER_AGENT = "signals-feeder/0.1 (context sources; +https://github.com/)";
@@ -23,19 +24,6 @@ export class HttpStatusError extends Error {
     this.status = status;
     this.retryAfterMs = retryAfterMs;
   }
-}
-
-/** Retry-After as milliseconds: delta-seconds or an HTTP date; null when absent or unreadable. */
-export function retryAfterMs(header: string | null, now: number): number | null {
-  if (header === null || header.trim() === "") return null;
-  if (/^\d+$/.test(header.trim())) return Number(header.trim()) * 1000;
-  const at = Date.parse(header);
-  return Number.isNaN(at) ? null : Math.max(0, at - now);
-}
-
-/** Exponential back-off: `baseMs · 2^(failures-1)`, at most `maxMs`. */
-export function backoffMs(failures: number, baseMs: number, maxMs: number): number {
-  return Math.min(maxMs, baseMs * 2 ** Math.max(0, Math.min(30, failures - 1)));
 }
 
 /** Redirect statuses; any other answer is returned to the caller as it is. */

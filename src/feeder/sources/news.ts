@@ -16,7 +16,8 @@ import { extractFromJson, extractFromXml, type FeedEntry } from "@extractus/feed
 import { MAX_NEWS_COINS } from "../../market-data/datasets.ts";
 import { tagCoins } from "./coin-tags.ts";
 import type { NewsConfig } from "./config.ts";
-import { backoffMs, displayUrl, expectOk, HttpStatusError, httpGet, readBody } from "./http-get.ts";
+import { backoffMs } from "../../retry.ts";
+import { displayUrl, expectOk, HttpStatusError, httpGet, readBody } from "./http-get.ts";
 import { streamOf, summaryOf } from "./ingest-client.ts";
 import type { ContextSource, SourceDeps } from "./source.ts";
 
@@ -167,7 +168,7 @@ export function createNewsSource(deps: NewsSourceDeps): ContextSource {
   function failed(feed: FeedState, err: unknown, now: number): void {
     feed.failures++;
     const retryAfter = err instanceof HttpStatusError ? (err.retryAfterMs ?? 0) : 0;
-    const wait = Math.max(backoffMs(feed.failures, config.refreshMs, MAX_BACKOFF_MS), retryAfter);
+    const wait = Math.max(backoffMs(feed.failures, config.refreshMs, MAX_BACKOFF_MS, "none"), retryAfter);
     feed.nextDueMs = now + wait;
     const message = `${displayUrl(feed.url)}: ${(err as Error).message}`;
     report.failure(message);
