@@ -5,7 +5,7 @@
  */
 import type { TLSSocket } from "node:tls";
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
-import { normaliseAddress } from "../accounts/address-group.ts";
+import { callerAddress, normaliseAddress } from "../accounts/address-group.ts";
 
 type FallbackArgs = Parameters<NonNullable<ConnectNodeAdapterOptions["fallback"]>>;
 /** What the public listener's fallback receives (HTTP/1.1 or HTTP/2). */
@@ -37,18 +37,9 @@ export function requestIsTls(req: WebRequest, trustProxy: boolean): boolean {
   return trustProxy && header(req, "x-forwarded-proto")?.split(",")[0]?.trim().toLowerCase() === "https";
 }
 
-/**
- * The client address for the sign-in throttle. Behind a trusted proxy, the last
- * X-Forwarded-For entry (the one our proxy appended; earlier ones are client-controlled).
- * IPv6 addresses count per /64, the block one subscriber usually holds.
- */
+/** The client address for the sign-in throttle: the caller's address, grouped (IPv6 per /64). */
 export function clientAddress(req: WebRequest, trustProxy: boolean): string {
-  let address = req.socket.remoteAddress ?? "unknown";
-  if (trustProxy) {
-    const forwarded = header(req, "x-forwarded-for")?.split(",").map((s) => s.trim()).filter(Boolean);
-    if (forwarded && forwarded.length > 0) address = forwarded[forwarded.length - 1]!;
-  }
-  return normaliseAddress(address);
+  return normaliseAddress(callerAddress(req.headers["x-forwarded-for"], req.socket.remoteAddress, trustProxy));
 }
 
 /** IPv4-mapped IPv6 becomes IPv4; other IPv6 addresses become their /64 prefix (shared with the failed-key budget). */
