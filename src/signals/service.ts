@@ -34,6 +34,7 @@ import { readSignalsRequest, type SignalsRequestRead } from "./request.ts";
 import { setCallWarnings } from "./warnings.ts";
 import { type Timeframe } from "../market/timeframes.ts";
 import type { SignalName, SignalReading, SignalSnapshot } from "../market/snapshot.ts";
+import { rateLimitHeaders, rateLimitedHeaders } from "./rate-limit-headers.ts";
 
 export const BILLING_TEXT = "1 energy credit per call (node / founding seats only)";
 export const TIER_NAME = "node";
@@ -67,13 +68,8 @@ const SIGNAL_ENUM: Record<SignalName, Signal> = {
 };
 
 /** IETF RateLimit headers for the daily cap (delta-seconds until 00:00 MYT). */
-export function rateLimitHeaders(limits: Limits, callsToday: number, now: number): Record<string, string> {
-  const resetSeconds = Math.max(1, Math.ceil((nextMytMidnight(now) - now) / 1000));
-  return {
-    "ratelimit-limit": String(limits.dailyCap),
-    "ratelimit-remaining": String(Math.max(0, limits.dailyCap - callsToday)),
-    "ratelimit-reset": String(resetSeconds),
-  };
+export function dailyCapHeaders(limits: Limits, callsToday: number, now: number): Record<string, string> {
+  return rateLimitHeaders(limits.dailyCap, callsToday, nextMytMidnight(now) - now);
 }
 
 function entryFor(symbol: string, tf: Timeframe, snapshot: SignalSnapshot, now: number): SignalEntry {
@@ -115,9 +111,9 @@ function idempotencyKeyOf(ctx: HandlerContext): string | null {
 
 /** Turns a charge outcome into the call's headers, or into the contract's error. */
 function settle(deps: SignalsServiceDeps, ctx: HandlerContext, result: ChargeResult, now: number): ChargeResult {
-  const headers = result.callsToday === null ? undefined : rateLimitHeaders(deps.limits, result.callsToday, now);
+  const headers = result.callsToday === null ? undefined : dailyCapHeaders(deps.limits, result.callsToday, now);
   if (result.outcome !== "ok") {
-    const extra = result.outcome === "rate_limited" && headers ? { ...headers, "retry-after": headers["ratelimit-reset"]! } : headers;
+    const extra = result.outcome === "rate_limited" && headers ? rateLimitedHeaders(headers) : headers;
     throw serviceError(result.outcome, undefined, extra);
   }
   for (const [name, value] of Object.entries(headers ?? {})) ctx.responseHeader.set(name, value);
