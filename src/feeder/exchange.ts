@@ -91,10 +91,12 @@ type AnyClass = new (config: Record<string, unknown>) => Record<string, any>; //
 /** ccxt's classes of the exchanges loaded so far: the websocket one (`pro`) and the REST one. */
 const loaded = new Map<string, { pro: AnyClass | null; rest: AnyClass | null }>();
 
-/** ccxt's error for a lost connection (the class the feeder's errorKind files as "network"). */
-class NetworkError extends Error {
-  override name = "NetworkError";
-}
+/**
+ * ccxt's error classes, from the very module its exchange classes throw (loaded by file like
+ * them, see loadExchange; a second copy would make `instanceof` fail). The module is small.
+ */
+export const ccxtErrors = (await import(new URL("./src/base/errors.js", import.meta.resolve("ccxt")).href)) as typeof import("ccxt");
+const { NetworkError } = ccxtErrors;
 
 /**
  * Loads ccxt's classes of one exchange. `import("ccxt")` evaluates every exchange ccxt has:
