@@ -12,16 +12,6 @@ type FallbackArgs = Parameters<NonNullable<ConnectNodeAdapterOptions["fallback"]
 export type WebRequest = FallbackArgs[0];
 export type WebResponse = FallbackArgs[1];
 
-/**
- * A Set-Cookie value: always HttpOnly, SameSite=Strict and Path=/; Secure over TLS. Written
- * here rather than by hono's setCookie to keep the attribute order browsers and tests have seen.
- */
-export function cookie(name: string, value: string, options: { maxAgeSeconds: number; secure: boolean }): string {
-  const parts = [`${name}=${value}`, "Path=/", "HttpOnly", "SameSite=Strict", `Max-Age=${Math.max(0, Math.floor(options.maxAgeSeconds))}`];
-  if (options.secure) parts.push("Secure");
-  return parts.join("; ");
-}
-
 /** First value of a request header. */
 export function header(req: WebRequest, name: string): string | undefined {
   const value = req.headers[name];

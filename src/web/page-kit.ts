@@ -6,7 +6,7 @@
  */
 import type { Context, MiddlewareHandler } from "hono";
 import type { HttpBindings, Http2Bindings } from "@hono/node-server";
-import { getCookie } from "hono/cookie";
+import { getCookie, setCookie as setHonoCookie } from "hono/cookie";
 import { bodyLimit } from "hono/body-limit";
 import { secureHeaders } from "hono/secure-headers";
 import type { Logger } from "pino";
@@ -21,7 +21,7 @@ import { ChartDataCache } from "./chart-data.ts";
 import type { PaymentRouteDeps } from "./payment-actions.ts";
 import { renderContinuePage, renderMessagePage, type PageContext } from "./auth-pages.ts";
 import { CSRF_COOKIE, CSRF_FIELD, isWellFormedCsrfCookie, newCsrfCookieValue, originAllowed, sessionCsrfMatches, sessionCsrfToken } from "./csrf.ts";
-import { cookie, ownOrigins, requestIsTls, type WebRequest } from "./http.ts";
+import { ownOrigins, requestIsTls, type WebRequest } from "./http.ts";
 import { findSession, type WebSession } from "./sessions.ts";
 import { DEFAULT_HASH_GATE, HashGate, HashRefused, type HashOutcome } from "./hash-gate.ts";
 import type { SignInPolicy } from "./throttle.ts";
@@ -200,8 +200,9 @@ export function createPageKit(deps: WebDeps) {
     await next();
   };
 
+  /** Every cookie of the site: HttpOnly, SameSite=Strict, Path=/; Secure over TLS. */
   const setCookie = (c: WebContext, name: string, value: string, maxAgeSeconds: number) =>
-    c.header("set-cookie", cookie(name, value, { maxAgeSeconds, secure: secureCookies(c) }), { append: true });
+    setHonoCookie(c, name, value, { path: "/", httpOnly: true, sameSite: "Strict", maxAge: Math.max(0, Math.floor(maxAgeSeconds)), secure: secureCookies(c) });
 
   function setSessionCookie(c: WebContext, token: string): void {
     setCookie(c, SESSION_COOKIE, token, config.sessionTtlMs / 1000);
