@@ -36,8 +36,8 @@ export function okDependentFields(schema: DescMessage): OkDependentFields | unde
 }
 
 /**
- * Boolean fields written only when true: the `demo` marks added to the contract's messages
- * (issue 22 §3), so an answer from real data stays exactly the contract's. The OpenAPI
+ * Boolean fields written only when true: the `demo` marks added to the contract's messages,
+ * so an answer from real data stays exactly the contract's. The OpenAPI
  * document lists them as optional.
  */
 const ONLY_WHEN_TRUE = new Set([`${SignalEntrySchema.typeName}.demo`, `${MoverSchema.typeName}.demo`]);

@@ -47,7 +47,7 @@ export function ownOrigins(req: WebRequest, publicBaseUrl: string, trustProxy: b
  * A path of this site to go back to after sign-in, or null: the path and query of `raw` resolved
  * against the site's origin, accepted only when the *normalised* result is still a plain local
  * path. Checking the raw text alone is not enough: `/.//evil.example` passes a raw check and
- * normalises to `//evil.example`, which a browser follows to another host (issue 23, item 4).
+ * normalises to `//evil.example`, which a browser follows to another host.
  * So the result itself must start with one `/`, hold no `//` and no backslash in its path (also
  * once percent-decoded: `/%2F%2Fevil`), and resolve to the same origin when read again.
  */

@@ -117,7 +117,7 @@ export function createPageKit(deps: WebDeps) {
   /** What the payment routes and the account page's billing card need; no Stripe client when payments are off. */
   const payments: PaymentRouteDeps = { ...deps, stripe: config.payments.stripe ? createStripeClient(config.payments.stripe) : null };
   const nodeRequest = (c: WebContext): WebRequest => c.env.incoming;
-  /** One per process: every route that hashes a password goes through it (issue 23, item 2). */
+  /** One per process: every route that hashes a password goes through it. */
   const hashGate = deps.hashGate ?? new HashGate({ ...DEFAULT_HASH_GATE, ...(deps.onPasswordHash ? { onOutcome: deps.onPasswordHash } : {}) });
   const secureCookies = (c: WebContext) => requestIsTls(nodeRequest(c), config.trustProxy) || config.publicBaseUrl.startsWith("https:");
 
@@ -190,7 +190,7 @@ export function createPageKit(deps: WebDeps) {
 
   /**
    * For the forms that spend money or make a key (after `signedInForm`): the account's email is
-   * confirmed (issue 23, item 10). Otherwise 403 with what to do, and nothing changes.
+   * confirmed. Otherwise 403 with what to do, and nothing changes.
    */
   const verifiedEmail: MiddlewareHandler<WebEnv> = async (c, next) => {
     const signed = c.get("signed")!;

@@ -41,7 +41,7 @@ export class RedirectRefused extends Error {
  * status. The configured URL is the operator's choice and is fetched as it is; a redirect is the
  * provider's, so it is followed only to https on public addresses, each hop checked again and
  * the address checked when the connection is made (no DNS rebinding between check and connect),
- * at most MAX_REDIRECTS times (issue 23, item 8: a feed answering `302 → http://127.0.0.1:<internal>/metrics`
+ * at most MAX_REDIRECTS times (a feed answering `302 → http://127.0.0.1:<internal>/metrics`
  * made the feeder read the internal listener). Only the user agent, `accept` and the
  * conditional headers go along: a provider's API-key header never leaves for another host.
  */

@@ -26,7 +26,7 @@ const MAX_BACKOFF_MS = 6 * 3_600_000;
 /** Links and guids remembered to drop items repeated across feeds and rounds. */
 const SEEN_LIMIT = 20_000;
 /**
- * Largest feed body read (issue 23, item 7: a 60,000-item feed took 15 s of CPU and +254 MB to
+ * Largest feed body read (a 60,000-item feed took 15 s of CPU and +254 MB to
  * parse). Publishers' feeds are 10–300 KB; a larger answer is an error of that feed.
  */
 export const MAX_FEED_BYTES = 1024 * 1024;
@@ -192,7 +192,7 @@ export function createNewsSource(deps: NewsSourceDeps): ContextSource {
         else failed(due[i]!, r.reason, now);
       });
       // Each feed is pushed on its own, in batches: one large or refused feed never stops the
-      // others (issue 23, item 7). Items repeated across feeds and rounds are dropped first
+      // others. Items repeated across feeds and rounds are dropped first
       // (guid/link digests are the ids; the store ignores ids it already has).
       let stored = 0;
       for (const r of results) {
