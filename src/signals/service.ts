@@ -37,7 +37,8 @@ import type { SignalName, SignalReading, SignalSnapshot } from "../market/snapsh
 import { rateLimitHeaders, rateLimitedHeaders } from "./rate-limit-headers.ts";
 
 export const BILLING_TEXT = "1 energy credit per call (node / founding seats only)";
-export const TIER_NAME = "node";
+/** The plan a paid call is served under (the contract names its field `tier`). */
+export const PLAN_NAME = "node";
 
 export interface SignalsServiceDeps {
   readonly db: DbHandle;
@@ -134,7 +135,7 @@ export function createSignalsService(deps: SignalsServiceDeps): ServiceImpl<type
       tf,
       ts: BigInt(now),
       signals: symbols.map((symbol) => entryFor(symbol, tf, deps.snapshot, now)),
-      tier: TIER_NAME,
+      tier: PLAN_NAME,
       billing: BILLING_TEXT,
       creditsLeft: BigInt(charged.tokensLeft ?? 0),
     });
