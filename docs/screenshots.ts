@@ -1,6 +1,7 @@
 /**
- * Screenshots of the member pages for the README: docs/screenshots/<page>-<screen>.png, each page
- * on a desktop (1280×800) and a phone (390×844), in the light colour scheme.
+ * Screenshots of the pages for the README: docs/screenshots/<page>-<screen>.png (light colour
+ * scheme) and <page>-<screen>-dark.png, each page on a desktop (1280×800) and a phone (390×844);
+ * the public pages as a visitor sees them, the member pages signed in.
  *
  * It runs the service as an operator would, on a fresh temporary data directory (embedded
  * PGlite): `signals account create` and `signals account password` make a member, then
@@ -19,6 +20,7 @@ import { fileURLToPath } from "node:url";
 import type { BrowserContextOptions, Page } from "playwright-core";
 import { chromiumAvailable, CHROMIUM_PATH, launchChromium } from "../test/support/browser.ts";
 import { childEnv, runCli, runCliWithInput, startServerProcess, type ServerProcess } from "../test/support/processes.ts";
+import { startFakeStripe } from "../test/support/fake-stripe.ts";
 
 // Callbacks given to page.evaluate run in the browser (the project's tsconfig has no DOM lib).
 declare const document: { documentElement: { scrollHeight: number } };
@@ -29,10 +31,15 @@ interface Shot {
   readonly path: string;
   /** A selector that exists once the page has finished drawing (a chart has drawn). */
   readonly readyWhen?: string;
+  /** Shown as a signed-out visitor sees it (default: signed in as the member). */
+  readonly visitor?: boolean;
 }
 
 const PAGES: readonly Shot[] = [
+  { name: "landing", path: "/", visitor: true },
+  { name: "pricing", path: "/pricing", visitor: true },
   { name: "account", path: "/account" },
+  { name: "watchlist", path: "/watch", readyWhen: "#watch[data-updated]" },
   { name: "chart", path: "/charts/BTC?tf=1h", readyWhen: "#chart[data-chart-ready]" },
   { name: "track-record", path: "/track-record" },
 ];
@@ -67,7 +74,10 @@ async function signIn(page: Page, baseUrl: string): Promise<void> {
 async function main(): Promise<void> {
   if (!chromiumAvailable) throw new Error(`no Chromium at ${CHROMIUM_PATH} (install Debian's chromium, or set CHROMIUM_PATH)`);
   const dataDir = mkdtempSync(path.join(tmpdir(), "signals-screenshots-"));
-  const env = childEnv({ DATA_DIR: dataDir, DEMO_FEED: "true", DEMO_ACCOUNT: "false", PORT: "0", INTERNAL_PORT: "0", LOG_LEVEL: "info" });
+  // Payments on, against the local fake Stripe (its Prices: USD 49.00 and 29.00 a month), so the
+  // pricing and account pages show what a selling server shows; no request leaves the machine.
+  const stripe = await startFakeStripe();
+  const env = childEnv({ DATA_DIR: dataDir, DEMO_FEED: "true", DEMO_ACCOUNT: "false", PORT: "0", INTERNAL_PORT: "0", LOG_LEVEL: "info", ...stripe.env() });
   let server: ServerProcess | null = null;
   const browser = await launchChromium();
   try {
@@ -80,11 +90,14 @@ async function main(): Promise<void> {
     }
     mkdirSync(OUT_DIR, { recursive: true });
     const skipped = new Set<string>();
-    for (const [screen, options] of Object.entries(SCREENS)) {
-      const context = await browser.newContext({ ...options, colorScheme: "light" });
-      const page = await context.newPage();
-      await signIn(page, server.baseUrl);
+    for (const [screen, options] of Object.entries(SCREENS)) for (const scheme of ["light", "dark"] as const) {
+      const context = await browser.newContext({ ...options, colorScheme: scheme });
+      const visitorContext = await browser.newContext({ ...options, colorScheme: scheme });
+      const member = await context.newPage();
+      const visitor = await visitorContext.newPage();
+      await signIn(member, server.baseUrl);
       for (const shot of PAGES) {
+        const page = shot.visitor ? visitor : member;
         const response = await page.goto(`${server.baseUrl}${shot.path}`);
         if (response?.status() === 404) {
           if (!skipped.has(shot.path)) console.warn(`skipped ${shot.path}: the server answers 404 (this page does not exist on this version)`);
@@ -93,16 +106,18 @@ async function main(): Promise<void> {
         }
         if (response?.status() !== 200) throw new Error(`${shot.path} answered ${response?.status()}`);
         if (shot.readyWhen) await page.waitForSelector(shot.readyWhen);
-        const file = path.join(OUT_DIR, `${shot.name}-${screen}.png`);
+        const file = path.join(OUT_DIR, `${shot.name}-${screen}${scheme === "dark" ? "-dark" : ""}.png`);
         const height = Math.min(await page.evaluate(() => document.documentElement.scrollHeight), options.viewport.height * MAX_SCREENS);
         await page.screenshot({ path: file, fullPage: true, clip: { x: 0, y: 0, width: options.viewport.width, height } });
         console.log(`wrote ${path.relative(process.cwd(), file)}`);
       }
       await context.close();
+      await visitorContext.close();
     }
   } finally {
     await browser.close();
     await server?.stop();
+    await stripe.close();
     rmSync(dataDir, { recursive: true, force: true });
   }
 }

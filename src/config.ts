@@ -180,6 +180,7 @@ const envSchema = z.object({
   STREAMS_PER_ADDRESS: wholeNumber(200, 1, 100_000),
   GOAWAY_GRACE: wholeNumber(10, 1, 3600),
   STALE_AFTER: wholeNumber(900, 1, 365 * 24 * 3600),
+  CATCH_UP_MS: wholeNumber(1000, 1, 60_000),
   DEMO_FEED: flag,
   FAILED_KEY_LIMIT: wholeNumber(100, 1, 1_000_000),
   FAILED_KEY_WINDOW: wholeNumber(60, 1, 24 * 3600),
@@ -288,6 +289,11 @@ const configSchema = envSchema
       goawayGraceMs: env.GOAWAY_GRACE * 1000,
       /** A coin whose feed has been silent longer than this (ms) is answered `stale`. */
       staleAfterMs: env.STALE_AFTER * 1000,
+      /**
+       * How long a paid call waits for this process to catch up with a market version the
+       * store already holds (ms); past it the call is answered 503 and not charged.
+       */
+      catchUpMs: env.CATCH_UP_MS,
       /** Run the built-in demo feed (seeded random walk) for a few coins. */
       demoFeed: env.DEMO_FEED ?? databaseUrl === null,
       /** Failed API keys allowed per caller address per failedKeyWindowMs before 429. */

@@ -28,10 +28,11 @@ export type Viewer = { readonly plan: string; readonly subscription: Subscriptio
  * - `alerts`: the member's own signal alerts in the message app;
  * - `test_alert`: the account page's "Send a test alert";
  * - `chart_page`: `/charts/<SYMBOL>` (and the `/charts` list);
+ * - `watchlist`: `/watch`, the member's live grid of current signals (pushed, not charged);
  * - `track_record`: the public `/track-record`;
  * - `status_page`: the public `/status`.
  */
-export const SURFACES = ["paid_endpoint", "free_endpoints", "alerts", "test_alert", "chart_page", "track_record", "status_page"] as const;
+export const SURFACES = ["paid_endpoint", "free_endpoints", "alerts", "test_alert", "chart_page", "watchlist", "track_record", "status_page"] as const;
 export type Surface = (typeof SURFACES)[number];
 
 export interface Entitlement {
@@ -74,6 +75,8 @@ export function entitlement(viewer: Viewer, surface: Surface): Entitlement {
   switch (surface) {
     case "paid_endpoint":
     case "alerts":
+    case "watchlist":
+      // The watchlist is current signals and nothing else: only for those who may call the API.
       return { admitted: paid, currentSignal: paid };
     case "test_alert":
       // A test alert carries no signal; it is offered to the accounts whose plan has alerts.

@@ -22,7 +22,7 @@ import type { DbHandle } from "../db/client.ts";
 import type { Limits } from "../config.ts";
 import { errorSummary } from "../logger.ts";
 import { adjustTokens } from "./tokens.ts";
-import { chargeBatchStatement, type ChargeRequest } from "./charge-statement.ts";
+import { chargeBatchStatement, type ChargeRequest, type KnownVersions } from "./charge-statement.ts";
 
 export type ChargeOutcome =
   | "ok"
@@ -30,7 +30,9 @@ export type ChargeOutcome =
   | "node_tier_required"
   | "subscription_inactive"
   | "insufficient_credits"
-  | "rate_limited";
+  | "rate_limited"
+  /** Not charged: the store holds a newer market version of a requested coin (see `market`). */
+  | "behind";
 
 export interface ChargeResult {
   outcome: ChargeOutcome;
@@ -42,6 +44,8 @@ export interface ChargeResult {
   callsToday: number | null;
   /** True exactly when this charge took the balance below the low-balance threshold. */
   lowBalanceCrossed: boolean;
+  /** For 'behind': the store's versions of the coins the process was behind on. */
+  market: KnownVersions | null;
 }
 
 export interface ChargeRow {
@@ -51,6 +55,7 @@ export interface ChargeRow {
   credits_left: number | string | null;
   calls_today: number | string | null;
   low_balance_crossed: boolean;
+  market?: Record<string, number | string> | string | null;
 }
 
 /** Inserts a fence for an attempt; a row back means the attempt had not committed and now never will. */
@@ -62,6 +67,12 @@ const MAX_BATCH = 128;
 
 const toNumber = (v: number | string | null): number | null => (v === null ? null : Number(v));
 
+function marketOf(raw: ChargeRow["market"]): KnownVersions | null {
+  if (raw === null || raw === undefined) return null;
+  const parsed = typeof raw === "string" ? (JSON.parse(raw) as Record<string, number | string>) : raw;
+  return Object.fromEntries(Object.entries(parsed).map(([symbol, version]) => [symbol, Number(version)]));
+}
+
 export function toResult(row: ChargeRow): ChargeResult {
   return {
     outcome: row.outcome,
@@ -70,6 +81,7 @@ export function toResult(row: ChargeRow): ChargeResult {
     tokensLeft: toNumber(row.credits_left),
     callsToday: toNumber(row.calls_today),
     lowBalanceCrossed: row.low_balance_crossed === true,
+    market: marketOf(row.market),
   };
 }
 
@@ -157,9 +169,10 @@ export async function chargeCall(handle: DbHandle, keyHash: string, limits: Limi
 
 /**
  * Charges one call. `signal`: the caller's request; a call whose caller went away while it waited
- * for its turn is dropped before it reaches the database (never charged).
+ * for its turn is dropped before it reaches the database (never charged). `known`: the market
+ * versions the answer will be read at (ChargeRequest.known).
  */
-export type Charger = (keyHash: string, now: number, signal?: AbortSignal) => Promise<ChargeResult>;
+export type Charger = (keyHash: string, now: number, signal?: AbortSignal, known?: KnownVersions | null) => Promise<ChargeResult>;
 
 /** A group refused before its statement was sent: certainly nothing charged. */
 export class ChargeNotSent extends Error {
@@ -296,9 +309,9 @@ export function createChargeBatcher(handle: DbHandle, limits: Limits, options: B
       if (at >= 0) live(waiting.splice(at, 1)[0]!.group, now - queueTimeoutMs - 1);
     }, queueTimeoutMs + 1).unref();
   };
-  return (keyHash, now, signal) =>
+  return (keyHash, now, signal, known) =>
     new Promise<ChargeResult>((resolve, reject) => {
-      pending.push({ request: { keyHash, now }, signal, resolve, reject });
+      pending.push({ request: { keyHash, now, known: known ?? null }, signal, resolve, reject });
       if (pending.length >= MAX_BATCH) flush();
       else if (!scheduled) {
         scheduled = true;

@@ -25,6 +25,8 @@ export type IdempotentOutcome =
 
 export interface IdempotentCall {
   keyHash: string;
+  /** As ChargeRequest.known: a store ahead of these versions refuses the call as 'behind', uncharged. */
+  known?: Readonly<Record<string, number>> | null;
   idempotencyKey: string;
   /** The normalised request; a replay must be for the same one. */
   fingerprint: string;

@@ -120,6 +120,12 @@ export const coins = pgTable("coins", {
   lastUpdateAt: timestamp("last_update_at", { withTimezone: true, mode: "date" }).notNull(),
   /** Provenance: true for the demo feed's synthetic rows, false for a real push (docs/feeder.md, "Demo data and real data"). */
   demo: boolean("demo").notNull().default(false),
+  /**
+   * Raised by every market transaction that touches the coin, in that transaction: a server
+   * process whose copy of the coin is older than this catches up before it answers
+   * (docs/decisions.md, "One signal at one moment on every process").
+   */
+  version: bigint("version", { mode: "number" }).notNull().default(0),
   createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
 });
 
@@ -616,3 +622,25 @@ export const stripeSubscriptions = pgTable(
   },
   (t) => [index("stripe_subscriptions_account_idx").on(t.accountId)],
 );
+
+/** A paying member's live watchlist (/watch): the coins and timeframes of their grid, one row per account. */
+export const watchlists = pgTable("watchlists", {
+  accountId: bigint("account_id", { mode: "number" })
+    .primaryKey()
+    .references(() => accounts.id, { onDelete: "cascade" }),
+  symbols: text("symbols").array().notNull(),
+  timeframes: text("timeframes").array().notNull(),
+  updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
+});
+
+/**
+ * The one live watchlist stream a web session may hold: a new stream takes the row, and the
+ * stream it replaced (on any server process) sees that at its next check and ends.
+ */
+export const watchStreams = pgTable("watch_streams", {
+  sessionTokenHash: text("session_token_hash")
+    .primaryKey()
+    .references(() => webSessions.tokenHash, { onDelete: "cascade" }),
+  streamId: text("stream_id").notNull(),
+  startedAt: timestamp("started_at", { withTimezone: true }).notNull(),
+});

@@ -1,18 +1,19 @@
 /**
- * The market feed: applies candle updates to the in-memory engines as they arrive (so a paid
- * call only reads a snapshot), persists them in batched transactions, and answers lookups.
- * If a batch cannot be written, the coins it touched are reloaded from the store, so memory
- * never runs ahead of the database for long and nothing is half-applied.
+ * The market feed: applies candle updates to the in-memory engines as they arrive, persists
+ * them in batched transactions, and answers lookups (so a paid call only reads memory).
+ * Lookups read the PUBLISHED readings: those of a committed market version, published after
+ * the commit (this process's own, or a reload of another process's), never an engine's state
+ * ahead of the store. If a batch cannot be written, the coins it touched are reloaded.
  */
 import { errorSummary } from "../logger.ts";
 import type { Logger } from "pino";
 import type { DbHandle } from "../db/client.ts";
 import type { Clock } from "../clock.ts";
 import type { Timeframe } from "./timeframes.ts";
-import type { SignalSnapshot, SnapshotLookup } from "./snapshot.ts";
+import type { MarketVersions, SignalReading, SignalSnapshot, SnapshotLookup } from "./snapshot.ts";
 import { CoinRuntime, type CandleRow } from "./coin-runtime.ts";
 import { randomUUID } from "node:crypto";
-import { loadAllCoins, loadCoin, persistMarket, type SignalEventsSubscriber } from "./store.ts";
+import { loadAllCoins, loadCoin, persistMarket, type SignalEventsSubscriber, type StoredCoin } from "./store.ts";
 import { MARKET_UPDATED } from "../db/channels.ts";
 import { checkCandleFields, type CandleUpdate, type RejectReason, type ValidUpdate } from "./validate.ts";
 import type { PendingSignalEvent, SignalChange } from "./signal-events.ts";
@@ -38,6 +39,11 @@ export interface MarketFeedDeps {
   readonly alertMaxDelayMs: number;
   /** Told, inside the market's transaction, about the signal events it stored (alerts subscribe here). */
   readonly onEventsStored?: SignalEventsSubscriber;
+  /**
+   * Told after this process's readings of these coins changed: once its own commit of them is
+   * done, or once it has reloaded another process's (the live watchlists wake here).
+   */
+  readonly onReadingsChanged?: (symbols: readonly string[]) => void;
 }
 
 export interface IngestOptions {
@@ -54,6 +60,26 @@ export interface IngestOptions {
   readonly demo?: boolean;
 }
 
+/** A coin's readings as of one committed market version: what lookups answer. */
+interface PublishedCoin {
+  readonly version: number;
+  readonly lastUpdateAt: number;
+  /** Per timeframe; a timeframe without a reading (too few closes) is absent. */
+  readonly readings: ReadonlyMap<Timeframe, SignalReading>;
+}
+
+/** The readings of a coin's engines now (call when they are exactly a committed version's). */
+function readingsOf(coin: CoinRuntime): Omit<PublishedCoin, "version"> {
+  const readings = new Map<Timeframe, SignalReading>();
+  for (const tf of coin.series.keys()) {
+    const reading = coin.reading(tf);
+    if (!reading || reading.atrPct === null) continue;
+    // A confirmed reading's signal is the one set by the event the series last recorded.
+    readings.set(tf, { ...reading, atrPct: reading.atrPct, signalId: reading.confirmed ? coin.signalId(tf) : null, ...(coin.demo ? { demo: true } : {}) });
+  }
+  return { lastUpdateAt: coin.lastUpdateAt, readings };
+}
+
 const MAX_REPORTED = 100;
 const FLUSH_ROWS = 5_000;
 const FLUSH_DELAY_MS = 100;
@@ -65,7 +91,12 @@ export function emptySummary(): IngestSummary {
 
 export class MarketFeed implements SignalSnapshot {
   private readonly deps: MarketFeedDeps;
+  /** The engines: this process's writes are applied here first, before they commit. */
   private readonly coins = new Map<string, CoinRuntime>();
+  /** What lookups read: committed readings, each coin at its market version. */
+  private readonly published = new Map<string, PublishedCoin>();
+  /** Per coin, the reload from the store running now and the one asked for during it. */
+  private readonly reloads = new Map<string, { running: Promise<void>; next: Promise<void> | null }>();
   private pending = new Map<string, CandleRow>();
   private pendingEvents = new Map<string, PendingSignalEvent>();
   /** A live signal change is waiting: flush now rather than after FLUSH_DELAY_MS. */
@@ -90,7 +121,20 @@ export class MarketFeed implements SignalSnapshot {
    */
   async load(): Promise<void> {
     await this.deps.db.listen(MARKET_UPDATED, (payload) => this.onMarketNotice(payload));
-    for (const coin of await loadAllCoins(this.deps.db)) this.coins.set(coin.symbol, coin);
+    for (const stored of await loadAllCoins(this.deps.db)) this.adopt(stored, false);
+  }
+
+  /** Takes a coin as the store holds it: publishes it, and runs its engines unless ours have unsaved updates. */
+  private adopt(stored: StoredCoin, keepLocal: boolean): void {
+    const { runtime, version } = stored;
+    if (!(keepLocal && this.touched.has(runtime.symbol))) this.coins.set(runtime.symbol, runtime);
+    this.publish(runtime.symbol, { version, ...readingsOf(runtime) });
+  }
+
+  /** Makes a committed version's readings what lookups answer; never goes back to an older version. */
+  private publish(symbol: string, coin: PublishedCoin): void {
+    const current = this.published.get(symbol);
+    if (!current || current.version < coin.version) this.published.set(symbol, coin);
   }
 
   private onMarketNotice(payload: string): void {
@@ -105,31 +149,83 @@ export class MarketFeed implements SignalSnapshot {
     // reloading would drop them from memory while their rows are still written. Keep ours.
     const clash = notice.symbols.filter((symbol) => this.touched.has(symbol));
     if (clash.length > 0) this.deps.logger.warn({ symbols: clash }, "another process wrote coins this process is writing; keeping local state");
-    const others = notice.symbols.filter((symbol) => !this.touched.has(symbol));
-    const reload = others.includes("*") ? loadAllCoins(this.deps.db).then((all) => all.forEach((c) => { if (!this.touched.has(c.symbol)) this.coins.set(c.symbol, c); })) : this.reload(others);
-    reload.catch((err: unknown) => this.deps.logger.warn({ err: errorSummary(err) }, "could not follow another process's market update"));
+    const symbols = notice.symbols;
+    const reload = symbols.includes("*")
+      ? loadAllCoins(this.deps.db).then((all) => all.forEach((stored) => this.adopt(stored, true)))
+      : Promise.all(symbols.map((symbol) => this.reloadCoin(symbol)));
+    // The live watchlists re-read once the published readings are the committed ones.
+    reload.then(() => this.deps.onReadingsChanged?.(symbols)).catch((err: unknown) => this.deps.logger.warn({ err: errorSummary(err) }, "could not follow another process's market update"));
+  }
+
+  /**
+   * Reloads a coin from the store and publishes it. Calls during a reload share one more reload
+   * after it (the one under way may have read the store before the commit they wait for).
+   */
+  private reloadCoin(symbol: string): Promise<void> {
+    const entry = this.reloads.get(symbol);
+    if (!entry) return this.startReload(symbol);
+    const start = () => this.startReload(symbol);
+    entry.next ??= entry.running.then(start, start);
+    return entry.next;
+  }
+
+  private startReload(symbol: string): Promise<void> {
+    const running: Promise<void> = loadCoin(this.deps.db, symbol)
+      .then((stored) => {
+        if (stored) this.adopt(stored, true);
+      })
+      .finally(() => {
+        const entry = this.reloads.get(symbol);
+        if (entry?.running === running && entry.next === null) this.reloads.delete(symbol);
+      });
+    this.reloads.set(symbol, { running, next: null });
+    return running;
+  }
+
+  /** The market version of each coin's published readings (0: none published). */
+  versions(symbols: readonly string[]): MarketVersions {
+    const out: Record<string, number> = {};
+    for (const symbol of symbols) out[symbol] = this.published.get(symbol)?.version ?? 0;
+    return out;
+  }
+
+  /**
+   * Brings the published readings of these coins to at least the wanted versions by reloading
+   * them (sharing reloads already under way), until the deadline (epoch ms, wall time). False
+   * when a reload failed or the deadline passed first.
+   */
+  async catchUp(wanted: MarketVersions, deadline: number): Promise<boolean> {
+    for (;;) {
+      const behind = Object.keys(wanted).filter((symbol) => (this.published.get(symbol)?.version ?? 0) < wanted[symbol]!);
+      if (behind.length === 0) return true;
+      const left = deadline - Date.now();
+      if (left <= 0) return false;
+      let timer: NodeJS.Timeout | undefined;
+      const expired = new Promise<"expired">((resolve) => (timer = setTimeout(() => resolve("expired"), left)));
+      const reloaded = Promise.all(behind.map((symbol) => this.reloadCoin(symbol))).then(() => "reloaded" as const, () => "failed" as const);
+      const outcome = await Promise.race([reloaded, expired]);
+      clearTimeout(timer);
+      if (outcome !== "reloaded") return false;
+    }
   }
 
   /** Current reading of a coin on a timeframe, or why there is none. */
   lookup(symbol: string, tf: Timeframe, now: number): SnapshotLookup {
-    const coin = this.coins.get(symbol);
+    const coin = this.published.get(symbol);
     if (!coin) return { ok: false, reason: "unknown_symbol" };
     if (now - coin.lastUpdateAt > this.deps.staleAfterMs) return { ok: false, reason: "stale" };
-    const reading = coin.reading(tf);
-    if (!reading || reading.atrPct === null) return { ok: false, reason: "no_data" };
-    // A confirmed reading's signal is the one set by the event the series last recorded.
-    const signalId = reading.confirmed ? coin.signalId(tf) : null;
-    return { ok: true, reading: { ...reading, atrPct: reading.atrPct, signalId, ...(coin.demo ? { demo: true } : {}) } };
+    const reading = coin.readings.get(tf);
+    return reading ? { ok: true, reading } : { ok: false, reason: "no_data" };
   }
 
   /** When each coin's feed last delivered an update (epoch ms), for freshness metrics. */
   freshness(): { symbol: string; lastUpdateAt: number }[] {
-    return [...this.coins.values()].map((coin) => ({ symbol: coin.symbol, lastUpdateAt: coin.lastUpdateAt }));
+    return [...this.published].map(([symbol, coin]) => ({ symbol, lastUpdateAt: coin.lastUpdateAt }));
   }
 
-  /** Symbols the feed knows, sorted. */
+  /** Symbols the feed has published, sorted. */
   symbols(): string[] {
-    return [...this.coins.keys()].sort();
+    return [...this.published.keys()].sort();
   }
 
   /**
@@ -267,7 +363,11 @@ export class MarketFeed implements SignalSnapshot {
     this.urgent = false;
     try {
       const coins = touched.map((s) => this.coins.get(s)!).filter(Boolean);
-      await persistMarket(this.deps.db, { rows, touched: coins, events, replacedDemo, writer: this.writerId, now: this.deps.clock(), ...(this.deps.onEventsStored ? { onEventsStored: this.deps.onEventsStored } : {}) });
+      // Everything applied so far is in this batch: the engines are exactly what it commits.
+      const readings = coins.map(readingsOf);
+      const versions = await persistMarket(this.deps.db, { rows, touched: coins, events, replacedDemo, writer: this.writerId, now: this.deps.clock(), ...(this.deps.onEventsStored ? { onEventsStored: this.deps.onEventsStored } : {}) });
+      coins.forEach((coin, i) => this.publish(coin.symbol, { version: versions.get(coin.symbol) ?? 0, ...readings[i]! }));
+      this.deps.onReadingsChanged?.(touched);
     } catch (err) {
       // Streams that overlapped this batch fail: from now on (they stop applying updates), and
       // after the reload (one that started during it built on state the reload replaced).
@@ -282,10 +382,10 @@ export class MarketFeed implements SignalSnapshot {
   }
 
   /** Replaces the in-memory runtime of these coins with what the store holds. */
-  async reload(symbols: string[]): Promise<void> {
+  private async reload(symbols: string[]): Promise<void> {
     for (const symbol of symbols) {
-      const coin = await loadCoin(this.deps.db, symbol);
-      if (coin) this.coins.set(symbol, coin);
+      const stored = await loadCoin(this.deps.db, symbol);
+      if (stored) this.adopt(stored, false);
       else this.coins.delete(symbol);
     }
   }

@@ -30,9 +30,22 @@ export type UnavailableReason = "unknown_symbol" | "no_data" | "stale" | "invali
 
 export type SnapshotLookup = { ok: true; reading: SignalReading } | { ok: false; reason: Exclude<UnavailableReason, "invalid_symbol"> };
 
+/** Market versions per coin (the `coins.version` a market transaction raises). */
+export type MarketVersions = Readonly<Record<string, number>>;
+
 /** Source of current readings; implemented by the engine's state cache. */
 export interface SignalSnapshot {
   lookup(symbol: string, tf: Timeframe, now: number): SnapshotLookup;
+  /**
+   * The market version this process's readings of each coin are at (0 for a coin it has not
+   * published). Absent on a fixed snapshot, which follows no store (tests).
+   */
+  versions?(symbols: readonly string[]): MarketVersions;
+  /**
+   * Brings these coins' readings to at least the given versions, by a deadline (epoch ms);
+   * false when that could not be done in time.
+   */
+  catchUp?(wanted: MarketVersions, deadline: number): Promise<boolean>;
 }
 
 /** The snapshot before any candle has arrived: every well-formed coin has no data yet. */

@@ -3,7 +3,7 @@
  * series they moved and the coin's freshness are written in one transaction.
  */
 import { and, asc, desc, eq, gt, gte, inArray, sql } from "drizzle-orm";
-import { resultRows, type DbHandle, type Transaction } from "../db/client.ts";
+import { resultRows, type Database, type DbHandle, type Transaction } from "../db/client.ts";
 import { MARKET_UPDATED, SIGNAL_EVENTS } from "../db/channels.ts";
 import { candles, coins, seriesState } from "../db/schema.ts";
 import { restoreState, runSeries, serializeState, type Candle } from "../engine/index.ts";
@@ -61,16 +61,17 @@ export interface MarketWrite {
 }
 
 /**
- * Writes candle rows, the checkpoints of the given coins' series, their freshness and the signal
- * events in ONE transaction (with whatever the events' subscriber writes), and notifies other
- * processes (delivered on commit) with `{writer, symbols}`.
+ * Writes candle rows, the checkpoints of the given coins' series, their freshness, their market
+ * versions and the signal events in ONE transaction (with whatever the events' subscriber
+ * writes), and notifies other processes (delivered on commit) with `{writer, symbols}`.
+ * Resolves, after the commit, to each touched coin's new market version.
  */
-export async function persistMarket(handle: DbHandle, write: MarketWrite): Promise<void> {
+export async function persistMarket(handle: DbHandle, write: MarketWrite): Promise<Map<string, number>> {
   const { rows, touched, events, writer, now } = write;
   // A coin's rows all share its provenance (a real push replaces demo history first).
   const demoCoins = new Set(touched.filter((c) => c.demo).map((c) => c.symbol));
   const flag = (demo: boolean) => (demo ? "t" : "f");
-  await handle.db.transaction(async (tx) => {
+  return handle.db.transaction(async (tx) => {
     if (write.replacedDemo && write.replacedDemo.length > 0) await deleteDemoHistory(tx, write.replacedDemo);
     for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
       const chunk = rows.slice(i, i + INSERT_CHUNK);
@@ -91,12 +92,20 @@ export async function persistMarket(handle: DbHandle, write: MarketWrite): Promi
     // transaction delayed the commit (and so every alert) by ~100 ms with 50 coins. Symbol
     // order: concurrent writers lock the rows in the same order.
     const bySymbol = [...touched].sort((a, b) => (a.symbol < b.symbol ? -1 : a.symbol > b.symbol ? 1 : 0));
-    const coinRows = bySymbol.map((coin) => ({ symbol: coin.symbol, baseTf: coin.baseTf, lastUpdateAt: new Date(coin.lastUpdateAt), demo: coin.demo }));
+    // The same upsert raises each coin's market version and returns it (no extra statement).
+    const coinRows = bySymbol.map((coin) => ({ symbol: coin.symbol, baseTf: coin.baseTf, lastUpdateAt: new Date(coin.lastUpdateAt), demo: coin.demo, version: 1 }));
+    const versions = new Map<string, number>();
     for (let i = 0; i < coinRows.length; i += UPSERT_CHUNK) {
-      await tx
+      const raised = await tx
         .insert(coins)
         .values(coinRows.slice(i, i + UPSERT_CHUNK))
-        .onConflictDoUpdate({ target: coins.symbol, set: { lastUpdateAt: sql`excluded.last_update_at` } });
+        .onConflictDoUpdate({
+          target: coins.symbol,
+          // demo and base_tf change only when a real push replaces demo history (demo over real is refused).
+          set: { lastUpdateAt: sql`excluded.last_update_at`, demo: sql`excluded.demo`, baseTf: sql`excluded.base_tf`, version: sql`${coins.version} + 1` },
+        })
+        .returning({ symbol: coins.symbol, version: coins.version });
+      for (const row of raised) versions.set(row.symbol, Number(row.version));
     }
     const updatedAt = new Date();
     const states = bySymbol.flatMap((coin) =>
@@ -145,6 +154,7 @@ export async function persistMarket(handle: DbHandle, write: MarketWrite): Promi
     const symbols = touched.map((c) => c.symbol);
     const payload = JSON.stringify({ writer, symbols: symbols.join(",").length > 7000 ? ["*"] : symbols });
     await tx.execute(sql`SELECT pg_notify(${MARKET_UPDATED}, ${payload})`);
+    return versions;
   });
 }
 
@@ -182,7 +192,7 @@ async function chainLiveEvents(tx: Transaction): Promise<Map<number, string>> {
 /**
  * Deletes the demo history of these coins: the candles, checkpoints and signal events derived
  * from synthetic prices, the unsent alerts of those events, the coins' sample derivatives and
- * fundamentals, and the coin rows themselves (a real coin's row is written next, in the same
+ * fundamentals (the coin's row is made real by the upsert that follows in the same
  * transaction). Rows that are real are never touched (every statement filters on `demo`).
  */
 export async function deleteDemoHistory(tx: Transaction, symbols: readonly string[]): Promise<void> {
@@ -197,7 +207,9 @@ export async function deleteDemoHistory(tx: Transaction, symbols: readonly strin
   await tx.execute(sql`DELETE FROM series_state WHERE symbol IN ${demoCoins}`);
   await tx.execute(sql`DELETE FROM derivatives_readings WHERE demo AND symbol = ANY (${list})`);
   await tx.execute(sql`DELETE FROM coin_fundamentals WHERE demo AND symbol = ANY (${list})`);
-  await tx.execute(sql`DELETE FROM coins WHERE demo AND symbol = ANY (${list})`);
+  // The coin's row stays: the upsert that follows in this transaction makes it real and raises
+  // its market version, so every process that held the demo readings sees it is behind. (A
+  // deleted and re-inserted row would start again at version 1, below the demo's.)
 }
 
 const toCandle = (r: { openTime: number; open: number; high: number; low: number; close: number; volume: number }): Candle => ({
@@ -209,16 +221,19 @@ const toCandle = (r: { openTime: number; open: number; high: number; low: number
   volume: r.volume,
 });
 
-async function closedCandles(handle: DbHandle, symbol: string, tf: Timeframe, from: number | null, limit?: number): Promise<Candle[]> {
+/** Where the reads of a coin run: the pool, or one read-only snapshot (loadCoin). */
+type Reader = Database | Transaction;
+
+async function closedCandles(db: Reader, symbol: string, tf: Timeframe, from: number | null, limit?: number): Promise<Candle[]> {
   const where = and(eq(candles.symbol, symbol), eq(candles.tf, tf), eq(candles.closed, true), from === null ? undefined : gte(candles.openTime, from));
   if (limit !== undefined) {
-    const rows = await handle.db.select().from(candles).where(where).orderBy(desc(candles.openTime)).limit(limit);
+    const rows = await db.select().from(candles).where(where).orderBy(desc(candles.openTime)).limit(limit);
     return rows.reverse().map(toCandle);
   }
-  return (await handle.db.select().from(candles).where(where).orderBy(asc(candles.openTime))).map(toCandle);
+  return (await db.select().from(candles).where(where).orderBy(asc(candles.openTime))).map(toCandle);
 }
 
-async function restoreSeries(handle: DbHandle, symbol: string, tf: Timeframe, checkpoint: unknown): Promise<SeriesRuntime> {
+async function restoreSeries(db: Reader, symbol: string, tf: Timeframe, checkpoint: unknown): Promise<SeriesRuntime> {
   const series = emptySeries(tf);
   try {
     if (checkpoint !== undefined) {
@@ -228,21 +243,35 @@ async function restoreSeries(handle: DbHandle, symbol: string, tf: Timeframe, ch
   } catch {
     // An unreadable or older checkpoint falls through to a bounded rebuild from the candles.
   }
-  series.state = runSeries(await closedCandles(handle, symbol, tf, null, WARMUP_CANDLES));
+  series.state = runSeries(await closedCandles(db, symbol, tf, null, WARMUP_CANDLES));
   return series;
 }
 
-/** Rebuilds one coin's runtime from its checkpoints and candles, exactly as it was persisted. */
-export async function loadCoin(handle: DbHandle, symbol: string): Promise<CoinRuntime | null> {
-  const [coin] = await handle.db.select().from(coins).where(eq(coins.symbol, symbol));
+/** A coin as the store holds it, with the market version it is at least as new as. */
+export interface StoredCoin {
+  readonly runtime: CoinRuntime;
+  /** Read before the state, so the state is this version or a later one, never an earlier one. */
+  readonly version: number;
+}
+
+/**
+ * Rebuilds one coin's runtime from its checkpoints and candles, exactly as it was persisted,
+ * with its market version: all read in one snapshot, so the state is exactly that version's.
+ */
+export async function loadCoin(handle: DbHandle, symbol: string): Promise<StoredCoin | null> {
+  return handle.db.transaction((tx) => loadCoinIn(tx, symbol), { isolationLevel: "repeatable read", accessMode: "read only" });
+}
+
+async function loadCoinIn(db: Transaction, symbol: string): Promise<StoredCoin | null> {
+  const [coin] = await db.select().from(coins).where(eq(coins.symbol, symbol));
   if (!coin || !isTimeframe(coin.baseTf)) return null;
   const baseTf = coin.baseTf;
-  const checkpoints = new Map((await handle.db.select().from(seriesState).where(eq(seriesState.symbol, symbol))).map((r) => [r.tf, r.state]));
+  const checkpoints = new Map((await db.select().from(seriesState).where(eq(seriesState.symbol, symbol))).map((r) => [r.tf, r.state]));
   const series = new Map<Timeframe, SeriesRuntime>();
-  for (const tf of [baseTf, ...derivedTimeframes(baseTf)]) series.set(tf, await restoreSeries(handle, symbol, tf, checkpoints.get(tf)));
+  for (const tf of [baseTf, ...derivedTimeframes(baseTf)]) series.set(tf, await restoreSeries(db, symbol, tf, checkpoints.get(tf)));
   const base = series.get(baseTf)!;
   const lastClosed = base.state.lastOpenTime;
-  const [formingRow] = await handle.db
+  const [formingRow] = await db
     .select()
     .from(candles)
     .where(and(eq(candles.symbol, symbol), eq(candles.tf, baseTf), eq(candles.closed, false), lastClosed === null ? undefined : gt(candles.openTime, lastClosed)))
@@ -255,7 +284,7 @@ export async function loadCoin(handle: DbHandle, symbol: string): Promise<CoinRu
       const bucket = bucketStart(lastClosed, tf);
       const derivedLast = s.state.lastOpenTime;
       if (derivedLast === null || derivedLast < bucket) {
-        for (const c of await closedCandles(handle, symbol, baseTf, bucket)) s.partial = mergeCandle(s.partial, c, bucket);
+        for (const c of await closedCandles(db, symbol, baseTf, bucket)) s.partial = mergeCandle(s.partial, c, bucket);
       }
     }
     if (base.forming) {
@@ -265,19 +294,19 @@ export async function loadCoin(handle: DbHandle, symbol: string): Promise<CoinRu
       s.forming = s.partial;
     }
   }
-  return new CoinRuntime(symbol, baseTf, coin.lastUpdateAt.getTime(), series, coin.demo);
+  return { runtime: new CoinRuntime(symbol, baseTf, coin.lastUpdateAt.getTime(), series, coin.demo), version: Number(coin.version) };
 }
 
 /** Loads every coin (at start). */
-export async function loadAllCoins(handle: DbHandle): Promise<CoinRuntime[]> {
+export async function loadAllCoins(handle: DbHandle): Promise<StoredCoin[]> {
   const symbols = await handle.db.select({ symbol: coins.symbol }).from(coins);
   const loaded = await Promise.all(symbols.map((r) => loadCoin(handle, r.symbol)));
-  return loaded.filter((c): c is CoinRuntime => c !== null);
+  return loaded.filter((c): c is StoredCoin => c !== null);
 }
 
 /** Closed candles of one series in time order (chart pages, tests). */
 export async function readCandles(handle: DbHandle, symbol: string, tf: Timeframe): Promise<Candle[]> {
-  return closedCandles(handle, symbol, tf, null);
+  return closedCandles(handle.db, symbol, tf, null);
 }
 
 /** Number of stored candles per timeframe for some coins (import summaries, tests). */

@@ -88,6 +88,8 @@ export interface AppDeps {
   readonly internalToken: string | (() => string);
   /** Wakes the internal signal event streams; when absent the stream is not served. */
   readonly events?: SignalEventHub;
+  /** Wakes the live watchlists when this process's readings change; when absent they refresh on their heartbeat only. */
+  readonly readings?: SignalEventHub;
   /** This process's outbox delivery counters, for /metrics. */
   readonly deliveries?: () => { sent: number; retried: number; failed: number } | null;
 }
@@ -126,7 +128,7 @@ export function createApp(deps: AppDeps): App {
     throttle.recordSuccess(keyHash);
     keyUse.touch(keyHash, now);
   };
-  const signals = createSignalsService({ ...deps, limits: config.limits, throttle, metrics, maxChargesInFlight, keyAccepted });
+  const signals = createSignalsService({ ...deps, limits: config.limits, throttle, metrics, maxChargesInFlight, keyAccepted, catchUpMs: config.catchUpMs });
   // The free endpoints share the paid endpoint's failed-key throttle (one budget per address).
   const marketData = createMarketDataService({ ...deps, staleAfterMs: config.staleAfterMs, freeRateLimit: config.freeRateLimit, throttle, metrics, keyAccepted });
   const usage = createUsageService({ ...deps, limits: config.limits, freeRateLimit: config.freeRateLimit, throttle, metrics, keyAccepted });

@@ -65,6 +65,9 @@ export interface Server {
 export function createServer(config: Config, deps: ServerDeps): Server {
   const { db, clock, logger } = deps;
   const lead = deps.role !== "follower";
+  // Wakes the live watchlists of this process when its readings change (its own commits, or
+  // another process's that it followed): every worker has its own, fed by its own feed.
+  const readings = new SignalEventHub();
   const feed = deps.snapshot ? null : new MarketFeed({
         db,
         clock,
@@ -73,6 +76,7 @@ export function createServer(config: Config, deps: ServerDeps): Server {
         alertMaxDelayMs: config.alerts.maxDelayMs,
         // Alerts subscribe to what the market commits (same transaction).
         onEventsStored: queueSignalAlerts,
+        onReadingsChanged: () => readings.notify(),
       });
   const events = new SignalEventHub();
   let delivery: AlertDelivery | null = null;
@@ -86,6 +90,7 @@ export function createServer(config: Config, deps: ServerDeps): Server {
     ...(feed ? { feed } : {}),
     internalToken: deps.internalToken,
     events,
+    readings,
     // Read when /metrics is scraped; delivery starts after the listeners.
     deliveries: () => delivery?.worker?.counts ?? null,
   });
@@ -121,6 +126,8 @@ export function createServer(config: Config, deps: ServerDeps): Server {
     },
     async stop(graceMs) {
       clearInterval(purge);
+      // Live watchlist streams end at once (their browsers reconnect to another process).
+      readings.close();
       await app.stop(graceMs);
       await delivery?.stop();
       await feed?.close();

@@ -278,6 +278,7 @@ export function buildOpenApiDocument(input: OpenApiInput): Json {
         "Errors always have the body `{\"ok\":false,\"error\":\"<code>\",\"message\":\"<text>\"}`.",
         `API keys: \`sig_live_\` + 30 random base62 characters + a 6-character base62 CRC-32 checksum (pattern \`${API_KEY_PATTERN.source}\`); keys issued before the checksum (\`sig_live_\` + 32 base62) keep working until regenerated.`,
         "This document is generated from the proto descriptors: GET /api/v1/openapi.json (free, no key); the reference page is /docs.",
+        "New here? [Getting started](/getting-started): the first call in curl, TypeScript and Python, reading `confirmed`, `defense` and `arming`, and polling once per candle close. Plans and Tokens: [Pricing](/pricing).",
         ...(input.protoFiles?.length
           ? [
               [

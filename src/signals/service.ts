@@ -5,6 +5,11 @@
  * daily cap, charge) → read the in-memory snapshot. The charge comes first so a refused call
  * costs nothing and a charged call can no longer fail. With an Idempotency-Key the charge and
  * the stored answer are one transaction (billing/idempotent-charge.ts).
+ *
+ * The charge statement also compares the market versions of the requested coins that this
+ * process's snapshot is at with the store's; when the store is ahead (another process committed
+ * a close this one has not loaded yet), nothing is charged, the snapshot catches up, and the
+ * charge runs again, all within `catchUpMs`; past it the call is 503 with Retry-After, uncharged.
  */
 import { errorSummary } from "../logger.ts";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
@@ -33,7 +38,7 @@ import { isWellFormedSymbol } from "../market/symbols.ts";
 import { readSignalsRequest, type SignalsRequestRead } from "./request.ts";
 import { setCallWarnings } from "./warnings.ts";
 import { type Timeframe } from "../market/timeframes.ts";
-import type { SignalName, SignalReading, SignalSnapshot } from "../market/snapshot.ts";
+import type { MarketVersions, SignalName, SignalReading, SignalSnapshot } from "../market/snapshot.ts";
 import { rateLimitHeaders, rateLimitedHeaders } from "./rate-limit-headers.ts";
 
 export const BILLING_TEXT = "1 energy credit per call (node / founding seats only)";
@@ -58,6 +63,8 @@ export interface SignalsServiceDeps {
    * query fails (postgres.js 3.4.9).
    */
   readonly maxChargesInFlight?: number;
+  /** How long a call may wait for the snapshot to catch up with the store (ms; default 1000). */
+  readonly catchUpMs?: number;
 }
 
 const SIGNAL_ENUM: Record<SignalName, Signal> = {
@@ -113,12 +120,41 @@ function idempotencyKeyOf(ctx: HandlerContext): string | null {
 /** Turns a charge outcome into the call's headers, or into the contract's error. */
 function settle(deps: SignalsServiceDeps, ctx: HandlerContext, result: ChargeResult, now: number): ChargeResult {
   const headers = result.callsToday === null ? undefined : dailyCapHeaders(deps.limits, result.callsToday, now);
+  if (result.outcome === "behind") throw new Error("unreachable: a call behind the store is caught up before it settles");
   if (result.outcome !== "ok") {
     const extra = result.outcome === "rate_limited" && headers ? rateLimitedHeaders(headers) : headers;
     throw serviceError(result.outcome, undefined, extra);
   }
   for (const [name, value] of Object.entries(headers ?? {})) ctx.responseHeader.set(name, value);
   return result;
+}
+
+/** Seconds a caller is told to wait when this process could not catch up with the store in time. */
+const CATCH_UP_RETRY_AFTER = "1";
+
+/**
+ * Runs a charge with the versions the snapshot is at for these coins; while the store is ahead
+ * (`behind` gives its versions), catches the snapshot up and runs it again, until the deadline.
+ * Never answers from a snapshot older than the store was when the charge ran.
+ */
+async function atCurrentMarket<T>(
+  snapshot: SignalSnapshot,
+  symbols: readonly string[],
+  catchUpMs: number,
+  charge: (known: MarketVersions | null) => Promise<T>,
+  behind: (outcome: T) => MarketVersions | null,
+): Promise<T> {
+  const coins = symbols.filter(isWellFormedSymbol);
+  if (!snapshot.versions || !snapshot.catchUp || coins.length === 0) return charge(null);
+  const deadline = Date.now() + catchUpMs;
+  for (;;) {
+    const outcome = await charge(snapshot.versions(coins));
+    const wanted = behind(outcome);
+    if (wanted === null) return outcome;
+    if (!(await snapshot.catchUp(wanted, deadline))) {
+      throw serviceError("unavailable", "This server process could not load the latest market data in time; retry shortly.", { "retry-after": CATCH_UP_RETRY_AFTER });
+    }
+  }
 }
 
 function unavailable(deps: SignalsServiceDeps, cause: unknown): never {
@@ -140,6 +176,7 @@ export function createSignalsService(deps: SignalsServiceDeps): ServiceImpl<type
       creditsLeft: BigInt(charged.tokensLeft ?? 0),
     });
   const { throttle, metrics } = deps;
+  const catchUpMs = deps.catchUpMs ?? 1000;
   const timed = <T>(path: string, charge: Promise<T>): Promise<T> => {
     if (!metrics) return charge;
     const stop = metrics.chargeSeconds.startTimer({ path });
@@ -154,21 +191,35 @@ export function createSignalsService(deps: SignalsServiceDeps): ServiceImpl<type
     const now = deps.clock();
     const idempotencyKey = idempotencyKeyOf(ctx);
     if (idempotencyKey === null) {
-      const result = await timed("grouped", charger(keyHash, now, ctx.signal)).catch((cause: unknown) => unavailable(deps, cause));
+      const result = await atCurrentMarket(
+        deps.snapshot,
+        symbols,
+        catchUpMs,
+        (known) => timed("grouped", charger(keyHash, now, ctx.signal, known)).catch((cause: unknown) => unavailable(deps, cause)),
+        (r) => (r.outcome === "behind" ? r.market : null),
+      );
       return respond(tf, symbols, now, settle(deps, ctx, result, now));
     }
-    const call = chargeIdempotent(
-      deps.db,
-      {
-        keyHash,
-        idempotencyKey,
-        fingerprint: `${tf}|${symbols.join(",")}`,
-        now,
-        build: (charged) => toBinary(GetSignalsResponseSchema, respond(tf, symbols, now, charged)),
-      },
-      deps.limits,
+    const call = (known: MarketVersions | null) =>
+      chargeIdempotent(
+        deps.db,
+        {
+          keyHash,
+          known,
+          idempotencyKey,
+          fingerprint: `${tf}|${symbols.join(",")}`,
+          now,
+          build: (charged) => toBinary(GetSignalsResponseSchema, respond(tf, symbols, now, charged)),
+        },
+        deps.limits,
+      );
+    const outcome = await atCurrentMarket(
+      deps.snapshot,
+      symbols,
+      catchUpMs,
+      (known) => timed("idempotent", call(known)).catch((cause: unknown) => unavailable(deps, cause)),
+      (o) => (o.kind === "refused" && o.result.outcome === "behind" ? o.result.market : null),
     );
-    const outcome = await timed("idempotent", call).catch((cause: unknown) => unavailable(deps, cause));
     switch (outcome.kind) {
       case "mismatch":
         throw serviceError("idempotency_key_reused");

@@ -4,7 +4,7 @@
  * router gathers the data. The full key appears only in renderNewKeyPage.
  */
 import type { AccountSummary } from "../accounts/accounts.ts";
-import { isPaidPlan } from "../accounts/entitlement.ts";
+import { isPaidPlan, mayCallPaidEndpoint, viewerOf } from "../accounts/entitlement.ts";
 import { API_KEY_PREFIX } from "../accounts/api-key.ts";
 import type { StoredAlertSettings } from "../alerts/settings.ts";
 import type { DailyUsage, LedgerLine, LedgerPage } from "../billing/ledger-history.ts";
@@ -16,6 +16,7 @@ import { CSRF_FIELD } from "./csrf.ts";
 import { formatDelta, formatIn, formatInteger, formatMyt, planName, shortDay } from "./format.ts";
 import { html, layout, type SafeHtml } from "./html.ts";
 import { renderBillingCard, type BillingView } from "./billing-card.ts";
+import { curlLine } from "./getting-started-page.ts";
 import { renderUsageCard } from "./usage-chart.ts";
 import { renderAlertsCard, type AlertsCardView, type TelegramView } from "./telegram-card.ts";
 
@@ -65,6 +66,29 @@ function subscriptionLine(summary: AccountSummary, now: number): SafeHtml {
   return html`<strong class="neg">Ended on ${formatMyt(until)}</strong> <span class="muted">(renew to use your key again)</span>`;
 }
 
+/** The account may call the paid endpoint now (the entitlement rule); everything API-related is offered only then. */
+const mayCall = (view: AccountView) => mayCallPaidEndpoint(viewerOf(view.summary, view.now));
+/** Subscribing, buying and the key are offered only once the email is confirmed (issue 23, item 10: those forms answer 403 until then). */
+const mayPay = (view: AccountView) => view.summary.emailVerified;
+
+/**
+ * What a plan that cannot call the API is told: what it can use, and the way up (the payments
+ * card's Subscribe buttons, or how the operator grants a plan when this server takes no payments).
+ */
+function cannotCallNotice(view: AccountView, paid: boolean): SafeHtml {
+  const why = paid ? "Your subscription is not active, so the signals API, alerts and the watchlist are paused." : "This plan cannot call the signals API: it is open to the node and founding-seat plans.";
+  const way = !mayPay(view)
+    ? html`Confirm your email address first (the notice above); then you can subscribe here (<a href="/pricing">pricing</a>).`
+    : view.billing
+    ? html`<a href="#billing-h">Subscribe below</a> (<a href="/pricing">pricing</a>) to get the API, alerts, the live watchlist and ${formatInteger(view.monthlyGrant)} Tokens a month.`
+    : html`This server does not take payments: its operator grants plans. Ask them; they run <code>signals account create --email ${view.summary.email} --plan node --until 2027-01-01T00:00:00+08:00</code> for a new account, or <code>signals subscription set --account ${view.summary.accountId} --until …</code> to renew a node account.`;
+  return html`<div class="notice warn" id="upgrade">
+    <p>${why}</p>
+    <p>Meanwhile you can use the <a href="/charts">charts</a> (price history and the signals that ended) and the public <a href="/track-record">track record</a>.</p>
+    <p>${way}</p>
+  </div>`;
+}
+
 function planCard(view: AccountView): SafeHtml {
   const { summary, now } = view;
   const paid = isPaidPlan(summary.plan);
@@ -75,7 +99,7 @@ function planCard(view: AccountView): SafeHtml {
     <dt>Subscription</dt><dd id="subscription">${subscriptionLine(summary, now)}</dd>
     <dt>Account</dt><dd>${summary.email}</dd>
   </dl>
-  ${paid ? "" : html`<p class="notice warn">This plan cannot call the signals API: it is open to the node and founding-seat plans.</p>`}
+  ${mayCall(view) ? html`<p class="actions"><a href="/watch">Open your watchlist</a> <a href="/getting-started">Getting started</a></p>` : cannotCallNotice(view, paid)}
 </section>`;
 }
 
@@ -130,19 +154,25 @@ function keyCard(view: AccountView): SafeHtml {
   const prefix = view.summary.keyPrefix;
   return html`<section class="card wide" aria-labelledby="key-h">
   <h2 id="key-h">API key</h2>
+  <p class="muted">New to the API? <a href="/getting-started">Getting started</a>: the first call, reading the answer, polling once per close.</p>
   ${prefix
     ? html`<p>Your key, masked: only its first characters are ever shown again.</p>
   <code class="key" id="masked-key" aria-label="API key starting with ${prefix}, the rest hidden">${maskedKey(prefix)}</code>
   ${keyFacts(view)}`
-    : html`<p id="no-key">This account has no API key yet.${isPaidPlan(view.summary.plan) ? " Create it below." : " Subscribe first: a key is made once your plan is paid."}</p>`}
+    : html`<p id="no-key">This account has no API key yet.${!mayPay(view) ? " Confirm your email address first." : mayCall(view) ? " Create it below." : " Subscribe first: a key is made once your plan is paid."}</p>`}
   <div class="actions">
-    ${prefix
+    ${!mayPay(view)
+      ? ""
+      : prefix
       ? html`<a class="button secondary" href="/account/key">Regenerate key…</a>
     <span class="muted">Lost the key? Regenerate it: the old key stops working at once.</span>`
-      : html`<a class="button secondary" href="/account/key">Create key…</a>`}
+      : mayCall(view) ? html`<a class="button" href="/account/key">Create key…</a>` : ""}
   </div>
 </section>`;
 }
+
+/** Subscribe, buy and manage billing: only when payments are on and the email is confirmed. */
+const billingCard = (view: AccountView): SafeHtml | "" => (view.billing && mayPay(view) ? renderBillingCard(view.billing) : "");
 
 function ledgerRow(line: LedgerLine): SafeHtml {
   const when = line.type === "charges" ? shortDay(line.day) + " " + line.day.slice(0, 4) : formatMyt(line.at.getTime());
@@ -178,7 +208,10 @@ function ledgerCard(view: AccountView): SafeHtml {
 </section>`;
 }
 
-/** The account page. */
+/**
+ * The account page. A member who can call the API sees the plan, balance and today's calls in
+ * one row, then the key; anyone else sees the plan with what it allows and the way up first.
+ */
 export function renderAccountPage(ctx: PageContext & { signedIn: { email: string; csrfToken: string } }, view: AccountView, scripts: readonly string[] = []): string {
   return layout(
     { title: "Your account", stylesheet: ctx.stylesheet, signedIn: ctx.signedIn, current: "account", scripts },
@@ -187,11 +220,9 @@ ${view.flash ? html`<div class="notice ok" role="status">${view.flash}</div>` : 
 ${view.summary.emailVerified ? "" : unverifiedNotice(ctx.signedIn.csrfToken)}
 <div class="cards">
   ${planCard(view)}
-  ${tokensCard(view)}
-  ${usageCard(view)}
-  ${renderUsageCard(view.usage)}
-  ${view.billing ? renderBillingCard(view.billing) : ""}
-  ${keyCard(view)}
+  ${mayCall(view)
+    ? html`${tokensCard(view)}${usageCard(view)}${keyCard(view)}${renderUsageCard(view.usage)}${billingCard(view)}`
+    : html`${billingCard(view)}${keyCard(view)}${tokensCard(view)}${usageCard(view)}${renderUsageCard(view.usage)}`}
   ${renderAlertsCard(view, ctx.signedIn.csrfToken)}
   ${renderPasswordAndSessionsCard(ctx.signedIn.csrfToken)}
   ${ledgerCard(view)}
@@ -210,30 +241,33 @@ function unverifiedNotice(csrfToken: string) {
 </div>`;
 }
 
-/** The confirmation step before a regeneration. */
+/** The confirmation step before a regeneration (or before the first key, which replaces nothing). */
 export function renderKeyConfirmPage(ctx: PageContext & { signedIn: { email: string; csrfToken: string } }, keyPrefix: string, confirmToken: string): string {
+  const first = keyPrefix === "";
   return layout(
-    { title: "Regenerate your API key", stylesheet: ctx.stylesheet, signedIn: ctx.signedIn, current: "account" },
-    html`<h1>Regenerate your API key?</h1>
-<div class="notice warn" role="alert">
-  <p><strong>Your current key ${keyPrefix ? html`(<code>${maskedKey(keyPrefix)}</code>) ` : ""}stops working at once</strong>, for every program that uses it, on every server.</p>
+    { title: first ? "Create your API key" : "Regenerate your API key", stylesheet: ctx.stylesheet, signedIn: ctx.signedIn, current: "account" },
+    html`<h1>${first ? "Create your API key" : "Regenerate your API key?"}</h1>
+${first
+  ? html`<div class="notice ok" role="status"><p>The key is shown once, on the next page, with the exact command of a first call. Copy it then: it cannot be shown again.</p></div>`
+  : html`<div class="notice warn" role="alert">
+  <p><strong>Your current key (<code>${maskedKey(keyPrefix)}</code>) stops working at once</strong>, for every program that uses it, on every server.</p>
   <p>The new key is shown once, on the next page. Copy it then: it cannot be shown again.</p>
-</div>
+</div>`}
 <form method="post" action="/account/key" class="actions">
   <input type="hidden" name="${CSRF_FIELD}" value="${ctx.signedIn.csrfToken}">
   <input type="hidden" name="confirm" value="${confirmToken}">
-  <button type="submit" class="danger">Regenerate the key now</button>
-  <a href="/account">Cancel, keep the current key</a>
+  <button type="submit"${first ? "" : html` class="danger"`}>${first ? "Create the key now" : "Regenerate the key now"}</button>
+  <a href="/account">${first ? "Cancel" : "Cancel, keep the current key"}</a>
 </form>`,
   );
 }
 
 /** The only page that ever shows a full key: right after it was made. */
-export function renderNewKeyPage(ctx: PageContext & { signedIn: { email: string; csrfToken: string } }, apiKey: string, scripts: readonly string[]): string {
+export function renderNewKeyPage(ctx: PageContext & { signedIn: { email: string; csrfToken: string } }, apiKey: string, scripts: readonly string[], baseUrl: string): string {
   return layout(
     { title: "Your new API key", stylesheet: ctx.stylesheet, signedIn: ctx.signedIn, current: "account", scripts },
     html`<h1>Your new API key</h1>
-<div class="notice ok" role="status">Your old key has stopped working. Use this one from now on.</div>
+<div class="notice ok" role="status">Any key you had before has stopped working. Use this one from now on.</div>
 <p><strong>This is the only time the full key is shown.</strong> Copy it now and keep it somewhere safe; this page cannot be shown again.</p>
 <code class="key key-full" id="new-key">${apiKey}</code>
 <div class="actions">
@@ -241,7 +275,11 @@ export function renderNewKeyPage(ctx: PageContext & { signedIn: { email: string;
   <a href="/account">Back to your account</a>
 </div>
 <p id="copy-status" role="status" aria-live="polite"></p>
-<p class="muted">Send it as the <code>x-api-key</code> header. Keys start with <code>${API_KEY_PREFIX}</code>.</p>`,
+<p class="muted">Send it as the <code>x-api-key</code> header. Keys start with <code>${API_KEY_PREFIX}</code>.</p>
+<h2>Your first call</h2>
+<p>Paste this into a terminal: it uses 1 Token and returns the current signals of BTC and ETH on the 4h timeframe.</p>
+<pre class="code wrap" tabindex="0"><code id="first-call">${curlLine(baseUrl, apiKey)}</code></pre>
+<p><a href="/getting-started">Getting started</a>: the same call in TypeScript and Python, and how to read the answer.</p>`,
   );
 }
 

@@ -19,7 +19,7 @@ interface Asset {
   readonly hash: string;
 }
 
-export type AssetName = "app.css" | "account.js" | "telegram.js" | "chart.js" | "favicon.svg" | "lightweight-charts.js";
+export type AssetName = "app.css" | "account.js" | "telegram.js" | "chart.js" | "watch.js" | "favicon.svg" | "lightweight-charts.js";
 
 export interface Assets {
   /** The URL of an asset, with its content hash. */
@@ -48,6 +48,7 @@ export function loadAssets(): Assets {
     ["account.js", load(path.join(STATIC_DIR, "account.js"), "text/javascript; charset=utf-8")],
     ["telegram.js", load(path.join(STATIC_DIR, "telegram.js"), "text/javascript; charset=utf-8")],
     ["chart.js", load(path.join(STATIC_DIR, "chart.js"), "text/javascript; charset=utf-8")],
+    ["watch.js", load(path.join(STATIC_DIR, "watch.js"), "text/javascript; charset=utf-8")],
     ["favicon.svg", load(path.join(STATIC_DIR, "favicon.svg"), "image/svg+xml")],
     ["lightweight-charts.js", load(lightweightChartsFile(), "text/javascript; charset=utf-8")],
   ]);

@@ -12,6 +12,10 @@ export interface BillingView {
   readonly packs: readonly TokenPack[];
   /** Plans offered for subscription (empty while a paid plan is active). */
   readonly plans: readonly PaidPlan[];
+  /** Each offered plan's price as Stripe charges it ("USD 49.00 / month"), null when Stripe did not say. */
+  readonly planPrices: Readonly<Record<PaidPlan, string | null>>;
+  /** The account may call the paid endpoint: only then are Token packs offered (they are spent only by calls). */
+  readonly mayBuyPacks: boolean;
   /** The account has a Stripe Customer: the Billing Portal can open. */
   readonly hasCustomer: boolean;
   readonly csrfToken: string;
@@ -34,12 +38,15 @@ const postButton = (action: string, csrfToken: string, fields: Record<string, st
 export function renderBillingCard(view: BillingView): SafeHtml {
   const packs = view.packs.map(
     (p) => html`<li class="pack" data-pack="${p.id}"><span><strong>${formatInteger(p.tokens)} Tokens</strong> for ${formatMoney(p.unitAmount, p.currency)}</span>
-      ${postButton("/account/buy", view.csrfToken, { pack: p.id }, `Buy ${formatInteger(p.tokens)} Tokens`)}</li>`,
+      ${postButton("/account/buy", view.csrfToken, { pack: p.id }, `Buy ${formatInteger(p.tokens)} Tokens · ${formatMoney(p.unitAmount, p.currency)}`)}</li>`,
   );
-  const plans = view.plans.map((plan) => html`<li>${postButton("/account/subscribe", view.csrfToken, { plan }, `Subscribe: ${planName(plan)}`)}</li>`);
+  const plans = view.plans.map((plan) => {
+    const price = view.planPrices[plan];
+    return html`<li data-plan="${plan}"><span><strong>${planName(plan)}</strong>: the API, alerts, the watchlist, ${price ?? "price shown at checkout"}</span>${postButton("/account/subscribe", view.csrfToken, { plan }, `Subscribe: ${planName(plan)}${price ? ` · ${price}` : ""}`)}</li>`;
+  });
   return html`<section class="card wide" aria-labelledby="billing-h">
-  <h2 id="billing-h">Buy Tokens and subscribe</h2>
-  ${view.packs.length > 0
+  <h2 id="billing-h">${view.mayBuyPacks ? "Buy Tokens" : "Choose a plan"}</h2>
+  ${view.mayBuyPacks && view.packs.length > 0
     ? html`<p>Token packs never expire and are spent after the monthly grant. Payment is by Stripe; the Tokens appear here once Stripe confirms it.</p>
   <ul class="packs" id="packs">${packs}</ul>`
     : ""}

@@ -51,6 +51,9 @@ export function jsonScript(id: string, data: unknown): SafeHtml {
 /** The site's icon; unversioned, so it is revalidated (ETag) rather than threaded through every page's context. */
 const FAVICON_URL = "/assets/favicon.svg";
 
+/** The navigation's entries (signed in and signed out). */
+export type NavKey = "account" | "watch" | "charts" | "track-record" | "getting-started" | "pricing" | "docs" | "signin" | "home";
+
 export interface LayoutOptions {
   readonly title: string;
   /** Signed-in pages show the navigation and a sign-out form carrying this CSRF token. */
@@ -59,18 +62,41 @@ export interface LayoutOptions {
   readonly stylesheet: string;
   readonly scripts?: readonly string[];
   /** Which navigation entry is current (for aria-current). */
-  readonly current?: "account" | "charts";
+  readonly current?: NavKey;
   /** A local path to load at once (meta refresh; no script needed). */
   readonly refreshTo?: string;
 }
+
+/** Entries of the navigation: signed in, then signed out (the sign-out form follows the first list). */
+const MEMBER_NAV: ReadonlyArray<{ key: NavKey; href: string; text: string }> = [
+  { key: "account", href: "/account", text: "Account" },
+  { key: "watch", href: "/watch", text: "Watchlist" },
+  { key: "charts", href: "/charts", text: "Charts" },
+  { key: "track-record", href: "/track-record", text: "Track record" },
+  { key: "getting-started", href: "/getting-started", text: "Getting started" },
+];
+const VISITOR_NAV: ReadonlyArray<{ key: NavKey; href: string; text: string }> = [
+  { key: "pricing", href: "/pricing", text: "Pricing" },
+  { key: "track-record", href: "/track-record", text: "Track record" },
+  { key: "getting-started", href: "/getting-started", text: "Getting started" },
+  { key: "docs", href: "/docs", text: "API docs" },
+  { key: "signin", href: "/signin", text: "Sign in" },
+];
+
+/** The logo mark: two candles, one up, one down (inline, so it costs no request). */
+export const LOGO_MARK = new SafeHtml(
+  `<svg class="logo" viewBox="0 0 32 32" width="28" height="28" aria-hidden="true" focusable="false"><rect width="32" height="32" rx="7" class="logo-bg"/><path d="M10 6v20M22 6v20" class="logo-wick"/><rect x="6.5" y="11" width="7" height="10" rx="1" class="logo-up"/><rect x="18.5" y="9" width="7" height="9" rx="1" class="logo-down"/></svg>`,
+);
+
+const navItem = (entry: { key: NavKey; href: string; text: string }, current: NavKey | undefined) =>
+  html`<li><a href="${entry.href}"${entry.key === current ? html` aria-current="page"` : ""}>${entry.text}</a></li>`;
 
 /** The page around `content`: skip link, header, navigation, main, footer. */
 export function layout(options: LayoutOptions, content: SafeHtml): string {
   const nav = options.signedIn
     ? html`<nav aria-label="Main">
         <ul class="nav">
-          <li><a href="/account"${options.current === "account" ? html` aria-current="page"` : ""}>Account</a></li>
-          <li><a href="/charts"${options.current === "charts" ? html` aria-current="page"` : ""}>Charts</a></li>
+          ${MEMBER_NAV.map((entry) => navItem(entry, options.current))}
           <li>
             <form method="post" action="/signout" class="inline">
               <input type="hidden" name="${CSRF_FIELD}" value="${options.signedIn.csrfToken}">
@@ -80,7 +106,12 @@ export function layout(options: LayoutOptions, content: SafeHtml): string {
         </ul>
         <p class="who">Signed in as <span>${options.signedIn.email}</span></p>
       </nav>`
-    : "";
+    : html`<nav aria-label="Main">
+        <ul class="nav">
+          ${VISITOR_NAV.map((entry) => navItem(entry, options.current))}
+          <li><a class="button small" href="/signup">Sign up</a></li>
+        </ul>
+      </nav>`;
   const page = html`<!doctype html>
 <html lang="en">
 <head>
@@ -96,13 +127,14 @@ ${(options.scripts ?? []).map((src) => html`<script src="${src}" defer></script>
 <body>
 <a class="skip" href="#main">Skip to content</a>
 <header class="site">
-  <p class="brand"><a href="/">Signals</a></p>
+  <p class="brand"><a href="/">${LOGO_MARK}<span>Signals</span></a></p>
   ${nav}
 </header>
 <main id="main" tabindex="-1">
 ${content}
 </main>
 <footer class="site">
+  <p class="footer-links"><a href="/pricing">Pricing</a> · <a href="/getting-started">Getting started</a> · <a href="/docs">API docs</a> · <a href="/track-record">Track record</a> · <a href="/status">Status</a></p>
   <p>Market-structure signals are educational information, not investment advice. Past results do not predict future ones.</p>
 </footer>
 </body>

@@ -15,7 +15,10 @@ import type { Clock } from "../clock.ts";
 import type { DbHandle } from "../db/client.ts";
 import { getAccountSummary, type AccountSummary } from "../accounts/accounts.ts";
 import { createStripeClient } from "../payments/stripe-client.ts";
+import { PlanPrices } from "../payments/plan-prices.ts";
+import { loadOffer } from "./offer.ts";
 import type { Timeframe } from "../market/timeframes.ts";
+import type { SignalSnapshot } from "../market/snapshot.ts";
 import { loadAssets, type Assets } from "./assets.ts";
 import { ChartDataCache } from "./chart-data.ts";
 import type { PaymentRouteDeps } from "./payment-actions.ts";
@@ -37,8 +40,19 @@ export interface WebDeps {
   readonly hashGate?: HashGate;
   /** Told each outcome of the password hashing queue (the server counts them in a metric). */
   readonly onPasswordHash?: (outcome: HashOutcome) => void;
+  /** The current readings (what a paid call reads); the live watchlist shows them. Absent: no watchlist. */
+  readonly snapshot?: SignalSnapshot;
+  /** Wakes the live watchlists when the readings change (events/event-hub.ts's SignalEventHub). */
+  readonly readings?: WakeupHub;
   /** Told each time a series' chart data and track record are computed (the server counts them in a metric). */
   readonly onTrackRecordComputed?: (symbol: string, tf: Timeframe) => void;
+}
+
+/** A wake-up counter to wait on (the server's SignalEventHub, named by shape: web/ does not import events/). */
+export interface WakeupHub {
+  readonly wakeups: number;
+  readonly closed: boolean;
+  wait(since: number, signal: AbortSignal, timeoutMs: number): Promise<void>;
 }
 
 /** A signed-in member: their session, account summary and the context their pages render in. */
@@ -116,6 +130,10 @@ export function createPageKit(deps: WebDeps) {
   const chartData = new ChartDataCache(db, deps.onTrackRecordComputed);
   /** What the payment routes and the account page's billing card need; no Stripe client when payments are off. */
   const payments: PaymentRouteDeps = { ...deps, stripe: config.payments.stripe ? createStripeClient(config.payments.stripe) : null };
+  /** The plans' prices as Stripe charges them, kept for a few minutes. */
+  const planPrices = new PlanPrices(payments.stripe, config.payments.stripe, clock);
+  /** What the service sells now: plans with their prices, packs and limits (web/offer.ts). */
+  const offer = () => loadOffer({ planPrices, paymentsOn: payments.stripe !== null, packs: config.payments.tokenPacks, limits: config.limits });
   const nodeRequest = (c: WebContext): WebRequest => c.env.incoming;
   /** One per process: every route that hashes a password goes through it. */
   const hashGate = deps.hashGate ?? new HashGate({ ...DEFAULT_HASH_GATE, ...(deps.onPasswordHash ? { onOutcome: deps.onPasswordHash } : {}) });
@@ -194,11 +212,14 @@ export function createPageKit(deps: WebDeps) {
    */
   const verifiedEmail: MiddlewareHandler<WebEnv> = async (c, next) => {
     const signed = c.get("signed")!;
-    if (!signed.summary.emailVerified) {
-      return page(c, 403, renderMessagePage(signed.ctx, "Confirm your email first", EMAIL_UNVERIFIED_MESSAGE, { href: "/account", text: "Back to your account" }), { "x-error-code": "email_unverified" });
-    }
+    if (!signed.summary.emailVerified) return refuseUnverified(c, signed);
     await next();
   };
+
+  /** The 403 an unconfirmed account gets where it would pay or make a key. */
+  function refuseUnverified(c: WebContext, signed: Signed): Response {
+    return page(c, 403, renderMessagePage(signed.ctx, "Confirm your email first", EMAIL_UNVERIFIED_MESSAGE, { href: "/account", text: "Back to your account" }), { "x-error-code": "email_unverified" });
+  }
 
   /** Every cookie of the site: HttpOnly, SameSite=Strict, Path=/; Secure over TLS. */
   const setCookie = (c: WebContext, name: string, value: string, maxAgeSeconds: number) =>
@@ -250,7 +271,7 @@ export function createPageKit(deps: WebDeps) {
     }
   }
 
-  return { deps, assets, publicCtx, chartData, payments, nodeRequest, hashGate, withHashPlace, page, seeOther, refuse, signedIn, session, form, signedInForm, verifiedEmail, setCookie, setSessionCookie, clearSessionCookie, csrfCookie, toSignIn };
+  return { deps, assets, publicCtx, chartData, payments, planPrices, offer, nodeRequest, hashGate, withHashPlace, page, seeOther, refuse, signedIn, session, form, signedInForm, verifiedEmail, refuseUnverified, setCookie, setSessionCookie, clearSessionCookie, csrfCookie, toSignIn };
 }
 
 /** The hashing queue's refusal, as a route's form page answers it. */

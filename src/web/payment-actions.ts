@@ -46,11 +46,12 @@ function checkoutDeps(deps: PaymentRouteDeps): CheckoutDeps | null {
 const isActivePaid = (summary: AccountSummary, now: number) => mayCallPaidEndpoint(viewerOf(summary, now));
 
 /** What the account page's payments card shows, or null when payments are off. */
-export function billingView(deps: PaymentRouteDeps, summary: AccountSummary, csrfToken: string): BillingView | null {
+export function billingView(deps: PaymentRouteDeps, summary: AccountSummary, csrfToken: string, planPrices: BillingView["planPrices"]): BillingView | null {
   const settings = deps.config.payments.stripe;
   if (!deps.stripe || !settings) return null;
-  const plans = isActivePaid(summary, deps.clock()) ? [] : PAID_PLANS.filter((plan) => settings.prices[plan] !== null);
-  return { packs: deps.config.payments.tokenPacks, plans, hasCustomer: summary.stripeCustomerId !== null, csrfToken };
+  const active = isActivePaid(summary, deps.clock());
+  const plans = active ? [] : PAID_PLANS.filter((plan) => settings.prices[plan] !== null);
+  return { packs: deps.config.payments.tokenPacks, plans, planPrices, mayBuyPacks: active, hasCustomer: summary.stripeCustomerId !== null, csrfToken };
 }
 
 async function viaStripe(deps: PaymentRouteDeps, accountId: number, what: string, action: () => Promise<{ url: string }>): Promise<PaymentFormResult> {
@@ -70,6 +71,10 @@ export async function buyPack(deps: PaymentRouteDeps, account: AccountSummary, f
   if (!checkout) return OFF;
   const pack = deps.config.payments.tokenPacks.find((p) => p.id === form.get("pack"));
   if (!pack) return { kind: "message", status: 400, title: "No such pack", message: "That Token pack is not on offer. Nothing was charged." };
+  // Tokens are spent only by API calls: a plan that cannot make them is offered the plan, not a pack.
+  if (!isActivePaid(account, deps.clock())) {
+    return { kind: "message", status: 403, title: "Subscribe first", message: "Token packs are spent by API calls, which need the node or founding-seat plan with an active subscription. Choose a plan on your account page. Nothing was charged." };
+  }
   return viaStripe(deps, account.accountId, "pack checkout", () => createPackCheckout(checkout, account, pack));
 }
 

@@ -14,13 +14,11 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { create } from "@bufbuild/protobuf";
 import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
-import { createConnectTransport, createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { createConnectTransport } from "@connectrpc/connect-node";
 import { AdminService } from "../../gen/signals/v1/admin_pb.js";
-import { IngestService, PushCandlesRequestSchema, type PushCandlesRequest } from "../../gen/signals/v1/ingest_pb.js";
-import type { Candle } from "../../src/engine/index.ts";
 import { openDb, type DbHandle } from "../../src/db/client.ts";
+import { pushClosedCandles, type CoinCandle } from "../support/ingest-push.ts";
 import { FAKE_BOT_TOKEN, startFakeTelegram, type FakeTelegram } from "../support/fake-telegram.ts";
 import { childEnv, runServerToExit, startServerProcess, type ServerProcess } from "../support/processes.ts";
 import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
@@ -72,7 +70,6 @@ describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on on
   let admin: Client<typeof AdminService>;
   let db: DbHandle;
   let account: { accountId: number; apiKey: string };
-  const sessions: Http2SessionManager[] = [];
   const breakerOpen = Math.floor(Date.now() / H) * H - H;
   const { history, breaker } = structureBreak(breakerOpen - 60 * H);
 
@@ -109,7 +106,6 @@ describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on on
   }, 120_000);
 
   afterAll(async () => {
-    for (const s of sessions) s.abort();
     await server?.kill();
     await db?.close();
     await telegram?.close();
@@ -117,16 +113,8 @@ describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on on
   });
 
   /** Streams candles to the internal listener's IngestService over gRPC, as a feeder does. */
-  async function push(mode: "live" | "backfill", updates: Array<{ symbol: string; candle: Candle }>): Promise<void> {
-    const sessionManager = new Http2SessionManager(server.internalUrl);
-    sessions.push(sessionManager);
-    const client = createClient(IngestService, createGrpcTransport({ baseUrl: server.internalUrl, sessionManager, interceptors: [bearer] }));
-    async function* requests(): AsyncGenerator<PushCandlesRequest> {
-      for (const { symbol, candle } of updates) yield create(PushCandlesRequestSchema, { symbol, tf: "1h", ...candle, openTime: BigInt(candle.openTime), closed: true });
-    }
-    const res = await client.pushCandles(requests(), { headers: { "x-ingest-mode": mode } });
-    expect(res.accepted).toBe(BigInt(updates.length));
-    sessionManager.abort();
+  async function push(mode: "live" | "backfill", updates: CoinCandle[]): Promise<void> {
+    expect(await pushClosedCandles(server.internalUrl, INTERNAL_TOKEN, mode, "1h", updates)).toBe(BigInt(updates.length));
   }
 
   it("the primary forks two workers; calls on one port are answered by both, and the follower answers the candles the lead was pushed", async () => {

@@ -102,7 +102,7 @@ describe("charge_call", () => {
   it("charges exactly 1 Token and counts the call", async () => {
     const { id, keyHash } = await newAccount();
     const r = await chargeCall(tdb.handle, keyHash, limits, NOV_15);
-    expect(r).toEqual({ outcome: "ok", accountId: id, plan: "node", tokensLeft: 9_999, callsToday: 1, lowBalanceCrossed: false });
+    expect(r).toEqual({ market: null, outcome: "ok", accountId: id, plan: "node", tokensLeft: 9_999, callsToday: 1, lowBalanceCrossed: false });
     expect((await expectLedgerSums(id)).charges).toBe(1);
   });
 
@@ -226,6 +226,33 @@ describe("grouped charges", () => {
     const outcomes = await Promise.allSettled([charge(keyHash, NOV_15), charge(keyHash, NOV_15)]);
     expect(outcomes.every((o) => o.status === "rejected")).toBe(true);
     expect(await ledgerCheck(tdb.handle, id)).toEqual(before);
+  });
+});
+
+describe("a process behind the store's market version", () => {
+  // Coins with market versions as a market transaction leaves them (market/store.ts raises them).
+  beforeAll(async () => {
+    await tdb.handle.rows(sql`INSERT INTO coins (symbol, base_tf, last_update_at, version) VALUES ('VERA', '1h', now(), 3), ('VERB', '1h', now(), 5)`);
+  });
+
+  it("is refused 'behind' with the store's versions of the coins it is behind on, and charged nothing, grouped or alone", async () => {
+    const { id, keyHash } = await newAccount();
+    const before = await ledgerCheck(tdb.handle, id);
+    const grouped = await chargeBatch(tdb.handle, [{ keyHash, now: NOV_15, known: { VERA: 2, VERB: 5, NEWCOIN: 0 } }], limits);
+    const charge = createChargeBatcher(tdb.handle, limits);
+    const batched = await charge(keyHash, NOV_15, undefined, { VERA: 3, VERB: 4 });
+    expect(grouped[0]).toMatchObject({ outcome: "behind", market: { VERA: 3 }, tokensLeft: null, callsToday: null });
+    expect(batched).toMatchObject({ outcome: "behind", market: { VERB: 5 } });
+    expect(await ledgerCheck(tdb.handle, id)).toEqual(before);
+    const [row] = await tdb.handle.rows<{ calls_today: number }>(sql`SELECT calls_today FROM accounts WHERE id = ${id}`);
+    expect(Number(row!.calls_today)).toBe(0);
+  });
+
+  it("is charged once its versions are the store's (or newer), and a call without versions is never refused for them", async () => {
+    const { id, keyHash } = await newAccount();
+    const results = await chargeBatch(tdb.handle, [{ keyHash, now: NOV_15, known: { VERA: 3, VERB: 6 } }, { keyHash, now: NOV_15, known: null }, { keyHash, now: NOV_15 }], limits);
+    expect(results.map((r) => [r.outcome, r.market])).toEqual([["ok", null], ["ok", null], ["ok", null]]);
+    expect((await expectLedgerSums(id)).charges).toBe(3);
   });
 });
 

@@ -49,6 +49,8 @@ export interface FakeTelegram {
   script(...replies: Reply[]): void;
   /** Answers for the next requests to one chat, used before the general script. */
   scriptFor(chatId: string, ...replies: Reply[]): void;
+  /** Calls `listener` with every sendMessage request as it arrives, before it is answered. */
+  onReceived(listener: (message: ReceivedMessage) => void): void;
   /** Resolves when `n` messages have been delivered (or rejects after timeoutMs). */
   waitForDelivered(n: number, timeoutMs?: number): Promise<ReceivedMessage[]>;
   /** Resolves when `n` requests have arrived. */
@@ -115,6 +117,7 @@ export async function startFakeTelegram(token = FAKE_BOT_TOKEN): Promise<FakeTel
   const replies: Reply[] = [];
   const chatReplies = new Map<string, Reply[]>();
   const hanging = new Set<ServerResponse>();
+  const arrivalListeners: Array<(message: ReceivedMessage) => void> = [];
   const pendingUpdates: FakeUpdate[] = [];
   const updatesRequests: UpdatesRequest[] = [];
   const updatesReplies: Reply[] = [];
@@ -187,6 +190,7 @@ export async function startFakeTelegram(token = FAKE_BOT_TOKEN): Promise<FakeTel
       const text = String(parsed.text ?? "");
       const message: ReceivedMessage = { chatId: String(parsed.chat_id), text, eventId: /^Signal (\S+)$/m.exec(text)?.[1] ?? null, at: Date.now() };
       received.push(message);
+      for (const listener of arrivalListeners) listener(message);
       const reply = chatReplies.get(message.chatId)?.shift() ?? replies.shift() ?? { status: 200 };
       if (reply === "hang") {
         hanging.add(res);
@@ -206,6 +210,9 @@ export async function startFakeTelegram(token = FAKE_BOT_TOKEN): Promise<FakeTel
     received,
     script(...more) {
       replies.push(...more);
+    },
+    onReceived(listener) {
+      arrivalListeners.push(listener);
     },
     scriptFor(chatId, ...more) {
       chatReplies.set(chatId, [...(chatReplies.get(chatId) ?? []), ...more]);

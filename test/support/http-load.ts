@@ -8,6 +8,8 @@ export interface Answer {
   status: number;
   headers: http.IncomingHttpHeaders;
   body: string;
+  /** The client's port of the connection that carried the call (see socket-owners.ts). */
+  localPort: number | undefined;
 }
 
 /** GET `url`; resolves with the answer, or rejects when the connection fails or the timeout passes. */
@@ -16,7 +18,9 @@ export function httpGet(url: string, headers: Record<string, string>, agent: htt
     const req = http.get(url, { headers, agent }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") }));
+      // Read now: an agent takes the socket back (res.socket becomes null) once the body ends.
+      const localPort = res.socket.localPort;
+      res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks).toString("utf8"), localPort }));
       res.on("error", reject);
     });
     req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));

@@ -387,7 +387,8 @@ describe.skipIf(!chromiumAvailable)("web pages in headless Chromium", () => {
     expect(seen.length).toBeGreaterThan(10);
     const withKey = seen.filter((r) => (r.body.match(FULL_KEY) ?? []).length > 0);
     expect(withKey.map((r) => `${r.method} ${new URL(r.url).pathname}`)).toEqual(["GET /account/key/new"]);
-    expect(withKey[0]!.body.match(FULL_KEY)).toEqual([newKey]);
+    // Twice in that one page: in its box and in the first call's curl line.
+    expect(withKey[0]!.body.match(FULL_KEY)).toEqual([newKey, newKey]);
     for (const r of seen.filter((s) => s.url.startsWith(server.baseUrl) && (s.headers["content-type"] ?? "").startsWith("text/html"))) {
       expect(r.headers["cache-control"], r.url).toBe("no-store");
       expect(r.headers["content-security-policy"], r.url).toContain("script-src 'self'");

@@ -43,6 +43,8 @@ describe("the product's word for the unit", () => {
   it("no page says credit, signed out or signed in", async () => {
     const pages: Array<[string, boolean]> = [
       ["/", false],
+      ["/pricing", false],
+      ["/getting-started", false],
       ["/signin", false],
       ["/signup", false],
       ["/status", false],
@@ -52,6 +54,7 @@ describe("the product's word for the unit", () => {
       ["/account/key", true],
       ["/account/password", true],
       ["/charts", true],
+      ["/watch", true],
     ];
     const found: Record<string, string[]> = {};
     for (const [path, member] of pages) {

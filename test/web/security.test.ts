@@ -218,7 +218,9 @@ describe("full keys", () => {
     expect(regenerated.status).toBe(200);
     expect(regenerated.headers["cache-control"]).toBe("no-store");
     const shown = regenerated.body.match(FULL_KEY)!;
-    expect(shown).toHaveLength(1);
+    // One key, twice: in its box and in the first call's curl line beneath it.
+    expect(shown).toHaveLength(2);
+    expect(shown[1]).toBe(shown[0]);
     expect(await activeKeyHashes(ana.accountId)).toEqual([createHash("sha256").update(shown[0]!).digest("hex")]);
     expect(await restStatus(ana.apiKey)).toBe(401);
     expect(await restStatus(shown[0]!)).toBe(200);

@@ -7,7 +7,9 @@
 import { Hono } from "hono";
 import { getCookie } from "hono/cookie";
 import { activeKeyId, getAccountSummary, regenerateKeyIfCurrent } from "../../accounts/accounts.ts";
-import { isPaidPlan } from "../../accounts/entitlement.ts";
+import { mayCallPaidEndpoint, viewerOf } from "../../accounts/entitlement.ts";
+import type { PaidPlan } from "../../payments/checkout.ts";
+import { planPriceText } from "../offer.ts";
 import { applyMonthlyGrant } from "../../billing/tokens.ts";
 import { allLedgerRows, dailyUsage, ledgerPage } from "../../billing/ledger-history.ts";
 import { activeKeyTimes } from "../../accounts/key-last-used.ts";
@@ -42,6 +44,13 @@ export function accountRoutes(kit: PageKit): Hono<WebEnv> {
   const { config, db, clock, logger } = kit.deps;
   const app = new Hono<WebEnv>();
 
+  /** The plans' prices for the Subscribe buttons, as Stripe charges them. */
+  async function planPriceTexts(): Promise<Record<PaidPlan, string | null>> {
+    const offer = await kit.offer();
+    const text = (plan: PaidPlan) => planPriceText(offer.plans.find((p) => p.plan === plan)?.price ?? null);
+    return { node: text("node"), founding_seat: text("founding_seat") };
+  }
+
   async function accountView(signed: Signed, extra: Partial<AccountView> = {}, before: number | null = null): Promise<AccountView> {
     const now = clock();
     const accountId = signed.session.accountId;
@@ -56,7 +65,7 @@ export function accountRoutes(kit: PageKit): Hono<WebEnv> {
       keyTimes: await activeKeyTimes(db, accountId),
       lastUsedWindowMs: config.keyLastUsedFlushMs,
       alerts: await getAlertSettings(db, signed.session.accountId),
-      billing: billingView(kit.payments, signed.summary, signed.ctx.signedIn.csrfToken),
+      billing: billingView(kit.payments, signed.summary, signed.ctx.signedIn.csrfToken, await planPriceTexts()),
       telegram: telegramView(kit, signed, null),
       ...extra,
     };
@@ -110,6 +119,7 @@ export function accountRoutes(kit: PageKit): Hono<WebEnv> {
   app.get("/account/key", kit.session, async (c) => {
     const signed = c.get("signed");
     if (signed === null) return kit.toSignIn(c, "/account/key");
+    if (!signed.summary.emailVerified) return kit.refuseUnverified(c, signed);
     const confirm = keyConfirmToken(signed.session.csrfSecret, await activeKeyId(db, signed.session.accountId));
     return kit.page(c, 200, renderKeyConfirmPage(signed.ctx, signed.summary.keyPrefix, confirm));
   });
@@ -120,7 +130,7 @@ export function accountRoutes(kit: PageKit): Hono<WebEnv> {
     const accountId = signed.session.accountId;
     const submitted = c.get("form").get("confirm") ?? "";
     if (submitted === "") return kit.seeOther(c, "/account/key");
-    if (signed.summary.keyPrefix === "" && !isPaidPlan(signed.summary.plan)) {
+    if (signed.summary.keyPrefix === "" && !mayCallPaidEndpoint(viewerOf(signed.summary, clock()))) {
       return kit.page(c, 403, renderMessagePage(signed.ctx, "Subscribe first", "An API key is made once your plan is paid. Subscribe on your account page.", { href: "/account", text: "Back to your account" }));
     }
     // Each confirmation replaces one given key: sent again (a reload, Back, a double click), it no
@@ -146,7 +156,7 @@ export function accountRoutes(kit: PageKit): Hono<WebEnv> {
     const apiKey = await takeKeyReveal(db, signed.session.accountId, token, clock());
     if (token !== undefined) kit.setCookie(c, KEY_REVEAL_COOKIE, "", 0);
     if (apiKey === null) return kit.page(c, 410, renderKeyGonePage(signed.ctx));
-    return kit.page(c, 200, renderNewKeyPage(signed.ctx, apiKey, [kit.assets.url("account.js")]));
+    return kit.page(c, 200, renderNewKeyPage(signed.ctx, apiKey, [kit.assets.url("account.js")], config.publicBaseUrl));
   });
   app.all("/account/key/new", methodNotAllowed(kit, "GET"));
 

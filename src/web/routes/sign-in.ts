@@ -1,5 +1,5 @@
 /**
- * Signing in and out: `/` (to the account or the sign-in form), `/signin` and `/signout`.
+ * Signing in and out: `/signin` and `/signout` (`/` is the landing page, routes/public-pages.ts).
  * Sign-in checks the double-submit CSRF token (there is no session yet) and the shared failed
  * sign-in budget before it looks at the password.
  */
@@ -52,16 +52,13 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-/** Routes of `/`, `/signin` and `/signout`. */
+/** Routes of `/signin` and `/signout` (`/` is the landing page, routes/public-pages.ts). */
 export function signInRoutes(kit: PageKit): Hono<WebEnv> {
   const { config, db, clock, logger } = kit.deps;
   const throttle = kit.deps.throttle ?? DEFAULT_THROTTLE;
   /** "Forgot password?" is offered only when reset links can be mailed. */
   const resetByMail = config.mail !== null;
   const app = new Hono<WebEnv>();
-
-  app.get("/", async (c) => kit.seeOther(c, (await kit.signedIn(c)) ? "/account" : "/signin"));
-  app.all("/", methodNotAllowed(kit, "GET"));
 
   app.get("/signin", async (c) => {
     const next = safeLocalPath(c.req.query("next"), config.publicBaseUrl);

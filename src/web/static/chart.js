@@ -118,6 +118,11 @@ function chartPalette() {
   chart.panes()[0].setStretchFactor(3);
   chart.panes()[1].setStretchFactor(1);
 
+  // On a phone the markers lose their letters (the shape and colour say the same, and letters
+  // of neighbouring markers ran together as "S+S+S+"), the level lines lose their titles (they
+  // covered the price axis) and the chart opens on fewer candles (below), where markers do not crowd.
+  var narrow = container.clientWidth < 640;
+
   var STYLE = {
     LONG: { position: "belowBar", shape: "arrowUp", color: LONG, text: "L" },
     STRONG_LONG: { position: "belowBar", shape: "arrowUp", color: LONG, text: "L+" },
@@ -129,18 +134,18 @@ function chartPalette() {
     series,
     data.markers.map(function (m) {
       var s = STYLE[m.signal];
-      return { time: m.time, position: s.position, shape: s.shape, color: s.color, text: s.text };
+      return { time: m.time, position: s.position, shape: s.shape, color: s.color, text: narrow ? "" : s.text };
     }),
   );
 
   var levels = data.levels;
   if (levels) {
     if (levels.defense !== null) {
-      series.createPriceLine({ price: levels.defense, color: colours.defense, lineWidth: 2, lineStyle: LWC.LineStyle.Solid, axisLabelVisible: true, title: "defense" });
+      series.createPriceLine({ price: levels.defense, color: colours.defense, lineWidth: 2, lineStyle: LWC.LineStyle.Solid, axisLabelVisible: true, title: narrow ? "" : "defense" });
     }
     if (levels.trigger !== null) {
-      series.createPriceLine({ price: levels.trigger, color: colours.trigger, lineWidth: 2, lineStyle: LWC.LineStyle.Dashed, axisLabelVisible: true, title: "trigger" });
-      series.createPriceLine({ price: levels.invalidation, color: colours.invalidation, lineWidth: 2, lineStyle: LWC.LineStyle.Dotted, axisLabelVisible: true, title: "invalidation" });
+      series.createPriceLine({ price: levels.trigger, color: colours.trigger, lineWidth: 2, lineStyle: LWC.LineStyle.Dashed, axisLabelVisible: true, title: narrow ? "" : "trigger" });
+      series.createPriceLine({ price: levels.invalidation, color: colours.invalidation, lineWidth: 2, lineStyle: LWC.LineStyle.Dotted, axisLabelVisible: true, title: narrow ? "" : "invalidation" });
     }
   }
 
@@ -162,8 +167,10 @@ function chartPalette() {
     showCandle(param.time !== undefined && byTime[param.time] ? byTime[param.time] : last);
   });
 
+  // The latest candles: 200 on a wide screen, 90 on a phone (where markers would crowd).
   var count = data.candles.length;
-  if (count > 200) chart.timeScale().setVisibleLogicalRange({ from: count - 200, to: count + 3 });
+  var shown = narrow ? 90 : 200;
+  if (count > shown) chart.timeScale().setVisibleLogicalRange({ from: count - shown, to: count + 3 });
   else chart.timeScale().fitContent();
 
   // The backtest's equity against buy-and-hold, both starting at 100.

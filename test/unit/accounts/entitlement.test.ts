@@ -21,20 +21,20 @@ import {
 
 /** C: admitted and shown the current signal; H: admitted, history and market data only; -: refused. */
 type Cell = "C" | "H" | "-";
-const COLUMNS: readonly Surface[] = ["paid_endpoint", "free_endpoints", "alerts", "test_alert", "chart_page", "track_record", "status_page"];
+const COLUMNS: readonly Surface[] = ["paid_endpoint", "free_endpoints", "alerts", "test_alert", "chart_page", "watchlist", "track_record", "status_page"];
 
 const TABLE: ReadonlyArray<[string, Viewer, string]> = [
-  //                                                              paid free alerts test chart track status
-  ["signed out", null, /*                                      */ "-    -    -      -    -     H     H"],
-  ["node, active", { plan: "node", subscription: "active" }, /*   */ "C    H    C      H    C     H     H"],
-  ["node, lapsed", { plan: "node", subscription: "lapsed" }, /*   */ "-    -    -      -    H     H     H"],
-  ["node, never subscribed", { plan: "node", subscription: "none" }, "-    -    -      -    H     H     H"],
-  ["founding_seat, active", { plan: "founding_seat", subscription: "active" }, "C    H    C      H    C     H     H"],
-  ["founding_seat, lapsed", { plan: "founding_seat", subscription: "lapsed" }, "-    -    -      -    H     H     H"],
-  ["basic, active", { plan: "basic", subscription: "active" }, /* */ "-    H    -      -    H     H     H"],
-  ["basic, lapsed", { plan: "basic", subscription: "lapsed" }, /* */ "-    -    -      -    H     H     H"],
-  ["free sign-up", { plan: "free", subscription: "none" }, /*     */ "-    -    -      -    H     H     H"],
-  ["free, active (operator-set)", { plan: "free", subscription: "active" }, "-    H    -      -    H     H     H"],
+  //                                                              paid free alerts test chart watch track status
+  ["signed out", null, /*                                      */ "-    -    -      -    -     -     H     H"],
+  ["node, active", { plan: "node", subscription: "active" }, /*   */ "C    H    C      H    C     C     H     H"],
+  ["node, lapsed", { plan: "node", subscription: "lapsed" }, /*   */ "-    -    -      -    H     -     H     H"],
+  ["node, never subscribed", { plan: "node", subscription: "none" }, "-    -    -      -    H     -     H     H"],
+  ["founding_seat, active", { plan: "founding_seat", subscription: "active" }, "C    H    C      H    C     C     H     H"],
+  ["founding_seat, lapsed", { plan: "founding_seat", subscription: "lapsed" }, "-    -    -      -    H     -     H     H"],
+  ["basic, active", { plan: "basic", subscription: "active" }, /* */ "-    H    -      -    H     -     H     H"],
+  ["basic, lapsed", { plan: "basic", subscription: "lapsed" }, /* */ "-    -    -      -    H     -     H     H"],
+  ["free sign-up", { plan: "free", subscription: "none" }, /*     */ "-    -    -      -    H     -     H     H"],
+  ["free, active (operator-set)", { plan: "free", subscription: "active" }, "-    H    -      -    H     -     H     H"],
 ];
 
 const cellOf = (e: { admitted: boolean; currentSignal: boolean }): Cell => (!e.admitted ? "-" : e.currentSignal ? "C" : "H");

@@ -1,0 +1,99 @@
+/**
+ * What the public pages show of the service's output without giving away the product: an
+ * example answer of the paid endpoint built from a signal that has ended (web/ended-history.ts,
+ * the view every viewer without current access gets), and the track record's headline figures
+ * pooled over every series, as /track-record computes them. Never a current signal.
+ */
+import { eq } from "drizzle-orm";
+import type { DbHandle } from "../db/client.ts";
+import { signalEvents } from "../db/schema.ts";
+import { TIMEFRAME_MS, type Timeframe } from "../market/timeframes.ts";
+import { BILLING_TEXT, PLAN_NAME } from "../signals/service.ts";
+import type { ChartData } from "./chart-data.ts";
+import { endedHistoryOf } from "./ended-history.ts";
+
+/** The series the example prefers (the API's default timeframe and first default coin). */
+const PREFERRED: ReadonlyArray<{ symbol: string; tf: Timeframe }> = [
+  { symbol: "BTC", tf: "4h" },
+  { symbol: "BTC", tf: "1h" },
+  { symbol: "ETH", tf: "4h" },
+];
+
+/** An example answer of GET /api/v1/signals and the moment it stands at. */
+export interface ExampleAnswer {
+  readonly symbol: string;
+  readonly tf: Timeframe;
+  /** The close that set the example's signal (epoch ms); the signal ended at least a day ago. */
+  readonly asOf: number;
+  /** The body, in the API's field names and JSON types. */
+  readonly body: Record<string, unknown>;
+}
+
+/** Headline figures of the public track record, pooled over every series. */
+export interface Headline {
+  readonly series: number;
+  readonly coins: number;
+  readonly trades: number;
+  readonly wins: number;
+  /** Series whose compounded result beat buying and holding over the same period. */
+  readonly beatBuyHold: number;
+  readonly from: number | null;
+  readonly to: number | null;
+}
+
+/** Every series as the public sees it (ended signals only), in the cache's order. */
+export function publicViews(all: readonly ChartData[], now: number): ChartData[] {
+  return all.map((data) => endedHistoryOf(data, now).data);
+}
+
+/** The pooled headline of the public views. */
+export function headlineOf(views: readonly ChartData[]): Headline {
+  const traded = views.filter((v) => v.backtest.trades > 0);
+  const fromTimes = traded.map((v) => v.backtest.from!).filter((t) => t !== null);
+  const toTimes = traded.map((v) => v.backtest.to!).filter((t) => t !== null);
+  return {
+    series: traded.length,
+    coins: new Set(traded.map((v) => v.symbol)).size,
+    trades: traded.reduce((n, v) => n + v.backtest.trades, 0),
+    wins: traded.reduce((n, v) => n + v.backtest.wins, 0),
+    beatBuyHold: traded.filter((v) => (v.backtest.totalPct ?? 0) > (v.backtest.buyHoldPct ?? 0)).length,
+    from: fromTimes.length ? Math.min(...fromTimes) : null,
+    to: toTimes.length ? Math.max(...toTimes) : null,
+  };
+}
+
+/**
+ * The API's answer for one coin as it stood at the close that set the newest ended signal of
+ * the preferred series (or of any series with one). `arming` is null: forming setups of the past
+ * are not stored. Null when no series has an ended signal yet.
+ */
+export async function exampleAnswer(handle: DbHandle, views: readonly ChartData[]): Promise<ExampleAnswer | null> {
+  const withEvents = views.filter((v) => v.events.length > 0);
+  const chosen =
+    PREFERRED.map((p) => withEvents.find((v) => v.symbol === p.symbol && v.tf === p.tf)).find((v) => v !== undefined) ?? withEvents[0];
+  if (!chosen) return null;
+  const event = chosen.events.at(-1)!;
+  const [row] = await handle.db.select({ atrPct: signalEvents.atrPct }).from(signalEvents).where(eq(signalEvents.id, event.id));
+  const asOf = event.candleOpenTime + TIMEFRAME_MS[chosen.tf];
+  const entry = {
+    symbol: chosen.symbol,
+    tf: chosen.tf,
+    ok: true,
+    price: event.price,
+    signal: event.signal,
+    confirmed: true,
+    defense: event.defense,
+    arming: null,
+    atr_pct: row?.atrPct === null || row?.atrPct === undefined ? null : Number(row.atrPct.toFixed(4)),
+  };
+  const body = {
+    ok: true,
+    tf: chosen.tf,
+    ts: asOf,
+    signals: [entry, { symbol: "NEWCOIN", tf: chosen.tf, ok: false, reason: "unknown_symbol" }],
+    tier: PLAN_NAME,
+    billing: BILLING_TEXT,
+    credits_left: 9_999,
+  };
+  return { symbol: chosen.symbol, tf: chosen.tf, asOf, body };
+}

@@ -1,0 +1,33 @@
+/**
+ * The public pages that explain and sell the service: `/` (landing), `/pricing` and
+ * `/getting-started`. No sign-in needed; a signed-in member sees the same content with their
+ * navigation. The landing page shows no current signal to anyone (the entitlement rule's
+ * public surfaces): its example and figures come from ended signals only.
+ */
+import { Hono } from "hono";
+import { renderGettingStartedPage } from "../getting-started-page.ts";
+import { renderLandingPage } from "../landing-page.ts";
+import { renderPricingPage } from "../pricing-page.ts";
+import { exampleAnswer, headlineOf, publicViews } from "../public-showcase.ts";
+import { methodNotAllowed, type PageKit, type WebContext, type WebEnv } from "../page-kit.ts";
+
+/** Routes of `/`, `/pricing` and `/getting-started`. */
+export function publicPageRoutes(kit: PageKit): Hono<WebEnv> {
+  const { db, clock, config } = kit.deps;
+  const app = new Hono<WebEnv>();
+  const ctxOf = (c: WebContext) => c.get("signed")?.ctx ?? kit.publicCtx;
+
+  app.get("/", kit.session, async (c) => {
+    const views = publicViews(await kit.chartData.all(), clock());
+    const view = { example: await exampleAnswer(db, views), headline: headlineOf(views), offer: await kit.offer() };
+    return kit.page(c, 200, renderLandingPage(ctxOf(c), view));
+  });
+  app.all("/", methodNotAllowed(kit, "GET"));
+
+  app.get("/pricing", kit.session, async (c) => kit.page(c, 200, renderPricingPage(ctxOf(c), await kit.offer())));
+  app.all("/pricing", methodNotAllowed(kit, "GET"));
+
+  app.get("/getting-started", kit.session, (c) => kit.page(c, 200, renderGettingStartedPage(ctxOf(c), config.publicBaseUrl)));
+  app.all("/getting-started", methodNotAllowed(kit, "GET"));
+  return app;
+}
