@@ -15,3 +15,17 @@ export function normaliseAddress(address: string): string {
   const groups = address.includes("::") ? [...headGroups, ...Array(Math.max(0, 8 - headGroups.length - tailGroups.length)).fill("0"), ...tailGroups] : headGroups;
   return groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, "")).join(":") + "::/64";
 }
+
+/**
+ * The caller's address: the socket's peer, or behind a trusted proxy the last X-Forwarded-For
+ * hop (the one our proxy appended; earlier hops are the client's to invent). At most 64
+ * characters, since it keys budgets and log lines. Used by the access log, the API's failed-key
+ * budget and the web pages' throttles alike.
+ */
+export function callerAddress(forwardedFor: string | readonly string[] | undefined, socketAddress: string | undefined, trustProxy: boolean): string {
+  if (trustProxy) {
+    const hops = (typeof forwardedFor === "string" ? forwardedFor : (forwardedFor ?? []).join(",")).split(",").map((h) => h.trim()).filter(Boolean);
+    if (hops.length > 0) return hops[hops.length - 1]!.slice(0, 64);
+  }
+  return socketAddress ?? "unknown";
+}

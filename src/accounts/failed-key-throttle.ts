@@ -1,6 +1,6 @@
 /**
  * A bounded budget of failed API keys per caller address (an IPv4 address or an IPv6 /64),
- * exact across server processes (issue 23, item 6: with WORKERS=2 an address got 200 × 401
+ * exact across server processes (with WORKERS=2 an address got 200 × 401
  * before a 429 against a budget of 100, and an IPv6 caller had a budget per address).
  *
  * Each invalid key is counted in ONE statement in the database (`failed_key_windows`, a fixed

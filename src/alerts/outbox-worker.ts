@@ -16,6 +16,7 @@ import type { Logger } from "pino";
 import type { AlertConfig } from "../config.ts";
 import type { DbHandle } from "../db/client.ts";
 import { errorSummary } from "../logger.ts";
+import { backoffMs } from "../retry.ts";
 import { OUTBOX_READY } from "../db/channels.ts";
 import { isTimeframe } from "../market/timeframes.ts";
 import { lowBalanceText, signalAlertText } from "./message-text.ts";
@@ -74,12 +75,6 @@ export interface WorkerCounts {
 const MAX_IDLE_MS = 1000;
 /** Lease left over after the longest send, for the acknowledgement's round trip. */
 const LEASE_MARGIN_MS = 2500;
-
-/** Delay before attempt n+1 after n failed attempts: exponential, capped, half of it jittered. */
-export function backoffMs(attempts: number, baseMs: number, maxMs: number, random: () => number = Math.random): number {
-  const ceiling = Math.min(maxMs, baseMs * 2 ** Math.min(30, Math.max(0, attempts - 1)));
-  return Math.round(ceiling / 2 + random() * (ceiling / 2));
-}
 
 export class OutboxWorker {
   private readonly deps: OutboxWorkerDeps;
@@ -333,7 +328,7 @@ export class OutboxWorker {
 
   private async retry(id: number, outcome: Extract<SendOutcome, { kind: "retry" }>, attempts: number): Promise<void> {
     const { retryBaseMs, retryMaxMs, giveUpAfterMs } = this.deps.alerts;
-    const delayMs = outcome.retryAfterMs ?? backoffMs(attempts, retryBaseMs, retryMaxMs);
+    const delayMs = outcome.retryAfterMs ?? backoffMs(attempts, retryBaseMs, retryMaxMs, "equal");
     if (outcome.retryAfterMs !== undefined) this.pausedUntil = Math.max(this.pausedUntil, Date.now() + outcome.retryAfterMs);
     // A retry that could only happen after the give-up point is a failure now, recorded like
     // one found expired when leased: "gave up after N attempts; last error: ...".

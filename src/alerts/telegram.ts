@@ -4,6 +4,7 @@
  * good (the chat does not exist or blocked the bot). Error texts never contain the bot token
  * (it is part of the URL), so they are safe to store and log.
  */
+import { retryAfterMs } from "../retry.ts";
 import { botAgent, botMethodUrl, postJson, readReply, type HttpAnswer, type TelegramReply } from "./bot-api.ts";
 
 export type SendOutcome =
@@ -36,13 +37,11 @@ export function refusalText(status: number, reply: TelegramReply, botToken: stri
 }
 
 /** Seconds to wait from a 429, from the body (Telegram) or the Retry-After header. */
-function retryAfterMs(response: HttpAnswer, reply: TelegramReply): number | undefined {
+function waitFrom429(response: HttpAnswer, reply: TelegramReply): number | undefined {
   const fromBody = reply.parameters?.retry_after;
   if (typeof fromBody === "number" && Number.isFinite(fromBody) && fromBody >= 0) return fromBody * 1000;
-  // No header must not read as "0 s" (Number(null) === 0): that would retry at once, unpaused.
-  const raw = response.header("retry-after")?.trim();
-  const header = raw ? Number(raw) : NaN;
-  return Number.isFinite(header) && header >= 0 ? header * 1000 : undefined;
+  // No header must not read as "0 s": that would retry at once, unpaused.
+  return retryAfterMs(response.header("retry-after")) ?? undefined;
 }
 
 function networkError(err: unknown, timeoutMs: number): string {
@@ -69,7 +68,7 @@ export function createTelegramSender(options: TelegramOptions): MessageSender {
       const ok = response.status >= 200 && response.status < 300;
       if (ok && reply.ok !== false) return { kind: "sent" };
       const error = refusalText(response.status, reply, options.botToken);
-      if (response.status === 429) return { kind: "retry", error, retryAfterMs: retryAfterMs(response, reply) };
+      if (response.status === 429) return { kind: "retry", error, retryAfterMs: waitFrom429(response, reply) };
       // 401/404: the bot token is wrong (an operator can fix it); 5xx: Telegram's side.
       if (response.status >= 500 || response.status === 401 || response.status === 404 || response.status === 408) return { kind: "retry", error };
       // 400 chat not found, 403 bot blocked by the member, ...: retrying cannot help.

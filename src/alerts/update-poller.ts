@@ -12,7 +12,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import { errorSummary } from "../logger.ts";
 import { botAgent, botMethodUrl, postJson, readReply } from "./bot-api.ts";
-import { backoffMs } from "./outbox-worker.ts";
+import { backoffMs } from "../retry.ts";
 import { refusalText } from "./telegram.ts";
 import { parseUpdate, type TelegramUpdate } from "./telegram-updates.ts";
 
@@ -92,7 +92,7 @@ export class UpdatePoller {
       } catch (err) {
         if (signal.aborted) break;
         this.failures++;
-        const waitMs = backoffMs(this.failures, this.options.retryBaseMs, this.options.retryMaxMs);
+        const waitMs = backoffMs(this.failures, this.options.retryBaseMs, this.options.retryMaxMs, "equal");
         // Neither Node's network errors nor refusalText() quote the URL (it holds the token).
         logger.warn({ err: errorSummary(err), retryInMs: waitMs }, "telegram getUpdates failed");
         await sleep(waitMs, undefined, { signal }).catch(() => {});
@@ -110,7 +110,7 @@ export class UpdatePoller {
     } catch (err) {
       this.handlerFailures++;
       if (this.handlerFailures < MAX_HANDLER_ATTEMPTS) {
-        const waitMs = backoffMs(this.handlerFailures, this.options.retryBaseMs, this.options.retryMaxMs);
+        const waitMs = backoffMs(this.handlerFailures, this.options.retryBaseMs, this.options.retryMaxMs, "equal");
         this.options.logger.warn({ err: errorSummary(err), updateId: id, retryInMs: waitMs }, "telegram update not handled; retrying");
         await sleep(waitMs, undefined, { signal: this.stopping.signal }).catch(() => {});
         return false;

@@ -3,7 +3,7 @@
  * (Postgres, or an embedded data directory no server holds), or through the running
  * server's internal listener when a server holds the embedded data directory.
  *
- * Start-up time matters here (issue 16): this module imports nothing heavy at the top. The
+ * Start-up time matters here: this module imports nothing heavy at the top. The
  * listener path loads only the Connect client and the one generated service it calls; the
  * in-process path (./local-transport.ts) loads the database and the services.
  */

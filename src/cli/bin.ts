@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npx signals …` from a checkout; runs on the project's Node 24 (native TypeScript).
 // Node's on-disk compile cache (in the OS temp directory) keeps the stripped TypeScript and V8
-// code of every module the CLI loads: about a quarter of each command's start-up (issue 16).
+// code of every module the CLI loads: about a quarter of each command's start-up.
 // It is enabled before main.ts is imported, so everything but this file goes through it.
 import { enableCompileCache } from "node:module";
 import { resolveDrizzleQuickly } from "./drizzle-resolve-hook.ts";

@@ -1,5 +1,5 @@
 /**
- * A module resolve hook for start-up time (issue 16). Node 24 finds the format of every `.js`
+ * A module resolve hook for start-up time. Node 24 finds the format of every `.js`
  * file it loads from its package.json, and for drizzle-orm that means parsing its 175 KB
  * "exports" map once per file (a hundred files for one query): about 0.4 s of a CLI command on
  * Postgres. drizzle-orm is `"type": "module"` and its files import each other by relative

@@ -11,7 +11,7 @@ import { CliError, withAdminClient, withInternalTransport } from "./admin-client
 import { DATASETS, isPushedDataset } from "../market-data/datasets.ts";
 import { readSecretFromStdin } from "./read-secret.ts";
 
-// Start-up time (issue 16): a command loads its heavy modules (database, services, Connect,
+// Start-up time: a command loads its heavy modules (database, services, Connect,
 // generated code) when it runs, through admin-client.ts and the dynamic imports below, so
 // `account show` through a running server loads only the Connect client.
 

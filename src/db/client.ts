@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import { mkdirSync } from "node:fs";
 import type { SQL } from "drizzle-orm";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
+import { backoffMs } from "../retry.ts";
 import * as schema from "./schema.ts";
 import { openRepairedPool, type PostgresClient } from "./postgres-js-repairs.ts";
 import { pgliteOptions } from "./pglite-setup.ts";
@@ -71,7 +72,7 @@ async function openPostgres(url: string, poolSize: number): Promise<DbHandle> {
       // driver's default grows with every failure of any pool connection up to 20 s, so after an
       // outage of a few seconds the process kept callers waiting (and failing) for up to 20 s
       // more although the database was back (found by test/reliability/db-faults.test.ts).
-      backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 1),
+      backoff: (retries: number) => backoffMs(retries + 1, 50, 1000, "none") / 1000,
       // A documented option missing from the driver's type declarations.
       ...({ socket } as object),
     }),

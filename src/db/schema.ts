@@ -42,7 +42,7 @@ export const accounts = pgTable(
     /** The Stripe Customer of this account (created at its first checkout), e.g. cus_123. */
     stripeCustomerId: text("stripe_customer_id"),
     /**
-     * False for a self-service sign-up until its emailed link is opened (issue 23, item 10):
+     * False for a self-service sign-up until its emailed link is opened:
      * such an account cannot subscribe, buy or make a key. Accounts the operator makes are true.
      */
     emailVerified: boolean("email_verified").notNull().default(true),
@@ -445,7 +445,7 @@ export const freeCallWindows = pgTable("free_call_windows", {
 
 /**
  * Failed API keys per caller address (IPv4, or IPv6 /64) in fixed windows: the failed-key
- * budget, counted in one statement so it is exact across server processes (issue 23, item 6).
+ * budget, counted in one statement so it is exact across server processes.
  * Only calls that present an invalid key write here; a valid key never does.
  */
 export const failedKeyWindows = pgTable("failed_key_windows", {

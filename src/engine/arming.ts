@@ -9,7 +9,7 @@ export type Arming = {
   invalidation: number;
 };
 
-/** Nearness + alignment + risk score of one candidate, per DESIGN.md §5 rule 5. */
+/** Nearness + alignment + risk score of one candidate, as docs/signals.md "Arming" states it. */
 function score(distance: number, risk: number, aligned: number, atr: number): number {
   const nearness = Math.max(0, 4 - Math.floor((2 * distance) / atr));
   const tightness = Math.max(0, 3 - Math.floor(risk / atr));

@@ -1,4 +1,4 @@
-/** MS-1 market-structure engine: a pure, incremental fold over closed candles (DESIGN.md §5). */
+/** MS-1 market-structure engine: a pure, incremental fold over closed candles (docs/signals.md). */
 export type { Arming } from "./arming.ts";
 export { computeArming } from "./arming.ts";
 export type { Candle } from "./candle.ts";

@@ -16,7 +16,7 @@ export type EngineParams = {
   readonly majorPivotHalfWidth: number;
 };
 
-/** The MS-1 defaults from DESIGN.md §5: k = 3, N = 14, no MS-2 option. */
+/** The MS-1 defaults of docs/signals.md: k = 3, N = 14, no MS-2 option. */
 export const DEFAULT_PARAMS: EngineParams = Object.freeze({
   pivotHalfWidth: 3,
   atrPeriod: 14,

@@ -8,11 +8,12 @@
 import type { Logger } from "pino";
 import type { Candle } from "../engine/candle.ts";
 import { errorSummary } from "../logger.ts";
-import type { OhlcvRow, SpotExchange } from "./exchange.ts";
+import { ccxtErrors, type OhlcvRow, type SpotExchange } from "./exchange.ts";
 import type { CoinHealth, FeedMetrics } from "./feed-metrics.ts";
 import type { KlineStream, KlineSubscription } from "./kline-stream.ts";
 import type { Pusher } from "./pusher.ts";
-import { backoffMs, sleep } from "./timing.ts";
+import { backoffMs } from "../retry.ts";
+import { sleep } from "./timing.ts";
 
 export interface CoinFeedDeps {
   readonly exchange: SpotExchange;
@@ -44,17 +45,18 @@ const sameValues = (a: Candle, b: Candle) => a.open === b.open && a.high === b.h
 
 /** Classifies a ccxt error for metrics and backoff. */
 export function errorKind(err: unknown): "rate_limit" | "ban" | "unavailable" | "timeout" | "network" | "bad_symbol" | "other" {
-  const name = (err as { constructor?: { name?: string } })?.constructor?.name ?? "";
+  const { BadSymbol, DDoSProtection, ExchangeNotAvailable, NetworkError, RateLimitExceeded, RequestTimeout } = ccxtErrors;
   const message = String((err as Error)?.message ?? "");
   // ccxt files both under DDoSProtection / RateLimitExceeded; the HTTP status in its message tells them apart.
   if (/\b429\b/.test(message)) return "rate_limit";
   if (/\b418\b/.test(message)) return "ban";
-  if (name === "DDoSProtection") return "ban";
-  if (name === "RateLimitExceeded") return "rate_limit";
-  if (name === "RequestTimeout") return "timeout";
-  if (name === "ExchangeNotAvailable" || name === "OnMaintenance") return "unavailable";
-  if (name === "NetworkError") return "network";
-  if (name === "BadSymbol") return "bad_symbol";
+  // Subclasses before their parents (OnMaintenance is an ExchangeNotAvailable; all but BadSymbol are NetworkErrors).
+  if (err instanceof DDoSProtection) return "ban";
+  if (err instanceof RateLimitExceeded) return "rate_limit";
+  if (err instanceof RequestTimeout) return "timeout";
+  if (err instanceof ExchangeNotAvailable) return "unavailable";
+  if (err instanceof NetworkError) return "network";
+  if (err instanceof BadSymbol) return "bad_symbol";
   return "other";
 }
 

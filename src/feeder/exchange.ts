@@ -5,6 +5,7 @@
  * are per IP, so one coin's 429 concerns all of them).
  */
 import { Agent } from "node:http";
+import { retryAfterMs } from "../retry.ts";
 
 /** Raw OHLCV row as ccxt returns it: [openTime, open, high, low, close, volume]. */
 export type OhlcvRow = [number, number, number, number, number, number];
@@ -79,10 +80,10 @@ function rebasedUrls(urls: Record<string, unknown>, overrides: ExchangeUrls): Re
   return { ...urls, api: { ...restApi, ...(wsApi ? { ws: wsApi } : {}) } };
 }
 
-function retryAfterMs(headers: unknown): number {
+/** The Retry-After of a ccxt error's response headers, in ms (0 when none). */
+function coolDownMs(headers: unknown): number {
   const raw = headers && typeof headers === "object" ? ((headers as Record<string, unknown>)["retry-after"] ?? (headers as Record<string, unknown>)["Retry-After"]) : undefined;
-  const seconds = Number(raw);
-  return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : 0;
+  return typeof raw === "string" || typeof raw === "number" ? (retryAfterMs(String(raw)) ?? 0) : 0;
 }
 
 type AnyClass = new (config: Record<string, unknown>) => Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -90,10 +91,12 @@ type AnyClass = new (config: Record<string, unknown>) => Record<string, any>; //
 /** ccxt's classes of the exchanges loaded so far: the websocket one (`pro`) and the REST one. */
 const loaded = new Map<string, { pro: AnyClass | null; rest: AnyClass | null }>();
 
-/** ccxt's error for a lost connection (the class the feeder's errorKind files as "network"). */
-class NetworkError extends Error {
-  override name = "NetworkError";
-}
+/**
+ * ccxt's error classes, from the very module its exchange classes throw (loaded by file like
+ * them, see loadExchange; a second copy would make `instanceof` fail). The module is small.
+ */
+export const ccxtErrors = (await import(new URL("./src/base/errors.js", import.meta.resolve("ccxt")).href)) as typeof import("ccxt");
+const { NetworkError } = ccxtErrors;
 
 /**
  * Loads ccxt's classes of one exchange. `import("ccxt")` evaluates every exchange ccxt has:
@@ -183,7 +186,7 @@ export function createSpotExchange(id: string, urls: ExchangeUrls): SpotExchange
       return true;
     }
     handleErrors(code: number, ...rest: unknown[]) {
-      if (code === 429 || code === 418) this.coolDownUntil = Math.max(this.coolDownUntil, Date.now() + retryAfterMs(rest[3]));
+      if (code === 429 || code === 418) this.coolDownUntil = Math.max(this.coolDownUntil, Date.now() + coolDownMs(rest[3]));
       return super.handleErrors(code, ...rest);
     }
   }
@@ -210,7 +213,7 @@ export function createFuturesExchange(id: string, urls: ExchangeUrls): FuturesEx
   class Futures extends Base {
     coolDownUntil = 0;
     handleErrors(code: number, ...rest: unknown[]) {
-      if (code === 429 || code === 418) this.coolDownUntil = Math.max(this.coolDownUntil, Date.now() + retryAfterMs(rest[3]));
+      if (code === 429 || code === 418) this.coolDownUntil = Math.max(this.coolDownUntil, Date.now() + coolDownMs(rest[3]));
       return super.handleErrors(code, ...rest);
     }
   }

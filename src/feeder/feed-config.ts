@@ -7,6 +7,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { z } from "zod";
 import { TIMEFRAME_MS, TIMEFRAMES } from "../market/timeframes.ts";
+import { isWellFormedSymbol } from "../market/symbols.ts";
 
 
 /**
@@ -61,7 +62,7 @@ const code = (what: string) =>
     .string()
     .trim()
     .toUpperCase()
-    .regex(/^[A-Z0-9]{1,15}$/, `${what} must be 1-15 letters or digits`);
+    .refine(isWellFormedSymbol, `${what} must be 1-15 letters or digits`);
 const seconds = (name: string) =>
   z.coerce
     .number({ error: `${name} must be a number of seconds` })

@@ -7,10 +7,11 @@ import type { Logger } from "pino";
 import { errorSummary } from "../logger.ts";
 import type { FeedMetrics } from "./feed-metrics.ts";
 import type { PushItem, ServerClient } from "./server-client.ts";
-import { backoffMs, sleep } from "./timing.ts";
+import { backoffMs } from "../retry.ts";
+import { sleep } from "./timing.ts";
 
 const MAX_BATCH = 5_000;
-/** Longest wait between two tries of a failed push (the backoff doubles from 250 ms up to this). */
+/** Longest wait between two tries of a failed push (the backoff's ceiling doubles from 250 ms up to this). */
 export const PUSH_RETRY_MAX_MS = 15_000;
 
 interface Queued extends PushItem {

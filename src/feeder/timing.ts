@@ -1,4 +1,4 @@
-/** Small timing helpers of the feeder: sleeps that can be cut short, and backoff with jitter. */
+/** Sleeps of the feeder that can be cut short (the backoff itself is src/retry.ts). */
 
 /** Resolves after `ms`, or at once when `signal` aborts. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
@@ -12,10 +12,4 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     }
     signal?.addEventListener("abort", done, { once: true });
   });
-}
-
-/** Exponential backoff with full jitter: a random delay in [base/2, min(cap, base·2^(attempt−1))]. */
-export function backoffMs(attempt: number, baseMs: number, capMs: number): number {
-  const ceiling = Math.min(capMs, baseMs * 2 ** Math.max(0, attempt - 1));
-  return Math.round(baseMs / 2 + Math.random() * Math.max(0, ceiling - baseMs / 2));
 }

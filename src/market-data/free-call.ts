@@ -7,6 +7,7 @@
 import type { HandlerContext } from "@connectrpc/connect";
 import type { DbHandle } from "../db/client.ts";
 import { serviceError } from "../errors.ts";
+import { rateLimitHeaders, rateLimitedHeaders } from "../signals/rate-limit-headers.ts";
 
 export type FreeCallOutcome = "ok" | "invalid_api_key" | "subscription_inactive" | "rate_limited";
 
@@ -45,11 +46,7 @@ export async function freeCall(handle: DbHandle, keyHash: string, now: number, l
  */
 export function freeRateLimitHeaders(limit: number, calls: number, windowStart: number, now: number, windowMs = FREE_WINDOW_MS): Record<string, string> {
   const untilEnd = Math.min(windowMs, Math.max(0, windowStart + windowMs - now));
-  return {
-    "ratelimit-limit": String(limit),
-    "ratelimit-remaining": String(Math.max(0, limit - calls)),
-    "ratelimit-reset": String(Math.max(1, Math.ceil(untilEnd / 1000))),
-  };
+  return rateLimitHeaders(limit, calls, untilEnd);
 }
 
 /** Deletes window rows that ended more than a day ago (keys that stopped calling, regenerated keys). */
@@ -70,7 +67,7 @@ export function admitFreeCall(ctx: HandlerContext, result: FreeCallResult, limit
       return headers;
     case "rate_limited": {
       const reset = headers["ratelimit-reset"] ?? "60";
-      throw serviceError("rate_limited", `Free endpoints allow ${limit} calls per minute per API key; retry in ${reset} s.`, { ...headers, "retry-after": reset });
+      throw serviceError("rate_limited", `Free endpoints allow ${limit} calls per minute per API key; retry in ${reset} s.`, rateLimitedHeaders(headers));
     }
     default:
       throw serviceError(result.outcome);

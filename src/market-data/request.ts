@@ -4,6 +4,7 @@
  * message naming the parameter (except `tf`, which falls back to 4h like the paid endpoint).
  */
 import { serviceError } from "../errors.ts";
+import { commaList, symbolList } from "../market/symbols.ts";
 
 /** Most symbols kept from a `symbols` filter; the rest are ignored. */
 export const MAX_FILTER_SYMBOLS = 50;
@@ -57,26 +58,12 @@ export function parseSince(raw: string): number | null {
 
 /** A comma list of base codes: trimmed, upper-cased, empties and duplicates dropped, first 50; empty means all. */
 export function parseSymbolFilter(raw: string): string[] {
-  const seen = new Set<string>();
-  for (const part of raw.split(",")) {
-    const symbol = part.trim().toUpperCase();
-    if (symbol === "" || seen.has(symbol)) continue;
-    seen.add(symbol);
-    if (seen.size === MAX_FILTER_SYMBOLS) break;
-  }
-  return [...seen];
+  return symbolList(raw, MAX_FILTER_SYMBOLS);
 }
 
 /** A comma list of series names (exact, trimmed, duplicates dropped, first 50); empty means all. */
 export function parseSeriesFilter(raw: string): string[] {
-  const seen = new Set<string>();
-  for (const part of raw.split(",")) {
-    const name = part.trim();
-    if (name === "" || seen.has(name)) continue;
-    seen.add(name);
-    if (seen.size === MAX_FILTER_SYMBOLS) break;
-  }
-  return [...seen];
+  return commaList(raw, MAX_FILTER_SYMBOLS);
 }
 
 /**

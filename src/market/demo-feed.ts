@@ -78,7 +78,7 @@ export function hash(text: string): number {
  * The coin's seeded walk: each call returns its next candle, from bucket 0 at the anchor. It
  * steps the walk's state instead of regenerating the series, so following it costs nothing
  * per tick (the whole series since the anchor is ~30,000 candles a coin after a year; the
- * feed regenerated it every 3 s, which was most of the embedded server's memory, issue 16).
+ * feed regenerated it every 3 s, which was most of the embedded server's memory).
  */
 export function demoWalk(symbol: string): () => Candle {
   const anchorPrice = DEMO_COINS[symbol] ?? 100;

@@ -10,3 +10,23 @@ const SYMBOL_PATTERN = /^[A-Z0-9]{1,15}$/;
 export function isWellFormedSymbol(symbol: string): boolean {
   return SYMBOL_PATTERN.test(symbol);
 }
+
+/**
+ * A comma-separated request list as every endpoint reads it: each part trimmed and passed
+ * through `normalise`, empties and repeats dropped (the first kept), at most `max` kept.
+ */
+export function commaList(raw: string | undefined, max: number, normalise: (part: string) => string = (part) => part): string[] {
+  const seen = new Set<string>();
+  for (const part of (raw ?? "").split(",")) {
+    const item = normalise(part.trim());
+    if (item === "" || seen.has(item)) continue;
+    seen.add(item);
+    if (seen.size === max) break;
+  }
+  return [...seen];
+}
+
+/** A comma list of coin codes: trimmed, upper-cased, distinct, at most `max`. */
+export function symbolList(raw: string | undefined, max: number): string[] {
+  return commaList(raw, max, (part) => part.toUpperCase());
+}

@@ -41,7 +41,7 @@ export function createHealthProbe(db: DbHandle, shuttingDown: AbortSignal): Heal
 }
 
 /**
- * One probe for every Watch stream of a process (issue 23, item 5: each stream ran its own
+ * One probe for every Watch stream of a process (each stream ran its own
  * `SELECT 1` every 5 s, so 100 streams tripled the database's commit rate). While at least one
  * watcher listens, the probe runs every WATCH_EVERY_MS and its result goes to all of them; with
  * none, nothing runs.

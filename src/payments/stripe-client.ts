@@ -1,7 +1,7 @@
 /**
  * The `stripe` client, pointed at STRIPE_API_BASE (Stripe itself, or a local fake in tests).
  * The package (about 30 MiB of a process's memory once imported) is loaded on the first
- * payment action, not at start: most requests never touch payments (issue 16, item 5).
+ * payment action, not at start: most requests never touch payments.
  */
 import type Stripe from "stripe";
 import type { StripeSettings } from "./config.ts";

@@ -7,6 +7,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { count } from "drizzle-orm";
 import type { Logger } from "pino";
 import { errorSummary } from "../logger.ts";
+import { backoffMs } from "../retry.ts";
 import type { Config } from "../config.ts";
 import { systemClock, type Clock } from "../clock.ts";
 import { openDb, migrateDb, type DbHandle } from "../db/client.ts";
@@ -29,8 +30,7 @@ export interface RunningServer {
 
 /** Opens the database, retrying with backoff while it is unreachable (never a crash loop). */
 export async function openDbWithRetry(config: Config, logger: Logger, signal?: AbortSignal): Promise<DbHandle> {
-  let delayMs = 500;
-  for (;;) {
+  for (let failures = 1; ; failures++) {
     let handle: DbHandle | null = null;
     try {
       handle = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.dbPoolSize });
@@ -41,9 +41,10 @@ export async function openDbWithRetry(config: Config, logger: Logger, signal?: A
       await handle?.close().catch(() => {});
       if (signal?.aborted) throw err;
       if (!config.databaseUrl) throw err; // an embedded database that fails to open will not heal by waiting
+      // Equal jitter: several server processes that lost the database together do not return in step.
+      const delayMs = backoffMs(failures, 500, 10_000, "equal");
       logger.warn({ err: errorSummary(err), retryInMs: delayMs }, "database not reachable; retrying");
       await sleep(delayMs);
-      delayMs = Math.min(delayMs * 2, 10_000);
     }
   }
 }

@@ -15,6 +15,7 @@ import cluster, { type Worker } from "node:cluster";
 import { fileURLToPath } from "node:url";
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
+import { backoffMs } from "../retry.ts";
 import { settleInternalToken } from "./internal-token.ts";
 
 /** The message a worker sends the primary once its listeners are open. */
@@ -105,7 +106,7 @@ export async function startClusterPrimary(config: Config, logger: Logger): Promi
     if (stopping || !started) return;
     const ranMs = Date.now() - slot.startedAt;
     slot.quickDeaths = ranMs >= HEALTHY_RUN_MS ? 0 : slot.quickDeaths + 1;
-    const delayMs = Math.min(RESTART_MAX_MS, RESTART_BASE_MS * 2 ** Math.max(0, slot.quickDeaths - 1));
+    const delayMs = backoffMs(slot.quickDeaths, RESTART_BASE_MS, RESTART_MAX_MS, "none");
     logger.warn({ worker: slot.index, pid: worker.process.pid, code, signal, ranMs, restartInMs: delayMs }, "worker exited; restarting it");
     slot.restartTimer = setTimeout(() => {
       slot.restartTimer = null;

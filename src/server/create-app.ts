@@ -211,7 +211,7 @@ export function createApp(deps: AppDeps): App {
   const scope = { logger, trustProxy: config.trustProxy };
   // Size limits and the router's refusals answer the JSON error body, inside the request scope (logged).
   const guarded = (handler: typeof publicHandler) => withRequestLimits(withJsonRouterErrors(clientFaultsAsInvalidArgument(handler)), listenerOptions);
-  // Unauthenticated HTTP/2 streams on the public port are bounded (issue 23, item 5).
+  // Unauthenticated HTTP/2 streams on the public port are bounded.
   const publicListener = createDualProtocolListener(withRequestScope(guarded(publicHandler), { ...scope, listener: "public" }), {
     ...listenerOptions,
     streamMaxLifeMs: config.streamMaxLifeMs,

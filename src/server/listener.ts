@@ -149,7 +149,7 @@ export function createDualProtocolListener(handler: RequestHandler, options: Lis
   /**
    * GOAWAY, then destroy after the grace: Node's session.close() waits for every open stream,
    * so an idle session whose streams never end (health watches, a client that never reads and
-   * so holds the flow-control window at 0) stayed open for good (issue 23, item 5: 100 watch
+   * so holds the flow-control window at 0) stayed open for good (100 watch
    * streams outlived the idle limit; 20 never-reading sessions held 20 connections for 100 s).
    */
   const goAway = (session: http2.ServerHttp2Session) => {

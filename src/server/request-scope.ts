@@ -8,6 +8,7 @@ import type { Logger } from "pino";
 import { runInRequest, type RequestContext } from "../request-context.ts";
 import type { RequestHandler } from "./listener.ts";
 import { API_KEY_PREFIX } from "../accounts/api-key.ts";
+import { callerAddress } from "../accounts/address-group.ts";
 import { redactSecrets } from "../logger.ts";
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
@@ -21,13 +22,7 @@ export interface RequestScopeOptions {
 }
 
 function peerOf(req: Parameters<RequestHandler>[0], trustProxy: boolean): string {
-  if (trustProxy) {
-    const forwarded = req.headers["x-forwarded-for"];
-    const hops = (Array.isArray(forwarded) ? forwarded.join(",") : (forwarded ?? "")).split(",").map((h) => h.trim()).filter(Boolean);
-    // The last hop is the one our proxy added; earlier ones are the client's to invent.
-    if (hops.length > 0) return hops[hops.length - 1]!.slice(0, 64);
-  }
-  return req.socket?.remoteAddress ?? "unknown";
+  return callerAddress(req.headers["x-forwarded-for"], req.socket?.remoteAddress, trustProxy);
 }
 
 export function withRequestScope(handler: RequestHandler, options: RequestScopeOptions): RequestHandler {

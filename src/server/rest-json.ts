@@ -1,5 +1,6 @@
 /**
- * The REST JSON of any response message, derived from its descriptor (DESIGN.md §2): every
+ * The REST JSON of any response message, derived from its descriptor (the rules are in
+ * docs/decisions.md, "REST JSON"): every
  * field under its proto name in field order, int64 as a JSON number, an enum as its value's
  * name without the enum's prefix (`SIGNAL_STRONG_LONG` → "STRONG_LONG"), an unset optional
  * scalar or message as null (never omitted), lists as arrays. Canonical proto3 JSON would send
@@ -36,8 +37,8 @@ export function okDependentFields(schema: DescMessage): OkDependentFields | unde
 }
 
 /**
- * Boolean fields written only when true: the `demo` marks added to the contract's messages
- * (issue 22 §3), so an answer from real data stays exactly the contract's. The OpenAPI
+ * Boolean fields written only when true: the `demo` marks added to the contract's messages,
+ * so an answer from real data stays exactly the contract's. The OpenAPI
  * document lists them as optional.
  */
 const ONLY_WHEN_TRUE = new Set([`${SignalEntrySchema.typeName}.demo`, `${MoverSchema.typeName}.demo`]);

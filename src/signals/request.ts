@@ -3,6 +3,7 @@
  * what it changed that the caller should hear about (warnings.ts).
  */
 import { TIMEFRAMES, type Timeframe } from "../market/timeframes.ts";
+import { symbolList } from "../market/symbols.ts";
 import { quoted } from "./warnings.ts";
 
 export const DEFAULT_TIMEFRAME: Timeframe = "4h";
@@ -23,14 +24,8 @@ export function timeframeWarning(rawTf: string): string {
  * `max`. Nothing left means the default list.
  */
 export function normaliseSymbols(raw: string | undefined, max: number): string[] {
-  const seen = new Set<string>();
-  for (const part of (raw ?? "").split(",")) {
-    const symbol = part.trim().toUpperCase();
-    if (symbol === "" || seen.has(symbol)) continue;
-    seen.add(symbol);
-    if (seen.size === max) break;
-  }
-  return seen.size > 0 ? [...seen] : DEFAULT_SYMBOLS.slice(0, max);
+  const symbols = symbolList(raw, max);
+  return symbols.length > 0 ? symbols : DEFAULT_SYMBOLS.slice(0, max);
 }
 
 /** A paid request as served: the timeframe, the symbols, and what the caller should hear (null when nothing). */

@@ -39,9 +39,11 @@ import { readSignalsRequest, type SignalsRequestRead } from "./request.ts";
 import { setCallWarnings } from "./warnings.ts";
 import { type Timeframe } from "../market/timeframes.ts";
 import type { MarketVersions, SignalName, SignalReading, SignalSnapshot } from "../market/snapshot.ts";
+import { rateLimitHeaders, rateLimitedHeaders } from "./rate-limit-headers.ts";
 
 export const BILLING_TEXT = "1 energy credit per call (node / founding seats only)";
-export const TIER_NAME = "node";
+/** The plan a paid call is served under (the contract names its field `tier`). */
+export const PLAN_NAME = "node";
 
 export interface SignalsServiceDeps {
   readonly db: DbHandle;
@@ -74,13 +76,8 @@ const SIGNAL_ENUM: Record<SignalName, Signal> = {
 };
 
 /** IETF RateLimit headers for the daily cap (delta-seconds until 00:00 MYT). */
-export function rateLimitHeaders(limits: Limits, callsToday: number, now: number): Record<string, string> {
-  const resetSeconds = Math.max(1, Math.ceil((nextMytMidnight(now) - now) / 1000));
-  return {
-    "ratelimit-limit": String(limits.dailyCap),
-    "ratelimit-remaining": String(Math.max(0, limits.dailyCap - callsToday)),
-    "ratelimit-reset": String(resetSeconds),
-  };
+export function dailyCapHeaders(limits: Limits, callsToday: number, now: number): Record<string, string> {
+  return rateLimitHeaders(limits.dailyCap, callsToday, nextMytMidnight(now) - now);
 }
 
 function entryFor(symbol: string, tf: Timeframe, snapshot: SignalSnapshot, now: number): SignalEntry {
@@ -122,10 +119,10 @@ function idempotencyKeyOf(ctx: HandlerContext): string | null {
 
 /** Turns a charge outcome into the call's headers, or into the contract's error. */
 function settle(deps: SignalsServiceDeps, ctx: HandlerContext, result: ChargeResult, now: number): ChargeResult {
-  const headers = result.callsToday === null ? undefined : rateLimitHeaders(deps.limits, result.callsToday, now);
+  const headers = result.callsToday === null ? undefined : dailyCapHeaders(deps.limits, result.callsToday, now);
   if (result.outcome === "behind") throw new Error("unreachable: a call behind the store is caught up before it settles");
   if (result.outcome !== "ok") {
-    const extra = result.outcome === "rate_limited" && headers ? { ...headers, "retry-after": headers["ratelimit-reset"]! } : headers;
+    const extra = result.outcome === "rate_limited" && headers ? rateLimitedHeaders(headers) : headers;
     throw serviceError(result.outcome, undefined, extra);
   }
   for (const [name, value] of Object.entries(headers ?? {})) ctx.responseHeader.set(name, value);
@@ -174,7 +171,7 @@ export function createSignalsService(deps: SignalsServiceDeps): ServiceImpl<type
       tf,
       ts: BigInt(now),
       signals: symbols.map((symbol) => entryFor(symbol, tf, deps.snapshot, now)),
-      tier: TIER_NAME,
+      tier: PLAN_NAME,
       billing: BILLING_TEXT,
       creditsLeft: BigInt(charged.tokensLeft ?? 0),
     });

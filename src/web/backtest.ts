@@ -16,7 +16,7 @@ export const DEFAULT_FEE_PCT = 0.1;
 /** The largest fee per side a member may choose, in percent. */
 export const MAX_FEE_PCT = 1;
 /**
- * The fees per side a member may choose, in percent (issue 23, item 11: any `fee=` made the
+ * The fees per side a member may choose, in percent (any `fee=` made the
  * server run a full backtest, 250–700 ms of CPU on a long series, per new value). Exchanges'
  * usual rates: none, maker 0.02%, taker 0.05%, spot 0.075% / 0.1%, and higher retail rates.
  * Each series' backtests are cached per fee, so at most this many per series and close.

@@ -1,5 +1,5 @@
 /**
- * Links that confirm a sign-up's email (issue 23, item 10). A self-service account starts
+ * Links that confirm a sign-up's email. A self-service account starts
  * unverified and cannot subscribe, buy or make a key until the link mailed to its address is
  * used. The link carries a 256-bit random token; only its SHA-256 is stored, one row per
  * account (a new link replaces the old one), deleted in the transaction that marks the email

@@ -1,5 +1,5 @@
 /**
- * The web pages' password hashing queue, per process (issue 23, item 2). A password hash costs
+ * The web pages' password hashing queue, per process. A password hash costs
  * about 0.35 s of a core and 128 MiB, so one client must not be able to queue many of them:
  *
  * - one request per client address may hold a place (`enter`); a second one from the same

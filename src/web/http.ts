@@ -5,22 +5,12 @@
  */
 import type { TLSSocket } from "node:tls";
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
-import { normaliseAddress } from "../accounts/address-group.ts";
+import { callerAddress, normaliseAddress } from "../accounts/address-group.ts";
 
 type FallbackArgs = Parameters<NonNullable<ConnectNodeAdapterOptions["fallback"]>>;
 /** What the public listener's fallback receives (HTTP/1.1 or HTTP/2). */
 export type WebRequest = FallbackArgs[0];
 export type WebResponse = FallbackArgs[1];
-
-/**
- * A Set-Cookie value: always HttpOnly, SameSite=Strict and Path=/; Secure over TLS. Written
- * here rather than by hono's setCookie to keep the attribute order browsers and tests have seen.
- */
-export function cookie(name: string, value: string, options: { maxAgeSeconds: number; secure: boolean }): string {
-  const parts = [`${name}=${value}`, "Path=/", "HttpOnly", "SameSite=Strict", `Max-Age=${Math.max(0, Math.floor(options.maxAgeSeconds))}`];
-  if (options.secure) parts.push("Secure");
-  return parts.join("; ");
-}
 
 /** First value of a request header. */
 export function header(req: WebRequest, name: string): string | undefined {
@@ -37,18 +27,9 @@ export function requestIsTls(req: WebRequest, trustProxy: boolean): boolean {
   return trustProxy && header(req, "x-forwarded-proto")?.split(",")[0]?.trim().toLowerCase() === "https";
 }
 
-/**
- * The client address for the sign-in throttle. Behind a trusted proxy, the last
- * X-Forwarded-For entry (the one our proxy appended; earlier ones are client-controlled).
- * IPv6 addresses count per /64, the block one subscriber usually holds.
- */
+/** The client address for the sign-in throttle: the caller's address, grouped (IPv6 per /64). */
 export function clientAddress(req: WebRequest, trustProxy: boolean): string {
-  let address = req.socket.remoteAddress ?? "unknown";
-  if (trustProxy) {
-    const forwarded = header(req, "x-forwarded-for")?.split(",").map((s) => s.trim()).filter(Boolean);
-    if (forwarded && forwarded.length > 0) address = forwarded[forwarded.length - 1]!;
-  }
-  return normaliseAddress(address);
+  return normaliseAddress(callerAddress(req.headers["x-forwarded-for"], req.socket.remoteAddress, trustProxy));
 }
 
 /** IPv4-mapped IPv6 becomes IPv4; other IPv6 addresses become their /64 prefix (shared with the failed-key budget). */
@@ -66,7 +47,7 @@ export function ownOrigins(req: WebRequest, publicBaseUrl: string, trustProxy: b
  * A path of this site to go back to after sign-in, or null: the path and query of `raw` resolved
  * against the site's origin, accepted only when the *normalised* result is still a plain local
  * path. Checking the raw text alone is not enough: `/.//evil.example` passes a raw check and
- * normalises to `//evil.example`, which a browser follows to another host (issue 23, item 4).
+ * normalises to `//evil.example`, which a browser follows to another host.
  * So the result itself must start with one `/`, hold no `//` and no backslash in its path (also
  * once percent-decoded: `/%2F%2Fevil`), and resolve to the same origin when read again.
  */

@@ -1,6 +1,6 @@
 /**
  * Addresses an account has signed in from. An address that signed in to the account before is
- * let through the email's slow-down and the per-address budget (issue 23, item 3): strangers
+ * let through the email's slow-down and the per-address budget: strangers
  * guessing at an email cannot keep its member out. Only a hash of (account, address) is kept.
  */
 import { createHash } from "node:crypto";

@@ -6,7 +6,7 @@
  */
 import type { Context, MiddlewareHandler } from "hono";
 import type { HttpBindings, Http2Bindings } from "@hono/node-server";
-import { getCookie } from "hono/cookie";
+import { getCookie, setCookie as setHonoCookie } from "hono/cookie";
 import { bodyLimit } from "hono/body-limit";
 import { secureHeaders } from "hono/secure-headers";
 import type { Logger } from "pino";
@@ -24,7 +24,7 @@ import { ChartDataCache } from "./chart-data.ts";
 import type { PaymentRouteDeps } from "./payment-actions.ts";
 import { renderContinuePage, renderMessagePage, type PageContext } from "./auth-pages.ts";
 import { CSRF_COOKIE, CSRF_FIELD, isWellFormedCsrfCookie, newCsrfCookieValue, originAllowed, sessionCsrfMatches, sessionCsrfToken } from "./csrf.ts";
-import { cookie, ownOrigins, requestIsTls, type WebRequest } from "./http.ts";
+import { ownOrigins, requestIsTls, type WebRequest } from "./http.ts";
 import { findSession, type WebSession } from "./sessions.ts";
 import { DEFAULT_HASH_GATE, HashGate, HashRefused, type HashOutcome } from "./hash-gate.ts";
 import type { SignInPolicy } from "./throttle.ts";
@@ -135,7 +135,7 @@ export function createPageKit(deps: WebDeps) {
   /** What the service sells now: plans with their prices, packs and limits (web/offer.ts). */
   const offer = () => loadOffer({ planPrices, paymentsOn: payments.stripe !== null, packs: config.payments.tokenPacks, limits: config.limits });
   const nodeRequest = (c: WebContext): WebRequest => c.env.incoming;
-  /** One per process: every route that hashes a password goes through it (issue 23, item 2). */
+  /** One per process: every route that hashes a password goes through it. */
   const hashGate = deps.hashGate ?? new HashGate({ ...DEFAULT_HASH_GATE, ...(deps.onPasswordHash ? { onOutcome: deps.onPasswordHash } : {}) });
   const secureCookies = (c: WebContext) => requestIsTls(nodeRequest(c), config.trustProxy) || config.publicBaseUrl.startsWith("https:");
 
@@ -208,7 +208,7 @@ export function createPageKit(deps: WebDeps) {
 
   /**
    * For the forms that spend money or make a key (after `signedInForm`): the account's email is
-   * confirmed (issue 23, item 10). Otherwise 403 with what to do, and nothing changes.
+   * confirmed. Otherwise 403 with what to do, and nothing changes.
    */
   const verifiedEmail: MiddlewareHandler<WebEnv> = async (c, next) => {
     const signed = c.get("signed")!;
@@ -221,8 +221,9 @@ export function createPageKit(deps: WebDeps) {
     return page(c, 403, renderMessagePage(signed.ctx, "Confirm your email first", EMAIL_UNVERIFIED_MESSAGE, { href: "/account", text: "Back to your account" }), { "x-error-code": "email_unverified" });
   }
 
+  /** Every cookie of the site: HttpOnly, SameSite=Strict, Path=/; Secure over TLS. */
   const setCookie = (c: WebContext, name: string, value: string, maxAgeSeconds: number) =>
-    c.header("set-cookie", cookie(name, value, { maxAgeSeconds, secure: secureCookies(c) }), { append: true });
+    setHonoCookie(c, name, value, { path: "/", httpOnly: true, sameSite: "Strict", maxAge: Math.max(0, Math.floor(maxAgeSeconds)), secure: secureCookies(c) });
 
   function setSessionCookie(c: WebContext, token: string): void {
     setCookie(c, SESSION_COOKIE, token, config.sessionTtlMs / 1000);

@@ -8,7 +8,7 @@ import { eq } from "drizzle-orm";
 import type { DbHandle } from "../db/client.ts";
 import { signalEvents } from "../db/schema.ts";
 import { TIMEFRAME_MS, type Timeframe } from "../market/timeframes.ts";
-import { BILLING_TEXT, TIER_NAME } from "../signals/service.ts";
+import { BILLING_TEXT, PLAN_NAME } from "../signals/service.ts";
 import type { ChartData } from "./chart-data.ts";
 import { endedHistoryOf } from "./ended-history.ts";
 
@@ -91,7 +91,7 @@ export async function exampleAnswer(handle: DbHandle, views: readonly ChartData[
     tf: chosen.tf,
     ts: asOf,
     signals: [entry, { symbol: "NEWCOIN", tf: chosen.tf, ok: false, reason: "unknown_symbol" }],
-    tier: TIER_NAME,
+    tier: PLAN_NAME,
     billing: BILLING_TEXT,
     credits_left: 9_999,
   };

@@ -2,7 +2,7 @@
  * The password reset mail: its text (plain and a simple HTML part, both with the link and when
  * it stops working) and its sending through SMTP with nodemailer (SMTP_URL, MAIL_FROM). The
  * link holds the secret token, so neither it nor the message is ever logged. nodemailer is loaded
- * with the first mail, not at start (issue 16, item 5: only what requests need stays resident).
+ * with the first mail, not at start (only what requests need stays resident).
  */
 import type { Transporter } from "nodemailer";
 import type { Config } from "../config.ts";
@@ -45,7 +45,7 @@ export interface ComposedMail {
   readonly html: string;
 }
 
-/** The link that confirms a sign-up's address (issue 23, item 10). */
+/** The link that confirms a sign-up's address. */
 export function composeVerifyMail(mail: ResetMail): ComposedMail {
   const until = formatMyt(mail.expiresAt.getTime());
   const text = [

@@ -34,8 +34,8 @@ ${form.error ? html`<div class="notice error" role="alert">${form.error}</div>` 
 }
 
 /**
- * The answer to every accepted sign-up, the same whether or not the address had an account
- * (issue 23, item 10). With mail, the next step is in the mailbox; without, signing in.
+ * The answer to every accepted sign-up, the same whether or not the address had an account.
+ * With mail, the next step is in the mailbox; without, signing in.
  */
 export function renderSignUpSentPage(ctx: PageContext, sent: { email: string; byMail: boolean }): string {
   return layout(

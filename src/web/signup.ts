@@ -12,7 +12,7 @@ export const SIGN_UP_PLAN = "free";
 
 /**
  * `created` is the new account, or null when the email has an account already: the caller
- * answers both the same way (issue 23, item 10) and tells only the mailbox.
+ * answers both the same way and tells only the mailbox.
  */
 export type SignUpResult = { ok: true; created: number | null } | { ok: false; status: 400; message: string };
 

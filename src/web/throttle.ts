@@ -2,7 +2,7 @@
  * Attempt budgets, kept in Postgres so every server process shares them (sign-ins, sign-ups,
  * reset mails, password changes, test alerts). An attempt is reserved on all its keys before
  * any password is hashed, by one SQL function (`reserve_attempt`) that counts and refuses past
- * the limit in the same statement: parallel attempts can never pass a limit (issue 23, item 1).
+ * the limit in the same statement: parallel attempts can never pass a limit.
  * A sign-in that succeeds gives its reservation back, so the sign-in budgets count failures.
  *
  * Keys: the client's address, the email tried (hashed: people type passwords into email

@@ -14,7 +14,7 @@ import type { CandleUpdate } from "../../src/market/validate.ts";
 import type { DbHandle } from "../../src/db/client.ts";
 import { loadConfig } from "../../src/config.ts";
 import { parseAlertSettings, saveAlertSettings } from "../../src/alerts/settings.ts";
-import { backoffMs } from "../../src/alerts/outbox-worker.ts";
+import { backoffMs } from "../../src/retry.ts";
 import { startAlertDelivery, type AlertDelivery } from "../../src/alerts/delivery.ts";
 import { FAKE_BOT_TOKEN, startFakeTelegram, type FakeTelegram, type ReceivedMessage } from "../support/fake-telegram.ts";
 import { createTestClock, startTestServer, type TestServer } from "../support/test-server.ts";
@@ -187,8 +187,8 @@ describe("retries", () => {
     expectIdentical(requests, eventId);
     expect(requests[0]!.text).toContain("RA 1h: LONG");
     // After n failed attempts the delay is at least half the ceiling base·2^(n-1).
-    expect(requests[1]!.at - requests[0]!.at).toBeGreaterThanOrEqual(backoffMs(1, RETRY_BASE_MS, 10_000, () => 0));
-    expect(requests[2]!.at - requests[1]!.at).toBeGreaterThanOrEqual(backoffMs(2, RETRY_BASE_MS, 10_000, () => 0));
+    expect(requests[1]!.at - requests[0]!.at).toBeGreaterThanOrEqual(backoffMs(1, RETRY_BASE_MS, 10_000, "equal", () => 0));
+    expect(requests[2]!.at - requests[1]!.at).toBeGreaterThanOrEqual(backoffMs(2, RETRY_BASE_MS, 10_000, "equal", () => 0));
     expect(row).toMatchObject({ kind: "signal_alert", chat_id: "1001", attempts: 3, failed_ms: null, lease_ms: null, last_error: "HTTP 500: scripted failure" });
     expect(row.sent_ms).not.toBeNull();
     expect(telegram.delivered.filter((m) => m.chatId === "1001")).toHaveLength(1);
@@ -202,7 +202,7 @@ describe("retries", () => {
     expect(requests).toHaveLength(2);
     expectIdentical(requests, eventId);
     // The first attempt was abandoned at the timeout, then the backoff ran.
-    expect(requests[1]!.at - requests[0]!.at).toBeGreaterThanOrEqual(SEND_TIMEOUT_MS + backoffMs(1, RETRY_BASE_MS, 10_000, () => 0));
+    expect(requests[1]!.at - requests[0]!.at).toBeGreaterThanOrEqual(SEND_TIMEOUT_MS + backoffMs(1, RETRY_BASE_MS, 10_000, "equal", () => 0));
     expect(row).toMatchObject({ attempts: 2, failed_ms: null, lease_ms: null, last_error: `timeout after ${SEND_TIMEOUT_MS} ms` });
     expect(row.sent_ms).not.toBeNull();
   });

@@ -12,7 +12,7 @@ import { describe, expect, it } from "vitest";
 const SRC = fileURLToPath(new URL("../../src/", import.meta.url));
 
 /** Shared single-file modules at the top of src/ that any folder may import. */
-const SHARED = ["clock.ts", "config.ts", "errors.ts", "logger.ts", "one-time-token.ts", "request-context.ts", "gen"];
+const SHARED = ["clock.ts", "config.ts", "errors.ts", "logger.ts", "one-time-token.ts", "request-context.ts", "retry.ts", "gen"];
 
 /** What each folder may import besides itself and SHARED (docs/architecture.md, "Folders"). */
 const ALLOWED: Record<string, readonly string[]> = {

@@ -243,7 +243,7 @@ describe("reset links", () => {
     expect(opened.body).toContain("/reset-password");
     expect(opened.body).not.toContain(link.split("token=")[1]!);
     const cookie = opened.setCookies.find((v) => v.startsWith("pw_reset="))!;
-    expect(cookie).toMatch(/HttpOnly; SameSite=Strict; Max-Age=3600/);
+    expect(cookie).toMatch(/Max-Age=3600; Path=\/; HttpOnly; SameSite=Strict/);
     expect((await c.get("/reset-password")).status).toBe(200);
   });
 

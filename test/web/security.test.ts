@@ -81,11 +81,11 @@ describe("session cookie", () => {
   it("is HttpOnly, SameSite=Strict, Path=/ with the configured lifetime, and not Secure over plain HTTP", async () => {
     const client = new WebClient(server.baseUrl);
     const form = await client.get("/signin");
-    expect(setCookieOf(form, "csrf")).toMatch(/^csrf=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=7200$/);
+    expect(setCookieOf(form, "csrf")).toMatch(/^csrf=[A-Za-z0-9_-]{43}; Max-Age=7200; Path=\/; HttpOnly; SameSite=Strict$/);
     const res = await client.post("/signin", { csrf_token: csrfTokenOf(form.body), email: ANA.email, password: ANA.password });
     expect(res.status).toBe(303);
     expect(res.headers.location).toBe("/account");
-    expect(setCookieOf(res, "sid")).toMatch(/^sid=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=604800$/);
+    expect(setCookieOf(res, "sid")).toMatch(/^sid=[A-Za-z0-9_-]{43}; Max-Age=604800; Path=\/; HttpOnly; SameSite=Strict$/);
   });
 
   it("is stored only as a SHA-256 hash, with its own CSRF secret", async () => {
@@ -103,14 +103,14 @@ describe("session cookie", () => {
       await setMemberPassword(tls.db.handle, member.accountId, "a long password for tls");
       const client = new WebClient(tls.baseUrl);
       const form = await client.get("/signin");
-      expect(setCookieOf(form, "csrf")).toMatch(/; Secure$/);
+      expect(setCookieOf(form, "csrf")).toMatch(/; Secure; SameSite=Strict$/);
       const res = await client.post(
         "/signin",
         { csrf_token: csrfTokenOf(form.body), email: "tls@example.test", password: "a long password for tls" },
         { origin: "https://signals.example.test" },
       );
       expect(res.status).toBe(303);
-      expect(setCookieOf(res, "sid")).toMatch(/; HttpOnly; SameSite=Strict; Max-Age=604800; Secure$/);
+      expect(setCookieOf(res, "sid")).toMatch(/; Max-Age=604800; Path=\/; HttpOnly; Secure; SameSite=Strict$/);
     } finally {
       await tls.close();
     }

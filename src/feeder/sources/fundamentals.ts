@@ -12,7 +12,8 @@
  * choice is logged and reported.
  */
 import type { FundamentalsConfig } from "./config.ts";
-import { backoffMs, expectOk, HttpStatusError, httpGet, readJson } from "./http-get.ts";
+import { backoffMs } from "../../retry.ts";
+import { expectOk, HttpStatusError, httpGet, readJson } from "./http-get.ts";
 import { streamOf, summaryOf } from "./ingest-client.ts";
 import type { ContextSource, SourceDeps } from "./source.ts";
 
@@ -179,7 +180,7 @@ export function createFundamentalsSource(deps: FundamentalsSourceDeps): ContextS
         failures++;
         // 429: wait what CoinGecko asks (Retry-After), and never less than the back-off.
         const retryAfter = err instanceof HttpStatusError ? (err.retryAfterMs ?? 0) : 0;
-        nextDueMs = now + Math.max(backoffMs(failures, FIRST_RETRY_MS, config.refreshMs), retryAfter);
+        nextDueMs = now + Math.max(backoffMs(failures, FIRST_RETRY_MS, config.refreshMs, "none"), retryAfter);
         report.failure(`CoinGecko: ${(err as Error).message}`);
         logger.warn({ failures, retryInMs: nextDueMs - now, err: (err as Error).message }, "fundamentals round failed");
       }

@@ -8,6 +8,7 @@ import type { IncomingMessage } from "node:http";
 import https from "node:https";
 import { isIP, type LookupFunction } from "node:net";
 import { Readable } from "node:stream";
+import { retryAfterMs } from "../../retry.ts";
 import { isPublicAddress } from "./public-address.ts";
 
 export const USER_AGENT = "signals-feeder/0.1 (context sources; +https://github.com/)";
@@ -25,19 +26,6 @@ export class HttpStatusError extends Error {
   }
 }
 
-/** Retry-After as milliseconds: delta-seconds or an HTTP date; null when absent or unreadable. */
-export function retryAfterMs(header: string | null, now: number): number | null {
-  if (header === null || header.trim() === "") return null;
-  if (/^\d+$/.test(header.trim())) return Number(header.trim()) * 1000;
-  const at = Date.parse(header);
-  return Number.isNaN(at) ? null : Math.max(0, at - now);
-}
-
-/** Exponential back-off: `baseMs · 2^(failures-1)`, at most `maxMs`. */
-export function backoffMs(failures: number, baseMs: number, maxMs: number): number {
-  return Math.min(maxMs, baseMs * 2 ** Math.max(0, Math.min(30, failures - 1)));
-}
-
 /** Redirect statuses; any other answer is returned to the caller as it is. */
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 /** Redirects followed for one request at most. */
@@ -53,7 +41,7 @@ export class RedirectRefused extends Error {
  * status. The configured URL is the operator's choice and is fetched as it is; a redirect is the
  * provider's, so it is followed only to https on public addresses, each hop checked again and
  * the address checked when the connection is made (no DNS rebinding between check and connect),
- * at most MAX_REDIRECTS times (issue 23, item 8: a feed answering `302 → http://127.0.0.1:<internal>/metrics`
+ * at most MAX_REDIRECTS times (a feed answering `302 → http://127.0.0.1:<internal>/metrics`
  * made the feeder read the internal listener). Only the user agent, `accept` and the
  * conditional headers go along: a provider's API-key header never leaves for another host.
  */

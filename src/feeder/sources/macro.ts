@@ -7,7 +7,8 @@
  * One series failing does not stop the others.
  */
 import type { MacroConfig } from "./config.ts";
-import { backoffMs, expectOk, HttpStatusError, httpGet, readJson } from "./http-get.ts";
+import { backoffMs } from "../../retry.ts";
+import { expectOk, HttpStatusError, httpGet, readJson } from "./http-get.ts";
 import { streamOf, summaryOf } from "./ingest-client.ts";
 import type { ContextSource, SourceDeps } from "./source.ts";
 
@@ -113,7 +114,7 @@ export function createMacroSource(deps: MacroSourceDeps): ContextSource {
       }
       // Any failure retries the whole round sooner (re-sent points are duplicates).
       failures++;
-      nextDueMs = now + Math.max(backoffMs(failures, FIRST_RETRY_MS, config.refreshMs), retryAfter);
+      nextDueMs = now + Math.max(backoffMs(failures, FIRST_RETRY_MS, config.refreshMs, "none"), retryAfter);
       if (rows.length > 0 && !errors.some((e) => e.startsWith("push failed"))) report.success();
       report.failure(`FRED: ${errors.join("; ")}`);
       logger.warn({ failures, retryInMs: nextDueMs - now, errors }, "macro round failed");

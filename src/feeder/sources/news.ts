@@ -16,7 +16,8 @@ import { extractFromJson, extractFromXml, type FeedEntry } from "@extractus/feed
 import { MAX_NEWS_COINS } from "../../market-data/datasets.ts";
 import { tagCoins } from "./coin-tags.ts";
 import type { NewsConfig } from "./config.ts";
-import { backoffMs, displayUrl, expectOk, HttpStatusError, httpGet, readBody } from "./http-get.ts";
+import { backoffMs } from "../../retry.ts";
+import { displayUrl, expectOk, HttpStatusError, httpGet, readBody } from "./http-get.ts";
 import { streamOf, summaryOf } from "./ingest-client.ts";
 import type { ContextSource, SourceDeps } from "./source.ts";
 
@@ -25,7 +26,7 @@ const MAX_BACKOFF_MS = 6 * 3_600_000;
 /** Links and guids remembered to drop items repeated across feeds and rounds. */
 const SEEN_LIMIT = 20_000;
 /**
- * Largest feed body read (issue 23, item 7: a 60,000-item feed took 15 s of CPU and +254 MB to
+ * Largest feed body read (a 60,000-item feed took 15 s of CPU and +254 MB to
  * parse). Publishers' feeds are 10–300 KB; a larger answer is an error of that feed.
  */
 export const MAX_FEED_BYTES = 1024 * 1024;
@@ -167,7 +168,7 @@ export function createNewsSource(deps: NewsSourceDeps): ContextSource {
   function failed(feed: FeedState, err: unknown, now: number): void {
     feed.failures++;
     const retryAfter = err instanceof HttpStatusError ? (err.retryAfterMs ?? 0) : 0;
-    const wait = Math.max(backoffMs(feed.failures, config.refreshMs, MAX_BACKOFF_MS), retryAfter);
+    const wait = Math.max(backoffMs(feed.failures, config.refreshMs, MAX_BACKOFF_MS, "none"), retryAfter);
     feed.nextDueMs = now + wait;
     const message = `${displayUrl(feed.url)}: ${(err as Error).message}`;
     report.failure(message);
@@ -191,7 +192,7 @@ export function createNewsSource(deps: NewsSourceDeps): ContextSource {
         else failed(due[i]!, r.reason, now);
       });
       // Each feed is pushed on its own, in batches: one large or refused feed never stops the
-      // others (issue 23, item 7). Items repeated across feeds and rounds are dropped first
+      // others. Items repeated across feeds and rounds are dropped first
       // (guid/link digests are the ids; the store ignores ids it already has).
       let stored = 0;
       for (const r of results) {

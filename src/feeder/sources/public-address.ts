@@ -3,7 +3,7 @@
  * Loopback, private, link-local, carrier-grade NAT, documentation, benchmarking, multicast,
  * reserved, and the IPv6 forms that embed an IPv4 address (mapped, NAT64, 6to4, Teredo) are
  * refused, so a feed cannot point the feeder at the internal listener or the cloud's metadata
- * service (issue 23, item 8).
+ * service.
  */
 import { BlockList, isIP } from "node:net";
 

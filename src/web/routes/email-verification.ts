@@ -1,5 +1,5 @@
 /**
- * Confirming a sign-up's email (issue 23, item 10): `/verify-email` is where the mailed link
+ * Confirming a sign-up's email: `/verify-email` is where the mailed link
  * leads (opening it only shows a button, so a mail scanner's preview does not use it) and
  * `/account/verify-email` mails a new link to a signed-in, unconfirmed member, within a budget.
  */

@@ -4,8 +4,8 @@
  * attempt on the sign-up budget of the address and the email before the password is hashed,
  * which bounds how many accounts one client can create.
  *
- * The answer is the same page, status and work whether or not the email has an account
- * (issue 23, item 10): with mail configured, a new account gets a confirmation link and an
+ * The answer is the same page, status and work whether or not the email has an account:
+ * with mail configured, a new account gets a confirmation link and an
  * existing one a note that it exists, both mailed after the answer; nobody is signed in.
  */
 import { Hono } from "hono";

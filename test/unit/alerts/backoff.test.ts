@@ -5,7 +5,10 @@
  */
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { backoffMs } from "../../../src/alerts/outbox-worker.ts";
+import { backoffMs as anyBackoffMs } from "../../../src/retry.ts";
+
+/** The outbox worker's delay: equal jitter. */
+const backoffMs = (attempts: number, base: number, max: number, random?: () => number) => anyBackoffMs(attempts, base, max, "equal", random);
 
 const lowest = () => 0;
 /** Math.random() is below 1; this is the largest double it can return. */

@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { fundamentalsRow } from "../../../src/feeder/sources/fundamentals.ts";
 import { macroRows } from "../../../src/feeder/sources/macro.ts";
 import { newsId, parseFeed } from "../../../src/feeder/sources/news.ts";
-import { backoffMs, readBody, retryAfterMs } from "../../../src/feeder/sources/http-get.ts";
+import { readBody } from "../../../src/feeder/sources/http-get.ts";
+import { backoffMs, retryAfterMs } from "../../../src/retry.ts";
 
 const NOW = Date.parse("2026-11-15T04:00:00Z");
 
@@ -71,7 +72,7 @@ describe("macroRows", () => {
 
 describe("back-off and Retry-After", () => {
   it("doubles from the base up to the cap", () => {
-    expect([1, 2, 3, 10].map((n) => backoffMs(n, 300_000, 3_600_000))).toEqual([300_000, 600_000, 1_200_000, 3_600_000]);
+    expect([1, 2, 3, 10].map((n) => backoffMs(n, 300_000, 3_600_000, "none"))).toEqual([300_000, 600_000, 1_200_000, 3_600_000]);
   });
   it("reads delta-seconds and HTTP dates", () => {
     expect(retryAfterMs("120", NOW)).toBe(120_000);

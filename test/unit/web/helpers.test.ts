@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { escapeHtml, html, jsonScript } from "../../../src/web/html.ts";
-import { clientAddress, cookie, normaliseAddress, ownOrigins, requestIsTls, safeLocalPath, type WebRequest } from "../../../src/web/http.ts";
+import { clientAddress, normaliseAddress, ownOrigins, requestIsTls, safeLocalPath, type WebRequest } from "../../../src/web/http.ts";
 import { doubleSubmitMatches, newCsrfCookieValue, originAllowed, sessionCsrfMatches, sessionCsrfToken } from "../../../src/web/csrf.ts";
 import { formatDelta, formatIn, formatMyt, formatPercent, formatPrice } from "../../../src/web/format.ts";
 import { maskedKey } from "../../../src/web/account-page.ts";
@@ -39,11 +39,6 @@ describe("html", () => {
 const SITE = "https://signals.example.test";
 
 describe("cookies and redirects", () => {
-  it("every cookie is HttpOnly, SameSite=Strict, Path=/; Secure only when asked", () => {
-    expect(cookie("sid", "abc", { maxAgeSeconds: 604800, secure: false })).toBe("sid=abc; Path=/; HttpOnly; SameSite=Strict; Max-Age=604800");
-    expect(cookie("sid", "", { maxAgeSeconds: 0, secure: true })).toBe("sid=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0; Secure");
-  });
-
   it("only plain local paths are redirect targets", () => {
     expect(safeLocalPath("/charts/BTC?tf=4h", SITE)).toBe("/charts/BTC?tf=4h");
     expect(safeLocalPath("/account", SITE)).toBe("/account");
