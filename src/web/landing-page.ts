@@ -6,7 +6,8 @@
  */
 import type { PageContext } from "./auth-pages.ts";
 import { ENDED_SIGNAL_DELAY_MS } from "../accounts/entitlement.ts";
-import { DEFAULT_FEE_PCT } from "./backtest.ts";
+import { DEMO_DATA_LABEL } from "../market/provenance.ts";
+import { DEFAULT_LIVE_COSTS } from "./live-record.ts";
 import { formatFee } from "./chart-page.ts";
 import { formatInteger, formatMyt, formatMytDate, planName } from "./format.ts";
 import { html, layout, type SafeHtml } from "./html.ts";
@@ -34,17 +35,18 @@ function exampleSection(example: ExampleAnswer | null): SafeHtml {
     return html`<p class="muted">An example answer appears here once the first signal has ended at least ${DELAY_HOURS} hours ago.</p>`;
   }
   return html`<figure class="example">
+  ${example.demo ? html`<p class="demo-label" id="example-demo"><strong>${DEMO_DATA_LABEL}.</strong> This server has no real market data yet; the example comes from the demo feed.</p>` : ""}
   <figcaption>An answer as the API gave it at ${formatMyt(example.asOf)} for <code>symbols=${example.symbol},NEWCOIN&amp;tf=${example.tf}</code>. This signal has ended: current signals reach paying members only. (<code>arming</code> is null here because past forming setups are not kept.)</figcaption>
   <pre class="code" tabindex="0" id="example-answer"><code>${compactJson(example.body)}</code></pre>
 </figure>`;
 }
 
 function headlineSection(h: Headline): SafeHtml {
-  if (h.trades === 0) return html`<p>No signal has ended yet, so there is no track record to show. <a href="/track-record#method">How it will be computed</a>.</p>`;
+  if (h.trades === 0) return html`<p>No live signal has ended yet, so there is no track record to show. <a href="/track-record#method">How it will be computed</a>.</p>`;
   const winRate = ((100 * h.wins) / h.trades).toFixed(1);
   return html`<ul class="stats" id="headline">
-    <li><span class="stat" data-field="trades">${formatInteger(h.trades)}</span> trades from ended signals</li>
-    <li><span class="stat" data-field="winRate">${winRate}%</span> won after a ${formatFee(DEFAULT_FEE_PCT)} fee per side</li>
+    <li><span class="stat" data-field="trades">${formatInteger(h.trades)}</span> trades from live signals that ended</li>
+    <li><span class="stat" data-field="winRate">${winRate}%</span> won after ${formatFee(DEFAULT_LIVE_COSTS.feePct)} fee and ${formatFee(DEFAULT_LIVE_COSTS.slippagePct)} slippage per side</li>
     <li><span class="stat" data-field="beatBuyHold">${h.beatBuyHold} of ${h.series}</span> coin × timeframe series beat buying and holding</li>
   </ul>
   <p class="muted">${h.coins} coin${h.coins === 1 ? "" : "s"}${h.from !== null && h.to !== null ? `, ${formatMytDate(h.from)} to ${formatMytDate(h.to)}` : ""}. Every trade is counted, losers included: <a href="/track-record">the full table</a> and <a href="/track-record#method">how it is computed</a>.</p>`;

@@ -1,8 +1,9 @@
 /**
  * What the public pages show of the service's output without giving away the product: an
  * example answer of the paid endpoint built from a signal that has ended (web/ended-history.ts,
- * the view every viewer without current access gets), and the track record's headline figures
- * pooled over every series, as /track-record computes them. Never a current signal.
+ * the view every viewer without current access gets), and the headline figures of the public
+ * live record, pooled over its series exactly as /track-record shows them (real data only,
+ * after its costs). Never a current signal; a demo coin's example says it is one.
  */
 import { eq } from "drizzle-orm";
 import type { DbHandle } from "../db/client.ts";
@@ -11,6 +12,7 @@ import { TIMEFRAME_MS, type Timeframe } from "../market/timeframes.ts";
 import { BILLING_TEXT, PLAN_NAME } from "../signals/service.ts";
 import type { ChartData } from "./chart-data.ts";
 import { endedHistoryOf } from "./ended-history.ts";
+import type { LiveRecordView } from "./live-record-data.ts";
 
 /** The series the example prefers (the API's default timeframe and first default coin). */
 const PREFERRED: ReadonlyArray<{ symbol: string; tf: Timeframe }> = [
@@ -27,6 +29,8 @@ export interface ExampleAnswer {
   readonly asOf: number;
   /** The body, in the API's field names and JSON types. */
   readonly body: Record<string, unknown>;
+  /** From the demo feed's synthetic prices (only when no real series has an ended signal). */
+  readonly demo: boolean;
 }
 
 /** Headline figures of the public track record, pooled over every series. */
@@ -46,17 +50,17 @@ export function publicViews(all: readonly ChartData[], now: number): ChartData[]
   return all.map((data) => endedHistoryOf(data, now).data);
 }
 
-/** The pooled headline of the public views. */
-export function headlineOf(views: readonly ChartData[]): Headline {
-  const traded = views.filter((v) => v.backtest.trades > 0);
-  const fromTimes = traded.map((v) => v.backtest.from!).filter((t) => t !== null);
-  const toTimes = traded.map((v) => v.backtest.to!).filter((t) => t !== null);
+/** The pooled headline of the public live record (as /track-record shows it to everyone). */
+export function headlineOf(record: LiveRecordView): Headline {
+  const traded = record.series.filter((v) => v.live.trades.length > 0);
+  const fromTimes = traded.map((v) => v.live.trades[0]!.entryTime);
+  const toTimes = traded.map((v) => v.live.candles.at(-1)?.openTime ?? v.live.trades.at(-1)!.exitTime);
   return {
     series: traded.length,
     coins: new Set(traded.map((v) => v.symbol)).size,
-    trades: traded.reduce((n, v) => n + v.backtest.trades, 0),
-    wins: traded.reduce((n, v) => n + v.backtest.wins, 0),
-    beatBuyHold: traded.filter((v) => (v.backtest.totalPct ?? 0) > (v.backtest.buyHoldPct ?? 0)).length,
+    trades: traded.reduce((n, v) => n + v.live.trades.length, 0),
+    wins: traded.reduce((n, v) => n + v.live.trades.filter((t) => t.growth > 1).length, 0),
+    beatBuyHold: traded.filter((v) => (v.totalPct ?? 0) > (v.buyHoldPct ?? 0)).length,
     from: fromTimes.length ? Math.min(...fromTimes) : null,
     to: toTimes.length ? Math.max(...toTimes) : null,
   };
@@ -68,9 +72,10 @@ export function headlineOf(views: readonly ChartData[]): Headline {
  * are not stored. Null when no series has an ended signal yet.
  */
 export async function exampleAnswer(handle: DbHandle, views: readonly ChartData[]): Promise<ExampleAnswer | null> {
-  const withEvents = views.filter((v) => v.events.length > 0);
+  // Real data first: a demo coin is the example only on a server that holds nothing else.
+  const withEvents = views.filter((v) => v.events.length > 0).sort((a, b) => Number(a.demo) - Number(b.demo));
   const chosen =
-    PREFERRED.map((p) => withEvents.find((v) => v.symbol === p.symbol && v.tf === p.tf)).find((v) => v !== undefined) ?? withEvents[0];
+    PREFERRED.map((p) => withEvents.find((v) => v.symbol === p.symbol && v.tf === p.tf && !v.demo)).find((v) => v !== undefined) ?? withEvents[0];
   if (!chosen) return null;
   const event = chosen.events.at(-1)!;
   const [row] = await handle.db.select({ atrPct: signalEvents.atrPct }).from(signalEvents).where(eq(signalEvents.id, event.id));
@@ -84,7 +89,9 @@ export async function exampleAnswer(handle: DbHandle, views: readonly ChartData[
     confirmed: true,
     defense: event.defense,
     arming: null,
-    atr_pct: row?.atrPct === null || row?.atrPct === undefined ? null : Number(row.atrPct.toFixed(4)),
+    atr_pct: row?.atrPct === null || row?.atrPct === undefined ? null : Number(row.atrPct),
+    // As the API marks a demo coin's entry.
+    ...(chosen.demo ? { demo: true } : {}),
   };
   const body = {
     ok: true,
@@ -95,5 +102,5 @@ export async function exampleAnswer(handle: DbHandle, views: readonly ChartData[
     billing: BILLING_TEXT,
     credits_left: 9_999,
   };
-  return { symbol: chosen.symbol, tf: chosen.tf, asOf, body };
+  return { symbol: chosen.symbol, tf: chosen.tf, asOf, body, demo: chosen.demo };
 }

@@ -10,6 +10,7 @@ import { demoCandles } from "../../src/market/demo-feed.ts";
 import { DEMO_DATA_LABEL } from "../../src/market/provenance.ts";
 import type { CandleUpdate } from "../../src/market/validate.ts";
 import { setMemberPassword } from "../../src/web/credentials.ts";
+import { computeLiveRecord, loadLiveInputs } from "../../src/web/live-record-data.ts";
 import { loadRealCandles } from "../support/real-candles.ts";
 import { createTestClock, startTestServer, type TestServer } from "../support/test-server.ts";
 import { WebClient } from "../support/web-client.ts";
@@ -83,4 +84,19 @@ describe("demo and real coins on one server's pages", () => {
     const movers = (await (await fetch(`${server.baseUrl}/api/v1/movers?tf=1h`, { headers: { "x-api-key": apiKey } })).json()) as { volume_leaders: Array<{ symbol: string }> };
     expect(movers.volume_leaders.map((m) => m.symbol)).toEqual(["BTC"]);
   });
+
+  it("the landing page's example comes from the real coin and its headline from the public live record, real data only", async () => {
+    const body = await (await fetch(`${server.baseUrl}/`)).text();
+    const example = JSON.parse(body.match(/<pre class="code" tabindex="0" id="example-answer"><code>([\s\S]*?)<\/code><\/pre>/)![1]!.replaceAll("&quot;", '"')) as { signals: Array<Record<string, unknown>> };
+    expect(example.signals[0]).toMatchObject({ symbol: "BTC", ok: true });
+    expect(example.signals[0]).not.toHaveProperty("demo");
+    expect(body).not.toContain('id="example-demo"');
+    // The headline pools what /track-record shows everyone: the live record of real series only.
+    const record = computeLiveRecord(await loadLiveInputs(server.db.handle), server.clock());
+    expect(record.series.map((s) => s.symbol)).not.toContain("XRP");
+    const trades = record.series.reduce((n, s) => n + s.live.trades.length, 0);
+    if (trades === 0) expect(body).toContain("No live signal has ended yet");
+    else expect(body).toMatch(new RegExp(`data-field="trades">${trades.toLocaleString("en-US")}<`));
+  });
 });
+

@@ -2,10 +2,12 @@
  * The public pages that explain and sell the service: `/` (landing), `/pricing` and
  * `/getting-started`. No sign-in needed; a signed-in member sees the same content with their
  * navigation. The landing page shows no current signal to anyone (the entitlement rule's
- * public surfaces): its example and figures come from ended signals only.
+ * public surfaces): its example comes from an ended signal, its figures from the public live
+ * record (real data only).
  */
 import { Hono } from "hono";
 import { renderGettingStartedPage } from "../getting-started-page.ts";
+import { LiveRecordCache } from "../live-record-data.ts";
 import { renderLandingPage } from "../landing-page.ts";
 import { renderPricingPage } from "../pricing-page.ts";
 import { exampleAnswer, headlineOf, publicViews } from "../public-showcase.ts";
@@ -15,11 +17,13 @@ import { methodNotAllowed, type PageKit, type WebContext, type WebEnv } from "..
 export function publicPageRoutes(kit: PageKit): Hono<WebEnv> {
   const { db, clock, config } = kit.deps;
   const app = new Hono<WebEnv>();
+  const liveRecord = new LiveRecordCache(db);
   const ctxOf = (c: WebContext) => c.get("signed")?.ctx ?? kit.publicCtx;
 
   app.get("/", kit.session, async (c) => {
-    const views = publicViews(await kit.chartData.all(), clock());
-    const view = { example: await exampleAnswer(db, views), headline: headlineOf(views), offer: await kit.offer() };
+    const now = clock();
+    const views = publicViews(await kit.chartData.all(), now);
+    const view = { example: await exampleAnswer(db, views), headline: headlineOf(await liveRecord.get(now)), offer: await kit.offer() };
     return kit.page(c, 200, renderLandingPage(ctxOf(c), view));
   });
   app.all("/", methodNotAllowed(kit, "GET"));
