@@ -166,7 +166,7 @@ function printResult(output: Output, result: Record<string, unknown>, lines: str
 function describe(result: Record<string, unknown>): string[] {
   const lines = [
     `account ${result.account_id} <${result.email}>  plan ${result.plan}  subscription until ${result.subscription_until ?? "(none)"}`,
-    `Tokens: ${result.credits_left} (grant ${result.grant_balance} for ${result.grant_month ?? "-"}, packs ${result.pack_balance})  calls today: ${result.calls_today}`,
+    `Tokens: ${result.tokens_left} (grant ${result.grant_balance} for ${result.grant_month ?? "-"}, packs ${result.pack_balance})  calls today: ${result.calls_today}`,
     `key: ${result.key_prefix ?? "(none)"}…  Stripe customer: ${result.stripe_customer_id ?? "(none)"}`,
   ];
   const alerts = result.alerts as { chat_id: string; symbols: string[]; timeframes: string[] } | null | undefined;
