@@ -10,6 +10,7 @@
  */
 import type { TrackCandle, TrackEvent } from "../../src/web/track-record.ts";
 import { computeTrackRecord } from "../../src/web/track-record.ts";
+import { lowerBound } from "../../src/web/live-record.ts";
 import { positionValue, type Costs } from "../../src/web/trade-costs.ts";
 
 /** Half-open window [start, end) of candle open times (epoch ms). */
@@ -49,17 +50,6 @@ export type Metrics = {
 
 export { positionValue } from "../../src/web/trade-costs.ts";
 
-/** Index of the first candle whose openTime is ≥ time (candles sorted). */
-function lowerBound(candles: readonly TrackCandle[], time: number): number {
-  let lo = 0;
-  let hi = candles.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (candles[mid]!.openTime < time) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
 
 /** The candles of a window: indices [first, last) of the candles opening inside it. */
 export function windowRange(candles: readonly TrackCandle[], window: Window): { first: number; last: number } {

@@ -79,8 +79,8 @@ function toCosts(costs: LiveCosts): Costs {
   return { fee: costs.feePct / 100, slippage: costs.slippagePct / 100 };
 }
 
-/** Index of the candle opening at `time`, or −1. */
-function indexAt(candles: readonly LiveCandle[], time: number): number {
+/** Index of the first candle whose openTime is ≥ time (candles sorted by openTime). */
+export function lowerBound(candles: ReadonlyArray<{ readonly openTime: number }>, time: number): number {
   let lo = 0;
   let hi = candles.length;
   while (lo < hi) {
@@ -88,7 +88,13 @@ function indexAt(candles: readonly LiveCandle[], time: number): number {
     if (candles[mid]!.openTime < time) lo = mid + 1;
     else hi = mid;
   }
-  return candles[lo]?.openTime === time ? lo : -1;
+  return lo;
+}
+
+/** Index of the candle opening at `time`, or −1. */
+function indexAt(candles: readonly LiveCandle[], time: number): number {
+  const i = lowerBound(candles, time);
+  return candles[i]?.openTime === time ? i : -1;
 }
 
 /** Funding a short has paid after `heldMs`, as a fraction of the position. */
