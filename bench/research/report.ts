@@ -119,7 +119,7 @@ function holdOutSection(rows: readonly HoldOutRow[], study: DesignStudy): string
   const met = checks.every((c) => c.met);
   const lines: string[] = [];
   lines.push(`## Hold-out ${HOLD_OUT.label} (run once, reported as it came out)\n`);
-  lines.push("MS-2 per timeframe: " + STUDY_TIMEFRAMES.map((tf) => `${tf} = ${nameOf(study.ms2[tf])}`).join("; ") + ".\n");
+  lines.push(`MS-2 per timeframe: ${STUDY_TIMEFRAMES.map((tf) => `${tf} = ${nameOf(study.ms2[tf])}`).join("; ")}.\n`);
   lines.push("### Summary\n");
   lines.push(
     table(

@@ -1,4 +1,4 @@
-import { resolveParams } from "./params.ts";
+import { type EngineParams, resolveParams } from "./params.ts";
 import { SIGNALS } from "./signal.ts";
 import type { Signal } from "./signal.ts";
 import type { EngineState } from "./state.ts";
@@ -37,7 +37,7 @@ export function restoreState(value: unknown): EngineState {
   if (typeof value !== "object" || value === null || Array.isArray(value)) fail("not an object");
   const v = value as Record<string, unknown>;
   if (v.version !== ENGINE_STATE_VERSION) fail("version");
-  let params;
+  let params: EngineParams;
   try {
     // Checkpoints stored before the MS-2 options existed lack them; absent means the MS-1 default.
     params = resolveParams({

@@ -81,7 +81,7 @@ export async function pushDataset<D extends PushedDataset>(
   source: AsyncIterable<InputOf<D>> | Iterable<InputOf<D>>,
   { demo = false }: { demo?: boolean } = {},
 ): Promise<PushSummary> {
-  let collected;
+  let collected: Awaited<ReturnType<typeof collectStream<D>>>;
   try {
     collected = await collectStream(dataset, source, deps.clock());
   } catch (err) {
@@ -102,7 +102,7 @@ export async function pushDataset<D extends PushedDataset>(
   summary.duplicates += rows.length - refused - written;
   if (refused > 0) {
     summary.rejected += refused;
-    summary.reasons["real_data_held"] = (summary.reasons["real_data_held"] ?? 0) + refused;
+    summary.reasons.real_data_held = (summary.reasons.real_data_held ?? 0) + refused;
   }
   return summary;
 }

@@ -58,7 +58,7 @@ export function shortHash(hash: string): string {
 /** The log as a file: one JSON object a line, oldest first. */
 export function formatChainLog(entries: readonly ChainEntry[]): string {
   return entries
-    .map((e) => JSON.stringify({ id: e.id, symbol: e.symbol, tf: e.tf, signal: e.signal, confirmedAt: e.confirmedAt, price: e.price, defense: e.defense, prev: e.prev, hash: e.hash }) + "\n")
+    .map((e) => `${JSON.stringify({ id: e.id, symbol: e.symbol, tf: e.tf, signal: e.signal, confirmedAt: e.confirmedAt, price: e.price, defense: e.defense, prev: e.prev, hash: e.hash })}\n`)
     .join("");
 }
 

@@ -175,7 +175,7 @@ const SAMPLE_QUERY: Record<string, string> = { symbols: "BTC,ETH", tf: "1h", lim
 /** curl, TypeScript (connect-es) and Python (requests) samples of one operation. */
 function codeSamples(method: DescMethod, path: string, serverUrl: string): Json[] {
   const params = method.input.fields.filter((f) => SAMPLE_QUERY[f.name] !== undefined && f.name !== "since" && f.name !== "series").map((f) => [f.name, SAMPLE_QUERY[f.name]!] as const);
-  const query = params.length ? "?" + params.map(([k, v]) => `${k}=${encodeURIComponent(v).replace(/%2C/g, ",")}`).join("&") : "";
+  const query = params.length ? `?${params.map(([k, v]) => `${k}=${encodeURIComponent(v).replace(/%2C/g, ",")}`).join("&")}` : "";
   const tsArgs = params.length ? `{ ${params.map(([k, v]) => `${k}: ${JSON.stringify(v)}`).join(", ")} }` : "{}";
   const local = method.localName;
   const service = method.parent.name;

@@ -10,7 +10,6 @@ import type { StoredAlertSettings } from "../alerts/settings.ts";
 import type { DailyUsage, LedgerLine, LedgerPage } from "../billing/ledger-history.ts";
 import { nextMytMidnight, nextMytMonthStart } from "../clock.ts";
 import type { LedgerKind } from "../db/schema.ts";
-import { TIMEFRAMES } from "../market/timeframes.ts";
 import { renderPasswordAndSessionsCard, type PageContext } from "./auth-pages.ts";
 import { CSRF_FIELD } from "./csrf.ts";
 import { formatDelta, formatIn, formatInteger, formatMyt, planName, shortDay } from "./format.ts";
@@ -175,7 +174,7 @@ function keyCard(view: AccountView): SafeHtml {
 const billingCard = (view: AccountView): SafeHtml | "" => (view.billing && mayPay(view) ? renderBillingCard(view.billing) : "");
 
 function ledgerRow(line: LedgerLine): SafeHtml {
-  const when = line.type === "charges" ? shortDay(line.day) + " " + line.day.slice(0, 4) : formatMyt(line.at.getTime());
+  const when = line.type === "charges" ? `${shortDay(line.day)} ${line.day.slice(0, 4)}` : formatMyt(line.at.getTime());
   const entry = line.type === "charges" ? `${formatInteger(line.calls)} API call${line.calls === 1 ? "" : "s"}` : (LEDGER_LABELS[line.kind] ?? line.kind);
   const note = line.type === "charges" ? `${formatInteger(line.calls)} calls, ${formatDelta(line.tokens)} Tokens` : (line.reason ?? "");
   return html`<tr class="${line.type}">

@@ -274,7 +274,7 @@ describe.runIf(realCandlesAvailable)("history never alerts (three years of real 
       // The CLI imports files: the shared file's first three years, in a temporary file outside the project.
       dir = mkdtempSync(path.join(tmpdir(), "signals-backfill-"));
       const lines = gunzipSync(readFileSync(BTC_FILE)).toString("utf8").split("\n");
-      writeFileSync(path.join(dir, "btc.csv"), lines.slice(0, cut + 2).join("\n") + "\n");
+      writeFileSync(path.join(dir, "btc.csv"), `${lines.slice(0, cut + 2).join("\n")}\n`);
     });
     afterAll(async () => {
       await restarted?.close();

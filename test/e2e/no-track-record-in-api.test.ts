@@ -62,8 +62,8 @@ function namesOf(message: DescMessage, into = new Set<string>(), visited = new S
 
 let server: TestServer;
 let apiKey: string;
-let served: DescMethod[] = [];
-let notServed: DescMethod[] = [];
+const served: DescMethod[] = [];
+const notServed: DescMethod[] = [];
 
 /** True when the public port serves this RPC (a Connect POST that does not reach the JSON 404 fallback). */
 async function isServed(method: DescMethod): Promise<boolean> {

@@ -112,7 +112,7 @@ describe("charge_call", () => {
   });
 
   it("refuses an unknown key", async () => {
-    expect((await chargeCall(tdb.handle, hashApiKey("sig_live_" + "x".repeat(32)), limits, NOV_15)).outcome).toBe("invalid_api_key");
+    expect((await chargeCall(tdb.handle, hashApiKey(`sig_live_${"x".repeat(32)}`), limits, NOV_15)).outcome).toBe("invalid_api_key");
   });
 
   it("checks in the contract's order and changes nothing when refusing", async () => {
@@ -190,7 +190,7 @@ describe("grouped charges", () => {
     const a = await newAccount();
     const b = await newAccount();
     await setBalance(a.id, 2);
-    const unknown = hashApiKey("sig_live_" + "Z".repeat(32));
+    const unknown = hashApiKey(`sig_live_${"Z".repeat(32)}`);
     const results = await chargeBatch(
       tdb.handle,
       [a, b, a, { keyHash: unknown }, a].map((x) => ({ keyHash: x.keyHash, now: NOV_15 })),

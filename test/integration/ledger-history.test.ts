@@ -57,7 +57,7 @@ describe("ledger history: per-day usage, the paged ledger, the CSV, last used", 
     seeded.push({ id: Number(grant!.id), kind: "grant", at: Number(grant!.at), delta: Number(grant!.delta), reason: grant!.reason });
     // 40 days back to today: some days busy, some empty, in time order (ids follow time).
     for (let d = 40; d >= 0; d--) {
-      const dayStart = Date.parse(mytDay(NOW - d * DAY) + "T00:00:00+08:00");
+      const dayStart = Date.parse(`${mytDay(NOW - d * DAY)}T00:00:00+08:00`);
       const calls = d % 3 === 0 ? 0 : (d * 7) % 11;
       for (let i = 0; i < calls; i++) await insert(ana, "charge", dayStart + HOUR + i * 60_000, -1);
       if (d === 12) await insert(ana, "pack", dayStart + 2 * HOUR + 30 * 60_000, 5000, 'Stripe "pack", 5,000 Tokens');
@@ -65,7 +65,7 @@ describe("ledger history: per-day usage, the paged ledger, the CSV, last used", 
       if (d % 10 === 1) await insert(bob, "charge", dayStart + 3 * HOUR, -1);
     }
     // Around midnight MYT: one second before belongs to the day before, midnight itself to the day after.
-    const midnight = Date.parse(mytDay(NOW - 2 * DAY) + "T00:00:00+08:00");
+    const midnight = Date.parse(`${mytDay(NOW - 2 * DAY)}T00:00:00+08:00`);
     await insert(ana, "charge", midnight - 1000, -1);
     await insert(ana, "charge", midnight, -1);
     seeded.sort((x, y) => x.id - y.id);

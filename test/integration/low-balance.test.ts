@@ -243,7 +243,7 @@ describe("the notice and its charge are one transaction", () => {
     const b = await newAccount({ chatId: "795" });
     await setBalance(tdb.handle, a.id, 1_501);
     await setBalance(tdb.handle, b.id, 0);
-    const unknown = hashApiKey("sig_live_" + "Q".repeat(32));
+    const unknown = hashApiKey(`sig_live_${"Q".repeat(32)}`);
     const results = await chargeBatch(
       tdb.handle,
       [a, b, a, { keyHash: unknown }, a].map((x) => ({ keyHash: x.keyHash, now: NOV_15 })),

@@ -17,7 +17,7 @@ import { MarketFeed } from "../../src/market/feed.ts";
 import { countCandles, readCandles } from "../../src/market/store.ts";
 import type { CandleUpdate } from "../../src/market/validate.ts";
 import { loadConfig } from "../../src/config.ts";
-import { TIMEFRAMES, type Timeframe } from "../../src/market/timeframes.ts";
+import { TIMEFRAMES } from "../../src/market/timeframes.ts";
 import type { SnapshotLookup } from "../../src/market/snapshot.ts";
 import type { DbHandle } from "../../src/db/client.ts";
 import { createTestDb, usingPostgres, type TestDb } from "../support/test-db.ts";

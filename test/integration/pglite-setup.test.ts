@@ -17,7 +17,9 @@ const freshDir = () => {
   dirs.push(dir);
   return path.join(dir, "data");
 };
-afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
 
 const facts = async (dataDir: string) => {
   const handle = await openDb({ databaseUrl: null, dataDir });

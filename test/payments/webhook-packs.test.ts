@@ -222,7 +222,7 @@ describe("crediting from the signed webhook", () => {
     const eventsBefore = await server.db.handle.rows(sql`SELECT event_id FROM stripe_events`);
     for (const delivery of [wrongSecret, stale, future, tampered, { payload: good.payload, signature: null }, { payload: good.payload, signature: "t=1,v1=abc" }, { payload: "", signature: good.signature }]) {
       const answer = await deliver(server.baseUrl, delivery);
-      expect(answer.status, delivery.payload.slice(0, 20) + " " + delivery.signature).toBe(400);
+      expect(answer.status, `${delivery.payload.slice(0, 20)} ${delivery.signature}`).toBe(400);
       expect(answer.body.error).toBe("invalid_signature");
     }
     expect(await balances(m.accountId)).toEqual({ grant: 10_000, pack: 0 });

@@ -21,7 +21,7 @@ import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { openDb, type DbHandle } from "../../src/db/client.ts";
 import { createAccount } from "../../src/accounts/accounts.ts";
 import { hashApiKey } from "../../src/accounts/api-key.ts";
-import { createChargeBatcher } from "../../src/billing/charge.ts";
+import { type ChargeResult, createChargeBatcher } from "../../src/billing/charge.ts";
 import { loadConfig } from "../../src/config.ts";
 import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
 import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
@@ -260,7 +260,7 @@ describe.runIf(usingPostgres)("a charge whose connection breaks before its answe
     const { accountId, keyHash, before } = await setup();
     const charge = createChargeBatcher(viaProxy, limits, { resolveWithinMs: 10_000, retryEveryMs: 50 });
     const lock = await lockAccount(accountId);
-    let result;
+    let result: ChargeResult | undefined;
     try {
       const call = charge(keyHash, Date.now());
       await blockedOnLock();

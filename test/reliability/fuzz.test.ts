@@ -79,11 +79,11 @@ function checkAnswer(answer: RawAnswer, what: string, budgetMs = 10_000): void {
   statuses.set(String(answer.status ?? answer.end), (statuses.get(String(answer.status ?? answer.end)) ?? 0) + 1);
   if (answer.status !== null && answer.status >= 500) throw new Error(`${what}: ${answer.status} ${answer.body.slice(0, 200)}`);
   if (answer.end === "timeout") throw new Error(`${what}: no answer and no close within ${budgetMs} ms`);
-  const leak = leakIn(answer.head + "\n" + answer.body);
+  const leak = leakIn(`${answer.head}\n${answer.body}`);
   if (leak) throw new Error(`${what}: answer leaks ${leak}: ${answer.body.slice(0, 300)}`);
 }
 
-const pctByte = fc.integer({ min: 0, max: 255 }).map((b) => "%" + b.toString(16).padStart(2, "0").toUpperCase());
+const pctByte = fc.integer({ min: 0, max: 255 }).map((b) => `%${b.toString(16).padStart(2, "0").toUpperCase()}`);
 const junk = fc.oneof(
   fc.string({ maxLength: 40 }).map(encodeURIComponent),
   fc.array(pctByte, { maxLength: 40 }).map((a) => a.join("")),
@@ -116,7 +116,7 @@ describe("REST surface", () => {
     const pathArb = fc.oneof(
       fc.constantFrom("/api/v1/signals", "/api/v1/signals/", "/API/V1/SIGNALS", "//api/v1/signals", "/api/v1/../v1/signals", "/signals.v1.SignalsService/GetSignals", "*", "/%00", "/..%2f..%2fetc/passwd", "http://evil/api/v1/signals", "/healthz", "/metrics"),
       fc.webPath(),
-      fc.array(pctByte, { maxLength: 30 }).map((a) => "/" + a.join("")),
+      fc.array(pctByte, { maxLength: 30 }).map((a) => `/${a.join("")}`),
     );
     await fc.assert(
       fc.asyncProperty(method, pathArb, async (m, p) => {
@@ -339,7 +339,10 @@ describe("slow and stuck clients", () => {
       setTimeout(() => {
         socket.on("data", () => {});
         socket.resume();
-        setTimeout(() => (socket.destroy(), resolve("still open")), 3_000).unref();
+        setTimeout(() => {
+          socket.destroy();
+          resolve("still open");
+        }, 3_000).unref();
       }, IDLE_TIMEOUT_S * 1000 + slack).unref();
     });
 

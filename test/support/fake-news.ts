@@ -33,7 +33,7 @@ export async function startFakeNews(): Promise<FakeNews> {
       if (!route) return { status: 404, body: "not found" };
       const status = route.status ?? 200;
       const headers: Record<string, string> = { "content-type": route.contentType ?? "application/rss+xml; charset=utf-8" };
-      if (route.etag) headers["etag"] = route.etag;
+      if (route.etag) headers.etag = route.etag;
       if (route.lastModified) headers["last-modified"] = route.lastModified;
       Object.assign(headers, route.headers);
       // Conditional GET as RFC 9110 says: If-None-Match wins over If-Modified-Since.

@@ -54,7 +54,7 @@ export function expectProtoJson(value: unknown, schema: DescMessage, path = sche
 
 /** Every JSON object key in a value, recursively. */
 export function jsonKeys(value: unknown, into: Set<string> = new Set()): Set<string> {
-  if (Array.isArray(value)) value.forEach((v) => jsonKeys(v, into));
+  if (Array.isArray(value)) for (const v of value) jsonKeys(v, into);
   else if (value !== null && typeof value === "object") {
     for (const [k, v] of Object.entries(value)) {
       into.add(k);

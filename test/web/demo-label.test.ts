@@ -17,7 +17,6 @@ import { WebClient } from "../support/web-client.ts";
 
 const H = 3_600_000;
 const Q = 15 * 60_000;
-const ANCHOR = Date.UTC(2026, 0, 1);
 
 describe("demo and real coins on one server's pages", () => {
   let server: TestServer;

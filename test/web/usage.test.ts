@@ -84,7 +84,7 @@ describe.skipIf(!chromiumAvailable)("usage over time and key facts on the accoun
     const other = await server.account({ email: "olga.other@example.test" });
     const now = server.clock();
     for (let d = 40; d >= 1; d--) {
-      const dayStart = Date.parse(mytDay(now - d * DAY) + "T00:00:00+08:00");
+      const dayStart = Date.parse(`${mytDay(now - d * DAY)}T00:00:00+08:00`);
       const calls = d % 4 === 0 ? 0 : (d * 13) % 17;
       if (calls > 0) {
         await server.db.handle.rows(sql`
@@ -163,7 +163,7 @@ describe.skipIf(!chromiumAvailable)("usage over time and key facts on the accoun
       for (const line of lines) {
         if (line.type === "charges") {
           const calls = Number(line.cells[1]!.replace(/ API calls?$/, "").replace(/,/g, ""));
-          const day = [...byDay.keys()].find((d) => line.cells[0] === `${Number(d.slice(8))} ${new Date(d + "T00:00:00Z").toLocaleString("en-US", { month: "short", timeZone: "UTC" })} ${d.slice(0, 4)}`)!;
+          const day = [...byDay.keys()].find((d) => line.cells[0] === `${Number(d.slice(8))} ${new Date(`${d}T00:00:00Z`).toLocaleString("en-US", { month: "short", timeZone: "UTC" })} ${d.slice(0, 4)}`)!;
           expect(day, line.cells[0]).toBeDefined();
           expect(calls, day).toBe(byDay.get(day));
           expect(line.cells[2]).toBe(`\u2212${calls}`);
@@ -228,7 +228,11 @@ describe.skipIf(!chromiumAvailable)("usage over time and key facts on the accoun
     expect(await page.locator("#key-created").textContent()).toBe(formatMyt(Number(key!.created)));
     // The three calls of beforeAll, written by now (the window is short here).
     const first = formatMyt(server.clock());
-    await waitFor(async () => (await page.reload(), (await page.locator("#key-last-used").textContent())!.startsWith(first)), 10_000, "the first last-used time", 250);
+    const lastUsedShows = async (time: string) => {
+      await page.reload();
+      return (await page.locator("#key-last-used").textContent())!.startsWith(time);
+    };
+    await waitFor(() => lastUsedShows(first), 10_000, "the first last-used time", 250);
 
     // 50 calls, ten minutes later: the time moves, and the calls made no write each.
     server.clock.advance(10 * 60_000);
@@ -238,7 +242,7 @@ describe.skipIf(!chromiumAvailable)("usage over time and key facts on the accoun
     const callsMs = Date.now() - started;
     const later = formatMyt(server.clock());
     expect(later).not.toBe(first);
-    await waitFor(async () => (await page.reload(), (await page.locator("#key-last-used").textContent())!.startsWith(later)), 10_000, "the moved last-used time", 250);
+    await waitFor(() => lastUsedShows(later), 10_000, "the moved last-used time", 250);
     const after = await lastUsedMetrics();
     // One row write per window at most: the 50 calls span at most this many windows.
     const windows = Math.ceil(callsMs / WINDOW_MS) + 1;

@@ -99,7 +99,7 @@ describe("news items", () => {
     ["invalid_url", { url: "javascript:alert(1)" }],
     ["invalid_url", { url: "https://exa mple.com/" }],
     ["invalid_url", { url: "not a url" }],
-    ["invalid_url", { url: "https://example.com/" + "a".repeat(2048) }],
+    ["invalid_url", { url: `https://example.com/${"a".repeat(2048)}` }],
     ["invalid_symbol", { coins: ["BTC", "B-D"] }],
     ["too_many_coins", { coins: Array.from({ length: 21 }, (_, i) => `C${i}`) }],
   ])("rejects %s: %j", (expected, overrides) => {

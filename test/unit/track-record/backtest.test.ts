@@ -169,7 +169,9 @@ describe("backtests per fee in the chart data cache (issue 23, item 11)", () => 
     const cache = new ChartDataCache(null as never);
     const first = ALLOWED_FEES_PCT.map((fee) => cache.backtestAt(data, fee));
     // A second round (and a third) returns the very same results: nothing recomputed, nothing evicted.
-    for (let round = 0; round < 2; round++) ALLOWED_FEES_PCT.forEach((fee, i) => expect(cache.backtestAt(data, fee)).toBe(first[i]));
+    for (let round = 0; round < 2; round++) {
+      for (const [i, fee] of ALLOWED_FEES_PCT.entries()) expect(cache.backtestAt(data, fee)).toBe(first[i]);
+    }
     expect(first.map((r) => r.feePct)).toEqual([...ALLOWED_FEES_PCT]);
     expect(() => cache.backtestAt(data, 0.13)).toThrow(/not one of the allowed fees/);
   });

@@ -10,7 +10,12 @@ import { HashGate, HashRefused, type HashOutcome } from "../../../../src/account
 function heldWork(started: string[], name: string) {
   let release!: () => void;
   const done = new Promise<void>((resolve) => (release = resolve));
-  return { run: async () => (started.push(name), await done, name), release };
+  const run = async () => {
+    started.push(name);
+    await done;
+    return name;
+  };
+  return { run, release };
 }
 
 const refusal = (promise: Promise<unknown>) => promise.then(() => null, (err: unknown) => (err instanceof HashRefused ? err.reason : err));
