@@ -276,7 +276,7 @@ export async function benchFeeder400(): Promise<string> {
       ["limit breaches (connection cut)", String(ws.breaches.length), "", "0"],
     ];
     const table = [
-      `${minutes} min, 1m pacing on the 15m base, forming updates every ${TICK_EVERY_MS / 1000} s, drops every 20–60 s.`,
+      `${minutes} min, 1m pacing on the 15m base, forming updates ` + `every ${TICK_EVERY_MS / 1000} s, drops every 20–60 s.`,
       "",
       "| measure | 400-coin feeder | 1-coin feeder (baseline, same run) | target |",
       "|---|---|---|---|",

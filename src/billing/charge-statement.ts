@@ -75,9 +75,11 @@ export function chargeCallStatement(call: ChargeRequest, limits: Limits): SQL {
 const CHARGE_BATCH_SQL = `
   WITH r AS MATERIALIZED (
     SELECT k.ord, c.*, b.market
-      FROM unnest($1::text[], $2::timestamptz[], $3::date[], $4::date[], $9::text[]) WITH ORDINALITY AS k(key_hash, at, day, month, known, ord)
+      FROM unnest($1::text[], $2::timestamptz[], $3::date[], $4::date[], $9::text[]) WITH ORDINALITY AS k(key_hash, at,
+      day, month, known, ord)
      CROSS JOIN LATERAL (${behindMarket("k.known::jsonb")}) b
-     CROSS JOIN LATERAL (${chargeUnlessBehind("k.key_hash, k.at, k.day, k.month, $5::integer, $6::bigint, $7::bigint")}) c),
+     CROSS JOIN LATERAL (${chargeUnlessBehind("k.key_hash, k.at, k.day, k.month, $5::integer, $6::bigint, $7::bigint")})
+     c),
   attempt AS (
     INSERT INTO charge_attempts (id, results) SELECT $8::uuid, jsonb_agg(to_jsonb(r) ORDER BY r.ord) FROM r)
   SELECT * FROM r ORDER BY ord`;

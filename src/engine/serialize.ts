@@ -32,7 +32,10 @@ function numArray(value: unknown, length: number, field: string): number[] {
   return value.map((v, i) => num(v, `${field}[${i}]`));
 }
 
-/** Validates parsed JSON (e.g. a jsonb column) into a fresh EngineState; throws TypeError if stepClosed could not have made it. */
+/**
+ * Validates parsed JSON (e.g. a jsonb column) into a fresh EngineState; throws TypeError if stepClosed could not have
+ * made it.
+ */
 export function restoreState(value: unknown): EngineState {
   if (typeof value !== "object" || value === null || Array.isArray(value)) fail("not an object");
   const v = value as Record<string, unknown>;

@@ -97,10 +97,10 @@ export function verifyChainLog(text: string): ChainVerdict {
     const entry = parseLine(lines[i]!);
     if (typeof entry === "string") return { ok: false, events, line, id: null, reason: `unreadable line: ${entry}` };
     if (entry.prev !== prev) {
-      return { ok: false, events, line, id: entry.id, reason: `its previous hash ${shortHash(entry.prev)}… is not the hash of the event before it (${shortHash(prev)}…): an event was removed, inserted or moved here` };
+      return { ok: false, events, line, id: entry.id, reason: `its previous hash ${shortHash(entry.prev)}… is not the hash of the event before ` + `it (${shortHash(prev)}…): an event was removed, inserted or moved here` };
     }
     const expected = chainHash(prev, entry);
-    if (entry.hash !== expected) return { ok: false, events, line, id: entry.id, reason: `its content hashes to ${shortHash(expected)}…, not the recorded ${shortHash(entry.hash)}…: the event was edited` };
+    if (entry.hash !== expected) return { ok: false, events, line, id: entry.id, reason: `its content hashes to ${shortHash(expected)}…, not the recorded ` + `${shortHash(entry.hash)}…: the event was edited` };
     prev = entry.hash;
     events++;
   }

@@ -95,7 +95,7 @@ export async function startServer(config: Config, logger: Logger, clock: Clock =
     const lock = acquireLock(config.dataDir, { pid: process.pid, role: "server" });
     if (!lock.ok) {
       throw new Error(
-        `data directory ${config.dataDir} is in use by process ${lock.holder.pid} (${lock.holder.role}); stop it, use another DATA_DIR, or set DATABASE_URL`,
+        `data directory ${config.dataDir} is in use by process ${lock.holder.pid} ` + `(${lock.holder.role}); stop it, use another DATA_DIR, or set DATABASE_URL`,
       );
     }
     releaseLock = lock.release;

@@ -59,7 +59,7 @@ async function rest(path: string, key: string) {
 }
 
 describe("checksum keys", () => {
-  it("a random key of the right shape with a bad checksum: 401 invalid_api_key with no database query, on REST, Connect and gRPC", async () => {
+  it("a random key of the right shape with a bad checksum: 401 invalid_api_key " + "with no database query, on REST, Connect and gRPC", async () => {
     const grpc = createGrpcTransport({ baseUrl: server.baseUrl });
     const signals = createClient(SignalsService, grpc);
     const usage = createClient(UsageService, createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "1.1" }));

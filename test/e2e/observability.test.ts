@@ -100,7 +100,7 @@ describe("health", () => {
 });
 
 describe("failed-key flood from one address", () => {
-  it("is answered 429 once its budget is spent, without a database lookup, while a known good key still works", async () => {
+  it("is answered 429 once its budget is spent, without a " + "database lookup, while a known good key still works", async () => {
     const { apiKey } = await server.account();
     expect((await call(apiKey)).status).toBe(200);
     const statuses: number[] = [];

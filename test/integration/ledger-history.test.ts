@@ -39,8 +39,10 @@ describe("ledger history: per-day usage, the paged ledger, the CSV, last used", 
 
   async function insert(accountId: number, kind: string, at: number, delta: number, reason: string | null = null): Promise<void> {
     const [row] = await db.handle.rows<{ id: number | string }>(sql`
-      INSERT INTO ledger_entries (account_id, kind, grant_delta, pack_delta, grant_after, pack_after, reason, created_at)
-      VALUES (${accountId}, ${kind}, ${delta}, 0, 5000, 0, ${reason}, ${new Date(at).toISOString()}::timestamptz) RETURNING id`);
+      INSERT INTO ledger_entries (account_id, kind, grant_delta, pack_delta, grant_after, pack_after, reason,
+      created_at)
+      VALUES (${accountId}, ${kind}, ${delta}, 0, 5000, 0, ${reason}, ${new Date(at).toISOString()}::timestamptz)
+      RETURNING id`);
     if (accountId === ana) seeded.push({ id: Number(row!.id), kind, at, delta, reason });
   }
 
@@ -102,7 +104,7 @@ describe("ledger history: per-day usage, the paged ledger, the CSV, last used", 
     expect(threeDaysAgo.calls).toBeGreaterThan(0);
   });
 
-  it("pages the ledger newest first: every grant, pack and adjustment once, each day's charges as one line", async () => {
+  it("pages the ledger newest first: every grant, pack and " + "adjustment once, each day's charges as one line", async () => {
     const seen: LedgerLine[] = [];
     let before: number | null = null;
     let pages = 0;

@@ -40,7 +40,8 @@ describe("embedded database setup", () => {
     const fromTemplate = freshDir();
     expect(pgliteOptions(fromTemplate, []).loadDataDir).toBeInstanceOf(Blob);
     const templated = await facts(fromTemplate);
-    expect(pgliteOptions(fromTemplate, []).loadDataDir).toBeUndefined(); // an existing directory is opened, never overwritten
+    // an existing directory is opened, never overwritten
+    expect(pgliteOptions(fromTemplate, []).loadDataDir).toBeUndefined();
 
     const { PGlite } = await import("@electric-sql/pglite");
     const initdbDir = freshDir();

@@ -156,7 +156,7 @@ describe("REST surface", () => {
     const a = await raw(server.port, `GET /api/v1/signals HTTP/1.1\r\nHost: x\r\nx-api-key: ${apiKey}\r\n${many}\r\nConnection: close\r\n\r\n`);
     checkAnswer(a, "2,500 headers");
     expect(a.status).toBe(431);
-    const big = await raw(server.port, `GET /api/v1/signals HTTP/1.1\r\nHost: x\r\nx-api-key: ${apiKey}\r\nx-big: ${"q".repeat(64 * 1024)}\r\nConnection: close\r\n\r\n`);
+    const big = await raw(server.port, `GET /api/v1/signals HTTP/1.1\r\nHost: x\r\nx-api-key: ${apiKey}\r\nx-big: ` + `${"q".repeat(64 * 1024)}\r\nConnection: close\r\n\r\n`);
     checkAnswer(big, "64 KB header");
     expect(big.status).toBe(431);
     figures.headerSets = RUNS + 2;
@@ -167,7 +167,7 @@ describe("REST surface", () => {
       raw(server.port, [`POST /api/v1/signals HTTP/1.1\r\nHost: x\r\nx-api-key: ${apiKey}\r\nContent-Length: 10000000000\r\n\r\n`, "x".repeat(1000)]),
       raw(server.port, [`GET /api/v1/signals?symbols=BTC HTTP/1.1\r\nHost: x\r\nx-api-key: ${apiKey}\r\nContent-Length: 5000000\r\n\r\n`, Buffer.alloc(64 * 1024)]),
       raw(server.port, [`GET /nowhere HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n`, "ffffffff\r\n", Buffer.alloc(64 * 1024)]),
-      raw(server.port, `GET /api/v1/signals HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`),
+      raw(server.port, `GET /api/v1/signals HTTP/1.1\r\nHost: x\r\nContent-Length: ` + `5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`),
     ]);
     for (const [i, c] of cases.entries()) checkAnswer(c, `body case ${i}`);
     // A declared body over 64 KiB on a non-RPC path is refused before routing (413, not charged).
@@ -234,7 +234,7 @@ describe("Connect and gRPC surfaces", () => {
     });
   }
 
-  it("random bytes, wrong content types, truncated frames and huge declared lengths over gRPC (HTTP/2): never INTERNAL or UNKNOWN", async () => {
+  it("random bytes, wrong content types, truncated frames and huge declared " + "lengths over gRPC (HTTP/2): never INTERNAL or UNKNOWN", async () => {
     const seen = new Map<string, number>();
     await fc.assert(
       fc.asyncProperty(fc.constantFrom("application/grpc", "application/grpc+proto", "application/grpc+json", "application/json", "application/octet-stream"), body, fc.boolean(), async (type, bytes, withKey) => {
@@ -253,7 +253,7 @@ describe("Connect and gRPC surfaces", () => {
     figures.grpcStatuses = Object.fromEntries(seen);
   });
 
-  it("the internal listener: every method of every internal service refuses random bytes without the token, and fails cleanly with it", async () => {
+  it("the internal listener: every method of every internal service refuses " + "random bytes without the token, and fails cleanly with it", async () => {
     const services = [AdminService, IngestService, SignalEventsService];
     const all = services.flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`));
     await fc.assert(
@@ -276,7 +276,7 @@ describe("Connect and gRPC surfaces", () => {
 });
 
 describe("slow and stuck clients", () => {
-  it("are cut within the configured timeouts: slowloris, trickled body, silent connections, unfinished HTTP/2 stream, stream flood, a client that never reads", async () => {
+  it("are cut within the configured timeouts: slowloris, trickled body, silent connections, " + "unfinished HTTP/2 stream, stream flood, a client that never reads", async () => {
     // Each bound is the configured timeout plus a margin for a loaded machine: both this process's
     // timers (which pace the slow clients) and the server's run late under load, by up to the
     // timeout again. A server that never cuts would keep these connections for 20 s.
@@ -290,7 +290,7 @@ describe("slow and stuck clients", () => {
       // One header byte every 250 ms: the header block never completes within HEADERS_TIMEOUT.
       raw(server.port, headerBytes, 20_000, 250),
       // Headers at once, then one body byte every 250 ms: REQUEST_TIMEOUT ends it.
-      raw(server.port, [`POST /signals.v1.SignalsService/GetSignals HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n`, ...Array(60).fill("{")], 20_000, 250),
+      raw(server.port, [`POST /signals.v1.SignalsService/GetSignals HTTP/1.1\r\nHost: x\r\nContent-Type: ` + `application/json\r\nContent-Length: 1000\r\n\r\n`, ...Array(60).fill("{")], 20_000, 250),
       // Connects and says nothing.
       raw(server.port, [], 20_000),
       // Two bytes of the HTTP/2 preface, then nothing.
@@ -362,7 +362,7 @@ describe("slow and stuck clients", () => {
 });
 
 describe("idle keep-alive connections", () => {
-  it("are kept for IDLE_TIMEOUT, as the Keep-Alive header announces, so that a client reusing one sooner is never cut off", async () => {
+  it("are kept for IDLE_TIMEOUT, as the Keep-Alive header announces, " + "so that a client reusing one sooner is never cut off", async () => {
     // The server closing first (Node's 5 s) reset requests sent as it closed ("socket hang up").
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     try {

@@ -69,7 +69,7 @@ describe("failed-key floods", () => {
 
   const rest = (key: string, agent: http.Agent) => httpGet(`${server.baseUrl}/api/v1/signals?symbols=BTC`, { "x-api-key": key }, agent);
 
-  it("one address, many distinct invalid keys: exactly the budget is answered 401, then 429 with Retry-After, not touching the database", async () => {
+  it("one address, many distinct invalid keys: exactly the budget is answered " + "401, then 429 with Retry-After, not touching the database", async () => {
     const flooder = agentFrom("127.0.0.10");
     expect((await rest(goodKey, flooder)).status).toBe(200);
     const statuses: number[] = [];
@@ -94,7 +94,7 @@ describe("failed-key floods", () => {
     other.destroy();
   });
 
-  it("the same over gRPC: UNAUTHENTICATED for the budget, then RESOURCE_EXHAUSTED with reason rate_limited", async () => {
+  it("the same over gRPC: UNAUTHENTICATED for the budget, " + "then RESOURCE_EXHAUSTED with reason rate_limited", async () => {
     const { transport, close } = grpcFrom(server.baseUrl, "127.0.0.12");
     const client = createClient(SignalsService, transport);
     const outcomes: string[] = [];
@@ -113,7 +113,7 @@ describe("failed-key floods", () => {
     figures.grpcFlood = { calls: outcomes.length, unauthenticated: LIMIT, resourceExhausted: 10 };
   });
 
-  it("a concurrent flood of 300 guesses: exactly the budget is answered 401 (counted in the database), then everything is 429", async () => {
+  it("a concurrent flood of 300 guesses: exactly the budget is answered " + "401 (counted in the database), then everything is 429", async () => {
     const flooder = new http.Agent({ keepAlive: true, localAddress: "127.0.0.13", maxSockets: 300 });
     const wave = await Promise.all(Array.from({ length: 300 }, () => rest(randomKey(), flooder)));
     const after = await Promise.all(Array.from({ length: 50 }, () => rest(randomKey(), flooder)));
@@ -234,7 +234,7 @@ describe(`keys never appear in logs (${usingPostgres ? "two server processes on 
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it("a full scenario through the CLI and every protocol leaves no key, key hash or internal token in any output", async () => {
+  it("a full scenario through the CLI and every protocol leaves " + "no key, key hash or internal token in any output", async () => {
     const cli = async (name: string, ...args: string[]) => {
       const result = await runCli(args, cliEnv);
       cliOutputs[`cli ${name} stdout`] = result.stdout;
@@ -331,7 +331,7 @@ describe("the internal listener", () => {
     return outcomes;
   }
 
-  it("refuses every method of AdminService, IngestService and SignalEventsService without the bearer token, or with a wrong one, over gRPC and Connect", async () => {
+  it("refuses every method of AdminService, IngestService and SignalEventsService " + "without the bearer token, or with a wrong one, over gRPC and Connect", async () => {
     let refused = 0;
     for (const service of [AdminService, IngestService, SignalEventsService]) {
       for (const token of [null, "wrong-token-but-long-enough", `${TEST_SERVER_TOKEN}x`, TEST_SERVER_TOKEN.slice(0, -1), `bearer ${TEST_SERVER_TOKEN}`]) {

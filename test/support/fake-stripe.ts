@@ -2,8 +2,9 @@
  * A local fake of the parts of Stripe's API this service calls: a real HTTP server the
  * `stripe` client reaches through STRIPE_API_BASE. It answers POST /v1/customers,
  * POST /v1/checkout/sessions and POST /v1/billing_portal/sessions, and (for `signals doctor`)
- * GET /v1/prices/<id> and GET /v1/webhook_endpoints, in Stripe's documented object shapes, records every request (form-encoded bodies as flat `metadata[account_id]`
- * keys, and the headers), and serves a stand-in hosted checkout page at each session's url.
+ * GET /v1/prices/<id> and GET /v1/webhook_endpoints, in Stripe's documented object shapes, records every request
+ * (form-encoded bodies as flat `metadata[account_id]` keys, and the headers), and serves a stand-in hosted checkout
+ * page at each session's url.
  * `fail(n)` makes the next n API calls answer 500 (an outage).
  *
  * Webhook events in Stripe's shapes and signed as Stripe signs them are built by the helpers

@@ -24,7 +24,9 @@ const INTEGER_SCALARS = new Set([ScalarType.INT32, ScalarType.INT64, ScalarType.
 
 const typeOf = (v: unknown) => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v);
 
-/** Asserts that `value` is the REST JSON of a message of `schema`; returns how many nulls it saw per path (coverage). */
+/**
+ * Asserts that `value` is the REST JSON of a message of `schema`; returns how many nulls it saw per path (coverage).
+ */
 export function expectProtoJson(value: unknown, schema: DescMessage, path = schema.name, seen: Map<string, Set<string>> = new Map()): Map<string, Set<string>> {
   expect(typeOf(value), path).toBe("object");
   const object = value as Record<string, unknown>;

@@ -34,7 +34,7 @@ describe("parseFeedConfig", () => {
     expect(parseFeedConfig({ FEED_TF: "1h" }, []).silenceMs).toBe(7_200_000);
   });
 
-  it("--datasets (or FEED_DATASETS; the flag wins) takes the context datasets too, trimmed, lower-cased and de-duplicated", () => {
+  it("--datasets (or FEED_DATASETS; the flag wins) takes the context " + "datasets too, trimmed, lower-cased and de-duplicated", () => {
     expect(parseFeedConfig({}, ["--datasets", " News,fundamentals ,MACRO,derivatives,news"]).datasets).toEqual(["news", "fundamentals", "macro", "derivatives"]);
     expect(parseFeedConfig({ FEED_DATASETS: "macro" }, []).datasets).toEqual(["macro"]);
     expect(parseFeedConfig({ FEED_DATASETS: "macro" }, ["--datasets", "candles,news"]).datasets).toEqual(["candles", "news"]);

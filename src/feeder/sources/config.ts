@@ -105,7 +105,7 @@ export function parseContextSourcesConfig(env: Record<string, string | undefined
   const host = new URL(apiBase).hostname;
   for (const [other, otherHost] of Object.entries(COINGECKO_HOSTS)) {
     if (plan !== "public" && other !== plan && host === otherHost) {
-      throw new ConfigError(`COINGECKO_API_BASE points at ${host}, the ${other} host, but COINGECKO_PLAN is ${plan}; ${plan} keys work only on ${COINGECKO_HOSTS[plan]}`);
+      throw new ConfigError(`COINGECKO_API_BASE points at ${host}, the ${other} host, but COINGECKO_PLAN ` + `is ${plan}; ${plan} keys work only on ${COINGECKO_HOSTS[plan]}`);
     }
   }
   const ids: Record<string, string> = { ...COINGECKO_IDS };

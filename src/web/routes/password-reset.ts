@@ -73,7 +73,7 @@ export function passwordResetRoutes(kit: PageKit): Hono<WebEnv> {
     return kit.page(
       c,
       410,
-      renderMessagePage(kit.publicCtx, "Link not valid", "This password reset link does not work any more: it was used already, is older than an hour, or a newer link replaced it. Ask for a new one.", {
+      renderMessagePage(kit.publicCtx, "Link not valid", "This password reset link does not work any more: it was used already, " + "is older than an hour, or a newer link replaced it. Ask for a new one.", {
         href: "/forgot-password",
         text: "Ask for a new link",
       }),

@@ -19,7 +19,7 @@ export function setupPasswordRoutes(kit: PageKit): Hono<WebEnv> {
     kit.page(
       c,
       404,
-      renderMessagePage(kit.publicCtx, "Link not valid", "This password link is not valid: it was used already, has expired, or a newer link replaced it. Ask your operator for a new one.", {
+      renderMessagePage(kit.publicCtx, "Link not valid", "This password link is not valid: it was used already, has expired, " + "or a newer link replaced it. Ask your operator for a new one.", {
         href: "/signin",
         text: "Go to sign in",
       }),

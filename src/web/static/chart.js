@@ -154,7 +154,7 @@ function chartPalette() {
   function showCandle(c) {
     if (!readout || !c) return;
     readout.textContent =
-      `${formatTime(c[0])} MYT \u00b7 O ${formatPrice(c[1])} \u00b7 H ${formatPrice(c[2])} \u00b7 L ${formatPrice(c[3])} \u00b7 C ${formatPrice(c[4])} \u00b7 V ${volume.format(c[5])}`;
+      `${formatTime(c[0])} MYT \u00b7 O ${formatPrice(c[1])} \u00b7 H ${formatPrice(c[2])} \u00b7 ` + `L ${formatPrice(c[3])} \u00b7 C ${formatPrice(c[4])} \u00b7 V ${volume.format(c[5])}`;
     readout.setAttribute("data-time", String(c[0]));
   }
   var last = data.candles[data.candles.length - 1];

@@ -5,7 +5,7 @@ import { COINGECKO_IDS } from "../../../src/feeder/sources/coingecko-ids.ts";
 const FRED_KEY = "0123456789abcdef0123456789abcdef";
 
 describe("parseContextSourcesConfig", () => {
-  it("defaults: no feeds, keyless CoinGecko on the public host, the documented FRED series, 5 min / 10 min / daily", () => {
+  it("defaults: no feeds, keyless CoinGecko on the public host, " + "the documented FRED series, 5 min / 10 min / daily", () => {
     const c = parseContextSourcesConfig({});
     expect(c.news).toEqual({ feeds: [], refreshMs: 300_000 });
     expect(c.fundamentals).toMatchObject({ apiKey: null, plan: "public", apiBase: "https://api.coingecko.com/api/v3", refreshMs: 600_000, symbols: Object.keys(COINGECKO_IDS) });

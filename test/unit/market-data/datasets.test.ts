@@ -311,7 +311,7 @@ describe("oneProvenance", () => {
 describe("rankMovers", () => {
   const row = (symbol: string, change24hPct: number | null, volume24h: number): MoverRow => ({ symbol, price: 1, changePct: 0, change24hPct, volume: 1, volume24h, updatedAt: NOW, demo: false });
 
-  it("gainers (> 0, largest first), losers (< 0, most negative first), ties by symbol; no 24 h change, no ranking", () => {
+  it("gainers (> 0, largest first), losers (< 0, most negative " + "first), ties by symbol; no 24 h change, no ranking", () => {
     const rows = [row("A", 5, 10), row("B", -3, 30), row("C", 5, 20), row("D", null, 99), row("E", 0, 5), row("F", -7, 30)];
     const m = rankMovers(rows, 10);
     expect(m.gainers.map((r) => r.symbol)).toEqual(["A", "C"]);

@@ -93,7 +93,7 @@ describe("computeLiveSeries", () => {
     expect(Array.from(r.equity).slice(2)).toEqual([0, 0, 0]);
   });
 
-  it("holds one position at a time: a same-direction signal while long is skipped, a reversal exits and enters at one open", () => {
+  it("holds one position at a time: a same-direction signal while " + "long is skipped, a reversal exits and enters at one open", () => {
     const events = [ev("LONG", 0, 100, 90), ev("STRONG_LONG", 1, 105, 95), ev("SHORT", 3, 107, 130), ev("NONE", 5, 95, null)];
     const r = computeLiveSeries(events, CANDLES, H, COSTS);
     expect(r.trades.map((x) => [x.direction, x.entryPrice, x.exitPrice])).toEqual([

@@ -20,7 +20,7 @@ describe("html", () => {
     const name = `<script>alert("x")</script> & 'quotes'`;
     const inner = html`<b>${name}</b>`;
     expect(html`<p title="${name}">${inner}</p>`.value).toBe(
-      `<p title="&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;quotes&#39;"><b>&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;quotes&#39;</b></p>`,
+      `<p title="&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; ` + `&#39;quotes&#39;"><b>&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;quotes&#39;</b></p>`,
     );
     expect(html`${[html`<i>a</i>`, "<b>", null, false, undefined, 3]}`.value).toBe("<i>a</i>&lt;b&gt;3");
     expect(escapeHtml("a&b")).toBe("a&amp;b");

@@ -21,7 +21,7 @@ function heldWork(started: string[], name: string) {
 const refusal = (promise: Promise<unknown>) => promise.then(() => null, (err: unknown) => (err instanceof HashRefused ? err.reason : err));
 
 describe("HashGate", () => {
-  it("holds one place per address, runs `concurrency` at once, lets `maxWaiting` wait and refuses the next", async () => {
+  it("holds one place per address, runs `concurrency` at " + "once, lets `maxWaiting` wait and refuses the next", async () => {
     const outcomes: HashOutcome[] = [];
     const gate = new HashGate({ concurrency: 1, maxWaiting: 1, onOutcome: (o) => outcomes.push(o) });
     const started: string[] = [];
