@@ -172,7 +172,9 @@ function svg(rows: readonly Row[], title: string): string {
       const yy = f(y(current.value));
       out.push(`<line x1="${f(x(current.start))}" x2="${f(x(end))}" y1="${yy}" y2="${yy}" stroke="${color}" ` + `stroke-width="1" stroke-dasharray="${broken ? "" : "3 2"}" opacity="0.8"/>`);
       if (offChart(current.value)) {
-        out.push(`<text x="${f(x(current.start) + 2)}" y="${f(y(current.value) + (y(current.value) <= top ? 22 : -15))}" fill="${color}" font-size="9">${kind === "high" ? "H" : "L"} ${current.value.toFixed(2)} (off scale)</text>`);
+        const labelY = f(y(current.value) + (y(current.value) <= top ? 22 : -15));
+        const label = `${kind === "high" ? "H" : "L"} ${current.value.toFixed(2)} (off scale)`;
+        out.push(`<text x="${f(x(current.start) + 2)}" y="${labelY}" fill="${color}" font-size="9">${label}</text>`);
       }
       current = null;
     };

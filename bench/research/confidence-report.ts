@@ -110,6 +110,10 @@ export function confidenceSection(confidence: readonly TimeframeConfidence[]): s
   const studyCount = first.trials.filter((t) => t.study === "MS-2 study").length;
   const principledCount = first.trials.length - studyCount;
   const selections = confidence.filter((tc) => tc.selectionDsrAtSelection !== null);
+  const selectionSentence = (tc: TimeframeConfidence) =>
+    `The MS-2 study's selection at ${tc.timeframe} has a DSR of ${fixed(tc.selectionDsrAtSelection!, 3)} ` +
+    `counting only that study's ${studyCount} trials (what it faced when it was chosen) ` +
+    `and ${fixed(tc.results[1]!.deflated.dsr, 3)} counting all ${tc.trials.length}.`;
   return `## Statistical confidence of the design-data results
 
 **Configurations tried.** The MS-2 study evaluated ${studyCount} configurations (MS-1 and MS-1 with
@@ -135,7 +139,7 @@ Sharpe ratios, γ the Euler–Mascheroni constant. N counts configurations, not 
 most share MS-1's trades, so N overstates the effective number of trials and the DSR leans
 conservative. The usual bar for both is 0.95.
 
-${selections.map((tc) => `The MS-2 study's selection at ${tc.timeframe} has a DSR of ${fixed(tc.selectionDsrAtSelection!, 3)} ` + `counting only that study's ${studyCount} trials (what it faced when it was chosen) ` + `and ${fixed(tc.results[1]!.deflated.dsr, 3)} counting all ${tc.trials.length}.`).join(" ")}
+${selections.map(selectionSentence).join(" ")}
 
 ### Every configuration tried (design data, annualised Sharpe / PSR / DSR with N = ${first.trials.length})
 
@@ -196,7 +200,8 @@ trades with a net result above zero, with its Wilson 95% interval.
     parts.push(headlineTable(tc));
     parts.push("");
     const liquidated = tc.results.filter((r) => r.liquidated.length > 0).map((r) => `${r.candidate.name}: ${r.liquidated.join(", ")}`);
-    parts.push(`Shorts liquidated over the design period (the coin then leaves that portfolio): ${liquidated.length === 0 ? "none" : liquidated.join("; ")}.\n`);
+    const liquidatedText = liquidated.length === 0 ? "none" : liquidated.join("; ");
+    parts.push(`Shorts liquidated over the design period (the coin then leaves that portfolio): ${liquidatedText}.\n`);
     parts.push(`Per-fold portfolio Sharpe ratio (annualised), the carry-forward test:\n`);
     parts.push(foldSharpeTable(tc));
     parts.push("");

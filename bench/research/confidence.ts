@@ -207,7 +207,9 @@ export function timeframeConfidence(study: DesignStudy, timeframe: RealTimeframe
   const tfIndex = STUDY_TIMEFRAMES.indexOf(timeframe);
   const selection = study.perTimeframe[tfIndex]!.final;
   const served = measure(SERVED, frames);
-  const selected = selection.length === 0 ? [] : [measure(selectionCandidate(`${nameOf(selection)} (MS-2 study${study.perTimeframe[tfIndex]!.adopted ? ", adopted" : ", not adopted"})`), frames)];
+  const adopted = study.perTimeframe[tfIndex]!.adopted ? "adopted" : "not adopted";
+  const selected =
+    selection.length === 0 ? [] : [measure(selectionCandidate(`${nameOf(selection)} (MS-2 study, ${adopted})`), frames)];
   const principled = PRINCIPLED.map((c) => measure(c, frames));
 
   const studyTrials = study.evaluations.map((e) => ({ name: nameOf(e.config), study: "MS-2 study" as const, daily: e.daily[tfIndex]! }));

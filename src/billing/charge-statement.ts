@@ -52,10 +52,11 @@ function limitArguments(limits: Limits) {
   return { dailyCap: limits.dailyCap, grant: limits.monthlyGrant, lowThreshold: lowBalanceThreshold(limits) };
 }
 
+const ONE_CALL_ARGUMENTS = "$1, $2::timestamptz, $3::date, $4::date, $5::integer, $6::bigint, $7::bigint";
 const CHARGE_CALL_SQL = `
   SELECT c.*, b.market
     FROM (${behindMarket("$8::jsonb")}) b
-   CROSS JOIN LATERAL (${chargeUnlessBehind("$1, $2::timestamptz, $3::date, $4::date, $5::integer, $6::bigint, $7::bigint")}) c`;
+   CROSS JOIN LATERAL (${chargeUnlessBehind(ONE_CALL_ARGUMENTS)}) c`;
 
 /** Raw text with positional parameters as a drizzle SQL (the same text as the batch's, for a transaction). */
 function positional(text: string, params: readonly unknown[]): SQL {

@@ -140,7 +140,8 @@ async function stripeChecks(deps: DoctorDeps): Promise<CheckResult[]> {
   }
   const url = `${deps.config.publicBaseUrl}/webhooks/stripe`;
   const required = [...STRIPE_WEBHOOK_EVENTS];
-  const fixEndpoint = `add an endpoint at ${url} with the events ` + `${required.join(", ")}   (Dashboard → Developers → Webhooks; on a laptop: stripe listen --forward-to 127.0.0.1:8080/webhooks/stripe)`;
+  const where = "Dashboard → Developers → Webhooks; on a laptop: stripe listen --forward-to 127.0.0.1:8080/webhooks/stripe";
+  const fixEndpoint = `add an endpoint at ${url} with the events ${required.join(", ")}   (${where})`;
   try {
     const endpoints = await stripe.webhookEndpoints.list({ limit: 100 }, options);
     const endpoint = endpoints.data.find((e) => e.url === url);

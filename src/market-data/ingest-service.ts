@@ -96,7 +96,8 @@ export async function pushDataset<D extends PushedDataset>(
   } catch (err) {
     if (err instanceof ConnectError) throw err;
     deps.logger.error({ err: errorSummary(err), dataset }, "dataset write failed");
-    throw serviceError("unavailable", `The ${dataset} rows could not be written; nothing of this stream was stored. Resend it (rows already stored count as duplicates).`);
+    const resend = "Resend it (rows already stored count as duplicates).";
+    throw serviceError("unavailable", `The ${dataset} rows could not be written; nothing of this stream was stored. ${resend}`);
   }
   summary.accepted = written;
   summary.duplicates += rows.length - refused - written;

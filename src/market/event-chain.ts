@@ -57,9 +57,11 @@ export function shortHash(hash: string): string {
 
 /** The log as a file: one JSON object a line, oldest first. */
 export function formatChainLog(entries: readonly ChainEntry[]): string {
-  return entries
-    .map((e) => `${JSON.stringify({ id: e.id, symbol: e.symbol, tf: e.tf, signal: e.signal, confirmedAt: e.confirmedAt, price: e.price, defense: e.defense, prev: e.prev, hash: e.hash })}\n`)
-    .join("");
+  const line = (e: ChainEntry) => {
+    const { id, symbol, tf, signal, confirmedAt, price, defense, prev, hash } = e;
+    return `${JSON.stringify({ id, symbol, tf, signal, confirmedAt, price, defense, prev, hash })}\n`;
+  };
+  return entries.map(line).join("");
 }
 
 /** Where a log stops being a chain, or that it is one. */

@@ -31,7 +31,8 @@ export type PackOutcome = "credited" | "duplicate_event" | "duplicate_session" |
 
 /** Adds a Token pack to the account once per event and once per Checkout Session. */
 export async function addTokenPack(db: DbHandle, event: EventKey, pack: TokenPackPayment, limits: Limits): Promise<{ outcome: PackOutcome; ledgerEntryId: number | null }> {
-  const reason = `Token pack of ${pack.tokens} (Stripe ${pack.sessionId}${pack.paymentIntentId ? `, ${pack.paymentIntentId}` : ""})`;
+  const stripeIds = pack.paymentIntentId ? `${pack.sessionId}, ${pack.paymentIntentId}` : pack.sessionId;
+  const reason = `Token pack of ${pack.tokens} (Stripe ${stripeIds})`;
   const [row] = await db.rows<{ outcome: PackOutcome; ledger_entry_id: number | string | null }>(sql`
     SELECT outcome, ledger_entry_id FROM stripe_credit_pack(${event.eventId}, ${event.type},
     ${iso(event.created)}::timestamptz, ${pack.accountId}::bigint,

@@ -47,6 +47,8 @@ const INTEGER_SCALARS = new Set([ScalarType.INT32, ScalarType.INT64, ScalarType.
 
 /** Error codes each status carries, per kind of operation (in the order they are checked). */
 const KEY_ERRORS: Record<number, ErrorCode[]> = { 401: ["api_key_required", "invalid_api_key"] };
+const KEY_FORMAT = "`sig_live_` + 30 random base62 characters + a 6-character base62 CRC-32 checksum";
+const LEGACY_KEYS = "keys issued before the checksum (`sig_live_` + 32 base62) keep working until regenerated.";
 const PROTOCOL_ERRORS: Record<number, ErrorCode[]> = {
   400: ["bad_request"],
   405: ["method_not_allowed"],
@@ -276,7 +278,7 @@ export function buildOpenApiDocument(input: OpenApiInput): Json {
         "Current market-structure signals (paid, 1 Token per call) and free market context, over REST.",
         "The same methods are served over Connect, gRPC and gRPC-Web on the same port (see the proto files).",
         "Errors always have the body `{\"ok\":false,\"error\":\"<code>\",\"message\":\"<text>\"}`.",
-        `API keys: \`sig_live_\` + 30 random base62 characters + a 6-character base62 CRC-32 checksum (pattern \`${API_KEY_PATTERN.source}\`); keys issued before the checksum (\`sig_live_\` + 32 base62) keep working until regenerated.`,
+        `API keys: ${KEY_FORMAT} (pattern \`${API_KEY_PATTERN.source}\`); ${LEGACY_KEYS}`,
         "This document is generated from the proto descriptors: GET /api/v1/openapi.json " + "(free, no key); the reference page is /docs.",
         "New here? [Getting started](/getting-started): the first call in curl, " + "TypeScript and Python, reading `confirmed`, `defense` and `arming`, and " + "polling once per candle close. Plans and Tokens: [Pricing](/pricing).",
         ...(input.protoFiles?.length

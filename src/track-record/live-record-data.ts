@@ -90,7 +90,9 @@ export function liveCutOf(inputs: LiveInputs, now: number): number {
 /** How many events and candles a cut keeps: equal counts, equal view. */
 function cutCounts(inputs: LiveInputs, until: number): string {
   const tfMs = TIMEFRAME_MS[inputs.tf];
-  return `${inputs.events.filter((e) => e.candleOpenTime + tfMs <= until).length}/${inputs.candles.filter((c) => c.openTime + tfMs <= until).length}`;
+  const events = inputs.events.filter((e) => e.candleOpenTime + tfMs <= until).length;
+  const candles = inputs.candles.filter((c) => c.openTime + tfMs <= until).length;
+  return `${events}/${candles}`;
 }
 
 function seriesView(inputs: LiveInputs, live: LiveSeries, until: number | null, costs: LiveCosts): LiveSeriesView {
