@@ -73,6 +73,12 @@ const mayCall = (view: AccountView) => mayCallPaidEndpoint(viewerOf(view.summary
  */
 const mayPay = (view: AccountView) => view.summary.emailVerified;
 
+/** What an account without a key does next, after "This account has no API key yet." */
+function noKeyNext(view: AccountView): string {
+  if (!mayPay(view)) return " Confirm your email address first.";
+  return mayCall(view) ? " Create it below." : " Subscribe first: a key is made once your plan is paid.";
+}
+
 /**
  * What a plan that cannot call the API is told: what it can use, and the way up (the payments
  * card's Subscribe buttons, or how the operator grants a plan when this server takes no payments).
@@ -153,7 +159,9 @@ function keyFacts(view: AccountView): SafeHtml {
   if (times === null) return html``;
   return html`<dl class="facts">
     <dt>Created</dt><dd id="key-created">${formatMyt(times.createdAt.getTime())}</dd>
-    <dt>Last used</dt><dd id="key-last-used">${times.lastUsedAt ? formatMyt(times.lastUsedAt.getTime()) : "Not used yet"} <span class="muted">(recorded every ${windowText(view.lastUsedWindowMs)})</span></dd>
+    <dt>Last used</dt>
+    <dd id="key-last-used">${times.lastUsedAt ? formatMyt(times.lastUsedAt.getTime()) : "Not used yet"} \
+<span class="muted">(recorded every ${windowText(view.lastUsedWindowMs)})</span></dd>
   </dl>`;
 }
 
@@ -165,9 +173,10 @@ function keyCard(view: AccountView): SafeHtml {
 polling once per close.</p>
   ${prefix
     ? html`<p>Your key, masked: only its first characters are ever shown again.</p>
-  <code class="key" id="masked-key" aria-label="API key starting with ${prefix}, the rest hidden">${maskedKey(prefix)}</code>
+  <code class="key" id="masked-key"
+  aria-label="API key starting with ${prefix}, the rest hidden">${maskedKey(prefix)}</code>
   ${keyFacts(view)}`
-    : html`<p id="no-key">This account has no API key yet.${!mayPay(view) ? " Confirm your email address first." : mayCall(view) ? " Create it below." : " Subscribe first: a key is made once your plan is paid."}</p>`}
+    : html`<p id="no-key">This account has no API key yet.${noKeyNext(view)}</p>`}
   <div class="actions">
     ${!mayPay(view)
       ? ""

@@ -70,7 +70,8 @@ export function signClass(value: number | null): string {
 
 function signalBadge(signal: SignalName): SafeHtml {
   const d = directionOf(signal);
-  return html`<span class="${d === 1 ? "sig-long" : d === -1 ? "sig-short" : "sig-none"}">${SIGNAL_LABELS[signal]}</span>`;
+  const tone = d === 1 ? "sig-long" : d === -1 ? "sig-short" : "sig-none";
+  return html`<span class="${tone}">${SIGNAL_LABELS[signal]}</span>`;
 }
 
 function percentCell(value: number | null, label: string): SafeHtml {
@@ -93,7 +94,8 @@ ${coins.length === 0
   ? html`<p>No coin has candles yet.</p>`
   : html`<p>Signal history, win rates and a simple backtest per coin and timeframe.</p>
 <ul class="coin-list">${coins.map(
-    (c) => html`<li><h2>${c.symbol}${c.demo ? html` <span class="muted demo-label">(${DEMO_DATA_LABEL})</span>` : ""}</h2><nav aria-label="${c.symbol} timeframes">${tfLinks(c.symbol, c.timeframes, null)}</nav></li>`,
+    (c) => html`<li><h2>${c.symbol}${c.demo ? html` <span class="muted demo-label">(${DEMO_DATA_LABEL})</span>` : ""}</h2>\
+<nav aria-label="${c.symbol} timeframes">${tfLinks(c.symbol, c.timeframes, null)}</nav></li>`,
   )}</ul>`}`,
   );
 }
@@ -164,6 +166,7 @@ results before fees.</p>
 function backtestSection(data: ChartData, bt: BacktestResult): SafeHtml {
   const open = bt.openTrade;
   const figures = backtestFigures(bt);
+  const period = bt.from === null || bt.to === null ? "no closed trade yet" : `${formatMyt(bt.from)} to ${formatMyt(bt.to)}`;
   return html`<section aria-labelledby="backtest-h">
   <h2 id="backtest-h">Backtest</h2>
   <form method="get" action="/charts/${data.symbol}" class="fee-form">
@@ -174,7 +177,7 @@ function backtestSection(data: ChartData, bt: BacktestResult): SafeHtml {
   </form>
   <dl class="facts" id="backtest" aria-labelledby="backtest-h">
     <dt>Fee</dt><dd id="backtest-fee">${formatFee(bt.feePct)} per side (entry and exit)</dd>
-    <dt>Period</dt><dd>${bt.from === null || bt.to === null ? "no closed trade yet" : `${formatMyt(bt.from)} to ${formatMyt(bt.to)}`}</dd>
+    <dt>Period</dt><dd>${period}</dd>
     <dt>Trades</dt><dd id="backtest-trades">${figures.trades}</dd>
     <dt>Win rate</dt><dd id="backtest-winrate">${figures.winRate}</dd>
     <dt>Average result per trade</dt><dd id="backtest-avg"
@@ -191,7 +194,9 @@ function backtestSection(data: ChartData, bt: BacktestResult): SafeHtml {
   ${bt.curve.length === 0
     ? ""
     : html`<h3 id="equity-h">Equity against buy-and-hold</h3>
-  <div id="equity-chart" class="chart equity" role="img" aria-label="Line chart of the backtest's equity and of buy-and-hold, both starting at 100 on ${formatMyt(bt.curve[0]!.time)}: the strategy ends at ${(100 + (bt.totalPct ?? 0)).toFixed(1)}, buy-and-hold at ${(100 + (bt.buyHoldPct ?? 0)).toFixed(1)}."></div>
+  <div id="equity-chart" class="chart equity" role="img" aria-label="Line chart of the backtest's equity and of \
+buy-and-hold, both starting at 100 on ${formatMyt(bt.curve[0]!.time)}: the strategy ends at \
+${(100 + (bt.totalPct ?? 0)).toFixed(1)}, buy-and-hold at ${(100 + (bt.buyHoldPct ?? 0)).toFixed(1)}."></div>
   <ul class="legend"><li><span class="swatch strategy"></span>strategy</li>
   <li><span class="swatch buyhold"></span>buy and hold</li></ul>`}
   <p class="muted">One position at a time, entered and left at candle closes; a fee of ${formatFee(bt.feePct)} is paid \
@@ -294,7 +299,9 @@ ${data.demo ? demoNotice() : ""}
   ${data.candles.length === 0
     ? html`<p>No closed candles for this timeframe yet.</p>`
     : html`<p id="chart-readout" class="readout muted">Point at a candle to read its open, high, low, close and volume.</p>
-  <div id="chart" class="chart" role="img" aria-label="Candlestick chart of ${data.symbol} on ${data.tf} with a volume pane: the last ${data.candles.length} candles with ${json.markers.length} signal markers${access.current ? " and the current levels as lines" : ""}. The same information is in the tables below."></div>
+  <div id="chart" class="chart" role="img" aria-label="Candlestick chart of ${data.symbol} on ${data.tf} with a volume \
+pane: the last ${data.candles.length} candles with ${json.markers.length} signal \
+markers${access.current ? " and the current levels as lines" : ""}. The same information is in the tables below."></div>
   <noscript><p>The chart needs JavaScript; the tables below hold the same information.</p></noscript>
   <ul class="legend">
     <li><span class="sig-long">L / L+</span> long / strong long</li>

@@ -46,6 +46,7 @@ paying members only. (<code>arming</code> is null here because past forming setu
 function headlineSection(h: Headline): SafeHtml {
   if (h.trades === 0) return html`<p>No live signal has ended yet, so there is no track record to show. <a href="/track-record#method">How it will be computed</a>.</p>`;
   const winRate = ((100 * h.wins) / h.trades).toFixed(1);
+  const span = h.from !== null && h.to !== null ? `, ${formatMytDate(h.from)} to ${formatMytDate(h.to)}` : "";
   return html`<ul class="stats" id="headline">
     <li><span class="stat" data-field="trades">${formatInteger(h.trades)}</span> trades from live signals that \
 ended</li>
@@ -54,7 +55,8 @@ fee and ${formatFee(DEFAULT_LIVE_COSTS.slippagePct)} slippage per side</li>
     <li><span class="stat" data-field="beatBuyHold">${h.beatBuyHold} of ${h.series}</span> coin × timeframe series \
 beat buying and holding</li>
   </ul>
-  <p class="muted">${h.coins} coin${h.coins === 1 ? "" : "s"}${h.from !== null && h.to !== null ? `, ${formatMytDate(h.from)} to ${formatMytDate(h.to)}` : ""}. Every trade is counted, losers included: <a href="/track-record">the full table</a> and <a href="/track-record#method">how it is computed</a>.</p>`;
+  <p class="muted">${h.coins} coin${h.coins === 1 ? "" : "s"}${span}. Every trade is counted, losers included: \
+<a href="/track-record">the full table</a> and <a href="/track-record#method">how it is computed</a>.</p>`;
 }
 
 function plansSection(offer: Offer): SafeHtml {

@@ -15,9 +15,13 @@ const FOUR_HOURS_MIN = 240;
 
 function planCard(offer: Offer, p: Offer["plans"][number], signedIn: boolean): SafeHtml {
   const price = planPriceText(p.price);
+  const action = signedIn
+    ? html`<a class="button" href="/account#billing-h">Subscribe on your account page</a>`
+    : html`<a class="button" href="/signup">Sign up for ${planName(p.plan)}</a>`;
   return html`<li class="card plan" data-plan="${p.plan}">
   <h3>${planName(p.plan)}</h3>
-  <p class="price" data-field="price">${price ?? (p.offered ? "Price shown at checkout" : "By arrangement with the operator")}</p>
+  <p class="price"
+  data-field="price">${price ?? (p.offered ? "Price shown at checkout" : "By arrangement with the operator")}</p>
   <ul class="includes">
     <li>${formatInteger(offer.limits.monthlyGrant)} Tokens at the start of every month (1 Token = 1 successful \
 call)</li>
@@ -26,7 +30,7 @@ call)</li>
     <li>The live watchlist and the charts with the current signal</li>
     <li>Market context endpoints (movers, derivatives, news, macro) without Tokens</li>
   </ul>
-  ${p.offered ? html`<a class="button" href="${signedIn ? "/account#billing-h" : "/signup"}">${signedIn ? "Subscribe on your account page" : `Sign up for ${planName(p.plan)}`}</a>` : ""}
+  ${p.offered ? action : ""}
 </li>`;
 }
 
@@ -52,7 +56,8 @@ renews monthly until you cancel it under Manage billing on your account page.</p
 ${offer.packs.length > 0
   ? html`<section aria-labelledby="packs-h">
   <h2 id="packs-h">Token packs</h2>
-  <ul class="pack-list" id="packs">${offer.packs.map((pack) => html`<li data-pack="${pack.id}">${packText(pack)}</li>`)}</ul>
+  <ul class="pack-list"
+  id="packs">${offer.packs.map((pack) => html`<li data-pack="${pack.id}">${packText(pack)}</li>`)}</ul>
   <p>Packs never expire and are spent only once the month's grant is used up. They need an active plan to be spent: a \
 pack alone does not open the API.</p>
 </section>`

@@ -32,6 +32,7 @@ export function costsText(costs: LiveCosts): string {
 function seriesRow(s: LiveSeriesView): SafeHtml {
   const { live } = s;
   const open = live.open;
+  const openCell = open === null ? DASH : html`${open.direction === 1 ? "long" : "short"} ${formatPercent((open.growth - 1) * 100)}`;
   return html`<tr data-series="${s.symbol}/${s.tf}">
     <th scope="row">${s.symbol} <span class="muted">${s.tf}</span></th>
     <td data-label="Live since" class="text"${s.until === null ? "" : html` data-until="${s.until}"`}>${live.liveSince === null ? DASH : formatMytDate(live.liveSince)}</td>
@@ -42,8 +43,9 @@ function seriesRow(s: LiveSeriesView): SafeHtml {
     <td data-label="Compounded" data-field="total" class="${signClass(s.totalPct)}">${formatPercent(s.totalPct)}</td>
     <td data-label="Buy and hold" data-field="buyHold"
     class="${signClass(s.buyHoldPct)}">${formatPercent(s.buyHoldPct)}</td>
-    <td data-label="Max drawdown" data-field="drawdown">${s.maxDrawdownPct === null ? DASH : formatPercent(-s.maxDrawdownPct)}</td>
-    <td data-label="Open position" data-field="open">${open === null ? DASH : html`${open.direction === 1 ? "long" : "short"} ${formatPercent((open.growth - 1) * 100)}`}</td>
+    <td data-label="Max drawdown"
+    data-field="drawdown">${s.maxDrawdownPct === null ? DASH : formatPercent(-s.maxDrawdownPct)}</td>
+    <td data-label="Open position" data-field="open">${openCell}</td>
   </tr>`;
 }
 
@@ -61,14 +63,19 @@ function summaryCells(s: PerformanceSummary): SafeHtml {
 }
 
 function confidenceRow(c: TimeframeConfidence): SafeHtml {
+  const dsr =
+    c.deflated === null
+      ? html`<span title="the research measured no configuration at this timeframe">${DASH}</span>`
+      : html`${prob(c.deflated.dsr)} <span class="muted">(N = ${c.deflated.trials})</span>`;
   return html`<tr data-tf="${c.tf}">
     <th scope="row">${c.tf}</th>
     <td data-label="Coins" data-field="coins">${c.coins}</td>
     <td data-label="Days" data-field="days" class="text">${c.all.summary.periods} (${c.from ?? DASH} to \
 ${c.to ?? DASH})</td>
     ${summaryCells(c.all.summary)}
-    <td data-label="DSR" data-field="dsr">${c.deflated === null ? html`<span title="the research measured no configuration at this timeframe">${DASH}</span>` : html`${prob(c.deflated.dsr)} <span class="muted">(N = ${c.deflated.trials})</span>`}</td>
-    <td data-label="Time in market" data-field="timeInMarket">${Number.isFinite(c.timeInMarket) ? `${(c.timeInMarket * 100).toFixed(1)}%` : DASH}</td>
+    <td data-label="DSR" data-field="dsr">${dsr}</td>
+    <td data-label="Time in market"
+    data-field="timeInMarket">${Number.isFinite(c.timeInMarket) ? `${(c.timeInMarket * 100).toFixed(1)}%` : DASH}</td>
     <td data-label="Win rate (95%)" data-field="winRate" class="text">${winCell(c.all)}</td>
   </tr>`;
 }
@@ -80,7 +87,12 @@ function splitRows(c: TimeframeConfidence): SafeHtml {
     ${summaryCells(s)}
     <td data-label="Win rate (95%)" class="text">${win}</td>
   </tr>`;
-  return html`${row("longs only", "long", c.long.summary, winCell(c.long))}${row("shorts only", "short", c.short.summary, winCell(c.short))}${row("basket rising", "up", c.up, DASH)}${row("basket falling", "down", c.down, DASH)}`;
+  return html`${[
+    row("longs only", "long", c.long.summary, winCell(c.long)),
+    row("shorts only", "short", c.short.summary, winCell(c.short)),
+    row("basket rising", "up", c.up, DASH),
+    row("basket falling", "down", c.down, DASH),
+  ]}`;
 }
 
 function confidenceSection(view: LiveRecordView): SafeHtml {

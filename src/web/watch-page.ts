@@ -23,20 +23,24 @@ export function renderWatchRows(cells: readonly WatchCell[]): SafeHtml {
   return html`${cells.map((cell) => {
     const key = `${cell.symbol}/${cell.tf}`;
     if (!cell.ok) {
-      return html`<tr data-cell="${key}" data-ok="false"><th scope="row">${cell.symbol} <span class="muted">${cell.tf}</span></th><td data-label="Signal" class="text" colspan="7" data-field="reason" data-value="${cell.reason}">${REASON_TEXT[cell.reason]}</td></tr>`;
+      return html`<tr data-cell="${key}" data-ok="false"><th scope="row">${cell.symbol} <span class="muted">${cell.tf}</span></th>
+  <td data-label="Signal" class="text" colspan="7" data-field="reason" data-value="${cell.reason}">${REASON_TEXT[cell.reason]}</td></tr>`;
     }
     const a = cell.arming;
+    const arming = a === null ? "–" : `${a.dir === 1 ? "long" : "short"} ${a.score}/10 at ${formatPrice(a.trigger)}`;
+    const defense = cell.defense === null ? "–" : formatPrice(cell.defense);
+    const changedAt = cell.changed_at === null ? "–" : formatMyt(cell.changed_at);
     return html`<tr data-cell="${key}" data-ok="true">
   <th scope="row">${cell.symbol} <span class="muted">${cell.tf}</span></th>
   <td data-label="Signal" class="text" data-field="signal"
   data-value="${cell.signal}"><span class="${SIGNAL_CLASS[cell.signal]}">${SIGNAL_TEXT[cell.signal]}</span></td>
   <td data-label="Confirmed" class="text" data-field="confirmed"
   data-value="${String(cell.confirmed)}">${cell.confirmed ? "confirmed" : "forming"}</td>
-  <td data-label="Defense" data-field="defense" data-value="${cell.defense === null ? "null" : String(cell.defense)}">${cell.defense === null ? "–" : formatPrice(cell.defense)}</td>
-  <td data-label="Arming" class="text" data-field="arming" data-value="${JSON.stringify(a)}">${a === null ? "–" : `${a.dir === 1 ? "long" : "short"} ${a.score}/10 at ${formatPrice(a.trigger)}`}</td>
+  <td data-label="Defense" data-field="defense" data-value="${String(cell.defense)}">${defense}</td>
+  <td data-label="Arming" class="text" data-field="arming" data-value="${JSON.stringify(a)}">${arming}</td>
   <td data-label="ATR" data-field="atr_pct" data-value="${String(cell.atr_pct)}">${cell.atr_pct.toFixed(2)}%</td>
   <td data-label="Price" data-field="price" data-value="${String(cell.price)}">${formatPrice(cell.price)}</td>
-  <td data-label="Last change" data-field="changed_at" data-value="${cell.changed_at === null ? "null" : String(cell.changed_at)}">${cell.changed_at === null ? "–" : formatMyt(cell.changed_at)}</td>
+  <td data-label="Last change" data-field="changed_at" data-value="${String(cell.changed_at)}">${changedAt}</td>
 </tr>`;
   })}`;
 }
