@@ -28,7 +28,10 @@ const GOOD = { link: "https://news.example/good/1", title: "Bitcoin holds its ra
 /** An RSS feed of `count` items, one a minute back from 03:00 UTC. */
 function feedOf(name: string, count: number): string {
   const base = Date.parse("2026-11-15T03:00:00Z");
-  return rss(name, Array.from({ length: count }, (_, i) => `<item><title>${name} ${i}</title><link>https://news.example/${name}/${i}</link><pubDate>${new Date(base - i * 60_000).toUTCString()}</pubDate></item>`));
+  const item = (i: number) =>
+    `<item><title>${name} ${i}</title><link>https://news.example/${name}/${i}</link>` +
+    `<pubDate>${new Date(base - i * 60_000).toUTCString()}</pubDate></item>`;
+  return rss(name, Array.from({ length: count }, (_, i) => item(i)));
 }
 const HUGE_ITEMS = 50_001;
 const MANY_ITEMS = 1_200;
@@ -36,7 +39,8 @@ const hugeFeed = feedOf("huge", HUGE_ITEMS);
 const manyFeed = feedOf("many", MANY_ITEMS);
 const figures: Record<string, unknown> = {};
 
-const goodFeed = rss("Good Wire", [`<item><guid>g-1</guid><title>${GOOD.title}</title><link>${GOOD.link}</link><pubDate>Sun, 15 Nov 2026 03:00:00 GMT</pubDate></item>`]);
+const goodItem = `<item><guid>g-1</guid><title>${GOOD.title}</title><link>${GOOD.link}</link>`;
+const goodFeed = rss("Good Wire", [`${goodItem}<pubDate>Sun, 15 Nov 2026 03:00:00 GMT</pubDate></item>`]);
 
 let server: TestServer;
 let apiKey: string;

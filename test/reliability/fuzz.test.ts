@@ -143,7 +143,9 @@ describe("REST surface", () => {
     await fc.assert(
       fc.asyncProperty(fc.array(fc.tuple(headerName, headerValue), { maxLength: FULL ? 400 : 120 }), fc.boolean(), async (headers, withKey) => {
         const lines = headers.map(([n, v]) => `${n}: ${v}`).join("\r\n");
-        const request = Buffer.from(`GET /api/v1/signals?symbols=BTC HTTP/1.1\r\nHost: x\r\n${withKey ? `x-api-key: ${apiKey}\r\n` : ""}${lines}${lines ? "\r\n" : ""}Connection: close\r\n\r\n`, "latin1");
+        const key = withKey ? `x-api-key: ${apiKey}\r\n` : "";
+        const head = `GET /api/v1/signals?symbols=BTC HTTP/1.1\r\nHost: x\r\n${key}${lines}${lines ? "\r\n" : ""}`;
+        const request = Buffer.from(`${head}Connection: close\r\n\r\n`, "latin1");
         const answer = await raw(server.port, request);
         checkAnswer(answer, `${headers.length} headers`);
         expect([200, 400, 401, 403, 422, 429, 431]).toContain(answer.status);
@@ -165,7 +167,10 @@ describe("REST surface", () => {
   it("bodies where none belong: answered at once, and the connection does not stay open to swallow them", async () => {
     const cases = await Promise.all([
       raw(server.port, [`POST /api/v1/signals HTTP/1.1\r\nHost: x\r\nx-api-key: ${apiKey}\r\nContent-Length: 10000000000\r\n\r\n`, "x".repeat(1000)]),
-      raw(server.port, [`GET /api/v1/signals?symbols=BTC HTTP/1.1\r\nHost: x\r\nx-api-key: ${apiKey}\r\nContent-Length: 5000000\r\n\r\n`, Buffer.alloc(64 * 1024)]),
+      raw(server.port, [
+        `GET /api/v1/signals?symbols=BTC HTTP/1.1\r\nHost: x\r\nx-api-key: ${apiKey}\r\n` + `Content-Length: ${5_000_000}\r\n\r\n`,
+        Buffer.alloc(64 * 1024),
+      ]),
       raw(server.port, [`GET /nowhere HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n`, "ffffffff\r\n", Buffer.alloc(64 * 1024)]),
       raw(server.port, `GET /api/v1/signals HTTP/1.1\r\nHost: x\r\nContent-Length: ` + `5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`),
     ]);
@@ -196,7 +201,8 @@ describe("Connect and gRPC surfaces", () => {
     await fc.assert(
       fc.asyncProperty(contentTypes, body, fc.boolean(), async (type, bytes, withKey) => {
         const path = `/${SignalsService.typeName}/${methods[0]!.name}`;
-        const head = `POST ${path} HTTP/1.1\r\nHost: x\r\n${type ? `Content-Type: ${type}\r\n` : ""}${withKey ? `x-api-key: ${apiKey}\r\n` : ""}Content-Length: ${bytes.length}\r\nConnection: close\r\n\r\n`;
+        const headers = `${type ? `Content-Type: ${type}\r\n` : ""}${withKey ? `x-api-key: ${apiKey}\r\n` : ""}`;
+        const head = `POST ${path} HTTP/1.1\r\nHost: x\r\n${headers}Content-Length: ${bytes.length}\r\nConnection: close\r\n\r\n`;
         const answer = await raw(server.port, Buffer.concat([Buffer.from(head), Buffer.from(bytes)]));
         checkAnswer(answer, `${type} ${bytes.length} bytes`);
         // gRPC-Web answers 200 with the status in a trailer frame: never internal or unknown.

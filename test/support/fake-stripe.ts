@@ -92,7 +92,8 @@ export async function startFakeStripe(): Promise<FakeStripe> {
     const url = new URL(req.url ?? "/", "http://fake.invalid");
     if (req.method === "GET" && /^\/(c\/pay|p\/session)\//.test(url.pathname)) {
       res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
-      res.end(`<!doctype html><title>Stripe test checkout</title><h1 id="fake-stripe">Stripe test page</h1><p>${url.pathname}</p>`);
+      const page = '<!doctype html><title>Stripe test checkout</title><h1 id="fake-stripe">Stripe test page</h1>';
+      res.end(`${page}<p>${url.pathname}</p>`);
       return;
     }
     const raw = await readBody(req);
