@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { parseContextSourcesConfig } from "../../../src/feeder/sources/config.ts";
-import { COINGECKO_IDS } from "../../../src/feeder/sources/coingecko-ids.ts";
+import { parseContextSourcesConfig } from "../../../src/config/sources.ts";
+import { COINGECKO_IDS } from "../../../src/config/coingecko-ids.ts";
 
 const FRED_KEY = "0123456789abcdef0123456789abcdef";
 

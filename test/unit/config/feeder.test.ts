@@ -3,8 +3,8 @@
  * one clear line for each bad value.
  */
 import { describe, expect, it } from "vitest";
-import { FeedConfigError, parseFeedConfig } from "../../src/feeder/feed-config.ts";
-import { feedState } from "../../src/web/status-page.ts";
+import { ConfigError } from "../../../src/config.ts";
+import { parseFeedConfig } from "../../../src/config/feeder.ts";
 
 describe("parseFeedConfig", () => {
   it("has the documented defaults", () => {
@@ -70,22 +70,7 @@ describe("parseFeedConfig", () => {
     [{ FEED_DATASETS: "news,Weather" }, [], /^--datasets takes candles, derivatives, news, fundamentals, macro$/],
     [{}, ["--datasets", ","], /^--datasets needs at least one of candles, derivatives, news, fundamentals, macro$/],
   ])("refuses %j %j with one line", (env, argv, message) => {
-    expect(() => parseFeedConfig(env, argv)).toThrow(FeedConfigError);
+    expect(() => parseFeedConfig(env, argv)).toThrow(ConfigError);
     expect(() => parseFeedConfig(env, argv)).toThrow(message);
-  });
-});
-
-describe("feedState (the /status page)", () => {
-  const H = 3_600_000;
-  const now = Date.UTC(2026, 10, 20, 12, 0, 30);
-  it("live when updates arrive and the last closed candle is the one before the forming one", () => {
-    expect(feedState(now, now - 1_000, Date.UTC(2026, 10, 20, 11), H, 600_000)).toBe("live");
-  });
-  it("backfilling when updates arrive but the history is more than a candle behind", () => {
-    expect(feedState(now, now - 1_000, Date.UTC(2026, 10, 20, 8), H, 600_000)).toBe("backfilling");
-    expect(feedState(now, now - 1_000, null, H, 600_000)).toBe("backfilling");
-  });
-  it("stale when nothing arrived for STALE_AFTER", () => {
-    expect(feedState(now, now - 600_001, Date.UTC(2026, 10, 20, 11), H, 600_000)).toBe("stale");
   });
 });
