@@ -182,7 +182,7 @@ export function createApp(deps: AppDeps): App {
     routes: (router: ConnectRouter) => {
       router.service(AdminService, admin);
       if (deps.feed) router.service(IngestService, createIngestService(deps.feed, logger, deps.db));
-      router.service(FeederService, createFeederService(deps.db));
+      router.service(FeederService, createFeederService(deps.db, deps.feed));
       if (deps.events) router.service(SignalEventsService, createSignalEventsService({ db: deps.db, hub: deps.events, logger }));
       router.service(DataIngestService, createDataIngestService(deps));
       // Behind the bearer token like every internal RPC.
