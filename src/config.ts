@@ -22,14 +22,25 @@ export { TELEGRAM_UPDATE_MODES, type TelegramUpdateMode } from "./config/alerts.
 export { parseTokenPacks } from "./config/payments.ts";
 
 /** The environment variables, each parsed once (README.md lists what each one means). */
-const envShape = { ...serverEnv, ...databaseEnv, ...limitsEnv, ...marketEnv, ...alertsEnv, ...membersEnv, ...paymentsEnv };
+const envShape = {
+  ...serverEnv,
+  ...databaseEnv,
+  ...limitsEnv,
+  ...marketEnv,
+  ...alertsEnv,
+  ...membersEnv,
+  ...paymentsEnv,
+};
 type ParsedEnv = Parsed<typeof envShape>;
 
 const rules: Rule<ParsedEnv>[] = [
   ...serverRules,
   ...paymentsRules,
   ...membersRules,
-  { holds: (env) => env.WORKERS === undefined || env.WORKERS === 1 || env.DATABASE_URL !== undefined, message: "WORKERS above 1 needs DATABASE_URL: the embedded database (PGlite) is opened by one process only" },
+  {
+    holds: (env) => env.WORKERS === undefined || env.WORKERS === 1 || env.DATABASE_URL !== undefined,
+    message: "WORKERS above 1 needs DATABASE_URL: the embedded database (PGlite) is opened by one process only",
+  },
   ...alertsRules,
 ];
 
@@ -74,9 +85,12 @@ export function loadConfig(env: Env = process.env): Config {
 }
 
 /** Every environment variable the program reads: the server's, `signals feed`'s and its context sources'. */
-export const ENVIRONMENT_VARIABLES: readonly string[] = Object.freeze([...new Set([...Object.keys(envShape), ...FEED_VARIABLES, ...CONTEXT_SOURCE_VARIABLES])].sort());
+export const ENVIRONMENT_VARIABLES: readonly string[] = Object.freeze(
+  [...new Set([...Object.keys(envShape), ...FEED_VARIABLES, ...CONTEXT_SOURCE_VARIABLES])].sort(),
+);
 
 /** The `signals feed` configuration from its flags and this process's environment. */
 export const loadFeedConfig = (argv: string[], env: Env = process.env): FeedConfig => parseFeedConfig(env, argv);
 /** The feeder's context sources' variables (NEWS_FEEDS, COINGECKO_*, FRED_* …) from this process's environment. */
-export const loadContextSourcesConfig = (env: Env = process.env): ContextSourcesConfig => parseContextSourcesConfig(env);
+export const loadContextSourcesConfig = (env: Env = process.env): ContextSourcesConfig =>
+  parseContextSourcesConfig(env);

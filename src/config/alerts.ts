@@ -13,14 +13,21 @@ export const alertsEnv = {
   ),
   TELEGRAM_BOT_USERNAME: optionalText.transform((raw, ctx) => {
     const name = raw?.replace(/^@/, "");
-    return name === undefined || /^[A-Za-z][A-Za-z0-9_]{4,31}$/.test(name) ? name : fail(ctx, `must be the bot's username, e.g. SignalsAlertsBot, got "${raw}"`);
+    return name === undefined || /^[A-Za-z][A-Za-z0-9_]{4,31}$/.test(name)
+      ? name
+      : fail(ctx, `must be the bot's username, e.g. SignalsAlertsBot, got "${raw}"`);
   }),
   TELEGRAM_UPDATES: optionalText.transform((raw, ctx) => {
     const mode = raw?.toLowerCase();
-    return mode === undefined || (TELEGRAM_UPDATE_MODES as readonly string[]).includes(mode) ? (mode as TelegramUpdateMode | undefined) : fail(ctx, `must be one of ${TELEGRAM_UPDATE_MODES.join(", ")}, got "${raw}"`);
+    return mode === undefined || (TELEGRAM_UPDATE_MODES as readonly string[]).includes(mode)
+      ? (mode as TelegramUpdateMode | undefined)
+      : fail(ctx, `must be one of ${TELEGRAM_UPDATE_MODES.join(", ")}, got "${raw}"`);
   }),
   // Telegram allows 1-256 of these characters; a guessable short secret would defeat the check.
-  TELEGRAM_WEBHOOK_SECRET: optionalText.refine((v) => v === undefined || /^[A-Za-z0-9_-]{16,256}$/.test(v), "must be 16 to 256 letters, digits, '_' or '-'"),
+  TELEGRAM_WEBHOOK_SECRET: optionalText.refine(
+    (v) => v === undefined || /^[A-Za-z0-9_-]{16,256}$/.test(v),
+    "must be 16 to 256 letters, digits, '_' or '-'",
+  ),
   ALERT_MAX_DELAY: wholeNumber(300, 0, 7 * 24 * 3600),
   ALERT_GIVE_UP_AFTER: wholeNumber(3600, 1, 30 * 24 * 3600),
   ALERT_SEND_TIMEOUT_MS: wholeNumber(10_000, 10, 600_000),
@@ -33,7 +40,10 @@ type AlertsEnv = Parsed<typeof alertsEnv>;
 
 export const alertsRules: Rule<AlertsEnv>[] = [
   {
-    holds: (env) => env.TELEGRAM_UPDATES === undefined || env.TELEGRAM_UPDATES === "off" || (env.TELEGRAM_BOT_TOKEN !== undefined && env.TELEGRAM_BOT_USERNAME !== undefined),
+    holds: (env) =>
+      env.TELEGRAM_UPDATES === undefined ||
+      env.TELEGRAM_UPDATES === "off" ||
+      (env.TELEGRAM_BOT_TOKEN !== undefined && env.TELEGRAM_BOT_USERNAME !== undefined),
     message: "TELEGRAM_UPDATES=polling or webhook needs TELEGRAM_BOT_TOKEN and TELEGRAM_BOT_USERNAME",
   },
   {
@@ -66,7 +76,10 @@ export function alertsConfig(env: AlertsEnv) {
      * How `/start <token>` messages arrive: getUpdates long polling, POST /webhooks/telegram,
      * or not at all (no Connect button). Default: polling when the bot token and username are set.
      */
-    telegramUpdates: (env.TELEGRAM_UPDATES ?? (env.TELEGRAM_BOT_TOKEN !== undefined && env.TELEGRAM_BOT_USERNAME !== undefined ? "polling" : "off")) as TelegramUpdateMode,
+    telegramUpdates: (env.TELEGRAM_UPDATES ??
+      (env.TELEGRAM_BOT_TOKEN !== undefined && env.TELEGRAM_BOT_USERNAME !== undefined
+        ? "polling"
+        : "off")) as TelegramUpdateMode,
     /** The secret Telegram sends in X-Telegram-Bot-Api-Secret-Token (set with setWebhook's secret_token). */
     telegramWebhookSecret: env.TELEGRAM_WEBHOOK_SECRET ?? null,
   });

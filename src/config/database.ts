@@ -3,7 +3,10 @@ import path from "node:path";
 import { optionalText, wholeNumber, type Parsed } from "./parse.ts";
 
 export const databaseEnv = {
-  DATABASE_URL: optionalText.refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), "must start with postgres:// or postgresql://"),
+  DATABASE_URL: optionalText.refine(
+    (v) => v === undefined || /^postgres(ql)?:\/\//.test(v),
+    "must start with postgres:// or postgresql://",
+  ),
   DATA_DIR: optionalText,
   DB_POOL_SIZE: wholeNumber(10, 1, 500),
 };

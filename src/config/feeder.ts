@@ -78,11 +78,7 @@ const VARIABLES = {
 export const FEED_VARIABLES: readonly string[] = Object.values(VARIABLES);
 
 const code = (what: string) =>
-  z
-    .string()
-    .trim()
-    .toUpperCase()
-    .refine(isWellFormedSymbol, `${what} must be 1-15 letters or digits`);
+  z.string().trim().toUpperCase().refine(isWellFormedSymbol, `${what} must be 1-15 letters or digits`);
 const seconds = (name: string) =>
   z.coerce
     .number({ error: `${name} must be a number of seconds` })
@@ -93,7 +89,10 @@ const url = (name: string, schemes: string[]) =>
   z
     .string()
     .trim()
-    .refine((v) => urlWithout(v, schemes) !== null, `${name} must be a ${schemes.map((s) => s.replace(":", "")).join(" or ")} URL`)
+    .refine(
+      (v) => urlWithout(v, schemes) !== null,
+      `${name} must be a ${schemes.map((s) => s.replace(":", "")).join(" or ")} URL`,
+    )
     .transform((v) => urlWithout(v, schemes)!);
 /** A comma list, each item passed through `normalise`, then checked by `items`; undefined when unset. */
 const listOf = <T extends z.ZodType<unknown, string[] | undefined>>(normalise: (item: string) => string, items: T) =>
@@ -126,12 +125,22 @@ const schema = z.object({
   dataDir: z.string().trim().min(1).default(".data"),
   restUrl: url("FEED_REST_URL", ["http:", "https:"]).optional(),
   wsUrl: url("FEED_WS_URL", ["ws:", "wss:"]).optional(),
-  historyCandles: z.coerce.number().int("FEED_HISTORY must be a whole number of candles").min(1, "FEED_HISTORY must be at least 1").max(100_000, "FEED_HISTORY must be at most 100000").default(1500),
+  historyCandles: z.coerce
+    .number()
+    .int("FEED_HISTORY must be a whole number of candles")
+    .min(1, "FEED_HISTORY must be at least 1")
+    .max(100_000, "FEED_HISTORY must be at most 100000")
+    .default(1500),
   silenceMs: seconds("FEED_SILENCE"),
   auditEveryMs: seconds("FEED_AUDIT_EVERY"),
   derivativesEveryMs: seconds("FEED_DERIVATIVES_EVERY"),
   failoverMs: seconds("FEED_FAILOVER"),
-  metricsPort: z.coerce.number().int("FEED_METRICS_PORT must be a port number").min(0).max(65_535, "FEED_METRICS_PORT must be a port number").default(9464),
+  metricsPort: z.coerce
+    .number()
+    .int("FEED_METRICS_PORT must be a port number")
+    .min(0)
+    .max(65_535, "FEED_METRICS_PORT must be a port number")
+    .default(9464),
   datasets: listOf(
     (s) => s.toLowerCase(),
     z
@@ -139,7 +148,11 @@ const schema = z.object({
       .min(1, `--datasets needs at least one of ${FEED_DATASETS.join(", ")}`)
       .default(["candles", "derivatives"]),
   ),
-  logLevel: z.string().toLowerCase().pipe(z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])).default("info"),
+  logLevel: z
+    .string()
+    .toLowerCase()
+    .pipe(z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]))
+    .default("info"),
 });
 
 /** Parses the feeder's flags (`argv` after `feed`) and environment; throws ConfigError with one line. */
@@ -150,8 +163,13 @@ export function parseFeedConfig(env: Env, argv: string[]): FeedConfig {
   } catch (err) {
     throw new ConfigError((err as Error).message);
   }
-  const given = (setting: keyof typeof VARIABLES) => (setting in flags && typeof flags[setting as keyof typeof FLAGS] === "string" ? (flags[setting as keyof typeof FLAGS] as string) : env[VARIABLES[setting]]);
-  const input = Object.fromEntries(Object.keys(VARIABLES).map((setting) => [setting, trimmedOrUndefined(given(setting as keyof typeof VARIABLES))]));
+  const given = (setting: keyof typeof VARIABLES) =>
+    setting in flags && typeof flags[setting as keyof typeof FLAGS] === "string"
+      ? (flags[setting as keyof typeof FLAGS] as string)
+      : env[VARIABLES[setting]];
+  const input = Object.fromEntries(
+    Object.keys(VARIABLES).map((setting) => [setting, trimmedOrUndefined(given(setting as keyof typeof VARIABLES))]),
+  );
   const result = schema.safeParse(input);
   if (!result.success) {
     const issue = result.error.issues[0]!;

@@ -13,7 +13,10 @@ const smtpUrl = optionalText.refine((raw) => {
 }, "must be an smtp:// or smtps:// URL such as smtp://user:password@mail.example:587");
 
 /** A sender such as `Signals <no-reply@signals.example>`: one line with an address in it. */
-const mailFrom = optionalText.refine((v) => v === undefined || (/^[^\r\n]{3,320}$/.test(v) && /[^\s@<>]+@[^\s@<>]+/.test(v)), "must be a sender address such as Signals <no-reply@signals.example>");
+const mailFrom = optionalText.refine(
+  (v) => v === undefined || (/^[^\r\n]{3,320}$/.test(v) && /[^\s@<>]+@[^\s@<>]+/.test(v)),
+  "must be a sender address such as Signals <no-reply@signals.example>",
+);
 
 export const membersEnv = {
   SESSION_TTL_HOURS: wholeNumber(168, 1, 24 * 365),
@@ -25,7 +28,12 @@ export const membersEnv = {
 
 type MembersEnv = Parsed<typeof membersEnv>;
 
-export const membersRules: Rule<MembersEnv>[] = [{ holds: (env) => env.SMTP_URL === undefined || env.MAIL_FROM !== undefined, message: "MAIL_FROM is required with SMTP_URL: password reset mails need a sender" }];
+export const membersRules: Rule<MembersEnv>[] = [
+  {
+    holds: (env) => env.SMTP_URL === undefined || env.MAIL_FROM !== undefined,
+    message: "MAIL_FROM is required with SMTP_URL: password reset mails need a sender",
+  },
+];
 
 /** The members' settings. */
 export function membersConfig(env: MembersEnv) {
@@ -36,7 +44,10 @@ export function membersConfig(env: MembersEnv) {
      * Views of pages showing the current signal (a paid plan's chart pages): per web session
      * per minute, and per account per MYT day over all its sessions (accounts/page-views.ts).
      */
-    pageViews: Object.freeze({ perSessionPerMinute: env.PAGE_VIEWS_PER_MINUTE, perAccountPerDay: env.PAGE_VIEWS_PER_DAY }),
+    pageViews: Object.freeze({
+      perSessionPerMinute: env.PAGE_VIEWS_PER_MINUTE,
+      perAccountPerDay: env.PAGE_VIEWS_PER_DAY,
+    }),
     /**
      * Outgoing mail (password reset links, docs/accounts.md); null (SMTP_URL unset): no
      * "Forgot password?" link, the reset pages answer 404, the operator's CLI links remain.

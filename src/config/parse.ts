@@ -59,7 +59,13 @@ export const flag = z
 
 /** A host name or address; the default when unset. */
 export const hostName = (fallback: string) =>
-  optionalText.transform((raw, ctx) => (raw === undefined ? fallback : /^[A-Za-z0-9.:\-[\]]+$/.test(raw) ? raw : fail(ctx, `is not a host name or address: "${raw}"`)));
+  optionalText.transform((raw, ctx) =>
+    raw === undefined
+      ? fallback
+      : /^[A-Za-z0-9.:\-[\]]+$/.test(raw)
+        ? raw
+        : fail(ctx, `is not a host name or address: "${raw}"`),
+  );
 
 /** `raw` as a URL of one of `protocols` (e.g. "http:"), without its trailing slashes; null when it is not one. */
 export function urlWithout(raw: string, protocols: readonly string[]): string | null {

@@ -16,14 +16,18 @@ export const serverEnv = {
   /** Server worker processes on one port; unset: the available cores on Postgres, 1 on PGlite. */
   WORKERS: optionalText.transform((raw, ctx) => {
     if (raw === undefined) return undefined;
-    if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 64) return fail(ctx, `must be a whole number between 1 and 64, got "${raw}"`);
+    if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 64)
+      return fail(ctx, `must be a whole number between 1 and 64, got "${raw}"`);
     return Number(raw);
   }),
   /**
    * Set by the primary process for its workers (server/cluster.ts), not by operators: "lead"
    * runs the once-per-machine duties, "follower" only the public listener.
    */
-  SIGNALS_WORKER_ROLE: optionalText.refine((v) => v === undefined || v === "lead" || v === "follower", 'must be "lead" or "follower"'),
+  SIGNALS_WORKER_ROLE: optionalText.refine(
+    (v) => v === undefined || v === "lead" || v === "follower",
+    'must be "lead" or "follower"',
+  ),
   LOG_LEVEL: optionalText.transform((v, ctx) => {
     const level = v ?? "info";
     return LOG_LEVELS.includes(level) ? level : fail(ctx, `must be one of ${LOG_LEVELS.join(", ")}`);
@@ -41,11 +45,14 @@ export const serverEnv = {
 
 type ServerEnv = Parsed<typeof serverEnv>;
 
-export const serverRules: Rule<ServerEnv>[] = [{ holds: (env) => env.PORT === 0 || env.PORT !== env.INTERNAL_PORT, message: "PORT and INTERNAL_PORT must differ" }];
+export const serverRules: Rule<ServerEnv>[] = [
+  { holds: (env) => env.PORT === 0 || env.PORT !== env.INTERNAL_PORT, message: "PORT and INTERNAL_PORT must differ" },
+];
 
 /** The server's settings; `databaseUrl` decides how many workers run by default. */
 export function serverConfig(env: ServerEnv, databaseUrl: string | null) {
-  const linkHost = env.HOST === "0.0.0.0" || env.HOST === "::" ? "127.0.0.1" : env.HOST.includes(":") ? `[${env.HOST}]` : env.HOST;
+  const linkHost =
+    env.HOST === "0.0.0.0" || env.HOST === "::" ? "127.0.0.1" : env.HOST.includes(":") ? `[${env.HOST}]` : env.HOST;
   return {
     host: env.HOST,
     port: env.PORT,

@@ -22,7 +22,10 @@ function sourceFiles(dir: string): string[] {
   });
 }
 
-/** Where a file reads `process.env` (`process.env.X`, `process["env"]`, `{ env } = process`), as line numbers; text inside strings does not count. */
+/**
+ * The lines where a file reads `process.env` (`process.env.X`, `process["env"]`,
+ * `{ env } = process`); text inside strings does not count.
+ */
 function environmentReads(file: string): number[] {
   const text = readFileSync(file, "utf8");
   if (!/\bprocess\b/.test(text) || !/\benv\b/.test(text)) return [];
@@ -32,8 +35,15 @@ function environmentReads(file: string): number[] {
   const visit = (node: ts.Node) => {
     const readsEnv =
       (ts.isPropertyAccessExpression(node) && node.name.text === "env" && isProcess(node.expression)) ||
-      (ts.isElementAccessExpression(node) && ts.isStringLiteralLike(node.argumentExpression) && node.argumentExpression.text === "env" && isProcess(node.expression)) ||
-      (ts.isVariableDeclaration(node) && ts.isObjectBindingPattern(node.name) && node.initializer !== undefined && isProcess(node.initializer) && node.name.elements.some((e) => (e.propertyName ?? e.name).getText(source) === "env"));
+      (ts.isElementAccessExpression(node) &&
+        ts.isStringLiteralLike(node.argumentExpression) &&
+        node.argumentExpression.text === "env" &&
+        isProcess(node.expression)) ||
+      (ts.isVariableDeclaration(node) &&
+        ts.isObjectBindingPattern(node.name) &&
+        node.initializer !== undefined &&
+        isProcess(node.initializer) &&
+        node.name.elements.some((e) => (e.propertyName ?? e.name).getText(source) === "env"));
     if (readsEnv) lines.push(source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1);
     ts.forEachChild(node, visit);
   };
@@ -41,7 +51,8 @@ function environmentReads(file: string): number[] {
   return lines;
 }
 
-const isConfiguration = (file: string) => file === path.join(SRC, "config.ts") || file.startsWith(path.join(SRC, "config") + path.sep);
+const isConfiguration = (file: string) =>
+  file === path.join(SRC, "config.ts") || file.startsWith(path.join(SRC, "config") + path.sep);
 
 describe("the environment is read in one place", () => {
   it("no module outside src/config.ts and src/config/ reads process.env", () => {
@@ -71,7 +82,10 @@ function documentedRows(): DocumentedRow[] {
       inTable = false;
       continue;
     }
-    const cells = line.split("|").slice(1, -1).map((c) => c.trim());
+    const cells = line
+      .split("|")
+      .slice(1, -1)
+      .map((c) => c.trim());
     if (/^(Variable|flag \/ variable)$/.test(cells[0]!)) inTable = true;
     else if (inTable && !cells[0]!.startsWith("---")) {
       const names = [...cells[0]!.matchAll(/`([A-Z][A-Z0-9_]+)`/g)].map((m) => m[1]!);
@@ -116,10 +130,14 @@ const READ: Record<string, (p: Parsed) => unknown> = {
   STRIPE_API_BASE: (p) => p.withStripe.payments.stripe!.apiBase.url,
   STRIPE_PRICE_NODE: (p) => p.withStripe.payments.stripe!.prices.node,
   STRIPE_PRICE_FOUNDING_SEAT: (p) => p.withStripe.payments.stripe!.prices.founding_seat,
-  TOKEN_PACKS: (p) => p.server.payments.tokenPacks.map((pack) => `${pack.tokens}:${pack.currency.toUpperCase()}:${pack.unitAmount}`).join(","),
+  TOKEN_PACKS: (p) =>
+    p.server.payments.tokenPacks
+      .map((pack) => `${pack.tokens}:${pack.currency.toUpperCase()}:${pack.unitAmount}`)
+      .join(","),
   SUBSCRIPTION_GRACE_HOURS: (p) => hours(p.server.payments.subscriptionGraceMs),
   STRIPE_WEBHOOK_TOLERANCE: (p) => p.withStripe.payments.stripe!.webhookToleranceS,
-  PUBLIC_BASE_URL: (p) => p.server.publicBaseUrl.replace(`http://${p.server.host}:${p.server.port}`, "http://HOST:PORT"),
+  PUBLIC_BASE_URL: (p) =>
+    p.server.publicBaseUrl.replace(`http://${p.server.host}:${p.server.port}`, "http://HOST:PORT"),
   PORT: (p) => p.server.port,
   HOST: (p) => p.server.host,
   INTERNAL_PORT: (p) => p.server.internalPort,
@@ -182,7 +200,10 @@ const READ: Record<string, (p: Parsed) => unknown> = {
   SOURCE_TIMEOUT: (p) => seconds(p.sources.timeoutMs),
 };
 
-/** A default README.md states as a value (a number, `code`, a word, unset, none), or undefined for one it describes in words. */
+/**
+ * A default README.md states as a value (a number, `code`, a word, unset), or undefined for
+ * one it describes in words.
+ */
 function statedValue(text: string): unknown {
   if (/^\d+$/.test(text)) return Number(text);
   if (/^(true|false)$/.test(text)) return text === "true";
