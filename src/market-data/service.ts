@@ -2,9 +2,9 @@
  * MarketDataService: the free endpoints (movers, derivatives, news, macro, fundamentals),
  * written once and served over REST, Connect, gRPC and gRPC-Web like SignalsService.
  *
- * Order of work per call: failed-key budget of the caller's address → key present → key
- * well-formed → ONE `free_call` round trip (key valid, subscription active on any plan, the
- * key's free calls in this minute) → the RateLimit headers → the filters (400 on a value that
+ * Order of work per call, after the API-key guard (accounts/api-key-guard.ts): ONE `free_call`
+ * round trip (key valid, subscription active on any plan, the key's free calls in this minute)
+ * → the RateLimit headers → the filters (400 on a value that
  * cannot be read) → the read. No Token is charged and the daily cap is not touched.
  */
 import { create } from "@bufbuild/protobuf";
@@ -23,13 +23,11 @@ import {
   NewsItemSchema,
   type MarketDataService,
 } from "../../gen/signals/v1/market_data_pb.js";
-import { withApiKey, type KeyAccepted } from "../accounts/api-key-guard.ts";
-import type { FailedKeyThrottle } from "../accounts/failed-key-throttle.ts";
+import { callerKey } from "../accounts/api-key-guard.ts";
 import type { Clock } from "../clock.ts";
 import type { DbHandle } from "../db/client.ts";
 import { serviceError } from "../errors.ts";
 import { errorSummary } from "../logger.ts";
-import type { Metrics } from "../observability/metrics.ts";
 import { normaliseTimeframe, timeframeWarning } from "../signals/request.ts";
 import { addWarnings } from "../signals/warnings.ts";
 import { admitFreeCall, FREE_WINDOW_MS, freeCall, type FreeCallResult } from "./free-call.ts";
@@ -45,11 +43,6 @@ export interface MarketDataServiceDeps {
   readonly staleAfterMs: number;
   /** Free calls per API key per minute. */
   readonly freeRateLimit: number;
-  /** Budget of failed keys per caller address (the instance the paid endpoint uses). */
-  readonly throttle?: FailedKeyThrottle;
-  /** Told once the database has accepted the call's key (see KeyAccepted). */
-  readonly keyAccepted?: KeyAccepted;
-  readonly metrics?: Metrics;
 }
 
 const moverMessage = (m: MoverRow) =>
@@ -66,8 +59,7 @@ const moverMessage = (m: MoverRow) =>
 
 /** Builds the service implementation over its dependencies. */
 export function createMarketDataService(deps: MarketDataServiceDeps): ServiceImpl<typeof MarketDataService> {
-  const { throttle, logger } = deps;
-  const calls = deps.metrics?.freeCalls ?? null;
+  const { logger } = deps;
 
   const unavailable = (cause: unknown, what: string): never => {
     logger.error({ err: errorSummary(cause) }, what);
@@ -83,38 +75,33 @@ export function createMarketDataService(deps: MarketDataServiceDeps): ServiceImp
   }
 
   /**
-   * Wraps one method: the checks, the outcome for the access log and metrics, and the
-   * RateLimit headers also on a 400 (the call has passed the checks and counted).
+   * Wraps one method: the free-call checks, and the RateLimit headers also on a 400 (the call
+   * has passed the checks and counted).
    */
-  function free<Req, Res>(method: string, handle: (request: Req, now: number, ctx: HandlerContext) => Promise<Res>) {
-    return (request: Req, ctx: HandlerContext): Promise<Res> =>
-      withApiKey(
-        ctx,
-        throttle,
-        (outcome) => calls?.inc({ method, protocol: ctx.protocolName, outcome }),
-        async (keyHash) => {
-          const { now, headers } = await admit(ctx, keyHash);
-          deps.keyAccepted?.(keyHash, now);
-          try {
-            return await handle(request, now, ctx);
-          } catch (err) {
-            if (err instanceof ConnectError) {
-              // Once, on the error: Connect would append the error's metadata to the response headers.
-              for (const [name, value] of Object.entries(headers)) {
-                ctx.responseHeader.delete(name);
-                err.metadata.set(name, value);
-              }
-            }
-            throw err;
+  function free<Req, Res>(handle: (request: Req, now: number, ctx: HandlerContext) => Promise<Res>) {
+    return async (request: Req, ctx: HandlerContext): Promise<Res> => {
+      const key = callerKey(ctx);
+      const { now, headers } = await admit(ctx, key.hash);
+      key.accepted(now);
+      try {
+        return await handle(request, now, ctx);
+      } catch (err) {
+        if (err instanceof ConnectError) {
+          // Once, on the error: Connect would append the error's metadata to the response headers.
+          for (const [name, value] of Object.entries(headers)) {
+            ctx.responseHeader.delete(name);
+            err.metadata.set(name, value);
           }
-        },
-      );
+        }
+        throw err;
+      }
+    };
   }
 
   const read = <T>(query: Promise<T>, what: string): Promise<T> => query.catch((cause: unknown) => unavailable(cause, what));
 
   return {
-    getMovers: free("GetMovers", async (request, now, ctx) => {
+    getMovers: free(async (request, now, ctx) => {
       const tf = normaliseTimeframe(request.tf);
       // The paid endpoint's 4h fallback, told as there (x-signals-warnings).
       if (request.tf && tf !== request.tf) addWarnings(ctx.responseHeader, [timeframeWarning(request.tf)], "before");
@@ -130,7 +117,7 @@ export function createMarketDataService(deps: MarketDataServiceDeps): ServiceImp
       });
     }),
 
-    getDerivatives: free("GetDerivatives", async (request, now) => {
+    getDerivatives: free(async (request, now) => {
       const limit = parseLimit(request.limit, LIMITS.derivatives);
       const after = parseCursor("derivatives", request.cursor);
       const symbols = parseSymbolFilter(request.symbols);
@@ -154,7 +141,7 @@ export function createMarketDataService(deps: MarketDataServiceDeps): ServiceImp
       });
     }),
 
-    getNews: free("GetNews", async (request, now) => {
+    getNews: free(async (request, now) => {
       const limit = parseLimit(request.limit, LIMITS.news);
       const since = parseSince(request.since);
       const before = parseCursor("news", request.cursor);
@@ -171,7 +158,7 @@ export function createMarketDataService(deps: MarketDataServiceDeps): ServiceImp
       });
     }),
 
-    getMacro: free("GetMacro", async (request, now) => {
+    getMacro: free(async (request, now) => {
       const limit = parseLimit(request.limit, LIMITS.macro);
       const since = parseSince(request.since);
       const after = parseCursor("macro", request.cursor);
@@ -188,7 +175,7 @@ export function createMarketDataService(deps: MarketDataServiceDeps): ServiceImp
       });
     }),
 
-    getFundamentals: free("GetFundamentals", async (request, now) => {
+    getFundamentals: free(async (request, now) => {
       const limit = parseLimit(request.limit, LIMITS.fundamentals);
       const cursor = parseCursor("fundamentals", request.cursor);
       const symbols = parseSymbolFilter(request.symbols);
