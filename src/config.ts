@@ -338,7 +338,7 @@ const configSchema = envSchema
       freeRateLimit: env.FREE_RATE_LIMIT,
       /**
        * Views of pages showing the current signal (a paid plan's chart pages): per web session
-       * per minute, and per account per MYT day over all its sessions (web/page-views.ts).
+       * per minute, and per account per MYT day over all its sessions (accounts/page-views.ts).
        */
       pageViews: Object.freeze({ perSessionPerMinute: env.PAGE_VIEWS_PER_MINUTE, perAccountPerDay: env.PAGE_VIEWS_PER_DAY }),
       /**

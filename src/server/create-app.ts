@@ -159,7 +159,7 @@ function createInternalHandler(deps: AppDeps, shared: Shared) {
     routes: (router: ConnectRouter) => {
       router.service(AdminService, admin);
       if (feed) router.service(IngestService, createIngestService(feed, logger, deps.db));
-      router.service(FeederService, createFeederService(deps.db));
+      router.service(FeederService, createFeederService(deps.db, feed));
       if (events) router.service(SignalEventsService, createSignalEventsService({ db: deps.db, hub: events, logger }));
       router.service(DataIngestService, createDataIngestService(deps));
       // Behind the bearer token like every internal RPC.
