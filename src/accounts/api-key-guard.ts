@@ -65,18 +65,29 @@ type UnaryHandler = (request: unknown, ctx: HandlerContext) => Promise<unknown>;
  * The implementation of `service` with every method behind the guard. Serve the result, and
  * only the result, on every protocol (create-app.ts lists it once for the router and REST).
  */
-export function guardedByApiKey<S extends DescService>(service: S, impl: ServiceImpl<S>, options: ApiKeyGuardOptions): ServiceImpl<S> {
+export function guardedByApiKey<S extends DescService>(
+  service: S,
+  impl: ServiceImpl<S>,
+  options: ApiKeyGuardOptions,
+): ServiceImpl<S> {
   const guarded: Record<string, UnaryHandler> = {};
   for (const method of service.methods) {
-    if (method.methodKind !== "unary") throw new Error(`${service.typeName}.${method.name}: only unary methods take an API key`);
+    if (method.methodKind !== "unary")
+      throw new Error(`${service.typeName}.${method.name}: only unary methods take an API key`);
     const handler = (impl as unknown as Record<string, UnaryHandler>)[method.localName];
     if (typeof handler !== "function") throw new Error(`${service.typeName}.${method.name} is not implemented`);
-    guarded[method.localName] = (request, ctx) => withApiKey(ctx, method, options, () => handler.call(impl, request, ctx));
+    guarded[method.localName] = (request, ctx) =>
+      withApiKey(ctx, method, options, () => handler.call(impl, request, ctx));
   }
   return guarded as unknown as ServiceImpl<S>;
 }
 
-async function withApiKey<T>(ctx: HandlerContext, method: DescMethod, options: ApiKeyGuardOptions, call: () => Promise<T>): Promise<T> {
+async function withApiKey<T>(
+  ctx: HandlerContext,
+  method: DescMethod,
+  options: ApiKeyGuardOptions,
+  call: () => Promise<T>,
+): Promise<T> {
   const { throttle } = options;
   const peer = currentRequest()?.peer ?? "unknown";
   const given = ctx.requestHeader.get(API_KEY_HEADER)?.trim() ?? "";
@@ -109,5 +120,7 @@ async function withApiKey<T>(ctx: HandlerContext, method: DescMethod, options: A
 }
 
 function tooManyFailedKeys(waitMs: number) {
-  return serviceError("rate_limited", "Too many requests with invalid API keys from this address; retry later.", { "retry-after": String(Math.ceil(waitMs / 1000)) });
+  return serviceError("rate_limited", "Too many requests with invalid API keys from this address; retry later.", {
+    "retry-after": String(Math.ceil(waitMs / 1000)),
+  });
 }

@@ -19,9 +19,9 @@ import {
   GetMoversResponseSchema,
   GetNewsResponseSchema,
   MacroPointSchema,
+  type MarketDataService,
   MoverSchema,
   NewsItemSchema,
-  type MarketDataService,
 } from "../../gen/signals/v1/market_data_pb.js";
 import { callerKey } from "../accounts/api-key-guard.ts";
 import type { Clock } from "../clock.ts";
@@ -30,9 +30,17 @@ import { serviceError } from "../errors.ts";
 import { errorSummary } from "../logger.ts";
 import { normaliseTimeframe, timeframeWarning } from "../signals/request.ts";
 import { addWarnings } from "../signals/warnings.ts";
-import { admitFreeCall, FREE_WINDOW_MS, freeCall, type FreeCallResult } from "./free-call.ts";
+import { admitFreeCall, FREE_WINDOW_MS, type FreeCallResult, freeCall } from "./free-call.ts";
 import { computeMovers, type MoverRow } from "./movers.ts";
-import { encodeCursor, LIMITS, parseCursor, parseLimit, parseSeriesFilter, parseSince, parseSymbolFilter } from "./request.ts";
+import {
+  encodeCursor,
+  LIMITS,
+  parseCursor,
+  parseLimit,
+  parseSeriesFilter,
+  parseSince,
+  parseSymbolFilter,
+} from "./request.ts";
 import { readDerivatives, readFundamentals, readMacro, readNews } from "./store.ts";
 
 export interface MarketDataServiceDeps {
@@ -67,10 +75,15 @@ export function createMarketDataService(deps: MarketDataServiceDeps): ServiceImp
   };
 
   /** The key and rate-limit checks; on success the RateLimit headers are set and the call's time returned. */
-  async function admit(ctx: HandlerContext, keyHash: string): Promise<{ now: number; headers: Record<string, string> }> {
+  async function admit(
+    ctx: HandlerContext,
+    keyHash: string,
+  ): Promise<{ now: number; headers: Record<string, string> }> {
     const now = deps.clock();
     const limit = deps.freeRateLimit;
-    const result: FreeCallResult = await freeCall(deps.db, keyHash, now, limit, FREE_WINDOW_MS).catch((cause: unknown) => unavailable(cause, "free_call failed"));
+    const result: FreeCallResult = await freeCall(deps.db, keyHash, now, limit, FREE_WINDOW_MS).catch(
+      (cause: unknown) => unavailable(cause, "free_call failed"),
+    );
     return { now, headers: admitFreeCall(ctx, result, limit, now, FREE_WINDOW_MS) };
   }
 
@@ -98,7 +111,8 @@ export function createMarketDataService(deps: MarketDataServiceDeps): ServiceImp
     };
   }
 
-  const read = <T>(query: Promise<T>, what: string): Promise<T> => query.catch((cause: unknown) => unavailable(cause, what));
+  const read = <T>(query: Promise<T>, what: string): Promise<T> =>
+    query.catch((cause: unknown) => unavailable(cause, what));
 
   return {
     getMovers: free(async (request, now, ctx) => {
@@ -106,7 +120,10 @@ export function createMarketDataService(deps: MarketDataServiceDeps): ServiceImp
       // The paid endpoint's 4h fallback, told as there (x-signals-warnings).
       if (request.tf && tf !== request.tf) addWarnings(ctx.responseHeader, [timeframeWarning(request.tf)], "before");
       const limit = parseLimit(request.limit, LIMITS.movers);
-      const movers = await read(computeMovers(deps.db, { tf, limit, now, staleAfterMs: deps.staleAfterMs }), "movers query failed");
+      const movers = await read(
+        computeMovers(deps.db, { tf, limit, now, staleAfterMs: deps.staleAfterMs }),
+        "movers query failed",
+      );
       return create(GetMoversResponseSchema, {
         ok: true,
         tf,
@@ -152,7 +169,15 @@ export function createMarketDataService(deps: MarketDataServiceDeps): ServiceImp
         ok: true,
         ts: BigInt(now),
         items: page.rows.map((r) =>
-          create(NewsItemSchema, { id: r.id, time: BigInt(r.time), title: r.title, source: r.source, url: r.url, coins: r.coins, updatedAt: BigInt(r.updatedAt) }),
+          create(NewsItemSchema, {
+            id: r.id,
+            time: BigInt(r.time),
+            title: r.title,
+            source: r.source,
+            url: r.url,
+            coins: r.coins,
+            updatedAt: BigInt(r.updatedAt),
+          }),
         ),
         nextCursor: page.more && last ? encodeCursor("news", [last.time, last.id]) : undefined,
       });
@@ -169,7 +194,14 @@ export function createMarketDataService(deps: MarketDataServiceDeps): ServiceImp
         ok: true,
         ts: BigInt(now),
         points: page.rows.map((r) =>
-          create(MacroPointSchema, { series: r.series, time: BigInt(r.time), value: r.value, unit: r.unit, source: r.source, updatedAt: BigInt(r.updatedAt) }),
+          create(MacroPointSchema, {
+            series: r.series,
+            time: BigInt(r.time),
+            value: r.value,
+            unit: r.unit,
+            source: r.source,
+            updatedAt: BigInt(r.updatedAt),
+          }),
         ),
         nextCursor: page.more && last ? encodeCursor("macro", [last.time, last.series]) : undefined,
       });
@@ -179,7 +211,10 @@ export function createMarketDataService(deps: MarketDataServiceDeps): ServiceImp
       const limit = parseLimit(request.limit, LIMITS.fundamentals);
       const cursor = parseCursor("fundamentals", request.cursor);
       const symbols = parseSymbolFilter(request.symbols);
-      const page = await read(readFundamentals(deps.db, { symbols, after: cursor ? cursor[0] : null, limit }), "fundamentals query failed");
+      const page = await read(
+        readFundamentals(deps.db, { symbols, after: cursor ? cursor[0] : null, limit }),
+        "fundamentals query failed",
+      );
       const last = page.rows[page.rows.length - 1];
       return create(GetFundamentalsResponseSchema, {
         ok: true,

@@ -6,14 +6,14 @@
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { Logger } from "pino";
-import { GetUsageResponseSchema, type GetUsageResponse, type UsageService } from "../../gen/signals/v1/usage_pb.js";
-import { mytIso, nextMytMidnight, nextMytMonthStart, type Clock } from "../clock.ts";
+import { type GetUsageResponse, GetUsageResponseSchema, type UsageService } from "../../gen/signals/v1/usage_pb.js";
+import { callerKey } from "../accounts/api-key-guard.ts";
+import { type Clock, mytIso, nextMytMidnight, nextMytMonthStart } from "../clock.ts";
 import type { Limits } from "../config.ts";
 import type { DbHandle } from "../db/client.ts";
 import { serviceError } from "../errors.ts";
 import { errorSummary } from "../logger.ts";
 import { admitFreeCall, FREE_WINDOW_MS } from "./free-call.ts";
-import { callerKey } from "../accounts/api-key-guard.ts";
 import { readUsage, type UsageRead } from "./usage.ts";
 
 export interface UsageServiceDeps {

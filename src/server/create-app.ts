@@ -7,43 +7,44 @@
  *    DataIngestService, the signal event stream and health.
  * Only main.ts (or a test) calls start().
  */
-import { errorSummary } from "../logger.ts";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
-import type { ConnectRouter } from "@connectrpc/connect";
+
 import type { DescService } from "@bufbuild/protobuf";
-import { reflectionServices } from "./reflection.ts";
-import { runChecks } from "../doctor/checks.ts";
+import type { ConnectRouter } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
+import { Health } from "../../gen/grpc/health/v1/health_pb.js";
 import { AdminService } from "../../gen/signals/v1/admin_pb.js";
-import { IngestService } from "../../gen/signals/v1/ingest_pb.js";
-import { FeederService } from "../../gen/signals/v1/feeder_pb.js";
-import { createFeederService } from "../market/feed-leases.ts";
+import { DataIngestService } from "../../gen/signals/v1/data_ingest_pb.js";
 import { SignalEventsService } from "../../gen/signals/v1/events_pb.js";
+import { FeederService } from "../../gen/signals/v1/feeder_pb.js";
+import { IngestService } from "../../gen/signals/v1/ingest_pb.js";
+import { KeyLastUsed } from "../accounts/key-last-used.ts";
+import { createAdminService } from "../admin/service.ts";
+import type { Clock } from "../clock.ts";
+import type { Config } from "../config.ts";
+import type { DbHandle } from "../db/client.ts";
+import { runChecks } from "../doctor/checks.ts";
 import type { SignalEventHub } from "../events/event-hub.ts";
 import { createSignalEventsService } from "../events/events-service.ts";
+import { errorSummary } from "../logger.ts";
 import type { MarketFeed } from "../market/feed.ts";
+import { createFeederService } from "../market/feed-leases.ts";
 import { createIngestService } from "../market/ingest-service.ts";
-import type { Config } from "../config.ts";
-import type { Clock } from "../clock.ts";
-import type { DbHandle } from "../db/client.ts";
 import type { SignalSnapshot } from "../market/snapshot.ts";
-import { createAdminService } from "../admin/service.ts";
-import { createDualProtocolListener } from "./listener.ts";
-import { createRestHandler, errorResponse, requestUrl, sendError, sendJson } from "./rest.ts";
-import { createWebHandler } from "../web/app.ts";
-import { bearerAuthInterceptor, createBearerCheck } from "./internal-auth.ts";
-import { withRequestScope } from "./request-scope.ts";
-import { clientFaultsAsInvalidArgument } from "./client-errors.ts";
-import { withJsonRouterErrors, withRequestLimits } from "./http-errors.ts";
-import { Health } from "../../gen/grpc/health/v1/health_pb.js";
+import { createDataIngestService } from "../market-data/ingest-service.ts";
 import { createHealthProbe, createHealthService, type HealthProbe } from "../observability/health.ts";
 import { createMetrics, type Metrics } from "../observability/metrics.ts";
-import { KeyLastUsed } from "../accounts/key-last-used.ts";
-import { DataIngestService } from "../../gen/signals/v1/data_ingest_pb.js";
-import { createDataIngestService } from "../market-data/ingest-service.ts";
+import { createWebHandler } from "../web/app.ts";
+import { clientFaultsAsInvalidArgument } from "./client-errors.ts";
 import { createDocsHandler } from "./docs-page.ts";
-import { publicOpenApiDocument, publicProtoFiles } from "./public-api.ts";
+import { withJsonRouterErrors, withRequestLimits } from "./http-errors.ts";
+import { bearerAuthInterceptor, createBearerCheck } from "./internal-auth.ts";
 import { createKeyedServices } from "./keyed-services.ts";
+import { createDualProtocolListener } from "./listener.ts";
+import { publicOpenApiDocument, publicProtoFiles } from "./public-api.ts";
+import { reflectionServices } from "./reflection.ts";
+import { withRequestScope } from "./request-scope.ts";
+import { createRestHandler, errorResponse, requestUrl, sendError, sendJson } from "./rest.ts";
 
 /** Serves gRPC server reflection (v1 and v1alpha) for the services a router serves. */
 function serveReflection(router: ConnectRouter, services: readonly DescService[]): void {
@@ -62,7 +63,10 @@ async function sendHealth(res: Parameters<typeof sendJson>[0], probe: HealthProb
 async function sendMetrics(res: Parameters<typeof sendJson>[0], metrics: Metrics, logger: Logger): Promise<void> {
   try {
     const body = await metrics.registry.metrics();
-    (res as import("node:http").ServerResponse).writeHead(200, { "content-type": metrics.registry.contentType, "cache-control": "no-store" });
+    (res as import("node:http").ServerResponse).writeHead(200, {
+      "content-type": metrics.registry.contentType,
+      "cache-control": "no-store",
+    });
     res.end(body);
   } catch (err) {
     logger.error({ err: errorSummary(err) }, "metrics could not be collected");
@@ -123,8 +127,15 @@ function createPublicHandler(deps: AppDeps, shared: Shared) {
   const protoFiles = publicProtoFiles();
   const docs = createDocsHandler(publicOpenApiDocument(config.publicBaseUrl, [...protoFiles.keys()]), protoFiles);
   const web = createWebHandler(
-    { ...deps, onTrackRecordComputed: (_symbol, tf) => metrics.trackRecordComputations.inc({ tf }), onPasswordHash: (outcome) => metrics.passwordHashes.inc({ outcome }) },
-    { notFound: () => errorResponse("not_found", NOT_FOUND_HINT), badRequest: () => errorResponse("bad_request", "The Host header cannot be read.") },
+    {
+      ...deps,
+      onTrackRecordComputed: (_symbol, tf) => metrics.trackRecordComputations.inc({ tf }),
+      onPasswordHash: (outcome) => metrics.passwordHashes.inc({ outcome }),
+    },
+    {
+      notFound: () => errorResponse("not_found", NOT_FOUND_HINT),
+      badRequest: () => errorResponse("bad_request", "The Host header cannot be read."),
+    },
   );
   return connectNodeAdapter({
     routes: (router: ConnectRouter) => {
@@ -153,8 +164,19 @@ function createPublicHandler(deps: AppDeps, shared: Shared) {
 /** The internal port, behind the bearer token: admin, ingest, feeders, the event stream; /healthz and /metrics. */
 function createInternalHandler(deps: AppDeps, shared: Shared) {
   const { config, logger, feed, events } = deps;
-  const admin = createAdminService({ ...deps, limits: config.limits, publicBaseUrl: config.publicBaseUrl, runChecks: () => runChecks({ db: deps.db, clock: deps.clock, config }) });
-  const services: DescService[] = [AdminService, ...(feed ? [IngestService] : []), FeederService, ...(events ? [SignalEventsService] : []), DataIngestService];
+  const admin = createAdminService({
+    ...deps,
+    limits: config.limits,
+    publicBaseUrl: config.publicBaseUrl,
+    runChecks: () => runChecks({ db: deps.db, clock: deps.clock, config }),
+  });
+  const services: DescService[] = [
+    AdminService,
+    ...(feed ? [IngestService] : []),
+    FeederService,
+    ...(events ? [SignalEventsService] : []),
+    DataIngestService,
+  ];
   return connectNodeAdapter({
     routes: (router: ConnectRouter) => {
       router.service(AdminService, admin);
@@ -195,19 +217,26 @@ function createListeners(config: Config, logger: Logger, publicHandler: Handler,
     idleTimeoutMs: config.idleTimeoutMs,
   };
   const scope = { logger, trustProxy: config.trustProxy };
-  const guarded = (handler: Handler) => withRequestLimits(withJsonRouterErrors(clientFaultsAsInvalidArgument(handler)), listenerOptions);
+  const guarded = (handler: Handler) =>
+    withRequestLimits(withJsonRouterErrors(clientFaultsAsInvalidArgument(handler)), listenerOptions);
   return {
-    publicListener: createDualProtocolListener(withRequestScope(guarded(publicHandler), { ...scope, listener: "public" }), {
-      ...listenerOptions,
-      streamMaxLifeMs: config.streamMaxLifeMs,
-      streamsPerAddress: config.streamsPerAddress,
-      goawayGraceMs: config.goawayGraceMs,
-    }),
-    internalListener: createDualProtocolListener(withRequestScope(guarded(internalHandler), { ...scope, listener: "internal" }), {
-      ...listenerOptions,
-      longRequestStreams: true,
-      goawayGraceMs: config.goawayGraceMs,
-    }),
+    publicListener: createDualProtocolListener(
+      withRequestScope(guarded(publicHandler), { ...scope, listener: "public" }),
+      {
+        ...listenerOptions,
+        streamMaxLifeMs: config.streamMaxLifeMs,
+        streamsPerAddress: config.streamsPerAddress,
+        goawayGraceMs: config.goawayGraceMs,
+      },
+    ),
+    internalListener: createDualProtocolListener(
+      withRequestScope(guarded(internalHandler), { ...scope, listener: "internal" }),
+      {
+        ...listenerOptions,
+        longRequestStreams: true,
+        goawayGraceMs: config.goawayGraceMs,
+      },
+    ),
   };
 }
 
@@ -222,9 +251,24 @@ export function createApp(deps: AppDeps): App {
     ...(deps.feed ? { freshness: () => deps.feed!.freshness() } : {}),
     ...(deps.deliveries ? { deliveries: deps.deliveries } : {}),
   });
-  const keyUse = new KeyLastUsed(deps.db, { windowMs: config.keyLastUsedFlushMs, logger, flushes: metrics.keyLastUsedFlushes, rowsWritten: metrics.keyLastUsedRows });
-  const shared: Shared = { metrics, keyUse, health: createHealthProbe(deps.db, shutdown.signal), shutdown: shutdown.signal };
-  const { publicListener, internalListener } = createListeners(config, logger, createPublicHandler(deps, shared), createInternalHandler(deps, shared));
+  const keyUse = new KeyLastUsed(deps.db, {
+    windowMs: config.keyLastUsedFlushMs,
+    logger,
+    flushes: metrics.keyLastUsedFlushes,
+    rowsWritten: metrics.keyLastUsedRows,
+  });
+  const shared: Shared = {
+    metrics,
+    keyUse,
+    health: createHealthProbe(deps.db, shutdown.signal),
+    shutdown: shutdown.signal,
+  };
+  const { publicListener, internalListener } = createListeners(
+    config,
+    logger,
+    createPublicHandler(deps, shared),
+    createInternalHandler(deps, shared),
+  );
   return {
     metrics,
     async start({ internal = true } = {}) {
@@ -232,7 +276,9 @@ export function createApp(deps: AppDeps): App {
       // Exclusive: in a cluster only the lead worker serves the internal listener (the engine
       // writer), so its socket is its own rather than shared through the primary (which would
       // also confuse it with the public one when both ports are 0: same cluster handle key).
-      const internalPort = internal ? await internalListener.listen(config.internalPort, config.internalHost, { exclusive: true }) : null;
+      const internalPort = internal
+        ? await internalListener.listen(config.internalPort, config.internalHost, { exclusive: true })
+        : null;
       return { port, internalPort };
     },
     async stop(graceMs = 10_000) {

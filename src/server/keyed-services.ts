@@ -4,10 +4,11 @@
  * the REST mapping serve this one list, so no protocol reaches a method without the guard.
  */
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
-import { SignalsService } from "../../gen/signals/v1/signals_pb.js";
+import type { Logger } from "pino";
 import { MarketDataService } from "../../gen/signals/v1/market_data_pb.js";
+import { SignalsService } from "../../gen/signals/v1/signals_pb.js";
 import { UsageService } from "../../gen/signals/v1/usage_pb.js";
-import { guardedByApiKey, type ApiKeyGuardOptions } from "../accounts/api-key-guard.ts";
+import { type ApiKeyGuardOptions, guardedByApiKey } from "../accounts/api-key-guard.ts";
 import { FailedKeyThrottle } from "../accounts/failed-key-throttle.ts";
 import type { KeyLastUsed } from "../accounts/key-last-used.ts";
 import type { Clock } from "../clock.ts";
@@ -18,7 +19,6 @@ import { createMarketDataService } from "../market-data/service.ts";
 import { createUsageService } from "../market-data/usage-service.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import { createSignalsService } from "../signals/service.ts";
-import type { Logger } from "pino";
 
 export interface KeyedServicesDeps {
   readonly config: Config;
@@ -47,7 +47,12 @@ function recordOutcome(metrics: Metrics) {
 /** Builds the keyed services behind one guard (one failed-key budget per address for all of them). */
 export function createKeyedServices(deps: KeyedServicesDeps): KeyedService[] {
   const { config, metrics, keyUse } = deps;
-  const throttle = new FailedKeyThrottle({ limit: config.failedKeyLimit, windowMs: config.failedKeyWindowMs, clock: deps.clock, db: deps.db });
+  const throttle = new FailedKeyThrottle({
+    limit: config.failedKeyLimit,
+    windowMs: config.failedKeyWindowMs,
+    clock: deps.clock,
+    db: deps.db,
+  });
   const guard: ApiKeyGuardOptions = {
     throttle,
     onAccepted: (keyHash, now) => {
@@ -58,8 +63,18 @@ export function createKeyedServices(deps: KeyedServicesDeps): KeyedService[] {
   };
   // Charge statements in flight: leave connections free for everything else (see signals/service.ts).
   const maxChargesInFlight = Math.max(1, config.dbPoolSize - 2);
-  const signals = createSignalsService({ ...deps, limits: config.limits, metrics, maxChargesInFlight, catchUpMs: config.catchUpMs });
-  const marketData = createMarketDataService({ ...deps, staleAfterMs: config.staleAfterMs, freeRateLimit: config.freeRateLimit });
+  const signals = createSignalsService({
+    ...deps,
+    limits: config.limits,
+    metrics,
+    maxChargesInFlight,
+    catchUpMs: config.catchUpMs,
+  });
+  const marketData = createMarketDataService({
+    ...deps,
+    staleAfterMs: config.staleAfterMs,
+    freeRateLimit: config.freeRateLimit,
+  });
   const usage = createUsageService({ ...deps, limits: config.limits, freeRateLimit: config.freeRateLimit });
   return [
     { service: SignalsService, impl: guardedByApiKey(SignalsService, signals, guard) },

@@ -6,10 +6,16 @@
  * or a protocol added without the guard fails here. A valid key is served on every cell, so a
  * refusal cannot come from a request the test got wrong.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
 import { create, type DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
-import { createConnectTransport, createGrpcTransport, createGrpcWebTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import {
+  createConnectTransport,
+  createGrpcTransport,
+  createGrpcWebTransport,
+  Http2SessionManager,
+} from "@connectrpc/connect-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { regenerateKey } from "../../src/accounts/accounts.ts";
 import { PUBLIC_REST_SERVICES } from "../../src/server/public-api.ts";
@@ -33,7 +39,10 @@ function restProtocol(server: TestServer): Protocol {
     async call(method, apiKey) {
       const route = httpRouteOf(method);
       if (route === null) throw new Error(`${method.name} has no REST route`);
-      const res = await fetch(`${server.baseUrl}${route.path}`, { method: route.verb, headers: apiKey === null ? {} : { "x-api-key": apiKey } });
+      const res = await fetch(`${server.baseUrl}${route.path}`, {
+        method: route.verb,
+        headers: apiKey === null ? {} : { "x-api-key": apiKey },
+      });
       const body = (await res.json()) as { ok: boolean; error?: string };
       if (res.status === 200 && body.ok) return { status: "ok" };
       return { status: "refused", reason: body.error, unauthenticated: res.status === 401 };
@@ -45,13 +54,23 @@ function rpcProtocol(name: string, transport: Transport): Protocol {
   return {
     name,
     async call(method, apiKey) {
-      const client = createClient(method.parent, transport) as unknown as Record<string, (request: unknown, options: object) => Promise<unknown>>;
+      const client = createClient(method.parent, transport) as unknown as Record<
+        string,
+        (request: unknown, options: object) => Promise<unknown>
+      >;
       try {
-        await client[method.localName]!(create(method.input), { headers: apiKey === null ? {} : { "x-api-key": apiKey }, timeoutMs: 10_000 });
+        await client[method.localName]!(create(method.input), {
+          headers: apiKey === null ? {} : { "x-api-key": apiKey },
+          timeoutMs: 10_000,
+        });
         return { status: "ok" };
       } catch (e) {
         const err = ConnectError.from(e);
-        return { status: "refused", reason: err.findDetails(ErrorInfoSchema)[0]?.reason, unauthenticated: err.code === Code.Unauthenticated };
+        return {
+          status: "refused",
+          reason: err.findDetails(ErrorInfoSchema)[0]?.reason,
+          unauthenticated: err.code === Code.Unauthenticated,
+        };
       }
     },
   };
@@ -102,7 +121,9 @@ describe("the API-key guard on every method and every protocol", () => {
         const cell = `${protocol.name} ${method.parent.name}.${method.name}`;
         for (const [key, reason] of cases) {
           seen.push(`${cell} ${JSON.stringify(key)}: ${JSON.stringify(await protocol.call(method, key))}`);
-          expected.push(`${cell} ${JSON.stringify(key)}: ${JSON.stringify({ status: "refused", reason, unauthenticated: true })}`);
+          expected.push(
+            `${cell} ${JSON.stringify(key)}: ${JSON.stringify({ status: "refused", reason, unauthenticated: true })}`,
+          );
         }
         seen.push(`${cell} valid: ${JSON.stringify(await protocol.call(method, valid))}`);
         expected.push(`${cell} valid: ${JSON.stringify({ status: "ok" })}`);
@@ -115,10 +136,14 @@ describe("the API-key guard on every method and every protocol", () => {
     for (const protocol of protocols) for (const method of METHODS) await protocol.call(method, null);
     const metrics = await (await fetch(`${server.internalUrl}/metrics`)).text();
     for (const protocol of protocols) {
-      expect(metrics, protocol.name).toMatch(new RegExp(`signals_calls_total\\{protocol="${protocol.name}",outcome="api_key_required"\\} [1-9]`));
+      expect(metrics, protocol.name).toMatch(
+        new RegExp(`signals_calls_total\\{protocol="${protocol.name}",outcome="api_key_required"\\} [1-9]`),
+      );
       for (const method of METHODS.filter((m) => m.parent.name !== "SignalsService")) {
         expect(metrics, `${protocol.name} ${method.name}`).toMatch(
-          new RegExp(`signals_free_calls_total\\{method="${method.name}",protocol="${protocol.name}",outcome="api_key_required"\\} [1-9]`),
+          new RegExp(
+            `signals_free_calls_total\\{method="${method.name}",protocol="${protocol.name}",outcome="api_key_required"\\} [1-9]`,
+          ),
         );
       }
     }
