@@ -11,17 +11,12 @@ import { create } from "@bufbuild/protobuf";
 import { ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import {
-  DerivativesRowSchema,
-  FundamentalsRowSchema,
   GetDerivativesResponseSchema,
   GetFundamentalsResponseSchema,
   GetMacroResponseSchema,
   GetMoversResponseSchema,
   GetNewsResponseSchema,
-  MacroPointSchema,
   type MarketDataService,
-  MoverSchema,
-  NewsItemSchema,
 } from "../../gen/signals/v1/market_data_pb.js";
 import { callerKey } from "../accounts/api-key-guard.ts";
 import type { Clock } from "../clock.ts";
@@ -30,17 +25,10 @@ import { serviceError } from "../errors.ts";
 import { errorSummary } from "../logger.ts";
 import { normaliseTimeframe, timeframeWarning } from "../signals/request.ts";
 import { addWarnings } from "../signals/warnings.ts";
-import { admitFreeCall, FREE_WINDOW_MS, type FreeCallResult, freeCall } from "./free-call.ts";
-import { computeMovers, type MoverRow } from "./movers.ts";
-import {
-  encodeCursor,
-  LIMITS,
-  parseCursor,
-  parseLimit,
-  parseSeriesFilter,
-  parseSince,
-  parseSymbolFilter,
-} from "./request.ts";
+import { admitFreeCall, FREE_WINDOW_MS, freeCall } from "./free-call.ts";
+import { derivativesMessage, fundamentalsMessage, macroMessage, moverMessage, newsMessage } from "./messages.ts";
+import { computeMovers } from "./movers.ts";
+import { LIMITS, parseLimit, parseSeriesFilter, parseSince, parseSymbolFilter, readPage } from "./request.ts";
 import { readDerivatives, readFundamentals, readMacro, readNews } from "./store.ts";
 
 export interface MarketDataServiceDeps {
@@ -53,48 +41,21 @@ export interface MarketDataServiceDeps {
   readonly freeRateLimit: number;
 }
 
-const moverMessage = (m: MoverRow) =>
-  create(MoverSchema, {
-    symbol: m.symbol,
-    price: m.price,
-    changePct: m.changePct,
-    change24hPct: m.change24hPct ?? undefined,
-    volume: m.volume,
-    volume24h: m.volume24h,
-    updatedAt: BigInt(m.updatedAt),
-    demo: m.demo,
-  });
+type FreeMethod<Req, Res> = (request: Req, now: number, ctx: HandlerContext) => Promise<Res>;
 
-/** Builds the service implementation over its dependencies. */
-export function createMarketDataService(deps: MarketDataServiceDeps): ServiceImpl<typeof MarketDataService> {
-  const { logger } = deps;
-
-  const unavailable = (cause: unknown, what: string): never => {
-    logger.error({ err: errorSummary(cause) }, what);
-    throw serviceError("unavailable");
-  };
-
-  /** The key and rate-limit checks; on success the RateLimit headers are set and the call's time returned. */
-  async function admit(
-    ctx: HandlerContext,
-    keyHash: string,
-  ): Promise<{ now: number; headers: Record<string, string> }> {
-    const now = deps.clock();
-    const limit = deps.freeRateLimit;
-    const result: FreeCallResult = await freeCall(deps.db, keyHash, now, limit, FREE_WINDOW_MS).catch(
-      (cause: unknown) => unavailable(cause, "free_call failed"),
-    );
-    return { now, headers: admitFreeCall(ctx, result, limit, now, FREE_WINDOW_MS) };
-  }
-
-  /**
-   * Wraps one method: the free-call checks, and the RateLimit headers also on a 400 (the call
-   * has passed the checks and counted).
-   */
-  function free<Req, Res>(handle: (request: Req, now: number, ctx: HandlerContext) => Promise<Res>) {
-    return async (request: Req, ctx: HandlerContext): Promise<Res> => {
+/**
+ * Wraps one method in the free-call checks (one `free_call` round trip); the RateLimit headers
+ * go on the answer, and also on a 400 (the call has passed the checks and counted).
+ */
+function freeCallChecks(deps: MarketDataServiceDeps) {
+  return <Req, Res>(handle: FreeMethod<Req, Res>) =>
+    async (request: Req, ctx: HandlerContext): Promise<Res> => {
       const key = callerKey(ctx);
-      const { now, headers } = await admit(ctx, key.hash);
+      const now = deps.clock();
+      const result = await freeCall(deps.db, key.hash, now, deps.freeRateLimit, FREE_WINDOW_MS).catch(
+        (cause: unknown) => unavailable(deps.logger, cause, "free_call failed"),
+      );
+      const headers = admitFreeCall(ctx, result, deps.freeRateLimit, now, FREE_WINDOW_MS);
       key.accepted(now);
       try {
         return await handle(request, now, ctx);
@@ -109,10 +70,19 @@ export function createMarketDataService(deps: MarketDataServiceDeps): ServiceImp
         throw err;
       }
     };
-  }
+}
 
+function unavailable(logger: Logger, cause: unknown, what: string): never {
+  logger.error({ err: errorSummary(cause) }, what);
+  throw serviceError("unavailable");
+}
+
+/** Builds the service implementation over its dependencies. */
+export function createMarketDataService(deps: MarketDataServiceDeps): ServiceImpl<typeof MarketDataService> {
+  const { db } = deps;
+  const free = freeCallChecks(deps);
   const read = <T>(query: Promise<T>, what: string): Promise<T> =>
-    query.catch((cause: unknown) => unavailable(cause, what));
+    query.catch((cause: unknown) => unavailable(deps.logger, cause, what));
 
   return {
     getMovers: free(async (request, now, ctx) => {
@@ -121,7 +91,7 @@ export function createMarketDataService(deps: MarketDataServiceDeps): ServiceImp
       if (request.tf && tf !== request.tf) addWarnings(ctx.responseHeader, [timeframeWarning(request.tf)], "before");
       const limit = parseLimit(request.limit, LIMITS.movers);
       const movers = await read(
-        computeMovers(deps.db, { tf, limit, now, staleAfterMs: deps.staleAfterMs }),
+        computeMovers(db, { tf, limit, now, staleAfterMs: deps.staleAfterMs }),
         "movers query failed",
       );
       return create(GetMoversResponseSchema, {
@@ -135,107 +105,92 @@ export function createMarketDataService(deps: MarketDataServiceDeps): ServiceImp
     }),
 
     getDerivatives: free(async (request, now) => {
-      const limit = parseLimit(request.limit, LIMITS.derivatives);
-      const after = parseCursor("derivatives", request.cursor);
-      const symbols = parseSymbolFilter(request.symbols);
-      const page = await read(readDerivatives(deps.db, { symbols, after, limit }), "derivatives query failed");
-      const last = page.rows[page.rows.length - 1];
+      const page = await readPage(
+        "derivatives",
+        request,
+        (limit, after) =>
+          read(
+            readDerivatives(db, { symbols: parseSymbolFilter(request.symbols), after, limit }),
+            "derivatives query failed",
+          ),
+        (row) => [row.symbol, row.venue],
+      );
       return create(GetDerivativesResponseSchema, {
         ok: true,
         ts: BigInt(now),
-        rows: page.rows.map((r) =>
-          create(DerivativesRowSchema, {
-            symbol: r.symbol,
-            venue: r.venue,
-            fundingRate: r.fundingRate ?? undefined,
-            openInterestUsd: r.openInterestUsd ?? undefined,
-            longShortRatio: r.longShortRatio ?? undefined,
-            time: BigInt(r.time),
-            updatedAt: BigInt(r.updatedAt),
-          }),
-        ),
-        nextCursor: page.more && last ? encodeCursor("derivatives", [last.symbol, last.venue]) : undefined,
+        rows: page.rows.map(derivativesMessage),
+        nextCursor: page.nextCursor,
       });
     }),
 
     getNews: free(async (request, now) => {
-      const limit = parseLimit(request.limit, LIMITS.news);
-      const since = parseSince(request.since);
-      const before = parseCursor("news", request.cursor);
-      const symbols = parseSymbolFilter(request.symbols);
-      const page = await read(readNews(deps.db, { symbols, since, before, limit }), "news query failed");
-      const last = page.rows[page.rows.length - 1];
+      const page = await readPage(
+        "news",
+        request,
+        (limit, before) =>
+          read(
+            readNews(db, {
+              symbols: parseSymbolFilter(request.symbols),
+              since: parseSince(request.since),
+              before,
+              limit,
+            }),
+            "news query failed",
+          ),
+        (row) => [row.time, row.id],
+      );
       return create(GetNewsResponseSchema, {
         ok: true,
         ts: BigInt(now),
-        items: page.rows.map((r) =>
-          create(NewsItemSchema, {
-            id: r.id,
-            time: BigInt(r.time),
-            title: r.title,
-            source: r.source,
-            url: r.url,
-            coins: r.coins,
-            updatedAt: BigInt(r.updatedAt),
-          }),
-        ),
-        nextCursor: page.more && last ? encodeCursor("news", [last.time, last.id]) : undefined,
+        items: page.rows.map(newsMessage),
+        nextCursor: page.nextCursor,
       });
     }),
 
     getMacro: free(async (request, now) => {
-      const limit = parseLimit(request.limit, LIMITS.macro);
-      const since = parseSince(request.since);
-      const after = parseCursor("macro", request.cursor);
-      const series = parseSeriesFilter(request.series);
-      const page = await read(readMacro(deps.db, { series, since, after, limit }), "macro query failed");
-      const last = page.rows[page.rows.length - 1];
+      const page = await readPage(
+        "macro",
+        request,
+        (limit, after) =>
+          read(
+            readMacro(db, {
+              series: parseSeriesFilter(request.series),
+              since: parseSince(request.since),
+              after,
+              limit,
+            }),
+            "macro query failed",
+          ),
+        (row) => [row.time, row.series],
+      );
       return create(GetMacroResponseSchema, {
         ok: true,
         ts: BigInt(now),
-        points: page.rows.map((r) =>
-          create(MacroPointSchema, {
-            series: r.series,
-            time: BigInt(r.time),
-            value: r.value,
-            unit: r.unit,
-            source: r.source,
-            updatedAt: BigInt(r.updatedAt),
-          }),
-        ),
-        nextCursor: page.more && last ? encodeCursor("macro", [last.time, last.series]) : undefined,
+        points: page.rows.map(macroMessage),
+        nextCursor: page.nextCursor,
       });
     }),
 
     getFundamentals: free(async (request, now) => {
-      const limit = parseLimit(request.limit, LIMITS.fundamentals);
-      const cursor = parseCursor("fundamentals", request.cursor);
-      const symbols = parseSymbolFilter(request.symbols);
-      const page = await read(
-        readFundamentals(deps.db, { symbols, after: cursor ? cursor[0] : null, limit }),
-        "fundamentals query failed",
+      const page = await readPage(
+        "fundamentals",
+        request,
+        (limit, after) =>
+          read(
+            readFundamentals(db, {
+              symbols: parseSymbolFilter(request.symbols),
+              after: after ? after[0] : null,
+              limit,
+            }),
+            "fundamentals query failed",
+          ),
+        (row) => [row.symbol],
       );
-      const last = page.rows[page.rows.length - 1];
       return create(GetFundamentalsResponseSchema, {
         ok: true,
         ts: BigInt(now),
-        rows: page.rows.map((r) =>
-          create(FundamentalsRowSchema, {
-            symbol: r.symbol,
-            circulatingSupply: r.circulatingSupply,
-            maxSupply: r.maxSupply ?? undefined,
-            totalSupply: r.totalSupply ?? undefined,
-            marketCapUsd: r.marketCapUsd,
-            fullyDilutedValuationUsd: r.fullyDilutedValuationUsd ?? undefined,
-            rank: r.rank ?? undefined,
-            athUsd: r.athUsd ?? undefined,
-            athTime: r.athTime === null ? undefined : BigInt(r.athTime),
-            source: r.source,
-            time: BigInt(r.time),
-            updatedAt: BigInt(r.updatedAt),
-          }),
-        ),
-        nextCursor: page.more && last ? encodeCursor("fundamentals", [last.symbol]) : undefined,
+        rows: page.rows.map(fundamentalsMessage),
+        nextCursor: page.nextCursor,
       });
     }),
   };
