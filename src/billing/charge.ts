@@ -179,6 +179,11 @@ export class ChargeNotSent extends Error {
   readonly code = "CHARGE_NOT_SENT";
 }
 
+/** A statement the database did not answer in time: it may still commit, so its outcome is open. */
+export class ChargeUnanswered extends Error {
+  readonly code = "CHARGE_UNANSWERED";
+}
+
 export interface BatcherOptions {
   /**
    * How long callers of a group whose outcome is open wait for the database to answer again
@@ -196,10 +201,30 @@ export interface BatcherOptions {
    */
   readonly maxInFlight?: number;
   readonly queueTimeoutMs?: number;
+  /**
+   * How long a group's statement, and each try to resolve it, may go unanswered (default 5 s).
+   * Past it the statement is treated as on a broken connection (resolved as above) and the
+   * pool's connections are replaced: a network that drops packets silently (a host cut off
+   * from the database) fails no connection, so callers waited for the request timeout, and the
+   * statement could still commit when the network came back, a charge nobody was answered for.
+   */
+  readonly answerWithinMs?: number;
   readonly logger?: Logger;
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+
+/** `work`, or a ChargeUnanswered rejection once `ms` pass first (after calling `onLate`); a late settlement of `work` is ignored. */
+function answeredWithin<T>(work: Promise<T>, ms: number, onLate?: () => void): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      onLate?.();
+      reject(new ChargeUnanswered(`the database did not answer within ${ms} ms`));
+    }, ms);
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
 
 interface PendingCall {
   request: ChargeRequest;
@@ -217,6 +242,7 @@ export function createChargeBatcher(handle: DbHandle, limits: Limits, options: B
   const retryEveryMs = options.retryEveryMs ?? 250;
   const maxInFlight = options.maxInFlight ?? 8;
   const queueTimeoutMs = options.queueTimeoutMs ?? 5_000;
+  const answerWithinMs = options.answerWithinMs ?? 5_000;
   const log = options.logger;
   let pending: PendingCall[] = [];
   let scheduled = false;
@@ -227,7 +253,7 @@ export function createChargeBatcher(handle: DbHandle, limits: Limits, options: B
   const resolveUntil = async (attemptId: string, requests: ChargeRequest[], until: number, every = retryEveryMs): Promise<ChargeResult[] | null | undefined> => {
     for (;;) {
       try {
-        return await resolveAttempt(handle, attemptId, requests);
+        return await answeredWithin(resolveAttempt(handle, attemptId, requests), Math.max(1, Math.min(answerWithinMs, until - Date.now())));
       } catch {
         if (Date.now() + every > until) return undefined;
         await sleep(every);
@@ -252,7 +278,11 @@ export function createChargeBatcher(handle: DbHandle, limits: Limits, options: B
     const attemptId = uuidV7();
     const answer = (results: ChargeResult[]) => group.forEach((g, i) => g.resolve(results[i]!));
     const refuse = (err: unknown) => group.forEach((g) => g.reject(err));
-    chargeBatch(handle, requests, limits, attemptId).then(
+    const unanswered = () => {
+      log?.warn({ attemptId, calls: requests.length, answerWithinMs }, "charge statement unanswered; replacing the database connections");
+      handle.abandonConnections();
+    };
+    answeredWithin(chargeBatch(handle, requests, limits, attemptId), answerWithinMs, unanswered).then(
       (results) => {
         inFlight--;
         next();
