@@ -189,6 +189,8 @@ describe.skipIf(skipReason !== null)(`several hosts on one database${skipReason 
     const admin = createClient(AdminService, createConnectTransport({ baseUrl: a.internalUrl, httpVersion: "1.1", interceptors: [bearer] }));
     const alpha = await admin.createAccount({ email: "alpha@example.test", plan: "node" });
     const beta = await admin.createAccount({ email: "beta@example.test", plan: "node" });
+    // The test's own look at what the hosts answer is billed to an account of its own.
+    const watcher = await admin.createAccount({ email: "watcher@example.test", plan: "node" });
     for (const [i, chatId] of CHATS.entries()) {
       const member = await admin.createAccount({ email: `member${i}@example.test`, plan: "node" });
       await admin.setAlerts({ accountId: member.account!.accountId, alerts: { chatId, symbols: COINS, timeframes: ["1h"] } });
@@ -202,7 +204,7 @@ describe.skipIf(skipReason !== null)(`several hosts on one database${skipReason 
     const btcPrice = async (host: "a" | "b"): Promise<number | null> => {
       const agent = new http.Agent({ keepAlive: false });
       try {
-        const r = await httpGet(`${servers.get(host)!.baseUrl}/api/v1/signals?symbols=BTC&tf=1h`, { "x-api-key": beta.apiKey }, agent, 10_000);
+        const r = await httpGet(`${servers.get(host)!.baseUrl}/api/v1/signals?symbols=BTC&tf=1h`, { "x-api-key": watcher.apiKey }, agent, 10_000);
         return r.status === 200 ? ((JSON.parse(r.body) as { signals: Array<{ price?: number }> }).signals[0]?.price ?? null) : null;
       } catch {
         return null;
@@ -395,6 +397,11 @@ describe.skipIf(skipReason !== null)(`several hosts on one database${skipReason 
     expect(rows.every((r) => r.sent)).toBe(true);
     expect(delivered.sort()).toEqual(rows.map((r) => `${r.chat_id} ${r.event_id}`).sort());
     expect(new Set(delivered).size).toBe(delivered.length);
+    // And none was lost: every live signal event has its alert to each member's chat.
+    const events = await sql<{ id: string }[]>`SELECT id FROM signal_events WHERE live AND tf = '1h'`;
+    figures.liveSignalEvents = events.length;
+    expect(events.length).toBeGreaterThan(0);
+    for (const chatId of CHATS) expect(rows.filter((r) => r.chat_id === chatId).map((r) => r.event_id).sort()).toEqual(events.map((e) => e.id).sort());
     figures.wallMs = Date.now() - started;
   }, 240_000);
 });
