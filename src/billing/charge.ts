@@ -206,7 +206,8 @@ export interface BatcherOptions {
    * Past it the statement is treated as on a broken connection (resolved as above) and the
    * pool's connections are replaced: a network that drops packets silently (a host cut off
    * from the database) fails no connection, so callers waited for the request timeout, and the
-   * statement could still commit when the network came back, a charge nobody was answered for.
+   * statement could still commit when the network came back, a charge nobody was answered for
+   * (found by test/reliability/multi-host.test.ts).
    */
   readonly answerWithinMs?: number;
   readonly logger?: Logger;
