@@ -77,6 +77,8 @@ const bearer: Interceptor = (next) => (req) => {
   return next(req);
 };
 
+if (skipReason !== null) console.log(`[multi-host] skipped: ${skipReason}`);
+
 describe.skipIf(skipReason !== null)(`several hosts on one database${skipReason ? ` (skipped: ${skipReason})` : ""}`, () => {
   let net: TestNetwork;
   let database: { url: string; drop: () => Promise<void> };
@@ -296,6 +298,8 @@ describe.skipIf(skipReason !== null)(`several hosts on one database${skipReason 
       await closeAndWait(["a", "b"], 30_000);
       await closeAndWait(["a", "b"], 30_000);
       const alertsBeforeCut = telegram.delivered.length;
+      // Each host's connections to the database run through its own relay.
+      figures.databaseConnections = { a: proxies[0]!.stats().open, b: proxies[1]!.stats().open };
 
       // 2. B cut off from the database while the market moves on through A.
       const candleBeforeCut = exchange.forming("BTC").openTime;
@@ -318,6 +322,7 @@ describe.skipIf(skipReason !== null)(`several hosts on one database${skipReason 
       figures.recoveredAfterMs = calls.find((c) => c.host === "b" && c.status === 200 && c.startedAt > restoredAt)!.endedAt - restoredAt;
       await waitFor(answersForming(["a", "b"]), 30_000, "both hosts to answer the latest close");
       const cutCalls = calls.filter((c) => c.host === "b" && c.startedAt > cutAt && c.endedAt < restoredAt);
+      figures.connectionsOfBAfterCut = proxies[1]!.stats();
       figures.cut = { from: cutAt, to: restoredAt, ms: restoredAt - cutAt, callsToB: cutCalls.length, statuses: tally(cutCalls.map((c) => String(c.status))), slowestAnswerMs: Math.max(...cutCalls.map((c) => c.endedAt - c.startedAt)) };
       // Nothing B could not charge was answered 200, and B never answered the market it missed.
       expect(cutCalls.filter((c) => c.status === 200)).toEqual([]);
