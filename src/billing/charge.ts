@@ -264,8 +264,8 @@ async function resolveUntil(b: Batcher, attemptId: string, requests: ChargeReque
   }
 }
 
-/** After the callers were answered 503: settle the attempt, refunding its charges if it committed. */
-async function settleLate(b: Batcher, attemptId: string, requests: ChargeRequest[]): Promise<void> {
+/** After the callers were answered 503: learn whether the attempt committed after all, and refund its charges if it did. */
+async function refundIfCommittedLate(b: Batcher, attemptId: string, requests: ChargeRequest[]): Promise<void> {
   const results = await resolveUntil(b, attemptId, requests, Date.now() + 24 * 3600_000, Math.max(b.retryEveryMs, 1000));
   if (results === undefined || results === null) return;
   const charged = results.filter((r) => r.outcome === "ok" && r.accountId !== null);
@@ -281,7 +281,7 @@ const refuse = (group: PendingCall[], err: unknown) => group.forEach((g) => g.re
 /**
  * A statement failed: refused outright when it certainly did not commit; otherwise its callers
  * wait (up to resolveWithinMs) to learn whether it did, and past that get 503 while the attempt
- * is settled in the background.
+ * is resolved in the background.
  */
 async function afterFailure(b: Batcher, group: PendingCall[], attemptId: string, err: unknown): Promise<void> {
   if (certainlyNotCommitted(err)) return refuse(group, err);
@@ -291,7 +291,7 @@ async function afterFailure(b: Batcher, group: PendingCall[], attemptId: string,
   refuse(group, err);
   if (results === undefined) {
     b.log?.warn({ attemptId, calls: requests.length, err: errorSummary(err) }, "charge outcome unknown; answered 503, resolving in the background");
-    settleLate(b, attemptId, requests).catch((e: unknown) => b.log?.error({ attemptId, err: errorSummary(e) }, "charge attempt could not be settled"));
+    refundIfCommittedLate(b, attemptId, requests).catch((e: unknown) => b.log?.error({ attemptId, err: errorSummary(e) }, "charge attempt could not be resolved"));
   }
 }
 
