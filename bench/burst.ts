@@ -26,6 +26,7 @@ import { AdminService } from "../gen/signals/v1/admin_pb.js";
 import { startFakeTelegram, FAKE_BOT_TOKEN, type ReceivedMessage } from "../test/support/fake-telegram.ts";
 import type { FakeExchange } from "../test/support/fake-exchange.ts";
 import { httpGet } from "../test/support/http-load.ts";
+import { pushClosedCandles } from "../test/support/ingest-push.ts";
 import { realCandlesAvailable } from "../test/support/real-candles.ts";
 import { connectionOwners } from "../test/support/socket-owners.ts";
 import { rateBetween, type ClosedLoopBucket } from "./closed-loop.ts";
@@ -180,9 +181,19 @@ export async function benchBurst(): Promise<string> {
     );
     if (server.workerPids.length !== 2) throw new Error(`expected 2 workers, the server reported ${JSON.stringify(server.workerPids)}`);
     const keys = await createMembers(server.internalPort, bases);
+    // The history goes in as an import would (the feeder's cold start is bench/feeder-400.ts's
+    // subject, and on a shared machine it takes minutes); the feeder then resumes from it and streams.
+    const historyStarted = Date.now();
+    const imported = bases.flatMap((symbol) => fake.closed(symbol).slice(-history).map((candle) => ({ symbol, candle })));
+    await pushClosedCandles(`http://127.0.0.1:${server.internalPort}`, TOKEN, "backfill", "15m", imported);
     feeder = spawnFeeder(bases, feederEnv(fake, server.internalPort, TOKEN, history));
-    const coldStartMs = await waitForColdStart(fake, bases, sql, [feeder], TICK_EVERY_MS);
-    console.error(`[burst] cold start: ${history} × ${COINS} candles stored in ${(coldStartMs / 1000).toFixed(1)} s`);
+    await waitForColdStart(fake, bases, sql, [feeder], TICK_EVERY_MS);
+    while (fake.wsStats().maxStreamsOnOneConnection < COINS) {
+      if (feeder.child.exitCode !== null) throw new Error(`the feeder exited ${feeder.child.exitCode}:\n${feeder.logs()}`);
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    const coldStartMs = Date.now() - historyStarted;
+    console.error(`[burst] history of ${history} × ${COINS} candles stored and every coin streaming after ${(coldStartMs / 1000).toFixed(1)} s`);
     const undelivered = async () => Number((await sql<{ n: string }[]>`SELECT count(*) AS n FROM outbox WHERE sent_at IS NULL AND failed_at IS NULL`)[0]!.n);
 
     load = startLoad(server.port, keys.slice(0, 16), bases.slice(0, COINS_PER_CALL));
@@ -338,7 +349,7 @@ function report(run: { results: Boundary[]; rss: Map<number, number[]>; coldStar
     ["paid calls during the burst / quiet, same boundary (lowest of the boundaries)", `**${Math.min(...kept).toFixed(2)} ×**`, `≥ ${THROUGHPUT_KEPT} ×`],
     ["paid calls failed (whole run)", String(run.errorsAll), "0"],
     ...steady.map((s, i): [string, string, string] => [`RSS of worker ${i + 1} holding 400 × 5, steady (lowest over 10 s without load)`, `**${Math.round(s.mib)} MiB**`, `< ${RSS_TARGET_MIB} MiB`]),
-    ["cold start: history stored", `${run.history} × ${COINS} in ${(run.coldStartMs / 1000).toFixed(1)} s`, ""],
+    ["set-up: history imported, the feeder leading and streaming every coin", `${run.history} × ${COINS} candles, ${(run.coldStartMs / 1000).toFixed(1)} s`, ""],
   ];
   return [
     `${COINS} coins on the 15m base, ${MEMBERS} members (${COINS_PER_MEMBER} coins × ${TIMEFRAMES.length} timeframes each), WORKERS=2 on PostgreSQL, paid calls from ${LOAD_CONNECTIONS} closed-loop connections (${COINS_PER_CALL} coins a call), ${results.length} boundaries.`,
