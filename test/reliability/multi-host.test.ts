@@ -41,6 +41,8 @@ const FUTURE = 30;
 /** FEED_FAILOVER in seconds: leases last 2/3 of it and are renewed every 1/9. */
 const FEED_FAILOVER_S = 9;
 const REQUEST_TIMEOUT_S = 30;
+/** The longest any call may take (the servers' REQUEST_TIMEOUT): a close reaches every live host, and its alerts the Bot API, well within it. */
+const SETTLE_MS = REQUEST_TIMEOUT_S * 1000;
 const CHATS = ["2801", "2802"];
 /**
  * Where each coin's served series ends, in hours before the end of the real data: chosen so that
@@ -200,7 +202,7 @@ describe.skipIf(skipReason !== null)(`several hosts on one database${skipReason 
 
     // The feeder host: one feeder through each server host; the one through A leads every coin.
     await startFeeder("a");
-    await waitFor(async () => [...(await leaseHolders()).values()].filter((h) => h === feeders.get("a")!.id).length === COINS.length, 30_000, "the feeder through A to lead every coin");
+    await waitFor(async () => [...(await leaseHolders()).values()].filter((h) => h === feeders.get("a")!.id).length === COINS.length, SETTLE_MS, "the feeder through A to lead every coin");
     await startFeeder("b");
 
     const btcPrice = async (host: "a" | "b"): Promise<number | null> => {
@@ -295,8 +297,8 @@ describe.skipIf(skipReason !== null)(`several hosts on one database${skipReason 
 
     try {
       // 1. Both hosts up: the market moves, both answer it, alerts go out.
-      await closeAndWait(["a", "b"], 30_000);
-      await closeAndWait(["a", "b"], 30_000);
+      await closeAndWait(["a", "b"], SETTLE_MS);
+      await closeAndWait(["a", "b"], SETTLE_MS);
       const alertsBeforeCut = telegram.delivered.length;
       // Each host's connections to the database run through its own relay.
       figures.databaseConnections = { a: proxies[0]!.stats().open, b: proxies[1]!.stats().open };
@@ -305,7 +307,7 @@ describe.skipIf(skipReason !== null)(`several hosts on one database${skipReason 
       const candleBeforeCut = exchange.forming("BTC").openTime;
       net.cutDatabase("b");
       const cutAt = Date.now();
-      await closeAndWait(["a"], 30_000);
+      await closeAndWait(["a"], SETTLE_MS);
       // The cut holds until the calls B had in flight when it began are answered and each of B's
       // callers has had an answer to a call sent after it: all of them before the request timeout.
       const answeredSinceCut = () => calls.filter((c) => c.host === "b" && c.startedAt > cutAt).length;
@@ -320,7 +322,7 @@ describe.skipIf(skipReason !== null)(`several hosts on one database${skipReason 
       const restoredAt = Date.now();
       await waitFor(() => calls.some((c) => c.host === "b" && c.status === 200 && c.startedAt > restoredAt), REQUEST_TIMEOUT_S * 1000, "a 200 from B after the link returned");
       figures.recoveredAfterMs = calls.find((c) => c.host === "b" && c.status === 200 && c.startedAt > restoredAt)!.endedAt - restoredAt;
-      await waitFor(answersForming(["a", "b"]), 30_000, "both hosts to answer the latest close");
+      await waitFor(answersForming(["a", "b"]), SETTLE_MS, "both hosts to answer the latest close");
       const cutCalls = calls.filter((c) => c.host === "b" && c.startedAt > cutAt && c.endedAt < restoredAt);
       figures.connectionsOfBAfterCut = proxies[1]!.stats();
       figures.cut = { from: cutAt, to: restoredAt, ms: restoredAt - cutAt, callsToB: cutCalls.length, statuses: tally(cutCalls.map((c) => String(c.status))), slowestAnswerMs: Math.max(...cutCalls.map((c) => c.endedAt - c.startedAt)) };
@@ -335,7 +337,7 @@ describe.skipIf(skipReason !== null)(`several hosts on one database${skipReason 
 
       // 3. A killed mid-load, with no alert between its send and its acknowledgement (that
       // repeat is what at-least-once allows; test/e2e/alert-crash.test.ts covers it).
-      await waitFor(async () => (await unsentAlerts()) === 0, 30_000, "no alert pending before the kill");
+      await waitFor(async () => (await unsentAlerts()) === 0, SETTLE_MS, "no alert pending before the kill");
       const alertsBeforeKill = telegram.delivered.length;
       const killedFeederId = feeders.get("a")!.id;
       const pids = net.killHost("a");
@@ -356,8 +358,8 @@ describe.skipIf(skipReason !== null)(`several hosts on one database${skipReason 
       expect(holders.size).toBe(COINS.length);
       expect([...holders.values()]).not.toContain(killedFeederId);
       expect(failoverMs).toBeLessThanOrEqual(FEED_FAILOVER_S * 1000);
-      await closeAndWait(["b"], 30_000);
-      await closeAndWait(["b"], 30_000);
+      await closeAndWait(["b"], SETTLE_MS);
+      await closeAndWait(["b"], SETTLE_MS);
       figures.alerts = { beforeCut: alertsBeforeCut, beforeKill: alertsBeforeKill, afterKill: telegram.delivered.length - alertsBeforeKill };
     } finally {
       stopping = true;
