@@ -17,8 +17,8 @@ import { benchDatabase } from "./server-process.ts";
 import { openDb, migrateDb } from "../src/db/client.ts";
 import { MarketFeed } from "../src/market/feed.ts";
 import { readCandleFile } from "../src/market/csv-candles.ts";
-import { ChartDataCache, loadChartData } from "../src/web/chart-data.ts";
-import { endedHistoryOf } from "../src/web/ended-history.ts";
+import { ChartDataCache, loadChartData } from "../src/track-record/chart-data.ts";
+import { endedHistoryOf } from "../src/track-record/ended-history.ts";
 
 const FILE = fileURLToPath(new URL("../../shared/data/candles/BTCUSDT_1h.csv.gz", import.meta.url));
 const VIEWS = 20;

@@ -1,6 +1,6 @@
 /**
  * Backtest accounting of the signal-quality study (docs/signal-quality.md): the chart pages'
- * trades (src/web/track-record.ts, same exit rules), taken one position at a time inside a
+ * trades (src/track-record/track-record.ts, same exit rules), taken one position at a time inside a
  * window, with a fee and a slippage on each side, compounding, mark-to-market drawdown, exposure
  * and buy-and-hold over the same candles. Pure: no I/O, no clock.
  *
@@ -8,15 +8,15 @@
  * the notional actually traded on each side, which for a short's exit is the buy-back
  * (exit price × units), not the position's value.
  */
-import type { TrackCandle, TrackEvent } from "../../src/web/track-record.ts";
-import { computeTrackRecord } from "../../src/web/track-record.ts";
-import { lowerBound } from "../../src/web/live-record.ts";
-import { positionValue, type Costs } from "../../src/web/trade-costs.ts";
+import type { TrackCandle, TrackEvent } from "../../src/track-record/track-record.ts";
+import { computeTrackRecord } from "../../src/track-record/track-record.ts";
+import { lowerBound } from "../../src/track-record/live-record.ts";
+import { positionValue, type Costs } from "../../src/track-record/trade-costs.ts";
 
 /** Half-open window [start, end) of candle open times (epoch ms). */
 export type Window = { readonly start: number; readonly end: number };
 
-export type { Costs } from "../../src/web/trade-costs.ts";
+export type { Costs } from "../../src/track-record/trade-costs.ts";
 
 /** One trade taken by the one-position backtest, with its result after costs. */
 export type TakenTrade = {
@@ -48,7 +48,7 @@ export type Metrics = {
   readonly buyHoldPct: number;
 };
 
-export { positionValue } from "../../src/web/trade-costs.ts";
+export { positionValue } from "../../src/track-record/trade-costs.ts";
 
 
 /** The candles of a window: indices [first, last) of the candles opening inside it. */

@@ -14,8 +14,8 @@
  * where the rule allows it again, if MS-1's trade is still running; every fill pays the costs.
  */
 import type { Candle, EngineParams } from "../../src/engine/index.ts";
-import type { TrackEvent } from "../../src/web/track-record.ts";
-import { directionOf } from "../../src/web/track-record.ts";
+import type { TrackEvent } from "../../src/track-record/track-record.ts";
+import { directionOf } from "../../src/track-record/track-record.ts";
 import type { RealCoin, RealTimeframe } from "../../test/support/real-candles.ts";
 import { TIMEFRAME_MS } from "../../test/support/real-candles.ts";
 import type { Costs, TakenTrade, Window } from "./accounting.ts";

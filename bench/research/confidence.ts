@@ -9,7 +9,7 @@ import type { BacktestOverfitting } from "../../src/performance/backtest-overfit
 import { probabilityOfBacktestOverfitting } from "../../src/performance/backtest-overfitting.ts";
 import type { DeflatedSharpe, PerformanceSummary, Proportion } from "../../src/performance/statistics.ts";
 import { deflatedSharpeRatio, mean, probabilisticSharpeRatio, sharpeRatio, sharpeSample, summarizeReturns, timeInMarket, winRate } from "../../src/performance/statistics.ts";
-import { directionOf } from "../../src/web/track-record.ts";
+import { directionOf } from "../../src/track-record/track-record.ts";
 import type { RealTimeframe } from "../../test/support/real-candles.ts";
 import type { TakenTrade } from "./accounting.ts";
 import { positionValue, windowRange } from "./accounting.ts";

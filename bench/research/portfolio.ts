@@ -10,7 +10,7 @@
  * sleeve is wiped out (a short liquidated after the price doubled) has a −100% day and is then
  * dropped: the equal weight is over the coins left.
  */
-import type { TrackCandle } from "../../src/web/track-record.ts";
+import type { TrackCandle } from "../../src/track-record/track-record.ts";
 import type { Costs, TakenTrade, Window } from "./accounting.ts";
 import { heldIntervals, markedEquity, windowCloses, windowRange } from "./accounting.ts";
 

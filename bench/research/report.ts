@@ -184,7 +184,7 @@ deterministic: the same data and code give this file byte for byte
   the 1h candles there before building 4h and 1d, so no later candle can reach it.
 - **Hold-out**: ${HOLD_OUT.label}. A separate code path (\`bench/research/hold-out.ts\`), called
   once after MS-2 was fixed; its figures below are as they came out.
-- **Trades** are the chart pages' trades (\`src/web/track-record.ts\`, docs/track-record.md): one per
+- **Trades** are the chart pages' trades (\`src/track-record/track-record.ts\`, docs/track-record.md): one per
   directional signal event, entered at the confirming close, ended at the first close through its
   own defense, the next opposite signal or the next invalidation (NONE). A signal event is every
   change of the engine's \`signalAt\`, as the market store records them.

@@ -5,7 +5,7 @@
  */
 import type { Candle, EngineParams } from "../../src/engine/index.ts";
 import { createEngineState, signalDirection, stepClosed } from "../../src/engine/index.ts";
-import type { TrackEvent } from "../../src/web/track-record.ts";
+import type { TrackEvent } from "../../src/track-record/track-record.ts";
 import type { RealCoin, RealTimeframe } from "../../test/support/real-candles.ts";
 import { aggregateCandles, loadRealCandles, REAL_COINS, TIMEFRAME_MS } from "../../test/support/real-candles.ts";
 

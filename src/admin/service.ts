@@ -22,7 +22,7 @@ import {
 import { adjustTokens, applyMonthlyGrant } from "../billing/tokens.ts";
 import { serviceError } from "../errors.ts";
 import { AlertSettingsError, clearAlertSettings, getAlertSettings, parseAlertSettings, saveAlertSettings, type AlertSettings } from "../alerts/settings.ts";
-import { createSetupToken, setMemberPassword } from "../web/credentials.ts";
+import { createSetupToken, setMemberPassword } from "../accounts/sign-in/credentials.ts";
 import { listPayments } from "../payments/queries.ts";
 import { paymentMessage } from "./payment-message.ts";
 

@@ -428,7 +428,7 @@ export const chargeAttempts = pgTable("charge_attempts", {
  * the key and the subscription. One row per key that has made a free call.
  */
 /**
- * Views of pages that show the current signal (web/page-views.ts), in fixed windows: one row per
+ * Views of pages that show the current signal (accounts/page-views.ts), in fixed windows: one row per
  * session (`session:<token hash>`, per minute) and one per account (`account:<id>`, per MYT day).
  */
 export const pageViewWindows = pgTable("page_view_windows", {

@@ -33,7 +33,7 @@ export interface Metrics {
   readonly keyLastUsedRows: Counter;
   /** Computations of a series' chart data and track record (once per candle close or signal event, not per view). */
   readonly trackRecordComputations: Counter<"tf">;
-  /** The web pages' password hashing queue: hashes run, and requests refused or dropped (web/hash-gate.ts). */
+  /** The web pages' password hashing queue: hashes run, and requests refused or dropped (accounts/sign-in/hash-gate.ts). */
   readonly passwordHashes: Counter<"outcome">;
 }
 

@@ -4,7 +4,7 @@
  */
 import { CSRF_FIELD } from "./csrf.ts";
 import { html, layout, type SafeHtml } from "./html.ts";
-import { MIN_PASSWORD_LENGTH } from "./passwords.ts";
+import { MIN_PASSWORD_LENGTH } from "../accounts/sign-in/passwords.ts";
 
 /** What every page needs from the request. */
 export interface PageContext {

@@ -8,12 +8,12 @@ import { DEMO_DATA_LABEL } from "../market/provenance.ts";
 import type { Timeframe } from "../market/timeframes.ts";
 import type { SignalName } from "../market/snapshot.ts";
 import type { PageContext } from "./auth-pages.ts";
-import { HISTORY_ROWS, type ChartData } from "./chart-data.ts";
+import { HISTORY_ROWS, type ChartData } from "../track-record/chart-data.ts";
 import { ENDED_SIGNAL_DELAY_MS } from "../accounts/entitlement.ts";
 import { formatInteger, formatMyt, formatPercent, formatPrice } from "./format.ts";
 import { html, jsonScript, layout, type SafeHtml } from "./html.ts";
-import { directionOf, type SignalStats, type Trade } from "./track-record.ts";
-import { ALLOWED_FEES_PCT, DEFAULT_FEE_PCT, type BacktestResult } from "./backtest.ts";
+import { directionOf, type SignalStats, type Trade } from "../track-record/track-record.ts";
+import { ALLOWED_FEES_PCT, DEFAULT_FEE_PCT, type BacktestResult } from "../track-record/backtest.ts";
 import type { CoinFeedStatus } from "./status-page.ts";
 
 type SignedInContext = PageContext & { signedIn: { email: string; csrfToken: string } };
@@ -97,7 +97,7 @@ ${coins.length === 0
 
 /**
  * What the viewer may see of the series (accounts/entitlement.ts): everything, or the price
- * history with the signals that ended by `until` (web/ended-history.ts).
+ * history with the signals that ended by `until` (track-record/ended-history.ts).
  */
 export type ChartAccess = { readonly current: true } | { readonly current: false; readonly until: number };
 

@@ -7,12 +7,12 @@
 import type { PageContext } from "./auth-pages.ts";
 import { ENDED_SIGNAL_DELAY_MS } from "../accounts/entitlement.ts";
 import { DEMO_DATA_LABEL } from "../market/provenance.ts";
-import { DEFAULT_LIVE_COSTS } from "./live-record.ts";
+import { DEFAULT_LIVE_COSTS } from "../track-record/live-record.ts";
 import { formatFee } from "./chart-page.ts";
 import { formatInteger, formatMyt, formatMytDate, planName } from "./format.ts";
 import { html, layout, type SafeHtml } from "./html.ts";
 import { planPriceText, type Offer } from "./offer.ts";
-import type { ExampleAnswer, Headline } from "./public-showcase.ts";
+import type { ExampleAnswer, Headline } from "../track-record/public-showcase.ts";
 
 export interface LandingView {
   readonly example: ExampleAnswer | null;

@@ -20,14 +20,14 @@ import { loadOffer } from "./offer.ts";
 import type { Timeframe } from "../market/timeframes.ts";
 import type { SignalSnapshot } from "../market/snapshot.ts";
 import { loadAssets, type Assets } from "./assets.ts";
-import { ChartDataCache } from "./chart-data.ts";
+import { ChartDataCache } from "../track-record/chart-data.ts";
 import type { PaymentRouteDeps } from "./payment-actions.ts";
 import { renderContinuePage, renderMessagePage, type PageContext } from "./auth-pages.ts";
 import { CSRF_COOKIE, CSRF_FIELD, isWellFormedCsrfCookie, newCsrfCookieValue, originAllowed, sessionCsrfMatches, sessionCsrfToken } from "./csrf.ts";
 import { ownOrigins, requestIsTls, type WebRequest } from "./http.ts";
-import { findSession, type WebSession } from "./sessions.ts";
-import { DEFAULT_HASH_GATE, HashGate, HashRefused, type HashOutcome } from "./hash-gate.ts";
-import type { SignInPolicy } from "./throttle.ts";
+import { findSession, type WebSession } from "../accounts/sign-in/sessions.ts";
+import { DEFAULT_HASH_GATE, HashGate, HashRefused, type HashOutcome } from "../accounts/sign-in/hash-gate.ts";
+import type { SignInPolicy } from "../accounts/attempt-throttle.ts";
 
 export interface WebDeps {
   readonly config: Config;

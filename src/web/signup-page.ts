@@ -4,7 +4,7 @@
 import type { PageContext } from "./auth-pages.ts";
 import { CSRF_FIELD } from "./csrf.ts";
 import { html, layout } from "./html.ts";
-import { MIN_PASSWORD_LENGTH } from "./passwords.ts";
+import { MIN_PASSWORD_LENGTH } from "../accounts/sign-in/passwords.ts";
 
 /** The sign-up form; `csrfToken` is the double-submit value also set as the `csrf` cookie. */
 export function renderSignUpPage(ctx: PageContext, form: { csrfToken: string; email?: string; error?: string | null }): string {

@@ -7,12 +7,12 @@
  */
 import type { PageContext } from "./auth-pages.ts";
 import { signClass } from "./chart-page.ts";
-import type { DailyChainHead } from "./event-log.ts";
+import type { DailyChainHead } from "../track-record/event-log.ts";
 import { formatInteger, formatMytDate, formatPercent } from "./format.ts";
 import { html, layout, type SafeHtml } from "./html.ts";
-import { DAYS_PER_YEAR, REGIME_LOOKBACK_DAYS, type PortfolioFigures, type TimeframeConfidence } from "./live-confidence.ts";
-import type { LiveRecordView, LiveSeriesView } from "./live-record-data.ts";
-import type { LiveCosts } from "./live-record.ts";
+import { DAYS_PER_YEAR, REGIME_LOOKBACK_DAYS, type PortfolioFigures, type TimeframeConfidence } from "../track-record/live-confidence.ts";
+import type { LiveRecordView, LiveSeriesView } from "../track-record/live-record-data.ts";
+import type { LiveCosts } from "../track-record/live-record.ts";
 import type { PerformanceSummary } from "../performance/statistics.ts";
 import { ENDED_SIGNAL_DELAY_MS } from "../accounts/entitlement.ts";
 

@@ -10,7 +10,7 @@ import type { SignalName } from "../market/snapshot.ts";
 import { CSRF_FIELD } from "./csrf.ts";
 import { formatMyt, formatPrice } from "./format.ts";
 import { html, layout, type SafeHtml } from "./html.ts";
-import { MAX_WATCH_SYMBOLS, type Watchlist, type WatchCell } from "./watchlist.ts";
+import { MAX_WATCH_SYMBOLS, type Watchlist, type WatchCell } from "../accounts/watchlist.ts";
 
 type SignedInContext = PageContext & { signedIn: { email: string; csrfToken: string } };
 

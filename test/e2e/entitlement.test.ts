@@ -20,7 +20,7 @@ import { SignalsService, Signal } from "../../gen/signals/v1/signals_pb.js";
 import { MarketDataService } from "../../gen/signals/v1/market_data_pb.js";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { adjustTokens } from "../../src/billing/tokens.ts";
-import { setMemberPassword } from "../../src/web/credentials.ts";
+import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
 import type { Candle } from "../../src/engine/index.ts";
 import type { CandleUpdate } from "../../src/market/validate.ts";
 import { FAKE_BOT_TOKEN, startFakeTelegram, webhookPost, type FakeTelegram } from "../support/fake-telegram.ts";

@@ -12,7 +12,7 @@ import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-no
 import { IngestService, PushCandlesRequestSchema, type PushCandlesRequest } from "../../gen/signals/v1/ingest_pb.js";
 import { openDb, type DbHandle } from "../../src/db/client.ts";
 import { GENESIS_HASH, formatChainLog, verifyChainLog } from "../../src/market/event-chain.ts";
-import { chainLogPages } from "../../src/web/event-log.ts";
+import { chainLogPages } from "../../src/track-record/event-log.ts";
 import { childEnv, startServerProcess, type ServerProcess } from "../support/processes.ts";
 import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
 import { structureBreak } from "../support/structure-break.ts";

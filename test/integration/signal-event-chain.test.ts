@@ -11,7 +11,7 @@ import { openDb, type DbHandle } from "../../src/db/client.ts";
 import { GENESIS_HASH, chainHash, confirmedAtOf, formatChainLog, verifyChainLog } from "../../src/market/event-chain.ts";
 import { signalEventId, type PendingSignalEvent } from "../../src/market/signal-events.ts";
 import { persistMarket } from "../../src/market/store.ts";
-import { chainLogPages } from "../../src/web/event-log.ts";
+import { chainLogPages } from "../../src/track-record/event-log.ts";
 import { createTestDb, usingPostgres, type TestDb } from "../support/test-db.ts";
 
 const H = 3_600_000;

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, Page } from "playwright-core";
-import { setMemberPassword } from "../../src/web/credentials.ts";
+import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
 import { chromiumAvailable, launchChromium, RESULTS_DIR } from "../support/browser.ts";
 import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
 import { createTestClock, startTestServer, type TestServer } from "../support/test-server.ts";

@@ -9,7 +9,7 @@
 import { PassThrough } from "node:stream";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { setMemberPassword } from "../../src/web/credentials.ts";
+import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
 import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
 import { startTestServer, type TestServer } from "../support/test-server.ts";
 import { WebClient } from "../support/web-client.ts";

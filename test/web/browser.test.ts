@@ -14,7 +14,7 @@ import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { readCandleFile } from "../../src/market/csv-candles.ts";
-import { setMemberPassword } from "../../src/web/credentials.ts";
+import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
 import { chromiumAvailable, launchChromium, RESULTS_DIR } from "../support/browser.ts";
 import { REAL_CANDLES_DIR, realCandlesAvailable } from "../support/real-candles.ts";
 import { usingPostgres } from "../support/test-db.ts";

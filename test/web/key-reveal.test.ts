@@ -8,7 +8,7 @@ import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { activeKeyId, createAccount, regenerateKeyIfCurrent } from "../../src/accounts/accounts.ts";
 import { loadConfig } from "../../src/config.ts";
-import { createKeyReveal, KEY_REVEAL_TTL_MS, purgeExpiredKeyReveals, takeKeyReveal } from "../../src/web/key-reveal.ts";
+import { createKeyReveal, KEY_REVEAL_TTL_MS, purgeExpiredKeyReveals, takeKeyReveal } from "../../src/accounts/key-reveal.ts";
 import { createTestDb, type TestDb } from "../support/test-db.ts";
 
 const T0 = Date.parse("2026-11-15T04:00:00Z");

@@ -5,7 +5,7 @@
  * Every Location is resolved as a browser resolves it, against the page's own URL.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { setMemberPassword } from "../../src/web/credentials.ts";
+import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
 import { startTestServer, type TestServer } from "../support/test-server.ts";
 import { WebClient } from "../support/web-client.ts";
 

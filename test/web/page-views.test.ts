@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import { nextMytMidnight } from "../../src/clock.ts";
 import type { CandleUpdate } from "../../src/market/validate.ts";
-import { setMemberPassword } from "../../src/web/credentials.ts";
+import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
 import { structureBreak } from "../support/structure-break.ts";
 import { createTestClock, startTestServer, type TestServer } from "../support/test-server.ts";
 import { WebClient } from "../support/web-client.ts";

@@ -5,7 +5,7 @@
  * fixed `billing` text, which a page may quote as API field names.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createSession } from "../../src/web/sessions.ts";
+import { createSession } from "../../src/accounts/sign-in/sessions.ts";
 import { SESSION_COOKIE } from "../../src/web/page-kit.ts";
 import { BILLING_TEXT } from "../../src/signals/service.ts";
 import { runCli } from "../support/processes.ts";

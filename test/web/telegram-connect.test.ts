@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { CONNECT_TOKEN_TTL_MS } from "../../src/alerts/telegram-connect.ts";
 import { START_REPLIES } from "../../src/alerts/telegram-updates.ts";
-import { setMemberPassword } from "../../src/web/credentials.ts";
+import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
 import { TEST_ALERT_THROTTLE } from "../../src/web/routes/telegram.ts";
 import { chromiumAvailable, launchChromium } from "../support/browser.ts";
 import { FAKE_BOT_TOKEN, startFakeTelegram, webhookPost, type FakeTelegram } from "../support/fake-telegram.ts";

@@ -7,7 +7,7 @@
  */
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { attemptsOn, refundAttempt, reserveAttempt, reserveOnBoth, sweepExpired, throttleKeys, type ThrottlePolicy } from "../../src/web/throttle.ts";
+import { attemptsOn, refundAttempt, reserveAttempt, reserveOnBoth, sweepExpired, throttleKeys, type ThrottlePolicy } from "../../src/accounts/attempt-throttle.ts";
 import { createTestDb, type TestDb } from "../support/test-db.ts";
 
 const POLICY: ThrottlePolicy = { windowMs: 60_000, perAddress: 3, perEmail: 5 };

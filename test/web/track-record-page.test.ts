@@ -12,10 +12,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CandleUpdate } from "../../src/market/validate.ts";
 import { readCandleFile } from "../../src/market/csv-candles.ts";
-import { setMemberPassword } from "../../src/web/credentials.ts";
-import { ALLOWED_FEES_PCT, DEFAULT_FEE_PCT, runBacktest, type BacktestResult } from "../../src/web/backtest.ts";
-import { loadChartData, type ChartData } from "../../src/web/chart-data.ts";
-import { computeTrackRecord } from "../../src/web/track-record.ts";
+import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
+import { ALLOWED_FEES_PCT, DEFAULT_FEE_PCT, runBacktest, type BacktestResult } from "../../src/track-record/backtest.ts";
+import { loadChartData, type ChartData } from "../../src/track-record/chart-data.ts";
+import { computeTrackRecord } from "../../src/track-record/track-record.ts";
 import { TIMEFRAME_MS, type Timeframe } from "../../src/market/timeframes.ts";
 import { backtestFigures } from "../../src/web/chart-page.ts";
 import { REAL_CANDLES_DIR, realCandlesAvailable } from "../support/real-candles.ts";

@@ -12,7 +12,7 @@ import { parse } from "csv-parse/sync";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { mytDay } from "../../src/clock.ts";
-import { setMemberPassword } from "../../src/web/credentials.ts";
+import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
 import { formatMyt } from "../../src/web/format.ts";
 import { chromiumAvailable, launchChromium, RESULTS_DIR } from "../support/browser.ts";
 import { awayFromMytMidnight, waitFor } from "../support/reliability.ts";

@@ -5,12 +5,12 @@
  */
 import { Hono } from "hono";
 import { renderChangePasswordPage } from "../auth-pages.ts";
-import { changeMemberPassword, findCredentials } from "../credentials.ts";
+import { changeMemberPassword, findCredentials } from "../../accounts/sign-in/credentials.ts";
 import { clientAddress } from "../http.ts";
 import { isHashBusy, methodNotAllowed, type PageKit, type WebEnv } from "../page-kit.ts";
-import { newPasswordProblem, verifyPassword } from "../passwords.ts";
-import { deleteAccountSessions } from "../sessions.ts";
-import { DEFAULT_THROTTLE, minutesText, refundAttempt, reserveAttempt, retryAfter, throttleKeys } from "../throttle.ts";
+import { newPasswordProblem, verifyPassword } from "../../accounts/sign-in/passwords.ts";
+import { deleteAccountSessions } from "../../accounts/sign-in/sessions.ts";
+import { DEFAULT_THROTTLE, minutesText, refundAttempt, reserveAttempt, retryAfter, throttleKeys } from "../../accounts/attempt-throttle.ts";
 
 /** Routes of `/account/password` and `/account/sessions/end`. */
 export function accountSecurityRoutes(kit: PageKit): Hono<WebEnv> {

@@ -20,7 +20,7 @@ import { AlertSettingsError, clearAlertSettings, getAlertSettings, parseAlertSet
 import { renderAccountPage, renderKeyConfirmPage, renderKeyGonePage, renderNewKeyPage, type AccountView } from "../account-page.ts";
 import { secretsEqual } from "../../accounts/api-key.ts";
 import { keyConfirmToken } from "../csrf.ts";
-import { createKeyReveal, KEY_REVEAL_TTL_MS, keyRevealWaiting, takeKeyReveal } from "../key-reveal.ts";
+import { createKeyReveal, KEY_REVEAL_TTL_MS, keyRevealWaiting, takeKeyReveal } from "../../accounts/key-reveal.ts";
 import { renderMessagePage } from "../auth-pages.ts";
 import { billingView } from "../payment-actions.ts";
 import { takeTelegramTestResult, telegramView } from "./telegram.ts";

@@ -4,21 +4,21 @@
  * record and the backtest at a fee per side; a bad fee is a 400 page). What the member sees is
  * the entitlement rule's: an account that may call the paid endpoint now sees the current
  * levels and every signal (each view counted against the page-view budgets, 429 past them);
- * any other sees the price history and the signals that ended (web/ended-history.ts).
+ * any other sees the price history and the signals that ended (track-record/ended-history.ts).
  */
 import { Hono } from "hono";
 import { isWellFormedSymbol } from "../../market/symbols.ts";
 import { normaliseTimeframe } from "../../signals/request.ts";
 import { renderMessagePage } from "../auth-pages.ts";
-import { DEFAULT_FEE_PCT, parseFeePct } from "../backtest.ts";
-import { listChartCoins } from "../chart-data.ts";
+import { DEFAULT_FEE_PCT, parseFeePct } from "../../track-record/backtest.ts";
+import { listChartCoins } from "../../track-record/chart-data.ts";
 import { loadFeedStatus } from "../status-page.ts";
 import { chartPath, renderChartIndexPage, renderChartPage, type ChartAccess } from "../chart-page.ts";
 import { methodNotAllowed, type PageKit, type Signed, type WebContext, type WebEnv } from "../page-kit.ts";
 import { entitlement, viewerOf } from "../../accounts/entitlement.ts";
-import type { ChartData } from "../chart-data.ts";
-import { endedHistoryOf } from "../ended-history.ts";
-import { countPageView, type PageViewVerdict } from "../page-views.ts";
+import type { ChartData } from "../../track-record/chart-data.ts";
+import { endedHistoryOf } from "../../track-record/ended-history.ts";
+import { countPageView, type PageViewVerdict } from "../../accounts/page-views.ts";
 
 /** Routes of `/charts` and `/charts/:symbol`. */
 export function chartRoutes(kit: PageKit): Hono<WebEnv> {

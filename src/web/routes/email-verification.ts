@@ -8,12 +8,12 @@ import { getCookie } from "hono/cookie";
 import { errorSummary } from "../../logger.ts";
 import { renderMessagePage } from "../auth-pages.ts";
 import { CSRF_COOKIE, CSRF_FIELD, doubleSubmitMatches } from "../csrf.ts";
-import { checkEmailVerification, createEmailVerification, redeemEmailVerification } from "../email-verification.ts";
+import { checkEmailVerification, createEmailVerification, redeemEmailVerification } from "../../accounts/sign-in/email-verification.ts";
 import { clientAddress } from "../http.ts";
 import { methodNotAllowed, type PageKit, type WebContext, type WebEnv } from "../page-kit.ts";
 import { composeVerifyMail, createResetMailer } from "../reset-mail.ts";
 import { renderVerifyEmailPage } from "../signup-page.ts";
-import { minutesText, reserveOnBoth, retryAfter, sweepExpired, throttleKeys, type ThrottlePolicy } from "../throttle.ts";
+import { minutesText, reserveOnBoth, retryAfter, sweepExpired, throttleKeys, type ThrottlePolicy } from "../../accounts/attempt-throttle.ts";
 
 /** New confirmation links per account and per client address, per hour. */
 export const VERIFY_THROTTLE: ThrottlePolicy = Object.freeze({ windowMs: 3600_000, perAddress: 10, perEmail: 3, scope: "verify:" });

@@ -15,10 +15,10 @@ import { renderContinuePage, renderForgotPasswordPage, renderMessagePage, render
 import { CSRF_COOKIE, CSRF_FIELD, doubleSubmitMatches } from "../csrf.ts";
 import { clientAddress } from "../http.ts";
 import { isHashBusy, methodNotAllowed, type PageKit, type WebContext, type WebEnv } from "../page-kit.ts";
-import { checkPasswordReset, createPasswordReset, redeemPasswordReset, RESET_LINK_TTL_MS } from "../password-resets.ts";
-import { newPasswordProblem } from "../passwords.ts";
+import { checkPasswordReset, createPasswordReset, redeemPasswordReset, RESET_LINK_TTL_MS } from "../../accounts/sign-in/password-resets.ts";
+import { newPasswordProblem } from "../../accounts/sign-in/passwords.ts";
 import { createResetMailer } from "../reset-mail.ts";
-import { minutesText, reserveAttempt, retryAfter, sweepExpired, throttleKeys, type ThrottlePolicy } from "../throttle.ts";
+import { minutesText, reserveAttempt, retryAfter, sweepExpired, throttleKeys, type ThrottlePolicy } from "../../accounts/attempt-throttle.ts";
 
 /** Reset mails per email and requests per client address, per hour. */
 export const RESET_THROTTLE: ThrottlePolicy = Object.freeze({ windowMs: 3600_000, perAddress: 10, perEmail: 3, scope: "reset:" });

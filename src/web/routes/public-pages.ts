@@ -7,10 +7,10 @@
  */
 import { Hono } from "hono";
 import { renderGettingStartedPage } from "../getting-started-page.ts";
-import { LiveRecordCache } from "../live-record-data.ts";
+import { LiveRecordCache } from "../../track-record/live-record-data.ts";
 import { renderLandingPage } from "../landing-page.ts";
 import { renderPricingPage } from "../pricing-page.ts";
-import { exampleAnswer, headlineOf, publicViews } from "../public-showcase.ts";
+import { exampleAnswer, headlineOf, publicViews } from "../../track-record/public-showcase.ts";
 import { methodNotAllowed, type PageKit, type WebContext, type WebEnv } from "../page-kit.ts";
 
 /** Routes of `/`, `/pricing` and `/getting-started`. */

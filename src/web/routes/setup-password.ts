@@ -6,10 +6,10 @@ import { Hono } from "hono";
 import { getCookie } from "hono/cookie";
 import { renderMessagePage, renderSetupPasswordPage } from "../auth-pages.ts";
 import { CSRF_COOKIE, CSRF_FIELD, doubleSubmitMatches } from "../csrf.ts";
-import { checkSetupToken, redeemSetupToken } from "../credentials.ts";
+import { checkSetupToken, redeemSetupToken } from "../../accounts/sign-in/credentials.ts";
 import { clientAddress } from "../http.ts";
 import { isHashBusy, methodNotAllowed, type PageKit, type WebContext, type WebEnv } from "../page-kit.ts";
-import { newPasswordProblem } from "../passwords.ts";
+import { newPasswordProblem } from "../../accounts/sign-in/passwords.ts";
 
 /** Routes of `/setup-password`. */
 export function setupPasswordRoutes(kit: PageKit): Hono<WebEnv> {

@@ -9,12 +9,12 @@ import { CSRF_COOKIE, CSRF_FIELD, doubleSubmitMatches } from "../csrf.ts";
 import { renderSignInPage } from "../auth-pages.ts";
 import { clientAddress, safeLocalPath } from "../http.ts";
 import { isHashBusy, methodNotAllowed, SESSION_COOKIE, type PageKit, type WebEnv } from "../page-kit.ts";
-import { MAX_PASSWORD_LENGTH, verifyAgainstDummy, verifyPassword } from "../passwords.ts";
-import { createSession, deleteSession, findSession } from "../sessions.ts";
-import { attemptsOn, DEFAULT_THROTTLE, minutesText, refundAttempt, reserveAttempt, retryAfter, sweepExpired, throttleKeys, type Budget, type SignInPolicy, type ThrottleKeys } from "../throttle.ts";
-import { findCredentials } from "../credentials.ts";
-import { HashRefused } from "../hash-gate.ts";
-import { isKnownAddress, rememberAddress } from "../known-addresses.ts";
+import { MAX_PASSWORD_LENGTH, verifyAgainstDummy, verifyPassword } from "../../accounts/sign-in/passwords.ts";
+import { createSession, deleteSession, findSession } from "../../accounts/sign-in/sessions.ts";
+import { attemptsOn, DEFAULT_THROTTLE, minutesText, refundAttempt, reserveAttempt, retryAfter, sweepExpired, throttleKeys, type Budget, type SignInPolicy, type ThrottleKeys } from "../../accounts/attempt-throttle.ts";
+import { findCredentials } from "../../accounts/sign-in/credentials.ts";
+import { HashRefused } from "../../accounts/sign-in/hash-gate.ts";
+import { isKnownAddress, rememberAddress } from "../../accounts/sign-in/known-addresses.ts";
 
 const SIGN_IN_FAILED = "The email or password is not correct.";
 /** The notice the sign-in page shows after each way of arriving there (its query flag). */

@@ -12,13 +12,13 @@ import { Hono } from "hono";
 import { getCookie } from "hono/cookie";
 import { errorSummary } from "../../logger.ts";
 import { CSRF_COOKIE, CSRF_FIELD, doubleSubmitMatches } from "../csrf.ts";
-import { createEmailVerification } from "../email-verification.ts";
+import { createEmailVerification } from "../../accounts/sign-in/email-verification.ts";
 import { clientAddress } from "../http.ts";
 import { isHashBusy, methodNotAllowed, type PageKit, type WebEnv } from "../page-kit.ts";
 import { composeAlreadyMemberMail, composeVerifyMail, createResetMailer } from "../reset-mail.ts";
-import { signUp } from "../signup.ts";
+import { signUp } from "../../accounts/sign-in/sign-up.ts";
 import { renderSignUpPage, renderSignUpSentPage } from "../signup-page.ts";
-import { minutesText, reserveOnBoth, retryAfter, sweepExpired, throttleKeys, type ThrottlePolicy } from "../throttle.ts";
+import { minutesText, reserveOnBoth, retryAfter, sweepExpired, throttleKeys, type ThrottlePolicy } from "../../accounts/attempt-throttle.ts";
 
 /** Sign-ups per client address and per email, per hour (each attempt counts, reserved before the hash). */
 export const SIGN_UP_THROTTLE: ThrottlePolicy = Object.freeze({ windowMs: 3600_000, perAddress: 10, perEmail: 3, scope: "signup:" });

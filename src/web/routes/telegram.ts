@@ -18,7 +18,7 @@ import { connectLink, createConnectToken, disconnectChat } from "../../alerts/te
 import { handleUpdate, parseUpdate } from "../../alerts/telegram-updates.ts";
 import { renderMessagePage } from "../auth-pages.ts";
 import { clientAddress } from "../http.ts";
-import { minutesText, reserveOnBoth, retryAfter, sweepExpired, throttleKeys, type ThrottlePolicy } from "../throttle.ts";
+import { minutesText, reserveOnBoth, retryAfter, sweepExpired, throttleKeys, type ThrottlePolicy } from "../../accounts/attempt-throttle.ts";
 import { methodNotAllowed, type PageKit, type Signed, type WebContext, type WebEnv } from "../page-kit.ts";
 import { NO_ALERTS_IN_PLAN, UNPROVEN_CHAT, type TelegramTestResult, type TelegramView } from "../telegram-card.ts";
 

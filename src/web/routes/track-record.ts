@@ -9,8 +9,8 @@
 import { Hono } from "hono";
 import { mytDay } from "../../clock.ts";
 import { errorSummary } from "../../logger.ts";
-import { chainLogPages, chainLogStream, DailyHeadsCache } from "../event-log.ts";
-import { LiveRecordCache } from "../live-record-data.ts";
+import { chainLogPages, chainLogStream, DailyHeadsCache } from "../../track-record/event-log.ts";
+import { LiveRecordCache } from "../../track-record/live-record-data.ts";
 import { renderTrackRecordPage } from "../track-record-page.ts";
 import { methodNotAllowed, type PageKit, type WebEnv } from "../page-kit.ts";
 

@@ -13,7 +13,7 @@ import { getAccountSummary } from "../../accounts/accounts.ts";
 import { errorSummary } from "../../logger.ts";
 import { renderMessagePage } from "../auth-pages.ts";
 import { renderWatchPage, renderWatchRows, renderWatchUpgradePage } from "../watch-page.ts";
-import { ChangeTimes, claimWatchStream, getWatchlist, holdsWatchStream, parseWatchlist, releaseWatchStream, saveWatchlist, watchCells, WatchlistError } from "../watchlist.ts";
+import { ChangeTimes, claimWatchStream, getWatchlist, holdsWatchStream, parseWatchlist, releaseWatchStream, saveWatchlist, watchCells, WatchlistError } from "../../accounts/watchlist.ts";
 import { methodNotAllowed, type PageKit, type Signed, type WebEnv } from "../page-kit.ts";
 
 /** A stream says something at least this often (a comment), and re-checks its session and plan. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { backtestWindow, markedEquity, metricsOf, positionValue, takenTrade, takeTrades } from "../../../bench/research/accounting.ts";
-import type { TrackEvent } from "../../../src/web/track-record.ts";
+import type { TrackEvent } from "../../../src/track-record/track-record.ts";
 import { fixed, formatPf } from "../../../bench/research/markdown.ts";
 import { median } from "../../../bench/research/walk-forward.ts";
 

@@ -4,7 +4,7 @@ import type { CoinFrame } from "../../../bench/research/candidates.ts";
 import { alignHigherDirection, clipTrades, higherTimeframeHoldTrades, PRINCIPLED, trailingReturnSign } from "../../../bench/research/candidates.ts";
 import { weeklyCandles } from "../../../bench/research/series.ts";
 import type { Candle } from "../../../src/engine/index.ts";
-import type { TrackEvent } from "../../../src/web/track-record.ts";
+import type { TrackEvent } from "../../../src/track-record/track-record.ts";
 
 const H = 3_600_000;
 const DAY = 24 * H;

@@ -6,9 +6,9 @@
  * verified, so a link works once.
  */
 import { and, eq, gt, sql } from "drizzle-orm";
-import type { DbHandle } from "../db/client.ts";
-import { accounts, emailVerifications } from "../db/schema.ts";
-import { hashToken, isWellFormedToken, newToken } from "../one-time-token.ts";
+import type { DbHandle } from "../../db/client.ts";
+import { accounts, emailVerifications } from "../../db/schema.ts";
+import { hashToken, isWellFormedToken, newToken } from "../../one-time-token.ts";
 
 /** How long a confirmation link works (a day, like the operator's setup links). */
 export const VERIFY_LINK_TTL_MS = 24 * 3600 * 1000;

@@ -6,9 +6,9 @@
  * web session of the account.
  */
 import { and, eq, gt, isNull, sql } from "drizzle-orm";
-import type { DbHandle } from "../db/client.ts";
-import { accounts, passwordResets } from "../db/schema.ts";
-import { hashToken, isWellFormedToken, newToken } from "../one-time-token.ts";
+import type { DbHandle } from "../../db/client.ts";
+import { accounts, passwordResets } from "../../db/schema.ts";
+import { hashToken, isWellFormedToken, newToken } from "../../one-time-token.ts";
 import { storePasswordHash } from "./credentials.ts";
 import { markEmailVerified } from "./email-verification.ts";
 import { checkPasswordPolicy, hashPassword } from "./passwords.ts";

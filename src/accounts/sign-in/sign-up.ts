@@ -3,8 +3,8 @@
  * subscription, with its password, in one transaction. The member subscribes from the
  * account page; the first key is made there once the plan is paid.
  */
-import type { DbHandle } from "../db/client.ts";
-import { accounts, memberPasswords } from "../db/schema.ts";
+import type { DbHandle } from "../../db/client.ts";
+import { accounts, memberPasswords } from "../../db/schema.ts";
 import { checkPasswordPolicy, hashPassword, PasswordPolicyError } from "./passwords.ts";
 
 const EMAIL_PATTERN = /^[^\s@]{1,64}@[^\s@.]+(\.[^\s@.]+)+$/;

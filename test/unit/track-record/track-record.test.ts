@@ -5,7 +5,7 @@
  * the last close and kept out of win rates. The backtest over these trades: backtest.test.ts.
  */
 import { describe, expect, it } from "vitest";
-import { computeTrackRecord, type TrackCandle, type TrackEvent } from "../../../src/web/track-record.ts";
+import { computeTrackRecord, type TrackCandle, type TrackEvent } from "../../../src/track-record/track-record.ts";
 
 const H = 3_600_000;
 const t = (i: number) => Date.UTC(2024, 0, 1) + i * H;

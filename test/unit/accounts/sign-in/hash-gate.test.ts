@@ -4,7 +4,7 @@
  * client has gone leaves without its work ever running. Outcomes are counted.
  */
 import { describe, expect, it } from "vitest";
-import { HashGate, HashRefused, type HashOutcome } from "../../../src/web/hash-gate.ts";
+import { HashGate, HashRefused, type HashOutcome } from "../../../../src/accounts/sign-in/hash-gate.ts";
 
 /** Work that ends when the test says so, and records that it started. */
 function heldWork(started: string[], name: string) {

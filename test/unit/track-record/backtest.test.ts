@@ -4,9 +4,9 @@
  * buy-and-hold over the same period, maximum drawdown, and the fee parameter's validation.
  */
 import { describe, expect, it } from "vitest";
-import { ChartDataCache, type ChartData } from "../../../src/web/chart-data.ts";
-import { ALLOWED_FEES_PCT, DEFAULT_FEE_PCT, maxDrawdownPct, nearestAllowedFee, netResultPct, parseFeePct, runBacktest, type CloseSeries } from "../../../src/web/backtest.ts";
-import { computeTrackRecord, type TrackCandle, type TrackEvent } from "../../../src/web/track-record.ts";
+import { ChartDataCache, type ChartData } from "../../../src/track-record/chart-data.ts";
+import { ALLOWED_FEES_PCT, DEFAULT_FEE_PCT, maxDrawdownPct, nearestAllowedFee, netResultPct, parseFeePct, runBacktest, type CloseSeries } from "../../../src/track-record/backtest.ts";
+import { computeTrackRecord, type TrackCandle, type TrackEvent } from "../../../src/track-record/track-record.ts";
 
 const H = 3_600_000;
 const t = (i: number) => Date.UTC(2024, 0, 1) + i * H;

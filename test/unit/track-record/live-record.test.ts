@@ -5,7 +5,7 @@
  * exposure at every close. Every expected number is written out from the formulas here.
  */
 import { describe, expect, it } from "vitest";
-import { computeLiveSeries, type LiveCandle, type LiveEvent } from "../../../src/web/live-record.ts";
+import { computeLiveSeries, type LiveCandle, type LiveEvent } from "../../../src/track-record/live-record.ts";
 import type { SignalName } from "../../../src/market/snapshot.ts";
 
 const H = 3_600_000;

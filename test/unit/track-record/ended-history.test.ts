@@ -1,14 +1,14 @@
 /**
- * The ended-signals view of a series (web/ended-history.ts), on hand-made data: the signals
+ * The ended-signals view of a series (track-record/ended-history.ts), on hand-made data: the signals
  * before the one in force 24 h ago, the track record and backtest as of that moment, the price
  * history untouched, no levels; nothing newer than the delay changes it, and one copy is kept
  * while its cutoff stays put.
  */
 import { describe, expect, it } from "vitest";
-import { DEFAULT_FEE_PCT, runBacktest } from "../../../src/web/backtest.ts";
-import type { ChartData, StoredEvent } from "../../../src/web/chart-data.ts";
-import { endedHistoryOf } from "../../../src/web/ended-history.ts";
-import { computeTrackRecord } from "../../../src/web/track-record.ts";
+import { DEFAULT_FEE_PCT, runBacktest } from "../../../src/track-record/backtest.ts";
+import type { ChartData, StoredEvent } from "../../../src/track-record/chart-data.ts";
+import { endedHistoryOf } from "../../../src/track-record/ended-history.ts";
+import { computeTrackRecord } from "../../../src/track-record/track-record.ts";
 
 const H = 3_600_000;
 const T = Date.parse("2026-11-01T00:00:00Z");

@@ -1,9 +1,9 @@
 /**
  * The live record as /track-record shows it, read from the store: per coin and timeframe the
- * live series (web/live-record.ts) and per timeframe its confidence (web/live-confidence.ts).
+ * live series (track-record/live-record.ts) and per timeframe its confidence (track-record/live-confidence.ts).
  * The stored inputs are read again only when a signal event or a candle close was stored
  * anywhere (one small stamp query per view); views cut for viewers without current access
- * (the entitlement rule, as web/ended-history.ts cuts the chart data) are derived from them.
+ * (the entitlement rule, as track-record/ended-history.ts cuts the chart data) are derived from them.
  */
 import { sql } from "drizzle-orm";
 import type { DbHandle } from "../db/client.ts";

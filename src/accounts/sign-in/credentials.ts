@@ -5,10 +5,10 @@
  * keeps only the session they changed it from.
  */
 import { and, eq, gt, isNull, lt, ne, or, sql } from "drizzle-orm";
-import type { DbHandle } from "../db/client.ts";
-import { accounts, memberPasswords, passwordSetupTokens, webSessions } from "../db/schema.ts";
-import { AccountError } from "../accounts/accounts.ts";
-import { hashToken, isWellFormedToken, newToken } from "../one-time-token.ts";
+import type { DbHandle } from "../../db/client.ts";
+import { accounts, memberPasswords, passwordSetupTokens, webSessions } from "../../db/schema.ts";
+import { AccountError } from "../accounts.ts";
+import { hashToken, isWellFormedToken, newToken } from "../../one-time-token.ts";
 import { checkPasswordPolicy, hashPassword } from "./passwords.ts";
 
 /** How long a setup link works. */

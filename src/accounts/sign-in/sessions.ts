@@ -6,9 +6,9 @@
  */
 import { randomBytes } from "node:crypto";
 import { and, eq, gt, lt } from "drizzle-orm";
-import type { DbHandle } from "../db/client.ts";
-import { webSessions } from "../db/schema.ts";
-import { hashToken, isWellFormedToken, newToken } from "../one-time-token.ts";
+import type { DbHandle } from "../../db/client.ts";
+import { webSessions } from "../../db/schema.ts";
+import { hashToken, isWellFormedToken, newToken } from "../../one-time-token.ts";
 
 export interface WebSession {
   readonly accountId: number;

@@ -1,6 +1,6 @@
 /**
  * What the public pages show of the service's output without giving away the product: an
- * example answer of the paid endpoint built from a signal that has ended (web/ended-history.ts,
+ * example answer of the paid endpoint built from a signal that has ended (track-record/ended-history.ts,
  * the view every viewer without current access gets), and the headline figures of the public
  * live record, pooled over its series exactly as /track-record shows them (real data only,
  * after its costs). Never a current signal; a demo coin's example says it is one.

@@ -6,8 +6,8 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { DAY_MS, RESEARCH_TRIALS, timeframeConfidence, type CoveredSeries } from "../../../src/web/live-confidence.ts";
-import type { LiveSeries, LiveTrade } from "../../../src/web/live-record.ts";
+import { DAY_MS, RESEARCH_TRIALS, timeframeConfidence, type CoveredSeries } from "../../../src/track-record/live-confidence.ts";
+import type { LiveSeries, LiveTrade } from "../../../src/track-record/live-record.ts";
 import { expectedMaximumSharpe, probabilisticSharpeRatio, sharpeSample } from "../../../src/performance/statistics.ts";
 
 const D0 = 19_000; // a UTC day number

@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import { sql } from "drizzle-orm";
-import type { DbHandle } from "../db/client.ts";
+import type { DbHandle } from "../../db/client.ts";
 
 const addressHash = (accountId: number, address: string) => createHash("sha256").update(`${accountId}:${address}`, "utf8").digest("hex");
 
