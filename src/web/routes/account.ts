@@ -125,7 +125,7 @@ export function accountRoutes(kit: PageKit): Hono<WebEnv> {
   });
 
   // POST -> 303 -> GET: the answer to the POST carries no key, so a reload never re-sends it.
-  app.post("/account/key", kit.session, kit.form, kit.signedInForm, kit.verifiedEmail, async (c) => {
+  app.post("/account/key", kit.memberForm, kit.verifiedEmail, async (c) => {
     const signed = c.get("signed")!;
     const accountId = signed.session.accountId;
     const submitted = c.get("form").get("confirm") ?? "";
@@ -160,7 +160,7 @@ export function accountRoutes(kit: PageKit): Hono<WebEnv> {
   });
   app.all("/account/key/new", methodNotAllowed(kit, "GET"));
 
-  app.post("/account/alerts", kit.session, kit.form, kit.signedInForm, async (c) => {
+  app.post("/account/alerts", kit.memberForm, async (c) => {
     const signed = c.get("signed")!;
     const form = c.get("form");
     const accountId = signed.session.accountId;

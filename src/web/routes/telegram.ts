@@ -18,7 +18,9 @@ import { connectLink, createConnectToken, disconnectChat } from "../../alerts/te
 import { handleUpdate, parseUpdate } from "../../alerts/telegram-updates.ts";
 import { renderMessagePage } from "../auth-pages.ts";
 import { clientAddress } from "../http.ts";
-import { minutesText, reserveOnBoth, retryAfter, sweepExpired, throttleKeys, type ThrottlePolicy } from "../../accounts/attempt-throttle.ts";
+import { addressAndEmailBudgets, throttleKeys, type ThrottlePolicy } from "../../accounts/attempt-throttle.ts";
+import { reserveOrRefuse } from "../attempt-refusals.ts";
+import { refusalPage } from "../responses.ts";
 import { methodNotAllowed, type PageKit, type Signed, type WebContext, type WebEnv } from "../page-kit.ts";
 import { NO_ALERTS_IN_PLAN, UNPROVEN_CHAT, type TelegramTestResult, type TelegramView } from "../telegram-card.ts";
 
@@ -69,7 +71,7 @@ export function telegramRoutes(kit: PageKit): Hono<WebEnv> {
   const app = new Hono<WebEnv>();
   const backToAccount = { href: "/account", text: "Back to your account" };
 
-  app.post("/account/telegram/connect", kit.session, kit.form, kit.signedInForm, async (c) => {
+  app.post("/account/telegram/connect", kit.memberForm, async (c) => {
     const signed = c.get("signed")!;
     if (!telegramView(kit, signed, null).connectable) {
       return kit.page(c, 404, renderMessagePage(signed.ctx, "Telegram is not set up", "This server cannot connect Telegram in one tap. Enter your chat id on the account page instead.", backToAccount));
@@ -79,7 +81,7 @@ export function telegramRoutes(kit: PageKit): Hono<WebEnv> {
   });
   app.all("/account/telegram/connect", methodNotAllowed(kit, "POST"));
 
-  app.post("/account/telegram/test", kit.session, kit.form, kit.signedInForm, async (c) => {
+  app.post("/account/telegram/test", kit.memberForm, async (c) => {
     const signed = c.get("signed")!;
     const now = clock();
     if (!entitlement(viewerOf(signed.summary, now), "test_alert").admitted) {
@@ -95,16 +97,9 @@ export function telegramRoutes(kit: PageKit): Hono<WebEnv> {
       return kit.page(c, 409, renderMessagePage(signed.ctx, "Connect Telegram first", UNPROVEN_CHAT, backToAccount));
     }
     const keys = throttleKeys(clientAddress(kit.nodeRequest(c), config.trustProxy), `account-${signed.session.accountId}`, TEST_ALERT_THROTTLE.scope);
-    const waitMs = await reserveOnBoth(db, keys, TEST_ALERT_THROTTLE, now);
-    if (waitMs > 0) {
-      return kit.page(
-        c,
-        429,
-        renderMessagePage(signed.ctx, "Too many test alerts", `${TEST_ALERT_THROTTLE.perEmail} test alerts can be sent every ${TEST_ALERT_THROTTLE.windowMs / 60_000} minutes. Try again in ${minutesText(waitMs)}.`, backToAccount),
-        retryAfter(waitMs),
-      );
-    }
-    await sweepExpired(db, TEST_ALERT_THROTTLE, now);
+    const limitText = `${TEST_ALERT_THROTTLE.perEmail} test alerts can be sent every ${TEST_ALERT_THROTTLE.windowMs / 60_000} minutes.`;
+    const refused = await reserveOrRefuse(db, addressAndEmailBudgets(keys, TEST_ALERT_THROTTLE), TEST_ALERT_THROTTLE, now, limitText);
+    if (refused !== null) return refusalPage(c, signed.ctx, "Too many test alerts", refused, backToAccount);
     const outcome = await sender.send(chatId, `Test alert from ${config.publicBaseUrl}: this chat receives your signal alerts. Nothing else to do.`);
     const value = outcome.kind === "sent" ? "accepted" : `refused.${Buffer.from(outcome.error.slice(0, 200), "utf8").toString("base64url")}`;
     kit.setCookie(c, TEST_RESULT_COOKIE, value, TEST_RESULT_MAX_AGE_S);
@@ -113,7 +108,7 @@ export function telegramRoutes(kit: PageKit): Hono<WebEnv> {
   });
   app.all("/account/telegram/test", methodNotAllowed(kit, "POST"));
 
-  app.post("/account/telegram/disconnect", kit.session, kit.form, kit.signedInForm, async (c) => {
+  app.post("/account/telegram/disconnect", kit.memberForm, async (c) => {
     await disconnectChat(db, c.get("signed")!.session.accountId);
     return kit.seeOther(c, "/account?telegram-disconnected");
   });

@@ -42,7 +42,7 @@ export function watchRoutes(kit: PageKit): Hono<WebEnv> {
     return kit.page(c, 200, renderWatchPage(signed.ctx, { list, cells: await watchCells(snapshot, times, list, now), now, flash }, [kit.assets.url("watch.js")]));
   });
 
-  app.post("/watch", kit.session, kit.form, kit.signedInForm, async (c) => {
+  app.post("/watch", kit.memberForm, async (c) => {
     const signed = c.get("signed")!;
     if (!mayWatch(signed)) return kit.page(c, 403, renderWatchUpgradePage(signed.ctx));
     const form = c.get("form");
