@@ -50,9 +50,9 @@ export interface ServerProcess {
  * Spawns the server with extra environment (and V8 flags after npm start's) and resolves once it listens; kills it and rejects
  * (with its output so far) when it has not listened within timeoutMs, rather than hanging.
  */
-export function startServerProcess(env: Record<string, string>, timeoutMs = 60_000, extraFlags: string[] = []): Promise<ServerProcess> {
+export function startServerProcess(env: Record<string, string>, timeoutMs = 60_000, extraFlags: string[] = [], dir = process.env.BENCH_SERVER_DIR): Promise<ServerProcess> {
   const child = spawn(process.execPath, [...npmStartFlags(), ...extraFlags, "src/main.ts"], {
-    cwd: process.env.BENCH_SERVER_DIR || undefined,
+    cwd: dir || undefined,
     env: { ...process.env, PORT: "0", INTERNAL_PORT: "0", LOG_LEVEL: "info", DEMO_ACCOUNT: "false", DEMO_FEED: "false", WORKERS: "1", ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });

@@ -2,6 +2,10 @@
  * One ordered queue of candle updates for every coin, flushed as one PushCandles call at a
  * time (per coin, order is the order of enqueueing). A failed call is retried with backoff;
  * updates the service refuses for lack of the lease are reported to the coin's owner.
+ *
+ * A failed call's outcome is unknown (a timeout or a cut connection after the service applied
+ * it, in part or whole), so before the retry the pusher asks the service where each coin's
+ * stored history ends and drops what it already holds: nothing is sent twice.
  */
 import type { Logger } from "pino";
 import { errorSummary } from "../logger.ts";
@@ -11,6 +15,8 @@ import { backoffMs } from "../retry.ts";
 import { sleep } from "./timing.ts";
 
 const MAX_BATCH = 5_000;
+/** GetFeedState's limit of symbols per call. */
+const MAX_STATE_SYMBOLS = 1_000;
 /** Longest wait between two tries of a failed push (the backoff's ceiling doubles from 250 ms up to this). */
 export const PUSH_RETRY_MAX_MS = 15_000;
 
@@ -66,7 +72,21 @@ export class Pusher {
 
   private async drain(): Promise<void> {
     let failures = 0;
+    /** Coins of a failed call: the service may hold part of it. */
+    let unsure = new Set<string>();
     while (this.queue.length > 0 && !this.stopped) {
+      if (unsure.size > 0) {
+        try {
+          await this.dropHeld(unsure);
+          unsure = new Set();
+        } catch (err) {
+          failures++;
+          this.logger.warn({ err: errorSummary(err), attempt: failures }, "could not ask the service what it holds after a failed push; retrying");
+          await sleep(backoffMs(failures, 250, PUSH_RETRY_MAX_MS));
+          continue;
+        }
+        if (this.queue.length === 0) break;
+      }
       const mode = this.queue[0]!.mode;
       let n = 0;
       while (n < this.queue.length && n < MAX_BATCH && this.queue[n]!.mode === mode) n++;
@@ -81,10 +101,30 @@ export class Pusher {
         this.account(batch, result);
       } catch (err) {
         failures++;
+        for (const item of batch) unsure.add(item.symbol);
         this.logger.warn({ err: errorSummary(err), updates: batch.length, attempt: failures }, "candle push failed; retrying");
         await sleep(backoffMs(failures, 250, PUSH_RETRY_MAX_MS));
       }
     }
+  }
+
+  /**
+   * Removes from the queue the updates of `symbols` at or before the last closed candle the
+   * service holds (its answer covers every update it has applied, committed or not): those
+   * are final there, and sending them again would only be ignored as duplicates.
+   */
+  private async dropHeld(symbols: Set<string>): Promise<void> {
+    const held = new Map<string, number>();
+    const list = [...symbols];
+    for (let i = 0; i < list.length; i += MAX_STATE_SYMBOLS) {
+      for (const point of await this.client.resumePoints(list.slice(i, i + MAX_STATE_SYMBOLS))) {
+        if (point.known) held.set(point.symbol, point.lastClosedOpenTime);
+      }
+    }
+    const before = this.queue.length;
+    this.queue = this.queue.filter((q) => !(held.has(q.symbol) && q.candle.openTime <= held.get(q.symbol)!));
+    const dropped = before - this.queue.length;
+    if (dropped > 0) this.logger.info({ updates: dropped, coins: held.size }, "the service already held part of a failed push; not sending it again");
   }
 
   private account(batch: readonly Queued[], result: Awaited<ReturnType<ServerClient["push"]>>): void {

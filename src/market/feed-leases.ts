@@ -99,8 +99,13 @@ function checkFeederId(raw: string): string {
   return raw;
 }
 
-/** Builds the FeederService implementation over the database. */
-export function createFeederService(db: DbHandle): ServiceImpl<typeof FeederService> {
+/**
+ * Builds the FeederService implementation over the database. With `feed` (the process's
+ * IngestService backend), GetFeedState first commits what the feed has applied and not yet
+ * flushed, so its answer covers every update this process accepted: a feeder whose push timed
+ * out after the service applied it learns that it need not send it again.
+ */
+export function createFeederService(db: DbHandle, feed?: { flush(): Promise<void> }): ServiceImpl<typeof FeederService> {
   return {
     async acquireLeases(req) {
       const feederId = checkFeederId(req.feederId);
@@ -117,7 +122,10 @@ export function createFeederService(db: DbHandle): ServiceImpl<typeof FeederServ
       return { released: BigInt(await releaseLeases(db, checkFeederId(req.feederId), checkSymbols(req.symbols))) };
     },
     async getFeedState(req) {
-      const points = await feedResumePoints(db, checkSymbols(req.symbols));
+      const symbols = checkSymbols(req.symbols);
+      // A failed flush reloaded its coins from the store, which the read below then reports.
+      await feed?.flush().catch(() => {});
+      const points = await feedResumePoints(db, symbols);
       return { coins: points.map((p) => ({ ...p, lastClosedOpenTime: BigInt(p.lastClosedOpenTime) })) };
     },
   };
