@@ -3,9 +3,10 @@
  * hashing queue (accounts/sign-in/hash-gate.ts) as the forms answer them, a Refusal saying when
  * to try again.
  */
+
+import { type Budget, reserveAttempt, sweepExpired, type ThrottlePolicy } from "../accounts/attempt-throttle.ts";
+import { type HashGate, HashRefused } from "../accounts/sign-in/hash-gate.ts";
 import type { DbHandle } from "../db/client.ts";
-import { reserveAttempt, sweepExpired, type Budget, type ThrottlePolicy } from "../accounts/attempt-throttle.ts";
-import { HashRefused, type HashGate } from "../accounts/sign-in/hash-gate.ts";
 import type { Refusal } from "./responses.ts";
 
 /** "3 minutes": a wait in whole minutes, for a 429 page. */
@@ -21,14 +22,25 @@ function retryAfter(waitMs: number): Record<string, string> {
 
 /** The 429 of a full budget: `what` says which ("Too many sign-ups from your network."). */
 export function tooManyAttempts(what: string, waitMs: number): Refusal {
-  return { refused: true, status: 429, message: `${what} Try again in ${minutesText(waitMs)}.`, headers: retryAfter(waitMs) };
+  return {
+    refused: true,
+    status: 429,
+    message: `${what} Try again in ${minutesText(waitMs)}.`,
+    headers: retryAfter(waitMs),
+  };
 }
 
 /**
  * Reserves one attempt on `budgets` (all or none): null when reserved, after sweeping the
  * policy's expired counters; else the 429 saying when to try again.
  */
-export async function reserveOrRefuse(db: DbHandle, budgets: readonly Budget[], policy: ThrottlePolicy, now: number, what: string): Promise<Refusal | null> {
+export async function reserveOrRefuse(
+  db: DbHandle,
+  budgets: readonly Budget[],
+  policy: ThrottlePolicy,
+  now: number,
+  what: string,
+): Promise<Refusal | null> {
   const waitMs = await reserveAttempt(db, budgets, policy.windowMs, now);
   if (waitMs > 0) return tooManyAttempts(what, waitMs);
   await sweepExpired(db, policy, now);
@@ -43,7 +55,12 @@ export type QueuedHash = <H>(step: () => Promise<H>) => Promise<H>;
  * the Refusal the route's form page shows: 429 while the same address has a password check
  * running, 503 while the queue is full.
  */
-export async function withHashPlace<T>(gate: HashGate, address: string, signal: AbortSignal, work: (hash: QueuedHash) => Promise<T>): Promise<T | Refusal> {
+export async function withHashPlace<T>(
+  gate: HashGate,
+  address: string,
+  signal: AbortSignal,
+  work: (hash: QueuedHash) => Promise<T>,
+): Promise<T | Refusal> {
   try {
     const ticket = gate.enter(address, signal);
     try {
@@ -54,7 +71,17 @@ export async function withHashPlace<T>(gate: HashGate, address: string, signal: 
   } catch (err) {
     if (!(err instanceof HashRefused)) throw err;
     return err.reason === "address_busy"
-      ? { refused: true, status: 429, message: "Another sign-in from your network is being checked. Try again in a second.", headers: { "retry-after": "1" } }
-      : { refused: true, status: 503, message: "Too many password checks are waiting. Try again in a few seconds.", headers: { "retry-after": "3" } };
+      ? {
+          refused: true,
+          status: 429,
+          message: "Another sign-in from your network is being checked. Try again in a second.",
+          headers: { "retry-after": "1" },
+        }
+      : {
+          refused: true,
+          status: 503,
+          message: "Too many password checks are waiting. Try again in a few seconds.",
+          headers: { "retry-after": "3" },
+        };
   }
 }

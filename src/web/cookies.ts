@@ -2,8 +2,9 @@
  * Every cookie of the site: HttpOnly, SameSite=Strict, Path=/, and Secure over TLS (the
  * request's own, or a proxy's as TRUST_PROXY allows) or when the public address is https.
  */
-import { getCookie, setCookie as setHonoCookie } from "hono/cookie";
+
 import type { Context } from "hono";
+import { getCookie, setCookie as setHonoCookie } from "hono/cookie";
 import type { Config } from "../config.ts";
 import { CSRF_COOKIE, isWellFormedCsrfCookie, newCsrfCookieValue } from "./csrf.ts";
 import { requestIsTls, type WebRequest } from "./http.ts";
@@ -14,10 +15,17 @@ const CSRF_COOKIE_MAX_AGE_S = 2 * 3600;
 
 /** The site's cookie setters over its configuration; `nodeRequest` gives the request's socket. */
 export function createCookies(config: Config, nodeRequest: (c: Context) => WebRequest) {
-  const secure = (c: Context) => requestIsTls(nodeRequest(c), config.trustProxy) || config.publicBaseUrl.startsWith("https:");
+  const secure = (c: Context) =>
+    requestIsTls(nodeRequest(c), config.trustProxy) || config.publicBaseUrl.startsWith("https:");
 
   const setCookie = (c: Context, name: string, value: string, maxAgeSeconds: number) =>
-    setHonoCookie(c, name, value, { path: "/", httpOnly: true, sameSite: "Strict", maxAge: Math.max(0, Math.floor(maxAgeSeconds)), secure: secure(c) });
+    setHonoCookie(c, name, value, {
+      path: "/",
+      httpOnly: true,
+      sameSite: "Strict",
+      maxAge: Math.max(0, Math.floor(maxAgeSeconds)),
+      secure: secure(c),
+    });
 
   return {
     setCookie,

@@ -5,18 +5,25 @@
  * member's form carries the session's token, a form before sign-in the double-submit cookie's.
  */
 import type { Context, MiddlewareHandler } from "hono";
-import { getCookie } from "hono/cookie";
 import { bodyLimit } from "hono/body-limit";
 import { every } from "hono/combine";
-import type { Config } from "../config.ts";
-import type { Clock } from "../clock.ts";
-import type { DbHandle } from "../db/client.ts";
+import { getCookie } from "hono/cookie";
 import { getAccountSummary } from "../accounts/accounts.ts";
 import { findSession } from "../accounts/sign-in/sessions.ts";
-import { renderContinuePage, renderMessagePage, type PageContext } from "./auth-pages.ts";
+import type { Clock } from "../clock.ts";
+import type { Config } from "../config.ts";
+import type { DbHandle } from "../db/client.ts";
+import { type PageContext, renderContinuePage, renderMessagePage } from "./auth-pages.ts";
 import type { Cookies } from "./cookies.ts";
 import { SESSION_COOKIE } from "./cookies.ts";
-import { CSRF_COOKIE, CSRF_FIELD, doubleSubmitMatches, originAllowed, sessionCsrfMatches, sessionCsrfToken } from "./csrf.ts";
+import {
+  CSRF_COOKIE,
+  CSRF_FIELD,
+  doubleSubmitMatches,
+  originAllowed,
+  sessionCsrfMatches,
+  sessionCsrfToken,
+} from "./csrf.ts";
 import { ownOrigins, type WebRequest } from "./http.ts";
 import { page, refuse, seeOther } from "./responses.ts";
 import type { Signed, WebContext, WebEnv } from "./web-env.ts";
@@ -43,7 +50,14 @@ export function createSessionGuards({ db, clock, publicCtx, cookies }: GuardDeps
     const session = await findSession(db, getCookie(c, SESSION_COOKIE), clock());
     if (session === null) return null;
     const summary = await getAccountSummary(db, session.accountId, clock());
-    return { session, summary, ctx: { stylesheet: publicCtx.stylesheet, signedIn: { email: summary.email, csrfToken: sessionCsrfToken(session.csrfSecret) } } };
+    return {
+      session,
+      summary,
+      ctx: {
+        stylesheet: publicCtx.stylesheet,
+        signedIn: { email: summary.email, csrfToken: sessionCsrfToken(session.csrfSecret) },
+      },
+    };
   }
 
   /** Loads the member of the session cookie (or null) into `c.var.signed`. */
@@ -61,7 +75,15 @@ export function createSessionGuards({ db, clock, publicCtx, cookies }: GuardDeps
 
   /** The 403 an unconfirmed account gets where it would pay or make a key. */
   const refuseUnverified = (c: WebContext, signed: Signed): Response =>
-    page(c, 403, renderMessagePage(signed.ctx, "Confirm your email first", EMAIL_UNVERIFIED_MESSAGE, { href: "/account", text: "Back to your account" }), { "x-error-code": "email_unverified" });
+    page(
+      c,
+      403,
+      renderMessagePage(signed.ctx, "Confirm your email first", EMAIL_UNVERIFIED_MESSAGE, {
+        href: "/account",
+        text: "Back to your account",
+      }),
+      { "x-error-code": "email_unverified" },
+    );
 
   /** For the forms that spend money or make a key (after `memberForm`): the account's email is confirmed. */
   const verifiedEmail: MiddlewareHandler<WebEnv> = async (c, next) => {
@@ -85,14 +107,20 @@ export function createSessionGuards({ db, clock, publicCtx, cookies }: GuardDeps
 export function createFormGuards(deps: GuardDeps, sessions: ReturnType<typeof createSessionGuards>) {
   const { config, publicCtx, nodeRequest } = deps;
   const ctxOf = (c: WebContext): PageContext => c.get("signed")?.ctx ?? publicCtx;
-  const formRefused = (c: WebContext, status: 400 | 413 | 415, message: string) => page(c, status, renderMessagePage(ctxOf(c), "Form refused", `${message} Nothing was changed.`));
-  const limit = bodyLimit({ maxSize: MAX_FORM_BYTES, onError: (c) => formRefused(c as WebContext, 413, "The form is too large.") });
+  const formRefused = (c: WebContext, status: 400 | 413 | 415, message: string) =>
+    page(c, status, renderMessagePage(ctxOf(c), "Form refused", `${message} Nothing was changed.`));
+  const limit = bodyLimit({
+    maxSize: MAX_FORM_BYTES,
+    onError: (c) => formRefused(c as WebContext, 413, "The form is too large."),
+  });
 
   /** The Origin, the content type and the body; the form is left in `c.var.form`. */
   const form: MiddlewareHandler<WebEnv> = async (c, next) => {
-    if (!originAllowed(c.req.header("origin"), ownOrigins(nodeRequest(c), config.publicBaseUrl, config.trustProxy))) return refuse(c, ctxOf(c));
+    if (!originAllowed(c.req.header("origin"), ownOrigins(nodeRequest(c), config.publicBaseUrl, config.trustProxy)))
+      return refuse(c, ctxOf(c));
     const type = (c.req.header("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
-    if (type !== "application/x-www-form-urlencoded") return formRefused(c, 415, "Forms must be sent as application/x-www-form-urlencoded.");
+    if (type !== "application/x-www-form-urlencoded")
+      return formRefused(c, 415, "Forms must be sent as application/x-www-form-urlencoded.");
     let refused: Response | undefined;
     const limited = await limit(c, async () => {
       let text: string;
@@ -112,7 +140,9 @@ export function createFormGuards(deps: GuardDeps, sessions: ReturnType<typeof cr
   const csrf: MiddlewareHandler<WebEnv> = async (c, next) => {
     const submitted = c.get("form").get(CSRF_FIELD);
     const signed = c.get("signed");
-    const matches = signed ? sessionCsrfMatches(signed.session.csrfSecret, submitted) : doubleSubmitMatches(getCookie(c, CSRF_COOKIE), submitted);
+    const matches = signed
+      ? sessionCsrfMatches(signed.session.csrfSecret, submitted)
+      : doubleSubmitMatches(getCookie(c, CSRF_COOKIE), submitted);
     if (!matches) return refuse(c, ctxOf(c));
     await next();
   };

@@ -4,34 +4,43 @@
  * the few ways a page answers. The route modules in routes/ take it as their only argument.
  */
 import type { Context } from "hono";
-import { createStripeClient } from "../payments/stripe-client.ts";
-import { PlanPrices } from "../payments/plan-prices.ts";
-import { ChartDataCache } from "../track-record/chart-data.ts";
 import { DEFAULT_HASH_GATE, HashGate } from "../accounts/sign-in/hash-gate.ts";
+import { PlanPrices } from "../payments/plan-prices.ts";
+import { createStripeClient } from "../payments/stripe-client.ts";
+import { ChartDataCache } from "../track-record/chart-data.ts";
 import { loadAssets } from "./assets.ts";
-import { renderMessagePage, type PageContext } from "./auth-pages.ts";
-import { withHashPlace, type QueuedHash } from "./attempt-refusals.ts";
+import { type QueuedHash, withHashPlace } from "./attempt-refusals.ts";
+import { type PageContext, renderMessagePage } from "./auth-pages.ts";
 import { createCookies } from "./cookies.ts";
 import { createFormGuards, createSessionGuards } from "./form-guards.ts";
 import type { WebRequest } from "./http.ts";
 import { loadOffer } from "./offer.ts";
 import type { PaymentRouteDeps } from "./payment-actions.ts";
-import { page, refuse, seeOther, type Refusal } from "./responses.ts";
+import { page, type Refusal, refuse, seeOther } from "./responses.ts";
 import type { WebContext, WebDeps } from "./web-env.ts";
 
-export type { Signed, WakeupHub, WebContext, WebDeps, WebEnv } from "./web-env.ts";
-export { EMAIL_UNVERIFIED_MESSAGE, MAX_FORM_BYTES } from "./form-guards.ts";
 export { SESSION_COOKIE } from "./cookies.ts";
+export { EMAIL_UNVERIFIED_MESSAGE, MAX_FORM_BYTES } from "./form-guards.ts";
 export { pageSecurityHeaders } from "./security-headers.ts";
+export type { Signed, WakeupHub, WebContext, WebDeps, WebEnv } from "./web-env.ts";
 
 /** The payments side of the kit: the Stripe client (none when payments are off), the plans' prices, the offer. */
 function createSales(deps: WebDeps) {
   const { config, clock } = deps;
-  const payments: PaymentRouteDeps = { ...deps, stripe: config.payments.stripe ? createStripeClient(config.payments.stripe) : null };
+  const payments: PaymentRouteDeps = {
+    ...deps,
+    stripe: config.payments.stripe ? createStripeClient(config.payments.stripe) : null,
+  };
   /** The plans' prices as Stripe charges them, kept for a few minutes. */
   const planPrices = new PlanPrices(payments.stripe, config.payments.stripe, clock);
   /** What the service sells now: plans with their prices, packs and limits (web/offer.ts). */
-  const offer = () => loadOffer({ planPrices, paymentsOn: payments.stripe !== null, packs: config.payments.tokenPacks, limits: config.limits });
+  const offer = () =>
+    loadOffer({
+      planPrices,
+      paymentsOn: payments.stripe !== null,
+      packs: config.payments.tokenPacks,
+      limits: config.limits,
+    });
   return { payments, planPrices, offer };
 }
 
@@ -45,7 +54,9 @@ export function createPageKit(deps: WebDeps) {
   const guardDeps = { config, db, clock, publicCtx, cookies, nodeRequest };
   const sessions = createSessionGuards(guardDeps);
   /** One per process: every route that hashes a password goes through it. */
-  const hashGate = deps.hashGate ?? new HashGate({ ...DEFAULT_HASH_GATE, ...(deps.onPasswordHash ? { onOutcome: deps.onPasswordHash } : {}) });
+  const hashGate =
+    deps.hashGate ??
+    new HashGate({ ...DEFAULT_HASH_GATE, ...(deps.onPasswordHash ? { onOutcome: deps.onPasswordHash } : {}) });
   return {
     deps,
     assets,
@@ -61,7 +72,8 @@ export function createPageKit(deps: WebDeps) {
     seeOther,
     refuse,
     /** Runs `work` holding the client address's place in the password hashing queue, or answers its Refusal. */
-    withHashPlace: <T>(c: WebContext, address: string, work: (hash: QueuedHash) => Promise<T>): Promise<T | Refusal> => withHashPlace(hashGate, address, c.req.raw.signal, work),
+    withHashPlace: <T>(c: WebContext, address: string, work: (hash: QueuedHash) => Promise<T>): Promise<T | Refusal> =>
+      withHashPlace(hashGate, address, c.req.raw.signal, work),
   };
 }
 
@@ -70,5 +82,8 @@ export type PageKit = ReturnType<typeof createPageKit>;
 
 /** Answers 405 with an Allow header for the other methods on a path whose routes are registered. */
 export function methodNotAllowed(kit: PageKit, allow: string) {
-  return (c: WebContext) => kit.page(c, 405, renderMessagePage(kit.publicCtx, "Method not allowed", `This address accepts ${allow} only.`), { allow });
+  return (c: WebContext) =>
+    kit.page(c, 405, renderMessagePage(kit.publicCtx, "Method not allowed", `This address accepts ${allow} only.`), {
+      allow,
+    });
 }

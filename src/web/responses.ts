@@ -4,7 +4,7 @@
  * tokens and account data.
  */
 import type { Context } from "hono";
-import { renderMessagePage, type PageContext } from "./auth-pages.ts";
+import { type PageContext, renderMessagePage } from "./auth-pages.ts";
 
 /** A request the site turns away for now (an attempt budget, the hashing queue): what the form page shows. */
 export interface Refusal {
@@ -21,7 +21,11 @@ export function isRefusal(value: unknown): value is Refusal {
 
 /** An HTML page. */
 export function page(c: Context, status: number, body: string, headers: Record<string, string> = {}): Response {
-  return c.body(body, status as 200, { ...headers, "content-type": "text/html; charset=utf-8", "cache-control": "no-store" });
+  return c.body(body, status as 200, {
+    ...headers,
+    "content-type": "text/html; charset=utf-8",
+    "cache-control": "no-store",
+  });
 }
 
 /** 303 See Other to a path of this site or a Stripe page (after a POST, the browser follows with a GET). */
@@ -31,10 +35,24 @@ export function seeOther(c: Context, location: string): Response {
 
 /** 403 for a form that did not come from this site (Origin or CSRF token), or has expired. */
 export function refuse(c: Context, ctx: PageContext): Response {
-  return page(c, 403, renderMessagePage(ctx, "Form refused", "This form did not come from this site, or it has expired. Nothing was changed. Go back, reload the page and try again."));
+  return page(
+    c,
+    403,
+    renderMessagePage(
+      ctx,
+      "Form refused",
+      "This form did not come from this site, or it has expired. Nothing was changed. Go back, reload the page and try again.",
+    ),
+  );
 }
 
 /** A refusal shown as a message page (for forms that have no page of their own to show it on). */
-export function refusalPage(c: Context, ctx: PageContext, title: string, refusal: Refusal, back: { href: string; text: string }): Response {
+export function refusalPage(
+  c: Context,
+  ctx: PageContext,
+  title: string,
+  refusal: Refusal,
+  back: { href: string; text: string },
+): Response {
   return page(c, refusal.status, renderMessagePage(ctx, title, refusal.message, back), refusal.headers);
 }

@@ -21,7 +21,8 @@ const TELEGRAM_LINK_ORIGIN = "https://t.me";
  */
 export function pageSecurityHeaders(config: Config): MiddlewareHandler {
   const apiBase = config.payments.stripe?.apiBase.url;
-  const paymentOrigins = apiBase && apiBase !== "https://api.stripe.com" ? [...STRIPE_FORM_TARGETS, apiBase] : STRIPE_FORM_TARGETS;
+  const paymentOrigins =
+    apiBase && apiBase !== "https://api.stripe.com" ? [...STRIPE_FORM_TARGETS, apiBase] : STRIPE_FORM_TARGETS;
   const telegramOrigins = config.alerts.telegramBotUsername === null ? [] : [TELEGRAM_LINK_ORIGIN];
   return secureHeaders({
     contentSecurityPolicy: {
@@ -40,4 +41,3 @@ export function pageSecurityHeaders(config: Config): MiddlewareHandler {
     strictTransportSecurity: false,
   });
 }
-

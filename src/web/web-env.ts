@@ -2,18 +2,19 @@
  * The web layer's hono environment and what it is built over: its dependencies, the signed-in
  * member a route sees, and the per-request values the middlewares leave.
  */
+
+import type { Http2Bindings, HttpBindings } from "@hono/node-server";
 import type { Context } from "hono";
-import type { HttpBindings, Http2Bindings } from "@hono/node-server";
 import type { Logger } from "pino";
-import type { Config } from "../config.ts";
-import type { Clock } from "../clock.ts";
-import type { DbHandle } from "../db/client.ts";
 import type { AccountSummary } from "../accounts/accounts.ts";
-import type { Timeframe } from "../market/timeframes.ts";
-import type { SignalSnapshot } from "../market/snapshot.ts";
-import type { WebSession } from "../accounts/sign-in/sessions.ts";
-import type { HashGate, HashOutcome } from "../accounts/sign-in/hash-gate.ts";
 import type { SignInPolicy } from "../accounts/attempt-throttle.ts";
+import type { HashGate, HashOutcome } from "../accounts/sign-in/hash-gate.ts";
+import type { WebSession } from "../accounts/sign-in/sessions.ts";
+import type { Clock } from "../clock.ts";
+import type { Config } from "../config.ts";
+import type { DbHandle } from "../db/client.ts";
+import type { SignalSnapshot } from "../market/snapshot.ts";
+import type { Timeframe } from "../market/timeframes.ts";
 import type { PageContext } from "./auth-pages.ts";
 
 export interface WebDeps {
@@ -60,4 +61,3 @@ export interface WebEnv {
   };
 }
 export type WebContext = Context<WebEnv>;
-

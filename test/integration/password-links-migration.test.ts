@@ -9,8 +9,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { migrateDb, migrationsFolder, openDb, type DbHandle } from "../../src/db/client.ts";
 import { checkPasswordLink, redeemPasswordLink } from "../../src/accounts/sign-in/password-links.ts";
+import { type DbHandle, migrateDb, migrationsFolder, openDb } from "../../src/db/client.ts";
 import { hashToken, newToken } from "../../src/one-time-token.ts";
 import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
 
@@ -32,7 +32,10 @@ function migrationsBeforeMerge(): string {
 }
 
 async function migrateWith(handle: DbHandle, folder: string): Promise<void> {
-  const { migrate } = handle.driver === "postgres" ? await import("drizzle-orm/postgres-js/migrator") : await import("drizzle-orm/pglite/migrator");
+  const { migrate } =
+    handle.driver === "postgres"
+      ? await import("drizzle-orm/postgres-js/migrator")
+      : await import("drizzle-orm/pglite/migrator");
   await migrate(handle.db as never, { migrationsFolder: folder });
 }
 
@@ -53,14 +56,28 @@ beforeAll(async () => {
   oldFolder = migrationsBeforeMerge();
   await migrateWith(handle, oldFolder);
   const account = async (email: string) =>
-    Number((await handle.rows<{ id: number }>(sql`INSERT INTO accounts (email, plan, email_verified) VALUES (${email}, 'free', false) RETURNING id`))[0]!.id);
-  ids = { setup: await account("setup@example.test"), usedSetup: await account("used@example.test"), reset: await account("reset@example.test") };
+    Number(
+      (
+        await handle.rows<{ id: number }>(
+          sql`INSERT INTO accounts (email, plan, email_verified) VALUES (${email}, 'free', false) RETURNING id`,
+        )
+      )[0]!.id,
+    );
+  ids = {
+    setup: await account("setup@example.test"),
+    usedSetup: await account("used@example.test"),
+    reset: await account("reset@example.test"),
+  };
   const at = (ms: number) => new Date(ms).toISOString();
-  await handle.rows(sql`INSERT INTO password_setup_tokens (token_hash, account_id, expires_at) VALUES (${hashToken(tokens.setup)}, ${ids.setup}, ${at(NOW + 24 * HOUR)}::timestamptz)`);
+  await handle.rows(
+    sql`INSERT INTO password_setup_tokens (token_hash, account_id, expires_at) VALUES (${hashToken(tokens.setup)}, ${ids.setup}, ${at(NOW + 24 * HOUR)}::timestamptz)`,
+  );
   await handle.rows(
     sql`INSERT INTO password_setup_tokens (token_hash, account_id, expires_at, used_at) VALUES (${hashToken(tokens.usedSetup)}, ${ids.usedSetup}, ${at(NOW + 24 * HOUR)}::timestamptz, ${at(NOW - HOUR)}::timestamptz)`,
   );
-  await handle.rows(sql`INSERT INTO password_resets (token_hash, account_id, created_at, expires_at) VALUES (${hashToken(tokens.reset)}, ${ids.reset}, ${at(NOW)}::timestamptz, ${at(NOW + HOUR)}::timestamptz)`);
+  await handle.rows(
+    sql`INSERT INTO password_resets (token_hash, account_id, created_at, expires_at) VALUES (${hashToken(tokens.reset)}, ${ids.reset}, ${at(NOW)}::timestamptz, ${at(NOW + HOUR)}::timestamptz)`,
+  );
   await migrateDb(handle);
 }, 120_000);
 
@@ -72,7 +89,11 @@ afterAll(async () => {
 
 describe("merging the setup and reset links into password_links", () => {
   it("keeps an unused setup link working for its account, as a setup link, until the same expiry", async () => {
-    expect(await checkPasswordLink(handle, tokens.setup, NOW)).toEqual({ accountId: ids.setup, email: "setup@example.test", kind: "setup" });
+    expect(await checkPasswordLink(handle, tokens.setup, NOW)).toEqual({
+      accountId: ids.setup,
+      email: "setup@example.test",
+      kind: "setup",
+    });
     expect(await checkPasswordLink(handle, tokens.setup, NOW + 24 * HOUR)).toBeNull();
   });
 
@@ -81,14 +102,25 @@ describe("merging the setup and reset links into password_links", () => {
   });
 
   it("keeps a reset link working as a reset link: using it sets the password and confirms the email", async () => {
-    expect(await checkPasswordLink(handle, tokens.reset, NOW + HOUR - 1)).toEqual({ accountId: ids.reset, email: "reset@example.test", kind: "reset" });
-    expect(await redeemPasswordLink(handle, tokens.reset, "a long new password", NOW)).toEqual({ accountId: ids.reset, kind: "reset" });
-    const [row] = await handle.rows<{ verified: boolean }>(sql`SELECT email_verified AS verified FROM accounts WHERE id = ${ids.reset}`);
+    expect(await checkPasswordLink(handle, tokens.reset, NOW + HOUR - 1)).toEqual({
+      accountId: ids.reset,
+      email: "reset@example.test",
+      kind: "reset",
+    });
+    expect(await redeemPasswordLink(handle, tokens.reset, "a long new password", NOW)).toEqual({
+      accountId: ids.reset,
+      kind: "reset",
+    });
+    const [row] = await handle.rows<{ verified: boolean }>(
+      sql`SELECT email_verified AS verified FROM accounts WHERE id = ${ids.reset}`,
+    );
     expect(row!.verified).toBe(true);
   });
 
   it("leaves no table of the old kind", async () => {
-    const [row] = await handle.rows<{ setup: string | null; reset: string | null }>(sql`SELECT to_regclass('password_setup_tokens')::text AS setup, to_regclass('password_resets')::text AS reset`);
+    const [row] = await handle.rows<{ setup: string | null; reset: string | null }>(
+      sql`SELECT to_regclass('password_setup_tokens')::text AS setup, to_regclass('password_resets')::text AS reset`,
+    );
     expect(row).toEqual({ setup: null, reset: null });
   });
 });

@@ -19,7 +19,10 @@ import { checkPasswordPolicy, hashPassword } from "./passwords.ts";
 export type PasswordLinkKind = "setup" | "reset";
 
 /** How long a link of each kind works. */
-export const PASSWORD_LINK_TTL_MS: Readonly<Record<PasswordLinkKind, number>> = Object.freeze({ setup: 24 * 3600 * 1000, reset: 3600 * 1000 });
+export const PASSWORD_LINK_TTL_MS: Readonly<Record<PasswordLinkKind, number>> = Object.freeze({
+  setup: 24 * 3600 * 1000,
+  reset: 3600 * 1000,
+});
 
 /** A link's token (shown once, never stored) and when it stops working. */
 export interface PasswordLink {
@@ -39,20 +42,31 @@ export interface PasswordLinkTarget {
  * working, whatever their kind: the member follows the newest link they were given. Throws
  * AccountError (not_found).
  */
-export async function createPasswordLink(handle: DbHandle, accountId: number, kind: PasswordLinkKind, now: number): Promise<PasswordLink> {
+export async function createPasswordLink(
+  handle: DbHandle,
+  accountId: number,
+  kind: PasswordLinkKind,
+  now: number,
+): Promise<PasswordLink> {
   const token = newToken();
   const expiresAt = new Date(now + PASSWORD_LINK_TTL_MS[kind]);
   await handle.db.transaction(async (tx) => {
     const [account] = await tx.select({ id: accounts.id }).from(accounts).where(eq(accounts.id, accountId));
     if (!account) throw new AccountError("not_found", `no account with id ${accountId}`);
     await tx.delete(passwordLinks).where(eq(passwordLinks.accountId, accountId));
-    await tx.insert(passwordLinks).values({ tokenHash: hashToken(token), accountId, kind, createdAt: new Date(now), expiresAt });
+    await tx
+      .insert(passwordLinks)
+      .values({ tokenHash: hashToken(token), accountId, kind, createdAt: new Date(now), expiresAt });
   });
   return { token, expiresAt };
 }
 
 /** A reset link for the account of `email` (case-insensitive), or null when no account has it. */
-export async function createResetLinkFor(handle: DbHandle, email: string, now: number): Promise<(PasswordLink & { accountId: number; email: string }) | null> {
+export async function createResetLinkFor(
+  handle: DbHandle,
+  email: string,
+  now: number,
+): Promise<(PasswordLink & { accountId: number; email: string }) | null> {
   const [account] = await handle.db
     .select({ id: accounts.id, email: accounts.email })
     .from(accounts)
@@ -62,10 +76,19 @@ export async function createResetLinkFor(handle: DbHandle, email: string, now: n
   return { ...link, accountId: Number(account.id), email: account.email };
 }
 
-const usable = (token: string, now: number) => and(eq(passwordLinks.tokenHash, hashToken(token)), isNull(passwordLinks.usedAt), gt(passwordLinks.expiresAt, new Date(now)));
+const usable = (token: string, now: number) =>
+  and(
+    eq(passwordLinks.tokenHash, hashToken(token)),
+    isNull(passwordLinks.usedAt),
+    gt(passwordLinks.expiresAt, new Date(now)),
+  );
 
 /** The account a link is for while it is unused and unexpired; null otherwise. */
-export async function checkPasswordLink(handle: DbHandle, token: string, now: number): Promise<PasswordLinkTarget | null> {
+export async function checkPasswordLink(
+  handle: DbHandle,
+  token: string,
+  now: number,
+): Promise<PasswordLinkTarget | null> {
   if (!isWellFormedToken(token)) return null;
   const [row] = await handle.db
     .select({ accountId: passwordLinks.accountId, email: accounts.email, kind: passwordLinks.kind })
@@ -92,7 +115,11 @@ export async function redeemPasswordLink(
   if (!isWellFormedToken(token)) return null;
   const passwordHash = await hash(() => hashPassword(password));
   return handle.db.transaction(async (tx) => {
-    const [used] = await tx.update(passwordLinks).set({ usedAt: new Date(now) }).where(usable(token, now)).returning({ accountId: passwordLinks.accountId, kind: passwordLinks.kind });
+    const [used] = await tx
+      .update(passwordLinks)
+      .set({ usedAt: new Date(now) })
+      .where(usable(token, now))
+      .returning({ accountId: passwordLinks.accountId, kind: passwordLinks.kind });
     if (!used) return null;
     const accountId = Number(used.accountId);
     await storePasswordHash(tx, accountId, passwordHash);
