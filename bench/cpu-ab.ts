@@ -8,6 +8,7 @@
  * on a loaded host readable (bench/api.ts measures one tree per run).
  *
  *   node bench/cpu-ab.ts /path/to/tree-a /path/to/tree-b     (default: this tree alone)
+ *   node bench/cpu-ab.ts . ".::--single-threaded-gc"          (a tree with V8 flags added after npm start's)
  *
  * Environment: BENCH_ROUNDS (default 4), BENCH_OPEN_LOOP_SECONDS (default 6), BENCH_RATE
  * (default 1000), BENCH_WORKERS (default 1). Each tree needs its node_modules (a symlink to
@@ -43,7 +44,8 @@ try {
   const env = { DATABASE_URL: database.url, INTERNAL_TOKEN: TOKEN, DAILY_CAP: "10000000", STALE_AFTER: "86400", WORKERS };
   const servers = [];
   for (const tree of trees) {
-    const server = await startServerProcess(env, 60_000, [], tree);
+    const [dir, flags = ""] = tree.split("::");
+    const server = await startServerProcess(env, 60_000, flags.split(" ").filter(Boolean), dir);
     children.push(server.child);
     servers.push({ tree, server });
   }

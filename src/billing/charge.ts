@@ -179,6 +179,11 @@ export class ChargeNotSent extends Error {
   readonly code = "CHARGE_NOT_SENT";
 }
 
+/** A statement the database did not answer in time: it may still commit, so its outcome is open. */
+export class ChargeUnanswered extends Error {
+  readonly code = "CHARGE_UNANSWERED";
+}
+
 export interface BatcherOptions {
   /**
    * How long callers of a group whose outcome is open wait for the database to answer again
@@ -196,10 +201,31 @@ export interface BatcherOptions {
    */
   readonly maxInFlight?: number;
   readonly queueTimeoutMs?: number;
+  /**
+   * How long a group's statement, and each try to resolve it, may go unanswered (default 5 s).
+   * Past it the statement is treated as on a broken connection (resolved as above) and the
+   * pool's connections are replaced: a network that drops packets silently (a host cut off
+   * from the database) fails no connection, so callers waited for the request timeout, and the
+   * statement could still commit when the network came back, a charge nobody was answered for
+   * (found by test/reliability/multi-host.test.ts).
+   */
+  readonly answerWithinMs?: number;
   readonly logger?: Logger;
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+
+/** `work`, or a ChargeUnanswered rejection once `ms` pass first (after calling `onLate`); a late settlement of `work` is ignored. */
+function answeredWithin<T>(work: Promise<T>, ms: number, onLate?: () => void): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      onLate?.();
+      reject(new ChargeUnanswered(`the database did not answer within ${ms} ms`));
+    }, ms);
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
 
 interface PendingCall {
   request: ChargeRequest;
@@ -217,6 +243,7 @@ interface Batcher {
   readonly retryEveryMs: number;
   readonly maxInFlight: number;
   readonly queueTimeoutMs: number;
+  readonly answerWithinMs: number;
   /** Calls of the current turn of the event loop, sent together at its end. */
   pending: PendingCall[];
   scheduled: boolean;
@@ -229,7 +256,7 @@ interface Batcher {
 async function resolveUntil(b: Batcher, attemptId: string, requests: ChargeRequest[], until: number, every = b.retryEveryMs): Promise<ChargeResult[] | null | undefined> {
   for (;;) {
     try {
-      return await resolveAttempt(b.handle, attemptId, requests);
+      return await answeredWithin(resolveAttempt(b.handle, attemptId, requests), Math.max(1, Math.min(b.answerWithinMs, until - Date.now())));
     } catch {
       if (Date.now() + every > until) return undefined;
       await sleep(every);
@@ -237,8 +264,8 @@ async function resolveUntil(b: Batcher, attemptId: string, requests: ChargeReque
   }
 }
 
-/** After the callers were answered 503: settle the attempt, refunding its charges if it committed. */
-async function settleLate(b: Batcher, attemptId: string, requests: ChargeRequest[]): Promise<void> {
+/** After the callers were answered 503: learn whether the attempt committed after all, and refund its charges if it did. */
+async function refundIfCommittedLate(b: Batcher, attemptId: string, requests: ChargeRequest[]): Promise<void> {
   const results = await resolveUntil(b, attemptId, requests, Date.now() + 24 * 3600_000, Math.max(b.retryEveryMs, 1000));
   if (results === undefined || results === null) return;
   const charged = results.filter((r) => r.outcome === "ok" && r.accountId !== null);
@@ -254,7 +281,7 @@ const refuse = (group: PendingCall[], err: unknown) => group.forEach((g) => g.re
 /**
  * A statement failed: refused outright when it certainly did not commit; otherwise its callers
  * wait (up to resolveWithinMs) to learn whether it did, and past that get 503 while the attempt
- * is settled in the background.
+ * is resolved in the background.
  */
 async function afterFailure(b: Batcher, group: PendingCall[], attemptId: string, err: unknown): Promise<void> {
   if (certainlyNotCommitted(err)) return refuse(group, err);
@@ -264,7 +291,7 @@ async function afterFailure(b: Batcher, group: PendingCall[], attemptId: string,
   refuse(group, err);
   if (results === undefined) {
     b.log?.warn({ attemptId, calls: requests.length, err: errorSummary(err) }, "charge outcome unknown; answered 503, resolving in the background");
-    settleLate(b, attemptId, requests).catch((e: unknown) => b.log?.error({ attemptId, err: errorSummary(e) }, "charge attempt could not be settled"));
+    refundIfCommittedLate(b, attemptId, requests).catch((e: unknown) => b.log?.error({ attemptId, err: errorSummary(e) }, "charge attempt could not be resolved"));
   }
 }
 
@@ -275,7 +302,11 @@ function send(b: Batcher, group: PendingCall[]): void {
     b.inFlight--;
     sendWaiting(b);
   };
-  chargeBatch(b.handle, group.map((g) => g.request), b.limits, attemptId).then(
+  const unanswered = () => {
+    b.log?.warn({ attemptId, calls: group.length, answerWithinMs: b.answerWithinMs }, "charge statement unanswered; replacing the database connections");
+    b.handle.abandonConnections();
+  };
+  answeredWithin(chargeBatch(b.handle, group.map((g) => g.request), b.limits, attemptId), b.answerWithinMs, unanswered).then(
     (results) => (done(), answer(group, results)),
     (err: unknown) => (done(), afterFailure(b, group, attemptId, err)),
   );
@@ -333,6 +364,7 @@ export function createChargeBatcher(handle: DbHandle, limits: Limits, options: B
     retryEveryMs: options.retryEveryMs ?? 250,
     maxInFlight: options.maxInFlight ?? 8,
     queueTimeoutMs: options.queueTimeoutMs ?? 5_000,
+    answerWithinMs: options.answerWithinMs ?? 5_000,
     pending: [],
     scheduled: false,
     inFlight: 0,

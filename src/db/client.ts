@@ -33,6 +33,12 @@ export interface DbHandle {
   prepared<T = Record<string, unknown>>(text: string, params: unknown[]): Promise<T[]>;
   /** Subscribes to a NOTIFY channel (other processes on the same database). */
   listen(channel: string, onPayload: (payload: string) => void): Promise<void>;
+  /**
+   * Moves new queries to fresh connections and destroys the old ones after a grace (postgres.js;
+   * nothing to do on PGlite). For a caller that got no answer in time: a network that drops
+   * packets silently never fails a connection, so its queries would wait forever.
+   */
+  abandonConnections(): void;
   close(): Promise<void>;
 }
 
@@ -102,6 +108,7 @@ async function openPostgres(url: string, poolSize: number): Promise<DbHandle> {
       return Array.from(result) as T[];
     },
     listen: (channel, onPayload) => pool.listen(channel, onPayload),
+    abandonConnections: () => pool.replace(),
     close: () => pool.close(),
   };
 }
@@ -125,6 +132,7 @@ async function openPglite(dataDir: string): Promise<DbHandle> {
     async listen(channel, onPayload) {
       await client.listen(channel, onPayload);
     },
+    abandonConnections: () => {},
     async close() {
       await client.close();
     },

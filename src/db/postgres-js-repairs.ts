@@ -120,6 +120,8 @@ export interface RepairedPool {
   current(): PostgresClient;
   /** LISTEN on the current pool and on every pool that replaces it. */
   listen(channel: string, onPayload: (payload: string) => void): Promise<void>;
+  /** Replaces the pool as after a fault: for connections that stopped answering without failing. */
+  replace(): void;
   /** Ends the current pool and waits (briefly) for replaced ones. */
   close(): Promise<void>;
 }
@@ -172,6 +174,7 @@ export async function openRepairedPool(open: (socket: SocketFactory) => Postgres
   }
   return {
     current: () => current,
+    replace: () => onFault(current),
     async listen(channel, onPayload) {
       listeners.push([channel, onPayload]);
       await current.listen(channel, onPayload);

@@ -10,7 +10,7 @@ import type { Logger } from "pino";
 import { errorSummary } from "../logger.ts";
 import { CoinFeed } from "./coin-feed.ts";
 import { createSpotExchange, loadExchange, type SpotExchange } from "./exchange.ts";
-import type { FeedConfig } from "./feed-config.ts";
+import type { FeedConfig } from "../config/feeder.ts";
 import { KlineStream } from "./kline-stream.ts";
 import { FeedMetrics, startMetricsListener, type CoinHealth, type FeederProblem } from "./feed-metrics.ts";
 import { Pusher } from "./pusher.ts";

@@ -16,7 +16,7 @@ import { fileURLToPath } from "node:url";
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import { backoffMs } from "../retry.ts";
-import { settleInternalToken } from "./internal-token.ts";
+import { ensureInternalToken } from "./internal-token.ts";
 
 /** The message a worker sends the primary once its listeners are open. */
 interface ReadyMessage {
@@ -70,7 +70,7 @@ interface Supervision {
 function setUpCluster(config: Config): void {
   // The token file exists before the workers start, so they all read the same one (and the
   // lead follows its rotations); INTERNAL_TOKEN, when set, reaches them with the environment.
-  settleInternalToken(config);
+  ensureInternalToken(config);
   // The workers accept from the one listening socket themselves (SCHED_NONE) rather than
   // through the primary's round-robin queue: that queue's connections were reset when the
   // workers drained on SIGTERM (accepted, never answered), and a worker's crash loses only the

@@ -113,9 +113,9 @@ function idempotencyKeyOf(ctx: HandlerContext): string | null {
 }
 
 /** Turns a charge outcome into the call's headers, or into the contract's error. */
-function settle(deps: SignalsServiceDeps, ctx: HandlerContext, result: ChargeResult, now: number): ChargeResult {
+function applyChargeOutcome(deps: SignalsServiceDeps, ctx: HandlerContext, result: ChargeResult, now: number): ChargeResult {
   const headers = result.callsToday === null ? undefined : dailyCapHeaders(deps.limits, result.callsToday, now);
-  if (result.outcome === "behind") throw new Error("unreachable: a call behind the store is caught up before it settles");
+  if (result.outcome === "behind") throw new Error("unreachable: a call behind the store is caught up before its charge outcome is applied");
   if (result.outcome !== "ok") {
     const extra = result.outcome === "rate_limited" && headers ? rateLimitedHeaders(headers) : headers;
     throw serviceError(result.outcome, undefined, extra);
@@ -193,7 +193,7 @@ export function createSignalsService(deps: SignalsServiceDeps): ServiceImpl<type
         (known) => timed("grouped", charger(keyHash, now, ctx.signal, known)).catch((cause: unknown) => unavailable(deps, cause)),
         (r) => (r.outcome === "behind" ? r.market : null),
       );
-      return respond(tf, symbols, now, settle(deps, ctx, result, now));
+      return respond(tf, symbols, now, applyChargeOutcome(deps, ctx, result, now));
     }
     const call = (known: MarketVersions | null) =>
       chargeIdempotent(
@@ -219,13 +219,13 @@ export function createSignalsService(deps: SignalsServiceDeps): ServiceImpl<type
       case "mismatch":
         throw serviceError("idempotency_key_reused");
       case "refused":
-        settle(deps, ctx, outcome.result, now);
-        throw new Error("unreachable: a refused charge settles as an error");
+        applyChargeOutcome(deps, ctx, outcome.result, now);
+        throw new Error("unreachable: a refused charge's outcome is an error");
       case "replayed":
         ctx.responseHeader.set(REPLAYED_HEADER, "true");
         return fromBinary(GetSignalsResponseSchema, outcome.response);
       case "charged":
-        settle(deps, ctx, outcome.result, now);
+        applyChargeOutcome(deps, ctx, outcome.result, now);
         return fromBinary(GetSignalsResponseSchema, outcome.response);
     }
   }

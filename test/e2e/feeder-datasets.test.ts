@@ -7,7 +7,7 @@
  */
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseFeedConfig } from "../../src/feeder/feed-config.ts";
+import { parseFeedConfig } from "../../src/config/feeder.ts";
 import { startFeeder, type Feeder } from "../../src/feeder/feeder.ts";
 import { parseContextSourcesConfig } from "../../src/feeder/sources/index.ts";
 import { formatMyt } from "../../src/web/format.ts";

@@ -11,7 +11,7 @@ import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cloneState, readForming, runSeries, type Candle } from "../../src/engine/index.ts";
 import { readCandles } from "../../src/market/store.ts";
-import { parseFeedConfig } from "../../src/feeder/feed-config.ts";
+import { parseFeedConfig } from "../../src/config/feeder.ts";
 import { startFeeder, type Feeder } from "../../src/feeder/feeder.ts";
 import { createServerClient } from "../../src/feeder/server-client.ts";
 import { startFakeExchange, type FakeExchange } from "../support/fake-exchange.ts";

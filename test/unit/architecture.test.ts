@@ -11,11 +11,16 @@ import { describe, expect, it } from "vitest";
 
 const SRC = fileURLToPath(new URL("../../src/", import.meta.url));
 
-/** Shared single-file modules at the top of src/ that any folder may import. */
-const SHARED = ["clock.ts", "config.ts", "errors.ts", "logger.ts", "one-time-token.ts", "request-context.ts", "retry.ts", "gen"];
+/**
+ * What any folder may import: the shared single-file modules at the top of src/, gen/, and the
+ * configuration (src/config.ts with the sections in src/config/, one layer named "config").
+ */
+const SHARED = ["clock.ts", "errors.ts", "logger.ts", "one-time-token.ts", "request-context.ts", "retry.ts", "gen", "config"];
 
 /** What each folder may import besides itself and SHARED (docs/architecture.md, "Folders"). */
 const ALLOWED: Record<string, readonly string[]> = {
+  // Only the market's vocabulary (the symbol rule, the timeframes): see the leaf check below.
+  config: ["market"],
   engine: [],
   db: [],
   performance: [],
@@ -37,6 +42,9 @@ const ALLOWED: Record<string, readonly string[]> = {
   cli: ["db", "market", "market-data", "alerts", "admin", "server", "feeder", "doctor", "main.ts"],
 };
 
+/** The files of a layer: its folder, and src/config.ts for the configuration. */
+const layerFiles = (layer: string) => [...sourceFiles(path.join(SRC, layer)), ...(layer === "config" ? [path.join(SRC, "config.ts")] : [])];
+
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
     const full = path.join(dir, name);
@@ -50,7 +58,8 @@ function topOf(file: string, specifier: string): string | null {
   if (!specifier.startsWith(".")) return null; // a package
   const target = path.relative(SRC, path.resolve(path.dirname(file), specifier));
   if (target.startsWith(`..${path.sep}gen`)) return "gen";
-  return target.split(path.sep)[0]!;
+  const top = target.split(path.sep)[0]!;
+  return top === "config.ts" ? "config" : top;
 }
 
 /** Every import of the file: static, `export … from` and dynamic `import("…")`. */
@@ -60,16 +69,26 @@ function importsOf(file: string): string[] {
 }
 
 const violations = (folder: string) =>
-  sourceFiles(path.join(SRC, folder)).flatMap((file) =>
+  layerFiles(folder).flatMap((file) =>
     importsOf(file)
       .map((specifier) => ({ specifier, top: topOf(file, specifier) }))
-      .filter(({ top }) => top !== null && top !== folder && !SHARED.includes(top) && !ALLOWED[folder]!.includes(top))
+      .filter(({ top }) => top !== null && top !== folder && (folder === "config" || !SHARED.includes(top)) && !ALLOWED[folder]!.includes(top))
       .map(({ specifier }) => `${path.relative(SRC, file)} imports ${specifier}`),
   );
 
 describe("import directions (docs/architecture.md)", () => {
   it.each(Object.keys(ALLOWED))("src/%s imports only what its row allows", (folder) => {
     expect(violations(folder)).toEqual([]);
+  });
+
+  it("config imports from other folders only modules that import nothing of src/, so it stays at the bottom", () => {
+    const imported = layerFiles("config").flatMap((file) =>
+      importsOf(file)
+        .filter((specifier) => topOf(file, specifier) === "market")
+        .map((specifier) => path.resolve(path.dirname(file), specifier)),
+    );
+    expect(imported.length).toBeGreaterThan(0);
+    for (const leaf of new Set(imported)) expect(importsOf(leaf).filter((s) => s.startsWith(".")), path.relative(SRC, leaf)).toEqual([]);
   });
 
   it("market, engine and db never import signals, web or server", () => {
@@ -83,5 +102,7 @@ describe("import directions (docs/architecture.md)", () => {
     expect(topOf(file, "../signals/request.ts")).toBe("signals");
     expect(topOf(file, "../../gen/signals/v1/signals_pb.js")).toBe("gen");
     expect(topOf(file, "./feed.ts")).toBe("market");
+    expect(topOf(file, "../config.ts")).toBe("config");
+    expect(topOf(file, "../config/feeder.ts")).toBe("config");
   });
 });

@@ -7,11 +7,11 @@
  * Keys: demo keys go to api.coingecko.com in `x-cg-demo-api-key`, pro keys to
  * pro-api.coingecko.com in `x-cg-pro-api-key` (config.ts refuses the crossed pairs; the
  * provider's 10010 / 10011 answers are explained if they still happen). Base codes map to
- * CoinGecko ids explicitly (coingecko-ids.ts, COINGECKO_IDS); a code missing there is looked
+ * CoinGecko ids explicitly (src/config/coingecko-ids.ts, COINGECKO_IDS); a code missing there is looked
  * up in /coins/list, and when several coins share it, the best market-cap rank wins and the
  * choice is logged and reported.
  */
-import type { FundamentalsConfig } from "./config.ts";
+import type { FundamentalsConfig } from "../../config/sources.ts";
 import { backoffMs } from "../../retry.ts";
 import { expectOk, HttpStatusError, httpGet, readJson } from "./http-get.ts";
 import { streamOf, summaryOf } from "./ingest-client.ts";

@@ -6,8 +6,8 @@
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import type { Clock } from "../../clock.ts";
-import { ConfigError } from "../../config.ts";
-import type { ContextSourcesConfig } from "./config.ts";
+import { ConfigError } from "../../config/parse.ts";
+import type { ContextSourcesConfig } from "../../config/sources.ts";
 import { createFundamentalsSource } from "./fundamentals.ts";
 import type { DataIngestClient } from "./ingest-client.ts";
 import { createMacroSource } from "./macro.ts";
@@ -15,7 +15,7 @@ import { createNewsSource } from "./news.ts";
 import type { ContextSource } from "./source.ts";
 import { SourceStatusBoard, type SourceStatus } from "./source-status.ts";
 
-export { parseContextSourcesConfig, type ContextSourcesConfig } from "./config.ts";
+export { parseContextSourcesConfig, type ContextSourcesConfig } from "../../config/sources.ts";
 export type { DataIngestClient } from "./ingest-client.ts";
 export type { SourceStatus } from "./source-status.ts";
 

@@ -6,7 +6,7 @@
  * the series' short unit, at 00:00 UTC of the observation date; "." (no value) is skipped.
  * One series failing does not stop the others.
  */
-import type { MacroConfig } from "./config.ts";
+import type { MacroConfig } from "../../config/sources.ts";
 import { backoffMs } from "../../retry.ts";
 import { expectOk, HttpStatusError, httpGet, readJson } from "./http-get.ts";
 import { streamOf, summaryOf } from "./ingest-client.ts";

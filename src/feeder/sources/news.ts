@@ -15,7 +15,7 @@ import { createHash } from "node:crypto";
 import { extractFromJson, extractFromXml, type FeedEntry } from "@extractus/feed-extractor";
 import { MAX_NEWS_COINS } from "../../market-data/datasets.ts";
 import { tagCoins } from "./coin-tags.ts";
-import type { NewsConfig } from "./config.ts";
+import type { NewsConfig } from "../../config/sources.ts";
 import { backoffMs } from "../../retry.ts";
 import { displayUrl, expectOk, HttpStatusError, httpGet, readBody } from "./http-get.ts";
 import { streamOf, summaryOf } from "./ingest-client.ts";
