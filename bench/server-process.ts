@@ -44,6 +44,8 @@ export interface ServerProcess {
   child: ChildProcess;
   port: number;
   internalPort: number;
+  /** With WORKERS > 1, the workers' pids at start, lead first; else empty. */
+  workerPids: number[];
 }
 
 /**
@@ -69,8 +71,8 @@ export function startServerProcess(env: Record<string, string>, timeoutMs = 60_0
       clearTimeout(timer);
       child.stdout!.off("data", onData);
       child.stdout!.resume();
-      const info = JSON.parse(line) as { port: number; internalPort: number };
-      resolve({ child, port: info.port, internalPort: info.internalPort });
+      const info = JSON.parse(line) as { port: number; internalPort: number; workerPids?: number[] };
+      resolve({ child, port: info.port, internalPort: info.internalPort, workerPids: info.workerPids ?? [] });
     };
     child.stdout!.on("data", onData);
     child.on("exit", (code) => {

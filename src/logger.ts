@@ -2,11 +2,11 @@
  * Structured JSON logs (pino). Secrets never reach a log line: headers that carry them are
  * redacted by path, and nothing logs a raw key anywhere in the code.
  */
-import { pino, type Logger, type LoggerOptions } from "pino";
+import { pino, type DestinationStream, type Logger, type LoggerOptions } from "pino";
 import { currentRequest } from "./request-context.ts";
 
 /** Creates the process logger writing JSON lines to stdout (or to `destination`, in tests). */
-export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
+export function createLogger(level: string, destination?: DestinationStream): Logger {
   const options: LoggerOptions = {
     level,
     base: { service: "signals" },
