@@ -11,10 +11,15 @@ import { create } from "@bufbuild/protobuf";
 import { ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import {
+  type GetDerivativesRequest,
   GetDerivativesResponseSchema,
+  type GetFundamentalsRequest,
   GetFundamentalsResponseSchema,
+  type GetMacroRequest,
   GetMacroResponseSchema,
+  type GetMoversRequest,
   GetMoversResponseSchema,
+  type GetNewsRequest,
   GetNewsResponseSchema,
   type MarketDataService,
 } from "../../gen/signals/v1/market_data_pb.js";
@@ -72,126 +77,94 @@ function freeCallChecks(deps: MarketDataServiceDeps) {
     };
 }
 
+/** A query whose failure is logged and answered 503 `unavailable`. */
+function orUnavailable<T>(logger: Logger, what: string, query: Promise<T>): Promise<T> {
+  return query.catch((cause: unknown) => unavailable(logger, cause, what));
+}
+
 function unavailable(logger: Logger, cause: unknown, what: string): never {
   logger.error({ err: errorSummary(cause) }, what);
   throw serviceError("unavailable");
 }
 
+async function getMovers(deps: MarketDataServiceDeps, request: GetMoversRequest, now: number, ctx: HandlerContext) {
+  const tf = normaliseTimeframe(request.tf);
+  // The paid endpoint's 4h fallback, told as there (x-signals-warnings).
+  if (request.tf && tf !== request.tf) addWarnings(ctx.responseHeader, [timeframeWarning(request.tf)], "before");
+  const limit = parseLimit(request.limit, LIMITS.movers);
+  const query = computeMovers(deps.db, { tf, limit, now, staleAfterMs: deps.staleAfterMs });
+  const movers = await orUnavailable(deps.logger, "movers query failed", query);
+  return create(GetMoversResponseSchema, {
+    ok: true,
+    tf,
+    ts: BigInt(now),
+    gainers: movers.gainers.map(moverMessage),
+    losers: movers.losers.map(moverMessage),
+    volumeLeaders: movers.volumeLeaders.map(moverMessage),
+  });
+}
+
+async function getDerivatives({ db, logger }: MarketDataServiceDeps, request: GetDerivativesRequest, now: number) {
+  const symbols = parseSymbolFilter(request.symbols);
+  const page = await readPage(
+    "derivatives",
+    request,
+    (limit, after) => orUnavailable(logger, "derivatives query failed", readDerivatives(db, { symbols, after, limit })),
+    (row) => [row.symbol, row.venue],
+  );
+  const rows = page.rows.map(derivativesMessage);
+  return create(GetDerivativesResponseSchema, { ok: true, ts: BigInt(now), rows, nextCursor: page.nextCursor });
+}
+
+async function getNews({ db, logger }: MarketDataServiceDeps, request: GetNewsRequest, now: number) {
+  const filter = { symbols: parseSymbolFilter(request.symbols), since: parseSince(request.since) };
+  const page = await readPage(
+    "news",
+    request,
+    (limit, before) => orUnavailable(logger, "news query failed", readNews(db, { ...filter, before, limit })),
+    (row) => [row.time, row.id],
+  );
+  const items = page.rows.map(newsMessage);
+  return create(GetNewsResponseSchema, { ok: true, ts: BigInt(now), items, nextCursor: page.nextCursor });
+}
+
+async function getMacro({ db, logger }: MarketDataServiceDeps, request: GetMacroRequest, now: number) {
+  const filter = { series: parseSeriesFilter(request.series), since: parseSince(request.since) };
+  const page = await readPage(
+    "macro",
+    request,
+    (limit, after) => orUnavailable(logger, "macro query failed", readMacro(db, { ...filter, after, limit })),
+    (row) => [row.time, row.series],
+  );
+  const points = page.rows.map(macroMessage);
+  return create(GetMacroResponseSchema, { ok: true, ts: BigInt(now), points, nextCursor: page.nextCursor });
+}
+
+async function getFundamentals({ db, logger }: MarketDataServiceDeps, request: GetFundamentalsRequest, now: number) {
+  const symbols = parseSymbolFilter(request.symbols);
+  const page = await readPage(
+    "fundamentals",
+    request,
+    (limit, after) =>
+      orUnavailable(
+        logger,
+        "fundamentals query failed",
+        readFundamentals(db, { symbols, after: after?.[0] ?? null, limit }),
+      ),
+    (row) => [row.symbol],
+  );
+  const rows = page.rows.map(fundamentalsMessage);
+  return create(GetFundamentalsResponseSchema, { ok: true, ts: BigInt(now), rows, nextCursor: page.nextCursor });
+}
+
 /** Builds the service implementation over its dependencies. */
 export function createMarketDataService(deps: MarketDataServiceDeps): ServiceImpl<typeof MarketDataService> {
-  const { db } = deps;
   const free = freeCallChecks(deps);
-  const read = <T>(query: Promise<T>, what: string): Promise<T> =>
-    query.catch((cause: unknown) => unavailable(deps.logger, cause, what));
-
   return {
-    getMovers: free(async (request, now, ctx) => {
-      const tf = normaliseTimeframe(request.tf);
-      // The paid endpoint's 4h fallback, told as there (x-signals-warnings).
-      if (request.tf && tf !== request.tf) addWarnings(ctx.responseHeader, [timeframeWarning(request.tf)], "before");
-      const limit = parseLimit(request.limit, LIMITS.movers);
-      const movers = await read(
-        computeMovers(db, { tf, limit, now, staleAfterMs: deps.staleAfterMs }),
-        "movers query failed",
-      );
-      return create(GetMoversResponseSchema, {
-        ok: true,
-        tf,
-        ts: BigInt(now),
-        gainers: movers.gainers.map(moverMessage),
-        losers: movers.losers.map(moverMessage),
-        volumeLeaders: movers.volumeLeaders.map(moverMessage),
-      });
-    }),
-
-    getDerivatives: free(async (request, now) => {
-      const page = await readPage(
-        "derivatives",
-        request,
-        (limit, after) =>
-          read(
-            readDerivatives(db, { symbols: parseSymbolFilter(request.symbols), after, limit }),
-            "derivatives query failed",
-          ),
-        (row) => [row.symbol, row.venue],
-      );
-      return create(GetDerivativesResponseSchema, {
-        ok: true,
-        ts: BigInt(now),
-        rows: page.rows.map(derivativesMessage),
-        nextCursor: page.nextCursor,
-      });
-    }),
-
-    getNews: free(async (request, now) => {
-      const page = await readPage(
-        "news",
-        request,
-        (limit, before) =>
-          read(
-            readNews(db, {
-              symbols: parseSymbolFilter(request.symbols),
-              since: parseSince(request.since),
-              before,
-              limit,
-            }),
-            "news query failed",
-          ),
-        (row) => [row.time, row.id],
-      );
-      return create(GetNewsResponseSchema, {
-        ok: true,
-        ts: BigInt(now),
-        items: page.rows.map(newsMessage),
-        nextCursor: page.nextCursor,
-      });
-    }),
-
-    getMacro: free(async (request, now) => {
-      const page = await readPage(
-        "macro",
-        request,
-        (limit, after) =>
-          read(
-            readMacro(db, {
-              series: parseSeriesFilter(request.series),
-              since: parseSince(request.since),
-              after,
-              limit,
-            }),
-            "macro query failed",
-          ),
-        (row) => [row.time, row.series],
-      );
-      return create(GetMacroResponseSchema, {
-        ok: true,
-        ts: BigInt(now),
-        points: page.rows.map(macroMessage),
-        nextCursor: page.nextCursor,
-      });
-    }),
-
-    getFundamentals: free(async (request, now) => {
-      const page = await readPage(
-        "fundamentals",
-        request,
-        (limit, after) =>
-          read(
-            readFundamentals(db, {
-              symbols: parseSymbolFilter(request.symbols),
-              after: after ? after[0] : null,
-              limit,
-            }),
-            "fundamentals query failed",
-          ),
-        (row) => [row.symbol],
-      );
-      return create(GetFundamentalsResponseSchema, {
-        ok: true,
-        ts: BigInt(now),
-        rows: page.rows.map(fundamentalsMessage),
-        nextCursor: page.nextCursor,
-      });
-    }),
+    getMovers: free((request, now, ctx) => getMovers(deps, request, now, ctx)),
+    getDerivatives: free((request, now) => getDerivatives(deps, request, now)),
+    getNews: free((request, now) => getNews(deps, request, now)),
+    getMacro: free((request, now) => getMacro(deps, request, now)),
+    getFundamentals: free((request, now) => getFundamentals(deps, request, now)),
   };
 }
