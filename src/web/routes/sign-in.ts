@@ -5,13 +5,14 @@
  */
 import { Hono } from "hono";
 import { getCookie } from "hono/cookie";
-import { CSRF_COOKIE, CSRF_FIELD, doubleSubmitMatches } from "../csrf.ts";
 import { renderSignInPage } from "../auth-pages.ts";
 import { clientAddress, safeLocalPath } from "../http.ts";
-import { isHashBusy, methodNotAllowed, SESSION_COOKIE, type PageKit, type WebEnv } from "../page-kit.ts";
+import { methodNotAllowed, SESSION_COOKIE, type PageKit, type WebEnv } from "../page-kit.ts";
 import { MAX_PASSWORD_LENGTH, verifyAgainstDummy, verifyPassword } from "../../accounts/sign-in/passwords.ts";
 import { createSession, deleteSession, findSession } from "../../accounts/sign-in/sessions.ts";
-import { attemptsOn, DEFAULT_THROTTLE, minutesText, refundAttempt, reserveAttempt, retryAfter, sweepExpired, throttleKeys, type Budget, type SignInPolicy, type ThrottleKeys } from "../../accounts/attempt-throttle.ts";
+import { attemptsOn, DEFAULT_THROTTLE, refundAttempt, throttleKeys, type Budget, type SignInPolicy, type ThrottleKeys } from "../../accounts/attempt-throttle.ts";
+import { reserveOrRefuse } from "../attempt-refusals.ts";
+import { isRefusal } from "../responses.ts";
 import { findCredentials } from "../../accounts/sign-in/credentials.ts";
 import { HashRefused } from "../../accounts/sign-in/hash-gate.ts";
 import { isKnownAddress, rememberAddress } from "../../accounts/sign-in/known-addresses.ts";
@@ -68,9 +69,8 @@ export function signInRoutes(kit: PageKit): Hono<WebEnv> {
     return kit.page(c, 200, renderSignInPage(kit.publicCtx, { csrfToken, next, info, resetByMail }));
   });
 
-  app.post("/signin", kit.form, async (c) => {
+  app.post("/signin", kit.anonymousForm, async (c) => {
     const form = c.get("form");
-    if (!doubleSubmitMatches(getCookie(c, CSRF_COOKIE), form.get(CSRF_FIELD))) return kit.refuse(c, kit.publicCtx);
     const email = (form.get("email") ?? "").trim().slice(0, 320);
     const password = form.get("password") ?? "";
     const next = safeLocalPath(form.get("next"), config.publicBaseUrl);
@@ -86,9 +86,8 @@ export function signInRoutes(kit: PageKit): Hono<WebEnv> {
       const known = (await isKnownAddress(db, credentials?.accountId ?? 0, address)) && credentials !== null;
       const keys = throttleKeys(address, email);
       const budgets = signInBudgets(keys, throttle, known);
-      const waitMs = await reserveAttempt(db, budgets, throttle.windowMs, now);
-      if (waitMs > 0) return { kind: "throttled", waitMs } as const;
-      await sweepExpired(db, throttle, now);
+      const refused = await reserveOrRefuse(db, budgets, throttle, now, "Too many failed sign-ins.");
+      if (refused !== null) return refused;
       // Strangers guessing at this email slow down addresses new to it; they never lock it.
       if (!known && (await attemptsOn(db, keys.email, throttle.windowMs, now)) > throttle.perEmail) await pause(throttle.slowdownMs, c.req.raw.signal);
       const ok = await hash(() => (credentials === null || password.length > MAX_PASSWORD_LENGTH ? verifyAgainstDummy(password) : verifyPassword(password, credentials.passwordHash)));
@@ -97,8 +96,7 @@ export function signInRoutes(kit: PageKit): Hono<WebEnv> {
       await rememberAddress(db, credentials.accountId, address, now);
       return { kind: "signed-in", accountId: credentials.accountId } as const;
     });
-    if (isHashBusy(outcome)) return again(outcome.status, outcome.message, outcome.headers);
-    if (outcome.kind === "throttled") return again(429, `Too many failed sign-ins. Try again in ${minutesText(outcome.waitMs)}.`, retryAfter(outcome.waitMs));
+    if (isRefusal(outcome)) return again(outcome.status, outcome.message, outcome.headers);
     if (outcome.kind === "failed") return again(401, SIGN_IN_FAILED);
     const credentials = outcome;
     // A new token at each sign-in (no session fixation); the browser's old session, if any, ends.
@@ -111,7 +109,7 @@ export function signInRoutes(kit: PageKit): Hono<WebEnv> {
   });
   app.all("/signin", methodNotAllowed(kit, "GET, POST"));
 
-  app.post("/signout", kit.session, kit.form, kit.signedInForm, async (c) => {
+  app.post("/signout", kit.memberForm, async (c) => {
     await deleteSession(db, c.get("signed")!.session.tokenHash);
     kit.clearSessionCookie(c);
     return kit.seeOther(c, "/signin?signed-out");
