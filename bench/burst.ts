@@ -344,6 +344,10 @@ function report(run: { results: Boundary[]; rss: Map<number, number[]>; coldStar
   });
   const rows: [string, string, string][] = [
     ["close → new close answered by **every** server process (both workers), p50 / p99 / max", `${ms(percentile(everyProcess, 50))} / **${ms(percentile(everyProcess, 99))}** / ${ms(Math.max(...everyProcess))} (${everyProcess.length} coin closes)`, `p99 < ${TARGET_MS} ms`],
+    ...run.server.workerPids.map((pid, i): [string, string, string] => {
+      const mine = results.flatMap((r) => [...r.answered.values()].map((m) => m.get(pid)).filter((v): v is number => v !== undefined));
+      return [`… answered by the ${i === 0 ? "lead (applies and commits)" : "follower (reloads the commit)"}, p50 / p99`, `${ms(percentile(mine, 50))} / ${ms(percentile(mine, 99))}`, ""];
+    }),
     ["close → alert at the Bot API, p50 / p99 / max", `${ms(percentile(alerts, 50))} / **${ms(percentile(alerts, 99))}** / ${ms(Math.max(...alerts))} (${alerts.length} alerts)`, `p99 < ${TARGET_MS} ms`],
     ["alerts equal to the API at their arrival / differing / API unconfirmed by then", `${equal} / **${differing.length}** / ${unconfirmed}`, "0 differing"],
     ["paid calls during the burst / quiet, same boundary (lowest of the boundaries)", `**${Math.min(...kept).toFixed(2)} ×**`, `≥ ${THROUGHPUT_KEPT} ×`],
