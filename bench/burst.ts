@@ -72,8 +72,8 @@ class PriceSets {
     this.fake = fake;
   }
   add(base: string, value: number): void {
-    let set = this.sets.get(base);
-    if (!set) this.sets.set(base, (set = new Set()));
+    const set = this.sets.get(base) ?? new Set<number>();
+    this.sets.set(base, set);
     set.add(value);
   }
   /** Adds the forming candle's latest price of every coin. */
@@ -116,11 +116,9 @@ function startLoad(port: number, keys: string[], symbols: string[]): { child: Ch
   let pending = "";
   child.stdout!.setEncoding("utf8").on("data", (d: string) => {
     pending += d;
-    let nl: number;
-    while ((nl = pending.indexOf("\n")) >= 0) {
-      buckets.push(JSON.parse(pending.slice(0, nl)) as ClosedLoopBucket);
-      pending = pending.slice(nl + 1);
-    }
+    const lines = pending.split("\n");
+    pending = lines.pop()!;
+    for (const line of lines) buckets.push(JSON.parse(line) as ClosedLoopBucket);
   });
   return { child, buckets };
 }
