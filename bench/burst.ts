@@ -72,8 +72,8 @@ class PriceSets {
     this.fake = fake;
   }
   add(base: string, value: number): void {
-    let set = this.sets.get(base);
-    if (!set) this.sets.set(base, (set = new Set()));
+    const set = this.sets.get(base) ?? new Set<number>();
+    this.sets.set(base, set);
     set.add(value);
   }
   /** Adds the forming candle's latest price of every coin. */
@@ -116,11 +116,9 @@ function startLoad(port: number, keys: string[], symbols: string[]): { child: Ch
   let pending = "";
   child.stdout!.setEncoding("utf8").on("data", (d: string) => {
     pending += d;
-    let nl: number;
-    while ((nl = pending.indexOf("\n")) >= 0) {
-      buckets.push(JSON.parse(pending.slice(0, nl)) as ClosedLoopBucket);
-      pending = pending.slice(nl + 1);
-    }
+    const lines = pending.split("\n");
+    pending = lines.pop()!;
+    for (const line of lines) buckets.push(JSON.parse(line) as ClosedLoopBucket);
   });
   return { child, buckets };
 }
@@ -344,6 +342,10 @@ function report(run: { results: Boundary[]; rss: Map<number, number[]>; coldStar
   });
   const rows: [string, string, string][] = [
     ["close → new close answered by **every** server process (both workers), p50 / p99 / max", `${ms(percentile(everyProcess, 50))} / **${ms(percentile(everyProcess, 99))}** / ${ms(Math.max(...everyProcess))} (${everyProcess.length} coin closes)`, `p99 < ${TARGET_MS} ms`],
+    ...run.server.workerPids.map((pid, i): [string, string, string] => {
+      const mine = results.flatMap((r) => [...r.answered.values()].map((m) => m.get(pid)).filter((v): v is number => v !== undefined));
+      return [`… answered by the ${i === 0 ? "lead (applies and commits)" : "follower (reloads the commit)"}, p50 / p99`, `${ms(percentile(mine, 50))} / ${ms(percentile(mine, 99))}`, ""];
+    }),
     ["close → alert at the Bot API, p50 / p99 / max", `${ms(percentile(alerts, 50))} / **${ms(percentile(alerts, 99))}** / ${ms(Math.max(...alerts))} (${alerts.length} alerts)`, `p99 < ${TARGET_MS} ms`],
     ["alerts equal to the API at their arrival / differing / API unconfirmed by then", `${equal} / **${differing.length}** / ${unconfirmed}`, "0 differing"],
     ["paid calls during the burst / quiet, same boundary (lowest of the boundaries)", `**${Math.min(...kept).toFixed(2)} ×**`, `≥ ${THROUGHPUT_KEPT} ×`],

@@ -48,7 +48,7 @@ async function run(options: ClosedLoopOptions): Promise<void> {
   let firstError: string | null = null;
   let sent = 0;
   setInterval(() => {
-    process.stdout.write(JSON.stringify({ at: Date.now(), ok, errors, firstError }) + "\n");
+    process.stdout.write(`${JSON.stringify({ at: Date.now(), ok, errors, firstError })}\n`);
     ok = 0;
     errors = 0;
   }, 100);

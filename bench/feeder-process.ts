@@ -84,7 +84,7 @@ export function spawnFeeder(bases: string[], env: Record<string, string>): Feede
   const log = LOG_DIR ? createWriteStream(`${LOG_DIR}/feeder-${bases.length}-coins-${Date.now()}.log`) : null;
   child.stdout!.setEncoding("utf8").on("data", (d: string) => {
     log?.write(d);
-    for (const line of d.split("\n")) if (line.includes('"feeder started"')) out += line + "\n";
+    for (const line of d.split("\n")) if (line.includes('"feeder started"')) out += `${line}\n`;
   });
   child.stderr!.setEncoding("utf8").on("data", (d: string) => (err = (err + d).slice(-4000)));
   return {

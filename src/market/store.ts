@@ -2,7 +2,7 @@
  * Candle store and engine checkpoints in Postgres (Drizzle). Candles, the checkpoints of the
  * series they moved and the coin's freshness are written in one transaction.
  */
-import { and, asc, desc, eq, gt, gte, inArray, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gte, inArray, sql } from "drizzle-orm";
 import { resultRows, type Database, type DbHandle, type Transaction } from "../db/client.ts";
 import { MARKET_UPDATED, SIGNAL_EVENTS } from "../db/channels.ts";
 import { candles, coins, seriesState } from "../db/schema.ts";
@@ -270,8 +270,8 @@ async function loadCoinsIn(db: Transaction, symbols: string[]): Promise<StoredCo
   if (coinRows.length === 0) return [];
   const checkpoints = new Map<string, Map<string, unknown>>();
   for (const r of await db.select().from(seriesState).where(inArray(seriesState.symbol, coinRows.map((c) => c.symbol)))) {
-    let perCoin = checkpoints.get(r.symbol);
-    if (!perCoin) checkpoints.set(r.symbol, (perCoin = new Map()));
+    const perCoin = checkpoints.get(r.symbol) ?? new Map<string, unknown>();
+    checkpoints.set(r.symbol, perCoin);
     perCoin.set(r.tf, r.state);
   }
   const restored = new Map<string, Map<Timeframe, SeriesRuntime>>();
@@ -306,8 +306,8 @@ async function recentBaseCandles(db: Transaction, wanted: { symbol: string; base
   );
   const out = new Map<string, (Candle & { closed: boolean })[]>();
   for (const r of rows) {
-    let list = out.get(r.symbol);
-    if (!list) out.set(r.symbol, (list = []));
+    const list = out.get(r.symbol) ?? [];
+    out.set(r.symbol, list);
     list.push({ ...toCandle({ openTime: Number(r.open_time), open: Number(r.open), high: Number(r.high), low: Number(r.low), close: Number(r.close), volume: Number(r.volume) }), closed: r.closed === true });
   }
   return out;
