@@ -7,6 +7,7 @@ import { currentRequest } from "./request-context.ts";
 
 /** Creates the process logger writing JSON lines to stdout (or to `destination`, in tests). */
 export function createLogger(level: string, destination?: DestinationStream): Logger {
+  const stream = destination ?? pino.destination(STDOUT_IN_BLOCKS);
   const options: LoggerOptions = {
     level,
     base: { service: "signals" },
@@ -19,14 +20,38 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
       paths: ['req.headers["x-api-key"]', "req.headers.authorization", "req.headers.cookie", "apiKey", "api_key", "token"],
       censor: "[redacted]",
     },
+    hooks: {
+      // Warnings and errors are written at once, with the lines buffered before them: they are
+      // what an operator needs of a process that then dies without exiting (SIGKILL, OOM).
+      logMethod(args, method, lineLevel) {
+        method.apply(this, args);
+        if (lineLevel >= WARN) flushSync(stream);
+      },
+    },
   };
-  return pino(options, destination ?? pino.destination(STDOUT_IN_BLOCKS));
+  return pino(options, stream);
+}
+
+const WARN = 40;
+
+function flushSync(stream: unknown): void {
+  try {
+    (stream as { flushSync?: () => void }).flushSync?.();
+  } catch {
+    // Not open yet or already closed: nothing buffered that could still be written.
+  }
+}
+
+/** Writes the logger's buffered lines now, synchronously: before a process.exit or a re-raised signal. */
+export function flushLogs(logger: Logger): void {
+  flushSync((logger as unknown as Record<symbol, unknown>)[pino.symbols.streamSym]);
 }
 
 /**
  * Stdout in blocks of about 4 KB, and at least every 100 ms: one write per access log line
  * cost each call a thread-pool write and its wake-ups. Lines still buffered when the process
- * exits are written synchronously then (pino flushes on exit); a SIGKILL loses up to 100 ms.
+ * exits are written synchronously then (flushLogs, and pino on exit), warn and above at once;
+ * a SIGKILL loses up to 100 ms of info lines.
  */
 const STDOUT_IN_BLOCKS = { dest: 1, sync: false, minLength: 4096, periodicFlush: 100 } as const;
 

@@ -202,25 +202,28 @@ export interface BatcherOptions {
   readonly maxInFlight?: number;
   readonly queueTimeoutMs?: number;
   /**
-   * How long a group's statement, and each try to resolve it, may go unanswered (default 5 s).
-   * Past it the statement is treated as on a broken connection (resolved as above) and the
-   * pool's connections are replaced: a network that drops packets silently (a host cut off
-   * from the database) fails no connection, so callers waited for the request timeout, and the
-   * statement could still commit when the network came back, a charge nobody was answered for
-   * (found by test/reliability/multi-host.test.ts).
+   * How long a group's statement, and each try to resolve it, may go unanswered (default 5 s)
+   * before the database is probed on a fresh connection. A network that drops packets silently
+   * (a host cut off from the database) fails no connection, so callers waited for the request
+   * timeout, and the statement could still commit when the network came back, a charge nobody
+   * was answered for (found by test/reliability/multi-host.test.ts). If the probe fails too, the
+   * statement is treated as on a broken connection (resolved as above) and the pool's
+   * connections are replaced; if the database answers it, the statement is only slow (waiting on
+   * an account's row lock, say) and its callers keep waiting for it.
    */
   readonly answerWithinMs?: number;
+  /** How long the probe of a statement unanswered for answerWithinMs may take (default 2 s). */
+  readonly reachableWithinMs?: number;
   readonly logger?: Logger;
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
-/** `work`, or a ChargeUnanswered rejection once `ms` pass first (after calling `onLate`); a late settlement of `work` is ignored. */
-function answeredWithin<T>(work: Promise<T>, ms: number, onLate?: () => void): Promise<T> {
+/** `work`, or a ChargeUnanswered rejection once `ms` pass first; a late settlement of `work` is ignored. */
+function answeredWithin<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
-      onLate?.();
       reject(new ChargeUnanswered(`the database did not answer within ${ms} ms`));
     }, ms);
   });
@@ -244,6 +247,9 @@ interface Batcher {
   readonly maxInFlight: number;
   readonly queueTimeoutMs: number;
   readonly answerWithinMs: number;
+  readonly reachableWithinMs: number;
+  /** The probe of the database in progress, shared by every statement that went unanswered meanwhile. */
+  probing: Promise<boolean> | null;
   /** Calls of the current turn of the event loop, sent together at its end. */
   pending: PendingCall[];
   scheduled: boolean;
@@ -295,6 +301,35 @@ async function afterFailure(b: Batcher, group: PendingCall[], attemptId: string,
   }
 }
 
+function databaseReachable(b: Batcher): Promise<boolean> {
+  b.probing ??= b.handle.reachable(b.reachableWithinMs).finally(() => {
+    b.probing = null;
+  });
+  return b.probing;
+}
+
+/**
+ * The statement's answer, however long a database that still answers takes to give it (a row
+ * lock held by an admin adjustment or another charge of the account). Replacing the pool there
+ * would answer 503 for a charge that was only slow, destroy every other query of the old pool,
+ * and leave the blocked backend running on the server. Only when the database also fails a
+ * probe on a fresh connection is the network taken for cut: the pool is replaced and the
+ * statement fails with ChargeUnanswered, to be resolved through its fence.
+ */
+async function answeredWhileReachable<T>(b: Batcher, statement: Promise<T>, attemptId: string, calls: number): Promise<T> {
+  for (;;) {
+    try {
+      return await answeredWithin(statement, b.answerWithinMs);
+    } catch (err) {
+      if (!(err instanceof ChargeUnanswered)) throw err;
+    }
+    if (await databaseReachable(b)) continue;
+    b.log?.warn({ attemptId, calls, answerWithinMs: b.answerWithinMs }, "charge statement unanswered and the database unreachable; replacing the database connections");
+    b.handle.abandonConnections();
+    throw new ChargeUnanswered(`the database did not answer within ${b.answerWithinMs} ms, nor a probe on a fresh connection`);
+  }
+}
+
 function send(b: Batcher, group: PendingCall[]): void {
   b.inFlight++;
   const attemptId = uuidV7();
@@ -302,11 +337,7 @@ function send(b: Batcher, group: PendingCall[]): void {
     b.inFlight--;
     sendWaiting(b);
   };
-  const unanswered = () => {
-    b.log?.warn({ attemptId, calls: group.length, answerWithinMs: b.answerWithinMs }, "charge statement unanswered; replacing the database connections");
-    b.handle.abandonConnections();
-  };
-  answeredWithin(chargeBatch(b.handle, group.map((g) => g.request), b.limits, attemptId), b.answerWithinMs, unanswered).then(
+  answeredWhileReachable(b, chargeBatch(b.handle, group.map((g) => g.request), b.limits, attemptId), attemptId, group.length).then(
     (results) => (done(), answer(group, results)),
     (err: unknown) => (done(), afterFailure(b, group, attemptId, err)),
   );
@@ -365,6 +396,8 @@ export function createChargeBatcher(handle: DbHandle, limits: Limits, options: B
     maxInFlight: options.maxInFlight ?? 8,
     queueTimeoutMs: options.queueTimeoutMs ?? 5_000,
     answerWithinMs: options.answerWithinMs ?? 5_000,
+    reachableWithinMs: options.reachableWithinMs ?? 2_000,
+    probing: null,
     pending: [],
     scheduled: false,
     inFlight: 0,

@@ -39,6 +39,12 @@ export interface DbHandle {
    * packets silently never fails a connection, so its queries would wait forever.
    */
   abandonConnections(): void;
+  /**
+   * Whether the database answers `SELECT 1` on a fresh connection within `withinMs` (always
+   * true on PGlite). Tells a cut network from a slow statement when the pool's own connections,
+   * all possibly busy or cut, cannot.
+   */
+  reachable(withinMs: number): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -109,6 +115,7 @@ async function openPostgres(url: string, poolSize: number): Promise<DbHandle> {
     },
     listen: (channel, onPayload) => pool.listen(channel, onPayload),
     abandonConnections: () => pool.replace(),
+    reachable: (withinMs) => pool.reachable(withinMs),
     close: () => pool.close(),
   };
 }
@@ -133,6 +140,7 @@ async function openPglite(dataDir: string): Promise<DbHandle> {
       await client.listen(channel, onPayload);
     },
     abandonConnections: () => {},
+    reachable: async () => true,
     async close() {
       await client.close();
     },

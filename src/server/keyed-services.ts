@@ -37,7 +37,7 @@ export interface KeyedService {
 }
 
 /** Paid calls count in `calls`, free ones in `freeCalls` by method. */
-function recordOutcome(metrics: Metrics) {
+function countOutcome(metrics: Metrics) {
   return (method: DescMethod, protocol: string, outcome: string) => {
     if (method.parent === SignalsService) metrics.calls.inc({ protocol, outcome });
     else metrics.freeCalls.inc({ method: method.name, protocol, outcome });
@@ -59,7 +59,7 @@ export function createKeyedServices(deps: KeyedServicesDeps): KeyedService[] {
       throttle.recordSuccess(keyHash);
       keyUse.touch(keyHash, now);
     },
-    record: recordOutcome(metrics),
+    record: countOutcome(metrics),
   };
   // Charge statements in flight: leave connections free for everything else (see signals/service.ts).
   const maxChargesInFlight = Math.max(1, config.dbPoolSize - 2);
