@@ -54,8 +54,8 @@ const OPEN_LOOP_SECONDS = SMOKE ? 0.5 : Number(process.env.BENCH_OPEN_LOOP_SECON
 const RATES = (process.env.BENCH_RATES ?? "1000,4000").split(",").map(Number);
 const WORKERS = process.env.BENCH_WORKERS ?? "2";
 const COINS = ["BTC", "ETH", "SOL", "BNB", "XRP", "ADA", "DOGE", "DOT"];
-const QUERY = `/api/v1/signals?symbols=${COINS.join(",")}&tf=1h`;
-const TOKEN = "bench-internal-token-0123456789";
+export const QUERY = `/api/v1/signals?symbols=${COINS.join(",")}&tf=1h`;
+export const TOKEN = "bench-internal-token-0123456789";
 
 /**
  * Targets (issue 16): throughput ratio to pgbench, open-loop latency ratios to the bare server;
@@ -154,13 +154,13 @@ end
 }
 
 /** Runs bench/open-loop.ts in its own process. */
-async function openLoop(options: OpenLoopOptions): Promise<OpenLoopResult> {
+export async function openLoop(options: OpenLoopOptions): Promise<OpenLoopResult> {
   const { stdout } = await run(process.execPath, [path.join(import.meta.dirname, "open-loop.ts"), JSON.stringify(options)], { encoding: "utf8", maxBuffer: 1 << 20 });
   return JSON.parse(stdout.trim().split("\n").pop()!) as OpenLoopResult;
 }
 
 /** Starts bench/bare-server.ts answering `body`; resolves with its process and port. */
-function startBareServer(bodyFile: string): Promise<{ child: ChildProcess; port: number }> {
+export function startBareServer(bodyFile: string): Promise<{ child: ChildProcess; port: number }> {
   const child = spawn(process.execPath, [path.join(import.meta.dirname, "bare-server.ts"), bodyFile], { stdio: ["ignore", "pipe", "inherit"] });
   return new Promise((resolve, reject) => {
     child.stdout!.once("data", (d: Buffer) => resolve({ child, port: (JSON.parse(d.toString()) as { port: number }).port }));

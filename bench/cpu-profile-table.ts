@@ -3,7 +3,10 @@
  * self time and by inclusive time (a frame counted once per sample even when it recurses), and
  * self time grouped by package. Used for bench/README.md's "where the time goes".
  *
- *   node bench/cpu-profile-table.ts /tmp/prof/CPU.….cpuprofile [top=20]
+ *   node bench/cpu-profile-table.ts /tmp/prof/CPU.….cpuprofile [top=20] [last=seconds]
+ *
+ * `last`: only the samples of the profile's last seconds (e.g. bench/api.ts's final open-loop
+ * turn, which ends just before the server is stopped), leaving out start-up and earlier phases.
  */
 import { readFileSync } from "node:fs";
 
@@ -48,7 +51,7 @@ function groupOf(node: ProfileNode): string {
   return ours ? `${ours[1]}/${ours[2]}` : url;
 }
 
-export function summarise(profile: Profile, top = 20): string {
+export function summarise(profile: Profile, top = 20, lastSeconds = Infinity): string {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
@@ -57,8 +60,12 @@ export function summarise(profile: Profile, top = 20): string {
   const groups = new Map<string, number>();
   let total = 0;
   let idle = 0;
+  const span = profile.timeDeltas.reduce((sum, us) => sum + us, 0);
+  let at = 0;
   profile.samples.forEach((id, i) => {
     const us = profile.timeDeltas[i] ?? 0;
+    at += us;
+    if (span - at > lastSeconds * 1e6) return;
     const node = byId.get(id)!;
     if (node.callFrame.functionName === "(idle)") {
       idle += us;
@@ -92,10 +99,10 @@ export function summarise(profile: Profile, top = 20): string {
 }
 
 if (import.meta.main) {
-  const [file, top] = process.argv.slice(2);
+  const [file, top, last] = process.argv.slice(2);
   if (!file) {
     console.error("usage: node bench/cpu-profile-table.ts <file.cpuprofile> [top]");
     process.exit(2);
   }
-  console.log(summarise(JSON.parse(readFileSync(file, "utf8")) as Profile, Number(top ?? 20)));
+  console.log(summarise(JSON.parse(readFileSync(file, "utf8")) as Profile, Number(top ?? 20), last ? Number(last) : Infinity));
 }

@@ -15,89 +15,17 @@
  * wrong or duplicated, a breach of Binance's websocket limits, or more than one connection at a
  * time for the 400 coins. Needs ../shared/data/candles and PostgreSQL (BENCH_DATABASE_URL).
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { createWriteStream } from "node:fs";
 import postgres from "postgres";
-import { startFakeExchange, WS_MAX_INCOMING_PER_SECOND, WS_MAX_STREAMS_PER_CONNECTION } from "../test/support/fake-exchange.ts";
-import { realMarket } from "../test/support/fake-market.ts";
+import { WS_MAX_INCOMING_PER_SECOND, WS_MAX_STREAMS_PER_CONNECTION } from "../test/support/fake-exchange.ts";
 import { realCandlesAvailable } from "../test/support/real-candles.ts";
-import { childEnv, NODE_BIN, PROJECT_ROOT } from "../test/support/processes.ts";
+import { caughtUp as allCaughtUp, feederEnv, feederMetric, numberOption, percentile, spawnFeeder, startFakeMarket, stopChild, storedLastCloses, TF_MS, waitForColdStart, type FeederRun } from "./feeder-process.ts";
 import { benchDatabase, rssMiB, startServerProcess } from "./server-process.ts";
 
 const COINS = 400;
-const TF_MS = 15 * 60_000;
 const CLOSE_EVERY_MS = 60_000;
 const TICK_EVERY_MS = 2_000;
 const RSS_TARGET_MIB = 300;
 const TOKEN = "bench-internal-token-0123456789";
-
-/** `--name N` or `--name=N` from the command line. */
-function numberOption(name: string, fallback: number): number {
-  const args = process.argv.slice(2);
-  const i = args.findIndex((a) => a === `--${name}` || a.startsWith(`--${name}=`));
-  if (i < 0) return fallback;
-  const raw = args[i]!.includes("=") ? args[i]!.split("=")[1] : args[i + 1];
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name} needs a positive number, got ${raw}`);
-  return value;
-}
-
-const percentile = (values: number[], p: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-};
-
-interface FeederRun {
-  readonly child: ChildProcess;
-  readonly bases: string[];
-  logs(): string;
-  metricsPort(): number | null;
-}
-
-/** BENCH_FEEDER_LOGS=dir keeps each feeder's log lines there (for looking into a miss). */
-const LOG_DIR = process.env.BENCH_FEEDER_LOGS ?? null;
-
-function spawnFeeder(bases: string[], env: Record<string, string>): FeederRun {
-  const child = spawn(NODE_BIN, ["src/cli/bin.ts", "feed", "--symbols", bases.join(","), "--tf", "15m"], {
-    cwd: PROJECT_ROOT,
-    env: childEnv(env),
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  let err = "";
-  // Only the lines the bench reads are kept: 400 coins log a lot.
-  const log = LOG_DIR ? createWriteStream(`${LOG_DIR}/feeder-${bases.length}-coins-${Date.now()}.log`) : null;
-  child.stdout!.setEncoding("utf8").on("data", (d: string) => {
-    log?.write(d);
-    for (const line of d.split("\n")) if (line.includes('"feeder started"')) out += `${line}\n`;
-  });
-  child.stderr!.setEncoding("utf8").on("data", (d: string) => (err = (err + d).slice(-4000)));
-  return {
-    child,
-    bases,
-    logs: () => out + err,
-    metricsPort: () => Number(/"metricsPort":(\d+)/.exec(out)?.[1] ?? NaN) || null,
-  };
-}
-
-async function feederMetric(run: FeederRun, name: string): Promise<number> {
-  const port = run.metricsPort();
-  if (port === null) return NaN;
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  return [...text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, "gm"))].reduce((s, m) => s + Number(m[1]), 0);
-}
-
-function stopChild(child: ChildProcess, signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
-    child.once("exit", () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    child.kill(signal);
-  });
-}
 
 /** Runs the benchmark; returns a Markdown table and sets process.exitCode when a target is missed. */
 export async function benchFeeder400(): Promise<string> {
@@ -105,11 +33,7 @@ export async function benchFeeder400(): Promise<string> {
   const minutes = numberOption("minutes", 30);
   const history = numberOption("history", 200);
   const closes = Math.ceil((minutes * 60_000) / CLOSE_EVERY_MS);
-  // The exchange's clock starts far enough in the past that, running 15× faster, it never
-  // passes the server's real clock (the service refuses candles from the future).
-  const startOpenTime = Math.floor(Date.now() / TF_MS) * TF_MS - (closes + 8) * TF_MS;
-  const market = realMarket(COINS + 1, history + closes + 40);
-  const fake = await startFakeExchange({ coins: market, interval: "15m", intervalMs: TF_MS, history: history + 10, startOpenTime });
+  const { fake, bases } = await startFakeMarket(COINS + 1, history, closes);
   const db = await benchDatabase();
   const sqlClient = postgres(db.url, { max: 1, onnotice: () => {} });
   let server: Awaited<ReturnType<typeof startServerProcess>> | null = null;
@@ -124,45 +48,17 @@ export async function benchFeeder400(): Promise<string> {
   process.once("SIGTERM", interrupted);
   try {
     server = await startServerProcess({ DATABASE_URL: db.url, INTERNAL_TOKEN: TOKEN, STALE_AFTER: String(365 * 24 * 3600) }, 120_000);
-    const feedEnv = {
-      FEED_REST_URL: fake.restUrl,
-      FEED_WS_URL: fake.wsUrl,
-      FEED_SERVER: `http://127.0.0.1:${server.internalPort}`,
-      INTERNAL_TOKEN: TOKEN,
-      FEED_HISTORY: String(history),
-      FEED_DATASETS: "candles",
-      FEED_METRICS_PORT: "0",
-      FEED_SILENCE: "90",
-      // Lease expiry is not what this bench measures: on a starved machine (nice 19 beside other
-      // people's suites) a server slow to answer lease rounds would make the feeder hand its
-      // coins back and cold-start them again. The lease's own failover is tested in test/e2e/feeder.test.ts.
-      FEED_FAILOVER: "180",
-      LOG_LEVEL: "info",
-    };
-    const bases = market.map((c) => c.base);
+    const feedEnv = feederEnv(fake, server.internalPort, TOKEN, history);
     const main = spawnFeeder(bases.slice(0, COINS), feedEnv);
     const baseline = spawnFeeder(bases.slice(COINS), feedEnv);
     feeders.push(main, baseline);
     const firstExpected = new Map(bases.map((b) => [b, fake.closed(b).at(-history)!.openTime]));
 
-    const storedMax = async () =>
-      new Map((await sqlClient<{ symbol: string; last: number }[]>`SELECT symbol, max(open_time)::float8 AS last FROM candles WHERE tf = '15m' AND closed GROUP BY symbol`).map((r) => [r.symbol, Number(r.last)]));
-    const caughtUp = (max: Map<string, number>) => bases.every((b) => max.get(b) === fake.closed(b).at(-1)!.openTime);
+    const storedMax = () => storedLastCloses(sqlClient);
+    const caughtUp = (max: Map<string, number>) => allCaughtUp(fake, bases, max);
 
     // Cold start: every coin's history stored.
-    const coldStart = Date.now();
-    let coldTick = Date.now();
-    while (!caughtUp(await storedMax())) {
-      // The exchange keeps streaming forming updates meanwhile, as a real one does.
-      if (Date.now() - coldTick >= TICK_EVERY_MS) {
-        fake.tick();
-        coldTick = Date.now();
-      }
-      for (const f of feeders) if (f.child.exitCode !== null) throw new Error(`a feeder exited ${f.child.exitCode}:\n${f.logs()}`);
-      if (Date.now() - coldStart > 15 * 60_000) throw new Error("the cold start did not finish in 15 min");
-      await new Promise((r) => setTimeout(r, 1_000));
-    }
-    const coldStartMs = Date.now() - coldStart;
+    const coldStartMs = await waitForColdStart(fake, bases, sqlClient, feeders, TICK_EVERY_MS);
     const rss = { main: [] as number[], baseline: [] as number[] };
     const rssAfterStart = { main: await rssMiB(main.child.pid!), baseline: await rssMiB(baseline.child.pid!) };
     const baselineBases = new Set(baseline.bases);

@@ -8,7 +8,8 @@
  * `--smoke`: the API benchmark's five-second run (what .ci/run does). The exit status is non-zero
  * when a benchmark missed a target (bench/api.ts).
  * `feeder-400` is slow (30 minutes by default) and runs only when named:
- * `nice -n 19 npm run bench -- feeder-400 --minutes 30` (bench/feeder-400.ts).
+ * `nice -n 19 npm run bench -- feeder-400 --minutes 30` (bench/feeder-400.ts). So is `burst`
+ * (bench/burst.ts): `nice -n 10 npm run bench -- burst --boundaries 3`.
  */
 import { benchApi, machineLine } from "./api.ts";
 import { benchImport } from "./import.ts";
@@ -19,6 +20,7 @@ import { benchCliStartup } from "./cli-startup.ts";
 import { benchWorkers } from "./workers.ts";
 import { benchColdStart } from "./cold-start.ts";
 import { benchFeeder400 } from "./feeder-400.ts";
+import { benchBurst } from "./burst.ts";
 
 const BENCHES: Record<string, { title: string; run: () => Promise<string | undefined>; slow?: boolean }> = {
   api: { title: "Billed REST calls", run: benchApi },
@@ -30,6 +32,7 @@ const BENCHES: Record<string, { title: string; run: () => Promise<string | undef
   workers: { title: "Billed REST calls with WORKERS=1 and WORKERS=2", run: () => benchWorkers() },
   "cold-start": { title: "Cold start: spawn to the first answered call", run: () => benchColdStart() },
   "feeder-400": { title: "One feeder on 400 coins, random socket drops", run: benchFeeder400, slow: true },
+  burst: { title: "The boundary burst: 400 coins closing at once, WORKERS=2, 100 members with alerts", run: benchBurst, slow: true },
   engine: {
     title: "Engine",
     async run() {
@@ -46,7 +49,7 @@ const BENCHES: Record<string, { title: string; run: () => Promise<string | undef
 };
 
 /** Options that take a value (`--minutes 30`): the value is not a benchmark's name. */
-const VALUE_OPTIONS = new Set(["--minutes", "--history"]);
+const VALUE_OPTIONS = new Set(["--minutes", "--history", "--boundaries"]);
 const args = process.argv.slice(2);
 const names = args.filter((arg, i) => !arg.startsWith("--") && !VALUE_OPTIONS.has(args[i - 1] ?? ""));
 const unknown = names.filter((name) => !(name in BENCHES));

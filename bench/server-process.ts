@@ -44,15 +44,17 @@ export interface ServerProcess {
   child: ChildProcess;
   port: number;
   internalPort: number;
+  /** With WORKERS > 1, the workers' pids at start, lead first; else empty. */
+  workerPids: number[];
 }
 
 /**
  * Spawns the server with extra environment (and V8 flags after npm start's) and resolves once it listens; kills it and rejects
  * (with its output so far) when it has not listened within timeoutMs, rather than hanging.
  */
-export function startServerProcess(env: Record<string, string>, timeoutMs = 60_000, extraFlags: string[] = []): Promise<ServerProcess> {
+export function startServerProcess(env: Record<string, string>, timeoutMs = 60_000, extraFlags: string[] = [], dir = process.env.BENCH_SERVER_DIR): Promise<ServerProcess> {
   const child = spawn(process.execPath, [...npmStartFlags(), ...extraFlags, "src/main.ts"], {
-    cwd: process.env.BENCH_SERVER_DIR || undefined,
+    cwd: dir || undefined,
     env: { ...process.env, PORT: "0", INTERNAL_PORT: "0", LOG_LEVEL: "info", DEMO_ACCOUNT: "false", DEMO_FEED: "false", WORKERS: "1", ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });
@@ -69,8 +71,8 @@ export function startServerProcess(env: Record<string, string>, timeoutMs = 60_0
       clearTimeout(timer);
       child.stdout!.off("data", onData);
       child.stdout!.resume();
-      const info = JSON.parse(line) as { port: number; internalPort: number };
-      resolve({ child, port: info.port, internalPort: info.internalPort });
+      const info = JSON.parse(line) as { port: number; internalPort: number; workerPids?: number[] };
+      resolve({ child, port: info.port, internalPort: info.internalPort, workerPids: info.workerPids ?? [] });
     };
     child.stdout!.on("data", onData);
     child.on("exit", (code) => {

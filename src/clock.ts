@@ -10,14 +10,29 @@ export const systemClock: Clock = () => Date.now();
 const MYT_OFFSET_MS = 8 * 3600 * 1000;
 const DAY_MS = 24 * 3600 * 1000;
 
+/**
+ * The ISO date (YYYY-MM-DD) of a MYT day number, remembered for the last day asked: every paid
+ * call formats its day and month, and formatting a Date was a visible share of a call's CPU.
+ */
+let lastDayNumber = NaN;
+let lastDayText = "";
+function mytDate(epochMs: number): string {
+  const dayNumber = Math.floor((epochMs + MYT_OFFSET_MS) / DAY_MS);
+  if (dayNumber !== lastDayNumber) {
+    lastDayText = new Date(dayNumber * DAY_MS).toISOString().slice(0, 10);
+    lastDayNumber = dayNumber;
+  }
+  return lastDayText;
+}
+
 /** Calendar day in MYT as YYYY-MM-DD. */
 export function mytDay(epochMs: number): string {
-  return new Date(epochMs + MYT_OFFSET_MS).toISOString().slice(0, 10);
+  return mytDate(epochMs);
 }
 
 /** First day of the MYT month as YYYY-MM-01. */
 export function mytMonth(epochMs: number): string {
-  return new Date(epochMs + MYT_OFFSET_MS).toISOString().slice(0, 7) + "-01";
+  return mytDate(epochMs).slice(0, 8) + "01";
 }
 
 /** The next 00:00 MYT strictly after epochMs, as epoch ms. */

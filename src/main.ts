@@ -4,7 +4,7 @@
  */
 import cluster from "node:cluster";
 import { ConfigError, loadConfig, type Config } from "./config.ts";
-import { createLogger, errorSummary } from "./logger.ts";
+import { createLogger, errorSummary, flushLogs } from "./logger.ts";
 import type { Logger } from "pino";
 import { PRIVATE_UMASK } from "./server/private-files.ts";
 
@@ -46,29 +46,50 @@ export async function main(): Promise<void> {
     throw err;
   }
   const logger = createLogger(config.logLevel);
-  let server: Running;
+  const exit = (code: number): never => {
+    flushLogs(logger);
+    process.exit(code);
+  };
+  let server: Running | null = null;
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    if (server === null) return stopWhileStarting(logger, signal, onSignal);
+    logger.info({ signal }, "draining");
+    server
+      .stop()
+      .then(exit)
+      .catch((err: unknown) => {
+        logger.error({ err: errorSummary(err) }, "error while stopping");
+        exit(1);
+      });
+  };
+  // From the start: a stop during start-up (the database may be unreachable for long) still
+  // writes the lines logged so far, which the default action of the signal would lose.
+  const onSignal = (signal: NodeJS.Signals) => stop(signal);
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
   try {
     server = await startProcess(config, logger);
   } catch (err) {
     logger.fatal({ err: (err as Error).message }, "could not start");
     process.stderr.write(`signals: could not start: ${(err as Error).message}\n`);
-    process.exit(1);
+    exit(1);
   }
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, "draining");
-    server
-      .stop()
-      .then((code) => process.exit(code))
-      .catch((err: unknown) => {
-        logger.error({ err: errorSummary(err) }, "error while stopping");
-        process.exit(1);
-      });
-  };
-  process.on("SIGTERM", () => stop("SIGTERM"));
-  process.on("SIGINT", () => stop("SIGINT"));
+}
+
+/**
+ * A signal before the process was up: nothing to drain, so after writing the logs the signal
+ * is raised again without our handler, and the process ends as it did without one (killed by
+ * that signal, the exit status supervisors already know).
+ */
+function stopWhileStarting(logger: Logger, signal: NodeJS.Signals, handler: (signal: NodeJS.Signals) => void): void {
+  logger.info({ signal }, "stopped while starting");
+  flushLogs(logger);
+  process.off("SIGTERM", handler);
+  process.off("SIGINT", handler);
+  process.kill(process.pid, signal);
 }
 
 if (import.meta.main) await main();

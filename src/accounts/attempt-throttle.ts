@@ -87,20 +87,17 @@ export async function attemptsOn(handle: DbHandle, key: string, windowMs: number
   return row ? Number(row.failures) : 0;
 }
 
-/**
- * Reserves an attempt on the address and the email budget of a policy (both refuse); returns
- * 0 or the wait, like reserveAttempt.
- */
+/** The address and the email budgets of a policy, both refusing past their limits. */
+export function addressAndEmailBudgets(keys: ThrottleKeys, policy: ThrottlePolicy): Budget[] {
+  return [
+    { key: keys.address, limit: policy.perAddress },
+    { key: keys.email, limit: policy.perEmail },
+  ];
+}
+
+/** Reserves an attempt on the address and the email budget of a policy; returns 0 or the wait, like reserveAttempt. */
 export function reserveOnBoth(handle: DbHandle, keys: ThrottleKeys, policy: ThrottlePolicy, now: number): Promise<number> {
-  return reserveAttempt(
-    handle,
-    [
-      { key: keys.address, limit: policy.perAddress },
-      { key: keys.email, limit: policy.perEmail },
-    ],
-    policy.windowMs,
-    now,
-  );
+  return reserveAttempt(handle, addressAndEmailBudgets(keys, policy), policy.windowMs, now);
 }
 
 /**
@@ -117,15 +114,4 @@ export async function sweepExpired(handle: DbHandle, policy: ThrottlePolicy, now
         or(like(signInFailures.throttleKey, `${scope}addr:%`), like(signInFailures.throttleKey, `${scope}email:%`), like(signInFailures.throttleKey, `${scope}pair:%`)),
       ),
     );
-}
-
-/** "3 minutes": a wait in whole minutes, for a 429 page. */
-export function minutesText(waitMs: number): string {
-  const minutes = Math.ceil(waitMs / 60_000);
-  return `${minutes} minute${minutes === 1 ? "" : "s"}`;
-}
-
-/** The Retry-After header of a wait. */
-export function retryAfter(waitMs: number): Record<string, string> {
-  return { "retry-after": String(Math.ceil(waitMs / 1000)) };
 }

@@ -1,7 +1,7 @@
 /**
- * A bounded budget of failed API keys per caller address (an IPv4 address or an IPv6 /64),
- * exact across server processes (with WORKERS=2 an address got 200 × 401
- * before a 429 against a budget of 100, and an IPv6 caller had a budget per address).
+ * A bounded budget of failed API keys per caller address (an IPv4 address or an IPv6 /64, so
+ * an IPv6 caller cannot rotate addresses for a fresh budget), exact across server processes:
+ * a count kept per process would grant one budget per process.
  *
  * Each invalid key is counted in ONE statement in the database (`failed_key_windows`, a fixed
  * window per address) that returns the count after it: the caller gets its 401 only when that

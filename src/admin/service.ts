@@ -22,7 +22,8 @@ import {
 import { adjustTokens, applyMonthlyGrant } from "../billing/tokens.ts";
 import { serviceError } from "../errors.ts";
 import { AlertSettingsError, clearAlertSettings, getAlertSettings, parseAlertSettings, saveAlertSettings, type AlertSettings } from "../alerts/settings.ts";
-import { createSetupToken, setMemberPassword } from "../accounts/sign-in/credentials.ts";
+import { setMemberPassword } from "../accounts/sign-in/credentials.ts";
+import { createPasswordLink } from "../accounts/sign-in/password-links.ts";
 import { listPayments } from "../payments/queries.ts";
 import { paymentMessage } from "./payment-message.ts";
 
@@ -165,7 +166,7 @@ export function createAdminService(deps: AdminServiceDeps): ServiceImpl<typeof A
     createPasswordSetupLink: (req) =>
       guarded(logger, async () => {
         const accountId = accountIdOf(req.accountId);
-        const { token, expiresAt } = await createSetupToken(db, accountId, clock());
+        const { token, expiresAt } = await createPasswordLink(db, accountId, "setup", clock());
         logger.info({ accountId }, "password setup link created");
         return {
           account: await message(await getAccountSummary(db, accountId, clock())),

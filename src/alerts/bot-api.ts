@@ -1,11 +1,14 @@
 /**
  * The one way this service calls the Telegram Bot API: a JSON POST to
- * `<apiBase>/bot<token>/<method>` over a keep-alive node:http(s) agent, with a time limit and an
- * optional abort signal. The sender (telegram.ts) and the getUpdates poller use it; neither
+ * `<apiBase>/bot<token>/<method>` over undici's keep-alive connection pool, with a time limit and
+ * an optional abort signal. The sender (telegram.ts) and the getUpdates poller use it; neither
  * ever puts the URL (it holds the bot token) into an error text.
+ *
+ * undici's `request`, not `fetch` (which is built on it): per call `fetch` cost the client about
+ * seven times the CPU of `request` (bench/bot-api-client.ts, docs/decisions.md), and a burst of
+ * alerts is CPU-bound.
  */
-import http from "node:http";
-import https from "node:https";
+import { Pool, request, type Dispatcher } from "undici";
 
 /** The fields of a Bot API answer this service reads. */
 export interface TelegramReply {
@@ -25,74 +28,55 @@ export interface HttpAnswer {
 /** Answers larger than this are cut (a sendMessage reply is a few hundred bytes). */
 const MAX_ANSWER_BYTES = 64 * 1024;
 
-class SendTimeout extends Error {
-  override name = "TimeoutError";
-}
-
 /** The URL of one Bot API method. */
 export function botMethodUrl(options: { readonly apiBase: string; readonly botToken: string }, method: string): URL {
   return new URL(`${options.apiBase}/bot${options.botToken}/${method}`);
 }
 
-/** A keep-alive agent for the Bot API's origin. */
-export function botAgent(url: URL, maxSockets: number): http.Agent {
-  return new (url.protocol === "https:" ? https.Agent : http.Agent)({ keepAlive: true, maxSockets });
+/** Keep-alive connections to the Bot API's origin, at most `connections` at once; `close()` when done. */
+export function botAgent(url: URL, connections: number): Dispatcher {
+  return new Pool(url.origin, { connections });
 }
 
 /**
- * POSTs JSON over a keep-alive agent. node:http rather than fetch: fetch cost about 40% of the
- * delivering process's CPU in the alerts benchmark, and a burst of alerts is CPU-bound.
+ * POSTs JSON through `agent` (botAgent's pool); rejects on a network error, on `timeoutMs`
+ * (a TimeoutError, whatever stage the call is at) and when `signal` aborts.
  */
-export function postJson(
+export async function postJson(
   url: URL,
   payload: string,
-  agent: http.Agent,
+  agent: Dispatcher,
   timeoutMs: number,
   options: { signal?: AbortSignal; maxAnswerBytes?: number } = {},
 ): Promise<HttpAnswer> {
-  const client = url.protocol === "https:" ? https : http;
   const maxBytes = options.maxAnswerBytes ?? MAX_ANSWER_BYTES;
-  return new Promise((resolve, reject) => {
-    const req = client.request(
-      url,
-      { method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(payload) } },
-      (res) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on("data", (chunk: Buffer) => {
-          size += chunk.length;
-          if (size <= maxBytes) chunks.push(chunk);
-        });
-        res.on("end", () => {
-          settle();
-          const headers = res.headers;
-          resolve({
-            status: res.statusCode ?? 0,
-            header: (name) => {
-              const value = headers[name.toLowerCase()];
-              return value === undefined ? null : Array.isArray(value) ? value.join(",") : value;
-            },
-            body: Buffer.concat(chunks).toString("utf8"),
-          });
-        });
-        res.on("error", fail);
-      },
-    );
-    const timer = setTimeout(() => req.destroy(new SendTimeout()), timeoutMs);
-    const abort = () => req.destroy(options.signal!.reason instanceof Error ? options.signal!.reason : new Error("aborted"));
-    options.signal?.addEventListener("abort", abort, { once: true });
-    if (options.signal?.aborted) abort();
-    function settle() {
-      clearTimeout(timer);
-      options.signal?.removeEventListener("abort", abort);
-    }
-    function fail(err: unknown) {
-      settle();
-      reject(err);
-    }
-    req.on("error", fail);
-    req.end(payload);
+  const timeout = AbortSignal.timeout(timeoutMs);
+  const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout;
+  const res = await request(url, {
+    method: "POST",
+    dispatcher: agent,
+    headers: { "content-type": "application/json" },
+    body: payload,
+    signal,
+    // The signal bounds the whole call; undici's own stage timeouts would only cut it shorter.
+    headersTimeout: 0,
+    bodyTimeout: 0,
   });
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of res.body as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size <= maxBytes) chunks.push(chunk);
+  }
+  const headers = res.headers;
+  return {
+    status: res.statusCode,
+    header: (name) => {
+      const value = headers[name.toLowerCase()];
+      return value === undefined ? null : Array.isArray(value) ? value.join(",") : value;
+    },
+    body: Buffer.concat(chunks).toString("utf8"),
+  };
 }
 
 /** The answer's JSON object, or {} when it is not one. */

@@ -66,7 +66,7 @@ export class UpdatePoller {
     if (this.offset !== undefined && this.offset !== this.confirmed) {
       await this.request(0, AbortSignal.timeout(2000)).catch(() => {});
     }
-    this.agent.destroy();
+    void this.agent.close();
   }
 
   private async request(timeoutS: number, signal: AbortSignal): Promise<unknown[]> {

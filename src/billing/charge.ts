@@ -179,6 +179,11 @@ export class ChargeNotSent extends Error {
   readonly code = "CHARGE_NOT_SENT";
 }
 
+/** A statement the database did not answer in time: it may still commit, so its outcome is open. */
+export class ChargeUnanswered extends Error {
+  readonly code = "CHARGE_UNANSWERED";
+}
+
 export interface BatcherOptions {
   /**
    * How long callers of a group whose outcome is open wait for the database to answer again
@@ -196,10 +201,34 @@ export interface BatcherOptions {
    */
   readonly maxInFlight?: number;
   readonly queueTimeoutMs?: number;
+  /**
+   * How long a group's statement, and each try to resolve it, may go unanswered (default 5 s)
+   * before the database is probed on a fresh connection. A network that drops packets silently
+   * (a host cut off from the database) fails no connection, so callers waited for the request
+   * timeout, and the statement could still commit when the network came back, a charge nobody
+   * was answered for (found by test/reliability/multi-host.test.ts). If the probe fails too, the
+   * statement is treated as on a broken connection (resolved as above) and the pool's
+   * connections are replaced; if the database answers it, the statement is only slow (waiting on
+   * an account's row lock, say) and its callers keep waiting for it.
+   */
+  readonly answerWithinMs?: number;
+  /** How long the probe of a statement unanswered for answerWithinMs may take (default 2 s). */
+  readonly reachableWithinMs?: number;
   readonly logger?: Logger;
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+
+/** `work`, or a ChargeUnanswered rejection once `ms` pass first; a late settlement of `work` is ignored. */
+function answeredWithin<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      reject(new ChargeUnanswered(`the database did not answer within ${ms} ms`));
+    }, ms);
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
 
 interface PendingCall {
   request: ChargeRequest;
@@ -208,114 +237,179 @@ interface PendingCall {
   reject: (e: unknown) => void;
 }
 
+/** A batcher's settings and its queues. */
+interface Batcher {
+  readonly handle: DbHandle;
+  readonly limits: Limits;
+  readonly log: Logger | undefined;
+  readonly resolveWithinMs: number;
+  readonly retryEveryMs: number;
+  readonly maxInFlight: number;
+  readonly queueTimeoutMs: number;
+  readonly answerWithinMs: number;
+  readonly reachableWithinMs: number;
+  /** The probe of the database in progress, shared by every statement that went unanswered meanwhile. */
+  probing: Promise<boolean> | null;
+  /** Calls of the current turn of the event loop, sent together at its end. */
+  pending: PendingCall[];
+  scheduled: boolean;
+  inFlight: number;
+  /** Groups waiting for a statement slot, oldest first. */
+  readonly waiting: { group: PendingCall[]; since: number }[];
+}
+
+/** Tries resolveAttempt until it answers or `until` passes (then undefined). */
+async function resolveUntil(b: Batcher, attemptId: string, requests: ChargeRequest[], until: number, every = b.retryEveryMs): Promise<ChargeResult[] | null | undefined> {
+  for (;;) {
+    try {
+      return await answeredWithin(resolveAttempt(b.handle, attemptId, requests), Math.max(1, Math.min(b.answerWithinMs, until - Date.now())));
+    } catch {
+      if (Date.now() + every > until) return undefined;
+      await sleep(every);
+    }
+  }
+}
+
+/** After the callers were answered 503: learn whether the attempt committed after all, and refund its charges if it did. */
+async function refundIfCommittedLate(b: Batcher, attemptId: string, requests: ChargeRequest[]): Promise<void> {
+  const results = await resolveUntil(b, attemptId, requests, Date.now() + 24 * 3600_000, Math.max(b.retryEveryMs, 1000));
+  if (results === undefined || results === null) return;
+  const charged = results.filter((r) => r.outcome === "ok" && r.accountId !== null);
+  for (const r of charged) {
+    await adjustTokens(b.handle, r.accountId!, "adjustment", 1, `refund: call answered 503 after a database fault (attempt ${attemptId})`, b.limits);
+  }
+  b.log?.error({ attemptId, refunded: charged.length }, "charges of calls answered 503 committed after all; refunded");
+}
+
+const answer = (group: PendingCall[], results: ChargeResult[]) => group.forEach((g, i) => g.resolve(results[i]!));
+const refuse = (group: PendingCall[], err: unknown) => group.forEach((g) => g.reject(err));
+
+/**
+ * A statement failed: refused outright when it certainly did not commit; otherwise its callers
+ * wait (up to resolveWithinMs) to learn whether it did, and past that get 503 while the attempt
+ * is resolved in the background.
+ */
+async function afterFailure(b: Batcher, group: PendingCall[], attemptId: string, err: unknown): Promise<void> {
+  if (certainlyNotCommitted(err)) return refuse(group, err);
+  const requests = group.map((g) => g.request);
+  const results = await resolveUntil(b, attemptId, requests, Date.now() + b.resolveWithinMs);
+  if (results) return answer(group, results);
+  refuse(group, err);
+  if (results === undefined) {
+    b.log?.warn({ attemptId, calls: requests.length, err: errorSummary(err) }, "charge outcome unknown; answered 503, resolving in the background");
+    refundIfCommittedLate(b, attemptId, requests).catch((e: unknown) => b.log?.error({ attemptId, err: errorSummary(e) }, "charge attempt could not be resolved"));
+  }
+}
+
+function databaseReachable(b: Batcher): Promise<boolean> {
+  b.probing ??= b.handle.reachable(b.reachableWithinMs).finally(() => {
+    b.probing = null;
+  });
+  return b.probing;
+}
+
+/**
+ * The statement's answer, however long a database that still answers takes to give it (a row
+ * lock held by an admin adjustment or another charge of the account). Replacing the pool there
+ * would answer 503 for a charge that was only slow, destroy every other query of the old pool,
+ * and leave the blocked backend running on the server. Only when the database also fails a
+ * probe on a fresh connection is the network taken for cut: the pool is replaced and the
+ * statement fails with ChargeUnanswered, to be resolved through its fence.
+ */
+async function answeredWhileReachable<T>(b: Batcher, statement: Promise<T>, attemptId: string, calls: number): Promise<T> {
+  for (;;) {
+    try {
+      return await answeredWithin(statement, b.answerWithinMs);
+    } catch (err) {
+      if (!(err instanceof ChargeUnanswered)) throw err;
+    }
+    if (await databaseReachable(b)) continue;
+    b.log?.warn({ attemptId, calls, answerWithinMs: b.answerWithinMs }, "charge statement unanswered and the database unreachable; replacing the database connections");
+    b.handle.abandonConnections();
+    throw new ChargeUnanswered(`the database did not answer within ${b.answerWithinMs} ms, nor a probe on a fresh connection`);
+  }
+}
+
+function send(b: Batcher, group: PendingCall[]): void {
+  b.inFlight++;
+  const attemptId = uuidV7();
+  const done = () => {
+    b.inFlight--;
+    sendWaiting(b);
+  };
+  answeredWhileReachable(b, chargeBatch(b.handle, group.map((g) => g.request), b.limits, attemptId), attemptId, group.length).then(
+    (results) => (done(), answer(group, results)),
+    (err: unknown) => (done(), afterFailure(b, group, attemptId, err)),
+  );
+}
+
+/** Drops calls whose caller is gone; refuses the rest if they waited too long. */
+function live(b: Batcher, group: PendingCall[], since: number): PendingCall[] {
+  // The errors are built only when needed: an Error's stack trace costs more than the rest of a group's bookkeeping.
+  const kept = group.filter((g) => !g.signal?.aborted || (g.reject(new ChargeNotSent("the caller went away before the charge was sent")), false));
+  if (Date.now() - since <= b.queueTimeoutMs) return kept;
+  const late = new ChargeNotSent("the database did not take the charge in time");
+  kept.forEach((g) => g.reject(late));
+  return [];
+}
+
+/** Sends waiting groups while statement slots are free. */
+function sendWaiting(b: Batcher): void {
+  while (b.inFlight < b.maxInFlight && b.waiting.length > 0) {
+    const { group, since } = b.waiting.shift()!;
+    const kept = live(b, group, since);
+    if (kept.length > 0) send(b, kept);
+  }
+}
+
+/** Sends this turn's calls as one group, or queues the group when every slot is taken. */
+function flush(b: Batcher): void {
+  b.scheduled = false;
+  const group = b.pending;
+  b.pending = [];
+  if (group.length === 0) return;
+  const now = Date.now();
+  if (b.inFlight < b.maxInFlight && b.waiting.length === 0) {
+    const kept = live(b, group, now);
+    if (kept.length > 0) send(b, kept);
+    return;
+  }
+  b.waiting.push({ group, since: now });
+  // A queued group is refused at its deadline even if no statement finishes before it.
+  setTimeout(() => {
+    const at = b.waiting.findIndex((w) => w.group === group);
+    if (at >= 0) live(b, b.waiting.splice(at, 1)[0]!.group, now - b.queueTimeoutMs - 1);
+  }, b.queueTimeoutMs + 1).unref();
+}
+
 /**
  * Groups the calls that arrive in the same turn of the event loop (up to MAX_BATCH) into one
  * chargeBatch. Several groups may be in flight at once, each on its own pool connection.
  */
 export function createChargeBatcher(handle: DbHandle, limits: Limits, options: BatcherOptions = {}): Charger {
-  const resolveWithinMs = options.resolveWithinMs ?? 10_000;
-  const retryEveryMs = options.retryEveryMs ?? 250;
-  const maxInFlight = options.maxInFlight ?? 8;
-  const queueTimeoutMs = options.queueTimeoutMs ?? 5_000;
-  const log = options.logger;
-  let pending: PendingCall[] = [];
-  let scheduled = false;
-  let inFlight = 0;
-  const waiting: { group: PendingCall[]; since: number }[] = [];
-
-  /** Tries resolveAttempt until it answers or `until` passes (then undefined). */
-  const resolveUntil = async (attemptId: string, requests: ChargeRequest[], until: number, every = retryEveryMs): Promise<ChargeResult[] | null | undefined> => {
-    for (;;) {
-      try {
-        return await resolveAttempt(handle, attemptId, requests);
-      } catch {
-        if (Date.now() + every > until) return undefined;
-        await sleep(every);
-      }
-    }
-  };
-
-  /** After the callers were answered 503: settle the attempt, refunding its charges if it committed. */
-  const settleLate = async (attemptId: string, requests: ChargeRequest[]) => {
-    const results = await resolveUntil(attemptId, requests, Date.now() + 24 * 3600_000, Math.max(retryEveryMs, 1000));
-    if (results === undefined || results === null) return;
-    const charged = results.filter((r) => r.outcome === "ok" && r.accountId !== null);
-    for (const r of charged) {
-      await adjustTokens(handle, r.accountId!, "adjustment", 1, `refund: call answered 503 after a database fault (attempt ${attemptId})`, limits);
-    }
-    log?.error({ attemptId, refunded: charged.length }, "charges of calls answered 503 committed after all; refunded");
-  };
-
-  const send = (group: PendingCall[]) => {
-    inFlight++;
-    const requests = group.map((g) => g.request);
-    const attemptId = uuidV7();
-    const answer = (results: ChargeResult[]) => group.forEach((g, i) => g.resolve(results[i]!));
-    const refuse = (err: unknown) => group.forEach((g) => g.reject(err));
-    chargeBatch(handle, requests, limits, attemptId).then(
-      (results) => {
-        inFlight--;
-        next();
-        answer(results);
-      },
-      async (err: unknown) => {
-        inFlight--;
-        next();
-        if (certainlyNotCommitted(err)) return refuse(err);
-        const results = await resolveUntil(attemptId, requests, Date.now() + resolveWithinMs);
-        if (results) return answer(results);
-        refuse(err);
-        if (results === undefined) {
-          log?.warn({ attemptId, calls: requests.length, err: errorSummary(err) }, "charge outcome unknown; answered 503, resolving in the background");
-          settleLate(attemptId, requests).catch((e: unknown) => log?.error({ attemptId, err: errorSummary(e) }, "charge attempt could not be settled"));
-        }
-      },
-    );
-  };
-
-  /** Drops calls whose caller is gone; refuses the rest if they waited too long. */
-  const live = (group: PendingCall[], since: number): PendingCall[] => {
-    const gone = new ChargeNotSent("the caller went away before the charge was sent");
-    const kept = group.filter((g) => !g.signal?.aborted || (g.reject(gone), false));
-    if (Date.now() - since <= queueTimeoutMs) return kept;
-    const late = new ChargeNotSent("the database did not take the charge in time");
-    kept.forEach((g) => g.reject(late));
-    return [];
-  };
-
-  const next = () => {
-    while (inFlight < maxInFlight && waiting.length > 0) {
-      const { group, since } = waiting.shift()!;
-      const kept = live(group, since);
-      if (kept.length > 0) send(kept);
-    }
-  };
-
-  const flush = () => {
-    scheduled = false;
-    const group = pending;
-    pending = [];
-    if (group.length === 0) return;
-    const now = Date.now();
-    if (inFlight < maxInFlight && waiting.length === 0) {
-      const kept = live(group, now);
-      if (kept.length > 0) send(kept);
-      return;
-    }
-    waiting.push({ group, since: now });
-    // A queued group is refused at its deadline even if no statement finishes before it.
-    setTimeout(() => {
-      const at = waiting.findIndex((w) => w.group === group);
-      if (at >= 0) live(waiting.splice(at, 1)[0]!.group, now - queueTimeoutMs - 1);
-    }, queueTimeoutMs + 1).unref();
+  const b: Batcher = {
+    handle,
+    limits,
+    log: options.logger,
+    resolveWithinMs: options.resolveWithinMs ?? 10_000,
+    retryEveryMs: options.retryEveryMs ?? 250,
+    maxInFlight: options.maxInFlight ?? 8,
+    queueTimeoutMs: options.queueTimeoutMs ?? 5_000,
+    answerWithinMs: options.answerWithinMs ?? 5_000,
+    reachableWithinMs: options.reachableWithinMs ?? 2_000,
+    probing: null,
+    pending: [],
+    scheduled: false,
+    inFlight: 0,
+    waiting: [],
   };
   return (keyHash, now, signal, known) =>
     new Promise<ChargeResult>((resolve, reject) => {
-      pending.push({ request: { keyHash, now, known: known ?? null }, signal, resolve, reject });
-      if (pending.length >= MAX_BATCH) flush();
-      else if (!scheduled) {
-        scheduled = true;
-        setImmediate(flush);
+      b.pending.push({ request: { keyHash, now, known: known ?? null }, signal, resolve, reject });
+      if (b.pending.length >= MAX_BATCH) flush(b);
+      else if (!b.scheduled) {
+        b.scheduled = true;
+        setImmediate(flush, b);
       }
     });
 }

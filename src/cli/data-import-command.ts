@@ -15,124 +15,109 @@
 import { createReadStream } from "node:fs";
 import { createInterface } from "node:readline";
 import { createGunzip } from "node:zlib";
-import { create, type DescMessage } from "@bufbuild/protobuf";
+import { create, type DescField, ScalarType } from "@bufbuild/protobuf";
 import { createClient, type Transport } from "@connectrpc/connect";
+import { DataIngestService } from "../../gen/signals/v1/data_ingest_pb.js";
 import {
-  DataIngestService,
-  PushDerivativesRequestSchema,
-  PushFundamentalsRequestSchema,
-  PushMacroRequestSchema,
-  PushNewsRequestSchema,
-} from "../../gen/signals/v1/data_ingest_pb.js";
-import { addRejection, emptyPushSummary, MAX_REPORTED, type PushedDataset, type PushSummary } from "../market-data/datasets.ts";
+  addRejection,
+  emptyPushSummary,
+  MAX_REPORTED,
+  type PushedDataset,
+  type PushSummary,
+} from "../market-data/datasets.ts";
 import { parseInstant } from "../market-data/request.ts";
 
-type FieldType = "string" | "number" | "integer" | "time" | "strings";
-
-/** The JSON fields of each dataset's rows (proto names), with what JSON type each takes. */
-const FIELDS: Record<PushedDataset, Record<string, { type: FieldType; local: string; optional?: boolean }>> = {
-  derivatives: {
-    symbol: { type: "string", local: "symbol" },
-    venue: { type: "string", local: "venue" },
-    time: { type: "time", local: "time" },
-    funding_rate: { type: "number", local: "fundingRate", optional: true },
-    open_interest_usd: { type: "number", local: "openInterestUsd", optional: true },
-    long_short_ratio: { type: "number", local: "longShortRatio", optional: true },
-  },
-  news: {
-    id: { type: "string", local: "id" },
-    time: { type: "time", local: "time" },
-    title: { type: "string", local: "title" },
-    source: { type: "string", local: "source" },
-    url: { type: "string", local: "url" },
-    coins: { type: "strings", local: "coins" },
-  },
-  macro: {
-    series: { type: "string", local: "series" },
-    time: { type: "time", local: "time" },
-    value: { type: "number", local: "value" },
-    unit: { type: "string", local: "unit" },
-    source: { type: "string", local: "source" },
-  },
-  fundamentals: {
-    symbol: { type: "string", local: "symbol" },
-    time: { type: "time", local: "time" },
-    circulating_supply: { type: "number", local: "circulatingSupply" },
-    max_supply: { type: "number", local: "maxSupply", optional: true },
-    market_cap_usd: { type: "number", local: "marketCapUsd" },
-    rank: { type: "integer", local: "rank", optional: true },
-    source: { type: "string", local: "source" },
-    total_supply: { type: "number", local: "totalSupply", optional: true },
-    fully_diluted_valuation_usd: { type: "number", local: "fullyDilutedValuationUsd", optional: true },
-    ath_usd: { type: "number", local: "athUsd", optional: true },
-    ath_time: { type: "time", local: "athTime", optional: true },
-  },
-};
-
-const SCHEMAS: Record<PushedDataset, DescMessage> = {
-  derivatives: PushDerivativesRequestSchema,
-  news: PushNewsRequestSchema,
-  macro: PushMacroRequestSchema,
-  fundamentals: PushFundamentalsRequestSchema,
-};
+/** Each dataset's push method: its request message is the row a JSON line describes. */
+const PUSH = {
+  derivatives: DataIngestService.method.pushDerivatives,
+  news: DataIngestService.method.pushNews,
+  macro: DataIngestService.method.pushMacro,
+  fundamentals: DataIngestService.method.pushFundamentals,
+} as const satisfies Record<PushedDataset, unknown>;
 
 /** The key shown for a line refused here (same as the service's: symbol, id or series). */
-const KEY_FIELD: Record<PushedDataset, string> = { derivatives: "symbol", news: "id", macro: "series", fundamentals: "symbol" };
+const KEY_FIELD: Record<PushedDataset, string> = {
+  derivatives: "symbol",
+  news: "id",
+  macro: "series",
+  fundamentals: "symbol",
+};
+
+type Read = { ok: true; value: unknown } | { ok: false };
+const WRONG_TYPE: Read = { ok: false };
 
 /**
- * One JSON line → the push message's fields, or the reason it cannot be sent. Missing
- * required fields are sent empty (NaN for numbers, 0 for times) and refused by the service
- * with its own reason (invalid_symbol, non_finite_value, invalid_time, …).
+ * A JSON value as the field's proto type: strings, doubles, int32 (outside its range sent as 0,
+ * which the service's rank check refuses), a list of strings, and int64, which in every push
+ * message is a time: epoch milliseconds or an ISO-8601 date-time (unreadable → -1, refused by
+ * the service as invalid_time).
  */
-export function rowFromJsonLine(dataset: PushedDataset, line: string): { ok: true; init: Record<string, unknown> } | { ok: false; reason: string; key: string } {
+function readValue(field: DescField, v: unknown): Read {
+  if (field.fieldKind === "list") {
+    return Array.isArray(v) && v.every((s) => typeof s === "string") ? { ok: true, value: v } : WRONG_TYPE;
+  }
+  if (field.fieldKind !== "scalar") throw new Error(`${field.parent.typeName}.${field.name}: not a row field`);
+  switch (field.scalar) {
+    case ScalarType.STRING:
+      return typeof v === "string" ? { ok: true, value: v } : WRONG_TYPE;
+    case ScalarType.DOUBLE:
+      return typeof v === "number" ? { ok: true, value: v } : WRONG_TYPE;
+    case ScalarType.INT32:
+      if (typeof v !== "number" || !Number.isInteger(v)) return WRONG_TYPE;
+      return { ok: true, value: Math.abs(v) > 2 ** 31 - 1 ? 0 : v };
+    case ScalarType.INT64: {
+      if (typeof v !== "number" && typeof v !== "string") return WRONG_TYPE;
+      const at = typeof v === "number" ? v : parseInstant(v);
+      return { ok: true, value: Number.isSafeInteger(at) && at > 0 ? BigInt(at) : -1n };
+    }
+    default:
+      throw new Error(`${field.parent.typeName}.${field.name}: no JSON rule for its type`);
+  }
+}
+
+/** What a missing required field is sent as, for the service to refuse with its own reason. */
+function emptyValue(field: DescField): unknown {
+  if (field.fieldKind === "list") return [];
+  if (field.fieldKind === "scalar" && field.scalar === ScalarType.DOUBLE) return Number.NaN;
+  if (field.fieldKind === "scalar" && field.scalar === ScalarType.INT64) return 0n;
+  return field.fieldKind === "scalar" && field.scalar === ScalarType.INT32 ? 0 : "";
+}
+
+/**
+ * One JSON line → the push message's fields (read from its descriptor, by proto name), or the
+ * reason it cannot be sent. Missing required fields are sent empty (NaN for numbers, 0 for
+ * times) and refused by the service with its own reason (invalid_symbol, non_finite_value,
+ * invalid_time, …); a missing optional field is left unset.
+ */
+export function rowFromJsonLine(
+  dataset: PushedDataset,
+  line: string,
+): { ok: true; init: Record<string, unknown> } | { ok: false; reason: string; key: string } {
   let value: unknown;
   try {
     value = JSON.parse(line);
   } catch {
     return { ok: false, reason: "invalid_json", key: "" };
   }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return { ok: false, reason: "invalid_json", key: "" };
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    return { ok: false, reason: "invalid_json", key: "" };
   const object = value as Record<string, unknown>;
   const keyValue = object[KEY_FIELD[dataset]];
   const key = typeof keyValue === "string" ? keyValue.slice(0, 64) : "";
-  const fields = FIELDS[dataset];
-  const init: Record<string, unknown> = {};
+  const schema = PUSH[dataset].input;
   for (const name of Object.keys(object)) {
-    if (!Object.hasOwn(fields, name)) return { ok: false, reason: "unknown_field", key };
+    if (!schema.fields.some((field) => field.name === name)) return { ok: false, reason: "unknown_field", key };
   }
-  for (const [name, field] of Object.entries(fields)) {
-    const v = object[name];
+  const init: Record<string, unknown> = {};
+  for (const field of schema.fields) {
+    const v = object[field.name];
     if (v === undefined || v === null) {
-      if (field.optional) continue;
-      init[field.local] = field.type === "number" ? Number.NaN : field.type === "time" ? 0n : field.type === "strings" ? [] : "";
+      if (!field.proto.proto3Optional) init[field.localName] = emptyValue(field);
       continue;
     }
-    switch (field.type) {
-      case "string":
-        if (typeof v !== "string") return { ok: false, reason: "wrong_type", key };
-        init[field.local] = v;
-        break;
-      case "number":
-        if (typeof v !== "number") return { ok: false, reason: "wrong_type", key };
-        init[field.local] = v;
-        break;
-      case "integer":
-        if (typeof v !== "number" || !Number.isInteger(v)) return { ok: false, reason: "wrong_type", key };
-        // Outside int32 the service's rank check refuses it (invalid_rank).
-        init[field.local] = Math.abs(v) > 2 ** 31 - 1 ? 0 : v;
-        break;
-      case "strings":
-        if (!Array.isArray(v) || !v.every((s) => typeof s === "string")) return { ok: false, reason: "wrong_type", key };
-        init[field.local] = v;
-        break;
-      case "time": {
-        if (typeof v !== "number" && typeof v !== "string") return { ok: false, reason: "wrong_type", key };
-        // An unreadable time goes as -1: the service refuses it as invalid_time.
-        const at = typeof v === "number" ? v : parseInstant(v);
-        init[field.local] = Number.isSafeInteger(at) && at > 0 ? BigInt(at) : -1n;
-        break;
-      }
-    }
+    const read = readValue(field, v);
+    if (!read.ok) return { ok: false, reason: "wrong_type", key };
+    init[field.localName] = read.value;
   }
   return { ok: true, init };
 }
@@ -149,7 +134,11 @@ export interface DataImportResult {
 }
 
 /** Streams the file to DataIngestService over the given transport and returns the merged summary. */
-export async function importDataset(transport: Transport, dataset: PushedDataset, file: string): Promise<DataImportResult> {
+export async function importDataset(
+  transport: Transport,
+  dataset: PushedDataset,
+  file: string,
+): Promise<DataImportResult> {
   const raw = createReadStream(file);
   const input = file.endsWith(".gz") ? raw.pipe(createGunzip()) : raw;
   // A read error (missing file, corrupt gzip) must end the stream with an error, not hang it.
@@ -159,7 +148,7 @@ export async function importDataset(transport: Transport, dataset: PushedDataset
   /** For each row sent, its row index and line number in the file. */
   const sent: { index: number; line: number }[] = [];
   const lineOf = new Map<number, number>();
-  const schema = SCHEMAS[dataset];
+  const method = PUSH[dataset];
   async function* requests() {
     let index = 0;
     let lineNumber = 0;
@@ -174,19 +163,11 @@ export async function importDataset(transport: Transport, dataset: PushedDataset
         continue;
       }
       sent.push({ index: at, line: lineNumber });
-      yield create(schema, row.init as never);
+      yield create(method.input, row.init as never);
     }
   }
   const client = createClient(DataIngestService, transport);
-  const stream = requests();
-  const res =
-    dataset === "derivatives"
-      ? await client.pushDerivatives(stream as never)
-      : dataset === "news"
-        ? await client.pushNews(stream as never)
-        : dataset === "macro"
-          ? await client.pushMacro(stream as never)
-          : await client.pushFundamentals(stream as never);
+  const res = await client[method.localName as keyof typeof client](requests() as never);
   return merge(dataset, file, local, res, sent, lineOf);
 }
 
@@ -194,12 +175,22 @@ function merge(
   dataset: PushedDataset,
   file: string,
   local: PushSummary,
-  res: { accepted: bigint; rejected: bigint; duplicates: bigint; rejections: { index: bigint; key: string; reason: string }[]; reasons: { [reason: string]: bigint } },
+  res: {
+    accepted: bigint;
+    rejected: bigint;
+    duplicates: bigint;
+    rejections: { index: bigint; key: string; reason: string }[];
+    reasons: { [reason: string]: bigint };
+  },
   sent: { index: number; line: number }[],
   lineOf: Map<number, number>,
 ): DataImportResult {
   // The service numbers the rows it received; map them back to the file's rows.
-  const remote = res.rejections.map((r) => ({ index: sent[Number(r.index)]?.index ?? -1, key: r.key, reason: r.reason }));
+  const remote = res.rejections.map((r) => ({
+    index: sent[Number(r.index)]?.index ?? -1,
+    key: r.key,
+    reason: r.reason,
+  }));
   const all = [...local.rejections, ...remote].sort((a, b) => a.index - b.index).slice(0, MAX_REPORTED);
   const reasons: Record<string, number> = { ...local.reasons };
   for (const [reason, n] of Object.entries(res.reasons)) reasons[reason] = (reasons[reason] ?? 0) + Number(n);

@@ -252,8 +252,8 @@ function attachNegativeNumbers(argv: string[]): string[] {
   return out;
 }
 
-/** Runs one CLI invocation; resolves to the process exit code. */
-export async function runCli(argv: string[], env: Record<string, string | undefined> = process.env): Promise<number> {
+/** Runs one CLI invocation; resolves to the process exit code. `env` replaces this process's environment (tests). */
+export async function runCli(argv: string[], env?: Record<string, string | undefined>): Promise<number> {
   let json = argv.includes("--json");
   if (argv[0] === "feed") return (await import("../feeder/feed-command.ts")).runFeedCommand(argv.slice(1));
   try {

@@ -33,6 +33,18 @@ export interface DbHandle {
   prepared<T = Record<string, unknown>>(text: string, params: unknown[]): Promise<T[]>;
   /** Subscribes to a NOTIFY channel (other processes on the same database). */
   listen(channel: string, onPayload: (payload: string) => void): Promise<void>;
+  /**
+   * Moves new queries to fresh connections and destroys the old ones after a grace (postgres.js;
+   * nothing to do on PGlite). For a caller that got no answer in time: a network that drops
+   * packets silently never fails a connection, so its queries would wait forever.
+   */
+  abandonConnections(): void;
+  /**
+   * Whether the database answers `SELECT 1` on a fresh connection within `withinMs` (always
+   * true on PGlite). Tells a cut network from a slow statement when the pool's own connections,
+   * all possibly busy or cut, cannot.
+   */
+  reachable(withinMs: number): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -42,6 +54,11 @@ export interface DbOptions {
   /** PGlite data directory, or "memory://" for a throwaway in-memory database. */
   readonly dataDir: string;
   readonly poolSize?: number;
+  /**
+   * PGlite only: a data directory tarball (PGlite's dumpDataDir) a new database starts from
+   * instead of the freshly initialised one; the tests start each file from one already migrated.
+   */
+  readonly startFrom?: Blob;
 }
 
 /** Plain rows of a Drizzle `execute` result, whichever driver produced it (also inside transactions). */
@@ -55,7 +72,7 @@ export const migrationsFolder = fileURLToPath(new URL("./migrations", import.met
 /** Opens (but does not migrate) the database described by the options. */
 export async function openDb(options: DbOptions): Promise<DbHandle> {
   if (options.databaseUrl) return openPostgres(options.databaseUrl, options.poolSize ?? 10);
-  return openPglite(options.dataDir);
+  return openPglite(options.dataDir, options.startFrom);
 }
 
 async function openPostgres(url: string, poolSize: number): Promise<DbHandle> {
@@ -102,15 +119,18 @@ async function openPostgres(url: string, poolSize: number): Promise<DbHandle> {
       return Array.from(result) as T[];
     },
     listen: (channel, onPayload) => pool.listen(channel, onPayload),
+    abandonConnections: () => pool.replace(),
+    reachable: (withinMs) => pool.reachable(withinMs),
     close: () => pool.close(),
   };
 }
 
-async function openPglite(dataDir: string): Promise<DbHandle> {
+async function openPglite(dataDir: string, startFrom: Blob | undefined): Promise<DbHandle> {
   const { PGlite } = await import("@electric-sql/pglite");
   const { drizzle } = await import("drizzle-orm/pglite");
   if (!dataDir.startsWith("memory://")) mkdirSync(dataDir, { recursive: true });
-  const client = await PGlite.create(dataDir, pgliteOptions(dataDir, PGlite.defaultStartParams));
+  const options = pgliteOptions(dataDir, PGlite.defaultStartParams);
+  const client = await PGlite.create(dataDir, startFrom ? { ...options, loadDataDir: startFrom } : options);
   const db = drizzle(client, { schema }) as unknown as Database;
   return {
     db,
@@ -125,6 +145,8 @@ async function openPglite(dataDir: string): Promise<DbHandle> {
     async listen(channel, onPayload) {
       await client.listen(channel, onPayload);
     },
+    abandonConnections: () => {},
+    reachable: async () => true,
     async close() {
       await client.close();
     },

@@ -120,8 +120,26 @@ export interface RepairedPool {
   current(): PostgresClient;
   /** LISTEN on the current pool and on every pool that replaces it. */
   listen(channel: string, onPayload: (payload: string) => void): Promise<void>;
+  /** Replaces the pool as after a fault: for connections that stopped answering without failing. */
+  replace(): void;
+  /** Whether a fresh connection, outside the pool, gets an answer to `SELECT 1` within `withinMs`. */
+  reachable(withinMs: number): Promise<boolean>;
   /** Ends the current pool and waits (briefly) for replaced ones. */
   close(): Promise<void>;
+}
+
+/** A client of its own for the probe, destroyed after it whatever the outcome (a cut network never fails its connect). */
+async function answersOnFreshConnection(open: (socket: SocketFactory) => PostgresClient, withinMs: number): Promise<boolean> {
+  const probe = open((options) => faultReportingSocket(options, () => {}));
+  stopFetchingTypes(probe);
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<boolean>((resolve) => (timer = setTimeout(resolve, withinMs, false)));
+  try {
+    return await Promise.race([probe`SELECT 1`.then(() => true, () => false), deadline]);
+  } finally {
+    clearTimeout(timer);
+    void probe.end({ timeout: 0 }).catch(() => {});
+  }
 }
 
 /**
@@ -172,6 +190,8 @@ export async function openRepairedPool(open: (socket: SocketFactory) => Postgres
   }
   return {
     current: () => current,
+    replace: () => onFault(current),
+    reachable: (withinMs) => answersOnFreshConnection(open, withinMs),
     async listen(channel, onPayload) {
       listeners.push([channel, onPayload]);
       await current.listen(channel, onPayload);

@@ -289,33 +289,25 @@ export const webSessions = pgTable(
   (t) => [index("web_sessions_account_idx").on(t.accountId)],
 );
 
-/** One-time password setup links printed by the CLI; only a hash of the token is stored. */
-export const passwordSetupTokens = pgTable("password_setup_tokens", {
-  tokenHash: text("token_hash").primaryKey(),
-  accountId: bigint("account_id", { mode: "number" })
-    .notNull()
-    .references(() => accounts.id),
-  expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
-  usedAt: timestamp("used_at", { withTimezone: true }),
-});
-
 /**
- * Password reset links a member asked for by email ("Forgot password?"). Only the SHA-256 of
- * the link's random token is stored; a link works once (`used_at`) and for one hour
- * (`expires_at`). Rows of an account are swept when it asks for a new link.
+ * One-time links to choose a password: `setup` links the operator hands out (the CLI, 24 hours)
+ * and `reset` links a member asks for by email ("Forgot password?", 1 hour). Only the SHA-256 of
+ * the link's random token is stored; a link works once (`used_at`) and until `expires_at`. An
+ * account has at most one row: making a link deletes the account's earlier ones.
  */
-export const passwordResets = pgTable(
-  "password_resets",
+export const passwordLinks = pgTable(
+  "password_links",
   {
     tokenHash: text("token_hash").primaryKey(),
     accountId: bigint("account_id", { mode: "number" })
       .notNull()
       .references(() => accounts.id),
+    kind: text("kind").notNull().$type<"setup" | "reset">(),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull(),
     expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
     usedAt: timestamp("used_at", { withTimezone: true }),
   },
-  (t) => [index("password_resets_account_idx").on(t.accountId)],
+  (t) => [index("password_links_account_idx").on(t.accountId), check("password_links_kind_check", sql`${t.kind} IN ('setup','reset')`)],
 );
 
 /**

@@ -193,7 +193,7 @@ async function telegramCheck(deps: DoctorDeps): Promise<CheckResult> {
   } catch (err) {
     return failing("telegram bot", `the Bot API cannot be reached: ${message(err).split(botToken).join("<bot token>")}`, "check the network to api.telegram.org (or TELEGRAM_API_BASE)", false);
   } finally {
-    agent.destroy();
+    void agent.close();
   }
 }
 

@@ -6,7 +6,7 @@ export type StudiedTimeframe = "1h" | "4h" | "1d";
 /**
  * MS-2 as `npm run research` selects it on the design data, per timeframe (docs/signal-quality.md):
  * MS-1 plus the options listed. The research harness fails if its selection differs from this, and
- * the DESIGN §5 property tests run against it. It is not the served engine: it did not meet the
+ * the engine's property tests (docs/signals.md) run against it. It is not the served engine: it did not meet the
  * hold-out goal (MS-1 is served).
  */
 export const MS2_PARAMS: Readonly<Record<StudiedTimeframe, Partial<EngineParams>>> = Object.freeze({

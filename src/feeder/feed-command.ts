@@ -6,7 +6,6 @@
 import { ConfigError, loadContextSourcesConfig, loadFeedConfig } from "../config.ts";
 import { createLogger, errorSummary } from "../logger.ts";
 import { clientTokenSource } from "../server/internal-token.ts";
-import { FeedConfigError } from "./feed-config.ts";
 import { startFeeder } from "./feeder.ts";
 import { CONTEXT_DATASETS, checkContextSourcesConfig, type ContextSourcesConfig } from "./sources/index.ts";
 
@@ -24,7 +23,7 @@ export async function runFeedCommand(argv: string[]): Promise<number> {
       checkContextSourcesConfig(contextDatasets, contextConfig);
     }
   } catch (err) {
-    if (err instanceof FeedConfigError || err instanceof ConfigError) {
+    if (err instanceof ConfigError) {
       process.stderr.write(`signals feed: ${err.message}\n`);
       return 2;
     }

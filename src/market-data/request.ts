@@ -30,7 +30,8 @@ const bad = (message: string) => serviceError("bad_request", message);
 export function parseLimit(raw: string, rule: LimitRule): number {
   const text = raw.trim();
   if (text === "") return rule.fallback;
-  if (!/^\d{1,9}$/.test(text) || Number(text) < 1) throw bad(`limit must be a whole number from 1 to ${rule.max}, got "${text.slice(0, 40)}".`);
+  if (!/^\d{1,9}$/.test(text) || Number(text) < 1)
+    throw bad(`limit must be a whole number from 1 to ${rule.max}, got "${text.slice(0, 40)}".`);
   return Math.min(Number(text), rule.max);
 }
 
@@ -79,7 +80,8 @@ interface CursorKeys {
   fundamentals: [symbol: string];
 }
 export type CursorDataset = keyof CursorKeys;
-type KeyOf<D extends CursorDataset> = CursorKeys[D];
+/** The sort key of a dataset's row, as its cursor carries it. */
+export type CursorKey<D extends CursorDataset> = CursorKeys[D];
 
 const CURSOR_SHAPES: { readonly [D in CursorDataset]: readonly ("number" | "string")[] } = {
   derivatives: ["string", "string"],
@@ -88,15 +90,16 @@ const CURSOR_SHAPES: { readonly [D in CursorDataset]: readonly ("number" | "stri
   fundamentals: ["string"],
 };
 
-export function encodeCursor<D extends CursorDataset>(dataset: D, key: KeyOf<D>): string {
+export function encodeCursor<D extends CursorDataset>(dataset: D, key: CursorKey<D>): string {
   return Buffer.from(JSON.stringify([dataset, ...key]), "utf8").toString("base64url");
 }
 
 /** Empty means "from the start"; anything that is not one of our cursors for this dataset is a 400. */
-export function parseCursor<D extends CursorDataset>(dataset: D, raw: string): KeyOf<D> | null {
+export function parseCursor<D extends CursorDataset>(dataset: D, raw: string): CursorKey<D> | null {
   const text = raw.trim();
   if (text === "") return null;
-  const refuse = () => bad("cursor is not valid here: pass the next_cursor of a previous answer of the same endpoint, unchanged.");
+  const refuse = () =>
+    bad("cursor is not valid here: pass the next_cursor of a previous answer of the same endpoint, unchanged.");
   if (text.length > 1024 || !/^[A-Za-z0-9_-]+$/.test(text)) throw refuse();
   let value: unknown;
   try {
@@ -111,5 +114,28 @@ export function parseCursor<D extends CursorDataset>(dataset: D, raw: string): K
     const part = key[i];
     if (shape[i] === "number" ? !Number.isSafeInteger(part) : typeof part !== "string") throw refuse();
   }
-  return key as unknown as KeyOf<D>;
+  return key as unknown as CursorKey<D>;
+}
+
+/** One page of rows, with whether another follows (the store reads one row more than `limit`). */
+export interface Page<R> {
+  rows: R[];
+  more: boolean;
+}
+
+/**
+ * The paging of every list endpoint: the request's `limit` (the dataset's rule) and `cursor`
+ * are read, `read` fetches the page after that cursor, and the next page's cursor is the sort
+ * key of the last row served (none on the last page).
+ */
+export async function readPage<D extends CursorDataset, R>(
+  dataset: D,
+  request: { readonly limit: string; readonly cursor: string },
+  read: (limit: number, after: CursorKey<D> | null) => Promise<Page<R>>,
+  keyOf: (row: R) => CursorKey<D>,
+): Promise<{ rows: R[]; nextCursor: string | undefined }> {
+  const limit = parseLimit(request.limit, LIMITS[dataset]);
+  const page = await read(limit, parseCursor(dataset, request.cursor));
+  const last = page.rows[page.rows.length - 1];
+  return { rows: page.rows, nextCursor: page.more && last ? encodeCursor(dataset, keyOf(last)) : undefined };
 }

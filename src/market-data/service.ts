@@ -2,39 +2,38 @@
  * MarketDataService: the free endpoints (movers, derivatives, news, macro, fundamentals),
  * written once and served over REST, Connect, gRPC and gRPC-Web like SignalsService.
  *
- * Order of work per call: failed-key budget of the caller's address → key present → key
- * well-formed → ONE `free_call` round trip (key valid, subscription active on any plan, the
- * key's free calls in this minute) → the RateLimit headers → the filters (400 on a value that
+ * Order of work per call, after the API-key guard (accounts/api-key-guard.ts): ONE `free_call`
+ * round trip (key valid, subscription active on any plan, the key's free calls in this minute)
+ * → the RateLimit headers → the filters (400 on a value that
  * cannot be read) → the read. No Token is charged and the daily cap is not touched.
  */
 import { create } from "@bufbuild/protobuf";
 import { ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import {
-  DerivativesRowSchema,
-  FundamentalsRowSchema,
+  type GetDerivativesRequest,
   GetDerivativesResponseSchema,
+  type GetFundamentalsRequest,
   GetFundamentalsResponseSchema,
+  type GetMacroRequest,
   GetMacroResponseSchema,
+  type GetMoversRequest,
   GetMoversResponseSchema,
+  type GetNewsRequest,
   GetNewsResponseSchema,
-  MacroPointSchema,
-  MoverSchema,
-  NewsItemSchema,
   type MarketDataService,
 } from "../../gen/signals/v1/market_data_pb.js";
-import { withApiKey, type KeyAccepted } from "../accounts/api-key-guard.ts";
-import type { FailedKeyThrottle } from "../accounts/failed-key-throttle.ts";
+import { callerKey } from "../accounts/api-key-guard.ts";
 import type { Clock } from "../clock.ts";
 import type { DbHandle } from "../db/client.ts";
 import { serviceError } from "../errors.ts";
 import { errorSummary } from "../logger.ts";
-import type { Metrics } from "../observability/metrics.ts";
 import { normaliseTimeframe, timeframeWarning } from "../signals/request.ts";
 import { addWarnings } from "../signals/warnings.ts";
-import { admitFreeCall, FREE_WINDOW_MS, freeCall, type FreeCallResult } from "./free-call.ts";
-import { computeMovers, type MoverRow } from "./movers.ts";
-import { encodeCursor, LIMITS, parseCursor, parseLimit, parseSeriesFilter, parseSince, parseSymbolFilter } from "./request.ts";
+import { admitFreeCall, FREE_WINDOW_MS, freeCall } from "./free-call.ts";
+import { derivativesMessage, fundamentalsMessage, macroMessage, moverMessage, newsMessage } from "./messages.ts";
+import { computeMovers } from "./movers.ts";
+import { LIMITS, parseLimit, parseSeriesFilter, parseSince, parseSymbolFilter, readPage } from "./request.ts";
 import { readDerivatives, readFundamentals, readMacro, readNews } from "./store.ts";
 
 export interface MarketDataServiceDeps {
@@ -45,176 +44,127 @@ export interface MarketDataServiceDeps {
   readonly staleAfterMs: number;
   /** Free calls per API key per minute. */
   readonly freeRateLimit: number;
-  /** Budget of failed keys per caller address (the instance the paid endpoint uses). */
-  readonly throttle?: FailedKeyThrottle;
-  /** Told once the database has accepted the call's key (see KeyAccepted). */
-  readonly keyAccepted?: KeyAccepted;
-  readonly metrics?: Metrics;
 }
 
-const moverMessage = (m: MoverRow) =>
-  create(MoverSchema, {
-    symbol: m.symbol,
-    price: m.price,
-    changePct: m.changePct,
-    change24hPct: m.change24hPct ?? undefined,
-    volume: m.volume,
-    volume24h: m.volume24h,
-    updatedAt: BigInt(m.updatedAt),
-    demo: m.demo,
+type FreeMethod<Req, Res> = (request: Req, now: number, ctx: HandlerContext) => Promise<Res>;
+
+/**
+ * Wraps one method in the free-call checks (one `free_call` round trip); the RateLimit headers
+ * go on the answer, and also on a 400 (the call has passed the checks and counted).
+ */
+function freeCallChecks(deps: MarketDataServiceDeps) {
+  return <Req, Res>(handle: FreeMethod<Req, Res>) =>
+    async (request: Req, ctx: HandlerContext): Promise<Res> => {
+      const key = callerKey(ctx);
+      const now = deps.clock();
+      const result = await freeCall(deps.db, key.hash, now, deps.freeRateLimit, FREE_WINDOW_MS).catch(
+        (cause: unknown) => unavailable(deps.logger, cause, "free_call failed"),
+      );
+      const headers = admitFreeCall(ctx, result, deps.freeRateLimit, now, FREE_WINDOW_MS);
+      key.accepted(now);
+      try {
+        return await handle(request, now, ctx);
+      } catch (err) {
+        if (err instanceof ConnectError) {
+          // Once, on the error: Connect would append the error's metadata to the response headers.
+          for (const [name, value] of Object.entries(headers)) {
+            ctx.responseHeader.delete(name);
+            err.metadata.set(name, value);
+          }
+        }
+        throw err;
+      }
+    };
+}
+
+/** A query whose failure is logged and answered 503 `unavailable`. */
+function orUnavailable<T>(logger: Logger, what: string, query: Promise<T>): Promise<T> {
+  return query.catch((cause: unknown) => unavailable(logger, cause, what));
+}
+
+function unavailable(logger: Logger, cause: unknown, what: string): never {
+  logger.error({ err: errorSummary(cause) }, what);
+  throw serviceError("unavailable");
+}
+
+async function getMovers(deps: MarketDataServiceDeps, request: GetMoversRequest, now: number, ctx: HandlerContext) {
+  const tf = normaliseTimeframe(request.tf);
+  // The paid endpoint's 4h fallback, told as there (x-signals-warnings).
+  if (request.tf && tf !== request.tf) addWarnings(ctx.responseHeader, [timeframeWarning(request.tf)], "before");
+  const limit = parseLimit(request.limit, LIMITS.movers);
+  const query = computeMovers(deps.db, { tf, limit, now, staleAfterMs: deps.staleAfterMs });
+  const movers = await orUnavailable(deps.logger, "movers query failed", query);
+  return create(GetMoversResponseSchema, {
+    ok: true,
+    tf,
+    ts: BigInt(now),
+    gainers: movers.gainers.map(moverMessage),
+    losers: movers.losers.map(moverMessage),
+    volumeLeaders: movers.volumeLeaders.map(moverMessage),
   });
+}
+
+async function getDerivatives({ db, logger }: MarketDataServiceDeps, request: GetDerivativesRequest, now: number) {
+  const symbols = parseSymbolFilter(request.symbols);
+  const page = await readPage(
+    "derivatives",
+    request,
+    (limit, after) => orUnavailable(logger, "derivatives query failed", readDerivatives(db, { symbols, after, limit })),
+    (row) => [row.symbol, row.venue],
+  );
+  const rows = page.rows.map(derivativesMessage);
+  return create(GetDerivativesResponseSchema, { ok: true, ts: BigInt(now), rows, nextCursor: page.nextCursor });
+}
+
+async function getNews({ db, logger }: MarketDataServiceDeps, request: GetNewsRequest, now: number) {
+  const filter = { symbols: parseSymbolFilter(request.symbols), since: parseSince(request.since) };
+  const page = await readPage(
+    "news",
+    request,
+    (limit, before) => orUnavailable(logger, "news query failed", readNews(db, { ...filter, before, limit })),
+    (row) => [row.time, row.id],
+  );
+  const items = page.rows.map(newsMessage);
+  return create(GetNewsResponseSchema, { ok: true, ts: BigInt(now), items, nextCursor: page.nextCursor });
+}
+
+async function getMacro({ db, logger }: MarketDataServiceDeps, request: GetMacroRequest, now: number) {
+  const filter = { series: parseSeriesFilter(request.series), since: parseSince(request.since) };
+  const page = await readPage(
+    "macro",
+    request,
+    (limit, after) => orUnavailable(logger, "macro query failed", readMacro(db, { ...filter, after, limit })),
+    (row) => [row.time, row.series],
+  );
+  const points = page.rows.map(macroMessage);
+  return create(GetMacroResponseSchema, { ok: true, ts: BigInt(now), points, nextCursor: page.nextCursor });
+}
+
+async function getFundamentals({ db, logger }: MarketDataServiceDeps, request: GetFundamentalsRequest, now: number) {
+  const symbols = parseSymbolFilter(request.symbols);
+  const page = await readPage(
+    "fundamentals",
+    request,
+    (limit, after) =>
+      orUnavailable(
+        logger,
+        "fundamentals query failed",
+        readFundamentals(db, { symbols, after: after?.[0] ?? null, limit }),
+      ),
+    (row) => [row.symbol],
+  );
+  const rows = page.rows.map(fundamentalsMessage);
+  return create(GetFundamentalsResponseSchema, { ok: true, ts: BigInt(now), rows, nextCursor: page.nextCursor });
+}
 
 /** Builds the service implementation over its dependencies. */
 export function createMarketDataService(deps: MarketDataServiceDeps): ServiceImpl<typeof MarketDataService> {
-  const { throttle, logger } = deps;
-  const calls = deps.metrics?.freeCalls ?? null;
-
-  const unavailable = (cause: unknown, what: string): never => {
-    logger.error({ err: errorSummary(cause) }, what);
-    throw serviceError("unavailable");
-  };
-
-  /** The key and rate-limit checks; on success the RateLimit headers are set and the call's time returned. */
-  async function admit(ctx: HandlerContext, keyHash: string): Promise<{ now: number; headers: Record<string, string> }> {
-    const now = deps.clock();
-    const limit = deps.freeRateLimit;
-    const result: FreeCallResult = await freeCall(deps.db, keyHash, now, limit, FREE_WINDOW_MS).catch((cause: unknown) => unavailable(cause, "free_call failed"));
-    return { now, headers: admitFreeCall(ctx, result, limit, now, FREE_WINDOW_MS) };
-  }
-
-  /**
-   * Wraps one method: the checks, the outcome for the access log and metrics, and the
-   * RateLimit headers also on a 400 (the call has passed the checks and counted).
-   */
-  function free<Req, Res>(method: string, handle: (request: Req, now: number, ctx: HandlerContext) => Promise<Res>) {
-    return (request: Req, ctx: HandlerContext): Promise<Res> =>
-      withApiKey(
-        ctx,
-        throttle,
-        (outcome) => calls?.inc({ method, protocol: ctx.protocolName, outcome }),
-        async (keyHash) => {
-          const { now, headers } = await admit(ctx, keyHash);
-          deps.keyAccepted?.(keyHash, now);
-          try {
-            return await handle(request, now, ctx);
-          } catch (err) {
-            if (err instanceof ConnectError) {
-              // Once, on the error: Connect would append the error's metadata to the response headers.
-              for (const [name, value] of Object.entries(headers)) {
-                ctx.responseHeader.delete(name);
-                err.metadata.set(name, value);
-              }
-            }
-            throw err;
-          }
-        },
-      );
-  }
-
-  const read = <T>(query: Promise<T>, what: string): Promise<T> => query.catch((cause: unknown) => unavailable(cause, what));
-
+  const free = freeCallChecks(deps);
   return {
-    getMovers: free("GetMovers", async (request, now, ctx) => {
-      const tf = normaliseTimeframe(request.tf);
-      // The paid endpoint's 4h fallback, told as there (x-signals-warnings).
-      if (request.tf && tf !== request.tf) addWarnings(ctx.responseHeader, [timeframeWarning(request.tf)], "before");
-      const limit = parseLimit(request.limit, LIMITS.movers);
-      const movers = await read(computeMovers(deps.db, { tf, limit, now, staleAfterMs: deps.staleAfterMs }), "movers query failed");
-      return create(GetMoversResponseSchema, {
-        ok: true,
-        tf,
-        ts: BigInt(now),
-        gainers: movers.gainers.map(moverMessage),
-        losers: movers.losers.map(moverMessage),
-        volumeLeaders: movers.volumeLeaders.map(moverMessage),
-      });
-    }),
-
-    getDerivatives: free("GetDerivatives", async (request, now) => {
-      const limit = parseLimit(request.limit, LIMITS.derivatives);
-      const after = parseCursor("derivatives", request.cursor);
-      const symbols = parseSymbolFilter(request.symbols);
-      const page = await read(readDerivatives(deps.db, { symbols, after, limit }), "derivatives query failed");
-      const last = page.rows[page.rows.length - 1];
-      return create(GetDerivativesResponseSchema, {
-        ok: true,
-        ts: BigInt(now),
-        rows: page.rows.map((r) =>
-          create(DerivativesRowSchema, {
-            symbol: r.symbol,
-            venue: r.venue,
-            fundingRate: r.fundingRate ?? undefined,
-            openInterestUsd: r.openInterestUsd ?? undefined,
-            longShortRatio: r.longShortRatio ?? undefined,
-            time: BigInt(r.time),
-            updatedAt: BigInt(r.updatedAt),
-          }),
-        ),
-        nextCursor: page.more && last ? encodeCursor("derivatives", [last.symbol, last.venue]) : undefined,
-      });
-    }),
-
-    getNews: free("GetNews", async (request, now) => {
-      const limit = parseLimit(request.limit, LIMITS.news);
-      const since = parseSince(request.since);
-      const before = parseCursor("news", request.cursor);
-      const symbols = parseSymbolFilter(request.symbols);
-      const page = await read(readNews(deps.db, { symbols, since, before, limit }), "news query failed");
-      const last = page.rows[page.rows.length - 1];
-      return create(GetNewsResponseSchema, {
-        ok: true,
-        ts: BigInt(now),
-        items: page.rows.map((r) =>
-          create(NewsItemSchema, { id: r.id, time: BigInt(r.time), title: r.title, source: r.source, url: r.url, coins: r.coins, updatedAt: BigInt(r.updatedAt) }),
-        ),
-        nextCursor: page.more && last ? encodeCursor("news", [last.time, last.id]) : undefined,
-      });
-    }),
-
-    getMacro: free("GetMacro", async (request, now) => {
-      const limit = parseLimit(request.limit, LIMITS.macro);
-      const since = parseSince(request.since);
-      const after = parseCursor("macro", request.cursor);
-      const series = parseSeriesFilter(request.series);
-      const page = await read(readMacro(deps.db, { series, since, after, limit }), "macro query failed");
-      const last = page.rows[page.rows.length - 1];
-      return create(GetMacroResponseSchema, {
-        ok: true,
-        ts: BigInt(now),
-        points: page.rows.map((r) =>
-          create(MacroPointSchema, { series: r.series, time: BigInt(r.time), value: r.value, unit: r.unit, source: r.source, updatedAt: BigInt(r.updatedAt) }),
-        ),
-        nextCursor: page.more && last ? encodeCursor("macro", [last.time, last.series]) : undefined,
-      });
-    }),
-
-    getFundamentals: free("GetFundamentals", async (request, now) => {
-      const limit = parseLimit(request.limit, LIMITS.fundamentals);
-      const cursor = parseCursor("fundamentals", request.cursor);
-      const symbols = parseSymbolFilter(request.symbols);
-      const page = await read(readFundamentals(deps.db, { symbols, after: cursor ? cursor[0] : null, limit }), "fundamentals query failed");
-      const last = page.rows[page.rows.length - 1];
-      return create(GetFundamentalsResponseSchema, {
-        ok: true,
-        ts: BigInt(now),
-        rows: page.rows.map((r) =>
-          create(FundamentalsRowSchema, {
-            symbol: r.symbol,
-            circulatingSupply: r.circulatingSupply,
-            maxSupply: r.maxSupply ?? undefined,
-            totalSupply: r.totalSupply ?? undefined,
-            marketCapUsd: r.marketCapUsd,
-            fullyDilutedValuationUsd: r.fullyDilutedValuationUsd ?? undefined,
-            rank: r.rank ?? undefined,
-            athUsd: r.athUsd ?? undefined,
-            athTime: r.athTime === null ? undefined : BigInt(r.athTime),
-            source: r.source,
-            time: BigInt(r.time),
-            updatedAt: BigInt(r.updatedAt),
-          }),
-        ),
-        nextCursor: page.more && last ? encodeCursor("fundamentals", [last.symbol]) : undefined,
-      });
-    }),
+    getMovers: free((request, now, ctx) => getMovers(deps, request, now, ctx)),
+    getDerivatives: free((request, now) => getDerivatives(deps, request, now)),
+    getNews: free((request, now) => getNews(deps, request, now)),
+    getMacro: free((request, now) => getMacro(deps, request, now)),
+    getFundamentals: free((request, now) => getFundamentals(deps, request, now)),
   };
 }

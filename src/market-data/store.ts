@@ -7,10 +7,11 @@
  * fundamentals per coin) are replaced only by a later source time. So a stream that is resent
  * after a failure, or a file imported twice, changes nothing the second time.
  */
-import { and, asc, desc, eq, gt, gte, inArray, lt, or, sql, type SQL } from "drizzle-orm";
-import { resultRows, type DbHandle } from "../db/client.ts";
+import { and, asc, desc, eq, gt, gte, inArray, lt, or, type SQL, sql } from "drizzle-orm";
+import { type DbHandle, resultRows } from "../db/client.ts";
 import { coinFundamentals, derivativesReadings, macroPoints, newsItems } from "../db/schema.ts";
 import type { DerivativesRow, FundamentalsRow, MacroRow, NewsRow, PushedDataset, RowOf } from "./datasets.ts";
+import type { Page } from "./request.ts";
 
 /** Rows per INSERT statement (one array parameter per column, so the row count is not bounded by parameters). */
 const CHUNK = 5_000;
@@ -128,7 +129,12 @@ const PROVENANCE_SCOPE: Record<PushedDataset, { table: SQL; perCoin: boolean }> 
  * where real rows are held (for a coin: real rows of the dataset, or real candles). Returns the
  * rows to write.
  */
-async function separateProvenance<D extends PushedDataset>(tx: Tx, dataset: D, rows: RowOf<D>[], demo: boolean): Promise<RowOf<D>[]> {
+async function separateProvenance<D extends PushedDataset>(
+  tx: Tx,
+  dataset: D,
+  rows: RowOf<D>[],
+  demo: boolean,
+): Promise<RowOf<D>[]> {
   const { table, perCoin } = PROVENANCE_SCOPE[dataset];
   const symbols = perCoin ? [...new Set((rows as { symbol: string }[]).map((r) => r.symbol))] : [];
   const scope = perCoin ? sql` AND symbol = ANY (${p(symbols)}::text[])` : sql``;
@@ -138,7 +144,11 @@ async function separateProvenance<D extends PushedDataset>(tx: Tx, dataset: D, r
   }
   // Per coin, real rows are held where the dataset has real rows for the coin or the coin's candles are real.
   const realCoins = perCoin ? sql` UNION SELECT symbol FROM coins WHERE NOT demo${scope}` : sql``;
-  const held = resultRows<{ symbol: string | null }>(await tx.execute(sql`SELECT DISTINCT ${perCoin ? sql`symbol` : sql`NULL::text AS symbol`} FROM ${table} WHERE NOT demo${scope}${realCoins}`));
+  const held = resultRows<{ symbol: string | null }>(
+    await tx.execute(
+      sql`SELECT DISTINCT ${perCoin ? sql`symbol` : sql`NULL::text AS symbol`} FROM ${table} WHERE NOT demo${scope}${realCoins}`,
+    ),
+  );
   if (held.length === 0) return rows;
   if (!perCoin) return [];
   const real = new Set(held.map((r) => r.symbol));
@@ -163,7 +173,8 @@ export async function writeDataset<D extends PushedDataset>(
   return handle.db.transaction(async (tx) => {
     const admitted = await separateProvenance(tx, dataset, rows, demo);
     let written = 0;
-    for (let i = 0; i < admitted.length; i += CHUNK) written += await countWritten(tx, insertChunk(dataset, admitted.slice(i, i + CHUNK), at, demo));
+    for (let i = 0; i < admitted.length; i += CHUNK)
+      written += await countWritten(tx, insertChunk(dataset, admitted.slice(i, i + CHUNK), at, demo));
     return { written, refused: rows.length - admitted.length };
   });
 }
@@ -171,12 +182,6 @@ export async function writeDataset<D extends PushedDataset>(
 // ---------------------------------------------------------------------------------------------
 // Reads: one page of at most `limit` rows plus whether more follow (one extra row is read).
 // ---------------------------------------------------------------------------------------------
-
-export interface Page<R> {
-  rows: R[];
-  /** The last row served, when another page follows. */
-  more: boolean;
-}
 
 function page<R>(rows: R[], limit: number): Page<R> {
   return rows.length > limit ? { rows: rows.slice(0, limit), more: true } : { rows, more: false };
@@ -205,9 +210,16 @@ export async function readDerivatives(
   const t = derivativesReadings;
   const where = and(
     filter.symbols.length > 0 ? inArray(t.symbol, filter.symbols) : undefined,
-    filter.after ? or(gt(t.symbol, filter.after[0]), and(eq(t.symbol, filter.after[0]), gt(t.venue, filter.after[1]))) : undefined,
+    filter.after
+      ? or(gt(t.symbol, filter.after[0]), and(eq(t.symbol, filter.after[0]), gt(t.venue, filter.after[1])))
+      : undefined,
   );
-  const rows = await handle.db.select().from(t).where(where).orderBy(asc(t.symbol), asc(t.venue)).limit(filter.limit + 1);
+  const rows = await handle.db
+    .select()
+    .from(t)
+    .where(where)
+    .orderBy(asc(t.symbol), asc(t.venue))
+    .limit(filter.limit + 1);
   return page(
     rows.map((r) => ({ ...r, time: Number(r.time), updatedAt: ms(r.updatedAt) })),
     filter.limit,
@@ -223,9 +235,16 @@ export async function readNews(
   const where = and(
     filter.symbols.length > 0 ? sql`${t.coins} && ${sql.param(filter.symbols)}::text[]` : undefined,
     filter.since !== null ? gte(t.time, filter.since) : undefined,
-    filter.before ? or(lt(t.time, filter.before[0]), and(eq(t.time, filter.before[0]), lt(t.id, filter.before[1]))) : undefined,
+    filter.before
+      ? or(lt(t.time, filter.before[0]), and(eq(t.time, filter.before[0]), lt(t.id, filter.before[1])))
+      : undefined,
   );
-  const rows = await handle.db.select().from(t).where(where).orderBy(desc(t.time), desc(t.id)).limit(filter.limit + 1);
+  const rows = await handle.db
+    .select()
+    .from(t)
+    .where(where)
+    .orderBy(desc(t.time), desc(t.id))
+    .limit(filter.limit + 1);
   return page(
     rows.map((r) => ({ ...r, time: Number(r.time), updatedAt: ms(r.updatedAt) })),
     filter.limit,
@@ -241,9 +260,16 @@ export async function readMacro(
   const where = and(
     filter.series.length > 0 ? inArray(t.series, filter.series) : undefined,
     filter.since !== null ? gte(t.time, filter.since) : undefined,
-    filter.after ? or(lt(t.time, filter.after[0]), and(eq(t.time, filter.after[0]), gt(t.series, filter.after[1]))) : undefined,
+    filter.after
+      ? or(lt(t.time, filter.after[0]), and(eq(t.time, filter.after[0]), gt(t.series, filter.after[1])))
+      : undefined,
   );
-  const rows = await handle.db.select().from(t).where(where).orderBy(desc(t.time), asc(t.series)).limit(filter.limit + 1);
+  const rows = await handle.db
+    .select()
+    .from(t)
+    .where(where)
+    .orderBy(desc(t.time), asc(t.series))
+    .limit(filter.limit + 1);
   return page(
     rows.map((r) => ({ ...r, time: Number(r.time), updatedAt: ms(r.updatedAt) })),
     filter.limit,
@@ -256,10 +282,23 @@ export async function readFundamentals(
   filter: { symbols: string[]; after: string | null; limit: number },
 ): Promise<Page<StoredFundamentals>> {
   const t = coinFundamentals;
-  const where = and(filter.symbols.length > 0 ? inArray(t.symbol, filter.symbols) : undefined, filter.after !== null ? gt(t.symbol, filter.after) : undefined);
-  const rows = await handle.db.select().from(t).where(where).orderBy(asc(t.symbol)).limit(filter.limit + 1);
+  const where = and(
+    filter.symbols.length > 0 ? inArray(t.symbol, filter.symbols) : undefined,
+    filter.after !== null ? gt(t.symbol, filter.after) : undefined,
+  );
+  const rows = await handle.db
+    .select()
+    .from(t)
+    .where(where)
+    .orderBy(asc(t.symbol))
+    .limit(filter.limit + 1);
   return page(
-    rows.map((r) => ({ ...r, time: Number(r.time), athTime: r.athTime === null ? null : Number(r.athTime), updatedAt: ms(r.updatedAt) })),
+    rows.map((r) => ({
+      ...r,
+      time: Number(r.time),
+      athTime: r.athTime === null ? null : Number(r.athTime),
+      updatedAt: ms(r.updatedAt),
+    })),
     filter.limit,
   );
 }

@@ -13,7 +13,8 @@ import type { Timeframe } from "./timeframes.ts";
 import type { MarketVersions, SignalReading, SignalSnapshot, SnapshotLookup } from "./snapshot.ts";
 import { CoinRuntime, type CandleRow } from "./coin-runtime.ts";
 import { randomUUID } from "node:crypto";
-import { loadAllCoins, loadCoin, persistMarket, type SignalEventsSubscriber, type StoredCoin } from "./store.ts";
+import { loadAllCoins, loadCoins, persistMarket, type SignalEventsSubscriber, type StoredCoin } from "./store.ts";
+import { BatchReloads } from "./batch-reloads.ts";
 import { MARKET_UPDATED } from "../db/channels.ts";
 import { checkCandleFields, type CandleUpdate, type RejectReason, type ValidUpdate } from "./validate.ts";
 import type { PendingSignalEvent, SignalChange } from "./signal-events.ts";
@@ -95,8 +96,10 @@ export class MarketFeed implements SignalSnapshot {
   private readonly coins = new Map<string, CoinRuntime>();
   /** What lookups read: committed readings, each coin at its market version. */
   private readonly published = new Map<string, PublishedCoin>();
-  /** Per coin, the reload from the store running now and the one asked for during it. */
-  private readonly reloads = new Map<string, { running: Promise<void>; next: Promise<void> | null }>();
+  /** Reloads from the store (other processes' commits, catching up), batched. */
+  private readonly reloads = new BatchReloads(async (symbols) => {
+    for (const stored of await loadCoins(this.deps.db, symbols)) this.adopt(stored, true);
+  });
   private pending = new Map<string, CandleRow>();
   private pendingEvents = new Map<string, PendingSignalEvent>();
   /** A live signal change is waiting: flush now rather than after FLUSH_DELAY_MS. */
@@ -154,34 +157,9 @@ export class MarketFeed implements SignalSnapshot {
       ? loadAllCoins(this.deps.db).then((all) => {
           for (const stored of all) this.adopt(stored, true);
         })
-      : Promise.all(symbols.map((symbol) => this.reloadCoin(symbol)));
+      : this.reloads.reload(symbols);
     // The live watchlists re-read once the published readings are the committed ones.
     reload.then(() => this.deps.onReadingsChanged?.(symbols)).catch((err: unknown) => this.deps.logger.warn({ err: errorSummary(err) }, "could not follow another process's market update"));
-  }
-
-  /**
-   * Reloads a coin from the store and publishes it. Calls during a reload share one more reload
-   * after it (the one under way may have read the store before the commit they wait for).
-   */
-  private reloadCoin(symbol: string): Promise<void> {
-    const entry = this.reloads.get(symbol);
-    if (!entry) return this.startReload(symbol);
-    const start = () => this.startReload(symbol);
-    entry.next ??= entry.running.then(start, start);
-    return entry.next;
-  }
-
-  private startReload(symbol: string): Promise<void> {
-    const running: Promise<void> = loadCoin(this.deps.db, symbol)
-      .then((stored) => {
-        if (stored) this.adopt(stored, true);
-      })
-      .finally(() => {
-        const entry = this.reloads.get(symbol);
-        if (entry?.running === running && entry.next === null) this.reloads.delete(symbol);
-      });
-    this.reloads.set(symbol, { running, next: null });
-    return running;
   }
 
   /** The market version of each coin's published readings (0: none published). */
@@ -204,7 +182,7 @@ export class MarketFeed implements SignalSnapshot {
       if (left <= 0) return false;
       let timer: NodeJS.Timeout | undefined;
       const expired = new Promise<"expired">((resolve) => (timer = setTimeout(() => resolve("expired"), left)));
-      const reloaded = Promise.all(behind.map((symbol) => this.reloadCoin(symbol))).then(() => "reloaded" as const, () => "failed" as const);
+      const reloaded = this.reloads.reload(behind).then(() => "reloaded" as const, () => "failed" as const);
       const outcome = await Promise.race([reloaded, expired]);
       clearTimeout(timer);
       if (outcome !== "reloaded") return false;
@@ -403,9 +381,10 @@ export class MarketFeed implements SignalSnapshot {
 
   /** Replaces the in-memory runtime of these coins with what the store holds. */
   private async reload(symbols: string[]): Promise<void> {
+    const stored = new Map((await loadCoins(this.deps.db, symbols)).map((coin) => [coin.runtime.symbol, coin]));
     for (const symbol of symbols) {
-      const stored = await loadCoin(this.deps.db, symbol);
-      if (stored) this.adopt(stored, false);
+      const coin = stored.get(symbol);
+      if (coin) this.adopt(coin, false);
       else this.coins.delete(symbol);
     }
   }

@@ -2,7 +2,7 @@
  * Candle store and engine checkpoints in Postgres (Drizzle). Candles, the checkpoints of the
  * series they moved and the coin's freshness are written in one transaction.
  */
-import { and, asc, desc, eq, gt, gte, inArray, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gte, inArray, sql } from "drizzle-orm";
 import { resultRows, type Database, type DbHandle, type Transaction } from "../db/client.ts";
 import { MARKET_UPDATED, SIGNAL_EVENTS } from "../db/channels.ts";
 import { candles, coins, seriesState } from "../db/schema.ts";
@@ -264,36 +264,77 @@ export interface StoredCoin {
 }
 
 /**
- * Rebuilds one coin's runtime from its checkpoints and candles, exactly as it was persisted,
- * with its market version: all read in one snapshot, so the state is exactly that version's.
+ * Rebuilds coins' runtimes from their checkpoints and candles, exactly as they were persisted,
+ * with their market versions: all read in one snapshot, so each state is exactly that version's.
+ * A set of coins costs a fixed number of statements (three, plus a rebuild per unreadable
+ * checkpoint), not a few per coin: a follower reloads every coin a boundary closed at once.
  */
-export async function loadCoin(handle: DbHandle, symbol: string): Promise<StoredCoin | null> {
-  return handle.db.transaction((tx) => loadCoinIn(tx, symbol), { isolationLevel: "repeatable read", accessMode: "read only" });
+export async function loadCoins(handle: DbHandle, symbols: readonly string[]): Promise<StoredCoin[]> {
+  if (symbols.length === 0) return [];
+  return handle.db.transaction((tx) => loadCoinsIn(tx, [...symbols]), { isolationLevel: "repeatable read", accessMode: "read only" });
 }
 
-async function loadCoinIn(db: Transaction, symbol: string): Promise<StoredCoin | null> {
-  const [coin] = await db.select().from(coins).where(eq(coins.symbol, symbol));
-  if (!coin || !isTimeframe(coin.baseTf)) return null;
-  const baseTf = coin.baseTf;
-  const checkpoints = new Map((await db.select().from(seriesState).where(eq(seriesState.symbol, symbol))).map((r) => [r.tf, r.state]));
-  const series = new Map<Timeframe, SeriesRuntime>();
-  for (const tf of [baseTf, ...derivedTimeframes(baseTf)]) series.set(tf, await restoreSeries(db, symbol, tf, checkpoints.get(tf)));
+async function loadCoinsIn(db: Transaction, symbols: string[]): Promise<StoredCoin[]> {
+  const coinRows = (await db.select().from(coins).where(inArray(coins.symbol, symbols))).filter((c) => isTimeframe(c.baseTf));
+  if (coinRows.length === 0) return [];
+  const checkpoints = new Map<string, Map<string, unknown>>();
+  for (const r of await db.select().from(seriesState).where(inArray(seriesState.symbol, coinRows.map((c) => c.symbol)))) {
+    const perCoin = checkpoints.get(r.symbol) ?? new Map<string, unknown>();
+    checkpoints.set(r.symbol, perCoin);
+    perCoin.set(r.tf, r.state);
+  }
+  const restored = new Map<string, Map<Timeframe, SeriesRuntime>>();
+  for (const coin of coinRows) {
+    const baseTf = coin.baseTf as Timeframe;
+    const series = new Map<Timeframe, SeriesRuntime>();
+    for (const tf of [baseTf, ...derivedTimeframes(baseTf)]) series.set(tf, await restoreSeries(db, coin.symbol, tf, checkpoints.get(coin.symbol)?.get(tf)));
+    restored.set(coin.symbol, series);
+  }
+  const recent = await recentBaseCandles(db, coinRows.map((c) => ({ symbol: c.symbol, baseTf: c.baseTf as Timeframe, lastClosed: restored.get(c.symbol)!.get(c.baseTf as Timeframe)!.state.lastOpenTime })));
+  return coinRows.map((coin) => {
+    const baseTf = coin.baseTf as Timeframe;
+    const series = restored.get(coin.symbol)!;
+    attachOpenCandles(series, baseTf, recent.get(coin.symbol) ?? []);
+    return { runtime: new CoinRuntime(coin.symbol, baseTf, coin.lastUpdateAt.getTime(), series, coin.demo), version: Number(coin.version) };
+  });
+}
+
+/**
+ * Per coin, its base candles (closed and forming, in time order) from the start of the longest
+ * derived bucket holding its last close: what the open derived candles and the forming one are
+ * built from. One statement for every coin (an index range per coin).
+ */
+async function recentBaseCandles(db: Transaction, wanted: { symbol: string; baseTf: Timeframe; lastClosed: number | null }[]): Promise<Map<string, (Candle & { closed: boolean })[]>> {
+  const since = wanted.map((w) => (w.lastClosed === null ? 0 : Math.min(...derivedTimeframes(w.baseTf).map((tf) => bucketStart(w.lastClosed!, tf)), w.lastClosed)));
+  const rows = resultRows<{ symbol: string; open_time: string | number; open: number; high: number; low: number; close: number; volume: number; closed: boolean }>(
+    await db.execute(sql`
+      SELECT c.symbol, c.open_time, c.open, c.high, c.low, c.close, c.volume, c.closed
+        FROM unnest(${sql.param(wanted.map((w) => w.symbol))}::text[], ${sql.param(wanted.map((w) => w.baseTf))}::text[], ${sql.param(since)}::bigint[]) AS w(symbol, tf, since)
+        JOIN candles c ON c.symbol = w.symbol AND c.tf = w.tf AND c.open_time >= w.since
+       ORDER BY c.symbol, c.open_time`),
+  );
+  const out = new Map<string, (Candle & { closed: boolean })[]>();
+  for (const r of rows) {
+    const list = out.get(r.symbol) ?? [];
+    out.set(r.symbol, list);
+    list.push({ ...toCandle({ openTime: Number(r.open_time), open: Number(r.open), high: Number(r.high), low: Number(r.low), close: Number(r.close), volume: Number(r.volume) }), closed: r.closed === true });
+  }
+  return out;
+}
+
+/** Sets the forming base candle and every derived series' open candle from the coin's recent base candles. */
+function attachOpenCandles(series: Map<Timeframe, SeriesRuntime>, baseTf: Timeframe, recent: readonly (Candle & { closed: boolean })[]): void {
   const base = series.get(baseTf)!;
   const lastClosed = base.state.lastOpenTime;
-  const [formingRow] = await db
-    .select()
-    .from(candles)
-    .where(and(eq(candles.symbol, symbol), eq(candles.tf, baseTf), eq(candles.closed, false), lastClosed === null ? undefined : gt(candles.openTime, lastClosed)))
-    .orderBy(desc(candles.openTime))
-    .limit(1);
-  base.forming = formingRow ? toCandle(formingRow) : null;
+  const forming = recent.findLast((c) => !c.closed && (lastClosed === null || c.openTime > lastClosed));
+  base.forming = forming ? toCandle(forming) : null;
   for (const tf of derivedTimeframes(baseTf)) {
     const s = series.get(tf)!;
     if (lastClosed !== null) {
       const bucket = bucketStart(lastClosed, tf);
       const derivedLast = s.state.lastOpenTime;
       if (derivedLast === null || derivedLast < bucket) {
-        for (const c of await closedCandles(db, symbol, baseTf, bucket)) s.partial = mergeCandle(s.partial, c, bucket);
+        for (const c of recent) if (c.closed && c.openTime >= bucket) s.partial = mergeCandle(s.partial, toCandle(c), bucket);
       }
     }
     if (base.forming) {
@@ -303,14 +344,12 @@ async function loadCoinIn(db: Transaction, symbol: string): Promise<StoredCoin |
       s.forming = s.partial;
     }
   }
-  return { runtime: new CoinRuntime(symbol, baseTf, coin.lastUpdateAt.getTime(), series, coin.demo), version: Number(coin.version) };
 }
 
 /** Loads every coin (at start). */
 export async function loadAllCoins(handle: DbHandle): Promise<StoredCoin[]> {
   const symbols = await handle.db.select({ symbol: coins.symbol }).from(coins);
-  const loaded = await Promise.all(symbols.map((r) => loadCoin(handle, r.symbol)));
-  return loaded.filter((c): c is StoredCoin => c !== null);
+  return loadCoins(handle, symbols.map((r) => r.symbol));
 }
 
 /** Closed candles of one series in time order (chart pages, tests). */

@@ -1,6 +1,6 @@
 /**
  * Starting a server process: open and migrate the database (waiting while it is down),
- * settle the internal token, create the demo account on a first embedded start, listen,
+ * make sure of the internal token, create the demo account on a first embedded start, listen,
  * and drain on SIGTERM/SIGINT. Used by `npm start` and `npx signals serve`.
  */
 import { setTimeout as sleep } from "node:timers/promises";

@@ -16,7 +16,7 @@ import { fileURLToPath } from "node:url";
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import { backoffMs } from "../retry.ts";
-import { settleInternalToken } from "./internal-token.ts";
+import { ensureInternalToken } from "./internal-token.ts";
 
 /** The message a worker sends the primary once its listeners are open. */
 interface ReadyMessage {
@@ -55,11 +55,22 @@ interface Slot {
   restartTimer: NodeJS.Timeout | null;
 }
 
-/** Forks `config.workers` workers, resolves once all listen; rejects if one dies before that. */
-export async function startClusterPrimary(config: Config, logger: Logger): Promise<ClusterPrimary> {
+/** What the primary knows of its workers. */
+interface Supervision {
+  readonly logger: Logger;
+  readonly slots: Slot[];
+  stopping: boolean;
+  /** Until every worker first listens, a death fails the start instead of being restarted. */
+  started: boolean;
+  /** The lead's internal port once it first listened (a restarted lead takes it again). */
+  internalPort: number | null;
+}
+
+/** Readies node:cluster for the workers; the primary itself serves nothing. */
+function setUpCluster(config: Config): void {
   // The token file exists before the workers start, so they all read the same one (and the
   // lead follows its rotations); INTERNAL_TOKEN, when set, reaches them with the environment.
-  settleInternalToken(config);
+  ensureInternalToken(config);
   // The workers accept from the one listening socket themselves (SCHED_NONE) rather than
   // through the primary's round-robin queue: that queue's connections were reset when the
   // workers drained on SIGTERM (accepted, never answered), and a worker's crash loses only the
@@ -67,95 +78,102 @@ export async function startClusterPrimary(config: Config, logger: Logger): Promi
   cluster.schedulingPolicy = cluster.SCHED_NONE;
   // Workers run main.ts whatever started the primary (`npm start` or `signals serve`).
   cluster.setupPrimary({ exec: fileURLToPath(new URL("../main.ts", import.meta.url)), args: [] });
+}
 
-  let stopping = false;
-  /** Until every worker first listens, a death fails the start instead of being restarted. */
-  let started = false;
-  let internalPort: number | null = null;
+/** Resolves with the worker's ready message; rejects if it exits before sending one. */
+function readyOf(worker: Worker, index: number): Promise<ReadyMessage> {
+  return new Promise<ReadyMessage>((resolve, reject) => {
+    const onMessage = (message: ReadyMessage) => {
+      if (message?.type !== "ready") return;
+      worker.off("exit", onEarlyExit);
+      resolve(message);
+    };
+    const onEarlyExit = (code: number | null, signal: string | null) => {
+      worker.off("message", onMessage);
+      reject(new Error(`worker ${index} exited (code ${code}, signal ${signal}) before listening`));
+    };
+    worker.on("message", onMessage);
+    worker.once("exit", onEarlyExit);
+  });
+}
+
+function fork(sup: Supervision, slot: Slot): { worker: Worker; ready: Promise<ReadyMessage> } {
+  const lead = slot.index === 0;
+  const worker = cluster.fork({
+    SIGNALS_WORKER_ROLE: lead ? "lead" : "follower",
+    // A restarted lead takes the internal port it had (it was 0 only the first time).
+    ...(lead && sup.internalPort !== null ? { INTERNAL_PORT: String(sup.internalPort) } : {}),
+  });
+  slot.worker = worker;
+  slot.startedAt = Date.now();
+  const ready = readyOf(worker, slot.index);
+  worker.once("exit", (code, signal) => restartLater(sup, slot, worker, code, signal));
+  return { worker, ready };
+}
+
+/** Forks a dead worker again after a backoff that grows with its quick deaths. */
+function restartLater(sup: Supervision, slot: Slot, worker: Worker, code: number | null, signal: string | null): void {
+  if (slot.worker !== worker) return;
+  slot.worker = null;
+  if (sup.stopping || !sup.started) return;
+  const ranMs = Date.now() - slot.startedAt;
+  slot.quickDeaths = ranMs >= HEALTHY_RUN_MS ? 0 : slot.quickDeaths + 1;
+  const delayMs = backoffMs(slot.quickDeaths, RESTART_BASE_MS, RESTART_MAX_MS, "none");
+  sup.logger.warn({ worker: slot.index, pid: worker.process.pid, code, signal, ranMs, restartInMs: delayMs }, "worker exited; restarting it");
+  slot.restartTimer = setTimeout(() => {
+    slot.restartTimer = null;
+    if (sup.stopping) return;
+    const { worker: next, ready } = fork(sup, slot);
+    ready.then(
+      () => sup.logger.info({ worker: slot.index, pid: next.process.pid }, "worker restarted"),
+      // Its exit handler schedules the next attempt.
+      (err: Error) => sup.logger.warn({ worker: slot.index, err: err.message }, "restarted worker died before listening"),
+    );
+  }, delayMs);
+}
+
+/** SIGTERM, then SIGKILL after the grace; resolves with the exit code. */
+function stopWorker(worker: Worker): Promise<number> {
+  return new Promise<number>((resolve) => {
+    const timer = setTimeout(() => worker.process.kill("SIGKILL"), STOP_GRACE_MS);
+    worker.once("exit", (code) => {
+      clearTimeout(timer);
+      resolve(code ?? 1);
+    });
+    worker.process.kill("SIGTERM");
+  });
+}
+
+async function stopAll(sup: Supervision): Promise<number> {
+  sup.stopping = true;
+  const exits: Promise<number>[] = [];
+  for (const slot of sup.slots) {
+    if (slot.restartTimer) clearTimeout(slot.restartTimer);
+    if (slot.worker && !slot.worker.isDead()) exits.push(stopWorker(slot.worker));
+  }
+  const codes = await Promise.all(exits);
+  return codes.every((code) => code === 0) ? 0 : 1;
+}
+
+/** Forks `config.workers` workers, resolves once all listen; rejects if one dies before that. */
+export async function startClusterPrimary(config: Config, logger: Logger): Promise<ClusterPrimary> {
+  setUpCluster(config);
   const slots: Slot[] = Array.from({ length: config.workers }, (_, index) => ({ index, worker: null, startedAt: 0, quickDeaths: 0, restartTimer: null }));
-
-  function fork(slot: Slot): { worker: Worker; ready: Promise<ReadyMessage> } {
-    const lead = slot.index === 0;
-    const worker = cluster.fork({
-      SIGNALS_WORKER_ROLE: lead ? "lead" : "follower",
-      // A restarted lead takes the internal port it had (it was 0 only the first time).
-      ...(lead && internalPort !== null ? { INTERNAL_PORT: String(internalPort) } : {}),
-    });
-    slot.worker = worker;
-    slot.startedAt = Date.now();
-    const ready = new Promise<ReadyMessage>((resolve, reject) => {
-      const onMessage = (message: ReadyMessage) => {
-        if (message?.type !== "ready") return;
-        worker.off("exit", onEarlyExit);
-        resolve(message);
-      };
-      const onEarlyExit = (code: number | null, signal: string | null) => {
-        worker.off("message", onMessage);
-        reject(new Error(`worker ${slot.index} exited (code ${code}, signal ${signal}) before listening`));
-      };
-      worker.on("message", onMessage);
-      worker.once("exit", onEarlyExit);
-    });
-    worker.once("exit", (code, signal) => onExit(slot, worker, code, signal));
-    return { worker, ready };
-  }
-
-  function onExit(slot: Slot, worker: Worker, code: number | null, signal: string | null): void {
-    if (slot.worker !== worker) return;
-    slot.worker = null;
-    if (stopping || !started) return;
-    const ranMs = Date.now() - slot.startedAt;
-    slot.quickDeaths = ranMs >= HEALTHY_RUN_MS ? 0 : slot.quickDeaths + 1;
-    const delayMs = backoffMs(slot.quickDeaths, RESTART_BASE_MS, RESTART_MAX_MS, "none");
-    logger.warn({ worker: slot.index, pid: worker.process.pid, code, signal, ranMs, restartInMs: delayMs }, "worker exited; restarting it");
-    slot.restartTimer = setTimeout(() => {
-      slot.restartTimer = null;
-      if (stopping) return;
-      const { worker: next, ready } = fork(slot);
-      ready.then(
-        () => logger.info({ worker: slot.index, pid: next.process.pid }, "worker restarted"),
-        // Its exit handler schedules the next attempt.
-        (err: Error) => logger.warn({ worker: slot.index, err: err.message }, "restarted worker died before listening"),
-      );
-    }, delayMs);
-  }
-
-  async function stop(): Promise<number> {
-    stopping = true;
-    const exits: Promise<number>[] = [];
-    for (const slot of slots) {
-      if (slot.restartTimer) clearTimeout(slot.restartTimer);
-      const worker = slot.worker;
-      if (!worker || worker.isDead()) continue;
-      exits.push(
-        new Promise<number>((resolve) => {
-          const timer = setTimeout(() => worker.process.kill("SIGKILL"), STOP_GRACE_MS);
-          worker.once("exit", (code) => {
-            clearTimeout(timer);
-            resolve(code ?? 1);
-          });
-          worker.process.kill("SIGTERM");
-        }),
-      );
-    }
-    const codes = await Promise.all(exits);
-    return codes.every((code) => code === 0) ? 0 : 1;
-  }
-
+  const sup: Supervision = { logger, slots, stopping: false, started: false, internalPort: null };
   try {
     // All at once (start-up is mostly loading code and the market): the first to migrate holds
     // the migration lock (db/client.ts) and the others find the schema current.
-    const [leadReady] = await Promise.all(slots.map((slot) => fork(slot).ready));
-    internalPort = leadReady!.internalPort;
-    started = true;
+    const [leadReady] = await Promise.all(slots.map((slot) => fork(sup, slot).ready));
+    sup.internalPort = leadReady!.internalPort;
+    sup.started = true;
     return {
       port: leadReady!.port,
-      internalPort: internalPort!,
+      internalPort: sup.internalPort!,
       pids: () => slots.map((slot) => slot.worker?.process.pid ?? 0),
-      stop,
+      stop: () => stopAll(sup),
     };
   } catch (err) {
-    await stop();
+    await stopAll(sup);
     throw err;
   }
 }

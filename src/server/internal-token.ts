@@ -46,10 +46,10 @@ export function rotateInternalToken(dataDir: string): string {
 }
 
 /**
- * The token a server uses: INTERNAL_TOKEN, else the file's (made on the first start). Settled
- * once per start, by the cluster primary for all its workers or by a single server process.
+ * The token a server uses: INTERNAL_TOKEN, else the file's (made on the first start). Made
+ * sure of once per start, by the cluster primary for all its workers or by a single server process.
  */
-export function settleInternalToken(config: { internalToken: string | null; dataDir: string }): string {
+export function ensureInternalToken(config: { internalToken: string | null; dataDir: string }): string {
   if (config.internalToken) return config.internalToken;
   return readInternalToken(config.dataDir) ?? rotateInternalToken(config.dataDir);
 }
@@ -60,10 +60,10 @@ export function settleInternalToken(config: { internalToken: string | null; data
  * file is missing or unreadable the last token read stays in force.
  */
 export function serverTokenSource(config: { internalToken: string | null; dataDir: string }): InternalTokenSource {
-  const settled = settleInternalToken(config);
-  if (config.internalToken) return { current: () => settled, file: null };
+  const first = ensureInternalToken(config);
+  if (config.internalToken) return { current: () => first, file: null };
   const file = internalTokenPath(config.dataDir);
-  let token = settled;
+  let token = first;
   let seen = "";
   return {
     file,

@@ -67,20 +67,39 @@ const H2_HEADER_LIST_CEILING = 256 * 1024;
 /** While draining, a connection that has not sent its first request yet gets this long to do so. */
 const FIRST_REQUEST_WINDOW_MS = 1_000;
 
-/** Builds (but does not start) a listener that hands each connection to the right server. */
-export function createDualProtocolListener(handler: RequestHandler, options: ListenerOptions): DualProtocolListener {
-  const idleTimeoutMs = options.idleTimeoutMs ?? 65_000;
+interface Timeouts {
+  readonly idleTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  readonly headersTimeoutMs: number;
+}
+
+function timeoutsOf(options: ListenerOptions): Timeouts {
   const requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
-  const headersTimeoutMs = Math.min(options.headersTimeoutMs ?? 10_000, requestTimeoutMs);
-  // HTTP/1.1 connections serving a request now, and those that have served one.
-  const active = new Set<net.Socket>();
-  const used = new WeakSet<net.Socket>();
-  let draining = false;
-  const h1 = http.createServer(
+  return {
+    idleTimeoutMs: options.idleTimeoutMs ?? 65_000,
+    requestTimeoutMs,
+    headersTimeoutMs: Math.min(options.headersTimeoutMs ?? 10_000, requestTimeoutMs),
+  };
+}
+
+/** The HTTP/1.1 server and what draining needs to know of its connections. */
+interface Http1Side {
+  readonly server: http.Server;
+  /** Connections serving a request now. */
+  readonly active: Set<net.Socket>;
+  /** Connections that have served at least one request. */
+  readonly used: WeakSet<net.Socket>;
+  /** Set while draining: each answer then closes its connection. */
+  draining: boolean;
+}
+
+function createHttp1Side(handler: RequestHandler, maxHeaderBytes: number, t: Timeouts): Http1Side {
+  const side = { active: new Set<net.Socket>(), used: new WeakSet<net.Socket>(), draining: false };
+  const server = http.createServer(
     {
-      maxHeaderSize: options.maxHeaderBytes,
-      requestTimeout: requestTimeoutMs,
-      headersTimeout: headersTimeoutMs,
+      maxHeaderSize: maxHeaderBytes,
+      requestTimeout: t.requestTimeoutMs,
+      headersTimeout: t.headersTimeoutMs,
       // An idle keep-alive connection stays open as long as any other idle connection
       // (IDLE_TIMEOUT, 65 s by default, as HTTP/2 sessions). Node's 5 s made the server close
       // first, which races the client: a request sent as the server closes is reset unread and
@@ -90,18 +109,18 @@ export function createDualProtocolListener(handler: RequestHandler, options: Lis
       // in `Keep-Alive: timeout=65` for those that honour it. Found by
       // test/reliability/multi-process-load.test.ts with WORKERS=2, whose slower bursts reused
       // connections at the 5 s mark.
-      keepAliveTimeout: idleTimeoutMs,
+      keepAliveTimeout: t.idleTimeoutMs,
       // Node checks both timeouts only this often (default 30 s), so a slow client could hold a
       // connection up to 30 s past them (found by test/reliability/fuzz.test.ts).
-      connectionsCheckingInterval: Math.min(1_000, headersTimeoutMs),
+      connectionsCheckingInterval: Math.min(1_000, t.headersTimeoutMs),
     },
     (req, res) => {
       const socket = req.socket;
-      active.add(socket);
-      used.add(socket);
-      res.once("close", () => active.delete(socket));
+      side.active.add(socket);
+      side.used.add(socket);
+      res.once("close", () => side.active.delete(socket));
       // The last answer on this connection: the client opens a new one (to another process).
-      if (draining) res.setHeader("connection", "close");
+      if (side.draining) res.setHeader("connection", "close");
       handler(req, res);
     },
   );
@@ -109,15 +128,28 @@ export function createDualProtocolListener(handler: RequestHandler, options: Lis
   // emits "listening". This server never listens (connections are handed to it), so without
   // this neither timeout was ever applied: a slowloris held its connection for good (found by
   // test/reliability/fuzz.test.ts).
-  h1.emit("listening");
+  server.emit("listening");
   // Parser errors (431, 414, 400) and timeouts (408) answer the JSON error body, not Node's empty one.
-  h1.on("clientError", answerClientError);
+  server.on("clientError", answerClientError);
   // A connection where nothing moves for idleTimeoutMs in the middle of a request (a client that
   // sends requests but never reads the answers, so the server's writes stall) is destroyed;
   // without it such a connection stayed open for good (found by test/reliability/fuzz.test.ts).
   // Between requests keepAliveTimeout closes idle connections after the same time.
-  h1.setTimeout(idleTimeoutMs);
-  const h2 = http2.createServer(
+  server.setTimeout(t.idleTimeoutMs);
+  const http1: Http1Side = Object.assign(side, { server });
+  return http1;
+}
+
+/** The HTTP/2 server, its open sessions, and how to ask one to go away. */
+interface Http2Side {
+  readonly server: http2.Http2Server;
+  readonly sessions: Set<http2.ServerHttp2Session>;
+  goAway(session: http2.ServerHttp2Session): void;
+}
+
+function createHttp2Side(handler: RequestHandler, options: ListenerOptions, t: Timeouts): Http2Side {
+  const admitStream = streamAdmission(options, t.idleTimeoutMs);
+  const server = http2.createServer(
     {
       maxSessionMemory: 16,
       // nghttp2 resets a stream over these limits before we see it (no body can be sent), so
@@ -127,20 +159,9 @@ export function createDualProtocolListener(handler: RequestHandler, options: Lis
       settings: { maxHeaderListSize: Math.max(4 * options.maxHeaderBytes, H2_HEADER_LIST_CEILING), maxConcurrentStreams: MAX_CONCURRENT_STREAMS },
     },
     (req, res) => {
-      // As HTTP/1.1's requestTimeout: the request (up to its END_STREAM) must arrive in time,
-      // else the stream is cancelled. A session's idle timeout cannot do this: it closes
-      // gracefully, waiting for open streams, and an unfinished request is one forever. Streams
-      // whose request is complete (server streams included) are not limited.
       const stream = req.stream;
       if (!admitStream(stream)) return;
-      if (!stream.endAfterHeaders && !options.longRequestStreams) {
-        const timer = setTimeout(() => {
-          if (!stream.destroyed && !stream.readableEnded) answerStreamTimeout(stream, String(res.getHeader("x-request-id") ?? ""));
-        }, requestTimeoutMs);
-        const done = () => clearTimeout(timer);
-        stream.once("end", done);
-        stream.once("close", done);
-      }
+      if (!stream.endAfterHeaders && !options.longRequestStreams) limitRequestTime(stream, res, t.requestTimeoutMs);
       handler(req, res);
     },
   );
@@ -159,18 +180,39 @@ export function createDualProtocolListener(handler: RequestHandler, options: Lis
     timer.unref();
     session.once("close", () => clearTimeout(timer));
   };
-  h2.on("session", (session) => {
+  server.on("session", (session) => {
     sessions.add(session);
     // No frame either way for the idle time: also what a stalled write (window 0) looks like.
     // On a listener with long request streams (the internal one: feeders' pushes, event
     // streams that may be quiet for long) an idle session is only asked to go away, as before.
-    session.setTimeout(idleTimeoutMs, () => (options.longRequestStreams ? session.close() : goAway(session)));
+    session.setTimeout(t.idleTimeoutMs, () => (options.longRequestStreams ? session.close() : goAway(session)));
     session.on("close", () => sessions.delete(session));
   });
-  /** Open streams per client address (the socket's; this listener sees no proxy header). */
+  return { server, sessions, goAway };
+}
+
+/**
+ * As HTTP/1.1's requestTimeout: the request (up to its END_STREAM) must arrive in time, else the
+ * stream is cancelled. A session's idle timeout cannot do this: it closes gracefully, waiting
+ * for open streams, and an unfinished request is one forever. Streams whose request is
+ * complete (server streams included) are not limited.
+ */
+function limitRequestTime(stream: http2.ServerHttp2Stream, res: http2.Http2ServerResponse, requestTimeoutMs: number): void {
+  const timer = setTimeout(() => {
+    if (!stream.destroyed && !stream.readableEnded) answerStreamTimeout(stream, String(res.getHeader("x-request-id") ?? ""));
+  }, requestTimeoutMs);
+  const done = () => clearTimeout(timer);
+  stream.once("end", done);
+  stream.once("close", done);
+}
+
+/**
+ * Counts each new HTTP/2 stream against its client address (the socket's; this listener sees no
+ * proxy header) and gives it its maximum life; the returned check is false when it is refused.
+ */
+function streamAdmission(options: ListenerOptions, idleTimeoutMs: number): (stream: http2.ServerHttp2Stream) => boolean {
   const streamsByAddress = new Map<string, number>();
-  /** Counts a new stream against its address and gives it its maximum life; false when refused. */
-  const admitStream = (stream: http2.ServerHttp2Stream): boolean => {
+  return (stream) => {
     const address = stream.session?.socket?.remoteAddress ?? "unknown";
     const open = streamsByAddress.get(address) ?? 0;
     if (options.streamsPerAddress !== undefined && open >= options.streamsPerAddress) {
@@ -193,8 +235,19 @@ export function createDualProtocolListener(handler: RequestHandler, options: Lis
     });
     return true;
   };
-  const sockets = new Set<net.Socket>();
+}
+
+/** The TCP server that reads each connection's first bytes and hands it to HTTP/2 or HTTP/1.1. */
+interface ProtocolSniffer {
+  readonly tcp: net.Server;
+  /** Every open connection. */
+  readonly sockets: Set<net.Socket>;
   /** Connections speaking HTTP/2: their sessions drain by themselves (GOAWAY). */
+  readonly h2Sockets: WeakSet<net.Socket>;
+}
+
+function createProtocolSniffer(h1: http.Server, h2: http2.Http2Server, headersTimeoutMs: number): ProtocolSniffer {
+  const sockets = new Set<net.Socket>();
   const h2Sockets = new WeakSet<net.Socket>();
   const tcp = net.createServer((socket) => {
     sockets.add(socket);
@@ -217,43 +270,58 @@ export function createDualProtocolListener(handler: RequestHandler, options: Lis
     };
     socket.on("data", onData);
   });
+  return { tcp, sockets, h2Sockets };
+}
+
+/**
+ * Stops accepting, asks HTTP/2 sessions to go away and closes HTTP/1.1 connections as they fall
+ * idle; destroys what is left after graceMs.
+ */
+async function drain(h1: Http1Side, h2: Http2Side, sniffer: ProtocolSniffer, graceMs: number): Promise<void> {
+  h1.draining = true;
+  const closed = new Promise<void>((resolve) => sniffer.tcp.close(() => resolve()));
+  for (const session of h2.sessions) h2.goAway(session);
+  const timer = setTimeout(() => {
+    for (const socket of sniffer.sockets) socket.destroy();
+  }, graceMs);
+  // Idle keep-alive connections are closed at once and busy ones as soon as their answer is
+  // out. A connection accepted just before the signal whose request is still on its way is
+  // not idle but early: it gets a moment to deliver the request, which is then answered
+  // (h1.closeIdleConnections() dropped such requests unanswered).
+  const since = Date.now();
+  const sweep = () => {
+    const early = Date.now() - since < FIRST_REQUEST_WINDOW_MS;
+    for (const socket of sniffer.sockets) {
+      if (sniffer.h2Sockets.has(socket) || h1.active.has(socket)) continue;
+      // (An answer still in the socket's buffer is flushed first.)
+      if (h1.used.has(socket) || !early) socket.writableLength > 0 ? socket.end() : socket.destroy();
+    }
+  };
+  sweep();
+  const sweeper = setInterval(sweep, 50);
+  await closed;
+  clearTimeout(timer);
+  clearInterval(sweeper);
+  // Stops the timeout checks started with the HTTP/1.1 server (its "not running" error is expected).
+  h1.server.close(() => {});
+}
+
+/** Builds (but does not start) a listener that hands each connection to the right server. */
+export function createDualProtocolListener(handler: RequestHandler, options: ListenerOptions): DualProtocolListener {
+  const timeouts = timeoutsOf(options);
+  const h1 = createHttp1Side(handler, options.maxHeaderBytes, timeouts);
+  const h2 = createHttp2Side(handler, options, timeouts);
+  const sniffer = createProtocolSniffer(h1.server, h2.server, timeouts.headersTimeoutMs);
   return {
-    listen(port, host, options = {}) {
+    listen(port, host, listenOptions = {}) {
       return new Promise((resolve, reject) => {
-        tcp.once("error", reject);
-        tcp.listen({ port, host, exclusive: options.exclusive ?? false }, () => {
-          tcp.off("error", reject);
-          resolve((tcp.address() as net.AddressInfo).port);
+        sniffer.tcp.once("error", reject);
+        sniffer.tcp.listen({ port, host, exclusive: listenOptions.exclusive ?? false }, () => {
+          sniffer.tcp.off("error", reject);
+          resolve((sniffer.tcp.address() as net.AddressInfo).port);
         });
       });
     },
-    async close(graceMs) {
-      draining = true;
-      const closed = new Promise<void>((resolve) => tcp.close(() => resolve()));
-      for (const session of sessions) goAway(session);
-      const timer = setTimeout(() => {
-        for (const socket of sockets) socket.destroy();
-      }, graceMs);
-      // Idle keep-alive connections are closed at once and busy ones as soon as their answer is
-      // out. A connection accepted just before the signal whose request is still on its way is
-      // not idle but early: it gets a moment to deliver the request, which is then answered
-      // (h1.closeIdleConnections() dropped such requests unanswered).
-      const since = Date.now();
-      const sweep = () => {
-        const early = Date.now() - since < FIRST_REQUEST_WINDOW_MS;
-        for (const socket of sockets) {
-          if (h2Sockets.has(socket) || active.has(socket)) continue;
-          // (An answer still in the socket's buffer is flushed first.)
-          if (used.has(socket) || !early) socket.writableLength > 0 ? socket.end() : socket.destroy();
-        }
-      };
-      sweep();
-      const sweeper = setInterval(sweep, 50);
-      await closed;
-      clearTimeout(timer);
-      clearInterval(sweeper);
-      // Stops the timeout checks started above (its "not running" error is expected).
-      h1.close(() => {});
-    },
+    close: (graceMs) => drain(h1, h2, sniffer, graceMs),
   };
 }

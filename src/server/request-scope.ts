@@ -40,11 +40,11 @@ export function withRequestScope(handler: RequestHandler, options: RequestScopeO
       // misbehaving client might put anything there).
       // A key pasted into the path (a client's mistake) is masked like any secret.
       const path = redactSecrets((req.url ?? "/").split("?")[0]!.slice(0, 200));
-      runInRequest(context, () =>
-        logger.info(
-          { listener, method: req.method, path, status: res.statusCode, outcome: context.outcome, ms: Math.round(ms * 100) / 100, aborted: !res.writableFinished || undefined },
-          "request",
-        ),
+      // The id is given here rather than by entering the request's context again for one line
+      // (each entry copies the async context).
+      logger.info(
+        { reqId, listener, method: req.method, path, status: res.statusCode, outcome: context.outcome, ms: Math.round(ms * 100) / 100, aborted: !res.writableFinished || undefined },
+        "request",
       );
     });
     runInRequest(context, () => handler(req, res));

@@ -106,9 +106,8 @@ export function sendJson(res: NodeResponse, status: number, body: unknown, heade
 /**
  * The URL of a request whose target is a plain path ("origin form"), or null for anything else
  * (answered 400 by the REST handler, which runs first for every request the RPC router does not
- * take). `new URL(target, base)` throws on targets such as "//" and reads "//host/path" as
- * another host's "/path"; the throw reached the fallback's catch as a 500 (found by
- * test/reliability/fuzz.test.ts).
+ * take). `new URL(target, base)` throws on targets such as "//", which would end in the
+ * fallback's catch as a 500, and reads "//host/path" as another host's "/path".
  */
 export function requestUrl(target: string | undefined): URL | null {
   const path = target ?? "/";

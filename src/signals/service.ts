@@ -1,7 +1,7 @@
 /**
- * SignalsService, written once and served over REST, Connect, gRPC and gRPC-Web.
- * Order of work: failed-key budget of the caller's address → key present → key well-formed →
- * Idempotency-Key well-formed → one charge_call round trip (key, plan, subscription, Tokens,
+ * SignalsService, written once and served over REST, Connect, gRPC and gRPC-Web behind the
+ * API-key guard (accounts/api-key-guard.ts: failed-key budget of the caller's address → key
+ * present → key well-formed). Order of work here: Idempotency-Key well-formed → one charge_call round trip (key, plan, subscription, Tokens,
  * daily cap, charge) → read the in-memory snapshot. The charge comes first so a refused call
  * costs nothing and a charged call can no longer fail. With an Idempotency-Key the charge and
  * the stored answer are one transaction (billing/idempotent-charge.ts).
@@ -31,8 +31,7 @@ import { nextMytMidnight } from "../clock.ts";
 import { createChargeBatcher, type ChargeResult } from "../billing/charge.ts";
 import { chargeIdempotent } from "../billing/idempotent-charge.ts";
 import { serviceError } from "../errors.ts";
-import { withApiKey, type KeyAccepted } from "../accounts/api-key-guard.ts";
-import type { FailedKeyThrottle } from "../accounts/failed-key-throttle.ts";
+import { callerKey } from "../accounts/api-key-guard.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import { isWellFormedSymbol } from "../market/symbols.ts";
 import { readSignalsRequest, type SignalsRequestRead } from "./request.ts";
@@ -51,10 +50,6 @@ export interface SignalsServiceDeps {
   readonly clock: Clock;
   readonly snapshot: SignalSnapshot;
   readonly logger: Logger;
-  /** Budget of failed keys per caller address. */
-  readonly throttle?: FailedKeyThrottle;
-  /** Told once the database has accepted the call's key (see KeyAccepted). */
-  readonly keyAccepted?: KeyAccepted;
   readonly metrics?: Metrics;
   /**
    * Charge statements in flight at once (default 8). Keep it below the connection pool size:
@@ -118,9 +113,9 @@ function idempotencyKeyOf(ctx: HandlerContext): string | null {
 }
 
 /** Turns a charge outcome into the call's headers, or into the contract's error. */
-function settle(deps: SignalsServiceDeps, ctx: HandlerContext, result: ChargeResult, now: number): ChargeResult {
+function applyChargeOutcome(deps: SignalsServiceDeps, ctx: HandlerContext, result: ChargeResult, now: number): ChargeResult {
   const headers = result.callsToday === null ? undefined : dailyCapHeaders(deps.limits, result.callsToday, now);
-  if (result.outcome === "behind") throw new Error("unreachable: a call behind the store is caught up before it settles");
+  if (result.outcome === "behind") throw new Error("unreachable: a call behind the store is caught up before its charge outcome is applied");
   if (result.outcome !== "ok") {
     const extra = result.outcome === "rate_limited" && headers ? rateLimitedHeaders(headers) : headers;
     throw serviceError(result.outcome, undefined, extra);
@@ -175,7 +170,7 @@ export function createSignalsService(deps: SignalsServiceDeps): ServiceImpl<type
       billing: BILLING_TEXT,
       creditsLeft: BigInt(charged.tokensLeft ?? 0),
     });
-  const { throttle, metrics } = deps;
+  const { metrics } = deps;
   const catchUpMs = deps.catchUpMs ?? 1000;
   const timed = <T>(path: string, charge: Promise<T>): Promise<T> => {
     if (!metrics) return charge;
@@ -198,7 +193,7 @@ export function createSignalsService(deps: SignalsServiceDeps): ServiceImpl<type
         (known) => timed("grouped", charger(keyHash, now, ctx.signal, known)).catch((cause: unknown) => unavailable(deps, cause)),
         (r) => (r.outcome === "behind" ? r.market : null),
       );
-      return respond(tf, symbols, now, settle(deps, ctx, result, now));
+      return respond(tf, symbols, now, applyChargeOutcome(deps, ctx, result, now));
     }
     const call = (known: MarketVersions | null) =>
       chargeIdempotent(
@@ -224,31 +219,26 @@ export function createSignalsService(deps: SignalsServiceDeps): ServiceImpl<type
       case "mismatch":
         throw serviceError("idempotency_key_reused");
       case "refused":
-        settle(deps, ctx, outcome.result, now);
-        throw new Error("unreachable: a refused charge settles as an error");
+        applyChargeOutcome(deps, ctx, outcome.result, now);
+        throw new Error("unreachable: a refused charge's outcome is an error");
       case "replayed":
         ctx.responseHeader.set(REPLAYED_HEADER, "true");
         return fromBinary(GetSignalsResponseSchema, outcome.response);
       case "charged":
-        settle(deps, ctx, outcome.result, now);
+        applyChargeOutcome(deps, ctx, outcome.result, now);
         return fromBinary(GetSignalsResponseSchema, outcome.response);
     }
   }
 
   return {
-    getSignals: (request, ctx) =>
-      withApiKey(
-        ctx,
-        throttle,
-        (outcome) => metrics?.calls.inc({ protocol: ctx.protocolName, outcome }),
-        async (keyHash) => {
-          const read = readSignalsRequest(request.symbols, request.tf, deps.limits.maxSymbols);
-          const response = await getSignals(read, ctx, keyHash);
-          // Charged as the contract says; what it quietly changed is told in x-signals-warnings.
-          setCallWarnings(ctx.responseHeader, read, response.signals);
-          deps.keyAccepted?.(keyHash, deps.clock());
-          return response;
-        },
-      ),
+    async getSignals(request, ctx) {
+      const key = callerKey(ctx);
+      const read = readSignalsRequest(request.symbols, request.tf, deps.limits.maxSymbols);
+      const response = await getSignals(read, ctx, key.hash);
+      // Charged as the contract says; what it quietly changed is told in x-signals-warnings.
+      setCallWarnings(ctx.responseHeader, read, response.signals);
+      key.accepted(deps.clock());
+      return response;
+    },
   };
 }

@@ -67,10 +67,7 @@ function subscriptionLine(summary: AccountSummary, now: number): SafeHtml {
 
 /** The account may call the paid endpoint now (the entitlement rule); everything API-related is offered only then. */
 const mayCall = (view: AccountView) => mayCallPaidEndpoint(viewerOf(view.summary, view.now));
-/**
- * Subscribing, buying and the key are offered only once the email is confirmed (issue 23, item 10: those forms answer
- * 403 until then).
- */
+/** Subscribing, buying and the key are offered only once the email is confirmed (those forms answer 403 until then). */
 const mayPay = (view: AccountView) => view.summary.emailVerified;
 
 /** What an account without a key does next, after "This account has no API key yet." */
@@ -248,7 +245,7 @@ ${view.summary.emailVerified ? "" : unverifiedNotice(ctx.signedIn.csrfToken)}
   );
 }
 
-/** An unconfirmed sign-up: what it cannot do yet, and a new link (issue 23, item 10). */
+/** An unconfirmed sign-up: what it cannot do yet, and a new link. */
 function unverifiedNotice(csrfToken: string) {
   return html`<div class="notice warn" role="alert">
   <p><strong>Confirm your email address.</strong> Until you open the link we mailed when you signed up, this account \

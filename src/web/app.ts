@@ -14,10 +14,10 @@ import { accountRoutes } from "./routes/account.ts";
 import { accountSecurityRoutes } from "./routes/account-security.ts";
 import { assetRoutes } from "./routes/assets.ts";
 import { chartRoutes } from "./routes/charts.ts";
-import { passwordResetRoutes } from "./routes/password-reset.ts";
+import { forgotPasswordRoutes } from "./routes/forgot-password.ts";
 import { paymentRoutes } from "./routes/payments.ts";
 import { publicPageRoutes } from "./routes/public-pages.ts";
-import { setupPasswordRoutes } from "./routes/setup-password.ts";
+import { passwordLinkRoutes } from "./routes/password-links.ts";
 import { signInRoutes } from "./routes/sign-in.ts";
 import { statusRoutes } from "./routes/status.ts";
 import { watchRoutes } from "./routes/watch.ts";
@@ -39,7 +39,7 @@ export function createWebApp(deps: WebDeps, fallbacks: Pick<WebFallbacks, "notFo
   const kit = createPageKit(deps);
   const app = new Hono<WebEnv>();
   app.use(pageSecurityHeaders(deps.config));
-  for (const routes of [assetRoutes, publicPageRoutes, signInRoutes, signUpRoutes, emailVerificationRoutes, setupPasswordRoutes, passwordResetRoutes, accountRoutes, accountSecurityRoutes, telegramRoutes, paymentRoutes, chartRoutes, watchRoutes, trackRecordRoutes, statusRoutes]) app.route("/", routes(kit));
+  for (const routes of [assetRoutes, publicPageRoutes, signInRoutes, signUpRoutes, emailVerificationRoutes, passwordLinkRoutes, forgotPasswordRoutes, accountRoutes, accountSecurityRoutes, telegramRoutes, paymentRoutes, chartRoutes, watchRoutes, trackRecordRoutes, statusRoutes]) app.route("/", routes(kit));
   app.notFound(() => fallbacks.notFound());
   app.onError((err, c) => {
     deps.logger.error({ err: errorSummary(err), path: c.req.path }, "web page failed");

@@ -57,16 +57,19 @@ function newPasswordFields(autofocus: boolean): SafeHtml {
   </div>`;
 }
 
-/** The form of a one-time setup link. */
-export function renderSetupPasswordPage(ctx: PageContext, form: { csrfToken: string; token: string; email: string; error?: string | null }): string {
+/**
+ * The form behind a one-time password link (the token travels in a cookie, not in this page).
+ * A reset link's member had a password; a setup link's may not have had one yet.
+ */
+export function renderPasswordLinkPage(ctx: PageContext, form: { csrfToken: string; email: string; kind: "setup" | "reset"; action: string; error?: string | null }): string {
+  const title = form.kind === "reset" ? "Choose a new password" : "Choose a password";
   return layout(
-    { title: "Choose a password", stylesheet: ctx.stylesheet, signedIn: null },
-    html`<h1>Choose a password</h1>
-<p>For the account <strong>${form.email}</strong>. This link works once.</p>
+    { title, stylesheet: ctx.stylesheet, signedIn: null },
+    html`<h1>${title}</h1>
+<p>For the account <strong>${form.email}</strong>. This link works once; setting the password signs this account out on every device.</p>
 ${notice("error", form.error)}
-<form class="stack" method="post" action="/setup-password">
+<form class="stack" method="post" action="${form.action}">
   <input type="hidden" name="${CSRF_FIELD}" value="${form.csrfToken}">
-  <input type="hidden" name="token" value="${form.token}">
   <input type="text" name="username" autocomplete="username" value="${form.email}" hidden>
   ${newPasswordFields(true)}
   <div class="actions"><button type="submit">Set password</button></div>
@@ -104,22 +107,6 @@ export function renderResetRequestedPage(ctx: PageContext, email: string): strin
 <div class="notice ok" role="status" id="reset-requested">If an account uses <strong>${email}</strong>, a link to choose a new password is on its way there. It works once, for 1 hour.</div>
 <p class="muted">No mail after a few minutes? Check the spam folder and the address you typed, then ask again. A few links per hour are sent at most.</p>
 <p><a href="/signin">Back to sign in</a></p>`,
-  );
-}
-
-/** The form behind a reset link (the token travels in a cookie, not in this page). */
-export function renderResetPasswordPage(ctx: PageContext, form: { csrfToken: string; email: string; error?: string | null }): string {
-  return layout(
-    { title: "Choose a new password", stylesheet: ctx.stylesheet, signedIn: null },
-    html`<h1>Choose a new password</h1>
-<p>For the account <strong>${form.email}</strong>. Setting it signs this account out on every device.</p>
-${notice("error", form.error)}
-<form class="stack" method="post" action="/reset-password">
-  <input type="hidden" name="${CSRF_FIELD}" value="${form.csrfToken}">
-  <input type="text" name="username" autocomplete="username" value="${form.email}" hidden>
-  ${newPasswordFields(true)}
-  <div class="actions"><button type="submit">Set password</button></div>
-</form>`,
   );
 }
 

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
 import { childEnv, hasStackTrace, runCli, runServerToExit, startServerProcess, type CliResult, type ServerProcess } from "../support/processes.ts";
 import { waitFor } from "../support/reliability.ts";
+import { apiRequest } from "../support/api-request.ts";
 
 const KEY_PATTERN = /^sig_live_[0-9A-Za-z]{36}$/;
 
@@ -32,10 +33,7 @@ function success(result: CliResult): Json {
   return jsonOf(result);
 }
 
-async function callRest(server: ServerProcess, apiKey: string): Promise<{ status: number; body: Json }> {
-  const res = await fetch(`${server.baseUrl}/api/v1/signals?symbols=BTC&tf=1h`, { headers: { "x-api-key": apiKey } });
-  return { status: res.status, body: (await res.json()) as Json };
-}
+const callRest = (server: ServerProcess, apiKey: string) => apiRequest(server.baseUrl, "/api/v1/signals?symbols=BTC&tf=1h", { key: apiKey });
 
 describe(`signals CLI (${usingPostgres ? "Postgres" : "embedded PGlite"})`, () => {
   let dataDir: string;

@@ -19,6 +19,7 @@ import { MAX_STREAM_ROWS } from "../../src/market-data/datasets.ts";
 import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
 import { childEnv, runCli } from "../support/processes.ts";
 import { INTERNAL_TOKEN, startTestServer, type TestServer } from "../support/test-server.ts";
+import { apiJson } from "../support/api-request.ts";
 
 const H = 3_600_000;
 let server: TestServer;
@@ -57,12 +58,6 @@ const plain = (r: Summary) => ({
   reasons: Object.fromEntries(Object.entries(r.reasons).map(([k, v]) => [k, Number(v)])),
 });
 
-async function get(pathAndQuery: string): Promise<Record<string, any>> {
-  const res = await fetch(`${server.baseUrl}${pathAndQuery}`, { headers: { "x-api-key": apiKey } });
-  expect(res.status).toBe(200);
-  return (await res.json()) as Record<string, any>;
-}
-
 describe("DataIngestService over gRPC on the internal port", () => {
   it("news: bad items rejected with index, key and reason; the rest stored and served; a resend is all duplicates", async () => {
     const now = server.clock();
@@ -89,7 +84,7 @@ describe("DataIngestService over gRPC on the internal port", () => {
       ],
       reasons: { invalid_title: 1, invalid_url: 1, future_time: 1, invalid_symbol: 1 },
     });
-    const served = await get("/api/v1/news");
+    const served = await apiJson(server.baseUrl, "/api/v1/news", apiKey);
     expect(served.items.map((i: { id: string; title: string; coins: string[] }) => [i.id, i.title, i.coins])).toEqual([
       ["f", "Sixth", ["ETH"]],
       ["a", "First", ["BTC"]],
@@ -111,7 +106,7 @@ describe("DataIngestService over gRPC on the internal port", () => {
     // Older than stored, equal to stored, then newer twice in one stream (the latest wins).
     const res = plain(await ingest().pushDerivatives(stream([d(now - 3 * H, 0.2), d(now - 2 * H, 0.3), d(now - H, 0.5), d(now - 1.5 * H, 0.4)])));
     expect({ accepted: res.accepted, duplicates: res.duplicates, rejected: res.rejected }).toEqual({ accepted: 1, duplicates: 3, rejected: 0 });
-    expect((await get("/api/v1/derivatives?symbols=BTC")).rows).toEqual([
+    expect((await apiJson(server.baseUrl, "/api/v1/derivatives?symbols=BTC", apiKey)).rows).toEqual([
       { symbol: "BTC", venue: "okx", funding_rate: 0.5, open_interest_usd: null, long_short_ratio: null, time: now - H, updated_at: now + 1000 },
     ]);
     const f = (time: number, cap: number) => ({ symbol: "SOL", time: BigInt(time), circulatingSupply: 5e8, marketCapUsd: cap, source: "src" });
@@ -121,7 +116,7 @@ describe("DataIngestService over gRPC on the internal port", () => {
       rejected: 1,
       rejections: [{ index: 2, key: "SOL", reason: "supply_above_max" }],
     });
-    expect((await get("/api/v1/fundamentals?symbols=SOL")).rows).toMatchObject([{ symbol: "SOL", market_cap_usd: 1, time: now - H, max_supply: null, rank: null }]);
+    expect((await apiJson(server.baseUrl, "/api/v1/fundamentals?symbols=SOL", apiKey)).rows).toMatchObject([{ symbol: "SOL", market_cap_usd: 1, time: now - H, max_supply: null, rank: null }]);
   });
 
   it("macro: reports the first 100 rejections and counts every reason; a changed value is a revision that replaces the point", async () => {
@@ -140,7 +135,7 @@ describe("DataIngestService over gRPC on the internal port", () => {
     expect([same.accepted, same.duplicates]).toEqual([0, 1]);
     const revised = plain(await ingest().pushMacro(stream([{ ...good[0]!, value: 99 }])));
     expect([revised.accepted, revised.duplicates]).toEqual([1, 0]);
-    const points = (await get("/api/v1/macro?series=Rate")).points;
+    const points = (await apiJson(server.baseUrl, "/api/v1/macro?series=Rate", apiKey)).points;
     expect(points.map((p: { value: number }) => p.value)).toEqual([99, 4.1, 4.2, 4.3, 4.4]);
   });
 
@@ -165,7 +160,7 @@ describe("DataIngestService over gRPC on the internal port", () => {
       (e: unknown) => ConnectError.from(e),
     );
     expect(err?.code).toBe(Code.ResourceExhausted);
-    expect((await get("/api/v1/macro?series=Too%20many")).points).toEqual([]);
+    expect((await apiJson(server.baseUrl, "/api/v1/macro?series=Too%20many", apiKey)).points).toEqual([]);
   });
 
   it("no token, a wrong token or the public port: refused, nothing stored", async () => {
@@ -182,7 +177,7 @@ describe("DataIngestService over gRPC on the internal port", () => {
       (e: unknown) => ConnectError.from(e),
     );
     expect(onPublic).toBeInstanceOf(ConnectError);
-    expect((await get("/api/v1/fundamentals?symbols=ZZQ")).rows).toEqual([]);
+    expect((await apiJson(server.baseUrl, "/api/v1/fundamentals?symbols=ZZQ", apiKey)).rows).toEqual([]);
   });
 });
 

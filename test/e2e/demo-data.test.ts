@@ -9,6 +9,7 @@ import { collectStream, DATASETS } from "../../src/market-data/datasets.ts";
 import { startDemoFeed } from "../../src/market/demo-feed.ts";
 import { demoDataRows, startDemoData } from "../../src/market-data/demo-data.ts";
 import { startTestServer, type TestServer } from "../support/test-server.ts";
+import { apiJson } from "../support/api-request.ts";
 
 let server: TestServer;
 let apiKey: string;
@@ -26,13 +27,6 @@ afterAll(async () => {
   await server?.close();
 });
 
-async function get(path: string): Promise<Record<string, any>> {
-  const res = await fetch(`${server.baseUrl}${path}`, { headers: { "x-api-key": apiKey } });
-  const body = (await res.json()) as Record<string, any>;
-  expect(res.status, JSON.stringify(body)).toBe(200);
-  return body;
-}
-
 describe("demo feed", () => {
   it("its sample rows all pass the feeders' validation", async () => {
     const rows = demoDataRows(server.clock());
@@ -43,15 +37,15 @@ describe("demo feed", () => {
   });
 
   it("every free endpoint answers with data, and each sample row is labelled as sample data", async () => {
-    const movers = await get("/api/v1/movers?tf=1h");
+    const movers = await apiJson(server.baseUrl, "/api/v1/movers?tf=1h", apiKey);
     expect(movers.volume_leaders.map((r: { symbol: string }) => r.symbol).sort()).toEqual(["BNB", "BTC", "ETH", "SOL", "XRP"]);
     expect(movers.gainers.length + movers.losers.length).toBeGreaterThan(0);
 
-    const derivatives = await get("/api/v1/derivatives");
+    const derivatives = await apiJson(server.baseUrl, "/api/v1/derivatives", apiKey);
     expect(derivatives.rows).toHaveLength(10);
     for (const row of derivatives.rows) expect(row.venue).toMatch(/DEMO.*sample data/);
 
-    const news = await get("/api/v1/news");
+    const news = await apiJson(server.baseUrl, "/api/v1/news", apiKey);
     expect(news.items).toHaveLength(5);
     for (const item of news.items) {
       expect(item.source).toBe("demo (sample data, not real news)");
@@ -59,21 +53,21 @@ describe("demo feed", () => {
       expect(item.url).toMatch(/^https:\/\/example\.com\//);
     }
 
-    const macro = await get("/api/v1/macro?limit=500");
+    const macro = await apiJson(server.baseUrl, "/api/v1/macro?limit=500", apiKey);
     expect(macro.points).toHaveLength(36);
     for (const point of macro.points) {
       expect(point.series).toMatch(/^DEMO .* \(sample\)$/);
       expect(point.source).toMatch(/sample data/);
     }
 
-    const fundamentals = await get("/api/v1/fundamentals");
+    const fundamentals = await apiJson(server.baseUrl, "/api/v1/fundamentals", apiKey);
     expect(fundamentals.rows.map((r: { rank: number }) => r.rank).sort()).toEqual([1, 2, 3, 4, 5]);
     for (const row of fundamentals.rows) expect(row.source).toMatch(/sample data/);
   });
 
   it("a restart stores no second copy of the news and macro history", async () => {
     stops.push(await startDemoData(server.db.handle, server.clock, logger));
-    expect((await get("/api/v1/news?limit=100")).items).toHaveLength(5);
-    expect((await get("/api/v1/macro?limit=500")).points).toHaveLength(36);
+    expect((await apiJson(server.baseUrl, "/api/v1/news?limit=100", apiKey)).items).toHaveLength(5);
+    expect((await apiJson(server.baseUrl, "/api/v1/macro?limit=500", apiKey)).points).toHaveLength(36);
   });
 });

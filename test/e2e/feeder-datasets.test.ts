@@ -7,7 +7,7 @@
  */
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseFeedConfig } from "../../src/feeder/feed-config.ts";
+import { parseFeedConfig } from "../../src/config/feeder.ts";
 import { startFeeder, type Feeder } from "../../src/feeder/feeder.ts";
 import { parseContextSourcesConfig } from "../../src/feeder/sources/index.ts";
 import { formatMyt } from "../../src/web/format.ts";
@@ -17,6 +17,7 @@ import { rss, startFakeNews, type FakeNews } from "../support/fake-news.ts";
 import { childEnv, runCli } from "../support/processes.ts";
 import { createTestClock, INTERNAL_TOKEN, startTestServer, type TestServer } from "../support/test-server.ts";
 import { waitFor as pollUntil } from "../support/reliability.ts";
+import { apiJson } from "../support/api-request.ts";
 
 const NOW = Date.parse("2026-11-15T04:00:00Z");
 const CG_KEY = "CG-demo-key-for-tests";
@@ -51,12 +52,6 @@ const BTC: CoinGeckoMarket = {
 /** Polls until `check` holds (test/support's waitFor), naming the sources' statuses when it times out. */
 const waitFor = (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000) =>
   pollUntil(check, timeoutMs, () => `${what}: ${JSON.stringify(feeder?.sources())}`, 20);
-
-async function get(path: string): Promise<Record<string, any>> {
-  const res = await fetch(`${server.baseUrl}${path}`, { headers: { "x-api-key": apiKey } });
-  expect(res.status, path).toBe(200);
-  return (await res.json()) as Record<string, any>;
-}
 
 const status = (name: string) => feeder.sources().find((s) => s.name === name)!;
 
@@ -98,13 +93,13 @@ afterAll(async () => {
 
 describe("signals feed --datasets news,fundamentals,macro", () => {
   it("the free endpoints answer what the sources said", async () => {
-    expect((await get("/api/v1/news?limit=100")).items).toEqual([
+    expect((await apiJson(server.baseUrl, "/api/v1/news?limit=100", apiKey)).items).toEqual([
       expect.objectContaining({ title: "Bitcoin tops $100k", source: "Coin Wire", url: "https://news.example/w/1", time: NEWS_TIME, coins: ["BTC"], updated_at: NOW }),
     ]);
-    expect((await get("/api/v1/fundamentals")).rows).toEqual([
+    expect((await apiJson(server.baseUrl, "/api/v1/fundamentals", apiKey)).rows).toEqual([
       expect.objectContaining({ symbol: "BTC", circulating_supply: 19_790_000, max_supply: 21_000_000, market_cap_usd: 1.95e12, rank: 1, source: "CoinGecko", time: Date.parse(CG_UPDATED), updated_at: NOW }),
     ]);
-    expect((await get("/api/v1/macro?limit=100")).points).toEqual([
+    expect((await apiJson(server.baseUrl, "/api/v1/macro?limit=100", apiKey)).points).toEqual([
       expect.objectContaining({ series: "DGS10", time: Date.parse("2026-11-12T00:00:00Z"), value: 4.15, unit: "%" }),
       expect.objectContaining({ series: "DGS10", time: Date.parse("2026-11-10T00:00:00Z"), value: 4.1, unit: "%" }),
     ]);

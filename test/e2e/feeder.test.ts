@@ -11,7 +11,7 @@ import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cloneState, readForming, runSeries, type Candle } from "../../src/engine/index.ts";
 import { readCandles } from "../../src/market/store.ts";
-import { parseFeedConfig } from "../../src/feeder/feed-config.ts";
+import { parseFeedConfig } from "../../src/config/feeder.ts";
 import { startFeeder, type Feeder } from "../../src/feeder/feeder.ts";
 import { createServerClient } from "../../src/feeder/server-client.ts";
 import { startFakeExchange, type FakeExchange } from "../support/fake-exchange.ts";
@@ -20,6 +20,7 @@ import { referenceEntry } from "../support/reference-signal-id.ts";
 import { childEnv, NODE_BIN, PROJECT_ROOT, runCli } from "../support/processes.ts";
 import { createTestClock, INTERNAL_TOKEN, startTestServer, type TestServer } from "../support/test-server.ts";
 import { waitFor as pollUntil } from "../support/reliability.ts";
+import { apiJson } from "../support/api-request.ts";
 
 const H = 3_600_000;
 const HISTORY = 120;
@@ -81,10 +82,7 @@ async function caughtUp(base: string, withForming = true): Promise<void> {
 }
 
 async function signals(symbols: string[], tf = "1h"): Promise<Array<Record<string, unknown>>> {
-  const res = await fetch(`${server.baseUrl}/api/v1/signals?symbols=${symbols.join(",")}&tf=${tf}`, { headers: { "x-api-key": apiKey } });
-  const body = (await res.json()) as { signals: Array<Record<string, unknown>> };
-  expect(res.status).toBe(200);
-  return body.signals;
+  return (await apiJson(server.baseUrl, `/api/v1/signals?symbols=${symbols.join(",")}&tf=${tf}`, apiKey)).signals;
 }
 
 async function apiPrice(base: string): Promise<unknown> {

@@ -29,7 +29,7 @@ import { expectProtoJson } from "../support/proto-json.ts";
 import { datasetFixture, expectedMover, feedCoins, H, hourly, storeDatasets, type CoinFixture } from "../support/market-data-fixtures.ts";
 import { startTestServer, type TestServer } from "../support/test-server.ts";
 import { structureBreak } from "../support/structure-break.ts";
-import { expectMatchesOpenApi } from "../support/openapi-contract.ts";
+import { apiRequest } from "../support/api-request.ts";
 
 interface Endpoint {
   readonly name: string;
@@ -49,12 +49,8 @@ const ENDPOINTS: Endpoint[] = [
 
 type Json = Record<string, any>;
 
-async function get(server: TestServer, pathAndQuery: string, key?: string | null) {
-  const res = await fetch(`${server.baseUrl}${pathAndQuery}`, { headers: key ? { "x-api-key": key } : {} });
-  const text = await res.text();
-  expectMatchesOpenApi("GET", res.url, { status: res.status, headers: res.headers, body: JSON.parse(text) });
-  return { status: res.status, headers: res.headers, body: JSON.parse(text) as Json };
-}
+/** A GET on `server`, checked against the OpenAPI document. */
+const checkedGet = (server: TestServer, pathAndQuery: string, key?: string | null) => apiRequest(server.baseUrl, pathAndQuery, { key, contract: true });
 
 const expectError = (r: { status: number; body: Json }, status: number, code: string) => {
   expect({ status: r.status, error: r.body.error }, JSON.stringify(r.body)).toEqual({ status, error: code });
@@ -115,7 +111,7 @@ describe("REST contract, derived from the proto descriptors", () => {
     for (const e of ENDPOINTS) {
       expect(httpRouteOf(e.method)).toEqual({ verb: "GET", path: e.path });
       for (const q of queries[e.name]!) {
-        const r = await get(server, e.path + q, apiKey);
+        const r = await checkedGet(server, e.path + q, apiKey);
         expect(r.status, `${e.path}${q}: ${JSON.stringify(r.body)}`).toBe(200);
         expect(r.headers.get("content-type")).toBe("application/json; charset=utf-8");
         expect(r.headers.get("cache-control")).toBe("no-store");
@@ -147,7 +143,7 @@ describe("REST contract, derived from the proto descriptors", () => {
 
   it("movers: the contract's figures for every fresh coin, computed independently from the same candles", async () => {
     for (const tf of ["1h", "4h"] as const) {
-      const r = await get(server, `/api/v1/movers?tf=${tf}&limit=50`, apiKey);
+      const r = await checkedGet(server, `/api/v1/movers?tf=${tf}&limit=50`, apiKey);
       const rows = COINS.map((c) => expectedMover(c, tf, NOW)!);
       const by24h = rows.filter((x) => x.change_24h_pct !== null);
       expect(r.body.tf).toBe(tf);
@@ -165,25 +161,25 @@ describe("REST contract, derived from the proto descriptors", () => {
   });
 
   it("movers: the forming candle sets the price; stale coins and coins with no candle of the timeframe are left out; tf falls back to 4h", async () => {
-    const r = await get(server, "/api/v1/movers?tf=1h&limit=50", apiKey);
+    const r = await checkedGet(server, "/api/v1/movers?tf=1h&limit=50", apiKey);
     const all = [...r.body.gainers, ...r.body.losers, ...r.body.volume_leaders];
     expect(all.find((x: Json) => x.symbol === "AAA").price).toBe(150.5);
     expect(all.some((x: Json) => x.symbol === "EEE")).toBe(false);
-    const fine = await get(server, "/api/v1/movers?tf=15m", apiKey);
+    const fine = await checkedGet(server, "/api/v1/movers?tf=15m", apiKey);
     expect(fine.body).toMatchObject({ tf: "15m", gainers: [], losers: [], volume_leaders: [] });
-    for (const q of ["", "?tf=5m", "?tf=1H", "?tf=1h&tf=1d"]) expect((await get(server, `/api/v1/movers${q}`, apiKey)).body.tf).toBe("4h");
-    const one = await get(server, "/api/v1/movers?tf=1h&limit=1", apiKey);
+    for (const q of ["", "?tf=5m", "?tf=1H", "?tf=1h&tf=1d"]) expect((await checkedGet(server, `/api/v1/movers${q}`, apiKey)).body.tf).toBe("4h");
+    const one = await checkedGet(server, "/api/v1/movers?tf=1h&limit=1", apiKey);
     expect([one.body.gainers.length, one.body.losers.length, one.body.volume_leaders.length]).toEqual([1, 1, 1]);
-    expect((await get(server, "/api/v1/movers?limit=5000", apiKey)).status).toBe(200);
+    expect((await checkedGet(server, "/api/v1/movers?limit=5000", apiKey)).status).toBe(200);
   });
 
   it("derivatives and fundamentals: per coin (and venue), ordered by symbol, with source time and receipt time; stale rows keep their age", async () => {
-    const d = await get(server, "/api/v1/derivatives", apiKey);
+    const d = await checkedGet(server, "/api/v1/derivatives", apiKey);
     expect(d.body.rows.map((x: Json) => `${x.symbol}/${x.venue}`)).toEqual(["BTC/binance-futures", "BTC/okx", "ETH/binance-futures", "SOL/bybit"]);
     expect(d.body.rows[1]).toEqual({ symbol: "BTC", venue: "okx", funding_rate: -0.00005, open_interest_usd: null, long_short_ratio: null, time: NOW - 120_000, updated_at: NOW });
     expect(d.body.rows[3].time).toBe(NOW - 7 * 24 * H);
     expect(d.body.next_cursor).toBeNull();
-    const f = await get(server, "/api/v1/fundamentals?symbols=sol,%20btc,SOL,NOPE", apiKey);
+    const f = await checkedGet(server, "/api/v1/fundamentals?symbols=sol,%20btc,SOL,NOPE", apiKey);
     expect(f.body.rows).toEqual([
       {
         symbol: "BTC",
@@ -217,28 +213,28 @@ describe("REST contract, derived from the proto descriptors", () => {
   });
 
   it("news and macro: newest first, with since, symbols / series filters and ties broken by id / series", async () => {
-    const n = await get(server, "/api/v1/news", apiKey);
+    const n = await checkedGet(server, "/api/v1/news", apiKey);
     expect(n.body.items.map((x: Json) => x.id)).toEqual(["n-4", "n-3", "n-2", "n-1", "n-5"]);
     expect(n.body.items[0]).toEqual({ id: "n-4", time: NOW - 3 * H, title: "Second item at the same time", source: "Wire C", url: "http://example.com/4", coins: ["BTC", "ETH"], updated_at: NOW });
-    expect((await get(server, "/api/v1/news?symbols=eth", apiKey)).body.items.map((x: Json) => x.id)).toEqual(["n-4", "n-2"]);
-    expect((await get(server, `/api/v1/news?since=${NOW - 4 * H}`, apiKey)).body.items.map((x: Json) => x.id)).toEqual(["n-4", "n-3", "n-2"]);
-    expect((await get(server, "/api/v1/news?since=2026-11-15T07:00:00%2B08:00&symbols=BTC", apiKey)).body.items.map((x: Json) => x.id)).toEqual(["n-4", "n-1"]);
-    const macro = await get(server, "/api/v1/macro?series=ISM%20PMI", apiKey);
+    expect((await checkedGet(server, "/api/v1/news?symbols=eth", apiKey)).body.items.map((x: Json) => x.id)).toEqual(["n-4", "n-2"]);
+    expect((await checkedGet(server, `/api/v1/news?since=${NOW - 4 * H}`, apiKey)).body.items.map((x: Json) => x.id)).toEqual(["n-4", "n-3", "n-2"]);
+    expect((await checkedGet(server, "/api/v1/news?since=2026-11-15T07:00:00%2B08:00&symbols=BTC", apiKey)).body.items.map((x: Json) => x.id)).toEqual(["n-4", "n-1"]);
+    const macro = await checkedGet(server, "/api/v1/macro?series=ISM%20PMI", apiKey);
     expect(macro.body.points.map((x: Json) => [x.series, x.time, x.value])).toEqual([0, 1, 2].map((k) => ["ISM PMI", NOW - (k + 1) * 30 * 24 * H, 49 + k]));
-    const all = await get(server, "/api/v1/macro", apiKey);
+    const all = await checkedGet(server, "/api/v1/macro", apiKey);
     expect(all.body.points.slice(0, 2).map((x: Json) => x.series)).toEqual(["ISM PMI", "US CPI YoY"]);
     expect(all.body.points.map((x: Json) => x.time)).toEqual([...all.body.points.map((x: Json) => x.time)].sort((a, b) => b - a));
   });
 
   it("cursor pagination walks every row exactly once, in order, for every list endpoint", async () => {
     for (const [path, list] of [["/api/v1/derivatives", "rows"], ["/api/v1/news", "items"], ["/api/v1/macro", "points"], ["/api/v1/fundamentals", "rows"]] as const) {
-      const full = (await get(server, `${path}?limit=100`, apiKey)).body[list];
+      const full = (await checkedGet(server, `${path}?limit=100`, apiKey)).body[list];
       for (const size of [1, 2, 4]) {
         const walked: unknown[] = [];
         let cursor: string | null = "";
         while (cursor !== null) {
           const sep: string = path.includes("?") ? "&" : "?";
-          const r = await get(server, `${path}${sep}limit=${size}${cursor ? `&cursor=${cursor}` : ""}`, apiKey);
+          const r = await checkedGet(server, `${path}${sep}limit=${size}${cursor ? `&cursor=${cursor}` : ""}`, apiKey);
           expect(r.status).toBe(200);
           expect(r.body[list].length).toBeLessThanOrEqual(size);
           walked.push(...r.body[list]);
@@ -249,8 +245,8 @@ describe("REST contract, derived from the proto descriptors", () => {
       }
     }
     // A cursor combines with filters: the second page of BTC news.
-    const first = await get(server, "/api/v1/news?symbols=BTC&limit=1", apiKey);
-    const second = await get(server, `/api/v1/news?symbols=BTC&limit=1&cursor=${first.body.next_cursor}`, apiKey);
+    const first = await checkedGet(server, "/api/v1/news?symbols=BTC&limit=1", apiKey);
+    const second = await checkedGet(server, `/api/v1/news?symbols=BTC&limit=1&cursor=${first.body.next_cursor}`, apiKey);
     expect([first.body.items[0].id, second.body.items[0].id, second.body.next_cursor]).toEqual(["n-4", "n-1", null]);
   });
 
@@ -259,17 +255,17 @@ describe("REST contract, derived from the proto descriptors", () => {
     try {
       const { apiKey: key } = await empty.account();
       for (const e of ENDPOINTS) {
-        const r = await get(empty, e.path, key);
+        const r = await checkedGet(empty, e.path, key);
         expect(r.status).toBe(200);
         expectProtoJson(r.body, e.schema);
       }
-      expect((await get(empty, "/api/v1/news", key)).body).toEqual({ ok: true, ts: empty.clock(), items: [], next_cursor: null });
-      expect((await get(empty, "/api/v1/movers", key)).body).toEqual({ ok: true, tf: "4h", ts: empty.clock(), gainers: [], losers: [], volume_leaders: [] });
+      expect((await checkedGet(empty, "/api/v1/news", key)).body).toEqual({ ok: true, ts: empty.clock(), items: [], next_cursor: null });
+      expect((await checkedGet(empty, "/api/v1/movers", key)).body).toEqual({ ok: true, tf: "4h", ts: empty.clock(), gainers: [], losers: [], volume_leaders: [] });
     } finally {
       await empty.close();
     }
-    expect((await get(server, "/api/v1/fundamentals?symbols=NOPE", apiKey)).body.rows).toEqual([]);
-    expect((await get(server, "/api/v1/macro?series=nothing", apiKey)).body.points).toEqual([]);
+    expect((await checkedGet(server, "/api/v1/fundamentals?symbols=NOPE", apiKey)).body.rows).toEqual([]);
+    expect((await checkedGet(server, "/api/v1/macro?series=nothing", apiKey)).body.points).toEqual([]);
   });
 
   it("400 bad_request with a clear message for unreadable limit, since or cursor; a limit above the maximum is clamped", async () => {
@@ -286,22 +282,21 @@ describe("REST contract, derived from the proto descriptors", () => {
       ["/api/v1/fundamentals?cursor=" + Buffer.from('["news",1,"x"]').toString("base64url"), /cursor/],
     ];
     for (const [path, message] of cases) {
-      const r = await get(server, path, apiKey);
+      const r = await checkedGet(server, path, apiKey);
       expectError(r, 400, "bad_request");
       expect(r.body.message, path).toMatch(message);
       expect(r.headers.get("ratelimit-limit"), path).toBe("100000");
     }
-    const clamped = await get(server, "/api/v1/news?limit=100000", apiKey);
+    const clamped = await checkedGet(server, "/api/v1/news?limit=100000", apiKey);
     expect(clamped.status).toBe(200);
     expect(clamped.body.items).toHaveLength(5);
   });
 
   it("405 for other methods on the free paths", async () => {
     for (const e of ENDPOINTS) {
-      const r = await fetch(`${server.baseUrl}${e.path}`, { method: "POST", headers: { "x-api-key": apiKey } });
+      const r = await apiRequest(server.baseUrl, e.path, { method: "POST", key: apiKey, contract: true });
       expect(r.status).toBe(405);
       expect(r.headers.get("allow")).toBe("GET");
-      expectMatchesOpenApi("POST", r.url, { status: r.status, headers: r.headers, body: await r.json() });
     }
   });
 });
@@ -321,7 +316,7 @@ describe("gRPC and Connect parity", () => {
     const connectBin = createClient(MarketDataService, createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "1.1", useBinaryFormat: true }));
     for (const e of ENDPOINTS) {
       for (const req of requests[e.name]!) {
-        const rest = await get(server, `${e.path}?${new URLSearchParams(req as Record<string, string>)}`, apiKey);
+        const rest = await checkedGet(server, `${e.path}?${new URLSearchParams(req as Record<string, string>)}`, apiKey);
         expect(rest.status).toBe(200);
         for (const [label, client] of [["grpc", grpcC], ["connect-json", connectJson], ["connect-binary", connectBin]] as const) {
           const headers = new Headers();
@@ -358,39 +353,39 @@ describe("access: any plan with an active subscription", () => {
     const { accountId, apiKey: old } = await server.account();
     await regenerateKey(server.db.handle, accountId, NOW);
     for (const e of ENDPOINTS) {
-      expectError(await get(server, e.path), 401, "api_key_required");
-      expectError(await get(server, e.path, "nonsense"), 401, "invalid_api_key");
-      expectError(await get(server, e.path, "sig_live_" + "Q".repeat(32)), 401, "invalid_api_key");
-      expectError(await get(server, e.path, old), 401, "invalid_api_key");
+      expectError(await checkedGet(server, e.path), 401, "api_key_required");
+      expectError(await checkedGet(server, e.path, "nonsense"), 401, "invalid_api_key");
+      expectError(await checkedGet(server, e.path, "sig_live_" + "Q".repeat(32)), 401, "invalid_api_key");
+      expectError(await checkedGet(server, e.path, old), 401, "invalid_api_key");
     }
   });
 
   it("any plan passes (a plan the paid endpoint refuses gets the free data); 403 subscription_inactive after expiry, renewal restores the key", async () => {
     const pro = await server.account({ plan: "pro" });
-    expectError(await get(server, "/api/v1/signals", pro.apiKey), 403, "node_tier_required");
-    for (const e of ENDPOINTS) expect((await get(server, e.path, pro.apiKey)).status, e.path).toBe(200);
+    expectError(await checkedGet(server, "/api/v1/signals", pro.apiKey), 403, "node_tier_required");
+    for (const e of ENDPOINTS) expect((await checkedGet(server, e.path, pro.apiKey)).status, e.path).toBe(200);
     const lapsed = await server.account({ plan: "pro", subscriptionUntil: new Date(NOW) });
     for (const e of ENDPOINTS) {
-      const r = await get(server, e.path, lapsed.apiKey);
+      const r = await checkedGet(server, e.path, lapsed.apiKey);
       expectError(r, 403, "subscription_inactive");
       expect(r.headers.get("ratelimit-limit")).toBeNull();
     }
     await setSubscription(server.db.handle, lapsed.accountId, new Date(NOW + 24 * H), NOW);
-    expect((await get(server, "/api/v1/news", lapsed.apiKey)).status).toBe(200);
+    expect((await checkedGet(server, "/api/v1/news", lapsed.apiKey)).status).toBe(200);
   });
 
   it("shares the paid endpoint's failed-key throttle: guesses on a free path block guesses on the paid one from that address", async () => {
     const throttled = await startTestServer({ env: { FAILED_KEY_LIMIT: "3", FAILED_KEY_WINDOW: "60" } });
     try {
       const { apiKey: good } = await throttled.account();
-      expect((await get(throttled, "/api/v1/news", good)).status).toBe(200);
-      for (let i = 0; i < 3; i++) expectError(await get(throttled, "/api/v1/news", `sig_live_${String(i).repeat(32)}`), 401, "invalid_api_key");
-      const blockedPaid = await get(throttled, "/api/v1/signals", "sig_live_" + "Z".repeat(32));
+      expect((await checkedGet(throttled, "/api/v1/news", good)).status).toBe(200);
+      for (let i = 0; i < 3; i++) expectError(await checkedGet(throttled, "/api/v1/news", `sig_live_${String(i).repeat(32)}`), 401, "invalid_api_key");
+      const blockedPaid = await checkedGet(throttled, "/api/v1/signals", "sig_live_" + "Z".repeat(32));
       expectError(blockedPaid, 429, "rate_limited");
       expect(Number(blockedPaid.headers.get("retry-after"))).toBeGreaterThan(0);
-      expectError(await get(throttled, "/api/v1/macro", "sig_live_" + "Y".repeat(32)), 429, "rate_limited");
+      expectError(await checkedGet(throttled, "/api/v1/macro", "sig_live_" + "Y".repeat(32)), 429, "rate_limited");
       // A key that recently succeeded still passes from the same address.
-      expect((await get(throttled, "/api/v1/macro", good)).status).toBe(200);
+      expect((await checkedGet(throttled, "/api/v1/macro", good)).status).toBe(200);
     } finally {
       await throttled.close();
     }
@@ -411,39 +406,39 @@ describe("per-key rate limit (FREE_RATE_LIMIT)", () => {
     limited.clock.set(Date.parse("2026-11-15T04:10:15Z"));
     const seen: string[] = [];
     for (const path of ["/api/v1/movers", "/api/v1/derivatives", "/api/v1/news"]) {
-      const r = await get(limited, path, key);
+      const r = await checkedGet(limited, path, key);
       expect(r.status).toBe(200);
       seen.push(`${r.headers.get("ratelimit-limit")}/${r.headers.get("ratelimit-remaining")}/${r.headers.get("ratelimit-reset")}`);
     }
     expect(seen).toEqual(["3/2/45", "3/1/45", "3/0/45"]);
     limited.clock.advance(30_000);
     for (const path of ["/api/v1/macro", "/api/v1/fundamentals", "/api/v1/news?limit=0"]) {
-      const r = await get(limited, path, key);
+      const r = await checkedGet(limited, path, key);
       expectError(r, 429, "rate_limited");
       expect(r.body.message).toMatch(/3 calls per minute/);
       expect([r.headers.get("ratelimit-limit"), r.headers.get("ratelimit-remaining"), r.headers.get("ratelimit-reset"), r.headers.get("retry-after")]).toEqual(["3", "0", "15", "15"]);
     }
     // Another key has its own budget.
     const other = await limited.account();
-    expect((await get(limited, "/api/v1/macro", other.apiKey)).headers.get("ratelimit-remaining")).toBe("2");
+    expect((await checkedGet(limited, "/api/v1/macro", other.apiKey)).headers.get("ratelimit-remaining")).toBe("2");
     // The next minute starts a new window.
     limited.clock.set(Date.parse("2026-11-15T04:11:00Z"));
-    const fresh = await get(limited, "/api/v1/fundamentals", key);
+    const fresh = await checkedGet(limited, "/api/v1/fundamentals", key);
     expect([fresh.status, fresh.headers.get("ratelimit-remaining"), fresh.headers.get("ratelimit-reset")]).toEqual([200, "2", "60"]);
   });
 
   it("checks subscription (403) before the rate limit (429), and the rate limit before the filters (400); a 400 counts", async () => {
     const { accountId, apiKey: key } = await limited.account();
     limited.clock.set(Date.parse("2026-11-15T05:00:00Z"));
-    const bad = await get(limited, "/api/v1/news?limit=0", key);
+    const bad = await checkedGet(limited, "/api/v1/news?limit=0", key);
     expectError(bad, 400, "bad_request");
     expect(bad.headers.get("ratelimit-remaining")).toBe("2");
-    await get(limited, "/api/v1/news", key);
-    await get(limited, "/api/v1/news", key);
-    expectError(await get(limited, "/api/v1/news?limit=0", key), 429, "rate_limited");
+    await checkedGet(limited, "/api/v1/news", key);
+    await checkedGet(limited, "/api/v1/news", key);
+    expectError(await checkedGet(limited, "/api/v1/news?limit=0", key), 429, "rate_limited");
     await setSubscription(limited.db.handle, accountId, new Date(limited.clock() - 1), limited.clock());
-    expectError(await get(limited, "/api/v1/news", key), 403, "subscription_inactive");
-    expectError(await get(limited, "/api/v1/news", "sig_live_" + "W".repeat(32)), 401, "invalid_api_key");
+    expectError(await checkedGet(limited, "/api/v1/news", key), 403, "subscription_inactive");
+    expectError(await checkedGet(limited, "/api/v1/news", "sig_live_" + "W".repeat(32)), 401, "invalid_api_key");
   });
 
   it("is exact under concurrency and across two servers on one database: 40 simultaneous calls, 3 admitted", async () => {
@@ -452,7 +447,7 @@ describe("per-key rate limit (FREE_RATE_LIMIT)", () => {
       const { apiKey: key } = await limited.account();
       limited.clock.set(Date.parse("2026-11-15T06:00:00Z"));
       const statuses = await Promise.all(
-        Array.from({ length: 40 }, (_, i) => get(i % 2 === 0 ? limited : second, ENDPOINTS[i % ENDPOINTS.length]!.path, key).then((r) => r.status)),
+        Array.from({ length: 40 }, (_, i) => checkedGet(i % 2 === 0 ? limited : second, ENDPOINTS[i % ENDPOINTS.length]!.path, key).then((r) => r.status)),
       );
       expect(statuses.filter((s) => s === 200)).toHaveLength(3);
       expect(statuses.filter((s) => s === 429)).toHaveLength(37);
@@ -489,14 +484,14 @@ describe("free calls cost nothing", () => {
     const capped = await startTestServer({ env: { DAILY_CAP: "3", FREE_RATE_LIMIT: "1000" } });
     try {
       const { accountId, apiKey: key } = await capped.account();
-      const paid = await get(capped, "/api/v1/signals", key);
+      const paid = await checkedGet(capped, "/api/v1/signals", key);
       expect([paid.status, paid.headers.get("ratelimit-remaining")]).toEqual([200, "2"]);
       const before = await ledgerCheck(capped.db.handle, accountId);
       const summaryBefore = await getAccountSummary(capped.db.handle, accountId, capped.clock());
       const client = grpcClient(capped);
       for (let round = 0; round < 20; round++) {
         for (const e of ENDPOINTS) {
-          const r = await get(capped, e.path, key);
+          const r = await checkedGet(capped, e.path, key);
           expect(r.status).toBe(200);
           // The free budget is reported, never the daily cap.
           expect(r.headers.get("ratelimit-limit")).toBe("1000");
@@ -509,12 +504,12 @@ describe("free calls cost nothing", () => {
       const summaryAfter = await getAccountSummary(capped.db.handle, accountId, capped.clock());
       expect({ credits: summaryAfter.tokensLeft, callsToday: summaryAfter.callsToday }).toEqual({ credits: summaryBefore.tokensLeft, callsToday: 1 });
       // The paid endpoint's cap still has exactly the two calls the one paid call left.
-      expect((await get(capped, "/api/v1/signals", key)).headers.get("ratelimit-remaining")).toBe("1");
-      expect((await get(capped, "/api/v1/signals", key)).headers.get("ratelimit-remaining")).toBe("0");
-      expectError(await get(capped, "/api/v1/signals", key), 429, "rate_limited");
+      expect((await checkedGet(capped, "/api/v1/signals", key)).headers.get("ratelimit-remaining")).toBe("1");
+      expect((await checkedGet(capped, "/api/v1/signals", key)).headers.get("ratelimit-remaining")).toBe("0");
+      expectError(await checkedGet(capped, "/api/v1/signals", key), 429, "rate_limited");
       // With the daily cap reached and no Tokens left, the free endpoints still answer.
       await adjustTokens(capped.db.handle, accountId, "adjustment", -(summaryAfter.tokensLeft - 2), "test: drain", capped.config.limits);
-      for (const e of ENDPOINTS) expect((await get(capped, e.path, key)).status).toBe(200);
+      for (const e of ENDPOINTS) expect((await checkedGet(capped, e.path, key)).status).toBe(200);
       expect((await getAccountSummary(capped.db.handle, accountId, capped.clock())).tokensLeft).toBe(0);
     } finally {
       await capped.close();

@@ -32,6 +32,7 @@ import type { SignalSnapshot } from "../../src/market/snapshot.ts";
 import type { Timeframe } from "../../src/market/timeframes.ts";
 import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
 import { startTestServer, type TestServer } from "../support/test-server.ts";
+import { apiRequest } from "../support/api-request.ts";
 
 const DEADLINE_MS = 10_000;
 const GRANT = 10_000;
@@ -264,10 +265,7 @@ function normalise(r: GetSignalsResponse): Record<string, unknown> {
   };
 }
 
-async function rest(server: TestServer, apiKey: string, query: string): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await fetch(`${server.baseUrl}/api/v1/signals?${query}`, { headers: { "x-api-key": apiKey } });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-}
+
 
 function expectSuccess(outcome: Outcome, protocol: string): Success {
   if (!outcome.ok) throw new Error(`${protocol}: expected success, got code ${outcome.code} reason ${outcome.reason}`);
@@ -324,7 +322,7 @@ describe("SignalsService over gRPC, Connect and gRPC-Web", () => {
   it("serves the same data as REST on every protocol, charging exactly one Token per call", async () => {
     const { accountId, apiKey } = await server.account();
     const query = { symbols: " btc, eth ,B-D,btc,,NEWCOIN,oldcoin,sol", tf: "1h" };
-    const first = await rest(server, apiKey, new URLSearchParams(query).toString());
+    const first = await apiRequest(server.baseUrl, `/api/v1/signals?${new URLSearchParams(query)}`, { key: apiKey });
     expect(first.status).toBe(200);
     const expected = {
       ok: true,

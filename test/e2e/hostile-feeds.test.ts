@@ -21,6 +21,7 @@ import { MAX_FEED_BYTES, MAX_ITEMS_PER_FEED, NEWS_PUSH_BATCH, newsId, parseFeed 
 import { rss, startFakeNews, type FakeNews } from "../support/fake-news.ts";
 import { waitFor as pollUntil } from "../support/reliability.ts";
 import { createTestClock, INTERNAL_TOKEN, startTestServer, type TestServer } from "../support/test-server.ts";
+import { apiJson } from "../support/api-request.ts";
 
 const NOW = Date.parse("2026-11-15T04:00:00Z");
 const clock = createTestClock(NOW);
@@ -66,9 +67,7 @@ function redirects(): Record<string, string> {
 const waitFor = (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 20_000) => pollUntil(check, timeoutMs, () => `${what}: ${JSON.stringify(sources?.statuses())}`, 20);
 
 async function storedNewsIds(): Promise<string[]> {
-  const res = await fetch(`${server.baseUrl}/api/v1/news?limit=100`, { headers: { "x-api-key": apiKey } });
-  expect(res.status).toBe(200);
-  return ((await res.json()) as { items: Array<{ id: string }> }).items.map((i) => i.id);
+  return ((await apiJson(server.baseUrl, "/api/v1/news?limit=100", apiKey)).items as Array<{ id: string }>).map((i) => i.id);
 }
 
 beforeAll(async () => {

@@ -13,7 +13,7 @@ import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
 import { adjustTokens } from "../../src/billing/tokens.ts";
 import { regenerateKey } from "../../src/accounts/accounts.ts";
 import { purgeExpiredIdempotentCalls } from "../../src/billing/idempotent-charge.ts";
-import { expectMatchesOpenApi } from "../support/openapi-contract.ts";
+import { apiRequest } from "../support/api-request.ts";
 
 let server: TestServer;
 
@@ -24,23 +24,18 @@ afterAll(async () => {
   await server?.close();
 });
 
-async function get(query: string, key: string, idempotencyKey?: string) {
-  const headers: Record<string, string> = { "x-api-key": key };
-  if (idempotencyKey !== undefined) headers["idempotency-key"] = idempotencyKey;
-  const res = await fetch(`${server.baseUrl}/api/v1/signals${query}`, { headers });
-  const text = await res.text();
-  expectMatchesOpenApi("GET", res.url, { status: res.status, headers: res.headers, body: JSON.parse(text) });
-  return { status: res.status, headers: res.headers, text };
-}
+/** A paid call with `key` (and an Idempotency-Key when given), checked against the OpenAPI document. */
+const signals = (query: string, key: string, idempotencyKey?: string) =>
+  apiRequest(server.baseUrl, `/api/v1/signals${query}`, { key, headers: idempotencyKey === undefined ? {} : { "idempotency-key": idempotencyKey }, contract: true });
 
 const charges = async (accountId: number) => (await ledgerCheck(server.db.handle, accountId)).charges;
 
 describe("Idempotency-Key over REST", () => {
   it("replays the first answer byte for byte, charged once, marked as replayed", async () => {
     const { accountId, apiKey } = await server.account();
-    const first = await get("?symbols=BTC,ETH&tf=1h", apiKey, "order-1");
+    const first = await signals("?symbols=BTC,ETH&tf=1h", apiKey, "order-1");
     server.clock.advance(60_000);
-    const second = await get("?symbols=btc,%20eth&tf=1h", apiKey, "order-1");
+    const second = await signals("?symbols=btc,%20eth&tf=1h", apiKey, "order-1");
     expect(first.status).toBe(200);
     expect(second.status).toBe(200);
     expect(second.text).toBe(first.text);
@@ -48,7 +43,7 @@ describe("Idempotency-Key over REST", () => {
     expect(second.headers.get("idempotent-replayed")).toBe("true");
     expect(await charges(accountId)).toBe(1);
     // Another key is another call.
-    const third = await get("?symbols=BTC,ETH&tf=1h", apiKey, "order-2");
+    const third = await signals("?symbols=BTC,ETH&tf=1h", apiKey, "order-2");
     expect(JSON.parse(third.text).credits_left).toBe(JSON.parse(first.text).credits_left - 1);
     expect(await charges(accountId)).toBe(2);
     expect(ledgerBalances(await ledgerCheck(server.db.handle, accountId))).toBe(true);
@@ -56,7 +51,7 @@ describe("Idempotency-Key over REST", () => {
 
   it("charges once for 25 copies sent at the same moment, and all get the same answer", async () => {
     const { accountId, apiKey } = await server.account();
-    const answers = await Promise.all(Array.from({ length: 25 }, () => get("?symbols=SOL&tf=1h", apiKey, "burst")));
+    const answers = await Promise.all(Array.from({ length: 25 }, () => signals("?symbols=SOL&tf=1h", apiKey, "burst")));
     expect(answers.map((a) => a.status)).toEqual(Array(25).fill(200));
     expect(new Set(answers.map((a) => a.text)).size).toBe(1);
     expect(answers.filter((a) => a.headers.get("idempotent-replayed") === "true")).toHaveLength(24);
@@ -65,11 +60,11 @@ describe("Idempotency-Key over REST", () => {
 
   it("refuses a key reused for another request with 422 idempotency_key_reused, uncharged", async () => {
     const { accountId, apiKey } = await server.account();
-    expect((await get("?symbols=BTC&tf=1h", apiKey, "k")).status).toBe(200);
-    const other = await get("?symbols=ETH&tf=1h", apiKey, "k");
+    expect((await signals("?symbols=BTC&tf=1h", apiKey, "k")).status).toBe(200);
+    const other = await signals("?symbols=ETH&tf=1h", apiKey, "k");
     expect(other.status).toBe(422);
     expect(JSON.parse(other.text)).toMatchObject({ ok: false, error: "idempotency_key_reused" });
-    const otherTf = await get("?symbols=BTC&tf=4h", apiKey, "k");
+    const otherTf = await signals("?symbols=BTC&tf=4h", apiKey, "k");
     expect(otherTf.status).toBe(422);
     expect(await charges(accountId)).toBe(1);
   });
@@ -77,10 +72,10 @@ describe("Idempotency-Key over REST", () => {
   it("does not remember refusals: after a pack, the same key is charged and answered", async () => {
     const { accountId, apiKey } = await server.account();
     await adjustTokens(server.db.handle, accountId, "adjustment", -10_000, "drain", server.config.limits);
-    const refused = await get("?symbols=BTC&tf=1h", apiKey, "retry-me");
+    const refused = await signals("?symbols=BTC&tf=1h", apiKey, "retry-me");
     expect(refused.status).toBe(402);
     await adjustTokens(server.db.handle, accountId, "pack", 5, "pack of 5", server.config.limits);
-    const ok = await get("?symbols=BTC&tf=1h", apiKey, "retry-me");
+    const ok = await signals("?symbols=BTC&tf=1h", apiKey, "retry-me");
     expect(ok.status).toBe(200);
     expect(JSON.parse(ok.text).credits_left).toBe(4);
     expect(await charges(accountId)).toBe(1);
@@ -88,9 +83,9 @@ describe("Idempotency-Key over REST", () => {
 
   it("forgets an answer after 24 hours", async () => {
     const { accountId, apiKey } = await server.account();
-    const first = await get("?symbols=BTC&tf=1h", apiKey, "daily");
+    const first = await signals("?symbols=BTC&tf=1h", apiKey, "daily");
     server.clock.advance(24 * 3600 * 1000 + 1000);
-    const later = await get("?symbols=BTC&tf=1h", apiKey, "daily");
+    const later = await signals("?symbols=BTC&tf=1h", apiKey, "daily");
     expect(later.status).toBe(200);
     expect(later.headers.get("idempotent-replayed")).toBeNull();
     expect(later.text).not.toBe(first.text);
@@ -98,24 +93,24 @@ describe("Idempotency-Key over REST", () => {
     // The periodic purge deletes answers past the window, and only those.
     server.clock.advance(12 * 3600 * 1000);
     expect(await purgeExpiredIdempotentCalls(server.db.handle, server.clock())).toBeGreaterThanOrEqual(1);
-    expect((await get("?symbols=BTC&tf=1h", apiKey, "daily")).headers.get("idempotent-replayed")).toBe("true");
+    expect((await signals("?symbols=BTC&tf=1h", apiKey, "daily")).headers.get("idempotent-replayed")).toBe("true");
   });
 
   it("never replays to a regenerated (revoked) key", async () => {
     const { accountId, apiKey } = await server.account();
-    expect((await get("?symbols=BTC&tf=1h", apiKey, "kept")).status).toBe(200);
+    expect((await signals("?symbols=BTC&tf=1h", apiKey, "kept")).status).toBe(200);
     const { apiKey: newKey } = await regenerateKey(server.db.handle, accountId, server.clock());
-    const old = await get("?symbols=BTC&tf=1h", apiKey, "kept");
+    const old = await signals("?symbols=BTC&tf=1h", apiKey, "kept");
     expect(old.status).toBe(401);
     expect(JSON.parse(old.text).error).toBe("invalid_api_key");
     // The new key is a different caller: its first use of the same idempotency key is charged.
-    expect((await get("?symbols=BTC&tf=1h", newKey, "kept")).headers.get("idempotent-replayed")).toBeNull();
+    expect((await signals("?symbols=BTC&tf=1h", newKey, "kept")).headers.get("idempotent-replayed")).toBeNull();
     expect(await charges(accountId)).toBe(2);
   });
 
   it("answers 400 bad_request for an unusable Idempotency-Key, after the key checks", async () => {
     const { accountId, apiKey } = await server.account();
-    const long = await get("?symbols=BTC", apiKey, "x".repeat(256));
+    const long = await signals("?symbols=BTC", apiKey, "x".repeat(256));
     expect(long.status).toBe(400);
     expect(JSON.parse(long.text).error).toBe("bad_request");
     const noKey = await fetch(`${server.baseUrl}/api/v1/signals`, { headers: { "idempotency-key": "x".repeat(300) } });

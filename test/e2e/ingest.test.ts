@@ -30,6 +30,7 @@ import { aggregateCandles, parseCandleCsv } from "../support/real-candles.ts";
 import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
 import { childEnv, runCli } from "../support/processes.ts";
 import { INTERNAL_TOKEN, startTestServer, type TestServer } from "../support/test-server.ts";
+import { apiJson } from "../support/api-request.ts";
 
 const H = 3_600_000;
 const CANDLE_DIR = fileURLToPath(new URL("../../../shared/data/candles/", import.meta.url));
@@ -91,10 +92,7 @@ function counts(res: { accepted: bigint; rejected: bigint; duplicates: bigint; r
 }
 
 async function getSignals(symbols: string, tf: string): Promise<Array<Record<string, unknown>>> {
-  const res = await fetch(`${server.baseUrl}/api/v1/signals?symbols=${symbols}&tf=${tf}`, { headers: { "x-api-key": apiKey } });
-  const body = (await res.json()) as { signals: Array<Record<string, unknown>> };
-  expect(res.status, JSON.stringify(body)).toBe(200);
-  return body.signals;
+  return (await apiJson(server.baseUrl, `/api/v1/signals?symbols=${symbols}&tf=${tf}`, apiKey)).signals;
 }
 
 const entry = referenceEntry;

@@ -13,15 +13,11 @@ import { openDb, type DbHandle } from "../../src/db/client.ts";
 import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
 import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
 import { childEnv, startServerProcess, type ServerProcess } from "../support/processes.ts";
+import { apiRequest } from "../support/api-request.ts";
 
 const INTERNAL_TOKEN = "multi-process-internal-token-42";
 
-type Json = Record<string, unknown>;
-
-async function callRest(server: ServerProcess, apiKey: string): Promise<{ status: number; body: Json }> {
-  const res = await fetch(`${server.baseUrl}/api/v1/signals?symbols=BTC,ETH&tf=1h`, { headers: { "x-api-key": apiKey } });
-  return { status: res.status, body: (await res.json()) as Json };
-}
+const callRest = (server: ServerProcess, apiKey: string) => apiRequest(server.baseUrl, "/api/v1/signals?symbols=BTC,ETH&tf=1h", { key: apiKey });
 
 function adminClient(server: ServerProcess, token: string | null): Client<typeof AdminService> {
   const interceptors: Interceptor[] =

@@ -10,6 +10,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
 import { startTestServer, type TestServer } from "../support/test-server.ts";
 import { fixedSnapshot, SAMPLE_READINGS } from "../support/fixed-snapshot.ts";
+import { apiRequest } from "../support/api-request.ts";
 
 let server: TestServer;
 const lines: Record<string, unknown>[] = [];
@@ -29,8 +30,7 @@ afterAll(async () => {
   await server?.close();
 });
 
-const call = (key: string | null, headers: Record<string, string> = {}) =>
-  fetch(`${server.baseUrl}/api/v1/signals?symbols=BTC&tf=1h`, { headers: { ...(key ? { "x-api-key": key } : {}), ...headers } });
+const call = (key: string | null, headers: Record<string, string> = {}) => apiRequest(server.baseUrl, "/api/v1/signals?symbols=BTC&tf=1h", { key, headers });
 
 const waitFor = async (check: () => boolean) => {
   for (let i = 0; i < 200 && !check(); i++) await new Promise((r) => setTimeout(r, 10));
@@ -110,7 +110,7 @@ describe("failed-key flood from one address", () => {
     expect(statuses.slice(-3)).toEqual([429, 429, 429]);
     const blocked = await call(`sig_live_${"Z".repeat(32)}`);
     expect(blocked.status).toBe(429);
-    expect(await blocked.json()).toMatchObject({ ok: false, error: "rate_limited" });
+    expect(blocked.body).toMatchObject({ ok: false, error: "rate_limited" });
     expect(Number(blocked.headers.get("retry-after"))).toBeGreaterThan(0);
     // The valid caller from the same address is not hurt.
     expect((await call(apiKey)).status).toBe(200);

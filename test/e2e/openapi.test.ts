@@ -16,6 +16,7 @@ import { httpRouteOf } from "../../src/server/rest.ts";
 import { PUBLIC_REST_SERVICES, publicOpenApiDocument } from "../../src/server/public-api.ts";
 import { expectMatchesOpenApi, openApiDocument, seenStatuses } from "../support/openapi-contract.ts";
 import { rawHttp1, type RawAnswer } from "../support/raw-http.ts";
+import { apiRequest } from "../support/api-request.ts";
 import { createTestDb, type TestDb } from "../support/test-db.ts";
 import { startTestServer, type TestServer } from "../support/test-server.ts";
 
@@ -33,12 +34,8 @@ afterAll(async () => {
   await db?.drop().catch(() => {});
 });
 
-async function call(method: string, pathAndQuery: string, headers: Record<string, string> = {}) {
-  const res = await fetch(`${server.baseUrl}${pathAndQuery}`, { method, headers });
-  const body = JSON.parse(await res.text()) as Json;
-  expectMatchesOpenApi(method, res.url, { status: res.status, headers: res.headers, body });
-  return { status: res.status, body };
-}
+/** `method` on the server, checked against the OpenAPI document. */
+const call = (method: string, pathAndQuery: string, headers: Record<string, string> = {}) => apiRequest(server.baseUrl, pathAndQuery, { method, headers, contract: true });
 
 /** A raw HTTP/1.1 exchange on `path`, checked against the document. */
 async function raw(method: string, path: string, head: string, extra: string[] = []): Promise<RawAnswer> {

@@ -14,7 +14,7 @@ import { fixedSnapshot, SAMPLE_READINGS } from "../support/fixed-snapshot.ts";
 import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
 import { getAccountSummary } from "../../src/accounts/accounts.ts";
 import { adjustTokens } from "../../src/billing/tokens.ts";
-import { expectMatchesOpenApi } from "../support/openapi-contract.ts";
+import { apiRequest, type ApiAnswer } from "../support/api-request.ts";
 
 let server: TestServer;
 
@@ -25,18 +25,8 @@ afterAll(async () => {
   await server?.close();
 });
 
-async function get(query: string, key?: string, headers: Record<string, string> = {}) {
-  const res = await fetch(`${server.baseUrl}/api/v1/signals${query}`, { headers: { ...(key ? { "x-api-key": key } : {}), ...headers } });
-  const text = await res.text();
-  let body: unknown = null;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    body = text;
-  }
-  expectMatchesOpenApi("GET", res.url, { status: res.status, headers: res.headers, body });
-  return { status: res.status, headers: res.headers, body: body as Record<string, any> };
-}
+/** A paid call, checked against the OpenAPI document. */
+const signals = (query: string, key?: string, headers: Record<string, string> = {}) => apiRequest(server.baseUrl, `/api/v1/signals${query}`, { key, headers, contract: true });
 
 /** The JSON type the contract prescribes for a proto field. */
 function jsonTypeOf(schema: DescMessage, name: string): string {
@@ -61,7 +51,7 @@ function expectMatchesSchema(value: Record<string, unknown>, schema: DescMessage
 describe("200 body", () => {
   it("has every proto field under its proto name with the contract's JSON type, in order", async () => {
     const { accountId, apiKey } = await server.account();
-    const r = await get("?symbols=BTC,ETH,NEWCOIN&tf=1h", apiKey);
+    const r = await signals("?symbols=BTC,ETH,NEWCOIN&tf=1h", apiKey);
     expect(r.status).toBe(200);
     expectMatchesSchema(r.body, GetSignalsResponseSchema, GetSignalsResponseSchema.fields.map((f) => f.name));
     expect(r.body).toMatchObject({ ok: true, tf: "1h", tier: "node", billing: "1 energy credit per call (node / founding seats only)", credits_left: 9_999 });
@@ -83,7 +73,7 @@ describe("200 body", () => {
 
   it("sends each signal as its enum name without prefix", async () => {
     const { apiKey } = await server.account();
-    const r = await get("?symbols=SOL&tf=1h", apiKey);
+    const r = await signals("?symbols=SOL&tf=1h", apiKey);
     const names = Object.keys(Signal).filter((k) => Number.isNaN(Number(k)) && k !== "UNSPECIFIED");
     expect(names).toContain(r.body.signals[0].signal);
     expect(r.body.signals[0].signal).toBe("STRONG_SHORT");
@@ -91,7 +81,7 @@ describe("200 body", () => {
 
   it("returns entries in request order, one per accepted symbol, 8 at most, for 1 Token", async () => {
     const { accountId, apiKey } = await server.account();
-    const r = await get("?symbols=xrp,%20btc,eth,,BTC,a1,a2,a3,a4,a5,a6,a7&tf=1h", apiKey);
+    const r = await signals("?symbols=xrp,%20btc,eth,,BTC,a1,a2,a3,a4,a5,a6,a7&tf=1h", apiKey);
     expect(r.body.signals.map((e: { symbol: string }) => e.symbol)).toEqual(["XRP", "BTC", "ETH", "A1", "A2", "A3", "A4", "A5"]);
     expect(r.body.credits_left).toBe(9_999);
     const check = await ledgerCheck(server.db.handle, accountId);
@@ -101,7 +91,7 @@ describe("200 body", () => {
 
   it("maps pair names and malformed codes to ok:false entries, never to NONE", async () => {
     const { apiKey } = await server.account();
-    const r = await get("?symbols=BTCUSDT,B-D,BNB&tf=1h", apiKey);
+    const r = await signals("?symbols=BTCUSDT,B-D,BNB&tf=1h", apiKey);
     expect(r.body.signals).toEqual([
       { symbol: "BTCUSDT", tf: "1h", ok: false, reason: "unknown_symbol" },
       { symbol: "B-D", tf: "1h", ok: false, reason: "invalid_symbol" },
@@ -112,7 +102,7 @@ describe("200 body", () => {
   it("uses the default symbols and falls back to 4h for a missing or bad tf", async () => {
     const { apiKey } = await server.account();
     for (const query of ["", "?tf=", "?tf=5m", "?tf=4H", "?tf=1h&tf=1d"]) {
-      const r = await get(query, apiKey);
+      const r = await signals(query, apiKey);
       expect(r.status).toBe(200);
       expect(r.body.tf).toBe("4h");
       if (query === "") expect(r.body.signals.map((e: { symbol: string }) => e.symbol)).toEqual(["BTC", "ETH", "SOL", "BNB", "XRP"]);
@@ -122,13 +112,13 @@ describe("200 body", () => {
 
   it("joins repeated symbols parameters", async () => {
     const { apiKey } = await server.account();
-    const r = await get("?symbols=BTC&symbols=ETH&tf=1h", apiKey);
+    const r = await signals("?symbols=BTC&symbols=ETH&tf=1h", apiKey);
     expect(r.body.signals.map((e: { symbol: string }) => e.symbol)).toEqual(["BTC", "ETH"]);
   });
 
   it("carries the IETF RateLimit headers for the daily cap", async () => {
     const { apiKey } = await server.account();
-    const r = await get("?symbols=BTC", apiKey);
+    const r = await signals("?symbols=BTC", apiKey);
     expect(r.headers.get("ratelimit-limit")).toBe("2000");
     expect(r.headers.get("ratelimit-remaining")).toBe("1999");
     const secondsToMidnightMyt = Math.ceil((Date.parse("2026-11-15T16:00:00Z") - server.clock()) / 1000);
@@ -137,7 +127,7 @@ describe("200 body", () => {
 });
 
 describe("error table", () => {
-  const expectError = (r: Awaited<ReturnType<typeof get>>, status: number, code: string) => {
+  const expectError = (r: ApiAnswer, status: number, code: string) => {
     expect(r.status, JSON.stringify(r.body)).toBe(status);
     expect(Object.keys(r.body)).toEqual(ErrorBodySchema.fields.map((f) => f.name));
     expect(r.body.ok).toBe(false);
@@ -147,32 +137,32 @@ describe("error table", () => {
   };
 
   it("401 api_key_required without a key (or an empty one)", async () => {
-    expectError(await get("?symbols=BTC"), 401, "api_key_required");
-    expectError(await get("?symbols=BTC", undefined, { "x-api-key": "" }), 401, "api_key_required");
+    expectError(await signals("?symbols=BTC"), 401, "api_key_required");
+    expectError(await signals("?symbols=BTC", undefined, { "x-api-key": "" }), 401, "api_key_required");
   });
 
   it("401 invalid_api_key for unknown, malformed and odd-character keys", async () => {
     const { apiKey } = await server.account();
     for (const key of ["sig_live_" + "A".repeat(32), "nonsense", apiKey + "x", "sig_live_ÄÖÜ", "'; DROP TABLE accounts;--", "k".repeat(4000)]) {
-      expectError(await get("?symbols=BTC", key), 401, "invalid_api_key");
+      expectError(await signals("?symbols=BTC", key), 401, "invalid_api_key");
     }
   });
 
   it("403 node_tier_required for other plans, before subscription and credit checks", async () => {
     const { apiKey } = await server.account({ plan: "pro", subscriptionUntil: new Date(server.clock() - 1) });
-    expectError(await get("", apiKey), 403, "node_tier_required");
+    expectError(await signals("", apiKey), 403, "node_tier_required");
   });
 
   it("403 subscription_inactive after expiry, before the credit check; renewal restores the same key", async () => {
     const { accountId, apiKey } = await server.account({ subscriptionUntil: new Date(server.clock() - 1) });
     await adjustTokens(server.db.handle, accountId, "adjustment", -10_000, "drain", server.config.limits);
-    expectError(await get("", apiKey), 403, "subscription_inactive");
+    expectError(await signals("", apiKey), 403, "subscription_inactive");
   });
 
   it("402 insufficient_credits with no Tokens, before the daily cap", async () => {
     const { accountId, apiKey } = await server.account();
     await adjustTokens(server.db.handle, accountId, "adjustment", -10_000, "drain", server.config.limits);
-    const r = await get("", apiKey);
+    const r = await signals("", apiKey);
     expectError(r, 402, "insufficient_credits");
     expect(r.headers.get("ratelimit-remaining")).toBe("2000");
   });
@@ -180,21 +170,17 @@ describe("error table", () => {
   it("refused calls are not charged and do not count toward the cap", async () => {
     const { accountId } = await server.account({ plan: "pro" });
     const before = await ledgerCheck(server.db.handle, accountId);
-    for (let i = 0; i < 5; i++) await get("", "sig_live_" + "B".repeat(32));
+    for (let i = 0; i < 5; i++) await signals("", "sig_live_" + "B".repeat(32));
     expect(await ledgerCheck(server.db.handle, accountId)).toEqual(before);
   });
 
   it("answers POST with 405 and unknown paths with 404, in the error body shape", async () => {
-    const post = await fetch(`${server.baseUrl}/api/v1/signals`, { method: "POST" });
+    const post = await apiRequest(server.baseUrl, "/api/v1/signals", { method: "POST", contract: true });
     expect(post.status).toBe(405);
-    const postBody = await post.json();
-    expect(postBody).toMatchObject({ ok: false, error: "method_not_allowed" });
-    expectMatchesOpenApi("POST", post.url, { status: post.status, headers: post.headers, body: postBody });
-    const missing = await fetch(`${server.baseUrl}/api/v1/nothing`);
+    expect(post.body).toMatchObject({ ok: false, error: "method_not_allowed" });
+    const missing = await apiRequest(server.baseUrl, "/api/v1/nothing", { contract: true });
     expect(missing.status).toBe(404);
-    const missingBody = await missing.json();
-    expect(missingBody).toMatchObject({ ok: false, error: "not_found" });
-    expectMatchesOpenApi("GET", missing.url, { status: missing.status, headers: missing.headers, body: missingBody });
+    expect(missing.body).toMatchObject({ ok: false, error: "not_found" });
   });
 });
 
@@ -283,7 +269,7 @@ describe("hostile input", () => {
       "?symbols[]=BTC&__proto__=1&constructor=2",
     ];
     for (const q of queries) {
-      const r = await get(q, apiKey);
+      const r = await signals(q, apiKey);
       expect(r.status, q.slice(0, 40)).toBe(200);
       expect(r.body.ok).toBe(true);
       expect(r.body.signals.length).toBeLessThanOrEqual(8);
@@ -292,7 +278,7 @@ describe("hostile input", () => {
 
   it("accepts a 10 KB header and refuses oversized header blocks with 431, not 5xx", async () => {
     const { apiKey } = await server.account();
-    expect((await get("", apiKey, { "x-padding": "p".repeat(10 * 1024) })).status).toBe(200);
+    expect((await signals("", apiKey, { "x-padding": "p".repeat(10 * 1024) })).status).toBe(200);
     const status = await raw(`GET /api/v1/signals HTTP/1.1\r\nHost: x\r\nx-api-key: ${apiKey}\r\nx-big: ${"q".repeat(64 * 1024)}\r\n\r\n`);
     expect(status).toMatch(/^HTTP\/1\.1 431/);
   });

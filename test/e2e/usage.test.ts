@@ -16,16 +16,12 @@ import { adjustTokens } from "../../src/billing/tokens.ts";
 import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
 import { expectProtoJson } from "../support/proto-json.ts";
 import { startTestServer, type TestServer } from "../support/test-server.ts";
-import { expectMatchesOpenApi } from "../support/openapi-contract.ts";
+import { apiRequest } from "../support/api-request.ts";
 
 type Json = Record<string, any>;
 
-async function get(server: TestServer, path: string, key?: string) {
-  const res = await fetch(`${server.baseUrl}${path}`, { headers: key ? { "x-api-key": key } : {} });
-  const body = (await res.json()) as Json;
-  expectMatchesOpenApi("GET", res.url, { status: res.status, headers: res.headers, body });
-  return { status: res.status, headers: res.headers, body };
-}
+/** A GET on `server`, checked against the OpenAPI document. */
+const checkedGet = (server: TestServer, path: string, key?: string) => apiRequest(server.baseUrl, path, { key, contract: true });
 
 const expectError = (r: { status: number; body: Json }, status: number, code: string) => {
   expect({ status: r.status, error: r.body.error }, JSON.stringify(r.body)).toEqual({ status, error: code });
@@ -51,7 +47,7 @@ describe("GET /api/v1/usage", () => {
 
   it("answers the REST JSON of GetUsageResponse with the times in epoch ms and MYT ISO-8601", async () => {
     const { apiKey } = await server.account({ subscriptionUntil: new Date("2027-12-31T15:59:59Z") });
-    const r = await get(server, "/api/v1/usage", apiKey);
+    const r = await checkedGet(server, "/api/v1/usage", apiKey);
     expect(r.status).toBe(200);
     expect(r.headers.get("content-type")).toMatch(/^application\/json/);
     expectProtoJson(r.body, GetUsageResponseSchema);
@@ -84,25 +80,25 @@ describe("GET /api/v1/usage", () => {
     await adjustTokens(server.db.handle, accountId, "pack", 7, "test pack", server.config.limits);
     let last: Json = {};
     for (let i = 0; i < 6; i++) {
-      const paid = await get(server, "/api/v1/signals?symbols=BTC", apiKey);
+      const paid = await checkedGet(server, "/api/v1/signals?symbols=BTC", apiKey);
       expect(paid.status).toBe(200);
       last = paid.body;
     }
-    const usage = await get(server, "/api/v1/usage", apiKey);
+    const usage = await checkedGet(server, "/api/v1/usage", apiKey);
     expect(usage.body.credits_left).toBe(last.credits_left);
     expect(usage.body.credits_left).toBe(usage.body.grant_credits + usage.body.pack_credits);
     expect(usage.body).toMatchObject({ grant_credits: 9_994, pack_credits: 7, calls_today: 6 });
-    const next = await get(server, "/api/v1/signals?symbols=BTC", apiKey);
+    const next = await checkedGet(server, "/api/v1/signals?symbols=BTC", apiKey);
     expect(next.body.credits_left).toBe(usage.body.credits_left - 1);
     expect(ledgerBalances(await ledgerCheck(server.db.handle, accountId))).toBe(true);
   });
 
   it("200 usage calls change nothing: balances, ledger, outbox, calls_today and the daily cap", async () => {
     const { apiKey, accountId } = await server.account();
-    await get(server, "/api/v1/signals", apiKey);
+    await checkedGet(server, "/api/v1/signals", apiKey);
     const before = await footprint(server, accountId);
-    const first = await get(server, "/api/v1/usage", apiKey);
-    const answers = await Promise.all(Array.from({ length: 199 }, () => get(server, "/api/v1/usage", apiKey)));
+    const first = await checkedGet(server, "/api/v1/usage", apiKey);
+    const answers = await Promise.all(Array.from({ length: 199 }, () => checkedGet(server, "/api/v1/usage", apiKey)));
     for (const a of answers) {
       expect(a.status).toBe(200);
       expect(a.body).toEqual(first.body);
@@ -110,7 +106,7 @@ describe("GET /api/v1/usage", () => {
     expect(await footprint(server, accountId)).toBe(before);
     expect(first.body.calls_today).toBe(1);
     // Still under the daily cap of 50 charged calls: usage calls did not count toward it.
-    const paid = await get(server, "/api/v1/signals", apiKey);
+    const paid = await checkedGet(server, "/api/v1/signals", apiKey);
     expect(paid.status).toBe(200);
     expect(paid.headers.get("ratelimit-remaining")).toBe("48");
     expect(ledgerBalances(await ledgerCheck(server.db.handle, accountId))).toBe(true);
@@ -119,16 +115,16 @@ describe("GET /api/v1/usage", () => {
   it("reports the new month's grant before the first charge of the month applies it (and writes nothing)", async () => {
     const { apiKey, accountId } = await server.account();
     await adjustTokens(server.db.handle, accountId, "pack", 5, "test pack", server.config.limits);
-    for (let i = 0; i < 3; i++) await get(server, "/api/v1/signals", apiKey);
+    for (let i = 0; i < 3; i++) await checkedGet(server, "/api/v1/signals", apiKey);
     const start = server.clock();
     try {
       // 2026-12-01T00:30 MYT: a new MYT month and a new MYT day.
       server.clock.set(Date.parse("2026-11-30T16:30:00Z"));
       const before = await footprint(server, accountId);
-      const usage = await get(server, "/api/v1/usage", apiKey);
+      const usage = await checkedGet(server, "/api/v1/usage", apiKey);
       expect(usage.body).toMatchObject({ grant_credits: 10_000, pack_credits: 5, credits_left: 10_005, calls_today: 0, next_grant_at: "2027-01-01T00:00:00+08:00", daily_reset_at: "2026-12-02T00:00:00+08:00" });
       expect(await footprint(server, accountId)).toBe(before);
-      const paid = await get(server, "/api/v1/signals", apiKey);
+      const paid = await checkedGet(server, "/api/v1/signals", apiKey);
       expect(paid.body.credits_left).toBe(10_004);
       expect(ledgerBalances(await ledgerCheck(server.db.handle, accountId))).toBe(true);
     } finally {
@@ -138,30 +134,30 @@ describe("GET /api/v1/usage", () => {
 
   it("any plan may read its own usage; a plan without grants has no next grant", async () => {
     const { apiKey } = await server.account({ plan: "basic" });
-    const r = await get(server, "/api/v1/usage", apiKey);
+    const r = await checkedGet(server, "/api/v1/usage", apiKey);
     expect(r.status).toBe(200);
     expectProtoJson(r.body, GetUsageResponseSchema);
     expect(r.body).toMatchObject({ plan: "basic", credits_left: 0, grant_credits: 0, next_grant_ts: null, next_grant_at: null });
-    expectError(await get(server, "/api/v1/signals", apiKey), 403, "node_tier_required");
+    expectError(await checkedGet(server, "/api/v1/signals", apiKey), 403, "node_tier_required");
   });
 
   it("refuses keys with the paid endpoint's table (plans aside), and charges nothing", async () => {
-    expectError(await get(server, "/api/v1/usage"), 401, "api_key_required");
-    expectError(await get(server, "/api/v1/usage", "sig_live_short"), 401, "invalid_api_key");
-    expectError(await get(server, "/api/v1/usage", `sig_live_${"A".repeat(32)}`), 401, "invalid_api_key");
+    expectError(await checkedGet(server, "/api/v1/usage"), 401, "api_key_required");
+    expectError(await checkedGet(server, "/api/v1/usage", "sig_live_short"), 401, "invalid_api_key");
+    expectError(await checkedGet(server, "/api/v1/usage", `sig_live_${"A".repeat(32)}`), 401, "invalid_api_key");
     const { apiKey, accountId } = await server.account();
     await regenerateKey(server.db.handle, accountId, server.clock());
-    expectError(await get(server, "/api/v1/usage", apiKey), 401, "invalid_api_key");
+    expectError(await checkedGet(server, "/api/v1/usage", apiKey), 401, "invalid_api_key");
     const expired = await server.account();
     await setSubscription(server.db.handle, expired.accountId, new Date(server.clock() - 1000), server.clock());
-    expectError(await get(server, "/api/v1/usage", expired.apiKey), 403, "subscription_inactive");
+    expectError(await checkedGet(server, "/api/v1/usage", expired.apiKey), 403, "subscription_inactive");
   });
 
   it("answers the same over gRPC, with ErrorInfo codes on refusals", async () => {
     const { apiKey } = await server.account();
     const client = createClient(UsageService, createGrpcTransport({ baseUrl: server.baseUrl }));
     const res = await client.getUsage({}, { headers: { "x-api-key": apiKey } });
-    const rest = await get(server, "/api/v1/usage", apiKey);
+    const rest = await checkedGet(server, "/api/v1/usage", apiKey);
     expect(Number(res.creditsLeft)).toBe(rest.body.credits_left);
     expect(res.dailyResetAt).toBe(rest.body.daily_reset_at);
     expect(Number(res.nextGrantTs)).toBe(rest.body.next_grant_ts);
@@ -182,11 +178,11 @@ describe("GET /api/v1/usage rate limit", () => {
 
   it("shares the free endpoints' per-key budget and answers 429 with Retry-After past it", async () => {
     const { apiKey } = await server.account();
-    expect((await get(server, "/api/v1/usage", apiKey)).status).toBe(200);
-    expect((await get(server, "/api/v1/news", apiKey)).status).toBe(200);
-    const third = await get(server, "/api/v1/usage", apiKey);
+    expect((await checkedGet(server, "/api/v1/usage", apiKey)).status).toBe(200);
+    expect((await checkedGet(server, "/api/v1/news", apiKey)).status).toBe(200);
+    const third = await checkedGet(server, "/api/v1/usage", apiKey);
     expect(third.headers.get("ratelimit-remaining")).toBe("0");
-    const refused = await get(server, "/api/v1/usage", apiKey);
+    const refused = await checkedGet(server, "/api/v1/usage", apiKey);
     expectError(refused, 429, "rate_limited");
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
     expect(refused.headers.get("ratelimit-limit")).toBe("3");

@@ -11,7 +11,8 @@ import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect
 import { SignalsService } from "../../gen/signals/v1/signals_pb.js";
 import { MarketDataService } from "../../gen/signals/v1/market_data_pb.js";
 import { fixedSnapshot, SAMPLE_READINGS } from "../support/fixed-snapshot.ts";
-import { expectMatchesOpenApi, openApiDocument } from "../support/openapi-contract.ts";
+import { openApiDocument } from "../support/openapi-contract.ts";
+import { apiRequest, type ApiAnswer } from "../support/api-request.ts";
 import { startTestServer, type TestServer } from "../support/test-server.ts";
 import { readSignalsRequest, normaliseSymbols, normaliseTimeframe } from "../../src/signals/request.ts";
 import { quoted } from "../../src/signals/warnings.ts";
@@ -26,12 +27,10 @@ beforeAll(async () => {
 });
 afterAll(() => server?.close());
 
-async function rest(query: string, headers: Record<string, string> = { "x-api-key": apiKey }, path = "/api/v1/signals") {
-  const res = await fetch(`${server.baseUrl}${path}${query}`, { headers });
-  const body = (await res.json()) as Record<string, any>;
-  expectMatchesOpenApi("GET", res.url, { status: res.status, headers: res.headers, body });
-  return { status: res.status, warnings: res.headers.get("x-signals-warnings"), body };
-}
+/** A REST call, checked against the OpenAPI document. */
+const rest = (query: string, headers: Record<string, string> = { "x-api-key": apiKey }, path = "/api/v1/signals") =>
+  apiRequest(server.baseUrl, `${path}${query}`, { headers, contract: true });
+const warningsOf = (answer: ApiAnswer) => answer.headers.get("x-signals-warnings");
 
 describe("x-signals-warnings on REST", () => {
   it("names every coercion, in the order of the request, and the call is still 200 and charged once", async () => {
@@ -50,7 +49,7 @@ describe("x-signals-warnings on REST", () => {
     for (const [query, expected] of cases) {
       const answer = await rest(query);
       expect(answer.status, query).toBe(200);
-      expect(answer.warnings, query).toBe(expected);
+      expect(warningsOf(answer), query).toBe(expected);
       charged++;
       expect(answer.body.credits_left, query).toBe(before - charged);
     }
@@ -64,16 +63,16 @@ describe("x-signals-warnings on REST", () => {
   it("a refused call carries no warnings; input that is not printable ASCII is escaped", async () => {
     const refused = await rest("?tf=2h&symbol=ETH", {});
     expect(refused.status).toBe(401);
-    expect(refused.warnings).toBeNull();
+    expect(warningsOf(refused)).toBeNull();
     const odd = await rest(`?tf=${encodeURIComponent('é"\n' + "x".repeat(40))}&${encodeURIComponent("sym\u00e9")}=1`);
     expect(odd.status).toBe(200);
-    expect(odd.warnings).toBe(`tf "\\u00e9\\"\\u000a${"x".repeat(29)}..." is not offered, 4h used; parameter "sym\\u00e9" ignored`);
+    expect(warningsOf(odd)).toBe(`tf "\\u00e9\\"\\u000a${"x".repeat(29)}..." is not offered, 4h used; parameter "sym\\u00e9" ignored`);
   });
 
   it("the free endpoints name unknown parameters too, and movers its tf fallback", async () => {
-    expect((await rest("?tf=2h&limit=3&lmit=4", { "x-api-key": apiKey }, "/api/v1/movers")).warnings).toBe('tf "2h" is not offered, 4h used; parameter "lmit" ignored');
-    expect((await rest("?symbols=BTC", { "x-api-key": apiKey }, "/api/v1/news")).warnings).toBeNull();
-    expect((await rest("?symbol=BTC", { "x-api-key": apiKey }, "/api/v1/news")).warnings).toBe('parameter "symbol" ignored');
+    expect(warningsOf(await rest("?tf=2h&limit=3&lmit=4", { "x-api-key": apiKey }, "/api/v1/movers"))).toBe('tf "2h" is not offered, 4h used; parameter "lmit" ignored');
+    expect(warningsOf(await rest("?symbols=BTC", { "x-api-key": apiKey }, "/api/v1/news"))).toBeNull();
+    expect(warningsOf(await rest("?symbol=BTC", { "x-api-key": apiKey }, "/api/v1/news"))).toBe('parameter "symbol" ignored');
   });
 
   it("the OpenAPI document describes the header on every 200", () => {

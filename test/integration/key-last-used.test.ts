@@ -7,6 +7,7 @@ import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDb, type TestDb } from "../support/test-db.ts";
 import { INTERNAL_TOKEN, startTestServer, type TestServer } from "../support/test-server.ts";
+import { apiRequest } from "../support/api-request.ts";
 
 describe("API key last used, written in batches", () => {
   let db: TestDb;
@@ -20,11 +21,7 @@ describe("API key last used, written in batches", () => {
     );
     return row!.at === null ? null : Number(row!.at);
   };
-  const get = async (path: string, key = apiKey) => {
-    const res = await fetch(`${server.baseUrl}${path}`, { headers: { "x-api-key": key } });
-    await res.arrayBuffer();
-    return res.status;
-  };
+  const statusOf = async (path: string, key = apiKey) => (await apiRequest(server.baseUrl, path, { key })).status;
 
   beforeAll(async () => {
     db = await createTestDb();
@@ -39,12 +36,12 @@ describe("API key last used, written in batches", () => {
   it("writes nothing while calls come in, and the newest time when the server stops", async () => {
     const statementsBefore = await db.handle.rows<{ n: string | number }>(sql`SELECT count(*) AS n FROM api_keys WHERE last_used_at IS NOT NULL`);
     expect(Number(statementsBefore[0]!.n)).toBe(0);
-    for (let i = 0; i < 10; i++) expect(await get("/api/v1/signals?symbols=BTC&tf=4h")).toBe(200);
+    for (let i = 0; i < 10; i++) expect(await statusOf("/api/v1/signals?symbols=BTC&tf=4h")).toBe(200);
     server.clock.advance(90_000);
-    for (let i = 0; i < 10; i++) expect(await get("/api/v1/usage")).toBe(200);
+    for (let i = 0; i < 10; i++) expect(await statusOf("/api/v1/usage")).toBe(200);
     // A refused call (another account's plan cannot call) is not a use of that key.
     const free = await server.account({ plan: "free" });
-    expect(await get("/api/v1/signals?symbols=BTC&tf=4h", free.apiKey)).toBe(403);
+    expect(await statusOf("/api/v1/signals?symbols=BTC&tf=4h", free.apiKey)).toBe(403);
     expect(await lastUsed()).toBeNull();
     const metrics = await (await fetch(`${server.internalUrl}/metrics`, { headers: { authorization: `Bearer ${INTERNAL_TOKEN}` } })).text();
     expect(metrics).toMatch(/^signals_api_key_last_used_flushes_total 0$/m);

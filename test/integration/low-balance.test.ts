@@ -19,6 +19,7 @@ import { resultRows, openDb, type DbHandle } from "../../src/db/client.ts";
 import { mytDay, mytMonth } from "../../src/clock.ts";
 import { FAKE_BOT_TOKEN, startFakeTelegram, type FakeTelegram } from "../support/fake-telegram.ts";
 import { startTestServer, type TestServer } from "../support/test-server.ts";
+import { apiJson } from "../support/api-request.ts";
 
 const limits: Limits = loadConfig({}).limits;
 const THRESHOLD = 1_500;
@@ -276,9 +277,7 @@ describe("end to end: REST calls crossing the threshold", () => {
   });
 
   async function call(apiKey: string): Promise<number> {
-    const res = await fetch(`${server.baseUrl}/api/v1/signals?symbols=BTC&tf=1h`, { headers: { "x-api-key": apiKey } });
-    expect(res.status).toBe(200);
-    return ((await res.json()) as { credits_left: number }).credits_left;
+    return (await apiJson(server.baseUrl, "/api/v1/signals?symbols=BTC&tf=1h", apiKey)).credits_left as number;
   }
 
   async function finished(accountId: number): Promise<{ sent: boolean; failed: boolean; attempts: number; last_error: string | null }[]> {

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
 import { startTestServer, type TestServer } from "../support/test-server.ts";
 import { csrfTokenOf, WebClient } from "../support/web-client.ts";
+import { apiRequest } from "../support/api-request.ts";
 import {
   completedSubscriptionSession,
   deliver,
@@ -81,9 +82,8 @@ async function subscribe(web: WebClient, plan: "node" | "founding_seat"): Promis
 }
 
 async function callApi(apiKey: string): Promise<{ status: number; error?: string }> {
-  const res = await fetch(`${server.baseUrl}/api/v1/signals?symbols=BTC`, { headers: { "x-api-key": apiKey } });
-  const body = (await res.json()) as { error?: string };
-  return { status: res.status, ...(body.error ? { error: body.error } : {}) };
+  const { status, body } = await apiRequest(server.baseUrl, "/api/v1/signals?symbols=BTC", { key: apiKey });
+  return { status, ...(body.error ? { error: body.error as string } : {}) };
 }
 
 async function createKey(web: WebClient): Promise<string> {

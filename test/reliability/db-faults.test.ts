@@ -256,6 +256,35 @@ describe.runIf(usingPostgres)("a charge whose connection breaks before its answe
     return { accountId: summary.accountId, keyHash: hashApiKey(apiKey), before: summary.tokensLeft };
   }
 
+  it("slow but answering (a row lock held past answerWithinMs): the caller gets its real answer, charged once, and the pool is kept", async () => {
+    const { accountId, keyHash, before } = await setup();
+    let probes = 0;
+    let abandoned = 0;
+    const watched: DbHandle = {
+      ...viaProxy,
+      reachable: (withinMs) => (probes++, viaProxy.reachable(withinMs)),
+      abandonConnections: () => void abandoned++,
+    };
+    const charge = createChargeBatcher(watched, limits, { answerWithinMs: 100, resolveWithinMs: 10_000, retryEveryMs: 50 });
+    const lock = await lockAccount(accountId);
+    let result;
+    try {
+      const call = charge(keyHash, Date.now());
+      await blockedOnLock();
+      // Three times past the bound, each time with the database answering a fresh connection.
+      await waitFor(() => probes >= 3, 10_000, "three probes of the database");
+      await lock.release();
+      result = await call;
+    } finally {
+      await lock.release();
+    }
+    expect(result).toMatchObject({ outcome: "ok", accountId, tokensLeft: before - 1 });
+    expect(abandoned).toBe(0);
+    const check = await ledgerCheck(direct, accountId);
+    expect(check.charges).toBe(1);
+    expect(ledgerBalances(check)).toBe(true);
+  });
+
   it("committed after all: the caller gets its real answer, charged once", async () => {
     const { accountId, keyHash, before } = await setup();
     const charge = createChargeBatcher(viaProxy, limits, { resolveWithinMs: 10_000, retryEveryMs: 50 });

@@ -32,6 +32,8 @@ export interface FakeExchangeOptions {
   readonly startOpenTime?: number;
   /** Serve USD-M futures (derivatives) for these bases too. */
   readonly futures?: boolean;
+  /** Address to listen on (default 127.0.0.1); a test network's address makes it reachable from other namespaces. */
+  readonly host?: string;
 }
 
 /** Binance's websocket limits, as the fake enforces them. */
@@ -174,7 +176,7 @@ function futuresSymbolInfo(id: string, base: string) {
   };
 }
 
-/** Starts the fake exchange on loopback. */
+/** Starts the fake exchange on loopback (or on `options.host`). */
 export async function startFakeExchange(options: FakeExchangeOptions): Promise<FakeExchange> {
   const { intervalMs, interval } = options;
   const formingOpen = options.startOpenTime ?? Math.floor(Date.now() / intervalMs) * intervalMs;
@@ -346,11 +348,12 @@ export async function startFakeExchange(options: FakeExchangeOptions): Promise<F
 
   const selected = (bases?: readonly string[]) => (bases ? bases.map(byBase) : [...coins.values()]);
 
-  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+  const host = options.host ?? "127.0.0.1";
+  await new Promise<void>((resolve) => http.listen(0, host, resolve));
   const port = (http.address() as AddressInfo).port;
   return {
-    restUrl: `http://127.0.0.1:${port}`,
-    wsUrl: `ws://127.0.0.1:${port}`,
+    restUrl: `http://${host}:${port}`,
+    wsUrl: `ws://${host}:${port}`,
     restCalls,
     now,
     closed: (base) => {

@@ -111,7 +111,8 @@ function waitUntil<T>(check: () => T | null, timeoutMs: number, what: string): P
   });
 }
 
-export async function startFakeTelegram(token = FAKE_BOT_TOKEN): Promise<FakeTelegram> {
+/** Starts the fake on 127.0.0.1 (or on `host`, e.g. a test network's address other namespaces reach). */
+export async function startFakeTelegram(token = FAKE_BOT_TOKEN, host = "127.0.0.1"): Promise<FakeTelegram> {
   const delivered: ReceivedMessage[] = [];
   const received: ReceivedMessage[] = [];
   const replies: Reply[] = [];
@@ -202,10 +203,10 @@ export async function startFakeTelegram(token = FAKE_BOT_TOKEN): Promise<FakeTel
       res.writeHead(reply.status, { "content-type": "application/json", ...reply.headers }).end(JSON.stringify(answer));
     })();
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const port = (server.address() as AddressInfo).port;
   return {
-    apiBase: `http://127.0.0.1:${port}`,
+    apiBase: `http://${host}:${port}`,
     delivered,
     received,
     script(...more) {

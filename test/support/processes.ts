@@ -6,85 +6,14 @@ import { spawn, type ChildProcess, type ChildProcessByStdio } from "node:child_p
 import { createServer } from "node:net";
 import type { Readable, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
+import { ENVIRONMENT_VARIABLES } from "../../src/config.ts";
 
 export const PROJECT_ROOT = fileURLToPath(new URL("../../", import.meta.url));
 /** The project's Node 24 (the `node` npm package); PATH `node` may be older. */
 export const NODE_BIN = fileURLToPath(new URL("../../node_modules/.bin/node", import.meta.url));
 
-/** Variables the code under test reads; never inherited from the test runner's environment. */
-export const CONFIG_VARS = [
-  "ALERT_GIVE_UP_AFTER",
-  "ALERT_MAX_DELAY",
-  "ALERT_RETRY_BASE_MS",
-  "ALERT_RETRY_MAX_MS",
-  "ALERT_SEND_TIMEOUT_MS",
-  "ALERT_WORKER",
-  "CATCH_UP_MS",
-  "DAILY_CAP",
-  "DATABASE_URL",
-  "DATA_DIR",
-  "DB_POOL_SIZE",
-  "DEMO_ACCOUNT",
-  "DEMO_FEED",
-  "FAILED_KEY_LIMIT",
-  "FAILED_KEY_WINDOW",
-  "FEED_AUDIT_EVERY",
-  "FEED_DATASETS",
-  "FEED_DERIVATIVES_EVERY",
-  "FEED_EXCHANGE",
-  "FEED_FAILOVER",
-  "FEED_HISTORY",
-  "FEED_METRICS_PORT",
-  "FEED_QUOTE",
-  "FEED_REST_URL",
-  "FEED_SERVER",
-  "FEED_SILENCE",
-  "FEED_SYMBOLS",
-  "FEED_TF",
-  "FEED_WS_URL",
-  "FREE_RATE_LIMIT",
-  "GOAWAY_GRACE",
-  "HEADERS_TIMEOUT",
-  "HOST",
-  "IDLE_TIMEOUT",
-  "INTERNAL_HOST",
-  "INTERNAL_PORT",
-  "INTERNAL_TOKEN",
-  "KEY_LAST_USED_FLUSH_MS",
-  "LOG_LEVEL",
-  "LOW_BALANCE_PCT",
-  "MAIL_FROM",
-  "MAX_HEADER_BYTES",
-  "MAX_SYMBOLS",
-  "MONTHLY_GRANT",
-  "NODE_OPTIONS",
-  "PAGE_VIEWS_PER_DAY",
-  "PAGE_VIEWS_PER_MINUTE",
-  "PORT",
-  "PUBLIC_BASE_URL",
-  "REQUEST_TIMEOUT",
-  "SESSION_TTL_HOURS",
-  "SIGNALS_WORKER_ROLE",
-  "SMTP_URL",
-  "STALE_AFTER",
-  "STREAMS_PER_ADDRESS",
-  "STREAM_MAX_LIFE",
-  "STRIPE_API_BASE",
-  "STRIPE_PRICE_FOUNDING_SEAT",
-  "STRIPE_PRICE_NODE",
-  "STRIPE_SECRET_KEY",
-  "STRIPE_WEBHOOK_SECRET",
-  "STRIPE_WEBHOOK_TOLERANCE",
-  "SUBSCRIPTION_GRACE_HOURS",
-  "TELEGRAM_API_BASE",
-  "TELEGRAM_BOT_TOKEN",
-  "TELEGRAM_BOT_USERNAME",
-  "TELEGRAM_UPDATES",
-  "TELEGRAM_WEBHOOK_SECRET",
-  "TOKEN_PACKS",
-  "TRUST_PROXY",
-  "WORKERS",
-];
+/** Variables the code under test reads (and NODE_OPTIONS); never inherited from the test runner's environment. */
+export const CONFIG_VARS: readonly string[] = [...ENVIRONMENT_VARIABLES, "NODE_OPTIONS"];
 
 /**
  * Worker processes of each server a test starts on Postgres: the runner's WORKERS (so that

@@ -68,9 +68,13 @@ export function spawnServer(env: NodeJS.ProcessEnv): WatchedProcess {
   return spawnWatched(["src/main.ts"], env);
 }
 
-/** Spawns `node <args>` in the project with `env`; its JSON log lines are collected as they come. */
-export function spawnWatched(args: string[], env: NodeJS.ProcessEnv): WatchedProcess {
-  const child = spawn(NODE_BIN, args, { cwd: PROJECT_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+/**
+ * Spawns `node <args>` in the project with `env`; its JSON log lines are collected as they come.
+ * `launcher` runs it through another command (e.g. `ip netns exec <ns>`), which must exec node.
+ */
+export function spawnWatched(args: string[], env: NodeJS.ProcessEnv, launcher: readonly string[] = []): WatchedProcess {
+  const [command, ...prefix] = [...launcher, NODE_BIN];
+  const child = spawn(command!, [...prefix, ...args], { cwd: PROJECT_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
   const logs: Array<Record<string, unknown>> = [];
   let out = "";
   let err = "";

@@ -8,7 +8,7 @@
 import net from "node:net";
 
 export interface TcpProxy {
-  /** Port on 127.0.0.1 the proxy listens on (stable across refuse/accept). */
+  /** Port the proxy listens on (stable across refuse/accept). */
   readonly port: number;
   /** Connection URL for `url` with host and port replaced by the proxy's. */
   urlFor(url: string): string;
@@ -23,8 +23,8 @@ export interface TcpProxy {
   close(): Promise<void>;
 }
 
-/** Starts a proxy on 127.0.0.1 (a free port) forwarding to targetHost:targetPort. */
-export async function startTcpProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
+/** Starts a proxy on listenHost (127.0.0.1 unless given; a free port) forwarding to targetHost:targetPort. */
+export async function startTcpProxy(targetHost: string, targetPort: number, listenHost = "127.0.0.1"): Promise<TcpProxy> {
   const pairs = new Set<{ client: net.Socket; upstream: net.Socket }>();
   let accepted = 0;
   let cut = 0;
@@ -49,7 +49,7 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
   const listen = (port: number) =>
     new Promise<number>((resolve, reject) => {
       server.once("error", reject);
-      server.listen(port, "127.0.0.1", () => {
+      server.listen(port, listenHost, () => {
         server.off("error", reject);
         resolve((server.address() as net.AddressInfo).port);
       });
@@ -60,7 +60,7 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
     port,
     urlFor(url) {
       const u = new URL(url);
-      u.hostname = "127.0.0.1";
+      u.hostname = listenHost;
       u.port = String(port);
       return u.toString();
     },

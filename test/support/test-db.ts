@@ -1,10 +1,12 @@
 /**
- * A fresh, migrated database per test file: in-memory PGlite by default, or a new database
- * on the Postgres server named by DATABASE_URL (created here, dropped in cleanup).
+ * A fresh, migrated database per test file: in-memory PGlite by default (unpacked from a
+ * migrated template, see migrated-pglite.ts), or a new database on the Postgres server named by
+ * DATABASE_URL (created here, dropped in cleanup).
  */
 import { randomBytes } from "node:crypto";
 import postgres from "postgres";
 import { openDb, migrateDb, type DbHandle } from "../../src/db/client.ts";
+import { migratedTemplate } from "./migrated-pglite.ts";
 
 export const usingPostgres = Boolean(process.env.DATABASE_URL);
 
@@ -40,7 +42,7 @@ export async function createPostgresDatabase(): Promise<{ url: string; drop: () 
 /** Opens a fresh migrated database for one test file. */
 export async function createTestDb(poolSize = 20): Promise<TestDb> {
   if (!usingPostgres) {
-    const handle = await openDb({ databaseUrl: null, dataDir: "memory://" });
+    const handle = await openDb({ databaseUrl: null, dataDir: "memory://", startFrom: migratedTemplate() });
     await migrateDb(handle);
     return { handle, url: null, drop: () => handle.close() };
   }

@@ -85,6 +85,17 @@ export class WebClient {
     return this.request("POST", path, { headers: { "content-type": "application/x-www-form-urlencoded", ...headers }, body: form.toString() });
   }
 
+  /**
+   * Opens a one-time password link as a browser does: its 303 moves the token into a cookie and
+   * out of the address; the page it leads to is returned. Throws when the link is not answered so.
+   */
+  async openPasswordLink(link: string): Promise<WebResult> {
+    const opened = await this.get(link);
+    const path = link.split("?")[0]!;
+    if (opened.status !== 303 || opened.headers.location !== path) throw new Error(`${path} answered ${opened.status} ${String(opened.headers.location)}`);
+    return this.get(path);
+  }
+
   /** Opens the sign-in form (getting the CSRF cookie) and submits it. */
   async signIn(email: string, password: string, extra: Record<string, string> = {}): Promise<WebResult> {
     const form = await this.get("/signin");

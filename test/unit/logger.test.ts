@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { errorSummary } from "../../src/logger.ts";
+import { errorSummary, redactSecrets } from "../../src/logger.ts";
 
 describe("error summaries in logs", () => {
   it("keep the first line of a database error and drop its query parameters", () => {
@@ -17,5 +17,15 @@ describe("error summaries in logs", () => {
     expect(errorSummary(new Error("x".repeat(1000))).message).toHaveLength(300);
     expect(errorSummary("plain string")).toEqual({ type: "string", message: "plain string" });
     expect(errorSummary(Object.assign(new Error("refused"), { code: "ECONNREFUSED" }))).toMatchObject({ code: "ECONNREFUSED" });
+  });
+});
+
+describe("redactSecrets", () => {
+  it("masks API keys and long hex digests, and leaves other text as it is", () => {
+    const digest = "ab".repeat(32);
+    expect(redactSecrets(`/api/sig_live_Abc123xyz/${digest}?q=1`)).toBe("/api/sig_live_[redacted]/[redacted]?q=1");
+    expect(redactSecrets("malformed array literal: \"" + digest + ",x\"")).toBe('malformed array literal: "[redacted],x"');
+    expect(redactSecrets("/api/v1/signals")).toBe("/api/v1/signals");
+    expect(redactSecrets("short hex abcdef0123456789")).toBe("short hex abcdef0123456789");
   });
 });

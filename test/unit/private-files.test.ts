@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { readSecretFile, securePrivateDir, SymlinkRefusedError, writeSecretFile } from "../../src/server/private-files.ts";
-import { clientTokenSource, internalTokenPath, readInternalToken, rotateInternalToken, serverTokenSource, settleInternalToken } from "../../src/server/internal-token.ts";
+import { clientTokenSource, internalTokenPath, readInternalToken, rotateInternalToken, serverTokenSource, ensureInternalToken } from "../../src/server/internal-token.ts";
 import { createBearerCheck } from "../../src/server/internal-auth.ts";
 
 let dir: string;
@@ -85,15 +85,15 @@ describe("writeSecretFile / readSecretFile", () => {
 
 describe("the internal token", () => {
   it("is made once and kept across starts until rotated; INTERNAL_TOKEN overrides the file", () => {
-    const first = settleInternalToken({ internalToken: null, dataDir: dir });
+    const first = ensureInternalToken({ internalToken: null, dataDir: dir });
     expect(first).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(modeOf(internalTokenPath(dir))).toBe(0o600);
-    expect(settleInternalToken({ internalToken: null, dataDir: dir })).toBe(first);
+    expect(ensureInternalToken({ internalToken: null, dataDir: dir })).toBe(first);
     expect(readInternalToken(dir)).toBe(first);
     const rotated = rotateInternalToken(dir);
     expect(rotated).not.toBe(first);
-    expect(settleInternalToken({ internalToken: null, dataDir: dir })).toBe(rotated);
-    expect(settleInternalToken({ internalToken: "an-operator-token-0123", dataDir: dir })).toBe("an-operator-token-0123");
+    expect(ensureInternalToken({ internalToken: null, dataDir: dir })).toBe(rotated);
+    expect(ensureInternalToken({ internalToken: "an-operator-token-0123", dataDir: dir })).toBe("an-operator-token-0123");
     expect(readInternalToken(dir)).toBe(rotated);
   });
 
@@ -129,7 +129,7 @@ describe("the internal token", () => {
     const target = path.join(dir, "elsewhere");
     writeFileSync(target, "a-token-somewhere-else-0123456789\n");
     symlinkSync(target, internalTokenPath(dir));
-    expect(() => settleInternalToken({ internalToken: null, dataDir: dir })).toThrow(/symbolic link/);
+    expect(() => ensureInternalToken({ internalToken: null, dataDir: dir })).toThrow(/symbolic link/);
     expect(() => rotateInternalToken(dir)).toThrow(/symbolic link/);
     expect(readFileSync(target, "utf8")).toBe("a-token-somewhere-else-0123456789\n");
     rmSync(internalTokenPath(dir));

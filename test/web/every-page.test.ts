@@ -16,7 +16,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, BrowserContext, Page, Response } from "playwright-core";
 import { createSession } from "../../src/accounts/sign-in/sessions.ts";
 import { SESSION_COOKIE } from "../../src/web/page-kit.ts";
-import { createSetupToken, setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
+import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
+import { createPasswordLink } from "../../src/accounts/sign-in/password-links.ts";
 import { startDemoFeed } from "../../src/market/demo-feed.ts";
 import { chromiumAvailable, launchChromium } from "../support/browser.ts";
 import { startFakeStripe, type FakeStripe } from "../support/fake-stripe.ts";
@@ -72,7 +73,7 @@ describe.skipIf(!chromiumAvailable)("every page in light and dark, with no netwo
       expect(res.status).toBe(200);
     }
     const other = await server.account({ email: "link.member@example.test" });
-    setupToken = (await createSetupToken(server.db.handle, other.accountId, server.clock())).token;
+    setupToken = (await createPasswordLink(server.db.handle, other.accountId, "setup", server.clock())).token;
     browser = await launchChromium();
   }, 180_000);
 

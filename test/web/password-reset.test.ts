@@ -15,8 +15,10 @@ import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.ts";
 import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
-import { RESET_LINK_TTL_MS } from "../../src/accounts/sign-in/password-resets.ts";
-import { RESET_THROTTLE } from "../../src/web/routes/password-reset.ts";
+import { PASSWORD_LINK_TTL_MS } from "../../src/accounts/sign-in/password-links.ts";
+
+const RESET_LINK_TTL_MS = PASSWORD_LINK_TTL_MS.reset;
+import { RESET_THROTTLE } from "../../src/web/routes/forgot-password.ts";
 import { chromiumAvailable, launchChromium, RESULTS_DIR } from "../support/browser.ts";
 import { startFakeSmtp, type FakeSmtp } from "../support/fake-smtp.ts";
 import { usingPostgres } from "../support/test-db.ts";
@@ -180,7 +182,7 @@ describe("reset links", () => {
     // The form sent again (the cookie went with the success, so it is put back as a replay would).
     const replay = new WebClient(server.baseUrl, { localAddress: c.localAddress! });
     replay.cookies.set("csrf", c.cookies.get("csrf")!);
-    replay.cookies.set("pw_reset", link.split("token=")[1]!);
+    replay.cookies.set("password_link", link.split("token=")[1]!);
     const second = await replay.post("/reset-password", { ...fields, password: "second new password", confirm: "second new password" });
     expect(second.status).toBe(410);
     expect(second.body).toContain("Link not valid");
@@ -214,7 +216,7 @@ describe("reset links", () => {
     await askForLink(c, di.email);
     const link = linkOf(await smtp.mailTo(di.email));
     const token = link.split("token=")[1]!;
-    const rows = await server.db.handle.rows<{ token_hash: string }>(sql`SELECT token_hash FROM password_resets WHERE account_id = ${di.accountId}`);
+    const rows = await server.db.handle.rows<{ token_hash: string }>(sql`SELECT token_hash FROM password_links WHERE account_id = ${di.accountId} AND kind = 'reset'`);
     expect(rows.map((r) => r.token_hash)).toEqual([createHash("sha256").update(token).digest("hex")]);
     const opened = await c.get(pathOf(link));
     expect(opened.status).toBe(303);
@@ -242,7 +244,7 @@ describe("reset links", () => {
     expect(opened.body).toContain('http-equiv="refresh"');
     expect(opened.body).toContain("/reset-password");
     expect(opened.body).not.toContain(link.split("token=")[1]!);
-    const cookie = opened.setCookies.find((v) => v.startsWith("pw_reset="))!;
+    const cookie = opened.setCookies.find((v) => v.startsWith("password_link="))!;
     expect(cookie).toMatch(/Max-Age=3600; Path=\/; HttpOnly; SameSite=Strict/);
     expect((await c.get("/reset-password")).status).toBe(200);
   });

@@ -10,7 +10,8 @@ import http from "node:http";
 import { PassThrough } from "node:stream";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createSetupToken, setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
+import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
+import { createPasswordLink } from "../../src/accounts/sign-in/password-links.ts";
 import { DEFAULT_THROTTLE } from "../../src/accounts/attempt-throttle.ts";
 import type { CandleUpdate } from "../../src/market/validate.ts";
 import { startTestServer, type TestServer } from "../support/test-server.ts";
@@ -187,11 +188,11 @@ describe("CSRF: a POST without a valid token, or from another origin, is refused
   });
 
   it("the password setup form without its token leaves the link unused", async () => {
-    const { token } = await createSetupToken(server.db.handle, bob.accountId, server.clock());
+    const { token } = await createPasswordLink(server.db.handle, bob.accountId, "setup", server.clock());
     const client = new WebClient(server.baseUrl);
-    expect((await client.get(`/setup-password?token=${token}`)).status).toBe(200);
-    expectRefused(await client.post("/setup-password", { token, password: "a brand new password", confirm: "a brand new password" }));
-    const [row] = await server.db.handle.rows<{ used: boolean }>(sql`SELECT used_at IS NOT NULL AS used FROM password_setup_tokens WHERE account_id = ${bob.accountId}`);
+    expect((await client.openPasswordLink(`/setup-password?token=${token}`)).status).toBe(200);
+    expectRefused(await client.post("/setup-password", { password: "a brand new password", confirm: "a brand new password" }));
+    const [row] = await server.db.handle.rows<{ used: boolean }>(sql`SELECT used_at IS NOT NULL AS used FROM password_links WHERE account_id = ${bob.accountId}`);
     expect(row!.used).toBe(false);
     expect((await new WebClient(server.baseUrl).signIn(BOB.email, BOB.password)).status).toBe(303);
   });
@@ -200,7 +201,7 @@ describe("CSRF: a POST without a valid token, or from another origin, is refused
 describe("full keys", () => {
   it("appear in no page and no API answer, except the one response right after regeneration (no-store)", async () => {
     const client = await signedIn(ANA);
-    const { token: setupToken } = await createSetupToken(server.db.handle, ana.accountId, server.clock());
+    const { token: setupToken } = await createPasswordLink(server.db.handle, ana.accountId, "setup", server.clock());
     const pages = ["/", "/signin", "/account", "/account/key", "/charts", "/charts/ZIG?tf=1h", "/charts/ZIG?tf=4h", "/charts/NOPE", `/setup-password?token=${setupToken}`];
     for (const path of pages) {
       const res = await client.get(path);
@@ -380,42 +381,42 @@ describe("one-time password setup link", () => {
     const carol = await server.account({ email: "carol@example.test" });
     await setMemberPassword(server.db.handle, carol.accountId, "carol's first password");
     const carolSession = await signedIn({ email: "carol@example.test", password: "carol's first password" });
-    const { token } = await createSetupToken(server.db.handle, carol.accountId, server.clock());
+    const { token } = await createPasswordLink(server.db.handle, carol.accountId, "setup", server.clock());
     const client = new WebClient(server.baseUrl);
-    const page = await client.get(`/setup-password?token=${token}`);
+    const page = await client.openPasswordLink(`/setup-password?token=${token}`);
     expect(page.status).toBe(200);
     expect(page.body).toContain("carol@example.test");
     const csrf = csrfTokenOf(page.body);
-    const differ = await client.post("/setup-password", { csrf_token: csrf, token, password: "carol's new password", confirm: "another password!" });
+    const differ = await client.post("/setup-password", { csrf_token: csrf, password: "carol's new password", confirm: "another password!" });
     expect(differ.status).toBe(400);
-    const short = await client.post("/setup-password", { csrf_token: csrf, token, password: "short", confirm: "short" });
+    const short = await client.post("/setup-password", { csrf_token: csrf, password: "short", confirm: "short" });
     expect(short.status).toBe(400);
     expect(short.body).toContain("at least 10 characters");
-    const done = await client.post("/setup-password", { csrf_token: csrf, token, password: "carol's new password", confirm: "carol's new password" });
+    const done = await client.post("/setup-password", { csrf_token: csrf, password: "carol's new password", confirm: "carol's new password" });
     expect(done.status).toBe(303);
     expect(done.headers.location).toBe("/signin?password-set");
     expect((await carolSession.get("/account")).status).toBe(303);
     expect((await new WebClient(server.baseUrl).signIn("carol@example.test", "carol's first password")).status).toBe(401);
     expect((await new WebClient(server.baseUrl).signIn("carol@example.test", "carol's new password")).status).toBe(303);
     expect((await client.get(`/setup-password?token=${token}`)).status).toBe(404);
-    const reuse = await client.post("/setup-password", { csrf_token: csrf, token, password: "a third password!!", confirm: "a third password!!" });
+    const reuse = await client.post("/setup-password", { csrf_token: csrf, password: "a third password!!", confirm: "a third password!!" });
     expect(reuse.status).toBe(404);
     expect((await new WebClient(server.baseUrl).signIn("carol@example.test", "a third password!!")).status).toBe(401);
   });
 
   it("stops working after 24 hours, and when a newer link is made", async () => {
-    const { token: first } = await createSetupToken(server.db.handle, bob.accountId, server.clock());
-    const { token: second } = await createSetupToken(server.db.handle, bob.accountId, server.clock());
+    const { token: first } = await createPasswordLink(server.db.handle, bob.accountId, "setup", server.clock());
+    const { token: second } = await createPasswordLink(server.db.handle, bob.accountId, "setup", server.clock());
     const client = new WebClient(server.baseUrl);
     expect((await client.get(`/setup-password?token=${first}`)).status).toBe(404);
-    expect((await client.get(`/setup-password?token=${second}`)).status).toBe(200);
+    expect((await client.get(`/setup-password?token=${second}`)).status).toBe(303);
     server.clock.advance(24 * HOUR + 1000);
     try {
       expect((await client.get(`/setup-password?token=${second}`)).status).toBe(404);
     } finally {
       server.clock.advance(-(24 * HOUR + 1000));
     }
-    const [stored] = await server.db.handle.rows<{ token_hash: string }>(sql`SELECT token_hash FROM password_setup_tokens WHERE account_id = ${bob.accountId}`);
+    const [stored] = await server.db.handle.rows<{ token_hash: string }>(sql`SELECT token_hash FROM password_links WHERE account_id = ${bob.accountId}`);
     expect(stored!.token_hash).toBe(createHash("sha256").update(second).digest("hex"));
   });
 });
@@ -486,7 +487,7 @@ describe("logs", () => {
   it("never contain a password, a session token, a setup token or a key", async () => {
     const client = await signedIn(ANA);
     await new WebClient(server.baseUrl).signIn(ANA.email, "a wrong password for the log");
-    const { token } = await createSetupToken(server.db.handle, bob.accountId, server.clock());
+    const { token } = await createPasswordLink(server.db.handle, bob.accountId, "setup", server.clock());
     await new WebClient(server.baseUrl).get(`/setup-password?token=${token}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
     const text = logLines.join("\n");

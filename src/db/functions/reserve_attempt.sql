@@ -1,6 +1,6 @@
 -- Reserves one attempt on every budget key, or on none: the count and the refusal are one
--- statement, taken before any password is hashed, so parallel attempts can never pass a limit
--- (issue 23, item 1). Each key's window starts with its first attempt and lasts p_window_ms;
+-- statement, taken before any password is hashed, so parallel attempts can never pass a limit.
+-- Each key's window starts with its first attempt and lasts p_window_ms;
 -- a NULL limit only counts. Returns 0 when the attempt is reserved, else the milliseconds until
 -- the fullest key's window ends (nothing is counted then). Rows are locked in key order, so
 -- two calls over overlapping keys never deadlock.

@@ -7,15 +7,15 @@
  * Keys: demo keys go to api.coingecko.com in `x-cg-demo-api-key`, pro keys to
  * pro-api.coingecko.com in `x-cg-pro-api-key` (config.ts refuses the crossed pairs; the
  * provider's 10010 / 10011 answers are explained if they still happen). Base codes map to
- * CoinGecko ids explicitly (coingecko-ids.ts, COINGECKO_IDS); a code missing there is looked
+ * CoinGecko ids explicitly (src/config/coingecko-ids.ts, COINGECKO_IDS); a code missing there is looked
  * up in /coins/list, and when several coins share it, the best market-cap rank wins and the
  * choice is logged and reported.
  */
-import type { FundamentalsConfig } from "./config.ts";
+import type { FundamentalsConfig } from "../../config/sources.ts";
 import { backoffMs } from "../../retry.ts";
 import { expectOk, HttpStatusError, httpGet, readJson } from "./http-get.ts";
 import { streamOf, summaryOf } from "./ingest-client.ts";
-import type { ContextSource, SourceDeps } from "./source.ts";
+import type { PeriodicSource, SourceDeps } from "./source.ts";
 
 export const COINGECKO_SOURCE = "CoinGecko";
 /** /coins/list is re-read at most this often (it changes slowly and costs a call). */
@@ -101,7 +101,7 @@ function describeCoinGeckoError(body: string): string {
 export type FundamentalsSourceDeps = SourceDeps<FundamentalsConfig>;
 
 /** The fundamentals source, with the ambiguous codes it resolved (for reports). */
-export function createFundamentalsSource(deps: FundamentalsSourceDeps): ContextSource & { ambiguous(): AmbiguousCode[] } {
+export function createFundamentalsSource(deps: FundamentalsSourceDeps): PeriodicSource & { ambiguous(): AmbiguousCode[] } {
   const { config, clock, logger, report } = deps;
   let nextDueMs = 0;
   let failures = 0;

@@ -6,11 +6,11 @@
  * the series' short unit, at 00:00 UTC of the observation date; "." (no value) is skipped.
  * One series failing does not stop the others.
  */
-import type { MacroConfig } from "./config.ts";
+import type { MacroConfig } from "../../config/sources.ts";
 import { backoffMs } from "../../retry.ts";
 import { expectOk, HttpStatusError, httpGet, readJson } from "./http-get.ts";
 import { streamOf, summaryOf } from "./ingest-client.ts";
-import type { ContextSource, SourceDeps } from "./source.ts";
+import type { PeriodicSource, SourceDeps } from "./source.ts";
 
 export const FRED_SOURCE = "FRED, Federal Reserve Bank of St. Louis";
 const FIRST_RETRY_MS = 15 * 60_000;
@@ -55,7 +55,7 @@ function describeFredError(body: string): string {
 export type MacroSourceDeps = SourceDeps<MacroConfig>;
 
 /** The macro source. Needs FRED_API_KEY (checked by startContextSources). */
-export function createMacroSource(deps: MacroSourceDeps): ContextSource {
+export function createMacroSource(deps: MacroSourceDeps): PeriodicSource {
   const { config, clock, logger, report } = deps;
   let nextDueMs = 0;
   let failures = 0;

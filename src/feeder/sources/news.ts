@@ -15,11 +15,11 @@ import { createHash } from "node:crypto";
 import { extractFromJson, extractFromXml, type FeedEntry } from "@extractus/feed-extractor";
 import { MAX_NEWS_COINS } from "../../market-data/datasets.ts";
 import { tagCoins } from "./coin-tags.ts";
-import type { NewsConfig } from "./config.ts";
+import type { NewsConfig } from "../../config/sources.ts";
 import { backoffMs } from "../../retry.ts";
 import { displayUrl, expectOk, HttpStatusError, httpGet, readBody } from "./http-get.ts";
 import { streamOf, summaryOf } from "./ingest-client.ts";
-import type { ContextSource, SourceDeps } from "./source.ts";
+import type { PeriodicSource, SourceDeps } from "./source.ts";
 
 /** Longest wait after repeated failures of one feed. */
 const MAX_BACKOFF_MS = 6 * 3_600_000;
@@ -142,7 +142,7 @@ class BoundedSet {
 export type NewsSourceDeps = SourceDeps<NewsConfig>;
 
 /** The news source: fetches the feeds that are due and pushes each feed's new items in batches. */
-export function createNewsSource(deps: NewsSourceDeps): ContextSource {
+export function createNewsSource(deps: NewsSourceDeps): PeriodicSource {
   const { config, clock, logger, report } = deps;
   const feeds: FeedState[] = config.feeds.map((url) => ({ url, etag: null, lastModified: null, nextDueMs: 0, failures: 0 }));
   const seen = new BoundedSet(SEEN_LIMIT);

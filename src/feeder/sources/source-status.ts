@@ -1,9 +1,10 @@
 /**
- * What each context source last achieved, for the feeder's /status page and its metrics:
+ * What each periodic source last achieved, for the feeder's /status page and its metrics:
  * `feed_source_last_success_seconds{source}` and `feed_source_errors_total{source}`.
  */
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { Clock } from "../../clock.ts";
+import type { SourceReporter } from "./source.ts";
 
 export interface SourceStatus {
   name: string;
@@ -24,22 +25,39 @@ export class SourceStatusBoard {
   readonly #lastSuccess: Gauge<"source">;
   readonly #errors: Counter<"source">;
 
-  constructor(registry: Registry, clock: Clock, names: readonly string[]) {
+  constructor(registry: Registry, clock: Clock) {
     this.#clock = clock;
     this.#lastSuccess = metricOnce(
       registry,
       "feed_source_last_success_seconds",
-      () => new Gauge({ name: "feed_source_last_success_seconds", help: "Unix time of the last successful fetch and push of a context source.", labelNames: ["source"], registers: [registry] }),
+      () =>
+        new Gauge({
+          name: "feed_source_last_success_seconds",
+          help: "Unix time of the last successful fetch and push of a context source.",
+          labelNames: ["source"],
+          registers: [registry],
+        }),
     );
     this.#errors = metricOnce(
       registry,
       "feed_source_errors_total",
-      () => new Counter({ name: "feed_source_errors_total", help: "Failed fetches or pushes of a context source (one per failing feed, series or call).", labelNames: ["source"], registers: [registry] }),
+      () =>
+        new Counter({
+          name: "feed_source_errors_total",
+          help: "Failed fetches or pushes of a context source (one per failing feed, series or call).",
+          labelNames: ["source"],
+          registers: [registry],
+        }),
     );
-    for (const name of names) {
+  }
+
+  /** Adds the source `name` (listed from now on, in the order added) and answers where it reports. */
+  reporter(name: string): SourceReporter {
+    if (!this.#statuses.has(name)) {
       this.#statuses.set(name, { name, lastSuccessMs: null, lastError: null, lastErrorMs: null });
       this.#errors.inc({ source: name }, 0);
     }
+    return { success: () => this.success(name), failure: (message) => this.failure(name, message) };
   }
 
   /** Records a successful round of `name`. */
@@ -57,7 +75,7 @@ export class SourceStatusBoard {
     this.#errors.inc({ source: name });
   }
 
-  /** A copy of every status, in the order the sources were named. */
+  /** A copy of every status, in the order the sources were added. */
   statuses(): SourceStatus[] {
     return [...this.#statuses.values()].map((s) => ({ ...s }));
   }

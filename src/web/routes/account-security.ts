@@ -7,10 +7,12 @@ import { Hono } from "hono";
 import { renderChangePasswordPage } from "../auth-pages.ts";
 import { changeMemberPassword, findCredentials } from "../../accounts/sign-in/credentials.ts";
 import { clientAddress } from "../http.ts";
-import { isHashBusy, methodNotAllowed, type PageKit, type WebEnv } from "../page-kit.ts";
+import { methodNotAllowed, type PageKit, type WebEnv } from "../page-kit.ts";
 import { newPasswordProblem, verifyPassword } from "../../accounts/sign-in/passwords.ts";
 import { deleteAccountSessions } from "../../accounts/sign-in/sessions.ts";
-import { DEFAULT_THROTTLE, minutesText, refundAttempt, reserveAttempt, retryAfter, throttleKeys } from "../../accounts/attempt-throttle.ts";
+import { DEFAULT_THROTTLE, refundAttempt, throttleKeys } from "../../accounts/attempt-throttle.ts";
+import { reserveOrRefuse } from "../attempt-refusals.ts";
+import { isRefusal } from "../responses.ts";
 
 /** Routes of `/account/password` and `/account/sessions/end`. */
 export function accountSecurityRoutes(kit: PageKit): Hono<WebEnv> {
@@ -25,7 +27,7 @@ export function accountSecurityRoutes(kit: PageKit): Hono<WebEnv> {
     return kit.page(c, 200, renderChangePasswordPage(signed.ctx, { info }));
   });
 
-  app.post("/account/password", kit.session, kit.form, kit.signedInForm, async (c) => {
+  app.post("/account/password", kit.memberForm, async (c) => {
     const signed = c.get("signed")!;
     const form = c.get("form");
     const again = (status: number, error: string, headers: Record<string, string> = {}) => kit.page(c, status, renderChangePasswordPage(signed.ctx, { error }), headers);
@@ -39,16 +41,15 @@ export function accountSecurityRoutes(kit: PageKit): Hono<WebEnv> {
     const address = clientAddress(kit.nodeRequest(c), config.trustProxy);
     const pair = throttleKeys(address, signed.summary.email).pair;
     const outcome = await kit.withHashPlace(c, address, async (hash) => {
-      const waitMs = await reserveAttempt(db, [{ key: pair, limit: throttle.perPair }], throttle.windowMs, now);
-      if (waitMs > 0) return { kind: "throttled", waitMs } as const;
+      const refused = await reserveOrRefuse(db, [{ key: pair, limit: throttle.perPair }], throttle, now, "Too many wrong passwords.");
+      if (refused !== null) return refused;
       const credentials = await findCredentials(db, signed.summary.email);
       const current = form.get("current") ?? "";
       if (credentials === null || credentials.accountId !== signed.session.accountId || !(await hash(() => verifyPassword(current, credentials.passwordHash)))) return { kind: "wrong" } as const;
       await refundAttempt(db, [pair]);
       return { kind: "changed", ...(await changeMemberPassword(db, signed.session.accountId, password, signed.session.tokenHash, hash)) } as const;
     });
-    if (isHashBusy(outcome)) return again(outcome.status, outcome.message, outcome.headers);
-    if (outcome.kind === "throttled") return again(429, `Too many wrong passwords. Try again in ${minutesText(outcome.waitMs)}.`, retryAfter(outcome.waitMs));
+    if (isRefusal(outcome)) return again(outcome.status, outcome.message, outcome.headers);
     if (outcome.kind === "wrong") return again(400, "The current password is not correct. Nothing was changed.");
     const { sessionsRevoked } = outcome;
     logger.info({ accountId: signed.session.accountId, sessionsRevoked }, "member changed their password; other sessions ended");
@@ -56,7 +57,7 @@ export function accountSecurityRoutes(kit: PageKit): Hono<WebEnv> {
   });
   app.all("/account/password", methodNotAllowed(kit, "GET, POST"));
 
-  app.post("/account/sessions/end", kit.session, kit.form, kit.signedInForm, async (c) => {
+  app.post("/account/sessions/end", kit.memberForm, async (c) => {
     const accountId = c.get("signed")!.session.accountId;
     const ended = await deleteAccountSessions(db, accountId);
     logger.info({ accountId, sessionsEnded: ended }, "member signed out everywhere");

@@ -4,16 +4,16 @@
  * `/account/verify-email` mails a new link to a signed-in, unconfirmed member, within a budget.
  */
 import { Hono } from "hono";
-import { getCookie } from "hono/cookie";
 import { errorSummary } from "../../logger.ts";
 import { renderMessagePage } from "../auth-pages.ts";
-import { CSRF_COOKIE, CSRF_FIELD, doubleSubmitMatches } from "../csrf.ts";
 import { checkEmailVerification, createEmailVerification, redeemEmailVerification } from "../../accounts/sign-in/email-verification.ts";
 import { clientAddress } from "../http.ts";
 import { methodNotAllowed, type PageKit, type WebContext, type WebEnv } from "../page-kit.ts";
 import { composeVerifyMail, createResetMailer } from "../reset-mail.ts";
 import { renderVerifyEmailPage } from "../signup-page.ts";
-import { minutesText, reserveOnBoth, retryAfter, sweepExpired, throttleKeys, type ThrottlePolicy } from "../../accounts/attempt-throttle.ts";
+import { addressAndEmailBudgets, throttleKeys, type ThrottlePolicy } from "../../accounts/attempt-throttle.ts";
+import { reserveOrRefuse } from "../attempt-refusals.ts";
+import { refusalPage } from "../responses.ts";
 
 /** New confirmation links per account and per client address, per hour. */
 export const VERIFY_THROTTLE: ThrottlePolicy = Object.freeze({ windowMs: 3600_000, perAddress: 10, perEmail: 3, scope: "verify:" });
@@ -35,9 +35,8 @@ export function emailVerificationRoutes(kit: PageKit): Hono<WebEnv> {
     return kit.page(c, 200, renderVerifyEmailPage(kit.publicCtx, { csrfToken: kit.csrfCookie(c), token, email: target.email }));
   });
 
-  app.post("/verify-email", kit.form, async (c) => {
+  app.post("/verify-email", kit.anonymousForm, async (c) => {
     const form = c.get("form");
-    if (!doubleSubmitMatches(getCookie(c, CSRF_COOKIE), form.get(CSRF_FIELD))) return kit.refuse(c, kit.publicCtx);
     const accountId = await redeemEmailVerification(db, form.get("token") ?? "", clock());
     if (accountId === null) return linkGone(c);
     logger.info({ accountId }, "member confirmed their email address");
@@ -45,16 +44,13 @@ export function emailVerificationRoutes(kit: PageKit): Hono<WebEnv> {
   });
   app.all("/verify-email", methodNotAllowed(kit, "GET, POST"));
 
-  app.post("/account/verify-email", kit.session, kit.form, kit.signedInForm, async (c) => {
+  app.post("/account/verify-email", kit.memberForm, async (c) => {
     const signed = c.get("signed")!;
     if (signed.summary.emailVerified) return kit.seeOther(c, "/account");
     const now = clock();
     const keys = throttleKeys(clientAddress(kit.nodeRequest(c), config.trustProxy), `account-${signed.session.accountId}`, VERIFY_THROTTLE.scope);
-    const waitMs = await reserveOnBoth(db, keys, VERIFY_THROTTLE, now);
-    if (waitMs > 0) {
-      return kit.page(c, 429, renderMessagePage(signed.ctx, "Too many links", `${VERIFY_THROTTLE.perEmail} links can be mailed in an hour. Try again in ${minutesText(waitMs)}.`, { href: "/account", text: "Back to your account" }), retryAfter(waitMs));
-    }
-    await sweepExpired(db, VERIFY_THROTTLE, now);
+    const refused = await reserveOrRefuse(db, addressAndEmailBudgets(keys, VERIFY_THROTTLE), VERIFY_THROTTLE, now, `${VERIFY_THROTTLE.perEmail} links can be mailed in an hour.`);
+    if (refused !== null) return refusalPage(c, signed.ctx, "Too many links", refused, { href: "/account", text: "Back to your account" });
     const link = await createEmailVerification(db, signed.session.accountId, now);
     if (link !== null) {
       void mailer

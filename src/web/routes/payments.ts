@@ -35,8 +35,8 @@ export function paymentRoutes(kit: PageKit): Hono<WebEnv> {
     ["/account/billing-portal", (deps, account) => openBillingPortal(deps, account), false],
   ];
   for (const [path, action, needsVerifiedEmail] of forms) {
-    if (needsVerifiedEmail) app.post(path, kit.session, kit.form, kit.signedInForm, kit.verifiedEmail, formPost(action));
-    else app.post(path, kit.session, kit.form, kit.signedInForm, formPost(action));
+    if (needsVerifiedEmail) app.post(path, kit.memberForm, kit.verifiedEmail, formPost(action));
+    else app.post(path, kit.memberForm, formPost(action));
     app.all(path, methodNotAllowed(kit, "POST"));
   }
 

@@ -5,16 +5,26 @@
  */
 import { Hono } from "hono";
 import { getCookie } from "hono/cookie";
-import { CSRF_COOKIE, CSRF_FIELD, doubleSubmitMatches } from "../csrf.ts";
-import { renderSignInPage } from "../auth-pages.ts";
-import { clientAddress, safeLocalPath } from "../http.ts";
-import { isHashBusy, methodNotAllowed, SESSION_COOKIE, type PageKit, type WebEnv } from "../page-kit.ts";
-import { MAX_PASSWORD_LENGTH, verifyAgainstDummy, verifyPassword } from "../../accounts/sign-in/passwords.ts";
-import { createSession, deleteSession, findSession } from "../../accounts/sign-in/sessions.ts";
-import { attemptsOn, DEFAULT_THROTTLE, minutesText, refundAttempt, reserveAttempt, retryAfter, sweepExpired, throttleKeys, type Budget, type SignInPolicy, type ThrottleKeys } from "../../accounts/attempt-throttle.ts";
+import {
+  attemptsOn,
+  type Budget,
+  DEFAULT_THROTTLE,
+  refundAttempt,
+  type SignInPolicy,
+  type ThrottleKeys,
+  throttleKeys,
+} from "../../accounts/attempt-throttle.ts";
 import { findCredentials } from "../../accounts/sign-in/credentials.ts";
 import { HashRefused } from "../../accounts/sign-in/hash-gate.ts";
 import { isKnownAddress, rememberAddress } from "../../accounts/sign-in/known-addresses.ts";
+import { MAX_PASSWORD_LENGTH, verifyAgainstDummy, verifyPassword } from "../../accounts/sign-in/passwords.ts";
+import { createSession, deleteSession, findSession } from "../../accounts/sign-in/sessions.ts";
+import type { DbHandle } from "../../db/client.ts";
+import { type QueuedHash, reserveOrRefuse } from "../attempt-refusals.ts";
+import { renderSignInPage } from "../auth-pages.ts";
+import { clientAddress, safeLocalPath } from "../http.ts";
+import { methodNotAllowed, type PageKit, SESSION_COOKIE, type WebEnv } from "../page-kit.ts";
+import { isRefusal, type Refusal } from "../responses.ts";
 
 const SIGN_IN_FAILED = "The email or password is not correct.";
 /** The notice the sign-in page shows after each way of arriving there (its query flag). */
@@ -23,7 +33,10 @@ const SIGN_IN_NOTICES: ReadonlyArray<readonly [string, string]> = [
   ["signed-out-everywhere", "You are signed out on every device."],
   ["password-set", "Your password is set. Sign in with your email and the new password."],
   ["email-verified", "Your email address is confirmed. Sign in to subscribe, buy Tokens or make your API key."],
-  ["password-reset", "Your new password is set and every session of the account is signed out. Sign in with the new password."],
+  [
+    "password-reset",
+    "Your new password is set and every session of the account is signed out. Sign in with the new password.",
+  ],
 ];
 
 /**
@@ -32,7 +45,11 @@ const SIGN_IN_NOTICES: ReadonlyArray<readonly [string, string]> = [
  * by a neighbour behind the same NAT); the email only counts (it slows down, never locks).
  */
 export function signInBudgets(keys: ThrottleKeys, policy: SignInPolicy, knownAddress: boolean): Budget[] {
-  return [...(knownAddress ? [] : [{ key: keys.address, limit: policy.perAddress }]), { key: keys.pair, limit: policy.perPair }, { key: keys.email, limit: null }];
+  return [
+    ...(knownAddress ? [] : [{ key: keys.address, limit: policy.perAddress }]),
+    { key: keys.pair, limit: policy.perPair },
+    { key: keys.email, limit: null },
+  ];
 }
 
 /** Waits `ms`, or less when the client goes away (then the work that follows is refused). */
@@ -52,6 +69,43 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
+/**
+ * One sign-in's checks, in order, inside the address's place in the hashing queue: the budgets
+ * are reserved before the password is hashed, strangers to the account wait first when the
+ * email is under attack, and a success gives the reservation back and remembers the address.
+ */
+async function checkSignIn(
+  db: DbHandle,
+  throttle: SignInPolicy,
+  attempt: { email: string; password: string; address: string; now: number },
+  hash: QueuedHash,
+  signal: AbortSignal,
+): Promise<Refusal | { kind: "failed" } | { kind: "signed-in"; accountId: number }> {
+  const { email, password, address, now } = attempt;
+  const credentials = await findCredentials(db, email);
+  // Looked up for an unknown email too, so both take the same statements.
+  const known = (await isKnownAddress(db, credentials?.accountId ?? 0, address)) && credentials !== null;
+  const keys = throttleKeys(address, email);
+  const budgets = signInBudgets(keys, throttle, known);
+  const refused = await reserveOrRefuse(db, budgets, throttle, now, "Too many failed sign-ins.");
+  if (refused !== null) return refused;
+  // Strangers guessing at this email slow down addresses new to it; they never lock it.
+  if (!known && (await attemptsOn(db, keys.email, throttle.windowMs, now)) > throttle.perEmail)
+    await pause(throttle.slowdownMs, signal);
+  const ok = await hash(() =>
+    credentials === null || password.length > MAX_PASSWORD_LENGTH
+      ? verifyAgainstDummy(password)
+      : verifyPassword(password, credentials.passwordHash),
+  );
+  if (!ok || credentials === null) return { kind: "failed" };
+  await refundAttempt(
+    db,
+    budgets.map((b) => b.key),
+  );
+  await rememberAddress(db, credentials.accountId, address, now);
+  return { kind: "signed-in", accountId: credentials.accountId };
+}
+
 /** Routes of `/signin` and `/signout` (`/` is the landing page, routes/public-pages.ts). */
 export function signInRoutes(kit: PageKit): Hono<WebEnv> {
   const { config, db, clock, logger } = kit.deps;
@@ -68,9 +122,8 @@ export function signInRoutes(kit: PageKit): Hono<WebEnv> {
     return kit.page(c, 200, renderSignInPage(kit.publicCtx, { csrfToken, next, info, resetByMail }));
   });
 
-  app.post("/signin", kit.form, async (c) => {
+  app.post("/signin", kit.anonymousForm, async (c) => {
     const form = c.get("form");
-    if (!doubleSubmitMatches(getCookie(c, CSRF_COOKIE), form.get(CSRF_FIELD))) return kit.refuse(c, kit.publicCtx);
     const email = (form.get("email") ?? "").trim().slice(0, 320);
     const password = form.get("password") ?? "";
     const next = safeLocalPath(form.get("next"), config.publicBaseUrl);
@@ -80,25 +133,11 @@ export function signInRoutes(kit: PageKit): Hono<WebEnv> {
     if (email === "" || password === "") return again(400, "Enter your email and password.");
     const now = clock();
     const address = clientAddress(kit.nodeRequest(c), config.trustProxy);
-    const outcome = await kit.withHashPlace(c, address, async (hash) => {
-      const credentials = await findCredentials(db, email);
-      // Looked up for an unknown email too, so both take the same statements.
-      const known = (await isKnownAddress(db, credentials?.accountId ?? 0, address)) && credentials !== null;
-      const keys = throttleKeys(address, email);
-      const budgets = signInBudgets(keys, throttle, known);
-      const waitMs = await reserveAttempt(db, budgets, throttle.windowMs, now);
-      if (waitMs > 0) return { kind: "throttled", waitMs } as const;
-      await sweepExpired(db, throttle, now);
-      // Strangers guessing at this email slow down addresses new to it; they never lock it.
-      if (!known && (await attemptsOn(db, keys.email, throttle.windowMs, now)) > throttle.perEmail) await pause(throttle.slowdownMs, c.req.raw.signal);
-      const ok = await hash(() => (credentials === null || password.length > MAX_PASSWORD_LENGTH ? verifyAgainstDummy(password) : verifyPassword(password, credentials.passwordHash)));
-      if (!ok || credentials === null) return { kind: "failed" } as const;
-      await refundAttempt(db, budgets.map((b) => b.key));
-      await rememberAddress(db, credentials.accountId, address, now);
-      return { kind: "signed-in", accountId: credentials.accountId } as const;
-    });
-    if (isHashBusy(outcome)) return again(outcome.status, outcome.message, outcome.headers);
-    if (outcome.kind === "throttled") return again(429, `Too many failed sign-ins. Try again in ${minutesText(outcome.waitMs)}.`, retryAfter(outcome.waitMs));
+    const attempt = { email, password, address, now };
+    const outcome = await kit.withHashPlace(c, address, (hash) =>
+      checkSignIn(db, throttle, attempt, hash, c.req.raw.signal),
+    );
+    if (isRefusal(outcome)) return again(outcome.status, outcome.message, outcome.headers);
     if (outcome.kind === "failed") return again(401, SIGN_IN_FAILED);
     const credentials = outcome;
     // A new token at each sign-in (no session fixation); the browser's old session, if any, ends.
@@ -111,7 +150,7 @@ export function signInRoutes(kit: PageKit): Hono<WebEnv> {
   });
   app.all("/signin", methodNotAllowed(kit, "GET, POST"));
 
-  app.post("/signout", kit.session, kit.form, kit.signedInForm, async (c) => {
+  app.post("/signout", kit.memberForm, async (c) => {
     await deleteSession(db, c.get("signed")!.session.tokenHash);
     kit.clearSessionCookie(c);
     return kit.seeOther(c, "/signin?signed-out");

@@ -9,16 +9,16 @@
  * existing one a note that it exists, both mailed after the answer; nobody is signed in.
  */
 import { Hono } from "hono";
-import { getCookie } from "hono/cookie";
 import { errorSummary } from "../../logger.ts";
-import { CSRF_COOKIE, CSRF_FIELD, doubleSubmitMatches } from "../csrf.ts";
 import { createEmailVerification } from "../../accounts/sign-in/email-verification.ts";
 import { clientAddress } from "../http.ts";
-import { isHashBusy, methodNotAllowed, type PageKit, type WebEnv } from "../page-kit.ts";
+import { methodNotAllowed, type PageKit, type WebEnv } from "../page-kit.ts";
 import { composeAlreadyMemberMail, composeVerifyMail, createResetMailer } from "../reset-mail.ts";
 import { signUp } from "../../accounts/sign-in/sign-up.ts";
 import { renderSignUpPage, renderSignUpSentPage } from "../signup-page.ts";
-import { minutesText, reserveOnBoth, retryAfter, sweepExpired, throttleKeys, type ThrottlePolicy } from "../../accounts/attempt-throttle.ts";
+import { addressAndEmailBudgets, throttleKeys, type ThrottlePolicy } from "../../accounts/attempt-throttle.ts";
+import { reserveOrRefuse } from "../attempt-refusals.ts";
+import { isRefusal } from "../responses.ts";
 
 /** Sign-ups per client address and per email, per hour (each attempt counts, reserved before the hash). */
 export const SIGN_UP_THROTTLE: ThrottlePolicy = Object.freeze({ windowMs: 3600_000, perAddress: 10, perEmail: 3, scope: "signup:" });
@@ -51,9 +51,8 @@ export function signUpRoutes(kit: PageKit): Hono<WebEnv> {
     return kit.page(c, 200, renderSignUpPage(kit.publicCtx, { csrfToken: kit.csrfCookie(c) }));
   });
 
-  app.post("/signup", kit.form, async (c) => {
+  app.post("/signup", kit.anonymousForm, async (c) => {
     const form = c.get("form");
-    if (!doubleSubmitMatches(getCookie(c, CSRF_COOKIE), form.get(CSRF_FIELD))) return kit.refuse(c, kit.publicCtx);
     const email = (form.get("email") ?? "").trim().slice(0, 320);
     const csrfToken = kit.csrfCookie(c);
     const again = (status: number, error: string, headers: Record<string, string> = {}) =>
@@ -61,14 +60,13 @@ export function signUpRoutes(kit: PageKit): Hono<WebEnv> {
     const now = clock();
     const address = clientAddress(kit.nodeRequest(c), config.trustProxy);
     const outcome = await kit.withHashPlace(c, address, async (hash) => {
-      const waitMs = await reserveOnBoth(db, throttleKeys(address, email, SIGN_UP_THROTTLE.scope), SIGN_UP_THROTTLE, now);
-      if (waitMs > 0) return { ok: false, waitMs } as const;
-      await sweepExpired(db, SIGN_UP_THROTTLE, now);
+      const budgets = addressAndEmailBudgets(throttleKeys(address, email, SIGN_UP_THROTTLE.scope), SIGN_UP_THROTTLE);
+      const refused = await reserveOrRefuse(db, budgets, SIGN_UP_THROTTLE, now, "Too many sign-ups from your network.");
+      if (refused !== null) return refused;
       // Without mail no link can prove the address: the operator chose that (docs/decisions.md).
       return signUp(db, { email, password: form.get("password") ?? "", confirm: form.get("confirm") ?? "", verified: mailer === null }, hash);
     });
-    if (isHashBusy(outcome)) return again(outcome.status, outcome.message, outcome.headers);
-    if (!outcome.ok && "waitMs" in outcome) return again(429, `Too many sign-ups from your network. Try again in ${minutesText(outcome.waitMs)}.`, retryAfter(outcome.waitMs));
+    if (isRefusal(outcome)) return again(outcome.status, outcome.message, outcome.headers);
     if (!outcome.ok) return again(outcome.status, outcome.message);
     mailLater(email, outcome.created, now);
     return kit.page(c, 200, renderSignUpSentPage(kit.publicCtx, { email, byMail: mailer !== null }));

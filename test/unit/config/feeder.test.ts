@@ -3,8 +3,8 @@
  * one clear line for each bad value.
  */
 import { describe, expect, it } from "vitest";
-import { FeedConfigError, parseFeedConfig } from "../../src/feeder/feed-config.ts";
-import { feedState } from "../../src/web/status-page.ts";
+import { ConfigError } from "../../../src/config.ts";
+import { parseFeedConfig } from "../../../src/config/feeder.ts";
 
 describe("parseFeedConfig", () => {
   it("has the documented defaults", () => {
@@ -34,25 +34,68 @@ describe("parseFeedConfig", () => {
     expect(parseFeedConfig({ FEED_TF: "1h" }, []).silenceMs).toBe(7_200_000);
   });
 
-  it("--datasets (or FEED_DATASETS; the flag wins) takes the context " + "datasets too, trimmed, lower-cased and de-duplicated", () => {
-    expect(parseFeedConfig({}, ["--datasets", " News,fundamentals ,MACRO,derivatives,news"]).datasets).toEqual(["news", "fundamentals", "macro", "derivatives"]);
+  it("--datasets (or FEED_DATASETS; the flag wins) takes the context datasets too, trimmed, lower-cased and de-duplicated", () => {
+    expect(parseFeedConfig({}, ["--datasets", " News,fundamentals ,MACRO,derivatives,news"]).datasets).toEqual([
+      "news",
+      "fundamentals",
+      "macro",
+      "derivatives",
+    ]);
     expect(parseFeedConfig({ FEED_DATASETS: "macro" }, []).datasets).toEqual(["macro"]);
-    expect(parseFeedConfig({ FEED_DATASETS: "macro" }, ["--datasets", "candles,news"]).datasets).toEqual(["candles", "news"]);
+    expect(parseFeedConfig({ FEED_DATASETS: "macro" }, ["--datasets", "candles,news"]).datasets).toEqual([
+      "candles",
+      "news",
+    ]);
     expect(parseFeedConfig({ FEED_DATASETS: " " }, []).datasets).toEqual(["candles", "derivatives"]);
   });
 
   it("flags win over the environment; codes are trimmed, upper-cased and de-duplicated", () => {
-    const c = parseFeedConfig({ FEED_EXCHANGE: "kraken", FEED_SYMBOLS: "ADA", FEED_TF: "4h", FEED_QUOTE: "usdc", FEED_SERVER: "http://10.0.0.2:8081/" }, ["--exchange", "Binance", "--symbols", " btc, eth ,btc,,sol ", "--tf", "1h"]);
-    expect(c).toMatchObject({ exchange: "binance", symbols: ["BTC", "ETH", "SOL"], tf: "1h", quote: "USDC", server: "http://10.0.0.2:8081" });
+    const c = parseFeedConfig(
+      {
+        FEED_EXCHANGE: "kraken",
+        FEED_SYMBOLS: "ADA",
+        FEED_TF: "4h",
+        FEED_QUOTE: "usdc",
+        FEED_SERVER: "http://10.0.0.2:8081/",
+      },
+      ["--exchange", "Binance", "--symbols", " btc, eth ,btc,,sol ", "--tf", "1h"],
+    );
+    expect(c).toMatchObject({
+      exchange: "binance",
+      symbols: ["BTC", "ETH", "SOL"],
+      tf: "1h",
+      quote: "USDC",
+      server: "http://10.0.0.2:8081",
+    });
   });
 
   it("any positive number of seconds set explicitly is honoured", () => {
-    const c = parseFeedConfig({ FEED_SILENCE: "2", FEED_AUDIT_EVERY: "0.5", FEED_DERIVATIVES_EVERY: "7", FEED_FAILOVER: "3", FEED_HISTORY: "10", FEED_METRICS_PORT: "0" }, []);
-    expect(c).toMatchObject({ silenceMs: 2_000, auditEveryMs: 500, derivativesEveryMs: 7_000, failoverMs: 3_000, historyCandles: 10, metricsPort: 0 });
+    const c = parseFeedConfig(
+      {
+        FEED_SILENCE: "2",
+        FEED_AUDIT_EVERY: "0.5",
+        FEED_DERIVATIVES_EVERY: "7",
+        FEED_FAILOVER: "3",
+        FEED_HISTORY: "10",
+        FEED_METRICS_PORT: "0",
+      },
+      [],
+    );
+    expect(c).toMatchObject({
+      silenceMs: 2_000,
+      auditEveryMs: 500,
+      derivativesEveryMs: 7_000,
+      failoverMs: 3_000,
+      historyCandles: 10,
+      metricsPort: 0,
+    });
   });
 
   it("base URLs of the exchange and the internal token come from the environment", () => {
-    const c = parseFeedConfig({ FEED_REST_URL: "http://127.0.0.1:9000/", FEED_WS_URL: "ws://127.0.0.1:9000", INTERNAL_TOKEN: "tok" }, []);
+    const c = parseFeedConfig(
+      { FEED_REST_URL: "http://127.0.0.1:9000/", FEED_WS_URL: "ws://127.0.0.1:9000", INTERNAL_TOKEN: "tok" },
+      [],
+    );
     expect(c).toMatchObject({ restUrl: "http://127.0.0.1:9000", wsUrl: "ws://127.0.0.1:9000", internalToken: "tok" });
   });
 
@@ -70,22 +113,7 @@ describe("parseFeedConfig", () => {
     [{ FEED_DATASETS: "news,Weather" }, [], /^--datasets takes candles, derivatives, news, fundamentals, macro$/],
     [{}, ["--datasets", ","], /^--datasets needs at least one of candles, derivatives, news, fundamentals, macro$/],
   ])("refuses %j %j with one line", (env, argv, message) => {
-    expect(() => parseFeedConfig(env, argv)).toThrow(FeedConfigError);
+    expect(() => parseFeedConfig(env, argv)).toThrow(ConfigError);
     expect(() => parseFeedConfig(env, argv)).toThrow(message);
-  });
-});
-
-describe("feedState (the /status page)", () => {
-  const H = 3_600_000;
-  const now = Date.UTC(2026, 10, 20, 12, 0, 30);
-  it("live when updates arrive and the last closed candle is the one before the forming one", () => {
-    expect(feedState(now, now - 1_000, Date.UTC(2026, 10, 20, 11), H, 600_000)).toBe("live");
-  });
-  it("backfilling when updates arrive but the history is more than a candle behind", () => {
-    expect(feedState(now, now - 1_000, Date.UTC(2026, 10, 20, 8), H, 600_000)).toBe("backfilling");
-    expect(feedState(now, now - 1_000, null, H, 600_000)).toBe("backfilling");
-  });
-  it("stale when nothing arrived for STALE_AFTER", () => {
-    expect(feedState(now, now - 600_001, Date.UTC(2026, 10, 20, 11), H, 600_000)).toBe("stale");
   });
 });

@@ -1,14 +1,14 @@
 /**
- * Configuration of `signals feed`: flags win over environment variables. Pure (the caller
- * passes the environment; only src/config.ts hands it process.env). Durations are whole or
- * decimal seconds; any positive value set explicitly is honoured.
+ * Configuration of `signals feed`: flags win over environment variables (FEED_*, with
+ * INTERNAL_TOKEN, DATA_DIR and LOG_LEVEL). Durations are whole or decimal seconds; any
+ * positive value set explicitly is honoured. A bad one throws ConfigError with one line.
  */
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { z } from "zod";
 import { TIMEFRAME_MS, TIMEFRAMES } from "../market/timeframes.ts";
-import { isWellFormedSymbol } from "../market/symbols.ts";
-
+import { commaList, isWellFormedSymbol } from "../market/symbols.ts";
+import { ConfigError, trimmedOrUndefined, urlWithout, type Env } from "./parse.ts";
 
 /**
  * What the feeder can feed; `--datasets` picks among them. The default (`candles,derivatives`)
@@ -43,10 +43,6 @@ export interface FeedConfig {
   readonly logLevel: string;
 }
 
-export class FeedConfigError extends Error {
-  override name = "FeedConfigError";
-}
-
 const FLAGS = {
   exchange: { type: "string" },
   quote: { type: "string" },
@@ -57,12 +53,32 @@ const FLAGS = {
   json: { type: "boolean" },
 } as const;
 
+/** The variable each setting reads when its flag (FLAGS, the same name) is not given. */
+const VARIABLES = {
+  exchange: "FEED_EXCHANGE",
+  quote: "FEED_QUOTE",
+  symbols: "FEED_SYMBOLS",
+  tf: "FEED_TF",
+  server: "FEED_SERVER",
+  internalToken: "INTERNAL_TOKEN",
+  dataDir: "DATA_DIR",
+  restUrl: "FEED_REST_URL",
+  wsUrl: "FEED_WS_URL",
+  historyCandles: "FEED_HISTORY",
+  silenceMs: "FEED_SILENCE",
+  auditEveryMs: "FEED_AUDIT_EVERY",
+  derivativesEveryMs: "FEED_DERIVATIVES_EVERY",
+  failoverMs: "FEED_FAILOVER",
+  metricsPort: "FEED_METRICS_PORT",
+  datasets: "FEED_DATASETS",
+  logLevel: "LOG_LEVEL",
+} as const;
+
+/** Every environment variable `signals feed` reads. */
+export const FEED_VARIABLES: readonly string[] = Object.values(VARIABLES);
+
 const code = (what: string) =>
-  z
-    .string()
-    .trim()
-    .toUpperCase()
-    .refine(isWellFormedSymbol, `${what} must be 1-15 letters or digits`);
+  z.string().trim().toUpperCase().refine(isWellFormedSymbol, `${what} must be 1-15 letters or digits`);
 const seconds = (name: string) =>
   z.coerce
     .number({ error: `${name} must be a number of seconds` })
@@ -73,19 +89,18 @@ const url = (name: string, schemes: string[]) =>
   z
     .string()
     .trim()
-    .refine((v) => {
-      try {
-        return schemes.includes(new URL(v).protocol);
-      } catch {
-        return false;
-      }
-    }, `${name} must be a ${schemes.map((s) => s.replace(":", "")).join(" or ")} URL`)
-    .transform((v) => v.replace(/\/+$/, ""));
-const csv = (value: string) =>
-  value
-    .split(",")
-    .map((s) => s.trim())
-    .filter((s) => s !== "");
+    .refine(
+      (v) => urlWithout(v, schemes) !== null,
+      `${name} must be a ${schemes.map((s) => s.replace(":", "")).join(" or ")} URL`,
+    )
+    .transform((v) => urlWithout(v, schemes)!);
+/** A comma list, each item passed through `normalise`, then checked by `items`; undefined when unset. */
+const listOf = <T extends z.ZodType<unknown, string[] | undefined>>(normalise: (item: string) => string, items: T) =>
+  z
+    .string()
+    .optional()
+    .transform((raw) => (raw === undefined ? undefined : commaList(raw, Infinity, normalise)))
+    .pipe(items);
 
 const schema = z.object({
   exchange: z
@@ -95,11 +110,14 @@ const schema = z.object({
     .regex(/^[a-z0-9]{2,32}$/, "--exchange must be a ccxt exchange id such as binance")
     .default("binance"),
   quote: code("--quote").default("USDT"),
-  symbols: z
-    .array(code("each of --symbols"))
-    .min(1, "--symbols needs at least one base code")
-    .max(500, "--symbols takes at most 500 coins")
-    .default(["BTC", "ETH", "SOL", "BNB", "XRP"]),
+  symbols: listOf(
+    (s) => s.toUpperCase(),
+    z
+      .array(code("each of --symbols"))
+      .min(1, "--symbols needs at least one base code")
+      .max(500, "--symbols takes at most 500 coins")
+      .default(["BTC", "ETH", "SOL", "BNB", "XRP"]),
+  ),
   // The service's base timeframes; 1m and 5m are not stored by the service (docs/feeder.md).
   tf: z.enum(TIMEFRAMES, { error: `--tf must be one of ${TIMEFRAMES.join(", ")}` }).default("15m"),
   server: url("--server", ["http:", "https:"]).default("http://127.0.0.1:8081"),
@@ -107,51 +125,55 @@ const schema = z.object({
   dataDir: z.string().trim().min(1).default(".data"),
   restUrl: url("FEED_REST_URL", ["http:", "https:"]).optional(),
   wsUrl: url("FEED_WS_URL", ["ws:", "wss:"]).optional(),
-  historyCandles: z.coerce.number().int("FEED_HISTORY must be a whole number of candles").min(1, "FEED_HISTORY must be at least 1").max(100_000, "FEED_HISTORY must be at most 100000").default(1500),
+  historyCandles: z.coerce
+    .number()
+    .int("FEED_HISTORY must be a whole number of candles")
+    .min(1, "FEED_HISTORY must be at least 1")
+    .max(100_000, "FEED_HISTORY must be at most 100000")
+    .default(1500),
   silenceMs: seconds("FEED_SILENCE"),
   auditEveryMs: seconds("FEED_AUDIT_EVERY"),
   derivativesEveryMs: seconds("FEED_DERIVATIVES_EVERY"),
   failoverMs: seconds("FEED_FAILOVER"),
-  metricsPort: z.coerce.number().int("FEED_METRICS_PORT must be a port number").min(0).max(65_535, "FEED_METRICS_PORT must be a port number").default(9464),
-  datasets: z.array(z.enum(FEED_DATASETS, { error: `--datasets takes ${FEED_DATASETS.join(", ")}` })).min(1, `--datasets needs at least one of ${FEED_DATASETS.join(", ")}`).default(["candles", "derivatives"]),
-  logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  metricsPort: z.coerce
+    .number()
+    .int("FEED_METRICS_PORT must be a port number")
+    .min(0)
+    .max(65_535, "FEED_METRICS_PORT must be a port number")
+    .default(9464),
+  datasets: listOf(
+    (s) => s.toLowerCase(),
+    z
+      .array(z.enum(FEED_DATASETS, { error: `--datasets takes ${FEED_DATASETS.join(", ")}` }))
+      .min(1, `--datasets needs at least one of ${FEED_DATASETS.join(", ")}`)
+      .default(["candles", "derivatives"]),
+  ),
+  logLevel: z
+    .string()
+    .toLowerCase()
+    .pipe(z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]))
+    .default("info"),
 });
 
-const blankToUndefined = (value: string | undefined) => (value === undefined || value.trim() === "" ? undefined : value);
-
-/** Parses the feeder's flags (`argv` after `feed`) and environment; throws FeedConfigError with one line. */
-export function parseFeedConfig(env: Record<string, string | undefined>, argv: string[]): FeedConfig {
+/** Parses the feeder's flags (`argv` after `feed`) and environment; throws ConfigError with one line. */
+export function parseFeedConfig(env: Env, argv: string[]): FeedConfig {
   let flags: Partial<Record<keyof typeof FLAGS, string | boolean>>;
   try {
     flags = parseArgs({ args: argv, options: FLAGS, strict: true, allowPositionals: false }).values;
   } catch (err) {
-    throw new FeedConfigError((err as Error).message);
+    throw new ConfigError((err as Error).message);
   }
-  const pick = (flag: keyof typeof FLAGS, name: string) => blankToUndefined(typeof flags[flag] === "string" ? (flags[flag] as string) : env[name]);
-  const symbols = pick("symbols", "FEED_SYMBOLS");
-  const datasets = pick("datasets", "FEED_DATASETS");
-  const result = schema.safeParse({
-    exchange: pick("exchange", "FEED_EXCHANGE"),
-    quote: pick("quote", "FEED_QUOTE"),
-    symbols: symbols === undefined ? undefined : [...new Set(csv(symbols).map((s) => s.toUpperCase()))],
-    tf: pick("tf", "FEED_TF"),
-    server: pick("server", "FEED_SERVER"),
-    internalToken: blankToUndefined(env.INTERNAL_TOKEN),
-    dataDir: blankToUndefined(env.DATA_DIR),
-    restUrl: blankToUndefined(env.FEED_REST_URL),
-    wsUrl: blankToUndefined(env.FEED_WS_URL),
-    historyCandles: blankToUndefined(env.FEED_HISTORY),
-    silenceMs: blankToUndefined(env.FEED_SILENCE),
-    auditEveryMs: blankToUndefined(env.FEED_AUDIT_EVERY),
-    derivativesEveryMs: blankToUndefined(env.FEED_DERIVATIVES_EVERY),
-    failoverMs: blankToUndefined(env.FEED_FAILOVER),
-    metricsPort: blankToUndefined(env.FEED_METRICS_PORT),
-    datasets: datasets === undefined ? undefined : csv(datasets).map((s) => s.toLowerCase()),
-    logLevel: blankToUndefined(env.LOG_LEVEL)?.trim().toLowerCase(),
-  });
+  const given = (setting: keyof typeof VARIABLES) =>
+    setting in flags && typeof flags[setting as keyof typeof FLAGS] === "string"
+      ? (flags[setting as keyof typeof FLAGS] as string)
+      : env[VARIABLES[setting]];
+  const input = Object.fromEntries(
+    Object.keys(VARIABLES).map((setting) => [setting, trimmedOrUndefined(given(setting as keyof typeof VARIABLES))]),
+  );
+  const result = schema.safeParse(input);
   if (!result.success) {
     const issue = result.error.issues[0]!;
-    throw new FeedConfigError(issue.message);
+    throw new ConfigError(issue.message);
   }
   const v = result.data;
   const tfMs = TIMEFRAME_MS[v.tf];

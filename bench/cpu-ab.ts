@@ -1,0 +1,83 @@
+/**
+ * Server CPU per billed call of two (or more) source trees, in turns in one run, against the
+ * bare `node:http` server: one database, one server process per tree (each `src/main.ts` with
+ * npm start's flags, `WORKERS` = BENCH_WORKERS, default 1), all up at once; then, round after
+ * round, the open-loop generator drives the bare server and each tree's server in turn at the
+ * same fixed rate, and each process's CPU time over its turn is divided by the 200s it
+ * answered. Turns close together in time see the same machine, which is what makes an A/B
+ * on a loaded host readable (bench/api.ts measures one tree per run).
+ *
+ *   node bench/cpu-ab.ts /path/to/tree-a /path/to/tree-b     (default: this tree alone)
+ *   node bench/cpu-ab.ts . ".::--single-threaded-gc"          (a tree with V8 flags added after npm start's)
+ *
+ * Environment: BENCH_ROUNDS (default 4), BENCH_OPEN_LOOP_SECONDS (default 6), BENCH_RATE
+ * (default 1000), BENCH_WORKERS (default 1). Each tree needs its node_modules (a symlink to
+ * this tree's does). Prints one Markdown row per turn and the medians.
+ */
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
+import path from "node:path";
+import type { ChildProcess } from "node:child_process";
+import { createAccounts, machineLine, openLoop, pushCandles, QUERY, startBareServer, TOKEN } from "./api.ts";
+import { benchDatabase, startServerProcess } from "./server-process.ts";
+import { treeCpuSeconds } from "./proc-cpu.ts";
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
+const SECONDS = Number(process.env.BENCH_OPEN_LOOP_SECONDS ?? 6);
+const RATE = Number(process.env.BENCH_RATE ?? 1000);
+const WORKERS = process.env.BENCH_WORKERS ?? "1";
+const trees = process.argv.length > 2 ? process.argv.slice(2) : [process.cwd()];
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+/** CPU microseconds per 200 of the process tree `pid` while the generator drives `url` once. */
+async function turn(pid: number, url: string, keys?: string[]): Promise<{ us: number; p50: number; errors: number }> {
+  const before = treeCpuSeconds(pid);
+  const result = await openLoop({ url, rate: RATE, seconds: SECONDS, connections: 64, ...(keys ? { keys } : {}) });
+  return { us: (1e6 * (treeCpuSeconds(pid) - before)) / Math.max(1, result.ok), p50: result.p50, errors: result.errors };
+}
+
+const database = await benchDatabase();
+const children: ChildProcess[] = [];
+const dir = mkdtempSync(path.join(tmpdir(), "signals-cpu-ab-"));
+try {
+  const env = { DATABASE_URL: database.url, INTERNAL_TOKEN: TOKEN, DAILY_CAP: "10000000", STALE_AFTER: "86400", WORKERS };
+  const servers = [];
+  for (const tree of trees) {
+    const [dir, flags = ""] = tree.split("::");
+    const server = await startServerProcess(env, 60_000, flags.split(" ").filter(Boolean), dir);
+    children.push(server.child);
+    servers.push({ tree, server });
+  }
+  const keys = await createAccounts(database.url, 64);
+  for (const { server } of servers) await pushCandles(server.internalPort);
+  const probe = await fetch(`http://127.0.0.1:${servers[0]!.server.port}${QUERY}`, { headers: { "x-api-key": keys[0]! } });
+  const bodyFile = path.join(dir, "body.json");
+  writeFileSync(bodyFile, await probe.text());
+  const bare = await startBareServer(bodyFile);
+  children.push(bare.child);
+  // Warm-up: every server's code is optimised before the first measured turn.
+  for (const { server } of servers) await turn(server.child.pid!, `http://127.0.0.1:${server.port}${QUERY}`, keys);
+
+  const figures = new Map<string, number[]>([["bare", []], ...trees.map((t): [string, number[]] => [t, []])]);
+  const rows: string[] = [];
+  for (let round = 1; round <= ROUNDS; round++) {
+    const b = await turn(bare.child.pid!, `http://127.0.0.1:${bare.port}${QUERY}`);
+    figures.get("bare")!.push(b.us);
+    for (const { tree, server } of servers) {
+      const t = await turn(server.child.pid!, `http://127.0.0.1:${server.port}${QUERY}`, keys);
+      figures.get(tree)!.push(t.us / b.us);
+      rows.push(`| ${round} | ${tree} | ${loadavg()[0]!.toFixed(1)} | ${t.us.toFixed(0)} µs | ${b.us.toFixed(0)} µs | ${(t.us / b.us).toFixed(2)} × | ${t.p50.toFixed(2)} ms | ${t.errors} |`);
+      console.error(rows.at(-1));
+    }
+  }
+  console.log(machineLine());
+  console.log(`open loop ${RATE}/s, ${SECONDS}s a turn, WORKERS=${WORKERS}, ${ROUNDS} rounds`);
+  console.log(["| round | tree | load | server CPU per call | bare, same round | ratio | p50 | errors |", "|---|---|---|---|---|---|---|---|", ...rows].join("\n"));
+  console.log(`\nmedian bare: ${median(figures.get("bare")!).toFixed(0)} µs`);
+  for (const tree of trees) console.log(`median ratio ${tree}: ${median(figures.get(tree)!).toFixed(2)} ×`);
+} finally {
+  for (const child of children) child.kill("SIGTERM");
+  await new Promise((r) => setTimeout(r, 500));
+  await database.drop();
+}

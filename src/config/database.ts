@@ -1,0 +1,22 @@
+/** Where the data lives: Postgres (DATABASE_URL) or the embedded PGlite in DATA_DIR. */
+import path from "node:path";
+import { optionalText, wholeNumber, type Parsed } from "./parse.ts";
+
+export const databaseEnv = {
+  DATABASE_URL: optionalText.refine(
+    (v) => v === undefined || /^postgres(ql)?:\/\//.test(v),
+    "must start with postgres:// or postgresql://",
+  ),
+  DATA_DIR: optionalText,
+  DB_POOL_SIZE: wholeNumber(10, 1, 500),
+};
+
+/** The database's settings. */
+export function databaseConfig(env: Parsed<typeof databaseEnv>) {
+  return {
+    /** postgres:// URL; null selects embedded PGlite in dataDir. */
+    databaseUrl: env.DATABASE_URL ?? null,
+    dataDir: path.resolve(env.DATA_DIR ?? ".data"),
+    dbPoolSize: env.DB_POOL_SIZE,
+  };
+}
