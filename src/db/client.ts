@@ -54,6 +54,11 @@ export interface DbOptions {
   /** PGlite data directory, or "memory://" for a throwaway in-memory database. */
   readonly dataDir: string;
   readonly poolSize?: number;
+  /**
+   * PGlite only: a data directory tarball (PGlite's dumpDataDir) a new database starts from
+   * instead of the freshly initialised one; the tests start each file from one already migrated.
+   */
+  readonly startFrom?: Blob;
 }
 
 /** Plain rows of a Drizzle `execute` result, whichever driver produced it (also inside transactions). */
@@ -67,7 +72,7 @@ export const migrationsFolder = fileURLToPath(new URL("./migrations", import.met
 /** Opens (but does not migrate) the database described by the options. */
 export async function openDb(options: DbOptions): Promise<DbHandle> {
   if (options.databaseUrl) return openPostgres(options.databaseUrl, options.poolSize ?? 10);
-  return openPglite(options.dataDir);
+  return openPglite(options.dataDir, options.startFrom);
 }
 
 async function openPostgres(url: string, poolSize: number): Promise<DbHandle> {
@@ -120,11 +125,12 @@ async function openPostgres(url: string, poolSize: number): Promise<DbHandle> {
   };
 }
 
-async function openPglite(dataDir: string): Promise<DbHandle> {
+async function openPglite(dataDir: string, startFrom: Blob | undefined): Promise<DbHandle> {
   const { PGlite } = await import("@electric-sql/pglite");
   const { drizzle } = await import("drizzle-orm/pglite");
   if (!dataDir.startsWith("memory://")) mkdirSync(dataDir, { recursive: true });
-  const client = await PGlite.create(dataDir, pgliteOptions(dataDir, PGlite.defaultStartParams));
+  const options = pgliteOptions(dataDir, PGlite.defaultStartParams);
+  const client = await PGlite.create(dataDir, startFrom ? { ...options, loadDataDir: startFrom } : options);
   const db = drizzle(client, { schema }) as unknown as Database;
   return {
     db,

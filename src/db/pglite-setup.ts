@@ -12,7 +12,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { PGliteOptions } from "@electric-sql/pglite";
+import type { PGlite, PGliteOptions } from "@electric-sql/pglite";
 
 /**
  * Postgres settings of the embedded database. PGlite's default shared_buffers (128MB) grows its
@@ -54,15 +54,20 @@ export async function makePgliteTemplate(): Promise<string> {
   const file = pgliteTemplatePath();
   const client = await PGlite.create("memory://", pgliteOptions("memory://", PGlite.defaultStartParams, false));
   try {
-    const dump = Buffer.from(await (await client.dumpDataDir("gzip")).arrayBuffer());
-    mkdirSync(path.dirname(file), { recursive: true });
-    // Written aside then renamed, so a reader never sees half a tarball.
-    writeFileSync(`${file}.${process.pid}`, dump);
-    renameSync(`${file}.${process.pid}`, file);
+    await writeDataDirTarball(client, file);
   } finally {
     await client.close();
   }
   return file;
+}
+
+/** Writes the data directory of `client` to `file` as a gzipped tarball (what `loadDataDir` takes). */
+export async function writeDataDirTarball(client: Pick<PGlite, "dumpDataDir">, file: string): Promise<void> {
+  const dump = Buffer.from(await (await client.dumpDataDir("gzip")).arrayBuffer());
+  mkdirSync(path.dirname(file), { recursive: true });
+  // Written aside then renamed, so a reader never sees half a tarball.
+  writeFileSync(`${file}.${process.pid}`, dump);
+  renameSync(`${file}.${process.pid}`, file);
 }
 
 if (import.meta.main) {

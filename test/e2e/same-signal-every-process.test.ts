@@ -59,7 +59,7 @@ interface Read {
   signalId: string | null;
 }
 
-describe.runIf(usingPostgres)("one signal at one moment on every process (WORKERS=2 and a second server on one Postgres)", () => {
+describe.runIf(usingPostgres)("one signal at one moment on every process (WORKERS=2 " + "and a second server on one Postgres)", () => {
   let telegram: FakeTelegram;
   let database: { url: string; drop: () => Promise<void> };
   let lead: ServerProcess;
@@ -102,7 +102,7 @@ describe.runIf(usingPostgres)("one signal at one moment on every process (WORKER
     await database?.drop();
   });
 
-  it("every process answers each alert's close and signal the moment the alert arrives, and never an older close than one answered", async () => {
+  it("every process answers each alert's close and signal the moment " + "the alert arrives, and never an older close than one answered", async () => {
     expect(new Set(COINS.map((symbol) => indexOfPrice.get(symbol)!.size))).toEqual(new Set([CANDLES]));
     const bearer: Interceptor = (next) => (req) => {
       req.header.set("authorization", `Bearer ${INTERNAL_TOKEN}`);
@@ -185,7 +185,7 @@ describe.runIf(usingPostgres)("one signal at one moment on every process (WORKER
       // The step's alerts are all at the Bot API (and their checks started) once the outbox is empty.
       await waitFor(undelivered, 20_000, `the alerts of step ${i}`, 5);
       await Promise.all(checks.splice(0));
-      if ((i - HISTORY) % 50 === 0) console.log(`[same-signal figures] step ${i - HISTORY} of ${CANDLES - HISTORY}: ${alerts} alerts, ${differences.length} differences, reads ${JSON.stringify(Object.fromEntries(readsPerProcess))}`);
+      if ((i - HISTORY) % 50 === 0) console.log(`[same-signal figures] step ${i - HISTORY} of ${CANDLES - HISTORY}: ${alerts} alerts, ` + `${differences.length} differences, reads ${JSON.stringify(Object.fromEntries(readsPerProcess))}`);
     }
 
     const figures = { alerts, alertsDiffering, readsDiffering: differences.length, regressions: regressions.length, unavailable: unavailable.length, alertsNotCovered, reads: Object.fromEntries(readsPerProcess) };

@@ -56,7 +56,7 @@ describe("WORKERS on the embedded database", () => {
     try {
       const exit = await runServerToExit(childEnv({ DATA_DIR: dataDir, WORKERS: "2", PORT: "0", INTERNAL_PORT: "0" }));
       expect(exit.code).toBe(2);
-      expect(exit.stderr).toBe("signals: configuration error: WORKERS above 1 needs DATABASE_URL: the embedded database (PGlite) is opened by one process only\n");
+      expect(exit.stderr).toBe("signals: configuration error: WORKERS above 1 needs DATABASE_URL: " + "the embedded database (PGlite) is opened by one process only\n");
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
@@ -117,7 +117,7 @@ describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on on
     expect(await pushClosedCandles(server.internalUrl, INTERNAL_TOKEN, mode, "1h", updates)).toBe(BigInt(updates.length));
   }
 
-  it("the primary forks two workers; calls on one port are answered by both, and the follower answers the candles the lead was pushed", async () => {
+  it("the primary forks two workers; calls on one port are answered by " + "both, and the follower answers the candles the lead was pushed", async () => {
     expect(server.workerPids).toHaveLength(2);
     expect(new Set([server.pid, ...server.workerPids]).size).toBe(3);
     await admin.setAlerts({ accountId: BigInt(account.accountId), alerts: { chatId: CHAT, symbols: COINS, timeframes: ["1h"] } });
@@ -183,7 +183,7 @@ describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on on
     expect(statuses.filter((st) => st === 429)).toHaveLength(statuses.length - PAGE_VIEWS_PER_DAY);
   });
 
-  it("kill -9 of the follower, then of the lead, under load: each is restarted, every 200 is charged once, no charge without a call that reached a worker", async () => {
+  it("kill -9 of the follower, then of the lead, under load: each is restarted, " + "every 200 is charged once, no charge without a call that reached a worker", async () => {
     const before = (await ledgerCheck(db, account.accountId)).charges;
     const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
     const tally = new Tally();

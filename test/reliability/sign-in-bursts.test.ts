@@ -116,7 +116,7 @@ describe("budgets reserved before the hash (item 1)", () => {
 });
 
 describe("the hashing queue (item 2)", () => {
-  it("during 200 parallel sign-ins from one address, a member elsewhere signs in within 2 s (4 times a lone sign-in on a loaded machine), and that address hashes at most its budget", async () => {
+  it("during 200 parallel sign-ins from one address, a member elsewhere signs in within 2 s (4 " + "times a lone sign-in on a loaded machine), and that address hashes at most its budget", async () => {
     const victim = await member();
     const other = await member();
     const attacker = await signInForm(first, "127.0.0.4");
@@ -149,7 +149,7 @@ describe("the hashing queue (item 2)", () => {
 });
 
 describe("no lock-out by strangers (item 3)", () => {
-  it("failures from many addresses slow down new addresses only; the member gets in from a known address at once and from a new one within the delay", async () => {
+  it("failures from many addresses slow down new addresses only; the member gets " + "in from a known address at once and from a new one within the delay", async () => {
     const victim = await member();
     // The member signs in once from their usual address: it becomes known.
     const home = await signInForm(first, "127.0.0.6");
@@ -232,7 +232,7 @@ describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on on
     await database?.drop();
   });
 
-  it(`60 parallel wrong passwords from one address: exactly ${DEFAULT_THROTTLE.perAddress} checked; 30 parallel sign-ups: ${SIGN_UP_THROTTLE.perAddress} accounts`, async () => {
+  it(`60 parallel wrong passwords from one address: exactly ${DEFAULT_THROTTLE.perAddress} ` + `checked; 30 parallel sign-ups: ${SIGN_UP_THROTTLE.perAddress} accounts`, async () => {
     const email = `workers-${process.pid}@example.test`;
     const limits = loadConfig({ PORT: "0", INTERNAL_PORT: "0", INTERNAL_TOKEN }).limits;
     const { summary } = await createAccount(db, { email, plan: "node", subscriptionUntil: new Date(Date.now() + 86_400_000) }, limits, Date.now());

@@ -1,10 +1,12 @@
 /**
- * A fresh, migrated database per test file: in-memory PGlite by default, or a new database
- * on the Postgres server named by DATABASE_URL (created here, dropped in cleanup).
+ * A fresh, migrated database per test file: in-memory PGlite by default (unpacked from a
+ * migrated template, see migrated-pglite.ts), or a new database on the Postgres server named by
+ * DATABASE_URL (created here, dropped in cleanup).
  */
 import { randomBytes } from "node:crypto";
 import postgres from "postgres";
 import { openDb, migrateDb, type DbHandle } from "../../src/db/client.ts";
+import { migratedTemplate } from "./migrated-pglite.ts";
 
 export const usingPostgres = Boolean(process.env.DATABASE_URL);
 
@@ -18,7 +20,7 @@ export interface TestDb {
 /** URL of the same server with another database name. */
 export function withDatabase(url: string, name: string): string {
   const u = new URL(url);
-  u.pathname = "/" + name;
+  u.pathname = `/${name}`;
   return u.toString();
 }
 
@@ -40,7 +42,7 @@ export async function createPostgresDatabase(): Promise<{ url: string; drop: () 
 /** Opens a fresh migrated database for one test file. */
 export async function createTestDb(poolSize = 20): Promise<TestDb> {
   if (!usingPostgres) {
-    const handle = await openDb({ databaseUrl: null, dataDir: "memory://" });
+    const handle = await openDb({ databaseUrl: null, dataDir: "memory://", startFrom: migratedTemplate() });
     await migrateDb(handle);
     return { handle, url: null, drop: () => handle.close() };
   }

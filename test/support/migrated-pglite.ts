@@ -1,0 +1,60 @@
+/**
+ * A migrated embedded database as a tarball, made once (vitest's globalSetup runs this file) and
+ * kept beside PGlite's own template, named by a hash of the migrations and the PGlite version: each test
+ * file's fresh in-memory database is unpacked from it instead of running every migration again
+ * (about a third of the cost of a new database). migrateDb still runs after it and finds
+ * nothing to do, so a stale tarball cannot hide a migration.
+ */
+import { createHash } from "node:crypto";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { migrationsFolder } from "../../src/db/client.ts";
+import { pgliteOptions, writeDataDirTarball } from "../../src/db/pglite-setup.ts";
+import { PROJECT_ROOT } from "./processes.ts";
+
+const PGLITE_PACKAGE = path.join(PROJECT_ROOT, "node_modules/@electric-sql/pglite/package.json");
+
+/** Every file under the migrations folder, sorted, with its contents, hashed with PGlite's version. */
+function migrationsHash(): string {
+  const hash = createHash("sha256").update((JSON.parse(readFileSync(PGLITE_PACKAGE, "utf8")) as { version: string }).version);
+  const files = readdirSync(migrationsFolder, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => path.join(entry.parentPath, entry.name))
+    .sort();
+  for (const file of files) hash.update(path.relative(migrationsFolder, file)).update("\0").update(readFileSync(file)).update("\0");
+  return hash.digest("hex").slice(0, 16);
+}
+
+/** Where the tarball for the current migrations lives. */
+export function migratedTemplatePath(): string {
+  return path.join(PROJECT_ROOT, "node_modules/.cache/signals", `pglite-migrated-${migrationsHash()}.tgz`);
+}
+
+/** Makes the tarball unless it is there: a new in-memory database, migrated, dumped. */
+export async function makeMigratedTemplate(): Promise<void> {
+  const file = migratedTemplatePath();
+  if (existsSync(file)) return;
+  const { PGlite } = await import("@electric-sql/pglite");
+  const { drizzle } = await import("drizzle-orm/pglite");
+  const { migrate } = await import("drizzle-orm/pglite/migrator");
+  const client = await PGlite.create("memory://", pgliteOptions("memory://", PGlite.defaultStartParams));
+  try {
+    await migrate(drizzle(client), { migrationsFolder });
+    await writeDataDirTarball(client, file);
+  } finally {
+    await client.close();
+  }
+}
+
+let template: Blob | undefined;
+
+/** The tarball, read once per test process; undefined when it was not made (the database then migrates from scratch). */
+export function migratedTemplate(): Blob | undefined {
+  if (template) return template;
+  const file = migratedTemplatePath();
+  if (existsSync(file)) template = new Blob([readFileSync(file)]);
+  return template;
+}
+
+// Run as a script by the global setup, outside vitest's module runner (which lacks import.meta.resolve).
+if (import.meta.main) await makeMigratedTemplate();
