@@ -14,10 +14,11 @@ import { createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { AdminService } from "../../gen/signals/v1/admin_pb.js";
 import type { Candle } from "../../src/engine/index.ts";
-import { openDb, type DbHandle } from "../../src/db/client.ts";
+import type { DbHandle } from "../../src/db/client.ts";
 import { FAKE_BOT_TOKEN, startFakeTelegram, type FakeTelegram, type ReceivedMessage } from "../support/fake-telegram.ts";
-import { childEnv, startServerProcess, type ServerProcess } from "../support/processes.ts";
-import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
+import type { ServerProcess } from "../support/processes.ts";
+import { usingPostgres } from "../support/test-db.ts";
+import { startWorkersServers, type WorkersServers } from "../support/workers-servers.ts";
 import { pushClosedCandles } from "../support/ingest-push.ts";
 import { connectionOwners } from "../support/socket-owners.ts";
 import { httpGet } from "../support/http-load.ts";
@@ -61,7 +62,7 @@ interface Read {
 
 describe.runIf(usingPostgres)("one signal at one moment on every process (WORKERS=2 and a second server on one Postgres)", () => {
   let telegram: FakeTelegram;
-  let database: { url: string; drop: () => Promise<void> };
+  let deployment: WorkersServers;
   let lead: ServerProcess;
   let other: ServerProcess;
   let db: DbHandle;
@@ -73,15 +74,7 @@ describe.runIf(usingPostgres)("one signal at one moment on every process (WORKER
 
   beforeAll(async () => {
     telegram = await startFakeTelegram();
-    database = await createPostgresDatabase();
     const env = {
-      DATABASE_URL: database.url,
-      PORT: "0",
-      INTERNAL_PORT: "0",
-      INTERNAL_TOKEN,
-      DEMO_ACCOUNT: "false",
-      DEMO_FEED: "false",
-      LOG_LEVEL: "info",
       FAILED_KEY_LIMIT: "1000000",
       DAILY_CAP: "10000000",
       MONTHLY_GRANT: "100000000",
@@ -90,16 +83,14 @@ describe.runIf(usingPostgres)("one signal at one moment on every process (WORKER
       TELEGRAM_API_BASE: telegram.apiBase,
       TELEGRAM_BOT_TOKEN: FAKE_BOT_TOKEN,
     };
-    lead = await startServerProcess(childEnv({ ...env, WORKERS: "2" }), 90_000);
-    other = await startServerProcess(childEnv({ ...env, WORKERS: "1" }), 90_000);
-    db = await openDb({ databaseUrl: database.url, dataDir: "memory://", poolSize: 2 });
+    deployment = await startWorkersServers({ internalToken: INTERNAL_TOKEN, env, servers: [{ WORKERS: "2" }, { WORKERS: "1" }] });
+    [lead, other] = deployment.servers as [ServerProcess, ServerProcess];
+    db = deployment.db;
   }, 180_000);
 
   afterAll(async () => {
-    await Promise.all([lead?.kill(), other?.kill()]);
-    await db?.close();
+    await deployment?.close({ kill: true });
     await telegram?.close();
-    await database?.drop();
   });
 
   it("every process answers each alert's close and signal the moment the alert arrives, and never an older close than one answered", async () => {

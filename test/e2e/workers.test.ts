@@ -17,11 +17,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { AdminService } from "../../gen/signals/v1/admin_pb.js";
-import { openDb, type DbHandle } from "../../src/db/client.ts";
+import type { DbHandle } from "../../src/db/client.ts";
 import { pushClosedCandles, type CoinCandle } from "../support/ingest-push.ts";
 import { FAKE_BOT_TOKEN, startFakeTelegram, type FakeTelegram } from "../support/fake-telegram.ts";
-import { childEnv, runServerToExit, startServerProcess, type ServerProcess } from "../support/processes.ts";
-import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
+import { childEnv, runServerToExit, type ServerProcess } from "../support/processes.ts";
+import { usingPostgres } from "../support/test-db.ts";
+import { startWorkersServers, type WorkersServers } from "../support/workers-servers.ts";
 import { structureBreak } from "../support/structure-break.ts";
 import { connectionOwners } from "../support/socket-owners.ts";
 import { httpGet, Tally } from "../support/http-load.ts";
@@ -65,7 +66,7 @@ describe("WORKERS on the embedded database", () => {
 
 describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on one port", () => {
   let telegram: FakeTelegram;
-  let database: { url: string; drop: () => Promise<void> };
+  let deployment: WorkersServers;
   let server: ServerProcess;
   let admin: Client<typeof AdminService>;
   let db: DbHandle;
@@ -75,18 +76,9 @@ describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on on
 
   beforeAll(async () => {
     telegram = await startFakeTelegram();
-    database = await createPostgresDatabase();
-    server = await startServerProcess(
-      childEnv({
-        DATABASE_URL: database.url,
-        WORKERS: "2",
-        PORT: "0",
-        INTERNAL_PORT: "0",
-        INTERNAL_TOKEN,
-        DEMO_ACCOUNT: "false",
-        DEMO_FEED: "false",
-        LOG_LEVEL: "info",
-        DB_POOL_SIZE: "4",
+    deployment = await startWorkersServers({
+      internalToken: INTERNAL_TOKEN,
+      env: {
         FAILED_KEY_LIMIT: "1000000",
         DAILY_CAP: "10000000",
         MONTHLY_GRANT: "100000000",
@@ -96,20 +88,18 @@ describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on on
         ALERT_MAX_DELAY: "7200",
         ALERT_RETRY_BASE_MS: "100",
         PAGE_VIEWS_PER_DAY: String(PAGE_VIEWS_PER_DAY),
-      }),
-      90_000,
-    );
+      },
+    });
+    server = deployment.servers[0]!;
+    db = deployment.db;
     admin = createClient(AdminService, createConnectTransport({ baseUrl: server.internalUrl, httpVersion: "1.1", interceptors: [bearer] }));
-    db = await openDb({ databaseUrl: database.url, dataDir: "memory://", poolSize: 2 });
     const created = await admin.createAccount({ email: "workers@example.test", plan: "node" });
     account = { accountId: Number(created.account!.accountId), apiKey: created.apiKey };
   }, 120_000);
 
   afterAll(async () => {
-    await server?.kill();
-    await db?.close();
+    await deployment?.close({ kill: true });
     await telegram?.close();
-    await database?.drop();
   });
 
   /** Streams candles to the internal listener's IngestService over gRPC, as a feeder does. */

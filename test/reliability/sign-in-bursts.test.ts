@@ -16,12 +16,13 @@ import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAccount } from "../../src/accounts/accounts.ts";
 import { loadConfig } from "../../src/config.ts";
-import { openDb, type DbHandle } from "../../src/db/client.ts";
+import type { DbHandle } from "../../src/db/client.ts";
 import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
 import { SIGN_UP_THROTTLE } from "../../src/web/routes/sign-up.ts";
 import { DEFAULT_THROTTLE, throttleKeys } from "../../src/accounts/attempt-throttle.ts";
-import { childEnv, startServerProcess, type ServerProcess } from "../support/processes.ts";
-import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
+import type { ServerProcess } from "../support/processes.ts";
+import { usingPostgres } from "../support/test-db.ts";
+import { startWorkersServers, type WorkersServers } from "../support/workers-servers.ts";
 import { createTestClock, INTERNAL_TOKEN, startTestServer, type TestServer } from "../support/test-server.ts";
 import { csrfTokenOf, WebClient, type WebResult } from "../support/web-client.ts";
 
@@ -212,25 +213,18 @@ describe("no lock-out by strangers (item 3)", () => {
 });
 
 describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on one port (item 1)", () => {
-  let database: { url: string; drop: () => Promise<void> };
+  let deployment: WorkersServers;
   let server: ServerProcess;
   let db: DbHandle;
 
   beforeAll(async () => {
-    database = await createPostgresDatabase();
-    server = await startServerProcess(
-      childEnv({ DATABASE_URL: database.url, WORKERS: "2", PORT: "0", INTERNAL_PORT: "0", INTERNAL_TOKEN, DEMO_ACCOUNT: "false", DEMO_FEED: "false", LOG_LEVEL: "info", DB_POOL_SIZE: "4" }),
-      90_000,
-    );
+    deployment = await startWorkersServers({ internalToken: INTERNAL_TOKEN });
+    server = deployment.servers[0]!;
     expect(server.workerPids.length).toBe(2);
-    db = await openDb({ databaseUrl: database.url, dataDir: "memory://", poolSize: 2 });
+    db = deployment.db;
   }, 120_000);
 
-  afterAll(async () => {
-    await server?.stop();
-    await db?.close();
-    await database?.drop();
-  });
+  afterAll(() => deployment?.close());
 
   it(`60 parallel wrong passwords from one address: exactly ${DEFAULT_THROTTLE.perAddress} checked; 30 parallel sign-ups: ${SIGN_UP_THROTTLE.perAddress} accounts`, async () => {
     const email = `workers-${process.pid}@example.test`;
