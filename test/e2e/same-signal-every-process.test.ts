@@ -14,11 +14,10 @@ import { createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { AdminService } from "../../gen/signals/v1/admin_pb.js";
 import type { Candle } from "../../src/engine/index.ts";
-import type { DbHandle } from "../../src/db/client.ts";
+import { openDb, type DbHandle } from "../../src/db/client.ts";
 import { FAKE_BOT_TOKEN, startFakeTelegram, type FakeTelegram, type ReceivedMessage } from "../support/fake-telegram.ts";
-import type { ServerProcess } from "../support/processes.ts";
-import { usingPostgres } from "../support/test-db.ts";
-import { startWorkersServers, type WorkersServers } from "../support/workers-servers.ts";
+import { childEnv, startServerProcess, type ServerProcess } from "../support/processes.ts";
+import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
 import { pushClosedCandles } from "../support/ingest-push.ts";
 import { connectionOwners } from "../support/socket-owners.ts";
 import { httpGet } from "../support/http-load.ts";
@@ -60,9 +59,9 @@ interface Read {
   signalId: string | null;
 }
 
-describe.runIf(usingPostgres)("one signal at one moment on every process (WORKERS=2 and a second server on one Postgres)", () => {
+describe.runIf(usingPostgres)("one signal at one moment on every process (WORKERS=2 " + "and a second server on one Postgres)", () => {
   let telegram: FakeTelegram;
-  let deployment: WorkersServers;
+  let database: { url: string; drop: () => Promise<void> };
   let lead: ServerProcess;
   let other: ServerProcess;
   let db: DbHandle;
@@ -74,7 +73,15 @@ describe.runIf(usingPostgres)("one signal at one moment on every process (WORKER
 
   beforeAll(async () => {
     telegram = await startFakeTelegram();
+    database = await createPostgresDatabase();
     const env = {
+      DATABASE_URL: database.url,
+      PORT: "0",
+      INTERNAL_PORT: "0",
+      INTERNAL_TOKEN,
+      DEMO_ACCOUNT: "false",
+      DEMO_FEED: "false",
+      LOG_LEVEL: "info",
       FAILED_KEY_LIMIT: "1000000",
       DAILY_CAP: "10000000",
       MONTHLY_GRANT: "100000000",
@@ -83,17 +90,19 @@ describe.runIf(usingPostgres)("one signal at one moment on every process (WORKER
       TELEGRAM_API_BASE: telegram.apiBase,
       TELEGRAM_BOT_TOKEN: FAKE_BOT_TOKEN,
     };
-    deployment = await startWorkersServers({ internalToken: INTERNAL_TOKEN, env, servers: [{ WORKERS: "2" }, { WORKERS: "1" }] });
-    [lead, other] = deployment.servers as [ServerProcess, ServerProcess];
-    db = deployment.db;
+    lead = await startServerProcess(childEnv({ ...env, WORKERS: "2" }), 90_000);
+    other = await startServerProcess(childEnv({ ...env, WORKERS: "1" }), 90_000);
+    db = await openDb({ databaseUrl: database.url, dataDir: "memory://", poolSize: 2 });
   }, 180_000);
 
   afterAll(async () => {
-    await deployment?.close({ kill: true });
+    await Promise.all([lead?.kill(), other?.kill()]);
+    await db?.close();
     await telegram?.close();
+    await database?.drop();
   });
 
-  it("every process answers each alert's close and signal the moment the alert arrives, and never an older close than one answered", async () => {
+  it("every process answers each alert's close and signal the moment " + "the alert arrives, and never an older close than one answered", async () => {
     expect(new Set(COINS.map((symbol) => indexOfPrice.get(symbol)!.size))).toEqual(new Set([CANDLES]));
     const bearer: Interceptor = (next) => (req) => {
       req.header.set("authorization", `Bearer ${INTERNAL_TOKEN}`);
@@ -176,7 +185,7 @@ describe.runIf(usingPostgres)("one signal at one moment on every process (WORKER
       // The step's alerts are all at the Bot API (and their checks started) once the outbox is empty.
       await waitFor(undelivered, 20_000, `the alerts of step ${i}`, 5);
       await Promise.all(checks.splice(0));
-      if ((i - HISTORY) % 50 === 0) console.log(`[same-signal figures] step ${i - HISTORY} of ${CANDLES - HISTORY}: ${alerts} alerts, ${differences.length} differences, reads ${JSON.stringify(Object.fromEntries(readsPerProcess))}`);
+      if ((i - HISTORY) % 50 === 0) console.log(`[same-signal figures] step ${i - HISTORY} of ${CANDLES - HISTORY}: ${alerts} alerts, ` + `${differences.length} differences, reads ${JSON.stringify(Object.fromEntries(readsPerProcess))}`);
     }
 
     const figures = { alerts, alertsDiffering, readsDiffering: differences.length, regressions: regressions.length, unavailable: unavailable.length, alertsNotCovered, reads: Object.fromEntries(readsPerProcess) };

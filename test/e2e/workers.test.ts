@@ -17,12 +17,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { AdminService } from "../../gen/signals/v1/admin_pb.js";
-import type { DbHandle } from "../../src/db/client.ts";
+import { openDb, type DbHandle } from "../../src/db/client.ts";
 import { pushClosedCandles, type CoinCandle } from "../support/ingest-push.ts";
 import { FAKE_BOT_TOKEN, startFakeTelegram, type FakeTelegram } from "../support/fake-telegram.ts";
-import { childEnv, runServerToExit, type ServerProcess } from "../support/processes.ts";
-import { usingPostgres } from "../support/test-db.ts";
-import { startWorkersServers, type WorkersServers } from "../support/workers-servers.ts";
+import { childEnv, runServerToExit, startServerProcess, type ServerProcess } from "../support/processes.ts";
+import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
 import { structureBreak } from "../support/structure-break.ts";
 import { connectionOwners } from "../support/socket-owners.ts";
 import { httpGet, Tally } from "../support/http-load.ts";
@@ -57,7 +56,7 @@ describe("WORKERS on the embedded database", () => {
     try {
       const exit = await runServerToExit(childEnv({ DATA_DIR: dataDir, WORKERS: "2", PORT: "0", INTERNAL_PORT: "0" }));
       expect(exit.code).toBe(2);
-      expect(exit.stderr).toBe("signals: configuration error: WORKERS above 1 needs DATABASE_URL: the embedded database (PGlite) is opened by one process only\n");
+      expect(exit.stderr).toBe("signals: configuration error: WORKERS above 1 needs DATABASE_URL: " + "the embedded database (PGlite) is opened by one process only\n");
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
@@ -66,7 +65,7 @@ describe("WORKERS on the embedded database", () => {
 
 describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on one port", () => {
   let telegram: FakeTelegram;
-  let deployment: WorkersServers;
+  let database: { url: string; drop: () => Promise<void> };
   let server: ServerProcess;
   let admin: Client<typeof AdminService>;
   let db: DbHandle;
@@ -76,9 +75,18 @@ describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on on
 
   beforeAll(async () => {
     telegram = await startFakeTelegram();
-    deployment = await startWorkersServers({
-      internalToken: INTERNAL_TOKEN,
-      env: {
+    database = await createPostgresDatabase();
+    server = await startServerProcess(
+      childEnv({
+        DATABASE_URL: database.url,
+        WORKERS: "2",
+        PORT: "0",
+        INTERNAL_PORT: "0",
+        INTERNAL_TOKEN,
+        DEMO_ACCOUNT: "false",
+        DEMO_FEED: "false",
+        LOG_LEVEL: "info",
+        DB_POOL_SIZE: "4",
         FAILED_KEY_LIMIT: "1000000",
         DAILY_CAP: "10000000",
         MONTHLY_GRANT: "100000000",
@@ -88,18 +96,20 @@ describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on on
         ALERT_MAX_DELAY: "7200",
         ALERT_RETRY_BASE_MS: "100",
         PAGE_VIEWS_PER_DAY: String(PAGE_VIEWS_PER_DAY),
-      },
-    });
-    server = deployment.servers[0]!;
-    db = deployment.db;
+      }),
+      90_000,
+    );
     admin = createClient(AdminService, createConnectTransport({ baseUrl: server.internalUrl, httpVersion: "1.1", interceptors: [bearer] }));
+    db = await openDb({ databaseUrl: database.url, dataDir: "memory://", poolSize: 2 });
     const created = await admin.createAccount({ email: "workers@example.test", plan: "node" });
     account = { accountId: Number(created.account!.accountId), apiKey: created.apiKey };
   }, 120_000);
 
   afterAll(async () => {
-    await deployment?.close({ kill: true });
+    await server?.kill();
+    await db?.close();
     await telegram?.close();
+    await database?.drop();
   });
 
   /** Streams candles to the internal listener's IngestService over gRPC, as a feeder does. */
@@ -107,7 +117,7 @@ describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on on
     expect(await pushClosedCandles(server.internalUrl, INTERNAL_TOKEN, mode, "1h", updates)).toBe(BigInt(updates.length));
   }
 
-  it("the primary forks two workers; calls on one port are answered by both, and the follower answers the candles the lead was pushed", async () => {
+  it("the primary forks two workers; calls on one port are answered by " + "both, and the follower answers the candles the lead was pushed", async () => {
     expect(server.workerPids).toHaveLength(2);
     expect(new Set([server.pid, ...server.workerPids]).size).toBe(3);
     await admin.setAlerts({ accountId: BigInt(account.accountId), alerts: { chatId: CHAT, symbols: COINS, timeframes: ["1h"] } });
@@ -173,7 +183,7 @@ describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on on
     expect(statuses.filter((st) => st === 429)).toHaveLength(statuses.length - PAGE_VIEWS_PER_DAY);
   });
 
-  it("kill -9 of the follower, then of the lead, under load: each is restarted, every 200 is charged once, no charge without a call that reached a worker", async () => {
+  it("kill -9 of the follower, then of the lead, under load: each is restarted, " + "every 200 is charged once, no charge without a call that reached a worker", async () => {
     const before = (await ledgerCheck(db, account.accountId)).charges;
     const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
     const tally = new Tally();

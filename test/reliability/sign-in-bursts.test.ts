@@ -16,13 +16,12 @@ import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAccount } from "../../src/accounts/accounts.ts";
 import { loadConfig } from "../../src/config.ts";
-import type { DbHandle } from "../../src/db/client.ts";
+import { openDb, type DbHandle } from "../../src/db/client.ts";
 import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
 import { SIGN_UP_THROTTLE } from "../../src/web/routes/sign-up.ts";
 import { DEFAULT_THROTTLE, throttleKeys } from "../../src/accounts/attempt-throttle.ts";
-import type { ServerProcess } from "../support/processes.ts";
-import { usingPostgres } from "../support/test-db.ts";
-import { startWorkersServers, type WorkersServers } from "../support/workers-servers.ts";
+import { childEnv, startServerProcess, type ServerProcess } from "../support/processes.ts";
+import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
 import { createTestClock, INTERNAL_TOKEN, startTestServer, type TestServer } from "../support/test-server.ts";
 import { csrfTokenOf, WebClient, type WebResult } from "../support/web-client.ts";
 
@@ -117,7 +116,7 @@ describe("budgets reserved before the hash (item 1)", () => {
 });
 
 describe("the hashing queue (item 2)", () => {
-  it("during 200 parallel sign-ins from one address, a member elsewhere signs in within 2 s (4 times a lone sign-in on a loaded machine), and that address hashes at most its budget", async () => {
+  it("during 200 parallel sign-ins from one address, a member elsewhere signs in within 2 s (4 " + "times a lone sign-in on a loaded machine), and that address hashes at most its budget", async () => {
     const victim = await member();
     const other = await member();
     const attacker = await signInForm(first, "127.0.0.4");
@@ -150,7 +149,7 @@ describe("the hashing queue (item 2)", () => {
 });
 
 describe("no lock-out by strangers (item 3)", () => {
-  it("failures from many addresses slow down new addresses only; the member gets in from a known address at once and from a new one within the delay", async () => {
+  it("failures from many addresses slow down new addresses only; the member gets " + "in from a known address at once and from a new one within the delay", async () => {
     const victim = await member();
     // The member signs in once from their usual address: it becomes known.
     const home = await signInForm(first, "127.0.0.6");
@@ -213,20 +212,27 @@ describe("no lock-out by strangers (item 3)", () => {
 });
 
 describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on one port (item 1)", () => {
-  let deployment: WorkersServers;
+  let database: { url: string; drop: () => Promise<void> };
   let server: ServerProcess;
   let db: DbHandle;
 
   beforeAll(async () => {
-    deployment = await startWorkersServers({ internalToken: INTERNAL_TOKEN });
-    server = deployment.servers[0]!;
+    database = await createPostgresDatabase();
+    server = await startServerProcess(
+      childEnv({ DATABASE_URL: database.url, WORKERS: "2", PORT: "0", INTERNAL_PORT: "0", INTERNAL_TOKEN, DEMO_ACCOUNT: "false", DEMO_FEED: "false", LOG_LEVEL: "info", DB_POOL_SIZE: "4" }),
+      90_000,
+    );
     expect(server.workerPids.length).toBe(2);
-    db = deployment.db;
+    db = await openDb({ databaseUrl: database.url, dataDir: "memory://", poolSize: 2 });
   }, 120_000);
 
-  afterAll(() => deployment?.close());
+  afterAll(async () => {
+    await server?.stop();
+    await db?.close();
+    await database?.drop();
+  });
 
-  it(`60 parallel wrong passwords from one address: exactly ${DEFAULT_THROTTLE.perAddress} checked; 30 parallel sign-ups: ${SIGN_UP_THROTTLE.perAddress} accounts`, async () => {
+  it(`60 parallel wrong passwords from one address: exactly ${DEFAULT_THROTTLE.perAddress} ` + `checked; 30 parallel sign-ups: ${SIGN_UP_THROTTLE.perAddress} accounts`, async () => {
     const email = `workers-${process.pid}@example.test`;
     const limits = loadConfig({ PORT: "0", INTERNAL_PORT: "0", INTERNAL_TOKEN }).limits;
     const { summary } = await createAccount(db, { email, plan: "node", subscriptionUntil: new Date(Date.now() + 86_400_000) }, limits, Date.now());
