@@ -351,31 +351,91 @@ export async function benchAlerts(): Promise<string> {
 
     const floodSeconds = (n: number) => (n - floodStarted) / 1000;
     const post = summary(postLatencies);
+    const row = (measure: string, value = "", target = "") => `| ${measure} | ${value} | ${target} |`;
+    const p50p95p99max = (l: { p50: number; p95: number; p99: number; max: number }) =>
+      `${ms(l.p50)} / ${ms(l.p95)} / **${ms(l.p99)}** / ${ms(l.max)}`;
+    const p50p99 = (l: { p50: number; p99: number }) => `${ms(l.p50)} / ${ms(l.p99)}`;
+    const perSecond = (n: number, seconds: number) => (n / seconds).toFixed(0);
+    const outboxSeconds = floodSeconds(outboxDone);
+    const streamSeconds = floodSeconds(streamDone);
+    const deliveredSeconds = floodSeconds(deliveredDone);
     const lines = [
-      `Setup: ${COINS} coins, ${MEMBERS} members each following all ${COINS} coins on 1h, 4h and 1d; ${history.length} history candles as a backfill (${historyEvents} events, 0 alerts); ${LIVE_HOURS * COINS} live closes, ${allEvents} signal events, ${allEvents * MEMBERS} alerts.`,
+      `Setup: ${COINS} coins, ${MEMBERS} members each following all ${COINS} coins on 1h, 4h and 1d; ` +
+        `${history.length} history candles as a backfill (${historyEvents} events, 0 alerts); ` +
+        `${LIVE_HOURS * COINS} live closes, ${allEvents} signal events, ${allEvents * MEMBERS} alerts.`,
       "",
       `| measure | value | target / baseline |`,
       `|---|---|---|`,
-      `| **paced** (${PACED_ROUNDS} top-of-hour rounds, ${pacedEvents.length} events in ${perRound.length} rounds, ${Math.min(...perRound)}–${Math.max(...perRound)} per round, ${pacedMessages.length} alerts) | | |`,
-      `| closing candle sent → alert received by the fake Telegram, p50 / p95 / p99 / max | ${ms(pacedAlertLatency.p50)} / ${ms(pacedAlertLatency.p95)} / **${ms(pacedAlertLatency.p99)}** / ${ms(pacedAlertLatency.max)} | p99 < 250 ms |`,
-      `| the same, rounds with a single event (${singles.length} rounds, 100 alerts each), p50 / p95 / p99 / max | ${ms(singleLatency.p50)} / ${ms(singleLatency.p95)} / **${ms(singleLatency.p99)}** / ${ms(singleLatency.max)} | p99 < 250 ms |`,
-      `| closing candle sent → event on the internal stream, p50 / p95 / p99 | ${ms(pacedStreamLatency.p50)} / ${ms(pacedStreamLatency.p95)} / ${ms(pacedStreamLatency.p99)} | |`,
-      `| where it goes: candle sent → its flush transaction starts, p50 / p99 | ${ms(stage.toFlush.p50)} / ${ms(stage.toFlush.p99)} | |`,
-      `| where it goes: flush transaction start → event on the stream (commit, NOTIFY, read), p50 / p99 | ${ms(stage.flushToStream.p50)} / ${ms(stage.flushToStream.p99)} | |`,
-      `| where it goes: event on the stream → its first alert at the fake, p50 / p99 | ${ms(stage.streamToFirstAlert.p50)} / ${ms(stage.streamToFirstAlert.p99)} | |`,
-      `| where it goes: first → last alert of one event (100 members), p50 / p99 | ${ms(stage.firstToLastAlert.p50)} / ${ms(stage.firstToLastAlert.p99)} | |`,
-      `| where it goes: a round's first → last alert, p50 / max; delivery rate within a round, p50 | ${ms(stage.roundDrain.p50)} / ${ms(stage.roundDrain.max)}; ${deliveryRate.p50.toFixed(0)} messages/s | |`,
-      `| plain sendMessage POST to the fake (500 sequential), p50 / p95 / p99 | ${post.p50.toFixed(2)} / ${post.p95.toFixed(2)} / ${post.p99.toFixed(2)} ms | baseline of one delivery |`,
-      `| **flood** (${flood.length} rounds = ${flood.length * COINS} closes sent at once, ${floodEvents} events, ${floodEvents * MEMBERS} alerts) | | |`,
-      `| (a) events/s, first candle sent → last outbox row committed | ${(floodEvents / floodSeconds(outboxDone)).toFixed(0)} events/s (${(floodEvents * MEMBERS / floodSeconds(outboxDone)).toFixed(0)} rows/s, ${floodSeconds(outboxDone).toFixed(2)} s) | |`,
-      `| bare INSERT of the same rows, one transaction per event of ${MEMBERS} rows, one connection | ${(floodEvents / bareInsertSeconds).toFixed(0)} events/s (${(floodEvents * MEMBERS / bareInsertSeconds).toFixed(0)} rows/s) | baseline of (a) |`,
-      `| (b) events/s, first candle sent → last event on the internal stream | ${(floodEvents / floodSeconds(streamDone)).toFixed(0)} events/s (${floodSeconds(streamDone).toFixed(2)} s) | |`,
-      `| alerts delivered/s, first candle sent → last alert received | ${(floodMessages.length / floodSeconds(deliveredDone)).toFixed(0)} messages/s (${floodSeconds(deliveredDone).toFixed(2)} s) | |`,
-      `| baseline: sendMessage POSTs to the fake, ${16} concurrent | ${postRate.toFixed(0)} /s | ceiling of delivery (HTTP half) |`,
-      `| baseline: one-row ack UPDATEs (own commit each), 16 concurrent over 10 connections | ${ackRate.toFixed(0)} /s | ceiling of delivery (ack half) |`,
-      `| baseline: the same acks, 100 rows per UPDATE, one connection | ${batchedAckRate.toFixed(0)} rows/s | |`,
-      `| (c) under the flood: closing candle sent → alert received, p50 / p99 | ${ms(floodAlertLatency.p50)} / ${ms(floodAlertLatency.p99)} | (queueing) |`,
-      `| every event stored once, every alert sent once (outbox, fake) | ${problems.length === 0 ? "yes" : problems.join("; ")} | exactly once |`,
+      row(
+        `**paced** (${PACED_ROUNDS} top-of-hour rounds, ${pacedEvents.length} events in ${perRound.length} rounds, ` +
+          `${Math.min(...perRound)}–${Math.max(...perRound)} per round, ${pacedMessages.length} alerts)`,
+      ),
+      row(
+        "closing candle sent → alert received by the fake Telegram, p50 / p95 / p99 / max",
+        p50p95p99max(pacedAlertLatency),
+        "p99 < 250 ms",
+      ),
+      row(
+        `the same, rounds with a single event (${singles.length} rounds, 100 alerts each), p50 / p95 / p99 / max`,
+        p50p95p99max(singleLatency),
+        "p99 < 250 ms",
+      ),
+      row(
+        "closing candle sent → event on the internal stream, p50 / p95 / p99",
+        `${ms(pacedStreamLatency.p50)} / ${ms(pacedStreamLatency.p95)} / ${ms(pacedStreamLatency.p99)}`,
+      ),
+      row("where it goes: candle sent → its flush transaction starts, p50 / p99", p50p99(stage.toFlush)),
+      row(
+        "where it goes: flush transaction start → event on the stream (commit, NOTIFY, read), p50 / p99",
+        p50p99(stage.flushToStream),
+      ),
+      row("where it goes: event on the stream → its first alert at the fake, p50 / p99", p50p99(stage.streamToFirstAlert)),
+      row("where it goes: first → last alert of one event (100 members), p50 / p99", p50p99(stage.firstToLastAlert)),
+      row(
+        "where it goes: a round's first → last alert, p50 / max; delivery rate within a round, p50",
+        `${ms(stage.roundDrain.p50)} / ${ms(stage.roundDrain.max)}; ${deliveryRate.p50.toFixed(0)} messages/s`,
+      ),
+      row(
+        "plain sendMessage POST to the fake (500 sequential), p50 / p95 / p99",
+        `${post.p50.toFixed(2)} / ${post.p95.toFixed(2)} / ${post.p99.toFixed(2)} ms`,
+        "baseline of one delivery",
+      ),
+      row(
+        `**flood** (${flood.length} rounds = ${flood.length * COINS} closes sent at once, ${floodEvents} events, ` +
+          `${floodEvents * MEMBERS} alerts)`,
+      ),
+      row(
+        "(a) events/s, first candle sent → last outbox row committed",
+        `${perSecond(floodEvents, outboxSeconds)} events/s ` +
+          `(${perSecond(floodEvents * MEMBERS, outboxSeconds)} rows/s, ${outboxSeconds.toFixed(2)} s)`,
+      ),
+      row(
+        `bare INSERT of the same rows, one transaction per event of ${MEMBERS} rows, one connection`,
+        `${perSecond(floodEvents, bareInsertSeconds)} events/s ` +
+          `(${perSecond(floodEvents * MEMBERS, bareInsertSeconds)} rows/s)`,
+        "baseline of (a)",
+      ),
+      row(
+        "(b) events/s, first candle sent → last event on the internal stream",
+        `${perSecond(floodEvents, streamSeconds)} events/s (${streamSeconds.toFixed(2)} s)`,
+      ),
+      row(
+        "alerts delivered/s, first candle sent → last alert received",
+        `${perSecond(floodMessages.length, deliveredSeconds)} messages/s (${deliveredSeconds.toFixed(2)} s)`,
+      ),
+      row(`baseline: sendMessage POSTs to the fake, ${16} concurrent`, `${postRate.toFixed(0)} /s`, "ceiling of delivery (HTTP half)"),
+      row(
+        "baseline: one-row ack UPDATEs (own commit each), 16 concurrent over 10 connections",
+        `${ackRate.toFixed(0)} /s`,
+        "ceiling of delivery (ack half)",
+      ),
+      row("baseline: the same acks, 100 rows per UPDATE, one connection", `${batchedAckRate.toFixed(0)} rows/s`),
+      row("(c) under the flood: closing candle sent → alert received, p50 / p99", p50p99(floodAlertLatency), "(queueing)"),
+      row(
+        "every event stored once, every alert sent once (outbox, fake)",
+        problems.length === 0 ? "yes" : problems.join("; "),
+        "exactly once",
+      ),
     ];
     return lines.join("\n");
   } finally {

@@ -76,9 +76,9 @@ async function main(): Promise<void> {
     }
 
     const perCall = (bytes: number) => (bytes / charged).toFixed(0);
-    const per = (w: Wal, n: number) => `${(w.records / n).toFixed(1)} records, ${(w.fpi / n).toFixed(2)} full-page images, **${(w.bytes / n).toFixed(0)} bytes**`;
+    const per = (w: Wal, n: number) => `${(w.records / n).toFixed(1)} records, ${(w.fpi / n).toFixed(2)} ` + `full-page images, **${(w.bytes / n).toFixed(0)} bytes**`;
     console.log(`Machine: ${machineLine()}\n`);
-    console.log(`${charged} calls charged in groups of ${GROUP} (${((charged / chargeMs) * 1000).toFixed(0)} calls/s, one client); ${CALLS} baseline updates\n`);
+    console.log(`${charged} calls charged in groups of ${GROUP} (${((charged / chargeMs) * 1000).toFixed(0)} ` + `calls/s, one client); ${CALLS} baseline updates\n`);
     console.log("| measure | per billed call | per baseline UPDATE transaction |");
     console.log("|---|---|---|");
     console.log(`| WAL written by the statement | ${per(wal.charge, charged)} | ${per(wal.update, CALLS)} |`);

@@ -141,7 +141,7 @@ export async function benchColdStart(runs = 3): Promise<string> {
   for (const [i, c] of cases.entries()) {
     for (const kind of ["fresh", "restart"] as const) {
       const t = timings[i]![kind];
-      rows.push(`| ${c.label} | ${kind === "fresh" ? "fresh data directory / database" : "restart on it"} | ${ms(t.map((s) => s.listeningMs))} | ${ms(t.map((s) => s.firstCallMs))} |`);
+      rows.push(`| ${c.label} | ${kind === "fresh" ? "fresh data directory / database" : "restart on it"} ` + `| ${ms(t.map((s) => s.listeningMs))} | ${ms(t.map((s) => s.firstCallMs))} |`);
     }
   }
   return rows.join("\n");

@@ -172,7 +172,7 @@ export async function benchFeeder400(): Promise<string> {
       ["limit breaches (connection cut)", String(ws.breaches.length), "", "0"],
     ];
     const table = [
-      `${minutes} min, 1m pacing on the 15m base, forming updates every ${TICK_EVERY_MS / 1000} s, drops every 20–60 s.`,
+      `${minutes} min, 1m pacing on the 15m base, forming updates ` + `every ${TICK_EVERY_MS / 1000} s, drops every 20–60 s.`,
       "",
       "| measure | 400-coin feeder | 1-coin feeder (baseline, same run) | target |",
       "|---|---|---|---|",
@@ -180,7 +180,13 @@ export async function benchFeeder400(): Promise<string> {
       "",
       misses.length === 0 ? "Every target met." : `MISSED: ${misses.join("; ")}`,
     ].join("\n");
-    console.log(`FEEDER-400 ${JSON.stringify({ minutes, history, coldStartMs, rssAfterStart, rssSteady: { main: mainRss, baseline: baseRss }, rssEnd, lags: { main: { p50: percentile(lags.main, 50), p99: percentile(lags.main, 99), n: lags.main.length }, baseline: { p50: percentile(lags.baseline, 50), p99: percentile(lags.baseline, 99), n: lags.baseline.length } }, count, duplicates, reconnects, backfilled, drops, faults, ws })}`);
+    const lagFigures = (l: number[]) => ({ p50: percentile(l, 50), p99: percentile(l, 99), n: l.length });
+    const figures = {
+      ...{ minutes, history, coldStartMs, rssAfterStart, rssSteady: { main: mainRss, baseline: baseRss }, rssEnd },
+      lags: { main: lagFigures(lags.main), baseline: lagFigures(lags.baseline) },
+      ...{ count, duplicates, reconnects, backfilled, drops, faults, ws },
+    };
+    console.log(`FEEDER-400 ${JSON.stringify(figures)}`);
     return table;
   } finally {
     process.off("SIGINT", interrupted);

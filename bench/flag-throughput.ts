@@ -37,7 +37,7 @@ try {
         const load = loadavg()[0]!.toFixed(1);
         const r = await wrk(server.port, lua, SECONDS);
         const rss = await rssMiB(server.child.pid!);
-        rows.push(`| ${round} | \`${[...npmStartFlags(), ...flags].join(" ")}\` | ${load} | ${r.rps.toFixed(0)} | ${r.p50ms.toFixed(1)} / ${r.p99ms.toFixed(1)} ms | ${r.errors} | ${rss.toFixed(0)} MiB |`);
+        rows.push(`| ${round} | \`${[...npmStartFlags(), ...flags].join(" ")}\` | ${load} | ${r.rps.toFixed(0)} ` + `| ${r.p50ms.toFixed(1)} / ${r.p99ms.toFixed(1)} ms | ${r.errors} | ${rss.toFixed(0)} MiB |`);
         console.error(rows.at(-1));
       } finally {
         server.child.kill("SIGTERM");

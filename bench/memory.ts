@@ -16,11 +16,13 @@ const CANDLES_PER_COIN = 200;
 const TOKEN = "bench-internal-token-0123456789";
 const TARGET_MIB = 150;
 
-/** The server's V8 heap (used / total) and external memory in MiB, from its /metrics (prom-client's default metrics). */
+/**
+ * The server's V8 heap (used / total) and external memory in MiB, from its /metrics (prom-client's default metrics).
+ */
 async function heapFigures(internalPort: number): Promise<string> {
   const text = await (await fetch(`http://127.0.0.1:${internalPort}/metrics`)).text();
   const mib = (name: string) => (Number(new RegExp(`^${name} (\\S+)`, "m").exec(text)?.[1] ?? NaN) / 2 ** 20).toFixed(0);
-  return `heap ${mib("nodejs_heap_size_used_bytes")} used / ${mib("nodejs_heap_size_total_bytes")} total, external ${mib("nodejs_external_memory_bytes")} MiB`;
+  return `heap ${mib("nodejs_heap_size_used_bytes")} used / ${mib("nodejs_heap_size_total_bytes")} ` + `total, external ${mib("nodejs_external_memory_bytes")} MiB`;
 }
 
 /** Runs the memory benchmark; returns a Markdown table. */
@@ -69,7 +71,7 @@ export async function benchMemory(): Promise<string> {
       `| coins × timeframes held | ${COINS} × 5 (15m base; 30m, 1h, 4h, 1d derived) | 500 × 5 |`,
       `| candles pushed over gRPC | ${accepted} in ${seconds.toFixed(1)} s | |`,
       `| server RSS idle (baseline) | ${idle.toFixed(0)} MiB (${idleHeap}) | |`,
-      `| server RSS holding 500 × 5 (steady, lowest over 10 s quiet) | **${loaded.toFixed(0)} MiB** (${(loaded / TARGET_MIB).toFixed(2)} × target; ${loadedHeap}) | < ${TARGET_MIB} MiB ${ok ? "✔" : "✘"} |`,
+      `| server RSS holding 500 × 5 (steady, lowest over 10 s quiet) | **${loaded.toFixed(0)} MiB** ` + `(${(loaded / TARGET_MIB).toFixed(2)} × target; ${loadedHeap}) | < ${TARGET_MIB} MiB ${ok ? "✔" : "✘"} |`,
     ].join("\n") + (ok ? "" : "\n\n**Target missed.**");
   } finally {
     server.child.kill("SIGTERM");

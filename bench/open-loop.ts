@@ -8,7 +8,8 @@
  *
  * Runs in its own process (so it never competes with the server's event loop):
  *
- *   node bench/open-loop.ts '{"url":"http://127.0.0.1:8080/path","rate":1000,"seconds":5,"connections":64,"keys":["sig_live_…"]}'
+ *   node bench/open-loop.ts
+ *   '{"url":"http://127.0.0.1:8080/path","rate":1000,"seconds":5,"connections":64,"keys":["sig_live_…"]}'
  *
  * prints one JSON line: { sent, ok, errors, p50, p90, p99, max (ms), firstError }.
  * The keys, if any, are sent in turn as `x-api-key` (the paid endpoint bills each call).

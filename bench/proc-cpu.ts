@@ -40,7 +40,11 @@ export function treeCpuSeconds(rootPid: number): number {
   const tree = new Set([rootPid]);
   for (let grew = true; grew; ) {
     grew = false;
-    for (const p of all) if (!tree.has(p.pid) && tree.has(p.ppid)) (tree.add(p.pid), (grew = true));
+    for (const p of all) {
+      if (tree.has(p.pid) || !tree.has(p.ppid)) continue;
+      tree.add(p.pid);
+      grew = true;
+    }
   }
   return all.filter((p) => tree.has(p.pid)).reduce((sum, p) => sum + p.cpuSeconds, 0);
 }

@@ -22,7 +22,7 @@ import { benchColdStart } from "./cold-start.ts";
 import { benchFeeder400 } from "./feeder-400.ts";
 import { benchBurst } from "./burst.ts";
 
-const BENCHES: Record<string, { title: string; run: () => Promise<string | void>; slow?: boolean }> = {
+const BENCHES: Record<string, { title: string; run: () => Promise<string | undefined>; slow?: boolean }> = {
   api: { title: "Billed REST calls", run: benchApi },
   import: { title: "Import of the twelve real coins", run: benchImport },
   memory: { title: "Memory of a server holding 500 coins × 5 timeframes", run: benchMemory },
@@ -36,12 +36,14 @@ const BENCHES: Record<string, { title: string; run: () => Promise<string | void>
   engine: {
     title: "Engine",
     async run() {
+      // Prints its own lines; no table to return.
       try {
         const engine = await import("./engine.ts");
         if (typeof (engine as { main?: unknown }).main === "function") await (engine as { main: () => Promise<void> }).main();
       } catch (err) {
         console.log(`engine benchmark: ${(err as Error).message}`);
       }
+      return undefined;
     },
   },
 };
@@ -61,5 +63,5 @@ for (const name of names.length > 0 ? names : Object.keys(BENCHES).filter((n) =>
   const bench = BENCHES[name]!;
   console.log(`## ${bench.title}\n`);
   const table = await bench.run();
-  if (typeof table === "string") console.log(table + "\n");
+  if (typeof table === "string") console.log(`${table}\n`);
 }

@@ -67,7 +67,7 @@ export async function benchWorkers(rounds = 2): Promise<string> {
   const one = median(results.filter((r) => r.workers === 1).map((r) => r.rps));
   const two = median(results.filter((r) => r.workers === 2).map((r) => r.rps));
   return [
-    `| round | WORKERS | billed req/s | errors (non-2xx + socket) | charges in the measured window | 1-min load average at start |`,
+    `| round | WORKERS | billed req/s | errors (non-2xx + socket) | ` + `charges in the measured window | 1-min load average at start |`,
     `|---|---|---|---|---|---|`,
     ...results.map((r, i) => `| ${Math.floor(i / 2) + 1} | ${r.workers} | ${r.rps.toFixed(0)} | ${r.non2xx} | ${r.charges} | ${r.load} |`),
     "",

@@ -215,7 +215,7 @@ function sortExamples(examples: OpenApiExamples): OpenApiExamples {
 
 /** The file's text for these examples. */
 export function examplesFileText(examples: OpenApiExamples): string {
-  return JSON.stringify(examples, null, 2) + "\n";
+  return `${JSON.stringify(examples, null, 2)}\n`;
 }
 
 if (import.meta.main) {

@@ -35,7 +35,7 @@ export async function main(): Promise<void> {
   // Before anything is written: the embedded database (PGlite asks for 0666 and leaves the rest
   // to the umask), the token file and the lock are the operator's alone (server/private-files.ts).
   process.umask(PRIVATE_UMASK);
-  let config;
+  let config: Config;
   try {
     config = loadConfig();
   } catch (err) {

@@ -40,7 +40,10 @@ export type CoinFrame = {
   readonly events: readonly TrackEvent[];
   /** The signal events of the MS-2 study's final selection for this timeframe (adopted or not). */
   readonly selectionEvents: readonly TrackEvent[];
-  /** Per candle: MS-1's direction on the next timeframe up after its last candle closed at or before this candle's close. */
+  /**
+   * Per candle: MS-1's direction on the next timeframe up after its last candle closed at or before this candle's
+   * close.
+   */
   readonly higherDirection: Int8Array;
   /** Per look-back in weeks, per candle: the sign of the trailing return (0 where the history is too short). */
   readonly trailingSign: ReadonlyMap<number, Int8Array>;
@@ -61,7 +64,10 @@ export function alignHigherDirection(lower: readonly Candle[], lowerMs: number, 
   return out;
 }
 
-/** Per candle, the sign of close / (the close `lookbackMs` earlier, or the last one before) − 1; 0 before the history is that long. */
+/**
+ * Per candle, the sign of close / (the close `lookbackMs` earlier, or the last one before) − 1; 0 before the history is
+ * that long.
+ */
 export function trailingReturnSign(candles: readonly Candle[], lookbackMs: number): Int8Array {
   const out = new Int8Array(candles.length);
   let j = -1;

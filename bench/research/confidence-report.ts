@@ -79,7 +79,8 @@ export function foldByFoldSection(confidence: readonly TimeframeConfidence[]): s
   parts.push(`## MS-1 fold by fold, long and short, after fee and slippage
 
 The pooled table above hides where the result comes from. Per fold (each starting flat), twelve
-coins pooled; "net" is after the fee of ${fixed(FEE * 100, 1)}% and a slippage of ${fixed(SLIPPAGE * 100, 2)}% per side; the payoff is
+coins pooled; "net" is after the fee of ${fixed(FEE * 100, 1)}% and a slippage of ${fixed(SLIPPAGE * 100, 2)}% per \
+side; the payoff is
 the mean net win over the mean net loss; the break-even fee is the fee per side (without
 slippage) at which the mean trade is zero, "none" when the mean trade is not positive even
 before costs.
@@ -99,7 +100,7 @@ function trialsTable(confidence: readonly TimeframeConfidence[]): string {
   const names = confidence[0]!.trials.map((t) => t.name);
   return table(
     ["configuration", "from", ...confidence.map((tc) => `${tc.timeframe} Sharpe / PSR / DSR`)],
-    names.map((name, i) => [name, confidence[0]!.trials[i]!.study, ...confidence.map((tc) => `${fixed(tc.trials[i]!.sharpe * Math.sqrt(PERIODS_PER_YEAR))} / ${fixed(tc.trials[i]!.psr, 3)} / ${fixed(tc.trials[i]!.dsr, 3)}`)]),
+    names.map((name, i) => [name, confidence[0]!.trials[i]!.study, ...confidence.map((tc) => `${fixed(tc.trials[i]!.sharpe * Math.sqrt(PERIODS_PER_YEAR))} / ` + `${fixed(tc.trials[i]!.psr, 3)} / ${fixed(tc.trials[i]!.dsr, 3)}`)]),
   );
 }
 
@@ -109,6 +110,10 @@ export function confidenceSection(confidence: readonly TimeframeConfidence[]): s
   const studyCount = first.trials.filter((t) => t.study === "MS-2 study").length;
   const principledCount = first.trials.length - studyCount;
   const selections = confidence.filter((tc) => tc.selectionDsrAtSelection !== null);
+  const selectionSentence = (tc: TimeframeConfidence) =>
+    `The MS-2 study's selection at ${tc.timeframe} has a DSR of ${fixed(tc.selectionDsrAtSelection!, 3)} ` +
+    `counting only that study's ${studyCount} trials (what it faced when it was chosen) ` +
+    `and ${fixed(tc.results[1]!.deflated.dsr, 3)} counting all ${tc.trials.length}.`;
   return `## Statistical confidence of the design-data results
 
 **Configurations tried.** The MS-2 study evaluated ${studyCount} configurations (MS-1 and MS-1 with
@@ -120,7 +125,8 @@ look-back), so **${first.trials.length} configurations have been tried per timef
 **The portfolio.** For each timeframe and configuration, the twelve coins are one equal-weight
 portfolio, rebalanced daily: its daily return is the mean of the coins' daily returns, each coin
 marked to market at every close (liquidation value after costs), over the whole design period
-${FOLDS[0]!.label.slice(0, 10)} – ${FOLDS[FOLDS.length - 1]!.label.slice(-10)}, starting flat, after the fee and the slippage.
+${FOLDS[0]!.label.slice(0, 10)} – ${FOLDS[FOLDS.length - 1]!.label.slice(-10)}, starting flat, after the fee and the \
+slippage.
 
 **Statistics** (\`src/performance/\`): Sharpe ratio = mean / sample standard deviation of the
 daily returns, risk-free rate 0, annualised by √${PERIODS_PER_YEAR}. PSR = probability that the true
@@ -133,7 +139,7 @@ Sharpe ratios, γ the Euler–Mascheroni constant. N counts configurations, not 
 most share MS-1's trades, so N overstates the effective number of trials and the DSR leans
 conservative. The usual bar for both is 0.95.
 
-${selections.map((tc) => `The MS-2 study's selection at ${tc.timeframe} has a DSR of ${fixed(tc.selectionDsrAtSelection!, 3)} counting only that study's ${studyCount} trials (what it faced when it was chosen) and ${fixed(tc.results[1]!.deflated.dsr, 3)} counting all ${tc.trials.length}.`).join(" ")}
+${selections.map(selectionSentence).join(" ")}
 
 ### Every configuration tried (design data, annualised Sharpe / PSR / DSR with N = ${first.trials.length})
 
@@ -142,7 +148,8 @@ ${trialsTable(confidence)}
 ### Probability of backtest overfitting (CSCV)
 
 Bailey, Borwein, López de Prado & Zhu (2015): the design days are cut into ${CSCV_BLOCKS} blocks of
-consecutive days; for each of the C(${CSCV_BLOCKS}, ${CSCV_BLOCKS / 2}) = ${first.pbo.study.splits} ways of taking half of them as in-sample, the
+consecutive days; for each of the C(${CSCV_BLOCKS}, ${CSCV_BLOCKS / 2}) = ${first.pbo.study.splits} ways of taking \
+half of them as in-sample, the
 configuration with the best in-sample Sharpe ratio is ranked out of sample among all of them;
 PBO is the share of splits in which it ranks at or below the median. 0.5 is what choosing at
 random among equals gives; near 0 means the in-sample best stays good.
@@ -165,7 +172,8 @@ They were run on the design data only; the ${HOLD_OUT.label} hold-out has been u
 and is not used again for any selection (\`bench/research/hold-out.ts\` never runs them).
 
 - **(a) higher timeframe agrees**: MS-1's position is held only while the next timeframe up
-  (${STUDY_TIMEFRAMES.map((tf) => `${tf} → ${HIGHER_TIMEFRAME[tf]}`).join(", ")}; weeks start on Monday, UTC) points the same way after its last
+  (${STUDY_TIMEFRAMES.map((tf) => `${tf} → ${HIGHER_TIMEFRAME[tf]}`).join(", ")}; weeks start on Monday, UTC) points \
+the same way after its last
   closed candle. A position the rule stops is closed at that close and reopened where the rule
   allows it again while MS-1's trade lasts.
 - **(b) higher timeframe holds**: a lower-timeframe break only times the entry, in the direction
@@ -182,7 +190,8 @@ directly, when its portfolio Sharpe ratio over the design period is positive and
 and above MS-1's on at least ${FOLDS_TO_BEAT} of the 5 folds; of the momentum look-backs only the one with the
 highest design Sharpe ratio can be.
 
-Figures after the fee of ${fixed(FEE * 100, 1)}% and a slippage of ${fixed(SLIPPAGE * 100, 2)}% per side; portfolio figures on daily returns
+Figures after the fee of ${fixed(FEE * 100, 1)}% and a slippage of ${fixed(SLIPPAGE * 100, 2)}% per side; portfolio \
+figures on daily returns
 over the whole design period (PSR and DSR as above, N = ${confidence[0]!.trials.length}); the win rate is the share of
 trades with a net result above zero, with its Wilson 95% interval.
 `);
@@ -191,7 +200,8 @@ trades with a net result above zero, with its Wilson 95% interval.
     parts.push(headlineTable(tc));
     parts.push("");
     const liquidated = tc.results.filter((r) => r.liquidated.length > 0).map((r) => `${r.candidate.name}: ${r.liquidated.join(", ")}`);
-    parts.push(`Shorts liquidated over the design period (the coin then leaves that portfolio): ${liquidated.length === 0 ? "none" : liquidated.join("; ")}.\n`);
+    const liquidatedText = liquidated.length === 0 ? "none" : liquidated.join("; ");
+    parts.push(`Shorts liquidated over the design period (the coin then leaves that portfolio): ${liquidatedText}.\n`);
     parts.push(`Per-fold portfolio Sharpe ratio (annualised), the carry-forward test:\n`);
     parts.push(foldSharpeTable(tc));
     parts.push("");
@@ -228,7 +238,8 @@ export function holdOutPortfolioSection(rows: readonly HoldOutRow[]): string {
   return `### Portfolio view, after fee and slippage
 
 The same hold-out, each timeframe's twelve coins as one equal-weight portfolio (daily returns,
-fee ${fixed(FEE * 100, 1)}% and slippage ${fixed(SLIPPAGE * 100, 2)}% per side), with the per-coin counts after the same costs.
+fee ${fixed(FEE * 100, 1)}% and slippage ${fixed(SLIPPAGE * 100, 2)}% per side), with the per-coin counts after the \
+same costs.
 No new rule was run on it.
 
 ${table(

@@ -39,7 +39,10 @@ export type TradeFigures = {
   readonly netPct: number | null;
   /** Mean net win / |mean net loss|; Infinity with wins and no loss, null without wins or trades. */
   readonly payoff: number | null;
-  /** The fee per side (no slippage) at which the mean trade breaks even, percent; null when the gross mean is not positive. */
+  /**
+   * The fee per side (no slippage) at which the mean trade breaks even, percent; null when the gross mean is not
+   * positive.
+   */
   readonly breakEvenFeePct: number | null;
 };
 
@@ -110,7 +113,10 @@ export type TimeframeConfidence = {
   readonly results: readonly CandidateResult[];
   /** Every configuration tried at this timeframe: the MS-2 study's, then the principled ones. */
   readonly trials: readonly Trial[];
-  /** The DSR of the MS-2 study's selection counting only that study's trials (what it faced when chosen); null when the selection is MS-1. */
+  /**
+   * The DSR of the MS-2 study's selection counting only that study's trials (what it faced when chosen); null when the
+   * selection is MS-1.
+   */
   readonly selectionDsrAtSelection: number | null;
   readonly pbo: { readonly study: BacktestOverfitting; readonly principled: BacktestOverfitting; readonly all: BacktestOverfitting };
   /** Names of the principled candidates carried into the pre-registered hold-out. */
@@ -123,7 +129,10 @@ export type TimeframeConfidence = {
 export type FillGap = {
   /** Mean |next open − close| over every candle. */
   readonly meanAbsolutePct: number;
-  /** Mean of direction·(next open − close) over MS-1's directional signal events: positive = the next open is better for the position. */
+  /**
+   * Mean of direction·(next open − close) over MS-1's directional signal events: positive = the next open is better for
+   * the position.
+   */
   readonly atSignalsPct: number;
 };
 
@@ -198,7 +207,9 @@ export function timeframeConfidence(study: DesignStudy, timeframe: RealTimeframe
   const tfIndex = STUDY_TIMEFRAMES.indexOf(timeframe);
   const selection = study.perTimeframe[tfIndex]!.final;
   const served = measure(SERVED, frames);
-  const selected = selection.length === 0 ? [] : [measure(selectionCandidate(`${nameOf(selection)} (MS-2 study${study.perTimeframe[tfIndex]!.adopted ? ", adopted" : ", not adopted"})`), frames)];
+  const adopted = study.perTimeframe[tfIndex]!.adopted ? "adopted" : "not adopted";
+  const selected =
+    selection.length === 0 ? [] : [measure(selectionCandidate(`${nameOf(selection)} (MS-2 study, ${adopted})`), frames)];
   const principled = PRINCIPLED.map((c) => measure(c, frames));
 
   const studyTrials = study.evaluations.map((e) => ({ name: nameOf(e.config), study: "MS-2 study" as const, daily: e.daily[tfIndex]! }));

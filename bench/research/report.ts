@@ -36,14 +36,17 @@ export function holdOutSummary(rows: readonly HoldOutRow[], engine: "ms1" | "ms2
   });
 }
 
-/** The issue's goal on the hold-out: positive average trade on ≥ 9/12 coins at 4h and ≥ 8/12 at 1h, higher median PF at every timeframe. */
+/**
+ * The issue's goal on the hold-out: positive average trade on ≥ 9/12 coins at 4h and ≥ 8/12 at 1h, higher median PF at
+ * every timeframe.
+ */
 export function goalChecks(ms1: readonly HoldOutSummary[], ms2: readonly HoldOutSummary[]): { label: string; met: boolean }[] {
   const at = (list: readonly HoldOutSummary[], tf: RealTimeframe): HoldOutSummary => list.find((s) => s.timeframe === tf)!;
   return [
     { label: `4h: positive average trade on ≥ 9 of 12 coins (MS-2: ${at(ms2, "4h").positiveAvg})`, met: at(ms2, "4h").positiveAvg >= 9 },
     { label: `1h: positive average trade on ≥ 8 of 12 coins (MS-2: ${at(ms2, "1h").positiveAvg})`, met: at(ms2, "1h").positiveAvg >= 8 },
     ...STUDY_TIMEFRAMES.map((tf) => ({
-      label: `${tf}: median profit factor above MS-1's (MS-2 ${formatPf(at(ms2, tf).medianPf)} vs MS-1 ${formatPf(at(ms1, tf).medianPf)})`,
+      label: `${tf}: median profit factor above MS-1's (MS-2 ${formatPf(at(ms2, tf).medianPf)} ` + `vs MS-1 ${formatPf(at(ms1, tf).medianPf)})`,
       met: at(ms2, tf).medianPf > at(ms1, tf).medianPf,
     })),
   ];
@@ -92,8 +95,8 @@ function selectionSection(ts: TargetStudy): string {
   const verdict = ts.final.length === 0
     ? "The selection on all five folds is MS-1 itself."
     : ts.adopted
-      ? `The selection on all five folds, **${nameOf(ts.final)}**, is adopted: the walk-forward selections beat MS-1 on ${ts.stepsBetter} of ${ts.steps.length} validation folds.`
-      : `The selection on all five folds, ${nameOf(ts.final)}, is **not** adopted: the walk-forward selections beat MS-1 on only ${ts.stepsBetter} of ${ts.steps.length} validation folds.`;
+      ? `The selection on all five folds, **${nameOf(ts.final)}**, is adopted: the walk-forward ` + `selections beat MS-1 on ${ts.stepsBetter} of ${ts.steps.length} validation folds.`
+      : `The selection on all five folds, ${nameOf(ts.final)}, is **not** adopted: the walk-forward ` + `selections beat MS-1 on only ${ts.stepsBetter} of ${ts.steps.length} validation folds.`;
   lines.push(verdict);
   return lines.join("\n");
 }
@@ -119,7 +122,7 @@ function holdOutSection(rows: readonly HoldOutRow[], study: DesignStudy): string
   const met = checks.every((c) => c.met);
   const lines: string[] = [];
   lines.push(`## Hold-out ${HOLD_OUT.label} (run once, reported as it came out)\n`);
-  lines.push("MS-2 per timeframe: " + STUDY_TIMEFRAMES.map((tf) => `${tf} = ${nameOf(study.ms2[tf])}`).join("; ") + ".\n");
+  lines.push(`MS-2 per timeframe: ${STUDY_TIMEFRAMES.map((tf) => `${tf} = ${nameOf(study.ms2[tf])}`).join("; ")}.\n`);
   lines.push("### Summary\n");
   lines.push(
     table(
@@ -140,7 +143,7 @@ function holdOutSection(rows: readonly HoldOutRow[], study: DesignStudy): string
   lines.push(
     met
       ? "**Goal met: MS-2 qualifies to become the served engine.**"
-      : "**Goal not met: MS-1 stays the served engine.** MS-2 stays a research variant (`MS2_PARAMS` in `src/engine/variants.ts`).",
+      : "**Goal not met: MS-1 stays the served engine.** MS-2 stays a " + "research variant (`MS2_PARAMS` in `src/engine/variants.ts`).",
   );
   lines.push("");
   for (const tf of STUDY_TIMEFRAMES) {

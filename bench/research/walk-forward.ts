@@ -53,7 +53,7 @@ export const ADDITIONS: readonly Addition[] = [
   { family: "buffer", label: "break buffer 0.25 ATR", params: { breakBufferAtr: 0.25 }, why: "a close barely through a swing level is often noise; demand a margin" },
   { family: "buffer", label: "break buffer 0.5 ATR", params: { breakBufferAtr: 0.5 }, why: "same, larger margin" },
   { family: "buffer", label: "break buffer 1 ATR", params: { breakBufferAtr: 1 }, why: "same, margin of a full ATR" },
-  { family: "trail", label: "trailing defense", params: { trailDefense: true }, why: "MS-1 keeps the defense at the pullback low of the break, giving back whole moves; trail it to each new higher low" },
+  { family: "trail", label: "trailing defense", params: { trailDefense: true }, why: "MS-1 keeps the defense at the pullback low of the break, " + "giving back whole moves; trail it to each new higher low" },
   { family: "trend", label: "with-trend breaks only", params: { withTrendOnly: true }, why: "STRONG (BOS) breaks are the with-trend ones; a CHoCH ends the position instead of reversing it" },
   { family: "major", label: "major structure K = 10", params: { majorPivotHalfWidth: 10 }, why: "higher-timeframe agreement: no position against the trend of a slower swing structure" },
   { family: "major", label: "major structure K = 20", params: { majorPivotHalfWidth: 20 }, why: "same, slower structure" },

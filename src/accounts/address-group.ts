@@ -13,7 +13,7 @@ export function normaliseAddress(address: string): string {
   const headGroups = head === "" ? [] : head.split(":");
   const tailGroups = tail === "" ? [] : tail.split(":");
   const groups = address.includes("::") ? [...headGroups, ...Array(Math.max(0, 8 - headGroups.length - tailGroups.length)).fill("0"), ...tailGroups] : headGroups;
-  return groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, "")).join(":") + "::/64";
+  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, "")).join(":")}::/64`;
 }
 
 /**

@@ -64,7 +64,9 @@ export function isPaidPlan(plan: string): boolean {
   return (PAID_PLANS as readonly string[]).includes(plan);
 }
 
-/** May call the paid endpoint right now: a paid plan with an active subscription (Tokens are billing, not entitlement). */
+/**
+ * May call the paid endpoint right now: a paid plan with an active subscription (Tokens are billing, not entitlement).
+ */
 export function mayCallPaidEndpoint(viewer: Viewer): boolean {
   return viewer !== null && isPaidPlan(viewer.plan) && viewer.subscription === "active";
 }

@@ -28,7 +28,10 @@ export interface ThrottleOptions {
 
 /** Addresses and trusted keys remembered at most (oldest forgotten first). */
 const MAX_ENTRIES = 100_000;
-/** How long a key that succeeded passes a blocked address: long enough for a regular caller, short enough to forget a stolen key's history. */
+/**
+ * How long a key that succeeded passes a blocked address: long enough for a regular caller, short enough to forget a
+ * stolen key's history.
+ */
 const TRUST_MS = 24 * 3_600_000;
 
 /**
@@ -39,8 +42,10 @@ const TRUST_MS = 24 * 3_600_000;
 const COUNT_FAILURE_SQL = `
 INSERT INTO failed_key_windows AS w (address, window_start, failures) VALUES ($1::text, $2::timestamptz, 1)
 ON CONFLICT (address) DO UPDATE SET
-  window_start = CASE WHEN w.window_start <= $2::timestamptz - make_interval(secs => $3::integer / 1000.0) THEN excluded.window_start ELSE w.window_start END,
-  failures     = CASE WHEN w.window_start <= $2::timestamptz - make_interval(secs => $3::integer / 1000.0) THEN 1 ELSE w.failures + 1 END
+  window_start = CASE WHEN w.window_start <= $2::timestamptz - make_interval(secs => $3::integer / 1000.0)
+  THEN excluded.window_start ELSE w.window_start END,
+  failures     = CASE WHEN w.window_start <= $2::timestamptz - make_interval(secs => $3::integer / 1000.0) THEN 1
+  ELSE w.failures + 1 END
 RETURNING failures, window_start`;
 
 export class FailedKeyThrottle {

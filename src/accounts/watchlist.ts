@@ -58,7 +58,10 @@ export async function saveWatchlist(handle: DbHandle, accountId: number, list: W
   await handle.db.insert(watchlists).values({ accountId, ...values }).onConflictDoUpdate({ target: watchlists.accountId, set: values });
 }
 
-/** One cell of the grid: the paid endpoint's entry for (symbol, tf) in its JSON names, and when its signal came into force. */
+/**
+ * One cell of the grid: the paid endpoint's entry for (symbol, tf) in its JSON names, and when its signal came into
+ * force.
+ */
 export type WatchCell =
   | {
       symbol: string;
@@ -138,7 +141,10 @@ export async function claimWatchStream(handle: DbHandle, sessionTokenHash: strin
   return streamId;
 }
 
-/** The stream is still its session's one stream: not replaced, and the session neither ended (the row goes with it) nor expired. */
+/**
+ * The stream is still its session's one stream: not replaced, and the session neither ended (the row goes with it) nor
+ * expired.
+ */
 export async function holdsWatchStream(handle: DbHandle, sessionTokenHash: string, streamId: string, now: number): Promise<boolean> {
   const [row] = await handle.db
     .select({ streamId: watchStreams.streamId })

@@ -56,7 +56,8 @@ export function signalAlertText(facts: SignalAlertFacts, publicBaseUrl: string):
     `Confirmed at the ${facts.tf} close, ${formatMyt(closeTime)}`,
     chartUrl(publicBaseUrl, facts.symbol, facts.tf),
     `Signal ${facts.eventId}`,
-    // Its own line, so the signal line stays as it was: lets a member find this exact event in the published log (/track-record).
+    // Its own line, so the signal line stays as it was: lets a member find this exact event in the published log
+    // (/track-record).
     ...(facts.chainHash ? [`Log ${shortHash(facts.chainHash)}`] : []),
     DISCLAIMER,
   ].join("\n");

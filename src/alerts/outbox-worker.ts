@@ -180,7 +180,8 @@ export class OutboxWorker {
 
   private async msUntilNextDue(): Promise<number> {
     const [row] = await this.deps.db.rows<{ wait_ms: number | string | null }>(sql`
-      SELECT extract(epoch FROM min(greatest(next_attempt_at, coalesce(lease_until, next_attempt_at))) - now()) * 1000 AS wait_ms
+      SELECT extract(epoch FROM min(greatest(next_attempt_at, coalesce(lease_until, next_attempt_at))) - now()) * 1000
+      AS wait_ms
         FROM outbox WHERE sent_at IS NULL AND failed_at IS NULL`);
     const wait = row?.wait_ms === null || row?.wait_ms === undefined ? MAX_IDLE_MS : Number(row.wait_ms);
     return Math.max(0, Math.min(MAX_IDLE_MS, Math.ceil(wait)));
@@ -255,7 +256,8 @@ export class OutboxWorker {
     const renewedAt = Date.now();
     const kept = await this.deps.db.rows<{ id: number | string }>(sql`
       UPDATE outbox o SET lease_until = now() + ${this.leaseMs} * interval '1 millisecond'
-        FROM unnest(${sql.param(rows.map((r) => Number(r.id)))}::bigint[], ${sql.param(rows.map((r) => r.attempts))}::int[]) AS mine(id, attempts)
+        FROM unnest(${sql.param(rows.map((r) => Number(r.id)))}::bigint[],
+        ${sql.param(rows.map((r) => r.attempts))}::int[]) AS mine(id, attempts)
        WHERE o.id = mine.id AND o.attempts = mine.attempts AND o.sent_at IS NULL AND o.failed_at IS NULL
          -- Acknowledged, failed or rescheduled meanwhile (lease cleared): leave it alone.
          AND o.lease_until IS NOT NULL
@@ -334,13 +336,15 @@ export class OutboxWorker {
     // one found expired when leased: "gave up after N attempts; last error: ...".
     const [row] = await this.deps.db.rows<{ gave_up: boolean; last_error: string }>(sql`
       WITH decided AS (
-        SELECT id, created_at + ${giveUpAfterMs} * interval '1 millisecond' < now() + ${delayMs} * interval '1 millisecond' AS gave_up
+        SELECT id, created_at + ${giveUpAfterMs} * interval '1 millisecond' < now() + ${delayMs} * interval
+        '1 millisecond' AS gave_up
           FROM outbox WHERE id = ${id})
       UPDATE outbox o
          SET lease_until = NULL,
              next_attempt_at = now() + ${delayMs} * interval '1 millisecond',
              failed_at = CASE WHEN d.gave_up THEN now() END,
-             last_error = CASE WHEN d.gave_up THEN 'gave up after ' || o.attempts || ' attempts; last error: ' || ${outcome.error}::text ELSE ${outcome.error}::text END
+             last_error = CASE WHEN d.gave_up THEN 'gave up after ' || o.attempts || ' attempts; last error: ' ||
+             ${outcome.error}::text ELSE ${outcome.error}::text END
         FROM decided d
        WHERE o.id = d.id
       RETURNING d.gave_up, o.last_error`);

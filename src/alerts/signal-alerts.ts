@@ -20,11 +20,13 @@ export const queueSignalAlerts: SignalEventsSubscriber = async (tx, stored, now)
     WITH queued AS (
       INSERT INTO outbox (kind, account_id, chat_id, event_id)
       SELECT 'signal_alert', s.account_id, s.chat_id, e.id
-        FROM unnest(${sql.param(live.map((e) => e.id))}::text[], ${sql.param(live.map((e) => e.symbol))}::text[], ${sql.param(live.map((e) => e.tf))}::text[],
+        FROM unnest(${sql.param(live.map((e) => e.id))}::text[], ${sql.param(live.map((e) => e.symbol))}::text[],
+        ${sql.param(live.map((e) => e.tf))}::text[],
                     ${sql.param(live.map((e) => e.seq))}::bigint[]) AS e(id, symbol, tf, seq)
         JOIN alert_settings s ON e.symbol = ANY (s.symbols) AND e.tf = ANY (s.timeframes) AND s.chat_id IS NOT NULL
         JOIN accounts a ON a.id = s.account_id
-       WHERE a.plan = ANY (${sql.param([...PAID_PLANS])}::text[]) AND a.subscription_until > ${new Date(now).toISOString()}::timestamptz
+       WHERE a.plan = ANY (${sql.param([...PAID_PLANS])}::text[])
+       AND a.subscription_until > ${new Date(now).toISOString()}::timestamptz
        ORDER BY e.seq, s.account_id
       RETURNING 1)
     SELECT count(*)::int AS queued FROM queued`));

@@ -41,11 +41,13 @@ export interface UpdateHandlerDeps {
   readonly logger: Logger;
 }
 
+const TRY_AGAIN = 'Open your account page and tap "Connect Telegram" again.';
+
 /** The reply to a `/start` message (exported for the docs and tests: the exact wording members see). */
 export const START_REPLIES = {
   connected: (email: string) => `Connected to ${email}. Your signal alerts will come to this chat.`,
-  expired: `This link has expired (links work for ${TTL_MINUTES} minutes). Open your account page and tap "Connect Telegram" again.`,
-  unknown: `This link is not valid or was already used. Open your account page and tap "Connect Telegram" again.`,
+  expired: `This link has expired (links work for ${TTL_MINUTES} minutes). ${TRY_AGAIN}`,
+  unknown: `This link is not valid or was already used. ${TRY_AGAIN}`,
   noToken: `To receive alerts here, open your account page and tap "Connect Telegram".`,
 } as const;
 

@@ -52,10 +52,11 @@ function limitArguments(limits: Limits) {
   return { dailyCap: limits.dailyCap, grant: limits.monthlyGrant, lowThreshold: lowBalanceThreshold(limits) };
 }
 
+const ONE_CALL_ARGUMENTS = "$1, $2::timestamptz, $3::date, $4::date, $5::integer, $6::bigint, $7::bigint";
 const CHARGE_CALL_SQL = `
   SELECT c.*, b.market
     FROM (${behindMarket("$8::jsonb")}) b
-   CROSS JOIN LATERAL (${chargeUnlessBehind("$1, $2::timestamptz, $3::date, $4::date, $5::integer, $6::bigint, $7::bigint")}) c`;
+   CROSS JOIN LATERAL (${chargeUnlessBehind(ONE_CALL_ARGUMENTS)}) c`;
 
 /** Raw text with positional parameters as a drizzle SQL (the same text as the batch's, for a transaction). */
 function positional(text: string, params: readonly unknown[]): SQL {
@@ -75,9 +76,11 @@ export function chargeCallStatement(call: ChargeRequest, limits: Limits): SQL {
 const CHARGE_BATCH_SQL = `
   WITH r AS MATERIALIZED (
     SELECT k.ord, c.*, b.market
-      FROM unnest($1::text[], $2::timestamptz[], $3::date[], $4::date[], $9::text[]) WITH ORDINALITY AS k(key_hash, at, day, month, known, ord)
+      FROM unnest($1::text[], $2::timestamptz[], $3::date[], $4::date[], $9::text[]) WITH ORDINALITY AS k(key_hash, at,
+      day, month, known, ord)
      CROSS JOIN LATERAL (${behindMarket("k.known::jsonb")}) b
-     CROSS JOIN LATERAL (${chargeUnlessBehind("k.key_hash, k.at, k.day, k.month, $5::integer, $6::bigint, $7::bigint")}) c),
+     CROSS JOIN LATERAL (${chargeUnlessBehind("k.key_hash, k.at, k.day, k.month, $5::integer, $6::bigint, $7::bigint")})
+     c),
   attempt AS (
     INSERT INTO charge_attempts (id, results) SELECT $8::uuid, jsonb_agg(to_jsonb(r) ORDER BY r.ord) FROM r)
   SELECT * FROM r ORDER BY ord`;

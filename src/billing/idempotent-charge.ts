@@ -56,7 +56,8 @@ async function findStored(handle: DbHandle, call: IdempotentCall): Promise<Store
   const [row] = await handle.rows<StoredRow>(sql`
     SELECT c.fingerprint, c.response
       FROM idempotent_calls c
-     WHERE c.key_hash = ${call.keyHash} AND c.idempotency_key = ${call.idempotencyKey} AND c.created_at > ${since}::timestamptz
+     WHERE c.key_hash = ${call.keyHash} AND c.idempotency_key = ${call.idempotencyKey}
+     AND c.created_at > ${since}::timestamptz
        -- A regenerated key must not read the old key's answers.
        AND EXISTS (SELECT 1 FROM api_keys k WHERE k.key_hash = c.key_hash AND k.revoked_at IS NULL)`);
   return row ? { fingerprint: row.fingerprint, response: new Uint8Array(row.response) } : null;
@@ -81,7 +82,8 @@ export async function chargeIdempotent(handle: DbHandle, call: IdempotentCall, l
       const inserted = resultRows(
         await tx.execute(sql`
           INSERT INTO idempotent_calls (key_hash, idempotency_key, fingerprint, response, created_at)
-          VALUES (${call.keyHash}, ${call.idempotencyKey}, ${call.fingerprint}, ${Buffer.from(response)}, ${now}::timestamptz)
+          VALUES (${call.keyHash}, ${call.idempotencyKey}, ${call.fingerprint}, ${Buffer.from(response)},
+          ${now}::timestamptz)
           ON CONFLICT (key_hash, idempotency_key) DO UPDATE
              SET fingerprint = excluded.fingerprint, response = excluded.response, created_at = excluded.created_at
            WHERE idempotent_calls.created_at <= ${since}::timestamptz

@@ -101,9 +101,11 @@ export async function ledgerPage(handle: DbHandle, accountId: number, before: nu
   const lastDay = before === null ? sql`'infinity'::date` : sql`coalesce((SELECT ${LEDGER_DAY} + 1 FROM ledger_entries WHERE id = ${before} AND account_id = ${accountId}), 'infinity'::date)`;
   const rows = await handle.rows<LineRow>(sql`
     WITH charge_days AS (
-      SELECT 'charges' AS type, max(id) AS id, 'charge' AS kind, ${LEDGER_DAY}::text AS day, ${epochMs("max(created_at)")} AS at,
+      SELECT 'charges' AS type, max(id) AS id, 'charge' AS kind, ${LEDGER_DAY}::text AS day,
+      ${epochMs("max(created_at)")} AS at,
              count(*) AS calls, sum(grant_delta + pack_delta) AS tokens,
-             (array_agg(grant_after ORDER BY id DESC))[1] AS grant_after, (array_agg(pack_after ORDER BY id DESC))[1] AS pack_after,
+             (array_agg(grant_after ORDER BY id DESC))[1] AS grant_after, (array_agg(pack_after ORDER BY id DESC))[1]
+             AS pack_after,
              NULL::text AS reason
         FROM ledger_entries
        WHERE account_id = ${accountId} AND kind = 'charge' AND ${LEDGER_DAY} <= ${lastDay}
@@ -118,7 +120,8 @@ export async function ledgerPage(handle: DbHandle, accountId: number, before: nu
        WHERE account_id = ${accountId} AND kind <> 'charge' AND id < ${below}
        ORDER BY id DESC
        LIMIT ${size + 1})
-    SELECT * FROM (SELECT * FROM charge_days UNION ALL SELECT * FROM entries) lines ORDER BY id DESC LIMIT ${size + 1}`);
+    SELECT * FROM (SELECT * FROM charge_days UNION ALL SELECT * FROM entries) lines ORDER BY id DESC
+    LIMIT ${size + 1}`);
   const lines = rows.slice(0, size).map(toLine);
   return { lines, older: rows.length > size ? lines[lines.length - 1]!.id : null };
 }

@@ -96,7 +96,7 @@ export async function runDoctor(config: Config, json: boolean): Promise<number> 
   const blocking = lines.filter((l) => (l.needed && l.status !== "ok") || l.status === "failing");
   const ready = blocking.length === 0;
   if (json) {
-    process.stdout.write(JSON.stringify({ ok: ready, checks: lines }) + "\n");
+    process.stdout.write(`${JSON.stringify({ ok: ready, checks: lines })}\n`);
   } else {
     const width = Math.max(...lines.map((l) => l.name.length));
     const out: string[] = [];
@@ -105,7 +105,7 @@ export async function runDoctor(config: Config, json: boolean): Promise<number> 
       if (l.fix) out.push(`${" ".repeat(8 + width + 2)}fix: ${l.fix}`);
     }
     out.push("", ready ? "ready to sell" : `not ready to sell: ${blocking.map((l) => l.name).join(", ")}`);
-    process.stdout.write(out.join("\n") + "\n");
+    process.stdout.write(`${out.join("\n")}\n`);
   }
   return ready ? 0 : 1;
 }

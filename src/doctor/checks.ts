@@ -102,7 +102,7 @@ function publicAddressCheck(deps: DoctorDeps): CheckResult {
   }
   const local = /^(localhost|127\.|\[::1\]|0\.0\.0\.0)/.test(url.host);
   if (url.protocol !== "https:" || local) {
-    return failing("public address", `${url.origin}: members' links and Stripe's return pages ${local ? "point at this machine only" : "are not https"}`, "PUBLIC_BASE_URL=https://signals.example.com npm start   (the address members reach, behind a TLS proxy)");
+    return failing("public address", `${url.origin}: members' links and Stripe's return pages ` + `${local ? "point at this machine only" : "are not https"}`, "PUBLIC_BASE_URL=https://signals.example.com npm start   (the address members reach, behind a TLS proxy)");
   }
   return ok("public address", url.origin);
 }
@@ -111,7 +111,7 @@ async function stripeChecks(deps: DoctorDeps): Promise<CheckResult[]> {
   const settings = deps.config.payments.stripe;
   if (!settings) {
     return [
-      missing("stripe key", "payments are off: members cannot subscribe or buy Tokens", "STRIPE_SECRET_KEY=sk_live_… STRIPE_WEBHOOK_SECRET=whsec_… npm start   (Dashboard → Developers → API keys)"),
+      missing("stripe key", "payments are off: members cannot subscribe or buy Tokens", "STRIPE_SECRET_KEY=sk_live_… STRIPE_WEBHOOK_SECRET=whsec_… " + "npm start   (Dashboard → Developers → API keys)"),
       missing("stripe webhook secret", "no webhook secret", "STRIPE_WEBHOOK_SECRET=whsec_…   (the signing secret of the webhook endpoint)"),
     ];
   }
@@ -140,7 +140,8 @@ async function stripeChecks(deps: DoctorDeps): Promise<CheckResult[]> {
   }
   const url = `${deps.config.publicBaseUrl}/webhooks/stripe`;
   const required = [...STRIPE_WEBHOOK_EVENTS];
-  const fixEndpoint = `add an endpoint at ${url} with the events ${required.join(", ")}   (Dashboard → Developers → Webhooks; on a laptop: stripe listen --forward-to 127.0.0.1:8080/webhooks/stripe)`;
+  const where = "Dashboard → Developers → Webhooks; on a laptop: stripe listen --forward-to 127.0.0.1:8080/webhooks/stripe";
+  const fixEndpoint = `add an endpoint at ${url} with the events ${required.join(", ")}   (${where})`;
   try {
     const endpoints = await stripe.webhookEndpoints.list({ limit: 100 }, options);
     const endpoint = endpoints.data.find((e) => e.url === url);

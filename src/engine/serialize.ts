@@ -1,4 +1,4 @@
-import { resolveParams } from "./params.ts";
+import { type EngineParams, resolveParams } from "./params.ts";
 import { SIGNALS } from "./signal.ts";
 import type { Signal } from "./signal.ts";
 import type { EngineState } from "./state.ts";
@@ -32,12 +32,15 @@ function numArray(value: unknown, length: number, field: string): number[] {
   return value.map((v, i) => num(v, `${field}[${i}]`));
 }
 
-/** Validates parsed JSON (e.g. a jsonb column) into a fresh EngineState; throws TypeError if stepClosed could not have made it. */
+/**
+ * Validates parsed JSON (e.g. a jsonb column) into a fresh EngineState; throws TypeError if stepClosed could not have
+ * made it.
+ */
 export function restoreState(value: unknown): EngineState {
   if (typeof value !== "object" || value === null || Array.isArray(value)) fail("not an object");
   const v = value as Record<string, unknown>;
   if (v.version !== ENGINE_STATE_VERSION) fail("version");
-  let params;
+  let params: EngineParams;
   try {
     // Checkpoints stored before the MS-2 options existed lack them; absent means the MS-1 default.
     params = resolveParams({

@@ -5,7 +5,9 @@ import type { Signal, Trend } from "./signal.ts";
 /** Version tag of the persisted state layout; bump it when the shape changes. */
 export const ENGINE_STATE_VERSION = 1;
 
-/** The whole MS-1 fold state after the last closed candle; plain JSON, so it round-trips through restoreState exactly. */
+/**
+ * The whole MS-1 fold state after the last closed candle; plain JSON, so it round-trips through restoreState exactly.
+ */
 export type EngineState = {
   version: typeof ENGINE_STATE_VERSION;
   /** Pivot half-width k. */
@@ -25,7 +27,10 @@ export type EngineState = {
   trSum: number;
   /** Wilder ATR, null until N candles have closed. */
   atr: number | null;
-  /** Ring buffers holding (at least) the last 2·max(k, K)+1 candles: length `ringSize(max(k, K))`, slot = index & (length − 1). */
+  /**
+   * Ring buffers holding (at least) the last 2·max(k, K)+1 candles: length `ringSize(max(k, K))`, slot = index &
+   * (length − 1).
+   */
   highs: number[];
   lows: number[];
   openTimes: number[];

@@ -67,7 +67,7 @@ export function createSignalEventsService(deps: { db: DbHandle; hub: SignalEvent
           rows = await db.db.select().from(signalEvents).where(gt(signalEvents.seq, cursor)).orderBy(asc(signalEvents.seq)).limit(PAGE);
         } catch (err) {
           deps.logger.error({ err: errorSummary(err) }, "signal event stream read failed");
-          throw serviceError("unavailable", "signal events cannot be read right now; reconnect with after_id set to the last event id you received");
+          throw serviceError("unavailable", "signal events cannot be read right now; reconnect with " + "after_id set to the last event id you received");
         }
         for (const row of rows) {
           yield { event: toMessage(row) };

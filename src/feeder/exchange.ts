@@ -86,7 +86,8 @@ function coolDownMs(headers: unknown): number {
   return typeof raw === "string" || typeof raw === "number" ? (retryAfterMs(String(raw)) ?? 0) : 0;
 }
 
-type AnyClass = new (config: Record<string, unknown>) => Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: ccxt's classes are loaded by name at run time, untyped
+type AnyClass = new (config: Record<string, unknown>) => Record<string, any>;
 
 /** ccxt's classes of the exchanges loaded so far: the websocket one (`pro`) and the REST one. */
 const loaded = new Map<string, { pro: AnyClass | null; rest: AnyClass | null }>();
@@ -139,8 +140,8 @@ export function createSpotExchange(id: string, urls: ExchangeUrls): SpotExchange
     handleOHLCV(client: unknown, message: { k?: { x?: boolean; t?: number; s?: string; i?: string; o?: string; h?: string; l?: string; c?: string; v?: string } }) {
       const k = message?.k;
       if (this.onKline && k?.t !== undefined && k.s) {
-        const market = (this as Record<string, any>).safeMarket?.(k.s, undefined, undefined, "spot"); // eslint-disable-line @typescript-eslint/no-explicit-any
-        const timeframe = (this as Record<string, any>).findTimeframe?.(k.i); // eslint-disable-line @typescript-eslint/no-explicit-any
+        const market = this.safeMarket?.(k.s, undefined, undefined, "spot");
+        const timeframe = this.findTimeframe?.(k.i);
         const row: OhlcvRow = [k.t, parseFloat(k.o ?? ""), parseFloat(k.h ?? ""), parseFloat(k.l ?? ""), parseFloat(k.c ?? ""), parseFloat(k.v ?? "")];
         this.onKline({ market: market?.symbol, timeframe, row, closed: k.x === true });
       }
@@ -151,7 +152,7 @@ export function createSpotExchange(id: string, urls: ExchangeUrls): SpotExchange
     // The feeder hears of each lost socket once: from the first of error and close that finds
     // the client still current (ccxt forgets a client on error; the close then comes for a stranger).
     onClose(client: { url: string }, error: unknown) {
-      const clients = (this as Record<string, any>).clients as Record<string, unknown>; // eslint-disable-line @typescript-eslint/no-explicit-any
+      const clients = this.clients as Record<string, unknown>;
       const current = clients[client.url] === client;
       if (current) delete clients[client.url];
       const result = super.onClose(client, error);
@@ -160,7 +161,7 @@ export function createSpotExchange(id: string, urls: ExchangeUrls): SpotExchange
       return result;
     }
     onError(client: { url: string }, error: unknown) {
-      const clients = (this as Record<string, any>).clients as Record<string, unknown>; // eslint-disable-line @typescript-eslint/no-explicit-any
+      const clients = this.clients as Record<string, unknown>;
       const current = clients[client.url] === client;
       const result = super.onError(client, error);
       if (current) this.onSocketLost?.(client.url, error);

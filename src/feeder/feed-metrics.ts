@@ -38,7 +38,7 @@ export class FeedMetrics {
   readonly pushed = new Counter({ name: "feed_pushed_updates_total", help: "Candle updates accepted by the service, per coin and state (forming, closed).", labelNames: ["symbol", "state"], registers: [this.registry] });
   readonly duplicates = new Counter({ name: "feed_push_duplicates_total", help: "Closed candles the service already had (should stay 0).", labelNames: ["symbol"], registers: [this.registry] });
   readonly rejected = new Counter({ name: "feed_push_rejected_total", help: "Candle updates the service refused, per coin and reason.", labelNames: ["symbol", "reason"], registers: [this.registry] });
-  readonly sourceErrors = new Counter({ name: "feed_source_errors_total", help: "Failed runs of periodic sources (derivatives; news, fundamentals, macro count each failing feed, series or call).", labelNames: ["source"], registers: [this.registry] });
+  readonly sourceErrors = new Counter({ name: "feed_source_errors_total", help: "Failed runs of periodic sources (derivatives; news, fundamentals, " + "macro count each failing feed, series or call).", labelNames: ["source"], registers: [this.registry] });
 
   constructor(coins: () => CoinHealth[], tfMs: number, now: () => number) {
     const perCoin = (name: string, help: string, value: (c: CoinHealth) => number | null) => {

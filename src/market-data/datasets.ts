@@ -95,6 +95,7 @@ export type RowOf<D extends PushedDataset> = DatasetTypes[D]["row"];
 
 export type Checked<R> = { ok: true; row: R } | { ok: false; reason: string };
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what it matches
 const CONTROL = /[\u0000-\u001f\u007f]/;
 const ID_PATTERN = /^[\x21-\x7e]{1,128}$/;
 const SERIES_PATTERN = /^[A-Za-z0-9 ._:/()%-]{1,64}$/;
@@ -121,6 +122,7 @@ function timeReason(time: number, now: number): string | null {
 }
 
 function isHttpUrl(value: string): boolean {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: a URL with a control character is refused
   if (value.length > 2048 || /[\s\u0000-\u001f\u007f]/.test(value)) return false;
   try {
     const url = new URL(value);

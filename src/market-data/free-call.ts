@@ -22,7 +22,8 @@ export interface FreeCallResult {
   windowStart: number | null;
 }
 
-const FREE_CALL_SQL = `SELECT outcome, calls, window_start FROM free_call($1::text, $2::timestamptz, $3::integer, $4::integer)`;
+const FREE_CALL_SQL =
+  "SELECT outcome, calls, window_start FROM free_call($1::text, $2::timestamptz, $3::integer, $4::integer)";
 
 /** Checks the key and the subscription and counts the call, in one round trip. */
 export async function freeCall(handle: DbHandle, keyHash: string, now: number, limit: number, windowMs = FREE_WINDOW_MS): Promise<FreeCallResult> {

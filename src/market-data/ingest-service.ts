@@ -81,7 +81,7 @@ export async function pushDataset<D extends PushedDataset>(
   source: AsyncIterable<InputOf<D>> | Iterable<InputOf<D>>,
   { demo = false }: { demo?: boolean } = {},
 ): Promise<PushSummary> {
-  let collected;
+  let collected: Awaited<ReturnType<typeof collectStream<D>>>;
   try {
     collected = await collectStream(dataset, source, deps.clock());
   } catch (err) {
@@ -96,13 +96,14 @@ export async function pushDataset<D extends PushedDataset>(
   } catch (err) {
     if (err instanceof ConnectError) throw err;
     deps.logger.error({ err: errorSummary(err), dataset }, "dataset write failed");
-    throw serviceError("unavailable", `The ${dataset} rows could not be written; nothing of this stream was stored. Resend it (rows already stored count as duplicates).`);
+    const resend = "Resend it (rows already stored count as duplicates).";
+    throw serviceError("unavailable", `The ${dataset} rows could not be written; nothing of this stream was stored. ${resend}`);
   }
   summary.accepted = written;
   summary.duplicates += rows.length - refused - written;
   if (refused > 0) {
     summary.rejected += refused;
-    summary.reasons["real_data_held"] = (summary.reasons["real_data_held"] ?? 0) + refused;
+    summary.reasons.real_data_held = (summary.reasons.real_data_held ?? 0) + refused;
   }
   return summary;
 }

@@ -48,15 +48,14 @@ export function parseInstant(raw: string): number {
   return Date.parse(text.replace(" ", "T").replace(/([+-]\d{2})(\d{2})$/, "$1:$2"));
 }
 
+const SINCE_FORMS = "epoch milliseconds or an ISO-8601 date-time with an offset (e.g. 2026-11-15T04:00:00Z)";
+
 /** `since`: empty means no lower bound. */
 export function parseSince(raw: string): number | null {
   const text = raw.trim();
   if (text === "") return null;
   const at = parseInstant(text);
-  if (!Number.isFinite(at))
-    throw bad(
-      `since must be epoch milliseconds or an ISO-8601 date-time with an offset (e.g. 2026-11-15T04:00:00Z), got "${text.slice(0, 40)}".`,
-    );
+  if (!Number.isFinite(at)) throw bad(`since must be ${SINCE_FORMS}, got "${text.slice(0, 40)}".`);
   return at;
 }
 

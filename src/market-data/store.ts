@@ -31,13 +31,17 @@ function insertChunk(dataset: PushedDataset, rows: unknown[], at: string, demo: 
       const r = rows as DerivativesRow[];
       return sql`
         WITH written AS (
-          INSERT INTO derivatives_readings AS d (symbol, venue, time, funding_rate, open_interest_usd, long_short_ratio, updated_at, demo)
+          INSERT INTO derivatives_readings AS d (symbol, venue, time, funding_rate, open_interest_usd, long_short_ratio,
+          updated_at, demo)
           SELECT u.*, ${at}::timestamptz, ${demo}::boolean FROM unnest(
-            ${p(r.map((x) => x.symbol))}::text[], ${p(r.map((x) => x.venue))}::text[], ${p(r.map((x) => x.time))}::bigint[],
-            ${p(r.map((x) => x.fundingRate))}::float8[], ${p(r.map((x) => x.openInterestUsd))}::float8[], ${p(r.map((x) => x.longShortRatio))}::float8[]) AS u
+            ${p(r.map((x) => x.symbol))}::text[], ${p(r.map((x) => x.venue))}::text[],
+            ${p(r.map((x) => x.time))}::bigint[],
+            ${p(r.map((x) => x.fundingRate))}::float8[], ${p(r.map((x) => x.openInterestUsd))}::float8[],
+            ${p(r.map((x) => x.longShortRatio))}::float8[]) AS u
           ORDER BY 1, 2
           ON CONFLICT (symbol, venue) DO UPDATE
-            SET time = excluded.time, funding_rate = excluded.funding_rate, open_interest_usd = excluded.open_interest_usd,
+            SET time = excluded.time, funding_rate = excluded.funding_rate,
+            open_interest_usd = excluded.open_interest_usd,
                 long_short_ratio = excluded.long_short_ratio, updated_at = excluded.updated_at
             WHERE excluded.time > d.time
           RETURNING 1)
@@ -50,9 +54,11 @@ function insertChunk(dataset: PushedDataset, rows: unknown[], at: string, demo: 
       return sql`
         WITH written AS (
           INSERT INTO news_items (id, time, title, source, url, coins, updated_at, demo)
-          SELECT u.id, u.time, u.title, u.source, u.url, string_to_array(u.coins, ','), ${at}::timestamptz, ${demo}::boolean FROM unnest(
+          SELECT u.id, u.time, u.title, u.source, u.url, string_to_array(u.coins, ','), ${at}::timestamptz,
+          ${demo}::boolean FROM unnest(
             ${p(r.map((x) => x.id))}::text[], ${p(r.map((x) => x.time))}::bigint[], ${p(r.map((x) => x.title))}::text[],
-            ${p(r.map((x) => x.source))}::text[], ${p(r.map((x) => x.url))}::text[], ${p(r.map((x) => x.coins.join(",")))}::text[]) AS u(id, time, title, source, url, coins)
+            ${p(r.map((x) => x.source))}::text[], ${p(r.map((x) => x.url))}::text[],
+            ${p(r.map((x) => x.coins.join(",")))}::text[]) AS u(id, time, title, source, url, coins)
           ORDER BY 1
           ON CONFLICT (id) DO NOTHING
           RETURNING 1)
@@ -66,7 +72,8 @@ function insertChunk(dataset: PushedDataset, rows: unknown[], at: string, demo: 
         WITH written AS (
           INSERT INTO macro_points AS m (series, time, value, unit, source, updated_at, demo)
           SELECT u.*, ${at}::timestamptz, ${demo}::boolean FROM unnest(
-            ${p(r.map((x) => x.series))}::text[], ${p(r.map((x) => x.time))}::bigint[], ${p(r.map((x) => x.value))}::float8[],
+            ${p(r.map((x) => x.series))}::text[], ${p(r.map((x) => x.time))}::bigint[],
+            ${p(r.map((x) => x.value))}::float8[],
             ${p(r.map((x) => x.unit))}::text[], ${p(r.map((x) => x.source))}::text[]) AS u
           ORDER BY 1, 2
           ON CONFLICT (series, time) DO UPDATE
@@ -79,18 +86,24 @@ function insertChunk(dataset: PushedDataset, rows: unknown[], at: string, demo: 
       const r = rows as FundamentalsRow[];
       return sql`
         WITH written AS (
-          INSERT INTO coin_fundamentals AS f (symbol, time, circulating_supply, max_supply, market_cap_usd, rank, source,
+          INSERT INTO coin_fundamentals AS f (symbol, time, circulating_supply, max_supply, market_cap_usd, rank,
+          source,
             total_supply, fully_diluted_valuation_usd, ath_usd, ath_time, updated_at, demo)
           SELECT u.*, ${at}::timestamptz, ${demo}::boolean FROM unnest(
-            ${p(r.map((x) => x.symbol))}::text[], ${p(r.map((x) => x.time))}::bigint[], ${p(r.map((x) => x.circulatingSupply))}::float8[],
-            ${p(r.map((x) => x.maxSupply))}::float8[], ${p(r.map((x) => x.marketCapUsd))}::float8[], ${p(r.map((x) => x.rank))}::int[],
-            ${p(r.map((x) => x.source))}::text[], ${p(r.map((x) => x.totalSupply))}::float8[], ${p(r.map((x) => x.fullyDilutedValuationUsd))}::float8[],
+            ${p(r.map((x) => x.symbol))}::text[], ${p(r.map((x) => x.time))}::bigint[],
+            ${p(r.map((x) => x.circulatingSupply))}::float8[],
+            ${p(r.map((x) => x.maxSupply))}::float8[], ${p(r.map((x) => x.marketCapUsd))}::float8[],
+            ${p(r.map((x) => x.rank))}::int[],
+            ${p(r.map((x) => x.source))}::text[], ${p(r.map((x) => x.totalSupply))}::float8[],
+            ${p(r.map((x) => x.fullyDilutedValuationUsd))}::float8[],
             ${p(r.map((x) => x.athUsd))}::float8[], ${p(r.map((x) => x.athTime))}::bigint[]) AS u
           ORDER BY 1
           ON CONFLICT (symbol) DO UPDATE
-            SET time = excluded.time, circulating_supply = excluded.circulating_supply, max_supply = excluded.max_supply,
+            SET time = excluded.time, circulating_supply = excluded.circulating_supply,
+            max_supply = excluded.max_supply,
                 market_cap_usd = excluded.market_cap_usd, rank = excluded.rank, source = excluded.source,
-                total_supply = excluded.total_supply, fully_diluted_valuation_usd = excluded.fully_diluted_valuation_usd,
+                total_supply = excluded.total_supply, fully_diluted_valuation_usd =
+                excluded.fully_diluted_valuation_usd,
                 ath_usd = excluded.ath_usd, ath_time = excluded.ath_time, updated_at = excluded.updated_at
             WHERE excluded.time > f.time
           RETURNING 1)
@@ -99,7 +112,10 @@ function insertChunk(dataset: PushedDataset, rows: unknown[], at: string, demo: 
   }
 }
 
-/** The table of each dataset and whether its rows belong to one coin (derivatives, fundamentals) or to the whole dataset (news, macro). */
+/**
+ * The table of each dataset and whether its rows belong to one coin (derivatives, fundamentals) or to the whole dataset
+ * (news, macro).
+ */
 const PROVENANCE_SCOPE: Record<PushedDataset, { table: SQL; perCoin: boolean }> = {
   derivatives: { table: sql`derivatives_readings`, perCoin: true },
   fundamentals: { table: sql`coin_fundamentals`, perCoin: true },

@@ -57,9 +57,11 @@ export function shortHash(hash: string): string {
 
 /** The log as a file: one JSON object a line, oldest first. */
 export function formatChainLog(entries: readonly ChainEntry[]): string {
-  return entries
-    .map((e) => JSON.stringify({ id: e.id, symbol: e.symbol, tf: e.tf, signal: e.signal, confirmedAt: e.confirmedAt, price: e.price, defense: e.defense, prev: e.prev, hash: e.hash }) + "\n")
-    .join("");
+  const line = (e: ChainEntry) => {
+    const { id, symbol, tf, signal, confirmedAt, price, defense, prev, hash } = e;
+    return `${JSON.stringify({ id, symbol, tf, signal, confirmedAt, price, defense, prev, hash })}\n`;
+  };
+  return entries.map(line).join("");
 }
 
 /** Where a log stops being a chain, or that it is one. */
@@ -97,10 +99,10 @@ export function verifyChainLog(text: string): ChainVerdict {
     const entry = parseLine(lines[i]!);
     if (typeof entry === "string") return { ok: false, events, line, id: null, reason: `unreadable line: ${entry}` };
     if (entry.prev !== prev) {
-      return { ok: false, events, line, id: entry.id, reason: `its previous hash ${shortHash(entry.prev)}… is not the hash of the event before it (${shortHash(prev)}…): an event was removed, inserted or moved here` };
+      return { ok: false, events, line, id: entry.id, reason: `its previous hash ${shortHash(entry.prev)}… is not the hash of the event before ` + `it (${shortHash(prev)}…): an event was removed, inserted or moved here` };
     }
     const expected = chainHash(prev, entry);
-    if (entry.hash !== expected) return { ok: false, events, line, id: entry.id, reason: `its content hashes to ${shortHash(expected)}…, not the recorded ${shortHash(entry.hash)}…: the event was edited` };
+    if (entry.hash !== expected) return { ok: false, events, line, id: entry.id, reason: `its content hashes to ${shortHash(expected)}…, not the recorded ` + `${shortHash(entry.hash)}…: the event was edited` };
     prev = entry.hash;
     events++;
   }

@@ -36,7 +36,8 @@ export async function acquireLease(db: DbHandle, feederId: string, symbol: strin
     RETURNING holder, (extract(epoch FROM expires_at - now()) * 1000)::float8 AS ms`);
   if (granted[0]) return { symbol, held: true, holder: feederId, expiresInMs: Math.max(0, Math.round(Number(granted[0].ms))) };
   const current = await db.rows<{ holder: string; ms: number }>(sql`
-    SELECT holder, (extract(epoch FROM expires_at - now()) * 1000)::float8 AS ms FROM feed_leases WHERE symbol = ${symbol}`);
+    SELECT holder, (extract(epoch FROM expires_at - now()) * 1000)::float8 AS ms FROM feed_leases
+    WHERE symbol = ${symbol}`);
   return { symbol, held: false, holder: current[0]?.holder ?? "", expiresInMs: Math.max(0, Math.round(Number(current[0]?.ms ?? 0))) };
 }
 
@@ -78,7 +79,8 @@ export async function feedResumePoints(db: DbHandle, symbols: string[]): Promise
   const out = [];
   for (const symbol of symbols) {
     const rows = await db.rows<{ base_tf: string; last: number | null }>(sql`
-      SELECT c.base_tf, (SELECT max(k.open_time) FROM candles k WHERE k.symbol = c.symbol AND k.tf = c.base_tf AND k.closed AND NOT k.demo)::float8 AS last
+      SELECT c.base_tf, (SELECT max(k.open_time) FROM candles k WHERE k.symbol = c.symbol AND k.tf = c.base_tf
+      AND k.closed AND NOT k.demo)::float8 AS last
       FROM coins c WHERE c.symbol = ${symbol} AND NOT c.demo`);
     const row = rows[0];
     out.push({ symbol, known: row !== undefined, baseTf: row?.base_tf ?? "", lastClosedOpenTime: row?.last == null ? 0 : Number(row.last) });

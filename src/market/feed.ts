@@ -154,7 +154,9 @@ export class MarketFeed implements SignalSnapshot {
     if (clash.length > 0) this.deps.logger.warn({ symbols: clash }, "another process wrote coins this process is writing; keeping local state");
     const symbols = notice.symbols;
     const reload = symbols.includes("*")
-      ? loadAllCoins(this.deps.db).then((all) => all.forEach((stored) => this.adopt(stored, true)))
+      ? loadAllCoins(this.deps.db).then((all) => {
+          for (const stored of all) this.adopt(stored, true);
+        })
       : this.reloads.reload(symbols);
     // The live watchlists re-read once the published readings are the committed ones.
     reload.then(() => this.deps.onReadingsChanged?.(symbols)).catch((err: unknown) => this.deps.logger.warn({ err: errorSummary(err) }, "could not follow another process's market update"));
@@ -251,17 +253,29 @@ export class MarketFeed implements SignalSnapshot {
     const now = this.deps.clock();
     const update = { ...raw, symbol: String(raw.symbol ?? "").trim().toUpperCase() };
     const refused = admit?.(update.symbol) ?? null;
-    if (refused) return this.reject(summary, index, update.symbol, refused);
+    if (refused) {
+      this.reject(summary, index, update.symbol, refused);
+      return;
+    }
     const reason = checkCandleFields(update, now);
-    if (reason) return this.reject(summary, index, update.symbol, reason);
+    if (reason) {
+      this.reject(summary, index, update.symbol, reason);
+      return;
+    }
     const valid = update as ValidUpdate;
     const streamKey = `${valid.symbol}/${valid.tf}`;
     const previous = order.get(streamKey);
-    if (previous !== undefined && valid.openTime < previous) return this.reject(summary, index, valid.symbol, "out_of_order");
+    if (previous !== undefined && valid.openTime < previous) {
+      this.reject(summary, index, valid.symbol, "out_of_order");
+      return;
+    }
     order.set(streamKey, valid.openTime);
     let coin = this.coins.get(valid.symbol);
     if (coin && coin.demo !== demo) {
-      if (demo) return this.reject(summary, index, valid.symbol, "real_data_held");
+      if (demo) {
+        this.reject(summary, index, valid.symbol, "real_data_held");
+        return;
+      }
       this.dropDemoHistory(coin.symbol);
       coin = undefined;
     }
@@ -269,7 +283,10 @@ export class MarketFeed implements SignalSnapshot {
       coin = new CoinRuntime(valid.symbol, valid.tf, now, undefined, demo);
       this.coins.set(valid.symbol, coin);
     }
-    if (valid.tf !== coin.baseTf) return this.reject(summary, index, valid.symbol, "not_base_timeframe");
+    if (valid.tf !== coin.baseTf) {
+      this.reject(summary, index, valid.symbol, "not_base_timeframe");
+      return;
+    }
     const rows: CandleRow[] = [];
     const changes: SignalChange[] = [];
     const outcome = coin.apply(valid, rows, changes);
@@ -277,7 +294,10 @@ export class MarketFeed implements SignalSnapshot {
       summary.duplicates++;
       return;
     }
-    if (outcome === "out_of_order") return this.reject(summary, index, valid.symbol, "out_of_order");
+    if (outcome === "out_of_order") {
+      this.reject(summary, index, valid.symbol, "out_of_order");
+      return;
+    }
     coin.lastUpdateAt = now;
     summary.accepted++;
     for (const row of rows) this.pending.set(`${row.symbol}/${row.tf}/${row.openTime}`, row);
@@ -344,7 +364,7 @@ export class MarketFeed implements SignalSnapshot {
       // Everything applied so far is in this batch: the engines are exactly what it commits.
       const readings = coins.map(readingsOf);
       const versions = await persistMarket(this.deps.db, { rows, touched: coins, events, replacedDemo, writer: this.writerId, now: this.deps.clock(), ...(this.deps.onEventsStored ? { onEventsStored: this.deps.onEventsStored } : {}) });
-      coins.forEach((coin, i) => this.publish(coin.symbol, { version: versions.get(coin.symbol) ?? 0, ...readings[i]! }));
+      for (const [i, coin] of coins.entries()) this.publish(coin.symbol, { version: versions.get(coin.symbol) ?? 0, ...readings[i]! });
       this.deps.onReadingsChanged?.(touched);
     } catch (err) {
       // Streams that overlapped this batch fail: from now on (they stop applying updates), and

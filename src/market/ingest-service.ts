@@ -50,7 +50,7 @@ export function createIngestService(feed: MarketFeed, logger: Logger, db?: DbHan
       } catch (err) {
         if (err instanceof ConnectError) throw err;
         logger.error({ err: errorSummary(err) }, "candle ingest failed");
-        throw serviceError("unavailable", "The candle store could not be written; nothing after the last committed batch was kept. Resend: duplicates are ignored.");
+        throw serviceError("unavailable", "The candle store could not be written; nothing after the last " + "committed batch was kept. Resend: duplicates are ignored.");
       }
     },
   };

@@ -79,9 +79,12 @@ export async function persistMarket(handle: DbHandle, write: MarketWrite): Promi
       await tx.execute(sql`
         INSERT INTO candles (symbol, tf, open_time, open, high, low, close, volume, closed, demo)
         SELECT * FROM unnest(
-          ${sql.param(chunk.map((r) => r.symbol))}::text[], ${sql.param(chunk.map((r) => r.tf))}::text[], ${sql.param(chunk.map((r) => r.openTime))}::bigint[],
-          ${sql.param(chunk.map((r) => r.open))}::float8[], ${sql.param(chunk.map((r) => r.high))}::float8[], ${sql.param(chunk.map((r) => r.low))}::float8[],
-          ${sql.param(chunk.map((r) => r.close))}::float8[], ${sql.param(chunk.map((r) => r.volume))}::float8[], ${sql.param(chunk.map((r) => flag(r.closed)))}::text[]::bool[],
+          ${sql.param(chunk.map((r) => r.symbol))}::text[], ${sql.param(chunk.map((r) => r.tf))}::text[],
+          ${sql.param(chunk.map((r) => r.openTime))}::bigint[],
+          ${sql.param(chunk.map((r) => r.open))}::float8[], ${sql.param(chunk.map((r) => r.high))}::float8[],
+          ${sql.param(chunk.map((r) => r.low))}::float8[],
+          ${sql.param(chunk.map((r) => r.close))}::float8[], ${sql.param(chunk.map((r) => r.volume))}::float8[],
+          ${sql.param(chunk.map((r) => flag(r.closed)))}::text[]::bool[],
           ${sql.param(chunk.map((r) => flag(demoCoins.has(r.symbol))))}::text[]::bool[])
         ON CONFLICT (symbol, tf, open_time) DO UPDATE SET
           open = excluded.open, high = excluded.high, low = excluded.low, close = excluded.close,
@@ -132,15 +135,20 @@ export async function persistMarket(handle: DbHandle, write: MarketWrite): Promi
         stored AS (
           INSERT INTO signal_events (id, symbol, tf, signal, price, defense, atr_pct, candle_open_time, live, demo)
           SELECT e.* FROM lock, unnest(
-            ${sql.param(events.map((e) => e.id))}::text[], ${sql.param(events.map((e) => e.symbol))}::text[], ${sql.param(events.map((e) => e.tf))}::text[],
-            ${sql.param(events.map((e) => e.signal))}::text[], ${sql.param(events.map((e) => e.price))}::float8[], ${sql.param(events.map((e) => e.defense))}::float8[],
-            ${sql.param(events.map((e) => e.atrPct))}::float8[], ${sql.param(events.map((e) => e.candleOpenTime))}::bigint[],
-            ${sql.param(events.map((e) => flag(e.live)))}::text[]::bool[], ${sql.param(events.map((e) => flag(demoCoins.has(e.symbol))))}::text[]::bool[]) AS e
+            ${sql.param(events.map((e) => e.id))}::text[], ${sql.param(events.map((e) => e.symbol))}::text[],
+            ${sql.param(events.map((e) => e.tf))}::text[],
+            ${sql.param(events.map((e) => e.signal))}::text[], ${sql.param(events.map((e) => e.price))}::float8[],
+            ${sql.param(events.map((e) => e.defense))}::float8[],
+            ${sql.param(events.map((e) => e.atrPct))}::float8[],
+            ${sql.param(events.map((e) => e.candleOpenTime))}::bigint[],
+            ${sql.param(events.map((e) => flag(e.live)))}::text[]::bool[],
+            ${sql.param(events.map((e) => flag(demoCoins.has(e.symbol))))}::text[]::bool[]) AS e
           ORDER BY 8, 3, 2
           -- The same candle always makes the same event: a replay stores and alerts nothing new.
           ON CONFLICT (id) DO NOTHING
           RETURNING seq, id, symbol, tf, live)
-        SELECT seq, id, symbol, tf, live FROM stored ORDER BY seq`)).map((r) => ({ ...r, seq: Number(r.seq), live: r.live === true }));
+        SELECT seq, id, symbol, tf, live FROM stored ORDER BY
+        seq`)).map((r) => ({ ...r, seq: Number(r.seq), live: r.live === true }));
       if (stored.some((e) => e.live)) {
         // Still under the lock taken above: no other writer can chain between our read of the head and our commit.
         await chainLiveEvents(tx);
@@ -184,7 +192,8 @@ async function chainLiveEvents(tx: Transaction): Promise<Map<number, string>> {
   }
   await tx.execute(sql`
     UPDATE signal_events e SET chain_prev = u.prev, chain_hash = u.hash
-      FROM unnest(${sql.param(pending.map((e) => Number(e.seq)))}::bigint[], ${sql.param(prevs)}::text[], ${sql.param([...hashes.values()])}::text[]) AS u(seq, prev, hash)
+      FROM unnest(${sql.param(pending.map((e) => Number(e.seq)))}::bigint[], ${sql.param(prevs)}::text[],
+      ${sql.param([...hashes.values()])}::text[]) AS u(seq, prev, hash)
      WHERE e.seq = u.seq`);
   return hashes;
 }

@@ -3,7 +3,7 @@
  * counted and reported back to the sender; a rejected update changes nothing.
  */
 import { isWellFormedSymbol } from "./symbols.ts";
-import { type Timeframe } from "./timeframes.ts";
+import type { Timeframe } from "./timeframes.ts";
 import { isTimeframe, TIMEFRAME_MS } from "./timeframes.ts";
 
 /** One candle update as feeders send it (forming or closed). */

@@ -61,7 +61,10 @@ export class SharedHealthWatch {
     this.#everyMs = everyMs;
   }
 
-  /** Calls `onStatus` with the current status at once (probing if none is known) and on every change; returns the unsubscribe. */
+  /**
+   * Calls `onStatus` with the current status at once (probing if none is known) and on every change; returns the
+   * unsubscribe.
+   */
   subscribe(onStatus: (status: Status) => void): () => void {
     this.#watchers.add(onStatus);
     if (this.#last !== null) onStatus(this.#last);

@@ -33,7 +33,9 @@ export interface Metrics {
   readonly keyLastUsedRows: Counter;
   /** Computations of a series' chart data and track record (once per candle close or signal event, not per view). */
   readonly trackRecordComputations: Counter<"tf">;
-  /** The web pages' password hashing queue: hashes run, and requests refused or dropped (accounts/sign-in/hash-gate.ts). */
+  /**
+   * The web pages' password hashing queue: hashes run, and requests refused or dropped (accounts/sign-in/hash-gate.ts).
+   */
   readonly passwordHashes: Counter<"outcome">;
 }
 
@@ -43,7 +45,7 @@ export function createMetrics(sources: MetricSources): Metrics {
   const calls = new Counter({ name: "signals_calls_total", help: "Paid calls by protocol and outcome code.", labelNames: ["protocol", "outcome"] as const, registers: [registry] });
   const chargeSeconds = new Histogram({
     name: "signals_charge_duration_seconds",
-    help: "Check-and-charge time per call (grouped: one statement for the calls of one event-loop turn; idempotent: one transaction).",
+    help: "Check-and-charge time per call (grouped: one statement for the " + "calls of one event-loop turn; idempotent: one transaction).",
     labelNames: ["path"] as const,
     buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers: [registry],
@@ -59,13 +61,13 @@ export function createMetrics(sources: MetricSources): Metrics {
   const keyLastUsedRows = new Counter({ name: "signals_api_key_last_used_rows_total", help: "API key rows whose last-used time those statements wrote.", registers: [registry] });
   const trackRecordComputations = new Counter({
     name: "signals_track_record_computations_total",
-    help: "Chart data and track record computations of one coin and timeframe (after a candle close or signal event; page views in between are served from memory).",
+    help: "Chart data and track record computations of one coin and timeframe (after a " + "candle close or signal event; page views in between are served from memory).",
     labelNames: ["tf"] as const,
     registers: [registry],
   });
   const passwordHashes = new Counter({
     name: "signals_password_hashes_total",
-    help: "Password checks of the web pages by outcome: hashed (ran), address_busy (429: that address had one in flight), full (503: queue full), client_gone (left the queue without hashing).",
+    help: "Password checks of the web pages by outcome: hashed (ran), address_busy (429: that address " + "had one in flight), full (503: queue full), client_gone (left the queue without hashing).",
     labelNames: ["outcome"] as const,
     registers: [registry],
   });
@@ -82,7 +84,8 @@ export function createMetrics(sources: MetricSources): Metrics {
       try {
         const [row] = await sources.db.rows<{ pending: string | number; oldest: string | number | null; failed: string | number }>(sql`
           SELECT count(*) FILTER (WHERE sent_at IS NULL AND failed_at IS NULL) AS pending,
-                 extract(epoch FROM now() - min(created_at) FILTER (WHERE sent_at IS NULL AND failed_at IS NULL)) AS oldest,
+                 extract(epoch FROM now() - min(created_at) FILTER (WHERE sent_at IS NULL AND failed_at IS NULL))
+                 AS oldest,
                  count(*) FILTER (WHERE failed_at IS NOT NULL) AS failed
             FROM outbox`);
         outboxPending.set(Number(row?.pending ?? 0));

@@ -31,10 +31,13 @@ export type PackOutcome = "credited" | "duplicate_event" | "duplicate_session" |
 
 /** Adds a Token pack to the account once per event and once per Checkout Session. */
 export async function addTokenPack(db: DbHandle, event: EventKey, pack: TokenPackPayment, limits: Limits): Promise<{ outcome: PackOutcome; ledgerEntryId: number | null }> {
-  const reason = `Token pack of ${pack.tokens} (Stripe ${pack.sessionId}${pack.paymentIntentId ? `, ${pack.paymentIntentId}` : ""})`;
+  const stripeIds = pack.paymentIntentId ? `${pack.sessionId}, ${pack.paymentIntentId}` : pack.sessionId;
+  const reason = `Token pack of ${pack.tokens} (Stripe ${stripeIds})`;
   const [row] = await db.rows<{ outcome: PackOutcome; ledger_entry_id: number | string | null }>(sql`
-    SELECT outcome, ledger_entry_id FROM stripe_credit_pack(${event.eventId}, ${event.type}, ${iso(event.created)}::timestamptz, ${pack.accountId}::bigint,
-      ${pack.tokens}::bigint, ${pack.sessionId}, ${pack.paymentIntentId}, ${pack.amount}::bigint, ${pack.currency}, ${reason},
+    SELECT outcome, ledger_entry_id FROM stripe_credit_pack(${event.eventId}, ${event.type},
+    ${iso(event.created)}::timestamptz, ${pack.accountId}::bigint,
+      ${pack.tokens}::bigint, ${pack.sessionId}, ${pack.paymentIntentId}, ${pack.amount}::bigint, ${pack.currency},
+      ${reason},
       ${lowBalanceThreshold(limits)}::bigint)`);
   return { outcome: row!.outcome, ledgerEntryId: row!.ledger_entry_id === null ? null : Number(row!.ledger_entry_id) };
 }
@@ -62,11 +65,14 @@ export async function applySubscriptionFact(
   options: { limits: Limits; graceMs: number; now: number },
 ): Promise<{ outcome: "applied" | "duplicate_event" | "unmatched"; plan: string | null; subscriptionUntil: Date | null }> {
   const [row] = await db.rows<{ outcome: "applied" | "duplicate_event" | "unmatched"; plan: string | null; subscription_until: Date | string | null }>(sql`
-    SELECT outcome, plan, subscription_until FROM stripe_subscription_event(${event.eventId}, ${event.type}, ${iso(event.created)}::timestamptz,
-      ${fact.accountId}::bigint, ${fact.subscriptionId}, ${fact.customerId}, ${fact.plan}, ${iso(fact.version)}::timestamptz, ${fact.status},
+    SELECT outcome, plan, subscription_until FROM stripe_subscription_event(${event.eventId}, ${event.type},
+    ${iso(event.created)}::timestamptz,
+      ${fact.accountId}::bigint, ${fact.subscriptionId}, ${fact.customerId}, ${fact.plan},
+      ${iso(fact.version)}::timestamptz, ${fact.status},
       ${iso(fact.paidThrough)}::timestamptz, ${iso(fact.endedAt)}::timestamptz,
       ${fact.invoice?.id ?? null}, ${fact.invoice?.amount ?? null}::bigint, ${fact.invoice?.currency ?? null},
-      ${options.graceMs}::bigint, ${iso(options.now)}::timestamptz, ${mytMonth(options.now)}::date, ${options.limits.monthlyGrant}::bigint,
+      ${options.graceMs}::bigint, ${iso(options.now)}::timestamptz, ${mytMonth(options.now)}::date,
+      ${options.limits.monthlyGrant}::bigint,
       ${lowBalanceThreshold(options.limits)}::bigint)`);
   return { outcome: row!.outcome, plan: row!.plan, subscriptionUntil: row!.subscription_until === null ? null : new Date(row!.subscription_until) };
 }
@@ -81,8 +87,10 @@ export async function takeBackRefund(
   limits: Limits,
 ): Promise<{ outcome: RefundOutcome; accountId: number | null; tokens: number; shortfall: number }> {
   const [row] = await db.rows<{ outcome: RefundOutcome; account_id: number | string | null; tokens: number | string | null; shortfall: number | string | null }>(sql`
-    SELECT outcome, account_id, tokens, shortfall FROM stripe_refund(${event.eventId}, ${event.type}, ${iso(event.created)}::timestamptz,
-      ${refund.chargeId}, ${refund.paymentIntentId}, ${refund.amountRefunded}::bigint, ${refund.currency}, ${lowBalanceThreshold(limits)}::bigint)`);
+    SELECT outcome, account_id, tokens, shortfall FROM stripe_refund(${event.eventId}, ${event.type},
+    ${iso(event.created)}::timestamptz,
+      ${refund.chargeId}, ${refund.paymentIntentId}, ${refund.amountRefunded}::bigint, ${refund.currency},
+      ${lowBalanceThreshold(limits)}::bigint)`);
   return {
     outcome: row!.outcome,
     accountId: row!.account_id === null ? null : Number(row!.account_id),
@@ -98,8 +106,10 @@ export async function recordDispute(
   dispute: { disputeId: string; chargeId: string | null; paymentIntentId: string | null; amount: number | null; currency: string | null; reason: string | null },
 ): Promise<{ outcome: "recorded" | "unmatched" | "duplicate_event"; accountId: number | null }> {
   const [row] = await db.rows<{ outcome: "recorded" | "unmatched" | "duplicate_event"; account_id: number | string | null }>(sql`
-    SELECT outcome, account_id FROM stripe_dispute(${event.eventId}, ${event.type}, ${iso(event.created)}::timestamptz, ${dispute.disputeId},
-      ${dispute.chargeId}, ${dispute.paymentIntentId}, ${dispute.amount}::bigint, ${dispute.currency}, ${dispute.reason})`);
+    SELECT outcome, account_id FROM stripe_dispute(${event.eventId}, ${event.type}, ${iso(event.created)}::timestamptz,
+    ${dispute.disputeId},
+      ${dispute.chargeId}, ${dispute.paymentIntentId}, ${dispute.amount}::bigint, ${dispute.currency},
+      ${dispute.reason})`);
   return { outcome: row!.outcome, accountId: row!.account_id === null ? null : Number(row!.account_id) };
 }
 

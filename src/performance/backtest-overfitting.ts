@@ -23,7 +23,10 @@ export type BacktestOverfitting = {
   readonly logits: readonly number[];
 };
 
-/** Sharpe ratio from sums (sample standard deviation); a candidate with no variation scores 0, like one that never trades. */
+/**
+ * Sharpe ratio from sums (sample standard deviation); a candidate with no variation scores 0, like one that never
+ * trades.
+ */
 function sharpeOfSums(count: number, sum: number, squares: number): number {
   if (count < 2) return 0;
   const m = sum / count;

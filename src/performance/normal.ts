@@ -52,6 +52,7 @@ export function normalCdf(x: number): number {
 // Wichura's AS 241 (PPND16): rational approximations of Φ⁻¹ with about 16 significant digits,
 // M. J. Wichura, "Algorithm AS 241: The Percentage Points of the Normal Distribution",
 // Applied Statistics 37(3), 1988, pp. 477–484. Coefficients in ascending powers.
+// biome-ignore-start lint/correctness/noPrecisionLoss: the coefficients as published, digits beyond a double's included
 const CENTRAL_NUM = [
   3.387132872796366608, 133.14166789178437745, 1971.5909503065514427, 13731.693765509461125, 45921.953931549871457,
   67265.770927008700853, 33430.575583588128105, 2509.0809287301226727,
@@ -76,6 +77,7 @@ const TAIL_DEN = [
   1, 0.59983220655588793769, 0.13692988092273580531, 0.0148753612908506148525, 7.868691311456132591e-4,
   1.8463183175100546818e-5, 1.4215117583164458887e-7, 2.04426310338993978564e-15,
 ];
+// biome-ignore-end lint/correctness/noPrecisionLoss: end of the published coefficients
 
 function polynomial(coefficients: readonly number[], x: number): number {
   let value = 0;

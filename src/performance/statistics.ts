@@ -73,7 +73,10 @@ export function annualisedVolatility(returns: readonly number[], periodsPerYear:
   return standardDeviation(returns) * Math.sqrt(periodsPerYear);
 }
 
-/** Per-period Sharpe ratio: mean / sample standard deviation; NaN when it is undefined (fewer than two returns or no variation). */
+/**
+ * Per-period Sharpe ratio: mean / sample standard deviation; NaN when it is undefined (fewer than two returns or no
+ * variation).
+ */
 export function sharpeRatio(returns: readonly number[]): number {
   const sd = standardDeviation(returns);
   return sd > 0 ? mean(returns) / sd : Number.NaN;
@@ -165,7 +168,10 @@ export function maxDrawdown(returns: readonly number[]): number {
   return worst;
 }
 
-/** Time in market: the mean of per-period exposures (each the fraction of the period, or of the capital, in a position, 0..1). */
+/**
+ * Time in market: the mean of per-period exposures (each the fraction of the period, or of the capital, in a position,
+ * 0..1).
+ */
 export function timeInMarket(exposures: readonly number[]): number {
   if (exposures.some((e) => !(e >= 0 && e <= 1))) throw new RangeError("an exposure must be between 0 and 1");
   return mean(exposures);

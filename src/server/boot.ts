@@ -62,7 +62,7 @@ async function createDemoAccountOnce(config: Config, db: DbHandle, clock: Clock,
   const host = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
   // Shown once, on the terminal, by design (like `signals account create`); never logged.
   process.stderr.write(
-    [
+    `${[
       "",
       `First start: created demo node-plan account ${summary.accountId} with ${summary.tokensLeft} Tokens.`,
       `Its API key (shown only now; regenerate with: npx signals key regenerate --account ${summary.accountId}):`,
@@ -70,7 +70,7 @@ async function createDemoAccountOnce(config: Config, db: DbHandle, clock: Clock,
       "Try it:",
       `  curl -s -H 'x-api-key: ${apiKey}' 'http://${host}:${port}/api/v1/signals?symbols=BTC,ETH&tf=1h'`,
       "",
-    ].join("\n") + "\n",
+    ].join("\n")}\n`,
   );
 }
 
@@ -95,7 +95,7 @@ export async function startServer(config: Config, logger: Logger, clock: Clock =
     const lock = acquireLock(config.dataDir, { pid: process.pid, role: "server" });
     if (!lock.ok) {
       throw new Error(
-        `data directory ${config.dataDir} is in use by process ${lock.holder.pid} (${lock.holder.role}); stop it, use another DATA_DIR, or set DATABASE_URL`,
+        `data directory ${config.dataDir} is in use by process ${lock.holder.pid} ` + `(${lock.holder.role}); stop it, use another DATA_DIR, or set DATABASE_URL`,
       );
     }
     releaseLock = lock.release;

@@ -21,7 +21,7 @@ export const PROTO_PATH = "/docs/proto/";
  * worker started from a blob: URL; everything else is same-origin.
  */
 export const DOCS_CSP =
-  "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; form-action 'none'; frame-ancestors 'none'; base-uri 'none'";
+  "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src " + "'self' data:; font-src 'self' data:; connect-src 'self'; worker-src 'self' " + "blob:; form-action 'none'; frame-ancestors 'none'; base-uri 'none'";
 
 const PAGE = `<!doctype html>
 <html lang="en">

@@ -57,7 +57,7 @@ function answerFor(err: NodeJS.ErrnoException & { bytesParsed?: number; rawPacke
  */
 export function answerClientError(err: NodeJS.ErrnoException, socket: net.Socket): void {
   const inFlight = (socket as net.Socket & { _httpMessage?: http.ServerResponse | null })._httpMessage;
-  if (err.code === "ECONNRESET" || !socket.writable || (inFlight && inFlight.headersSent)) {
+  if (err.code === "ECONNRESET" || !socket.writable || inFlight?.headersSent) {
     socket.destroy();
     return;
   }

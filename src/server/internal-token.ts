@@ -41,7 +41,7 @@ export function readInternalToken(dataDir: string): string | null {
 /** Writes a new random token to the file and returns it. */
 export function rotateInternalToken(dataDir: string): string {
   const token = newToken();
-  writeSecretFile(internalTokenPath(dataDir), token + "\n");
+  writeSecretFile(internalTokenPath(dataDir), `${token}\n`);
   return token;
 }
 

@@ -47,6 +47,8 @@ const INTEGER_SCALARS = new Set([ScalarType.INT32, ScalarType.INT64, ScalarType.
 
 /** Error codes each status carries, per kind of operation (in the order they are checked). */
 const KEY_ERRORS: Record<number, ErrorCode[]> = { 401: ["api_key_required", "invalid_api_key"] };
+const KEY_FORMAT = "`sig_live_` + 30 random base62 characters + a 6-character base62 CRC-32 checksum";
+const LEGACY_KEYS = "keys issued before the checksum (`sig_live_` + 32 base62) keep working until regenerated.";
 const PROTOCOL_ERRORS: Record<number, ErrorCode[]> = {
   400: ["bad_request"],
   405: ["method_not_allowed"],
@@ -144,12 +146,12 @@ const HEADERS: Record<string, Json> = {
   "RateLimit-Remaining": { description: "Calls left in the window.", schema: { type: "integer" } },
   "RateLimit-Reset": { description: "Seconds until the window resets (paid endpoint: 00:00 MYT; free endpoints: the end of the minute).", schema: { type: "integer" } },
   "Retry-After": { description: "Seconds to wait before retrying.", schema: { type: "integer" } },
-  "Idempotent-Replayed": { description: "\"true\" when this is the stored answer of an earlier call with the same Idempotency-Key (not charged again).", schema: { type: "string", enum: ["true"] } },
-  "X-Request-Id": { description: "The request's id (the caller's x-request-id when it is 1–64 of A-Za-z0-9._-, else a new UUID); also in the server's logs.", schema: { type: "string" } },
+  "Idempotent-Replayed": { description: "\"true\" when this is the stored answer of an earlier call " + "with the same Idempotency-Key (not charged again).", schema: { type: "string", enum: ["true"] } },
+  "X-Request-Id": { description: "The request's id (the caller's x-request-id when it is 1–64 of " + "A-Za-z0-9._-, else a new UUID); also in the server's logs.", schema: { type: "string" } },
   Allow: { description: "The methods the path accepts.", schema: { type: "string" } },
   "X-Signals-Warnings": {
     description:
-      "What the call asked for that was quietly changed or ignored, as the contract says (the call is still answered, and a paid call charged): a `tf` that is not offered (4h is used), symbols beyond the limit, duplicate symbols, symbols that read as pair names, query parameters the operation does not read. Warnings are joined by `; `, e.g. `tf \"2h\" is not offered, 4h used; parameter \"symbol\" ignored; 4 symbols beyond 8 ignored`. Absent when there is nothing to say. gRPC and Connect callers get it as response metadata.",
+      "What the call asked for that was quietly changed or ignored, as the contract says (the " + "call is still answered, and a paid call charged): a `tf` that is not offered (4h is used), " + "symbols beyond the limit, duplicate symbols, symbols that read as pair names, query parameters " + "the operation does not read. Warnings are joined by `; `, e.g. `tf \"2h\" is not offered, " + "4h used; parameter \"symbol\" ignored; 4 symbols beyond 8 ignored`. Absent when " + "there is nothing to say. gRPC and Connect callers get it as response metadata.",
     schema: { type: "string" },
   },
 };
@@ -175,7 +177,7 @@ const SAMPLE_QUERY: Record<string, string> = { symbols: "BTC,ETH", tf: "1h", lim
 /** curl, TypeScript (connect-es) and Python (requests) samples of one operation. */
 function codeSamples(method: DescMethod, path: string, serverUrl: string): Json[] {
   const params = method.input.fields.filter((f) => SAMPLE_QUERY[f.name] !== undefined && f.name !== "since" && f.name !== "series").map((f) => [f.name, SAMPLE_QUERY[f.name]!] as const);
-  const query = params.length ? "?" + params.map(([k, v]) => `${k}=${encodeURIComponent(v).replace(/%2C/g, ",")}`).join("&") : "";
+  const query = params.length ? `?${params.map(([k, v]) => `${k}=${encodeURIComponent(v).replace(/%2C/g, ",")}`).join("&")}` : "";
   const tsArgs = params.length ? `{ ${params.map(([k, v]) => `${k}: ${JSON.stringify(v)}`).join(", ")} }` : "{}";
   const local = method.localName;
   const service = method.parent.name;
@@ -250,7 +252,7 @@ export function buildOpenApiDocument(input: OpenApiInput): Json {
           name: "Idempotency-Key",
           in: "header",
           required: false,
-          description: "Makes the call safe to retry: a retry with the same API key and Idempotency-Key within 24 h gets the stored answer, not charged again.",
+          description: "Makes the call safe to retry: a retry with the same API key and Idempotency-Key " + "within 24 h gets the stored answer, not charged again.",
           schema: { type: "string", pattern: "^[\\x21-\\x7e]{1,255}$" },
         });
       }
@@ -276,13 +278,13 @@ export function buildOpenApiDocument(input: OpenApiInput): Json {
         "Current market-structure signals (paid, 1 Token per call) and free market context, over REST.",
         "The same methods are served over Connect, gRPC and gRPC-Web on the same port (see the proto files).",
         "Errors always have the body `{\"ok\":false,\"error\":\"<code>\",\"message\":\"<text>\"}`.",
-        `API keys: \`sig_live_\` + 30 random base62 characters + a 6-character base62 CRC-32 checksum (pattern \`${API_KEY_PATTERN.source}\`); keys issued before the checksum (\`sig_live_\` + 32 base62) keep working until regenerated.`,
-        "This document is generated from the proto descriptors: GET /api/v1/openapi.json (free, no key); the reference page is /docs.",
-        "New here? [Getting started](/getting-started): the first call in curl, TypeScript and Python, reading `confirmed`, `defense` and `arming`, and polling once per candle close. Plans and Tokens: [Pricing](/pricing).",
+        `API keys: ${KEY_FORMAT} (pattern \`${API_KEY_PATTERN.source}\`); ${LEGACY_KEYS}`,
+        "This document is generated from the proto descriptors: GET /api/v1/openapi.json " + "(free, no key); the reference page is /docs.",
+        "New here? [Getting started](/getting-started): the first call in curl, " + "TypeScript and Python, reading `confirmed`, `defense` and `arming`, and " + "polling once per candle close. Plans and Tokens: [Pricing](/pricing).",
         ...(input.protoFiles?.length
           ? [
               [
-                "**gRPC and Connect**: the public port answers gRPC server reflection (`grpc.reflection.v1` and `v1alpha`), so `buf curl`, grpcurl and Postman need no schema file. The `.proto` files, to generate a client:",
+                "**gRPC and Connect**: the public port answers gRPC server reflection " + "(`grpc.reflection.v1` and `v1alpha`), so `buf curl`, grpcurl and Postman " + "need no schema file. The `.proto` files, to generate a client:",
                 ...input.protoFiles.map((name) => `- [${name}](/docs/proto/${name})`),
               ].join("\n"),
             ]

@@ -12,7 +12,8 @@ export const WARNINGS_HEADER = "x-signals-warnings";
 /** Quoted caller input fit for a header: printable ASCII only (others as \uXXXX), at most 32 characters. */
 export function quoted(value: string): string {
   const cut = value.length > 32 ? `${value.slice(0, 32)}...` : value;
-  return `"${cut.replace(/[\\"]|[^\x20-\x7e]/g, (c) => (c === "\\" || c === '"' ? `\\${c}` : `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`))}"`;
+  const escapeChar = (c: string) => (c === "\\" || c === '"' ? `\\${c}` : `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  return `"${cut.replace(/[\\"]|[^\x20-\x7e]/g, escapeChar)}"`;
 }
 
 /** Adds warnings to the response headers, after any already there (or before them: a timeframe's comes first). */

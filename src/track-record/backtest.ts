@@ -155,7 +155,7 @@ export function parseFeePct(raw: string | undefined): { ok: true; feePct: number
   const text = raw.trim();
   const value = /^\d{1,2}(\.\d{1,4})?$/.test(text) ? Number(text) : Number.NaN;
   if (!Number.isFinite(value) || value > MAX_FEE_PCT) {
-    return { ok: false, message: `The fee must be a percentage per side from 0 to ${MAX_FEE_PCT}, one of ${ALLOWED_FEES_PCT.join(", ")}; "${text.slice(0, 20)}" is not.` };
+    return { ok: false, message: `The fee must be a percentage per side from 0 to ${MAX_FEE_PCT}, one ` + `of ${ALLOWED_FEES_PCT.join(", ")}; "${text.slice(0, 20)}" is not.` };
   }
   const nearest = nearestAllowedFee(value);
   return { ok: true, feePct: nearest, exact: nearest === value };

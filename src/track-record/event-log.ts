@@ -74,7 +74,10 @@ export async function* chainLogPages(handle: DbHandle, pageSize = 2000): AsyncGe
   }
 }
 
-/** The log file (JSON lines, oldest first), streamed as the pages are read; a failed read breaks the download rather than shortening it. */
+/**
+ * The log file (JSON lines, oldest first), streamed as the pages are read; a failed read breaks the download rather
+ * than shortening it.
+ */
 export function chainLogStream(pages: AsyncGenerator<ChainEntry[]>, onError: (err: unknown) => void = () => {}): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   return new ReadableStream<Uint8Array>({

@@ -67,7 +67,10 @@ function isoDay(day: number): string {
   return new Date(day * DAY_MS).toISOString().slice(0, 10);
 }
 
-/** Per day from `firstDay` to `lastDay`: the value at the day's last close, carried over days without one; NaN before the first. */
+/**
+ * Per day from `firstDay` to `lastDay`: the value at the day's last close, carried over days without one; NaN before
+ * the first.
+ */
 function dayEnds(candles: readonly LiveCandle[], values: ArrayLike<number>, tfMs: number, firstDay: number, lastDay: number): Float64Array {
   const out = new Float64Array(lastDay - firstDay + 1).fill(Number.NaN);
   for (let i = 0; i < candles.length; i++) {

@@ -51,17 +51,20 @@ type Num = number | string;
 /** Every series with a live signal event, with its events and candles. */
 export async function loadLiveInputs(handle: DbHandle): Promise<LiveInputs[]> {
   const starts = await handle.rows<{ symbol: string; tf: string; since: Num }>(sql`
-    SELECT symbol, tf, min(candle_open_time) AS since FROM signal_events WHERE live AND NOT demo GROUP BY symbol, tf ORDER BY symbol, tf`);
+    SELECT symbol, tf, min(candle_open_time) AS since FROM signal_events WHERE live AND NOT demo GROUP BY symbol, tf
+    ORDER BY symbol, tf`);
   const out: LiveInputs[] = [];
   for (const s of starts) {
     if (!isTimeframe(s.tf)) continue;
     const from = Number(s.since) - (REGIME_LOOKBACK_DAYS + 1) * DAY_MS;
     const events = await handle.rows<{ signal: string; price: number; defense: number | null; candle_open_time: Num; live: boolean }>(sql`
       SELECT signal, price, defense, candle_open_time, live FROM signal_events
-       WHERE symbol = ${s.symbol} AND tf = ${s.tf} AND NOT demo AND candle_open_time >= ${from} ORDER BY candle_open_time, seq`);
+       WHERE symbol = ${s.symbol} AND tf = ${s.tf} AND NOT demo AND candle_open_time >= ${from}
+       ORDER BY candle_open_time, seq`);
     const candles = await handle.rows<{ open_time: Num; open: number; close: number }>(sql`
       SELECT open_time, open, close FROM candles
-       WHERE symbol = ${s.symbol} AND tf = ${s.tf} AND closed AND NOT demo AND open_time >= ${from} ORDER BY open_time`);
+       WHERE symbol = ${s.symbol} AND tf = ${s.tf} AND closed AND NOT demo AND open_time >= ${from}
+       ORDER BY open_time`);
     out.push({
       symbol: s.symbol,
       tf: s.tf,
@@ -87,7 +90,9 @@ export function liveCutOf(inputs: LiveInputs, now: number): number {
 /** How many events and candles a cut keeps: equal counts, equal view. */
 function cutCounts(inputs: LiveInputs, until: number): string {
   const tfMs = TIMEFRAME_MS[inputs.tf];
-  return `${inputs.events.filter((e) => e.candleOpenTime + tfMs <= until).length}/${inputs.candles.filter((c) => c.openTime + tfMs <= until).length}`;
+  const events = inputs.events.filter((e) => e.candleOpenTime + tfMs <= until).length;
+  const candles = inputs.candles.filter((c) => c.openTime + tfMs <= until).length;
+  return `${events}/${candles}`;
 }
 
 function seriesView(inputs: LiveInputs, live: LiveSeries, until: number | null, costs: LiveCosts): LiveSeriesView {

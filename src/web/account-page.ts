@@ -10,7 +10,6 @@ import type { StoredAlertSettings } from "../alerts/settings.ts";
 import type { DailyUsage, LedgerLine, LedgerPage } from "../billing/ledger-history.ts";
 import { nextMytMidnight, nextMytMonthStart } from "../clock.ts";
 import type { LedgerKind } from "../db/schema.ts";
-import { TIMEFRAMES } from "../market/timeframes.ts";
 import { renderPasswordAndSessionsCard, type PageContext } from "./auth-pages.ts";
 import { CSRF_FIELD } from "./csrf.ts";
 import { formatDelta, formatIn, formatInteger, formatMyt, planName, shortDay } from "./format.ts";
@@ -71,6 +70,12 @@ const mayCall = (view: AccountView) => mayCallPaidEndpoint(viewerOf(view.summary
 /** Subscribing, buying and the key are offered only once the email is confirmed (those forms answer 403 until then). */
 const mayPay = (view: AccountView) => view.summary.emailVerified;
 
+/** What an account without a key does next, after "This account has no API key yet." */
+function noKeyNext(view: AccountView): string {
+  if (!mayPay(view)) return " Confirm your email address first.";
+  return mayCall(view) ? " Create it below." : " Subscribe first: a key is made once your plan is paid.";
+}
+
 /**
  * What a plan that cannot call the API is told: what it can use, and the way up (the payments
  * card's Subscribe buttons, or how the operator grants a plan when this server takes no payments).
@@ -84,7 +89,8 @@ function cannotCallNotice(view: AccountView, paid: boolean): SafeHtml {
     : html`This server does not take payments: its operator grants plans. Ask them; they run <code>signals account create --email ${view.summary.email} --plan node --until 2027-01-01T00:00:00+08:00</code> for a new account, or <code>signals subscription set --account ${view.summary.accountId} --until …</code> to renew a node account.`;
   return html`<div class="notice warn" id="upgrade">
     <p>${why}</p>
-    <p>Meanwhile you can use the <a href="/charts">charts</a> (price history and the signals that ended) and the public <a href="/track-record">track record</a>.</p>
+    <p>Meanwhile you can use the <a href="/charts">charts</a> (price history and the signals that ended) and the \
+public <a href="/track-record">track record</a>.</p>
     <p>${way}</p>
   </div>`;
 }
@@ -113,7 +119,8 @@ function tokensCard(view: AccountView): SafeHtml {
   <p class="muted">Tokens left; each successful API call uses 1.</p>
   <dl class="facts">
     <dt>Monthly grant</dt><dd id="grant-balance">${formatInteger(summary.grantBalance)}${summary.grantMonth ? html` <span class="muted">(${summary.grantMonth})</span>` : ""}</dd>
-    <dt>Token packs</dt><dd id="pack-balance">${formatInteger(summary.packBalance)} <span class="muted">(never expire)</span></dd>
+    <dt>Token packs</dt><dd id="pack-balance">${formatInteger(summary.packBalance)} <span class="muted">(never \
+expire)</span></dd>
     ${paid
       ? html`<dt>Next grant</dt><dd id="next-grant">${formatMyt(nextGrant)} <span class="muted">(${formatIn(nextGrant - now)})</span></dd>`
       : ""}
@@ -127,11 +134,14 @@ function usageCard(view: AccountView): SafeHtml {
   const reset = nextMytMidnight(now);
   return html`<section class="card" aria-labelledby="usage-h">
   <h2 id="usage-h">Calls today</h2>
-  <p class="big"><span id="calls-today">${formatInteger(summary.callsToday)}</span> <span class="muted">of ${formatInteger(dailyCap)}</span></p>
+  <p class="big"><span id="calls-today">${formatInteger(summary.callsToday)}</span> <span class="muted">of \
+${formatInteger(dailyCap)}</span></p>
   <label for="usage-meter" class="hint">Share of today's call limit used</label>
-  <meter id="usage-meter" min="0" max="${dailyCap}" value="${Math.min(summary.callsToday, dailyCap)}">${summary.callsToday} of ${dailyCap}</meter>
+  <meter id="usage-meter" min="0" max="${dailyCap}"
+  value="${Math.min(summary.callsToday, dailyCap)}">${summary.callsToday} of ${dailyCap}</meter>
   <dl class="facts">
-    <dt>Resets</dt><dd id="usage-reset">tomorrow 00:00 MYT <span class="muted">(${formatMyt(reset)}, ${formatIn(reset - now)})</span></dd>
+    <dt>Resets</dt><dd id="usage-reset">tomorrow 00:00 MYT <span class="muted">(${formatMyt(reset)}, \
+${formatIn(reset - now)})</span></dd>
   </dl>
 </section>`;
 }
@@ -146,7 +156,9 @@ function keyFacts(view: AccountView): SafeHtml {
   if (times === null) return html``;
   return html`<dl class="facts">
     <dt>Created</dt><dd id="key-created">${formatMyt(times.createdAt.getTime())}</dd>
-    <dt>Last used</dt><dd id="key-last-used">${times.lastUsedAt ? formatMyt(times.lastUsedAt.getTime()) : "Not used yet"} <span class="muted">(recorded every ${windowText(view.lastUsedWindowMs)})</span></dd>
+    <dt>Last used</dt>
+    <dd id="key-last-used">${times.lastUsedAt ? formatMyt(times.lastUsedAt.getTime()) : "Not used yet"} \
+<span class="muted">(recorded every ${windowText(view.lastUsedWindowMs)})</span></dd>
   </dl>`;
 }
 
@@ -154,12 +166,14 @@ function keyCard(view: AccountView): SafeHtml {
   const prefix = view.summary.keyPrefix;
   return html`<section class="card wide" aria-labelledby="key-h">
   <h2 id="key-h">API key</h2>
-  <p class="muted">New to the API? <a href="/getting-started">Getting started</a>: the first call, reading the answer, polling once per close.</p>
+  <p class="muted">New to the API? <a href="/getting-started">Getting started</a>: the first call, reading the answer, \
+polling once per close.</p>
   ${prefix
     ? html`<p>Your key, masked: only its first characters are ever shown again.</p>
-  <code class="key" id="masked-key" aria-label="API key starting with ${prefix}, the rest hidden">${maskedKey(prefix)}</code>
+  <code class="key" id="masked-key"
+  aria-label="API key starting with ${prefix}, the rest hidden">${maskedKey(prefix)}</code>
   ${keyFacts(view)}`
-    : html`<p id="no-key">This account has no API key yet.${!mayPay(view) ? " Confirm your email address first." : mayCall(view) ? " Create it below." : " Subscribe first: a key is made once your plan is paid."}</p>`}
+    : html`<p id="no-key">This account has no API key yet.${noKeyNext(view)}</p>`}
   <div class="actions">
     ${!mayPay(view)
       ? ""
@@ -175,7 +189,7 @@ function keyCard(view: AccountView): SafeHtml {
 const billingCard = (view: AccountView): SafeHtml | "" => (view.billing && mayPay(view) ? renderBillingCard(view.billing) : "");
 
 function ledgerRow(line: LedgerLine): SafeHtml {
-  const when = line.type === "charges" ? shortDay(line.day) + " " + line.day.slice(0, 4) : formatMyt(line.at.getTime());
+  const when = line.type === "charges" ? `${shortDay(line.day)} ${line.day.slice(0, 4)}` : formatMyt(line.at.getTime());
   const entry = line.type === "charges" ? `${formatInteger(line.calls)} API call${line.calls === 1 ? "" : "s"}` : (LEDGER_LABELS[line.kind] ?? line.kind);
   const note = line.type === "charges" ? `${formatInteger(line.calls)} calls, ${formatDelta(line.tokens)} Tokens` : (line.reason ?? "");
   return html`<tr class="${line.type}">
@@ -201,7 +215,8 @@ function ledgerCard(view: AccountView): SafeHtml {
     ? html`<p>No entries${view.ledgerBefore !== null ? " older than these" : " yet"}.</p>`
     : html`<p class="muted" id="ledger-note">Newest first. Grants, packs and adjustments are one line each; a day's API calls are one line. Times in MYT.</p>
   <div class="table-wrap"><table id="ledger" class="stack" aria-labelledby="ledger-h" aria-describedby="ledger-note">
-    <thead><tr><th scope="col">When</th><th scope="col" class="text">Entry</th><th scope="col">Tokens</th><th scope="col">Grant after</th><th scope="col">Packs after</th><th scope="col" class="text">Note</th></tr></thead>
+    <thead><tr><th scope="col">When</th><th scope="col" class="text">Entry</th><th scope="col">Tokens</th>
+    <th scope="col">Grant after</th><th scope="col">Packs after</th><th scope="col" class="text">Note</th></tr></thead>
     <tbody>${lines.map(ledgerRow)}</tbody>
   </table></div>`}
   ${pages}
@@ -233,7 +248,8 @@ ${view.summary.emailVerified ? "" : unverifiedNotice(ctx.signedIn.csrfToken)}
 /** An unconfirmed sign-up: what it cannot do yet, and a new link. */
 function unverifiedNotice(csrfToken: string) {
   return html`<div class="notice warn" role="alert">
-  <p><strong>Confirm your email address.</strong> Until you open the link we mailed when you signed up, this account cannot subscribe, buy Tokens or make an API key.</p>
+  <p><strong>Confirm your email address.</strong> Until you open the link we mailed when you signed up, this account \
+cannot subscribe, buy Tokens or make an API key.</p>
   <form method="post" action="/account/verify-email" class="actions">
     <input type="hidden" name="${CSRF_FIELD}" value="${csrfToken}">
     <button type="submit" class="secondary">Mail the link again</button>
@@ -250,7 +266,8 @@ export function renderKeyConfirmPage(ctx: PageContext & { signedIn: { email: str
 ${first
   ? html`<div class="notice ok" role="status"><p>The key is shown once, on the next page, with the exact command of a first call. Copy it then: it cannot be shown again.</p></div>`
   : html`<div class="notice warn" role="alert">
-  <p><strong>Your current key (<code>${maskedKey(keyPrefix)}</code>) stops working at once</strong>, for every program that uses it, on every server.</p>
+  <p><strong>Your current key (<code>${maskedKey(keyPrefix)}</code>) stops working at once</strong>, for every program \
+that uses it, on every server.</p>
   <p>The new key is shown once, on the next page. Copy it then: it cannot be shown again.</p>
 </div>`}
 <form method="post" action="/account/key" class="actions">
@@ -268,7 +285,8 @@ export function renderNewKeyPage(ctx: PageContext & { signedIn: { email: string;
     { title: "Your new API key", stylesheet: ctx.stylesheet, signedIn: ctx.signedIn, current: "account", scripts },
     html`<h1>Your new API key</h1>
 <div class="notice ok" role="status">Any key you had before has stopped working. Use this one from now on.</div>
-<p><strong>This is the only time the full key is shown.</strong> Copy it now and keep it somewhere safe; this page cannot be shown again.</p>
+<p><strong>This is the only time the full key is shown.</strong> Copy it now and keep it somewhere safe; this page \
+cannot be shown again.</p>
 <code class="key key-full" id="new-key">${apiKey}</code>
 <div class="actions">
   <button type="button" data-copy-target="new-key" data-copy-status="copy-status" hidden>Copy key</button>
@@ -279,7 +297,8 @@ export function renderNewKeyPage(ctx: PageContext & { signedIn: { email: string;
 <h2>Your first call</h2>
 <p>Paste this into a terminal: it uses 1 Token and returns the current signals of BTC and ETH on the 4h timeframe.</p>
 <pre class="code wrap" tabindex="0"><code id="first-call">${curlLine(baseUrl, apiKey)}</code></pre>
-<p><a href="/getting-started">Getting started</a>: the same call in TypeScript and Python, and how to read the answer.</p>`,
+<p><a href="/getting-started">Getting started</a>: the same call in TypeScript and Python, and how to read the \
+answer.</p>`,
   );
 }
 
@@ -288,7 +307,8 @@ export function renderKeyGonePage(ctx: PageContext & { signedIn: { email: string
   return layout(
     { title: "Key already shown", stylesheet: ctx.stylesheet, signedIn: ctx.signedIn, current: "account" },
     html`<h1>This key was already shown</h1>
-<div class="notice warn" role="status" id="key-gone">A new key is shown only once. Your key was not changed: the key shown before still works.</div>
+<div class="notice warn" role="status" id="key-gone">A new key is shown only once. Your key was not changed: the key \
+shown before still works.</div>
 <p>If you did not copy it, regenerate to get a new one (the key shown before then stops working).</p>
 <div class="actions">
   <a class="button secondary" href="/account/key">Regenerate key…</a>

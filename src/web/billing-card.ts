@@ -36,14 +36,19 @@ const postButton = (action: string, csrfToken: string, fields: Record<string, st
 
 /** The payments card of the account page. */
 export function renderBillingCard(view: BillingView): SafeHtml {
-  const packs = view.packs.map(
-    (p) => html`<li class="pack" data-pack="${p.id}"><span><strong>${formatInteger(p.tokens)} Tokens</strong> for ${formatMoney(p.unitAmount, p.currency)}</span>
-      ${postButton("/account/buy", view.csrfToken, { pack: p.id }, `Buy ${formatInteger(p.tokens)} Tokens · ${formatMoney(p.unitAmount, p.currency)}`)}</li>`,
-  );
+  const packs = view.packs.map((p) => {
+    const tokens = formatInteger(p.tokens);
+    const money = formatMoney(p.unitAmount, p.currency);
+    return html`<li class="pack" data-pack="${p.id}"><span><strong>${tokens} Tokens</strong> for ${money}</span>
+      ${postButton("/account/buy", view.csrfToken, { pack: p.id }, `Buy ${tokens} Tokens · ${money}`)}</li>`;
+  });
   const plans = view.plans.map((plan) => {
     const price = view.planPrices[plan];
-    return html`<li data-plan="${plan}"><span><strong>${planName(plan)}</strong>: the API, alerts, the watchlist, ${price ?? "price shown at checkout"}</span>${postButton("/account/subscribe", view.csrfToken, { plan }, `Subscribe: ${planName(plan)}${price ? ` · ${price}` : ""}`)}</li>`;
+    const subscribe = postButton("/account/subscribe", view.csrfToken, { plan }, `Subscribe: ${planName(plan)}${price ? ` · ${price}` : ""}`);
+    return html`<li data-plan="${plan}"><span><strong>${planName(plan)}</strong>: the API, alerts, the watchlist, \
+${price ?? "price shown at checkout"}</span>${subscribe}</li>`;
   });
+  const manageBilling = postButton("/account/billing-portal", view.csrfToken, {}, "Manage billing", "secondary");
   return html`<section class="card wide" aria-labelledby="billing-h">
   <h2 id="billing-h">${view.mayBuyPacks ? "Buy Tokens" : "Choose a plan"}</h2>
   ${view.mayBuyPacks && view.packs.length > 0
@@ -52,7 +57,7 @@ export function renderBillingCard(view: BillingView): SafeHtml {
     : ""}
   ${view.plans.length > 0 ? html`<p>Subscribe to call the signals API: each paid month starts with its full grant of Tokens.</p><ul class="plans" id="plans">${plans}</ul>` : ""}
   ${view.hasCustomer
-    ? html`<div class="actions">${postButton("/account/billing-portal", view.csrfToken, {}, "Manage billing", "secondary")}<span class="muted">Card, invoices and cancellation, on Stripe.</span></div>`
+    ? html`<div class="actions">${manageBilling}<span class="muted">Card, invoices and cancellation, on Stripe.</span></div>`
     : ""}
 </section>`;
 }

@@ -31,7 +31,10 @@ const SIGNAL_LABELS: Record<SignalName, string> = {
   NONE: "None (invalidated)",
 };
 
-/** The chart page's path for a coin and timeframe (the same one alert messages link to), with a fee other than the default. */
+/**
+ * The chart page's path for a coin and timeframe (the same one alert messages link to), with a fee other than the
+ * default.
+ */
 export function chartPath(symbol: string, tf: Timeframe, feePct: number = DEFAULT_FEE_PCT): string {
   const fee = feePct === DEFAULT_FEE_PCT ? "" : `&fee=${feePct}`;
   return `/charts/${encodeURIComponent(symbol)}?tf=${encodeURIComponent(tf)}${fee}`;
@@ -67,7 +70,8 @@ export function signClass(value: number | null): string {
 
 function signalBadge(signal: SignalName): SafeHtml {
   const d = directionOf(signal);
-  return html`<span class="${d === 1 ? "sig-long" : d === -1 ? "sig-short" : "sig-none"}">${SIGNAL_LABELS[signal]}</span>`;
+  const tone = d === 1 ? "sig-long" : d === -1 ? "sig-short" : "sig-none";
+  return html`<span class="${tone}">${SIGNAL_LABELS[signal]}</span>`;
 }
 
 function percentCell(value: number | null, label: string): SafeHtml {
@@ -90,7 +94,8 @@ ${coins.length === 0
   ? html`<p>No coin has candles yet.</p>`
   : html`<p>Signal history, win rates and a simple backtest per coin and timeframe.</p>
 <ul class="coin-list">${coins.map(
-    (c) => html`<li><h2>${c.symbol}${c.demo ? html` <span class="muted demo-label">(${DEMO_DATA_LABEL})</span>` : ""}</h2><nav aria-label="${c.symbol} timeframes">${tfLinks(c.symbol, c.timeframes, null)}</nav></li>`,
+    (c) => html`<li><h2>${c.symbol}${c.demo ? html` <span class="muted demo-label">(${DEMO_DATA_LABEL})</span>` : ""}</h2>\
+<nav aria-label="${c.symbol} timeframes">${tfLinks(c.symbol, c.timeframes, null)}</nav></li>`,
   )}</ul>`}`,
   );
 }
@@ -146,9 +151,12 @@ function trackRecordSection(data: ChartData, access: ChartAccess): SafeHtml {
   const which = access.current ? "in the stored history" : `that ended by ${formatMyt(access.until)}`;
   return html`<section aria-labelledby="record-h">
   <h2 id="record-h">Track record</h2>
-  <p class="muted" id="record-note">Every ${data.symbol} ${data.tf} signal ${which}, entered at its confirmed close; results before fees.</p>
-  <div class="table-wrap"><table id="track-record" class="stack" aria-labelledby="record-h" aria-describedby="record-note">
-    <thead><tr><th scope="col">Signal</th><th scope="col">Trades</th><th scope="col">Closed</th><th scope="col">Wins</th><th scope="col">Win rate</th><th scope="col">Average result</th></tr></thead>
+  <p class="muted" id="record-note">Every ${data.symbol} ${data.tf} signal ${which}, entered at its confirmed close; \
+results before fees.</p>
+  <div class="table-wrap"><table id="track-record" class="stack" aria-labelledby="record-h"
+  aria-describedby="record-note">
+    <thead><tr><th scope="col">Signal</th><th scope="col">Trades</th><th scope="col">Closed</th>
+    <th scope="col">Wins</th><th scope="col">Win rate</th><th scope="col">Average result</th></tr></thead>
     <tbody>${record.bySignal.map(statsRow)}</tbody>
     <tfoot>${statsRow(record.all)}</tfoot>
   </table></div>
@@ -158,6 +166,7 @@ function trackRecordSection(data: ChartData, access: ChartAccess): SafeHtml {
 function backtestSection(data: ChartData, bt: BacktestResult): SafeHtml {
   const open = bt.openTrade;
   const figures = backtestFigures(bt);
+  const period = bt.from === null || bt.to === null ? "no closed trade yet" : `${formatMyt(bt.from)} to ${formatMyt(bt.to)}`;
   return html`<section aria-labelledby="backtest-h">
   <h2 id="backtest-h">Backtest</h2>
   <form method="get" action="/charts/${data.symbol}" class="fee-form">
@@ -168,13 +177,16 @@ function backtestSection(data: ChartData, bt: BacktestResult): SafeHtml {
   </form>
   <dl class="facts" id="backtest" aria-labelledby="backtest-h">
     <dt>Fee</dt><dd id="backtest-fee">${formatFee(bt.feePct)} per side (entry and exit)</dd>
-    <dt>Period</dt><dd>${bt.from === null || bt.to === null ? "no closed trade yet" : `${formatMyt(bt.from)} to ${formatMyt(bt.to)}`}</dd>
+    <dt>Period</dt><dd>${period}</dd>
     <dt>Trades</dt><dd id="backtest-trades">${figures.trades}</dd>
     <dt>Win rate</dt><dd id="backtest-winrate">${figures.winRate}</dd>
-    <dt>Average result per trade</dt><dd id="backtest-avg" class="${signClass(bt.avgResultPct)}">${figures.avgResult}</dd>
+    <dt>Average result per trade</dt><dd id="backtest-avg"
+    class="${signClass(bt.avgResultPct)}">${figures.avgResult}</dd>
     <dt>Total, compounded</dt><dd id="backtest-total" class="${signClass(bt.totalPct)}">${figures.total}</dd>
-    <dt>Buy and hold, same period</dt><dd id="backtest-buyhold" class="${signClass(bt.buyHoldPct)}">${figures.buyHold}</dd>
-    <dt>Maximum drawdown</dt><dd id="backtest-drawdown">${figures.drawdown} <span class="muted">(buy and hold: <span id="backtest-buyhold-drawdown">${figures.buyHoldDrawdown}</span>)</span></dd>
+    <dt>Buy and hold, same period</dt><dd id="backtest-buyhold"
+    class="${signClass(bt.buyHoldPct)}">${figures.buyHold}</dd>
+    <dt>Maximum drawdown</dt><dd id="backtest-drawdown">${figures.drawdown} <span class="muted">(buy and hold: \
+<span id="backtest-buyhold-drawdown">${figures.buyHoldDrawdown}</span>)</span></dd>
     <dt>Open position</dt><dd>${open === null
       ? "none"
       : html`${signalBadge(open.signal)} since ${formatMyt(open.entryTime)} at ${formatPrice(open.entryPrice)}: ${formatPercent(open.resultPct)} at the last close before fees (not in the total)`}</dd>
@@ -182,9 +194,14 @@ function backtestSection(data: ChartData, bt: BacktestResult): SafeHtml {
   ${bt.curve.length === 0
     ? ""
     : html`<h3 id="equity-h">Equity against buy-and-hold</h3>
-  <div id="equity-chart" class="chart equity" role="img" aria-label="Line chart of the backtest's equity and of buy-and-hold, both starting at 100 on ${formatMyt(bt.curve[0]!.time)}: the strategy ends at ${(100 + (bt.totalPct ?? 0)).toFixed(1)}, buy-and-hold at ${(100 + (bt.buyHoldPct ?? 0)).toFixed(1)}."></div>
-  <ul class="legend"><li><span class="swatch strategy"></span>strategy</li><li><span class="swatch buyhold"></span>buy and hold</li></ul>`}
-  <p class="muted">One position at a time, entered and left at candle closes; a fee of ${formatFee(bt.feePct)} is paid on each entry and each exit; a win is a trade above zero after fees. The drawdown is measured on the equity marked at every close. <a href="/track-record#method">How it is computed</a>. Educational information, not investment advice.</p>
+  <div id="equity-chart" class="chart equity" role="img" aria-label="Line chart of the backtest's equity and of \
+buy-and-hold, both starting at 100 on ${formatMyt(bt.curve[0]!.time)}: the strategy ends at \
+${(100 + (bt.totalPct ?? 0)).toFixed(1)}, buy-and-hold at ${(100 + (bt.buyHoldPct ?? 0)).toFixed(1)}."></div>
+  <ul class="legend"><li><span class="swatch strategy"></span>strategy</li>
+  <li><span class="swatch buyhold"></span>buy and hold</li></ul>`}
+  <p class="muted">One position at a time, entered and left at candle closes; a fee of ${formatFee(bt.feePct)} is paid \
+on each entry and each exit; a win is a trade above zero after fees. The drawdown is measured on the equity marked at \
+every close. <a href="/track-record#method">How it is computed</a>. Educational information, not investment advice.</p>
 </section>`;
 }
 
@@ -213,7 +230,8 @@ function historySection(data: ChartData): SafeHtml {
     ? html`<p>No signal events stored for this timeframe yet.</p>`
     : html`<p class="muted" id="history-note">The latest ${latest.length} of ${formatInteger(data.events.length)} signal changes, newest first. Times in MYT (candle open).</p>
   <div class="table-wrap"><table id="history" class="stack" aria-labelledby="history-h" aria-describedby="history-note">
-    <thead><tr><th scope="col">Candle</th><th scope="col" class="text">Signal</th><th scope="col">Close</th><th scope="col">Defense</th><th scope="col">Result</th></tr></thead>
+    <thead><tr><th scope="col">Candle</th><th scope="col" class="text">Signal</th><th scope="col">Close</th>
+    <th scope="col">Defense</th><th scope="col">Result</th></tr></thead>
     <tbody>${latest.map(
       (e) => html`<tr>
       <td data-label="Candle">${formatMyt(e.candleOpenTime)}</td>
@@ -281,7 +299,9 @@ ${data.demo ? demoNotice() : ""}
   ${data.candles.length === 0
     ? html`<p>No closed candles for this timeframe yet.</p>`
     : html`<p id="chart-readout" class="readout muted">Point at a candle to read its open, high, low, close and volume.</p>
-  <div id="chart" class="chart" role="img" aria-label="Candlestick chart of ${data.symbol} on ${data.tf} with a volume pane: the last ${data.candles.length} candles with ${json.markers.length} signal markers${access.current ? " and the current levels as lines" : ""}. The same information is in the tables below."></div>
+  <div id="chart" class="chart" role="img" aria-label="Candlestick chart of ${data.symbol} on ${data.tf} with a volume \
+pane: the last ${data.candles.length} candles with ${json.markers.length} signal \
+markers${access.current ? " and the current levels as lines" : ""}. The same information is in the tables below."></div>
   <noscript><p>The chart needs JavaScript; the tables below hold the same information.</p></noscript>
   <ul class="legend">
     <li><span class="sig-long">L / L+</span> long / strong long</li>
@@ -293,7 +313,8 @@ ${data.demo ? demoNotice() : ""}
     <li><span class="swatch invalidation"></span>arming invalidation</li>`
       : ""}
   </ul>
-  <p class="muted">Times in MYT. ${formatInteger(data.candles.length)} of ${formatInteger(data.totalCandles)} closed candles shown. Charting by <a href="https://www.tradingview.com/">TradingView</a> Lightweight Charts\u2122.</p>
+  <p class="muted">Times in MYT. ${formatInteger(data.candles.length)} of ${formatInteger(data.totalCandles)} closed \
+candles shown. Charting by <a href="https://www.tradingview.com/">TradingView</a> Lightweight Charts\u2122.</p>
   ${jsonScript("chart-data", json)}`}
 </section>
 ${backtestSection(data, bt)}

@@ -59,7 +59,7 @@ export function formatPrice(price: number): string {
 /** "+1.23%" / "−4.50%", or "–" when there is nothing to show. */
 export function formatPercent(value: number | null): string {
   if (value === null || !Number.isFinite(value)) return "\u2013";
-  const text = Math.abs(value).toFixed(2) + "%";
+  const text = `${Math.abs(value).toFixed(2)}%`;
   if (Number(Math.abs(value).toFixed(2)) === 0) return "0.00%";
   return (value > 0 ? "+" : "\u2212") + text;
 }

@@ -101,18 +101,32 @@ export function renderGettingStartedPage(ctx: PageContext, baseUrl: string): str
 <section aria-labelledby="read-h">
   <h2 id="read-h">Reading an answer</h2>
   <dl class="glossary">
-    <dt><code>signal</code></dt><dd><code>STRONG_LONG</code> or <code>LONG</code> (price closed above the last swing high; strong when the trend was already up), <code>SHORT</code> / <code>STRONG_SHORT</code> mirrored, <code>NONE</code> when the last signal was invalidated.</dd>
-    <dt><code>confirmed</code></dt><dd><code>true</code>: the signal stands at the last closed candle and will not change before the next close. <code>false</code>: the candle still forming would change it if it closed now; treat it as a warning, not a signal.</dd>
-    <dt><code>defense</code></dt><dd>The level a close beyond would invalidate the signal (below it for a long, above it for a short); <code>null</code> with <code>NONE</code>.</dd>
-    <dt><code>arming</code></dt><dd>A setup that is forming: <code>dir</code> 1 (long) or -1 (short), <code>trigger</code> (the close that would fire it), <code>invalidation</code> and a <code>score</code> from 0 to 10 (near, with the trend, tight risk). <code>null</code> when nothing is forming.</dd>
-    <dt><code>atr_pct</code></dt><dd>The average true range (14 candles) as a percentage of the price: how far the coin usually moves in one candle.</dd>
-    <dt><code>ok: false</code></dt><dd>An entry with <code>ok:false</code> has a <code>reason</code> (<code>unknown_symbol</code>, <code>invalid_symbol</code>, <code>no_data</code>, <code>stale</code>) and nothing else. Skip it: it is not <code>NONE</code>, and the other coins of the call are still good.</dd>
-    <dt><code>credits_left</code></dt><dd>Your Tokens after this call. Log it: it is the cheapest way to see a program that polls too often before it runs dry.</dd>
+    <dt><code>signal</code></dt><dd><code>STRONG_LONG</code> or <code>LONG</code> (price closed above the last swing \
+high; strong when the trend was already up), <code>SHORT</code> / <code>STRONG_SHORT</code> mirrored, \
+<code>NONE</code> when the last signal was invalidated.</dd>
+    <dt><code>confirmed</code></dt><dd><code>true</code>: the signal stands at the last closed candle and will not \
+change before the next close. <code>false</code>: the candle still forming would change it if it closed now; treat it \
+as a warning, not a signal.</dd>
+    <dt><code>defense</code></dt><dd>The level a close beyond would invalidate the signal (below it for a long, above \
+it for a short); <code>null</code> with <code>NONE</code>.</dd>
+    <dt><code>arming</code></dt><dd>A setup that is forming: <code>dir</code> 1 (long) or -1 (short), \
+<code>trigger</code> (the close that would fire it), <code>invalidation</code> and a <code>score</code> from 0 to 10 \
+(near, with the trend, tight risk). <code>null</code> when nothing is forming.</dd>
+    <dt><code>atr_pct</code></dt><dd>The average true range (14 candles) as a percentage of the price: how far the \
+coin usually moves in one candle.</dd>
+    <dt><code>ok: false</code></dt><dd>An entry with <code>ok:false</code> has a <code>reason</code> \
+(<code>unknown_symbol</code>, <code>invalid_symbol</code>, <code>no_data</code>, <code>stale</code>) and nothing else. \
+Skip it: it is not <code>NONE</code>, and the other coins of the call are still good.</dd>
+    <dt><code>credits_left</code></dt><dd>Your Tokens after this call. Log it: it is the cheapest way to see a program \
+that polls too often before it runs dry.</dd>
   </dl>
 </section>
 <section aria-labelledby="poll-h">
   <h2 id="poll-h">Poll once per candle close</h2>
-  <p>Signals are confirmed at candle closes (UTC boundaries: 4h closes at 00:00, 04:00, … UTC). Ask a few seconds after each close of your timeframe. Asking more often returns the same confirmed answer and only burns Tokens; the <a href="/watch">watchlist</a> and Telegram alerts tell you about changes without any call. See <a href="/pricing#billing-h">how billing works</a>.</p>
+  <p>Signals are confirmed at candle closes (UTC boundaries: 4h closes at 00:00, 04:00, … UTC). Ask a few seconds \
+after each close of your timeframe. Asking more often returns the same confirmed answer and only burns Tokens; the \
+<a href="/watch">watchlist</a> and Telegram alerts tell you about changes without any call. See \
+<a href="/pricing#billing-h">how billing works</a>.</p>
 </section>
 <p>The full reference of every field, error and endpoint is in the <a href="/docs">API docs</a>.</p>`,
   );

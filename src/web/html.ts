@@ -85,7 +85,7 @@ const VISITOR_NAV: ReadonlyArray<{ key: NavKey; href: string; text: string }> = 
 
 /** The logo mark: two candles, one up, one down (inline, so it costs no request). */
 export const LOGO_MARK = new SafeHtml(
-  `<svg class="logo" viewBox="0 0 32 32" width="28" height="28" aria-hidden="true" focusable="false"><rect width="32" height="32" rx="7" class="logo-bg"/><path d="M10 6v20M22 6v20" class="logo-wick"/><rect x="6.5" y="11" width="7" height="10" rx="1" class="logo-up"/><rect x="18.5" y="9" width="7" height="9" rx="1" class="logo-down"/></svg>`,
+  `<svg class="logo" viewBox="0 0 32 32" width="28" height="28" aria-hidden="true" focusable="false"><rect ` + `width="32" height="32" rx="7" class="logo-bg"/><path d="M10 6v20M22 6v20" class="logo-wick"/><rect ` + `x="6.5" y="11" width="7" height="10" rx="1" class="logo-up"/><rect x="18.5" ` + `y="9" width="7" height="9" rx="1" class="logo-down"/></svg>`,
 );
 
 const navItem = (entry: { key: NavKey; href: string; text: string }, current: NavKey | undefined) =>
@@ -134,8 +134,10 @@ ${(options.scripts ?? []).map((src) => html`<script src="${src}" defer></script>
 ${content}
 </main>
 <footer class="site">
-  <p class="footer-links"><a href="/pricing">Pricing</a> · <a href="/getting-started">Getting started</a> · <a href="/docs">API docs</a> · <a href="/track-record">Track record</a> · <a href="/status">Status</a></p>
-  <p>Market-structure signals are educational information, not investment advice. Past results do not predict future ones.</p>
+  <p class="footer-links"><a href="/pricing">Pricing</a> · <a href="/getting-started">Getting started</a> · \
+<a href="/docs">API docs</a> · <a href="/track-record">Track record</a> · <a href="/status">Status</a></p>
+  <p>Market-structure signals are educational information, not investment advice. Past results do not predict future \
+ones.</p>
 </footer>
 </body>
 </html>

@@ -54,6 +54,7 @@ export function ownOrigins(req: WebRequest, publicBaseUrl: string, trustProxy: b
 export function safeLocalPath(raw: string | null | undefined, siteOrigin: string): string | null {
   if (typeof raw !== "string" || raw.length === 0 || raw.length > MAX_LOCAL_PATH_LENGTH) return null;
   // Whitespace and control characters are refused, not stripped as the URL parser would.
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what it refuses
   if (!raw.startsWith("/") || /[\\\s\u0000-\u001f\u007f]/.test(raw)) return null;
   const origin = new URL(siteOrigin).origin;
   let url: URL;
@@ -82,5 +83,6 @@ const MAX_LOCAL_PATH_LENGTH = 512;
 
 /** One leading slash, no empty segment that a browser would read as a host, no backslash. */
 function isPlainLocalPath(path: string): boolean {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what it refuses
   return path.startsWith("/") && !path.includes("//") && !path.includes("\\") && !/[\u0000-\u001f\u007f]/.test(path);
 }

@@ -36,7 +36,9 @@ function exampleSection(example: ExampleAnswer | null): SafeHtml {
   }
   return html`<figure class="example">
   ${example.demo ? html`<p class="demo-label" id="example-demo"><strong>${DEMO_DATA_LABEL}.</strong> This server has no real market data yet; the example comes from the demo feed.</p>` : ""}
-  <figcaption>An answer as the API gave it at ${formatMyt(example.asOf)} for <code>symbols=${example.symbol},NEWCOIN&amp;tf=${example.tf}</code>. This signal has ended: current signals reach paying members only. (<code>arming</code> is null here because past forming setups are not kept.)</figcaption>
+  <figcaption>An answer as the API gave it at ${formatMyt(example.asOf)} for \
+<code>symbols=${example.symbol},NEWCOIN&amp;tf=${example.tf}</code>. This signal has ended: current signals reach \
+paying members only. (<code>arming</code> is null here because past forming setups are not kept.)</figcaption>
   <pre class="code" tabindex="0" id="example-answer"><code>${compactJson(example.body)}</code></pre>
 </figure>`;
 }
@@ -44,12 +46,17 @@ function exampleSection(example: ExampleAnswer | null): SafeHtml {
 function headlineSection(h: Headline): SafeHtml {
   if (h.trades === 0) return html`<p>No live signal has ended yet, so there is no track record to show. <a href="/track-record#method">How it will be computed</a>.</p>`;
   const winRate = ((100 * h.wins) / h.trades).toFixed(1);
+  const span = h.from !== null && h.to !== null ? `, ${formatMytDate(h.from)} to ${formatMytDate(h.to)}` : "";
   return html`<ul class="stats" id="headline">
-    <li><span class="stat" data-field="trades">${formatInteger(h.trades)}</span> trades from live signals that ended</li>
-    <li><span class="stat" data-field="winRate">${winRate}%</span> won after ${formatFee(DEFAULT_LIVE_COSTS.feePct)} fee and ${formatFee(DEFAULT_LIVE_COSTS.slippagePct)} slippage per side</li>
-    <li><span class="stat" data-field="beatBuyHold">${h.beatBuyHold} of ${h.series}</span> coin × timeframe series beat buying and holding</li>
+    <li><span class="stat" data-field="trades">${formatInteger(h.trades)}</span> trades from live signals that \
+ended</li>
+    <li><span class="stat" data-field="winRate">${winRate}%</span> won after ${formatFee(DEFAULT_LIVE_COSTS.feePct)} \
+fee and ${formatFee(DEFAULT_LIVE_COSTS.slippagePct)} slippage per side</li>
+    <li><span class="stat" data-field="beatBuyHold">${h.beatBuyHold} of ${h.series}</span> coin × timeframe series \
+beat buying and holding</li>
   </ul>
-  <p class="muted">${h.coins} coin${h.coins === 1 ? "" : "s"}${h.from !== null && h.to !== null ? `, ${formatMytDate(h.from)} to ${formatMytDate(h.to)}` : ""}. Every trade is counted, losers included: <a href="/track-record">the full table</a> and <a href="/track-record#method">how it is computed</a>.</p>`;
+  <p class="muted">${h.coins} coin${h.coins === 1 ? "" : "s"}${span}. Every trade is counted, losers included: \
+<a href="/track-record">the full table</a> and <a href="/track-record#method">how it is computed</a>.</p>`;
 }
 
 function plansSection(offer: Offer): SafeHtml {
@@ -74,13 +81,16 @@ export function renderLandingPage(ctx: PageContext, view: LandingView): string {
     { title: "Market-structure signals for crypto", stylesheet: ctx.stylesheet, signedIn: ctx.signedIn, current: "home" },
     html`<section class="hero" aria-labelledby="hero-h">
   <h1 id="hero-h">Market-structure signals for crypto, as an API</h1>
-  <p class="lead">One call returns the current break-of-structure signal for up to ${view.offer.limits.maxSymbols} coins on one timeframe (15m to 1d): the direction, whether the candle has closed on it, the level that would invalidate it, and a setup that is forming. Read-only: no orders, no exchange keys, no custody.</p>
+  <p class="lead">One call returns the current break-of-structure signal for up to ${view.offer.limits.maxSymbols} \
+coins on one timeframe (15m to 1d): the direction, whether the candle has closed on it, the level that would \
+invalidate it, and a setup that is forming. Read-only: no orders, no exchange keys, no custody.</p>
   <div class="actions">${cta}</div>
 </section>
 <section aria-labelledby="how-h">
   <h2 id="how-h">What you get</h2>
   <ul class="feature-list">
-    <li><strong>The API</strong>: <code>GET /api/v1/signals</code> with your key, JSON over HTTPS (also gRPC and Connect). 1 Token per successful call; refused calls are free.</li>
+    <li><strong>The API</strong>: <code>GET /api/v1/signals</code> with your key, JSON over HTTPS (also gRPC and \
+Connect). 1 Token per successful call; refused calls are free.</li>
     <li><strong>A live watchlist</strong> of your coins and timeframes that updates by itself as candles close.</li>
     <li><strong>Alerts</strong> in Telegram at the same moment as the API sees the change.</li>
     <li><strong>Charts</strong> with every past signal and its result, and a backtest at your fee.</li>
@@ -89,7 +99,8 @@ export function renderLandingPage(ctx: PageContext, view: LandingView): string {
 <section aria-labelledby="example-h">
   <h2 id="example-h">An example answer</h2>
   ${exampleSection(view.example)}
-  <p><a href="/getting-started">Getting started</a>: the first call in curl, TypeScript and Python, and how to read each field. The full reference is in the <a href="/docs">API docs</a>.</p>
+  <p><a href="/getting-started">Getting started</a>: the first call in curl, TypeScript and Python, and how to read \
+each field. The full reference is in the <a href="/docs">API docs</a>.</p>
 </section>
 <section aria-labelledby="record-h">
   <h2 id="record-h">Track record</h2>

@@ -22,7 +22,7 @@ function inertText(text: string): string {
 }
 
 function csvLine(fields: readonly string[]): string {
-  return fields.map(csvField).join(",") + "\r\n";
+  return `${fields.map(csvField).join(",")}\r\n`;
 }
 
 /** The CSV line of one ledger row. */

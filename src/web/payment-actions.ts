@@ -73,7 +73,7 @@ export async function buyPack(deps: PaymentRouteDeps, account: AccountSummary, f
   if (!pack) return { kind: "message", status: 400, title: "No such pack", message: "That Token pack is not on offer. Nothing was charged." };
   // Tokens are spent only by API calls: a plan that cannot make them is offered the plan, not a pack.
   if (!isActivePaid(account, deps.clock())) {
-    return { kind: "message", status: 403, title: "Subscribe first", message: "Token packs are spent by API calls, which need the node or founding-seat plan with an active subscription. Choose a plan on your account page. Nothing was charged." };
+    return { kind: "message", status: 403, title: "Subscribe first", message: "Token packs are spent by API calls, which need the node or founding-seat plan with " + "an active subscription. Choose a plan on your account page. Nothing was charged." };
   }
   return viaStripe(deps, account.accountId, "pack checkout", () => createPackCheckout(checkout, account, pack));
 }

@@ -11,21 +11,25 @@ export function renderSignUpPage(ctx: PageContext, form: { csrfToken: string; em
   return layout(
     { title: "Create an account", stylesheet: ctx.stylesheet, signedIn: null },
     html`<h1>Create an account</h1>
-<p>Sign up with your email and a password. Then subscribe on your account page to get an API key and your monthly Tokens.</p>
+<p>Sign up with your email and a password. Then subscribe on your account page to get an API key and your monthly \
+Tokens.</p>
 ${form.error ? html`<div class="notice error" role="alert">${form.error}</div>` : ""}
 <form class="stack" method="post" action="/signup">
   <input type="hidden" name="${CSRF_FIELD}" value="${form.csrfToken}">
   <div>
     <label for="email">Email</label>
-    <input id="email" name="email" type="email" autocomplete="username" required maxlength="320" value="${form.email ?? ""}"${form.error ? "" : html` autofocus`}>
+    <input id="email" name="email" type="email" autocomplete="username" required maxlength="320"
+    value="${form.email ?? ""}"${form.error ? "" : html` autofocus`}>
   </div>
   <div>
     <label for="password">Password <span class="hint">At least ${MIN_PASSWORD_LENGTH} characters.</span></label>
-    <input id="password" name="password" type="password" autocomplete="new-password" required minlength="${MIN_PASSWORD_LENGTH}" maxlength="1024">
+    <input id="password" name="password" type="password" autocomplete="new-password" required
+    minlength="${MIN_PASSWORD_LENGTH}" maxlength="1024">
   </div>
   <div>
     <label for="confirm">Repeat the password</label>
-    <input id="confirm" name="confirm" type="password" autocomplete="new-password" required minlength="${MIN_PASSWORD_LENGTH}" maxlength="1024">
+    <input id="confirm" name="confirm" type="password" autocomplete="new-password" required
+    minlength="${MIN_PASSWORD_LENGTH}" maxlength="1024">
   </div>
   <div class="actions"><button type="submit">Create account</button></div>
 </form>
@@ -43,7 +47,8 @@ export function renderSignUpSentPage(ctx: PageContext, sent: { email: string; by
     sent.byMail
       ? html`<h1>Check your mail</h1>
 <p>We sent a message to <strong>${sent.email}</strong>. Open the link in it to confirm the address, then sign in.</p>
-<p class="muted">Until the address is confirmed the account cannot subscribe, buy Tokens or make an API key. No mail after a few minutes? Look in the spam folder, or sign in and ask for the link again.</p>
+<p class="muted">Until the address is confirmed the account cannot subscribe, buy Tokens or make an API key. No mail \
+after a few minutes? Look in the spam folder, or sign in and ask for the link again.</p>
 <p><a href="/signin">Sign in</a></p>`
       : html`<h1>Sign in to continue</h1>
 <p>If <strong>${sent.email}</strong> had no account, it has one now with the password you chose. Sign in with it.</p>

@@ -38,12 +38,15 @@ export function feedState(now: number, lastUpdateAt: number, lastCandleOpenTime:
   return "live";
 }
 
-/** Reads every coin's feed status from the store, sorted by symbol (or only `symbol`'s, for its chart page's banner). */
+/**
+ * Reads every coin's feed status from the store, sorted by symbol (or only `symbol`'s, for its chart page's banner).
+ */
 export async function loadFeedStatus(db: DbHandle, now: number, staleAfterMs: number, symbol?: string): Promise<CoinFeedStatus[]> {
   const rows = await db.rows<{ symbol: string; base_tf: string; last_update_ms: number; last_candle: number | null; leased: boolean; demo: boolean }>(sql`
     SELECT c.symbol, c.base_tf, c.demo,
       (extract(epoch FROM c.last_update_at) * 1000)::float8 AS last_update_ms,
-      (SELECT max(k.open_time) FROM candles k WHERE k.symbol = c.symbol AND k.tf = c.base_tf AND k.closed)::float8 AS last_candle,
+      (SELECT max(k.open_time) FROM candles k WHERE k.symbol = c.symbol AND k.tf = c.base_tf AND k.closed)::float8
+      AS last_candle,
       EXISTS (SELECT 1 FROM feed_leases l WHERE l.symbol = c.symbol AND l.expires_at > now()) AS leased
     FROM coins c ${symbol === undefined ? sql`` : sql`WHERE c.symbol = ${symbol}`} ORDER BY c.symbol`);
   return rows.map((r) => {
@@ -60,7 +63,9 @@ export interface ContextDataStatus {
   newestMs: number | null;
   /** When a row was last written (epoch ms), or null. */
   receivedMs: number | null;
-  /** Which provenances the stored rows have: demo (the demo feed's samples), real, or both (demo for some coins only). */
+  /**
+   * Which provenances the stored rows have: demo (the demo feed's samples), real, or both (demo for some coins only).
+   */
   provenance: { demo: boolean; real: boolean };
 }
 
@@ -73,7 +78,9 @@ const DATASET_TABLES = {
   macro: sql`macro_points`,
 } as const;
 
-/** Reads the newest row time of each free dataset and the provenance of its rows; movers are computed from the candles. */
+/**
+ * Reads the newest row time of each free dataset and the provenance of its rows; movers are computed from the candles.
+ */
 export async function loadContextDataStatus(db: DbHandle): Promise<ContextDataStatus[]> {
   const [r] = await db.rows<Record<string, number | string | boolean | null>>(sql`
     SELECT
@@ -120,11 +127,14 @@ export function renderStatusPage(ctx: PageContext, coins: readonly CoinFeedStatu
   return layout(
     { title: "Feed status", stylesheet: ctx.stylesheet, signedIn: ctx.signedIn },
     html`<h1>Feed status</h1>
-<p>Market data as this service receives it, at ${formatMyt(now)}. A stale coin is answered <code>stale</code> by the API until its feed resumes.</p>
+<p>Market data as this service receives it, at ${formatMyt(now)}. A stale coin is answered <code>stale</code> by the \
+API until its feed resumes.</p>
 ${coins.length === 0
   ? html`<p>No coin has received data yet.</p>`
   : html`<table class="status">
-<thead><tr><th scope="col">Coin</th><th scope="col">Feed</th><th scope="col">Data</th><th scope="col">Base timeframe</th><th scope="col">Last closed candle (open)</th><th scope="col">Last update</th><th scope="col">Feeder</th></tr></thead>
+<thead><tr><th scope="col">Coin</th><th scope="col">Feed</th><th scope="col">Data</th>
+<th scope="col">Base timeframe</th><th scope="col">Last closed candle (open)</th><th scope="col">Last update</th>
+<th scope="col">Feeder</th></tr></thead>
 <tbody>${coins.map(
     (c) => html`<tr data-symbol="${c.symbol}" data-state="${c.state}" data-demo="${String(c.demo)}"><th scope="row">${c.symbol}</th><td>${c.state}</td><td>${c.demo ? DEMO_DATA_LABEL : "real market"}</td><td>${c.baseTf}</td><td>${c.lastCandleOpenTime === null ? "none" : formatMyt(c.lastCandleOpenTime)}</td><td>${formatMyt(c.lastUpdateAt)}</td><td>${c.leased ? "leading" : "none"}</td></tr>`,
   )}</tbody>
@@ -134,7 +144,8 @@ ${context.length === 0
   : html`<h2>Context data</h2>
 <p>The free datasets the API serves, with the time of the newest stored row and when rows last arrived.</p>
 <table class="status">
-<thead><tr><th scope="col">Dataset</th><th scope="col">Newest row</th><th scope="col">Last received</th><th scope="col">What it is</th></tr></thead>
+<thead><tr><th scope="col">Dataset</th><th scope="col">Newest row</th><th scope="col">Last received</th>
+<th scope="col">What it is</th></tr></thead>
 <tbody>${context.map(
     (d) => html`<tr data-dataset="${d.dataset}"><th scope="row">${d.dataset}</th><td>${d.newestMs === null ? "none" : formatMyt(d.newestMs)}</td><td>${d.receivedMs === null ? "none" : formatMyt(d.receivedMs)}</td><td>${contextNote(d)}</td></tr>`,
   )}</tbody>

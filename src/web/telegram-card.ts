@@ -12,9 +12,9 @@ import { html, type SafeHtml } from "./html.ts";
 export type TelegramTestResult = { readonly accepted: true } | { readonly accepted: false; readonly error: string };
 
 /** Why an account whose plan has no alerts gets none (the card's notice and the test alert's refusal). */
-export const NO_ALERTS_IN_PLAN = "Signal alerts, and so test alerts, are part of the node and founding-seat plans with an active subscription. Subscribe on your account page to receive them.";
+export const NO_ALERTS_IN_PLAN = "Signal alerts, and so test alerts, are part of the node and founding-seat plans " + "with an active subscription. Subscribe on your account page to receive them.";
 /** Why a typed chat id gets no test alert. */
-export const UNPROVEN_CHAT = "Test alerts go only to a chat connected with the Connect Telegram button (you press Start in that chat, which proves it is yours), never to a chat id typed in the form. To send one, disconnect this chat and connect it with the button.";
+export const UNPROVEN_CHAT = "Test alerts go only to a chat connected with the Connect Telegram button (you " + "press Start in that chat, which proves it is yours), never to a chat id typed " + "in the form. To send one, disconnect this chat and connect it with the button.";
 
 export interface TelegramView {
   /** A Connect button is offered: the bot's username is set and its updates are received. */
@@ -63,7 +63,8 @@ function chatActions(view: AlertsCardView, csrfToken: string): SafeHtml | string
     const testable = telegram?.canSend === true && telegram.alertsInPlan && view.alerts.chatVerified;
     return html`<div class="actions">
     ${testable ? html`<form method="post" action="/account/telegram/test">${csrfInput(csrfToken)}<button type="submit" id="telegram-test">Send a test alert</button></form>` : ""}
-    <form method="post" action="/account/telegram/disconnect">${csrfInput(csrfToken)}<button type="submit" class="secondary" id="telegram-disconnect">Disconnect</button></form>
+    <form method="post" action="/account/telegram/disconnect">${csrfInput(csrfToken)}<button type="submit"
+    class="secondary" id="telegram-disconnect">Disconnect</button></form>
   </div>`;
   }
   if (!telegram?.connectable) return "";
@@ -71,7 +72,8 @@ function chatActions(view: AlertsCardView, csrfToken: string): SafeHtml | string
   return html`<form method="post" action="/account/telegram/connect" target="_blank" rel="noopener" class="actions" id="telegram-connect-form">
     ${csrfInput(csrfToken)}<button type="submit" id="telegram-connect">Connect Telegram</button>
   </form>
-  <p class="muted">Telegram opens our bot: press <strong>Start</strong> there. This page shows the connection by itself within seconds, or <a href="/account#alerts-h" id="telegram-refresh">refresh it</a> after pressing Start.</p>
+  <p class="muted">Telegram opens our bot: press <strong>Start</strong> there. This page shows the connection by \
+itself within seconds, or <a href="/account#alerts-h" id="telegram-refresh">refresh it</a> after pressing Start.</p>
   <p id="telegram-waiting" role="status" aria-live="polite"></p>`;
 }
 
@@ -96,7 +98,8 @@ export function renderAlertsCard(view: AlertsCardView, csrfToken: string): SafeH
     ${csrfInput(csrfToken)}
     <div>
       <label for="symbols">Coins <span class="hint">Comma-separated codes, e.g. BTC, ETH.</span></label>
-      <input id="symbols" name="symbols" type="text" autocomplete="off" autocapitalize="characters" maxlength="800" value="${symbols}">
+      <input id="symbols" name="symbols" type="text" autocomplete="off" autocapitalize="characters" maxlength="800"
+      value="${symbols}">
     </div>
     <fieldset>
       <legend>Timeframes</legend>
@@ -107,8 +110,10 @@ export function renderAlertsCard(view: AlertsCardView, csrfToken: string): SafeH
     <details${manualOpen ? html` open` : ""}>
       <summary>${connected ? "Use another chat id instead" : "Enter a chat id instead"}</summary>
       <div>
-        <label for="chat_id">Telegram chat id <span class="hint">A number such as 123456789, or @channelname.${connected ? " Leave empty to keep the connected chat." : ""}</span></label>
-        <input id="chat_id" name="chat_id" type="text" inputmode="text" autocomplete="off" maxlength="64" value="${form?.chatId ?? ""}">
+        <label for="chat_id">Telegram chat id <span class="hint">A number such as 123456789, or \
+@channelname.${connected ? " Leave empty to keep the connected chat." : ""}</span></label>
+        <input id="chat_id" name="chat_id" type="text" inputmode="text" autocomplete="off" maxlength="64"
+        value="${form?.chatId ?? ""}">
       </div>
     </details>
     <div class="actions">

@@ -28,19 +28,25 @@ export function renderUsageCard(days: readonly DailyUsage[]): SafeHtml {
   const first = days[0]!;
   return html`<section class="card wide" aria-labelledby="history-h">
   <h2 id="history-h">Usage, last ${days.length} days</h2>
-  <p><span id="calls-30d">${formatInteger(totalCalls)}</span> calls, <span id="tokens-30d">${formatInteger(totalTokens)}</span> Tokens spent <span class="muted">(MYT days, ${shortDay(first.day)} to today)</span></p>
+  <p><span id="calls-30d">${formatInteger(totalCalls)}</span> calls, \
+<span id="tokens-30d">${formatInteger(totalTokens)}</span> Tokens spent <span class="muted">(MYT days, \
+${shortDay(first.day)} to today)</span></p>
   <figure class="usage-chart">
-    <svg id="usage-chart" viewBox="0 0 ${WIDTH} ${HEIGHT}" preserveAspectRatio="none" role="img" aria-labelledby="usage-chart-title">
-      <title id="usage-chart-title">Calls per day over the last ${days.length} days; the busiest day had ${formatInteger(busiest)}. The table below lists each day.</title>
+    <svg id="usage-chart" viewBox="0 0 ${WIDTH} ${HEIGHT}" preserveAspectRatio="none" role="img"
+    aria-labelledby="usage-chart-title">
+      <title id="usage-chart-title">Calls per day over the last ${days.length} days; the busiest day had \
+${formatInteger(busiest)}. The table below lists each day.</title>
       <line class="usage-axis" x1="0" y1="${HEIGHT}" x2="${WIDTH}" y2="${HEIGHT}"></line>
       ${bars}
     </svg>
-    <figcaption class="usage-scale"><span>${shortDay(first.day)}</span><span>top: ${formatInteger(busiest)} calls</span><span>today</span></figcaption>
+    <figcaption class="usage-scale"><span>${shortDay(first.day)}</span><span>top: ${formatInteger(busiest)} \
+calls</span><span>today</span></figcaption>
   </figure>
   <details>
     <summary>Calls and Tokens per day</summary>
     <table id="usage-days" class="stack">
-      <thead><tr><th scope="col" class="text">Day (MYT)</th><th scope="col">Calls</th><th scope="col">Tokens spent</th></tr></thead>
+      <thead><tr><th scope="col" class="text">Day (MYT)</th><th scope="col">Calls</th><th scope="col">Tokens spent</th>
+      </tr></thead>
       <tbody>${[...days].reverse().map((d) => html`<tr data-day="${d.day}"><td data-label="Day" class="text">${shortDay(d.day)}</td><td data-label="Calls">${formatInteger(d.calls)}</td><td data-label="Tokens spent">${formatInteger(d.tokens)}</td></tr>`)}</tbody>
     </table>
   </details>

@@ -150,7 +150,7 @@ describe(`a server killed between send and acknowledgement (${usingPostgres ? "P
 
   const requestsFor = (symbol: string): ReceivedMessage[] => telegram.received.filter((m) => m.eventId === eventId(symbol));
 
-  it("re-sends the in-flight message once after the lease, delivers the rest once, and then sends nothing more", async () => {
+  it("re-sends the in-flight message once after the lease, " + "delivers the rest once, and then sends nothing more", async () => {
     const first = await startServer();
     const { account } = await admin(first).createAccount({ email: "crash@example.test", plan: "node" });
     await admin(first).setAlerts({ accountId: account!.accountId, alerts: { chatId: CHAT, symbols: ["CZ", "CA", "CB", "CC"], timeframes: ["1h"] } });

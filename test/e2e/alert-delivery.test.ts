@@ -51,7 +51,8 @@ async function outboxRows(db: DbHandle, where: { eventId?: string; accountId?: n
   const ms = (column: string) => sql.raw(`(extract(epoch FROM ${column}) * 1000)::float8`);
   const rows = await db.rows<Record<string, unknown>>(sql`
     SELECT id, kind, chat_id, event_id, attempts, last_error,
-           ${ms("created_at")} AS created_ms, ${ms("sent_at")} AS sent_ms, ${ms("failed_at")} AS failed_ms, ${ms("lease_until")} AS lease_ms
+           ${ms("created_at")} AS created_ms, ${ms("sent_at")} AS sent_ms, ${ms("failed_at")} AS failed_ms,
+           ${ms("lease_until")} AS lease_ms
       FROM outbox
      WHERE (${where.eventId ?? null}::text IS NULL OR event_id = ${where.eventId ?? null})
        AND (${where.accountId ?? null}::bigint IS NULL OR account_id = ${where.accountId ?? null})
@@ -219,7 +220,7 @@ describe("retries", () => {
     expect(row.sent_ms).not.toBeNull();
   });
 
-  it("pauses every chat during a 429's retry_after (flood control is per bot), without blocking the process", async () => {
+  it("pauses every chat during a 429's retry_after (flood " + "control is per bot), without blocking the process", async () => {
     telegram.script({ status: 429, body: { ok: false, error_code: 429, description: "Too Many Requests: retry after 2", parameters: { retry_after: 2 } } });
     const blocked = watchEventLoop();
     const first = await liveBreak(server, "RD", "1004");
@@ -278,7 +279,7 @@ describe("which closes alert", () => {
     return { live: event!.live, queued: (await outboxRows(server.db.handle, { accountId })).length };
   }
 
-  it("alerts a close received exactly ALERT_MAX_DELAY after it happened, and stores a later one as history", async () => {
+  it("alerts a close received exactly ALERT_MAX_DELAY after " + "it happened, and stores a later one as history", async () => {
     const close = breaker.openTime + H;
     expect(await breakAt("LA", close + 300_000)).toEqual({ live: true, queued: 1 });
     expect(await breakAt("LB", close + 300_001)).toEqual({ live: false, queued: 0 });
@@ -330,7 +331,7 @@ describe("giving up", () => {
     await telegram?.close();
   });
 
-  it(`records a message still failing after ALERT_GIVE_UP_AFTER as failed with its last error, and never sends it again`, async () => {
+  it(`records a message still failing after ALERT_GIVE_UP_AFTER ` + `as failed with its last error, and never sends it again`, async () => {
     telegram.script(...Array.from({ length: 200 }, () => ({ status: 502 as const, body: { ok: false, error_code: 502, description: "Bad Gateway" } })));
     const { eventId } = await liveBreak(server, "GA", "2001");
     const row = await finishedRow(server.db.handle, eventId, 20_000);

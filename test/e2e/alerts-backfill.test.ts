@@ -274,7 +274,7 @@ describe.runIf(realCandlesAvailable)("history never alerts (three years of real 
       // The CLI imports files: the shared file's first three years, in a temporary file outside the project.
       dir = mkdtempSync(path.join(tmpdir(), "signals-backfill-"));
       const lines = gunzipSync(readFileSync(BTC_FILE)).toString("utf8").split("\n");
-      writeFileSync(path.join(dir, "btc.csv"), lines.slice(0, cut + 2).join("\n") + "\n");
+      writeFileSync(path.join(dir, "btc.csv"), `${lines.slice(0, cut + 2).join("\n")}\n`);
     });
     afterAll(async () => {
       await restarted?.close();
@@ -288,7 +288,7 @@ describe.runIf(realCandlesAvailable)("history never alerts (three years of real 
       await expectSilentHistory(s);
     });
 
-    it("the next live close that changes the signal sends one message per subscribed timeframe that changed, with the API's signal_id", async () => {
+    it("the next live close that changes the signal sends one message per " + "subscribed timeframe that changed, with the API's signal_id", async () => {
       await expectLiveBreakAlerts(s);
     });
 
@@ -296,7 +296,7 @@ describe.runIf(realCandlesAvailable)("history never alerts (three years of real 
       await expectResendSilent(s);
     });
 
-    it("a restart over the same database re-alerts nothing, answers the same signal_id, and ignores the resend too", async () => {
+    it("a restart over the same database re-alerts nothing, answers " + "the same signal_id, and ignores the resend too", async () => {
       serverClosed = true;
       await s.server.close();
       restarted = await startTestServer({ feed: true, clock: s.clock, db: s.db, env: ENV(s.telegram) });
@@ -325,7 +325,7 @@ describe.runIf(realCandlesAvailable)("history never alerts (three years of real 
       await expectSilentHistory(s);
     });
 
-    it("the same live push path alerts the next close that changes the signal, once per subscribed timeframe", async () => {
+    it("the same live push path alerts the next close that " + "changes the signal, once per subscribed timeframe", async () => {
       await expectLiveBreakAlerts(s);
       await expectResendSilent(s);
     });

@@ -32,7 +32,7 @@ const STILL_DEMO = Object.keys(DEMO_COINS).filter((s) => !(REAL as readonly stri
 
 type ApiEntry = { symbol: string; ok: boolean; price?: number; signal?: string; confirmed?: boolean; defense?: number | null; arming?: unknown; atr_pct?: number };
 
-describe("from the demo to real data on one data directory (README: DEMO_FEED=false npm start, then npx signals feed)", () => {
+describe("from the demo to real data on one data directory (README: " + "DEMO_FEED=false npm start, then npx signals feed)", () => {
   let fake: FakeExchange;
   let dataDir: string;
   let vars: Record<string, string>;
@@ -79,7 +79,7 @@ describe("from the demo to real data on one data directory (README: DEMO_FEED=fa
     }
   }
 
-  it("the embedded default with the demo feed labels everything it shows and counts none of it as a track record", async () => {
+  it("the embedded default with the demo feed labels everything " + "it shows and counts none of it as a track record", async () => {
     // The embedded default runs the demo feed unasked; on PostgreSQL it is asked for.
     server = await startServerProcess(childEnv(usingPostgres ? { ...vars, DEMO_FEED: "true" } : vars));
     await waitFor(() => server!.logs().find((l) => typeof l.msg === "string" && l.msg.startsWith("demo feed: synthetic history loaded")), 60_000, "the demo history");
@@ -104,14 +104,15 @@ describe("from the demo to real data on one data directory (README: DEMO_FEED=fa
     server = null;
     await withDb(async (db) => {
       const [counts] = await db.rows<{ real_candles: number; demo_candles: number; real_events: number }>(sql`
-        SELECT (SELECT count(*) FROM candles WHERE NOT demo)::int AS real_candles, (SELECT count(*) FROM candles WHERE demo)::int AS demo_candles,
+        SELECT (SELECT count(*) FROM candles WHERE NOT demo)::int AS real_candles, (SELECT count(*) FROM candles
+        WHERE demo)::int AS demo_candles,
                (SELECT count(*) FROM signal_events WHERE NOT demo)::int AS real_events`);
       expect(counts).toEqual({ real_candles: 0, demo_candles: expect.any(Number), real_events: 0 });
       expect(counts!.demo_candles).toBeGreaterThan(1_500 * Object.keys(DEMO_COINS).length);
     });
   }, 120_000);
 
-  it("DEMO_FEED=false and `signals feed`: the feeder backfills its whole history, and the API answers the engine on the real candles alone", async () => {
+  it("DEMO_FEED=false and `signals feed`: the feeder backfills its whole " + "history, and the API answers the engine on the real candles alone", async () => {
     const serverEnv = childEnv({ ...vars, DEMO_FEED: "false" });
     server = await startServerProcess(serverEnv);
     const created = await runCli(["account", "create", "--email", "demo-to-real@example.com", "--plan", "node", "--json"], serverEnv);
@@ -152,7 +153,8 @@ describe("from the demo to real data on one data directory (README: DEMO_FEED=fa
       });
     }
 
-    // Pages: the real coins are real; the demo coins the feeder does not lead stay labelled and out of the track record.
+    // Pages: the real coins are real; the demo coins the feeder does not lead stay labelled and out of the track
+    // record.
     const status = await page("/status");
     for (const symbol of REAL) expect(status).toMatch(new RegExp(`data-symbol="${symbol}"[^>]*data-demo="false"`));
     for (const symbol of STILL_DEMO) expect(status).toMatch(new RegExp(`data-symbol="${symbol}"[^>]*data-demo="true"[\\s\\S]*?${DEMO_DATA_LABEL}`));
@@ -171,14 +173,17 @@ describe("from the demo to real data on one data directory (README: DEMO_FEED=fa
         expect(stored, `${base} 1h history`).toEqual(expectedClosed(base));
       }
       const [left] = await db.rows<{ demo_rows: number; demo_coins: string[] | null }>(sql`
-        SELECT ((SELECT count(*) FROM candles WHERE demo AND symbol IN ('BTC','ETH')) + (SELECT count(*) FROM signal_events WHERE demo AND symbol IN ('BTC','ETH'))
-              + (SELECT count(*) FROM coin_fundamentals WHERE demo AND symbol IN ('BTC','ETH')) + (SELECT count(*) FROM derivatives_readings WHERE demo AND symbol IN ('BTC','ETH')))::int AS demo_rows,
+        SELECT ((SELECT count(*) FROM candles WHERE demo AND symbol IN ('BTC','ETH')) + (SELECT count(*)
+        FROM signal_events WHERE demo AND symbol IN ('BTC','ETH'))
+              + (SELECT count(*) FROM coin_fundamentals WHERE demo AND symbol IN ('BTC','ETH')) + (SELECT count(*)
+              FROM derivatives_readings WHERE demo AND symbol IN ('BTC','ETH')))::int AS demo_rows,
                (SELECT array_agg(symbol ORDER BY symbol) FROM coins WHERE demo) AS demo_coins`);
       expect(left).toEqual({ demo_rows: 0, demo_coins: [...STILL_DEMO].sort() });
       // No event of a real coin predates its real history (none was left from the demo).
       const [early] = await db.rows<{ n: number }>(sql`
         SELECT count(*)::int AS n FROM signal_events e
-         WHERE e.symbol IN ('BTC','ETH') AND e.candle_open_time < (SELECT min(open_time) FROM candles k WHERE k.symbol = e.symbol)`);
+         WHERE e.symbol IN ('BTC','ETH') AND e.candle_open_time < (SELECT min(open_time) FROM candles k
+         WHERE k.symbol = e.symbol)`);
       expect(early!.n).toBe(0);
     });
   }, 180_000);

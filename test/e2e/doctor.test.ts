@@ -60,7 +60,7 @@ describe("signals doctor", () => {
     return childEnv(base);
   }
 
-  it("a fresh embedded start is not ready: demo feed on, no Stripe, a loopback address; each with its fix", async () => {
+  it("a fresh embedded start is not ready: demo feed on, " + "no Stripe, a loopback address; each with its fix", async () => {
     const env = await environment({});
     const server = await startServerProcess(env);
     servers.push(server);
@@ -93,7 +93,7 @@ describe("signals doctor", () => {
     expect(alone.byName("database")).toMatchObject({ status: "ok" });
   }, 120_000);
 
-  it("a configured server with a live feed is ready to sell (exit 0); each broken piece is named with its fix", async () => {
+  it("a configured server with a live feed is ready to sell " + "(exit 0); each broken piece is named with its fix", async () => {
     stripe.webhookEndpoints.push({ url: `${PUBLIC}/webhooks/stripe`, enabled_events: [...STRIPE_WEBHOOK_EVENTS], status: "enabled" });
     const env = await environment({
       DEMO_FEED: "false",

@@ -239,7 +239,7 @@ afterAll(async () => {
 });
 
 describe("the premise", () => {
-  it("the synthetic candles change signals often, on every timeframe, live and not, including in the last batch", () => {
+  it("the synthetic candles change signals often, on every " + "timeframe, live and not, including in the last batch", () => {
     const per = (tf: string) => EXPECTED.filter((e) => e.tf === tf).length;
     expect(EXPECTED.length).toBeGreaterThan(200);
     expect({ h1: per("1h") > 150, h4: per("4h") > 10, d1: per("1d") > 3 }).toEqual({ h1: true, h4: true, d1: true });
@@ -291,7 +291,7 @@ describe("the stream while a producer pushes candles", () => {
     return received;
   }
 
-  it("a tailing consumer and a consumer that keeps disconnecting and resuming each receive exactly the table, in seq order", async () => {
+  it("a tailing consumer and a consumer that keeps disconnecting " + "and resuming each receive exactly the table, in seq order", async () => {
     const client = eventsClient(server.internalUrl);
     const ingest = ingestClient(server.internalUrl);
 
@@ -365,7 +365,7 @@ describe("the stream while a producer pushes candles", () => {
     expect(replayed.map(fields)).toEqual(await storedEvents(server.db.handle));
   });
 
-  it("an empty after_id starts after the latest event and delivers new commits as they happen (not at the next poll)", async () => {
+  it("an empty after_id starts after the latest event and delivers " + "new commits as they happen (not at the next poll)", async () => {
     const before = await storedEvents(server.db.handle);
     const client = eventsClient(server.internalUrl);
     const fresh: SignalEvent[] = [];
@@ -465,7 +465,7 @@ describe.runIf(usingPostgres)("two server processes on one Postgres database", (
     await drop?.();
   });
 
-  it("events committed by A and by B at the same time reach a consumer on each process in commit order, without gaps", async () => {
+  it("events committed by A and by B at the same time reach a " + "consumer on each process in commit order, without gaps", async () => {
     const [a, b] = started as [ServerProcess, ServerProcess];
     // A writes SA..SC, B writes SD..SF, concurrently, 12 transactions of 24 hours each.
     const STEP = 24;
@@ -506,7 +506,7 @@ describe.runIf(usingPostgres)("two server processes on one Postgres database", (
     expect(table.map(withoutStreamFields).sort((x, y) => x.id.localeCompare(y.id))).toEqual(expected);
   });
 
-  it("a writer that commits later than it took its seq holds back the other process's later events: no consumer ever skips it", async () => {
+  it("a writer that commits later than it took its seq holds back " + "the other process's later events: no consumer ever skips it", async () => {
     const [a, b] = started as [ServerProcess, ServerProcess];
     const slow = structureBreak(Date.UTC(2025, 3, 1));
     const fast = structureBreak(Date.UTC(2025, 3, 1) + 2 * H);

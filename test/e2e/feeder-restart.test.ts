@@ -27,7 +27,10 @@ const COINS = ["BTC", "ETH"];
 const FAILOVER_S = 3;
 /** A refused or failed call is seen by the next lease round (every F/9) or push retry. */
 const NOTICE_MS = PUSH_RETRY_MAX_MS + FAILOVER_S * 1000;
-/** Pushes resume at the latest one push retry (its backoff cap) plus a lease round after the server is back; the bound is 30 s. */
+/**
+ * Pushes resume at the latest one push retry (its backoff cap) plus a lease round after the server is back; the issue's
+ * bound is 30 s.
+ */
 const RESUME_MS = Math.min(30_000, PUSH_RETRY_MAX_MS + FAILOVER_S * 1000 + 5_000);
 
 /** A deterministic 1h series on a 0.01 grid: trends and pullbacks, so candles differ. */
@@ -161,7 +164,7 @@ describe("a feeder under a server restart and a token rotation", () => {
     await waitFor(async () => (await feeder.pushedClosed()) >= HISTORY * COINS.length, 30_000, "the history pushed");
   });
 
-  it("a server restart: /healthz names the unreachable service meanwhile, pushes resume within 30 s with the same token, and no candle is lost", async () => {
+  it("a server restart: /healthz names the unreachable service meanwhile, " + "pushes resume within 30 s with the same token, and no candle is lost", async () => {
     const token = readFileSync(path.join(serverDir, "internal-token"), "utf8");
     const pushedBefore = await feeder.pushedClosed();
     await server.stop();
@@ -181,7 +184,7 @@ describe("a feeder under a server restart and a token rotation", () => {
     expect(Date.now() - backAt).toBeLessThan(RESUME_MS);
   }, 120_000);
 
-  it("a token rotation: /healthz fails naming the refusal, and recovers when the feeder reads the new token", async () => {
+  it("a token rotation: /healthz fails naming the refusal, " + "and recovers when the feeder reads the new token", async () => {
     const rotated = await runCli(["token", "rotate", "--json"], serverEnv);
     expect(rotated.code, rotated.stderr).toBe(0);
     expect(JSON.parse(rotated.stdout)).toMatchObject({ ok: true, rotated: true });

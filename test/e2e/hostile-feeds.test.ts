@@ -29,7 +29,10 @@ const GOOD = { link: "https://news.example/good/1", title: "Bitcoin holds its ra
 /** An RSS feed of `count` items, one a minute back from 03:00 UTC. */
 function feedOf(name: string, count: number): string {
   const base = Date.parse("2026-11-15T03:00:00Z");
-  return rss(name, Array.from({ length: count }, (_, i) => `<item><title>${name} ${i}</title><link>https://news.example/${name}/${i}</link><pubDate>${new Date(base - i * 60_000).toUTCString()}</pubDate></item>`));
+  const item = (i: number) =>
+    `<item><title>${name} ${i}</title><link>https://news.example/${name}/${i}</link>` +
+    `<pubDate>${new Date(base - i * 60_000).toUTCString()}</pubDate></item>`;
+  return rss(name, Array.from({ length: count }, (_, i) => item(i)));
 }
 const HUGE_ITEMS = 50_001;
 const MANY_ITEMS = 1_200;
@@ -37,7 +40,8 @@ const hugeFeed = feedOf("huge", HUGE_ITEMS);
 const manyFeed = feedOf("many", MANY_ITEMS);
 const figures: Record<string, unknown> = {};
 
-const goodFeed = rss("Good Wire", [`<item><guid>g-1</guid><title>${GOOD.title}</title><link>${GOOD.link}</link><pubDate>Sun, 15 Nov 2026 03:00:00 GMT</pubDate></item>`]);
+const goodItem = `<item><guid>g-1</guid><title>${GOOD.title}</title><link>${GOOD.link}</link>`;
+const goodFeed = rss("Good Wire", [`${goodItem}<pubDate>Sun, 15 Nov 2026 03:00:00 GMT</pubDate></item>`]);
 
 let server: TestServer;
 let apiKey: string;
@@ -103,7 +107,7 @@ afterAll(async () => {
 });
 
 describe("redirects (item 8)", () => {
-  it("a feed redirecting to the internal /metrics or to loopback is not followed; the good feed's item is stored", async () => {
+  it("a feed redirecting to the internal /metrics or to loopback " + "is not followed; the good feed's item is stored", async () => {
     const failing = () => logLines.filter((l) => l.msg === "news feed failed");
     await waitFor("every redirecting feed reported", () => Object.keys(redirects()).every((path) => failing().some((l) => String(l.feed).endsWith(path))));
     await waitFor("the good item", async () => (await storedNewsIds()).includes(newsId(GOOD.link)));
@@ -117,7 +121,7 @@ describe("redirects (item 8)", () => {
     expect(await storedNewsIds()).toContain(newsId(GOOD.link));
   });
 
-  it("each hop is checked: a redirect chain that ends on loopback is refused at that hop, and no chain is longer than 3", async () => {
+  it("each hop is checked: a redirect chain that ends on loopback " + "is refused at that hop, and no chain is longer than 3", async () => {
     news.route("/hop1.xml", { status: 302, body: "", headers: { location: `${news.baseUrl}/hop2.xml` } });
     // The first hop is to the same http origin: not https, so already refused.
     await expect(httpGet(`${news.baseUrl}/hop1.xml`, { timeoutMs: 5_000 })).rejects.toThrow(/not followed: only https/);
@@ -133,7 +137,7 @@ describe("large feeds (item 7)", () => {
   const storedIdsLike = async (prefix: string) =>
     (await server.db.handle.rows<{ url: string }>(sql`SELECT url FROM news_items WHERE url LIKE ${`https://news.example/${prefix}/%`}`)).map((r) => r.url);
 
-  it("a 50,001-item feed is refused by its size, the good feed's item is stored, and a 1,200-item feed gives its 500 newest in batches", async () => {
+  it("a 50,001-item feed is refused by its size, the good feed's item " + "is stored, and a 1,200-item feed gives its 500 newest in batches", async () => {
     expect(Buffer.byteLength(hugeFeed)).toBeGreaterThan(MAX_FEED_BYTES);
     expect(Buffer.byteLength(manyFeed)).toBeLessThan(MAX_FEED_BYTES);
     const failing = () => logLines.filter((l) => l.msg === "news feed failed" && String(l.feed).endsWith("/huge.xml"));

@@ -71,7 +71,7 @@ describe("HTTP/1.1 (raw sockets)", () => {
   it("malformed requests: 400 bad_request", async () => {
     expectJsonError(await h1(`THIS IS NOT HTTP\r\n\r\n`), 400, "bad_request");
     expectJsonError(await h1(`GET /api/v1/signals HTTP/1.1\r\nHost: x\r\nBad Header Name: y\r\n\r\n`), 400, "bad_request");
-    expectJsonError(await h1(`GET /api/v1/signals HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`), 400, "bad_request");
+    expectJsonError(await h1(`GET /api/v1/signals HTTP/1.1\r\nHost: x\r\nContent-Length: ` + `5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`), 400, "bad_request");
     expectJsonError(await h1(`GET * HTTP/1.1\r\nHost: x\r\n\r\n`), 400, "bad_request");
   });
 
@@ -87,18 +87,18 @@ describe("HTTP/1.1 (raw sockets)", () => {
     expectJsonError(del, 405, "method_not_allowed");
   });
 
-  it("the RPC router's refusals: 405 for GET on an RPC path, 415 for a content type no protocol speaks, 404 for an unknown method", async () => {
+  it("the RPC router's refusals: 405 for GET on an RPC path, 415 for " + "a content type no protocol speaks, 404 for an unknown method", async () => {
     const get = await h1(`GET /signals.v1.SignalsService/GetSignals HTTP/1.1\r\nHost: x\r\n\r\n`);
     expectJsonError(get, 405, "method_not_allowed");
     expect(get.headers.allow).toBe("POST");
-    expectJsonError(await h1(`POST /signals.v1.SignalsService/GetSignals HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n{}`), 415, "unsupported_media_type");
-    expectJsonError(await h1(`POST /signals.v1.SignalsService/Nope HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`), 404, "not_found");
+    expectJsonError(await h1(`POST /signals.v1.SignalsService/GetSignals HTTP/1.1\r\nHost: ` + `x\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n{}`), 415, "unsupported_media_type");
+    expectJsonError(await h1(`POST /signals.v1.SignalsService/Nope HTTP/1.1\r\nHost: x\r\nContent-Type: ` + `application/json\r\nContent-Length: 2\r\n\r\n{}`), 404, "not_found");
   });
 
   it("a header block or a body that does not arrive in time: 408 request_timeout", async () => {
     const [slowHeaders, slowBody] = await Promise.all([
       h1(`GET /api/v1/signals HTTP/1.1\r\nHost: x\r\n`),
-      h1(`POST /signals.v1.UsageService/GetUsage HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n`, ["{"]),
+      h1(`POST /signals.v1.UsageService/GetUsage HTTP/1.1\r\nHost: x\r\nContent-Type: ` + `application/json\r\nContent-Length: 100\r\n\r\n`, ["{"]),
     ]);
     expectJsonError(slowHeaders, 408, "request_timeout");
     expectJsonError(slowBody, 408, "request_timeout");
@@ -113,7 +113,7 @@ describe("HTTP/2 (prior knowledge)", () => {
     expectJsonError(await h2(`/api/v1/signals?${repeated}`, { "x-api-key": apiKey }), 414, "uri_too_long");
   });
 
-  it("one header field over 64 KiB compressed (a 100 KB query): nghttp2 ends the stream with COMPRESSION_ERROR before any handler (documented limit)", async () => {
+  it("one header field over 64 KiB compressed (a 100 KB query): nghttp2 ends " + "the stream with COMPRESSION_ERROR before any handler (documented limit)", async () => {
     const answer = await h2(`/api/v1/signals?${longQuery}`, { "x-api-key": apiKey });
     expect({ status: answer.status, rstCode: answer.rstCode }).toEqual({ status: null, rstCode: 9 });
   });

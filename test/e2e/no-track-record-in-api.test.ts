@@ -62,8 +62,8 @@ function namesOf(message: DescMessage, into = new Set<string>(), visited = new S
 
 let server: TestServer;
 let apiKey: string;
-let served: DescMethod[] = [];
-let notServed: DescMethod[] = [];
+const served: DescMethod[] = [];
+const notServed: DescMethod[] = [];
 
 /** True when the public port serves this RPC (a Connect POST that does not reach the JSON 404 fallback). */
 async function isServed(method: DescMethod): Promise<boolean> {
@@ -103,7 +103,7 @@ describe("no API path exposes the track record", () => {
     }
   });
 
-  it("the public port serves exactly SignalsService, MarketDataService, UsageService, the health service and server reflection", () => {
+  it("the public port serves exactly SignalsService, MarketDataService, " + "UsageService, the health service and server reflection", () => {
     const names = (ms: DescMethod[]) => ms.map((m) => `${m.parent.typeName}/${m.name}`).sort();
     expect(names(served)).toEqual([
       "grpc.health.v1.Health/Check",
@@ -207,7 +207,7 @@ describe("no API path exposes the track record", () => {
     }
   });
 
-  it("the chart pages (where the track record lives) do not accept an API key: without a session they send the browser to sign in", async () => {
+  it("the chart pages (where the track record lives) do not accept an " + "API key: without a session they send the browser to sign in", async () => {
     for (const p of ["/charts/ZZB?tf=1h", "/charts/ZZB", "/charts"]) {
       const res = await fetch(`${server.baseUrl}${p}`, { headers: { "x-api-key": apiKey, accept: "application/json" }, redirect: "manual" });
       const text = await res.text();

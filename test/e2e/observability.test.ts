@@ -67,7 +67,7 @@ describe("metrics on the internal listener", () => {
   it("counts calls by protocol and outcome and exposes charge latency, pool, outbox and process metrics", async () => {
     const { apiKey } = await server.account();
     await call(apiKey);
-    await call("sig_live_" + "A".repeat(32));
+    await call(`sig_live_${"A".repeat(32)}`);
     const client = createClient((await import("../../gen/signals/v1/signals_pb.js")).SignalsService, createGrpcTransport({ baseUrl: server.baseUrl }));
     await client.getSignals({ symbols: "BTC", tf: "1h" }, { headers: { "x-api-key": apiKey } });
     const res = await fetch(`${server.internalUrl}/metrics`);
@@ -100,7 +100,7 @@ describe("health", () => {
 });
 
 describe("failed-key flood from one address", () => {
-  it("is answered 429 once its budget is spent, without a database lookup, while a known good key still works", async () => {
+  it("is answered 429 once its budget is spent, without a " + "database lookup, while a known good key still works", async () => {
     const { apiKey } = await server.account();
     expect((await call(apiKey)).status).toBe(200);
     const statuses: number[] = [];
@@ -108,7 +108,7 @@ describe("failed-key flood from one address", () => {
     // The earlier test's invalid key counts too: budget 5 per address.
     expect(statuses.filter((s) => s === 401).length).toBeLessThanOrEqual(5);
     expect(statuses.slice(-3)).toEqual([429, 429, 429]);
-    const blocked = await call("sig_live_" + "Z".repeat(32));
+    const blocked = await call(`sig_live_${"Z".repeat(32)}`);
     expect(blocked.status).toBe(429);
     expect(blocked.body).toMatchObject({ ok: false, error: "rate_limited" });
     expect(Number(blocked.headers.get("retry-after"))).toBeGreaterThan(0);
@@ -118,6 +118,6 @@ describe("failed-key flood from one address", () => {
     expect((await call(null)).status).toBe(401);
     // The window ends: guesses are answered 401 again.
     server.clock.advance(61_000);
-    expect((await call("sig_live_" + "Y".repeat(32))).status).toBe(401);
+    expect((await call(`sig_live_${"Y".repeat(32)}`)).status).toBe(401);
   });
 });

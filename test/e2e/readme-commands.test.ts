@@ -90,7 +90,7 @@ describe("the README's shell commands", () => {
         const result = byStep.get(index);
         const command = "run" in step ? step.run : step.start;
         expect(result, `not run: ${command}`).toBeDefined();
-        const shown = `${command}\n--- exit ${result!.code}, stdout:\n${result!.stdout.slice(-3000)}\n--- stderr:\n${result!.stderr.slice(-3000)}`;
+        const shown = `${command}\n--- exit ${result!.code}, stdout:\n${result!.stdout.slice(-3000)}\n--- ` + `stderr:\n${result!.stderr.slice(-3000)}`;
         if ("start" in step) {
           expect.soft(result!.ready, `${shown}\n${result!.error ?? ""}`).toBe(true);
           continue;

@@ -22,7 +22,7 @@ const NODE = path.join(ROOT, "node_modules/.bin/node");
 
 /** The fenced blocks of a language in the README. */
 function blocks(lang: string): string[] {
-  return [...README.matchAll(new RegExp("```" + lang + "\\n([\\s\\S]*?)```", "g"))].map((m) => m[1]!);
+  return [...README.matchAll(new RegExp(`\`\`\`${lang}\\n([\\s\\S]*?)\`\`\``, "g"))].map((m) => m[1]!);
 }
 
 const tsExample = blocks("ts").find((b) => b.includes("createClient(") && b.includes("UsageService"));

@@ -98,7 +98,7 @@ describe("live watchlist across a lead and a follower on one database", () => {
     return new EventReader(res.body!);
   };
 
-  it("a close pushed to the lead reaches the follower's stream within 2 s, equal to the follower's API answer, and costs no Token", async () => {
+  it("a close pushed to the lead reaches the follower's stream within " + "2 s, equal to the follower's API answer, and costs no Token", async () => {
     const stream = await openStream(followerUrl);
     let before = (await stream.next("cells"))!.cells[0];
     // The follower may not have followed the history's notice yet: its reload wakes the stream.

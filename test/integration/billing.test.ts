@@ -112,7 +112,7 @@ describe("charge_call", () => {
   });
 
   it("refuses an unknown key", async () => {
-    expect((await chargeCall(tdb.handle, hashApiKey("sig_live_" + "x".repeat(32)), limits, NOV_15)).outcome).toBe("invalid_api_key");
+    expect((await chargeCall(tdb.handle, hashApiKey(`sig_live_${"x".repeat(32)}`), limits, NOV_15)).outcome).toBe("invalid_api_key");
   });
 
   it("checks in the contract's order and changes nothing when refusing", async () => {
@@ -190,7 +190,7 @@ describe("grouped charges", () => {
     const a = await newAccount();
     const b = await newAccount();
     await setBalance(a.id, 2);
-    const unknown = hashApiKey("sig_live_" + "Z".repeat(32));
+    const unknown = hashApiKey(`sig_live_${"Z".repeat(32)}`);
     const results = await chargeBatch(
       tdb.handle,
       [a, b, a, { keyHash: unknown }, a].map((x) => ({ keyHash: x.keyHash, now: NOV_15 })),
@@ -235,7 +235,7 @@ describe("a process behind the store's market version", () => {
     await tdb.handle.rows(sql`INSERT INTO coins (symbol, base_tf, last_update_at, version) VALUES ('VERA', '1h', now(), 3), ('VERB', '1h', now(), 5)`);
   });
 
-  it("is refused 'behind' with the store's versions of the coins it is behind on, and charged nothing, grouped or alone", async () => {
+  it("is refused 'behind' with the store's versions of the coins " + "it is behind on, and charged nothing, grouped or alone", async () => {
     const { id, keyHash } = await newAccount();
     const before = await ledgerCheck(tdb.handle, id);
     const grouped = await chargeBatch(tdb.handle, [{ keyHash, now: NOV_15, known: { VERA: 2, VERB: 5, NEWCOIN: 0 } }], limits);
@@ -248,7 +248,7 @@ describe("a process behind the store's market version", () => {
     expect(Number(row!.calls_today)).toBe(0);
   });
 
-  it("is charged once its versions are the store's (or newer), and a call without versions is never refused for them", async () => {
+  it("is charged once its versions are the store's (or newer), " + "and a call without versions is never refused for them", async () => {
     const { id, keyHash } = await newAccount();
     const results = await chargeBatch(tdb.handle, [{ keyHash, now: NOV_15, known: { VERA: 3, VERB: 6 } }, { keyHash, now: NOV_15, known: null }, { keyHash, now: NOV_15 }], limits);
     expect(results.map((r) => [r.outcome, r.market])).toEqual([["ok", null], ["ok", null], ["ok", null]]);

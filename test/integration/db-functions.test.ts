@@ -36,7 +36,7 @@ async function functionDef(run: (q: ReturnType<typeof sql>) => Promise<unknown>,
 }
 
 describe("src/db/functions", () => {
-  it.each(sources.map((s) => [s.name, s] as const))("%s.sql is the definition the migrations left in force", async (_name, source) => {
+  it.each(sources.map((s) => [s.name, s] as const))("%s.sql is the definition the " + "migrations left in force", async (_name, source) => {
     let before = "";
     let after = "";
     await tdb.handle.db
@@ -55,7 +55,8 @@ describe("src/db/functions", () => {
   it("has a file for every function of the migrated database", async () => {
     const rows = await tdb.handle.rows<{ proname: string }>(sql`
       SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-       WHERE n.nspname = 'public' AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = p.oid AND d.deptype = 'e')`);
+       WHERE n.nspname = 'public' AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = p.oid
+       AND d.deptype = 'e')`);
     expect(rows.map((r) => r.proname).sort()).toEqual(sources.map((s) => s.name).sort());
   });
 

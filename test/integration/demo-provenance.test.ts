@@ -67,13 +67,15 @@ describe("a coin's candles: demo history, then real data", () => {
     expect(await feedResumePoints(db.handle, ["BTC"])).toEqual([{ symbol: "BTC", known: false, baseTf: "", lastClosedOpenTime: 0 }]);
   });
 
-  it("the first real push replaces the coin's demo history in its commit: readings and events are the engine's on the real candles alone", async () => {
+  it("the first real push replaces the coin's demo history in its commit: " + "readings and events are the engine's on the real candles alone", async () => {
     const summary = await market.ingest(updates("BTC", "1h", real), { alerts: false });
     expect(summary).toMatchObject({ accepted: 400, rejected: 0 });
     // Nothing of the demo is left under BTC; ETH's demo history is untouched.
     expect(await count(sql`
-      SELECT ((SELECT count(*) FROM candles WHERE symbol = 'BTC' AND demo) + (SELECT count(*) FROM signal_events WHERE symbol = 'BTC' AND demo)
-            + (SELECT count(*) FROM derivatives_readings WHERE symbol = 'BTC' AND demo) + (SELECT count(*) FROM coins WHERE symbol = 'BTC' AND demo))::int AS n`)).toBe(0);
+      SELECT ((SELECT count(*) FROM candles WHERE symbol = 'BTC' AND demo) + (SELECT count(*) FROM signal_events
+      WHERE symbol = 'BTC' AND demo)
+            + (SELECT count(*) FROM derivatives_readings WHERE symbol = 'BTC' AND demo) + (SELECT count(*) FROM coins
+            WHERE symbol = 'BTC' AND demo))::int AS n`)).toBe(0);
     expect(await count(sql`SELECT count(*)::int AS n FROM candles WHERE symbol = 'ETH' AND demo`)).toBeGreaterThan(500);
     expect(await count(sql`SELECT count(*)::int AS n FROM derivatives_readings WHERE symbol = 'ETH' AND demo`)).toBeGreaterThan(0);
     expect(await count(sql`SELECT count(*)::int AS n FROM candles WHERE symbol = 'BTC' AND tf = '15m'`)).toBe(0);
@@ -122,7 +124,7 @@ describe("a coin's candles: demo history, then real data", () => {
 });
 
 describe("another process on the same database", () => {
-  it("follows the replacement: after the real commit's notice it answers the real reading, never the demo's", async () => {
+  it("follows the replacement: after the real commit's notice " + "it answers the real reading, never the demo's", async () => {
     const clock = createTestClock(ANCHOR + 40 * 24 * H);
     // Listening feeds: the writer, and a follower that only learns the market from notices.
     const make = () => new MarketFeed({ db: db.handle, clock, logger, staleAfterMs: 365 * 24 * H, alertMaxDelayMs: 0 });
@@ -152,7 +154,7 @@ describe("datasets: demo rows, then real rows", () => {
   const clock = createTestClock(ANCHOR + 60 * 24 * H);
   const deps = () => ({ db: db.handle, clock, logger });
 
-  it("a real derivatives push replaces its coin's demo rows only; a demo push over it is refused for that coin", async () => {
+  it("a real derivatives push replaces its coin's demo rows " + "only; a demo push over it is refused for that coin", async () => {
     const demo = demoDataRows(clock()).derivatives;
     await pushDataset(deps(), "derivatives", demo, { demo: true });
     const realRow = { symbol: "SOL", venue: "binance-futures", time: clock() - 60_000, fundingRate: 0.0001, openInterestUsd: 1e9, longShortRatio: 1.1 };

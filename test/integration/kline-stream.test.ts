@@ -58,7 +58,7 @@ describe.runIf(realCandlesAvailable)("kline stream: 400 coins over one websocket
     await fake?.close();
   });
 
-  it("subscribes 400 coins in two SUBSCRIBE messages on one connection, inside Binance's limits; each update reaches its coin in order with the closed mark", async () => {
+  it("subscribes 400 coins in two SUBSCRIBE messages on one connection, inside Binance's " + "limits; each update reaches its coin in order with the closed mark", async () => {
     const subs = bases.map((b) => klines.open(`${b}/USDT`));
     await waitFor(() => fake.wsStats().maxStreamsOnOneConnection === COINS, 20_000, () => `subscribed: ${JSON.stringify(fake.wsStats())}`);
     const stats = fake.wsStats();
@@ -84,7 +84,7 @@ describe.runIf(realCandlesAvailable)("kline stream: 400 coins over one websocket
     for (const sub of subs) sub.close();
   });
 
-  it("a dropped socket fails every coin's subscription at once; subscribing again takes one new connection", async () => {
+  it("a dropped socket fails every coin's subscription at " + "once; subscribing again takes one new connection", async () => {
     const subs = bases.map((b) => klines.open(`${b}/USDT`));
     // The closes above queued an UNSUBSCRIBE (cancelled now) or sent it (then this waits for its answer).
     await everyHears(fake, subs, 20_000);

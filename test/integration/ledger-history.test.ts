@@ -39,8 +39,10 @@ describe("ledger history: per-day usage, the paged ledger, the CSV, last used", 
 
   async function insert(accountId: number, kind: string, at: number, delta: number, reason: string | null = null): Promise<void> {
     const [row] = await db.handle.rows<{ id: number | string }>(sql`
-      INSERT INTO ledger_entries (account_id, kind, grant_delta, pack_delta, grant_after, pack_after, reason, created_at)
-      VALUES (${accountId}, ${kind}, ${delta}, 0, 5000, 0, ${reason}, ${new Date(at).toISOString()}::timestamptz) RETURNING id`);
+      INSERT INTO ledger_entries (account_id, kind, grant_delta, pack_delta, grant_after, pack_after, reason,
+      created_at)
+      VALUES (${accountId}, ${kind}, ${delta}, 0, 5000, 0, ${reason}, ${new Date(at).toISOString()}::timestamptz)
+      RETURNING id`);
     if (accountId === ana) seeded.push({ id: Number(row!.id), kind, at, delta, reason });
   }
 
@@ -57,7 +59,7 @@ describe("ledger history: per-day usage, the paged ledger, the CSV, last used", 
     seeded.push({ id: Number(grant!.id), kind: "grant", at: Number(grant!.at), delta: Number(grant!.delta), reason: grant!.reason });
     // 40 days back to today: some days busy, some empty, in time order (ids follow time).
     for (let d = 40; d >= 0; d--) {
-      const dayStart = Date.parse(mytDay(NOW - d * DAY) + "T00:00:00+08:00");
+      const dayStart = Date.parse(`${mytDay(NOW - d * DAY)}T00:00:00+08:00`);
       const calls = d % 3 === 0 ? 0 : (d * 7) % 11;
       for (let i = 0; i < calls; i++) await insert(ana, "charge", dayStart + HOUR + i * 60_000, -1);
       if (d === 12) await insert(ana, "pack", dayStart + 2 * HOUR + 30 * 60_000, 5000, 'Stripe "pack", 5,000 Tokens');
@@ -65,7 +67,7 @@ describe("ledger history: per-day usage, the paged ledger, the CSV, last used", 
       if (d % 10 === 1) await insert(bob, "charge", dayStart + 3 * HOUR, -1);
     }
     // Around midnight MYT: one second before belongs to the day before, midnight itself to the day after.
-    const midnight = Date.parse(mytDay(NOW - 2 * DAY) + "T00:00:00+08:00");
+    const midnight = Date.parse(`${mytDay(NOW - 2 * DAY)}T00:00:00+08:00`);
     await insert(ana, "charge", midnight - 1000, -1);
     await insert(ana, "charge", midnight, -1);
     seeded.sort((x, y) => x.id - y.id);
@@ -102,7 +104,7 @@ describe("ledger history: per-day usage, the paged ledger, the CSV, last used", 
     expect(threeDaysAgo.calls).toBeGreaterThan(0);
   });
 
-  it("pages the ledger newest first: every grant, pack and adjustment once, each day's charges as one line", async () => {
+  it("pages the ledger newest first: every grant, pack and " + "adjustment once, each day's charges as one line", async () => {
     const seen: LedgerLine[] = [];
     let before: number | null = null;
     let pages = 0;

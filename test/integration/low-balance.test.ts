@@ -179,7 +179,8 @@ describe("the low-balance notice", () => {
 describe("the notice and its charge are one transaction", () => {
   /** charge_call inside a caller's transaction (chargeBatch runs the same function). */
   const chargeSql = (keyHash: string, now = NOV_15) => sql`
-    SELECT * FROM charge_call(${keyHash}, ${new Date(now).toISOString()}::timestamptz, ${mytDay(now)}::date, ${mytMonth(now)}::date,
+    SELECT * FROM charge_call(${keyHash}, ${new Date(now).toISOString()}::timestamptz, ${mytDay(now)}::date,
+    ${mytMonth(now)}::date,
       ${limits.dailyCap}::integer, ${limits.monthlyGrant}::bigint, ${lowBalanceThreshold(limits)}::bigint)`;
 
   it("leaves no notice when the crossing charge rolls back, and the next committed crossing writes it", async () => {
@@ -244,7 +245,7 @@ describe("the notice and its charge are one transaction", () => {
     const b = await newAccount({ chatId: "795" });
     await setBalance(tdb.handle, a.id, 1_501);
     await setBalance(tdb.handle, b.id, 0);
-    const unknown = hashApiKey("sig_live_" + "Q".repeat(32));
+    const unknown = hashApiKey(`sig_live_${"Q".repeat(32)}`);
     const results = await chargeBatch(
       tdb.handle,
       [a, b, a, { keyHash: unknown }, a].map((x) => ({ keyHash: x.keyHash, now: NOV_15 })),
@@ -283,7 +284,8 @@ describe("end to end: REST calls crossing the threshold", () => {
     const deadline = Date.now() + 15_000;
     for (;;) {
       const rows = await server.db.handle.rows<{ sent: boolean; failed: boolean; attempts: number | string; last_error: string | null }>(sql`
-        SELECT sent_at IS NOT NULL AS sent, failed_at IS NOT NULL AS failed, attempts, last_error FROM outbox WHERE account_id = ${accountId} ORDER BY id`);
+        SELECT sent_at IS NOT NULL AS sent, failed_at IS NOT NULL AS failed, attempts, last_error FROM outbox
+        WHERE account_id = ${accountId} ORDER BY id`);
       if (rows.length > 0 && rows.every((r) => r.sent || r.failed)) return rows.map((r) => ({ ...r, attempts: Number(r.attempts) }));
       if (Date.now() > deadline) throw new Error(`outbox rows of account ${accountId} not finished: ${JSON.stringify(rows)}`);
       await new Promise((r) => setTimeout(r, 15));

@@ -17,7 +17,7 @@ import { MarketFeed } from "../../src/market/feed.ts";
 import { countCandles, readCandles } from "../../src/market/store.ts";
 import type { CandleUpdate } from "../../src/market/validate.ts";
 import { loadConfig } from "../../src/config.ts";
-import { TIMEFRAMES, type Timeframe } from "../../src/market/timeframes.ts";
+import { TIMEFRAMES } from "../../src/market/timeframes.ts";
 import type { SnapshotLookup } from "../../src/market/snapshot.ts";
 import type { DbHandle } from "../../src/db/client.ts";
 import { createTestDb, usingPostgres, type TestDb } from "../support/test-db.ts";
@@ -235,7 +235,7 @@ describe.runIf(existsSync(BTC_FILE) && existsSync(ETH_FILE))(`real BTC and ETH 1
     expect(restoreState(state)).toEqual(runSeries(aggregate(btc, TF_MS["4h"]).closed));
   });
 
-  it("after forming updates, restart gives identical lookups, and both feeds stay equal as candles keep coming", async () => {
+  it("after forming updates, restart gives identical lookups, " + "and both feeds stay equal as candles keep coming", async () => {
     const next = eth[ETH_SLICE]!; // 11:00 UTC, the last hour of the 08:00 4h bucket
     const after = eth[ETH_SLICE + 1]!;
     const early: Candle = { ...next, high: Math.max(next.open, next.low), close: next.low, volume: next.volume / 3 };
@@ -275,7 +275,7 @@ describe.runIf(existsSync(BTC_FILE) && existsSync(ETH_FILE))(`real BTC and ETH 1
 });
 
 describe(`bad data (${usingPostgres ? "Postgres" : "PGlite"})`, () => {
-  it("bad rows mixed into a stream are rejected with reasons and counts; good rows are applied; no trace of the bad ones", async () => {
+  it("bad rows mixed into a stream are rejected with reasons and " + "counts; good rows are applied; no trace of the bad ones", async () => {
     const clock = createTestClock();
     const feed = await loadedFeed(clock);
     // 2026-01-01 00:00 UTC onwards, with 2026-01-02 19:00 (the last hour of a 4h bucket) missing: a gap.
@@ -339,7 +339,7 @@ describe(`bad data (${usingPostgres ? "Postgres" : "PGlite"})`, () => {
     expect(feed.lookup("NEVER", "1h", clock())).toEqual({ ok: false, reason: "unknown_symbol" });
   });
 
-  it("a row earlier than the previous row of the stream is out_of_order, even when that time was never stored", async () => {
+  it("a row earlier than the previous row of the stream is " + "out_of_order, even when that time was never stored", async () => {
     const clock = createTestClock();
     const feed = await loadedFeed(clock);
     const c = walk(6, 6, Date.UTC(2026, 1, 1));
@@ -453,7 +453,7 @@ describe(`freshness and missing data (${usingPostgres ? "Postgres" : "PGlite"})`
     expect(feed.lookup("STL", "4h", clock())).toEqual({ ok: false, reason: "stale" });
   });
 
-  it("never-seen coins are unknown_symbol; known coins without enough candles for a timeframe are no_data", async () => {
+  it("never-seen coins are unknown_symbol; known coins without " + "enough candles for a timeframe are no_data", async () => {
     const clock = createTestClock();
     const feed = await loadedFeed(clock);
     for (const tf of TIMEFRAMES) expect(feed.lookup("NOPE", tf, clock()), tf).toEqual({ ok: false, reason: "unknown_symbol" });

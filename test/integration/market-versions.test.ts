@@ -41,7 +41,7 @@ afterAll(async () => {
 });
 
 describe("market versions", () => {
-  it("each market transaction raises the coin's version, and the writer publishes its readings at that version", async () => {
+  it("each market transaction raises the coin's version, and " + "the writer publishes its readings at that version", async () => {
     await server.feed!.ingest(history.map(update), { alerts: false });
     const afterHistory = await storedVersion();
     expect(afterHistory).toBeGreaterThanOrEqual(1);
@@ -54,7 +54,7 @@ describe("market versions", () => {
     expect(found).toMatchObject({ ok: true, reading: { signal: "LONG", confirmed: true, signalId: `${COIN}-1h-${breaker.openTime}`, price: breaker.close } });
   });
 
-  it("another process's feed catches up to a stored version on demand and then answers what the writer answers", async () => {
+  it("another process's feed catches up to a stored version " + "on demand and then answers what the writer answers", async () => {
     const version = await storedVersion();
     expect(await follower.catchUp({ [COIN]: version }, Date.now() + 5_000)).toBe(true);
     expect(follower.versions([COIN])[COIN]).toBeGreaterThanOrEqual(version);
@@ -85,7 +85,7 @@ describe("a paid call on a process behind the store", () => {
     expect((await ledgerCheck(server.db.handle, member.accountId)).charges).toBe(before.charges + 1);
   });
 
-  it("that cannot catch up within CATCH_UP_MS is answered 503 with Retry-After and not charged, grouped or with an Idempotency-Key", async () => {
+  it("that cannot catch up within CATCH_UP_MS is answered 503 with Retry-After " + "and not charged, grouped or with an Idempotency-Key", async () => {
     // A second server process over the same database whose snapshot never reaches the store.
     const feed = server.feed!;
     const stuck = await startTestServer({

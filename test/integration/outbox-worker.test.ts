@@ -50,13 +50,15 @@ function worker(config: Config, db: DbHandle = tdb.handle): OutboxWorker {
 async function queueNotices(chatId: string, count: number, firstCredits: number): Promise<void> {
   await tdb.handle.rows(sql`
     INSERT INTO outbox (kind, account_id, chat_id, payload)
-    SELECT 'low_balance', ${accountId}, ${chatId}, jsonb_build_object('credits_left', ${firstCredits}::int + g, 'threshold', 1500)
+    SELECT 'low_balance', ${accountId}, ${chatId}, jsonb_build_object('credits_left', ${firstCredits}::int + g,
+    'threshold', 1500)
       FROM generate_series(0, ${count - 1}::int) AS g`);
 }
 
 async function rowsOf(chatId: string) {
   return tdb.handle.rows<{ sent: boolean; failed: boolean; attempts: number | string }>(sql`
-    SELECT sent_at IS NOT NULL AS sent, failed_at IS NOT NULL AS failed, attempts FROM outbox WHERE chat_id = ${chatId} ORDER BY id`);
+    SELECT sent_at IS NOT NULL AS sent, failed_at IS NOT NULL AS failed, attempts FROM outbox WHERE chat_id = ${chatId}
+    ORDER BY id`);
 }
 
 describe("several workers on one database", () => {

@@ -17,7 +17,9 @@ const freshDir = () => {
   dirs.push(dir);
   return path.join(dir, "data");
 };
-afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
 
 const facts = async (dataDir: string) => {
   const handle = await openDb({ databaseUrl: null, dataDir });
@@ -38,7 +40,8 @@ describe("embedded database setup", () => {
     const fromTemplate = freshDir();
     expect(pgliteOptions(fromTemplate, []).loadDataDir).toBeInstanceOf(Blob);
     const templated = await facts(fromTemplate);
-    expect(pgliteOptions(fromTemplate, []).loadDataDir).toBeUndefined(); // an existing directory is opened, never overwritten
+    // an existing directory is opened, never overwritten
+    expect(pgliteOptions(fromTemplate, []).loadDataDir).toBeUndefined();
 
     const { PGlite } = await import("@electric-sql/pglite");
     const initdbDir = freshDir();

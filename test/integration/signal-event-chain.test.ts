@@ -45,7 +45,7 @@ type Row = { seq: number | string; id: string; live: boolean; chain_prev: string
 const rows = (handle: DbHandle) => handle.rows<Row>(sql`SELECT seq, id, live, chain_prev, chain_hash FROM signal_events ORDER BY seq`);
 
 describe("the signal event chain", () => {
-  it("chains live events in the storing transaction, in seq order from the genesis; imported ones stay out", async () => {
+  it("chains live events in the storing transaction, in " + "seq order from the genesis; imported ones stay out", async () => {
     const batch = [event("BTC", true), event("ETH", false), event("BTC", true, "NONE"), event("SOL", true, "SHORT")];
     await store(db.handle, batch);
     const stored = await rows(db.handle);
@@ -70,7 +70,8 @@ describe("the signal event chain", () => {
   it("chains live events stored before the chain existed, before the next new one", async () => {
     const legacy = event("XRP", true);
     await db.handle.rows(sql`INSERT INTO signal_events (id, symbol, tf, signal, price, defense, atr_pct, candle_open_time, live)
-      VALUES (${legacy.id}, 'XRP', '1h', 'LONG', ${legacy.price}, ${legacy.defense}, 1, ${legacy.candleOpenTime}, true)`);
+      VALUES (${legacy.id}, 'XRP', '1h', 'LONG', ${legacy.price}, ${legacy.defense}, 1, ${legacy.candleOpenTime},
+      true)`);
     const next = event("BTC", true, "SHORT");
     await store(db.handle, [next]);
     const stored = await rows(db.handle);

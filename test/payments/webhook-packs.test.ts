@@ -82,7 +82,7 @@ async function buy(web: WebClient, pack = "5000-usd"): Promise<CheckoutSessionRe
 }
 
 describe("buying a pack", () => {
-  it("creates a payment-mode Checkout Session with the account and pack in its metadata and redirects to it", async () => {
+  it("creates a payment-mode Checkout Session with the account " + "and pack in its metadata and redirects to it", async () => {
     const m = await member();
     const session = await buy(m.web);
     expect(session.mode).toBe("payment");
@@ -109,7 +109,7 @@ describe("buying a pack", () => {
     expect(stripe.checkoutSessions.at(-1)!.metadata.account_id).toBe(String(m.accountId));
   });
 
-  it("refuses a post without the CSRF token, from another origin, or for a pack not on offer, and asks Stripe nothing", async () => {
+  it("refuses a post without the CSRF token, from another origin, " + "or for a pack not on offer, and asks Stripe nothing", async () => {
     const m = await member();
     const before = stripe.calls.length;
     expect((await m.web.post("/account/buy", { pack: "5000-usd" })).status).toBe(403);
@@ -130,7 +130,7 @@ describe("buying a pack", () => {
     expect(res.body).not.toContain(FAKE_STRIPE_SECRET_KEY);
   });
 
-  it("lets the browser follow the redirect: the page's form-action allows Stripe's checkout and billing origins", async () => {
+  it("lets the browser follow the redirect: the page's form-action " + "allows Stripe's checkout and billing origins", async () => {
     const m = await member();
     const page = await m.web.get("/account");
     const csp = String(page.headers["content-security-policy"]);
@@ -142,7 +142,7 @@ describe("buying a pack", () => {
 });
 
 describe("crediting from the signed webhook", () => {
-  it("credits the pack once: a pack ledger row with the session and payment-intent ids, and the API's credits_left agrees", async () => {
+  it("credits the pack once: a pack ledger row with the session " + "and payment-intent ids, and the API's credits_left agrees", async () => {
     const m = await member();
     const session = await buy(m.web);
     const delivery = signedEvent("checkout.session.completed", completedPackSession(session, { paymentIntent: "pi_test_credit_1" }), { timestampS: nowS() });
@@ -189,7 +189,7 @@ describe("crediting from the signed webhook", () => {
     await expectLedgerHolds(m.accountId);
   });
 
-  it("credits a session once even when Stripe sends another event for it (async_payment_succeeded after completed)", async () => {
+  it("credits a session once even when Stripe sends another " + "event for it (async_payment_succeeded after completed)", async () => {
     const m = await member();
     const session = await buy(m.web);
     const object = completedPackSession(session);
@@ -199,7 +199,7 @@ describe("crediting from the signed webhook", () => {
     await expectLedgerHolds(m.accountId);
   });
 
-  it("waits for a delayed payment: completed but unpaid credits nothing, async_payment_succeeded credits it", async () => {
+  it("waits for a delayed payment: completed but unpaid credits " + "nothing, async_payment_succeeded credits it", async () => {
     const m = await member();
     const session = await buy(m.web);
     await deliver(server.baseUrl, signedEvent("checkout.session.completed", completedPackSession(session, { paymentStatus: "unpaid" }), { timestampS: nowS() }));
@@ -209,7 +209,7 @@ describe("crediting from the signed webhook", () => {
     await expectLedgerHolds(m.accountId);
   });
 
-  it("refuses a bad signature, a missing one, a stale timestamp and a tampered body with 400, changing nothing", async () => {
+  it("refuses a bad signature, a missing one, a stale timestamp " + "and a tampered body with 400, changing nothing", async () => {
     const m = await member();
     const session = await buy(m.web);
     const object = completedPackSession(session);
@@ -222,7 +222,7 @@ describe("crediting from the signed webhook", () => {
     const eventsBefore = await server.db.handle.rows(sql`SELECT event_id FROM stripe_events`);
     for (const delivery of [wrongSecret, stale, future, tampered, { payload: good.payload, signature: null }, { payload: good.payload, signature: "t=1,v1=abc" }, { payload: "", signature: good.signature }]) {
       const answer = await deliver(server.baseUrl, delivery);
-      expect(answer.status, delivery.payload.slice(0, 20) + " " + delivery.signature).toBe(400);
+      expect(answer.status, `${delivery.payload.slice(0, 20)} ${delivery.signature}`).toBe(400);
       expect(answer.body.error).toBe("invalid_signature");
     }
     expect(await balances(m.accountId)).toEqual({ grant: 10_000, pack: 0 });
@@ -238,7 +238,7 @@ describe("crediting from the signed webhook", () => {
     const session = await buy(m.web);
     const delivery = signedEvent("checkout.session.completed", completedPackSession(session), { timestampS: nowS() });
     // A real fault inside the crediting transaction, after the event id was recorded in it.
-    await server.db.handle.rows(sql.raw(`CREATE FUNCTION fail_payments() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'disk full (test)'; END $$`));
+    await server.db.handle.rows(sql.raw(`CREATE FUNCTION fail_payments() RETURNS trigger LANGUAGE plpgsql ` + `AS $$ BEGIN RAISE EXCEPTION 'disk full (test)'; END $$`));
     await server.db.handle.rows(sql.raw(`CREATE TRIGGER fail_payments BEFORE INSERT ON payments FOR EACH ROW EXECUTE FUNCTION fail_payments()`));
     try {
       const failed = await deliver(server.baseUrl, delivery);
@@ -263,7 +263,7 @@ describe("crediting from the signed webhook", () => {
     expect(answer.body.handled).toBe("ignored");
   });
 
-  it("the webhook is the only POST that takes no CSRF token; every other POST refuses a bare request and changes nothing", async () => {
+  it("the webhook is the only POST that takes no CSRF token; every " + "other POST refuses a bare request and changes nothing", async () => {
     expect((await fetch(`${server.baseUrl}/webhooks/stripe`)).status).toBe(405);
     const m = await member();
     const before = { calls: stripe.calls.length, accounts: (await server.db.handle.rows(sql`SELECT id FROM accounts`)).length };
@@ -301,7 +301,7 @@ describe("refunds and disputes", () => {
     return m;
   }
 
-  it("takes a refunded pack's Tokens back with an adjustment row, partial refunds in proportion, once per event", async () => {
+  it("takes a refunded pack's Tokens back with an adjustment " + "row, partial refunds in proportion, once per event", async () => {
     const m = await boughtPack("pi_test_refund_1");
     const half = signedEvent("charge.refunded", refundedCharge({ paymentIntent: "pi_test_refund_1", amount: 2500, amountRefunded: 1250 }), { timestampS: nowS() });
     expect((await deliver(server.baseUrl, half)).status).toBe(200);
@@ -316,7 +316,7 @@ describe("refunds and disputes", () => {
     await expectLedgerHolds(m.accountId);
   });
 
-  it("never takes the balance below zero: the shortfall is recorded on the payment row and the ledger reason, and logged", async () => {
+  it("never takes the balance below zero: the shortfall is recorded " + "on the payment row and the ledger reason, and logged", async () => {
     const m = await boughtPack("pi_test_refund_2");
     // The member spent almost everything (an operator adjustment stands in for 14,990 calls).
     await server.db.handle.rows(sql`SELECT ledger_adjust(${m.accountId}::bigint, 'adjustment', -14990::bigint, 'spent (test)', 1500::bigint)`);

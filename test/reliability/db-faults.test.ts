@@ -21,7 +21,7 @@ import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { openDb, type DbHandle } from "../../src/db/client.ts";
 import { createAccount } from "../../src/accounts/accounts.ts";
 import { hashApiKey } from "../../src/accounts/api-key.ts";
-import { createChargeBatcher } from "../../src/billing/charge.ts";
+import { type ChargeResult, createChargeBatcher } from "../../src/billing/charge.ts";
 import { loadConfig } from "../../src/config.ts";
 import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
 import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
@@ -142,7 +142,7 @@ describe.runIf(usingPostgres)("database faults under load (one server process be
     await drop?.();
   });
 
-  it("cuts of every connection and terminated backends under load: only 200 or 503, and charges equal the 200s exactly", async () => {
+  it("cuts of every connection and terminated backends under load: " + "only 200 or 503, and charges equal the 200s exactly", async () => {
     const { accountId, apiKey } = await newAccount();
     const load = startLoad(server, apiKey, FULL ? 64 : 32, FULL ? 8 : 4);
     const rounds = FULL ? 60 : 12;
@@ -172,7 +172,7 @@ describe.runIf(usingPostgres)("database faults under load (one server process be
     expect(ledgerBalances(check)).toBe(true);
   });
 
-  it("the database unreachable for seconds: 503 while it is down, the internal /healthz says so, service resumes alone", async () => {
+  it("the database unreachable for seconds: 503 while it is down, " + "the internal /healthz says so, service resumes alone", async () => {
     const { accountId, apiKey } = await newAccount();
     const load = startLoad(server, apiKey, 32, 4);
     await sleep(500);
@@ -289,7 +289,7 @@ describe.runIf(usingPostgres)("a charge whose connection breaks before its answe
     const { accountId, keyHash, before } = await setup();
     const charge = createChargeBatcher(viaProxy, limits, { resolveWithinMs: 10_000, retryEveryMs: 50 });
     const lock = await lockAccount(accountId);
-    let result;
+    let result: ChargeResult | undefined;
     try {
       const call = charge(keyHash, Date.now());
       await blockedOnLock();
@@ -310,7 +310,7 @@ describe.runIf(usingPostgres)("a charge whose connection breaks before its answe
     expect(ledgerBalances(check)).toBe(true);
   });
 
-  it("not committed yet: the attempt is fenced off, the caller gets 503, and the statement can never commit later", async () => {
+  it("not committed yet: the attempt is fenced off, the caller " + "gets 503, and the statement can never commit later", async () => {
     const { accountId, keyHash } = await setup();
     const charge = createChargeBatcher(viaProxy, limits, { resolveWithinMs: 10_000, retryEveryMs: 50 });
     const lock = await lockAccount(accountId);

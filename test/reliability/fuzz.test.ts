@@ -79,11 +79,11 @@ function checkAnswer(answer: RawAnswer, what: string, budgetMs = 10_000): void {
   statuses.set(String(answer.status ?? answer.end), (statuses.get(String(answer.status ?? answer.end)) ?? 0) + 1);
   if (answer.status !== null && answer.status >= 500) throw new Error(`${what}: ${answer.status} ${answer.body.slice(0, 200)}`);
   if (answer.end === "timeout") throw new Error(`${what}: no answer and no close within ${budgetMs} ms`);
-  const leak = leakIn(answer.head + "\n" + answer.body);
+  const leak = leakIn(`${answer.head}\n${answer.body}`);
   if (leak) throw new Error(`${what}: answer leaks ${leak}: ${answer.body.slice(0, 300)}`);
 }
 
-const pctByte = fc.integer({ min: 0, max: 255 }).map((b) => "%" + b.toString(16).padStart(2, "0").toUpperCase());
+const pctByte = fc.integer({ min: 0, max: 255 }).map((b) => `%${b.toString(16).padStart(2, "0").toUpperCase()}`);
 const junk = fc.oneof(
   fc.string({ maxLength: 40 }).map(encodeURIComponent),
   fc.array(pctByte, { maxLength: 40 }).map((a) => a.join("")),
@@ -116,7 +116,7 @@ describe("REST surface", () => {
     const pathArb = fc.oneof(
       fc.constantFrom("/api/v1/signals", "/api/v1/signals/", "/API/V1/SIGNALS", "//api/v1/signals", "/api/v1/../v1/signals", "/signals.v1.SignalsService/GetSignals", "*", "/%00", "/..%2f..%2fetc/passwd", "http://evil/api/v1/signals", "/healthz", "/metrics"),
       fc.webPath(),
-      fc.array(pctByte, { maxLength: 30 }).map((a) => "/" + a.join("")),
+      fc.array(pctByte, { maxLength: 30 }).map((a) => `/${a.join("")}`),
     );
     await fc.assert(
       fc.asyncProperty(method, pathArb, async (m, p) => {
@@ -143,7 +143,9 @@ describe("REST surface", () => {
     await fc.assert(
       fc.asyncProperty(fc.array(fc.tuple(headerName, headerValue), { maxLength: FULL ? 400 : 120 }), fc.boolean(), async (headers, withKey) => {
         const lines = headers.map(([n, v]) => `${n}: ${v}`).join("\r\n");
-        const request = Buffer.from(`GET /api/v1/signals?symbols=BTC HTTP/1.1\r\nHost: x\r\n${withKey ? `x-api-key: ${apiKey}\r\n` : ""}${lines}${lines ? "\r\n" : ""}Connection: close\r\n\r\n`, "latin1");
+        const key = withKey ? `x-api-key: ${apiKey}\r\n` : "";
+        const head = `GET /api/v1/signals?symbols=BTC HTTP/1.1\r\nHost: x\r\n${key}${lines}${lines ? "\r\n" : ""}`;
+        const request = Buffer.from(`${head}Connection: close\r\n\r\n`, "latin1");
         const answer = await raw(server.port, request);
         checkAnswer(answer, `${headers.length} headers`);
         expect([200, 400, 401, 403, 422, 429, 431]).toContain(answer.status);
@@ -156,7 +158,7 @@ describe("REST surface", () => {
     const a = await raw(server.port, `GET /api/v1/signals HTTP/1.1\r\nHost: x\r\nx-api-key: ${apiKey}\r\n${many}\r\nConnection: close\r\n\r\n`);
     checkAnswer(a, "2,500 headers");
     expect(a.status).toBe(431);
-    const big = await raw(server.port, `GET /api/v1/signals HTTP/1.1\r\nHost: x\r\nx-api-key: ${apiKey}\r\nx-big: ${"q".repeat(64 * 1024)}\r\nConnection: close\r\n\r\n`);
+    const big = await raw(server.port, `GET /api/v1/signals HTTP/1.1\r\nHost: x\r\nx-api-key: ${apiKey}\r\nx-big: ` + `${"q".repeat(64 * 1024)}\r\nConnection: close\r\n\r\n`);
     checkAnswer(big, "64 KB header");
     expect(big.status).toBe(431);
     figures.headerSets = RUNS + 2;
@@ -165,9 +167,12 @@ describe("REST surface", () => {
   it("bodies where none belong: answered at once, and the connection does not stay open to swallow them", async () => {
     const cases = await Promise.all([
       raw(server.port, [`POST /api/v1/signals HTTP/1.1\r\nHost: x\r\nx-api-key: ${apiKey}\r\nContent-Length: 10000000000\r\n\r\n`, "x".repeat(1000)]),
-      raw(server.port, [`GET /api/v1/signals?symbols=BTC HTTP/1.1\r\nHost: x\r\nx-api-key: ${apiKey}\r\nContent-Length: 5000000\r\n\r\n`, Buffer.alloc(64 * 1024)]),
+      raw(server.port, [
+        `GET /api/v1/signals?symbols=BTC HTTP/1.1\r\nHost: x\r\nx-api-key: ${apiKey}\r\n` + `Content-Length: ${5_000_000}\r\n\r\n`,
+        Buffer.alloc(64 * 1024),
+      ]),
       raw(server.port, [`GET /nowhere HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n`, "ffffffff\r\n", Buffer.alloc(64 * 1024)]),
-      raw(server.port, `GET /api/v1/signals HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`),
+      raw(server.port, `GET /api/v1/signals HTTP/1.1\r\nHost: x\r\nContent-Length: ` + `5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`),
     ]);
     for (const [i, c] of cases.entries()) checkAnswer(c, `body case ${i}`);
     // A declared body over 64 KiB on a non-RPC path is refused before routing (413, not charged).
@@ -196,7 +201,8 @@ describe("Connect and gRPC surfaces", () => {
     await fc.assert(
       fc.asyncProperty(contentTypes, body, fc.boolean(), async (type, bytes, withKey) => {
         const path = `/${SignalsService.typeName}/${methods[0]!.name}`;
-        const head = `POST ${path} HTTP/1.1\r\nHost: x\r\n${type ? `Content-Type: ${type}\r\n` : ""}${withKey ? `x-api-key: ${apiKey}\r\n` : ""}Content-Length: ${bytes.length}\r\nConnection: close\r\n\r\n`;
+        const headers = `${type ? `Content-Type: ${type}\r\n` : ""}${withKey ? `x-api-key: ${apiKey}\r\n` : ""}`;
+        const head = `POST ${path} HTTP/1.1\r\nHost: x\r\n${headers}Content-Length: ${bytes.length}\r\nConnection: close\r\n\r\n`;
         const answer = await raw(server.port, Buffer.concat([Buffer.from(head), Buffer.from(bytes)]));
         checkAnswer(answer, `${type} ${bytes.length} bytes`);
         // gRPC-Web answers 200 with the status in a trailer frame: never internal or unknown.
@@ -234,7 +240,7 @@ describe("Connect and gRPC surfaces", () => {
     });
   }
 
-  it("random bytes, wrong content types, truncated frames and huge declared lengths over gRPC (HTTP/2): never INTERNAL or UNKNOWN", async () => {
+  it("random bytes, wrong content types, truncated frames and huge declared " + "lengths over gRPC (HTTP/2): never INTERNAL or UNKNOWN", async () => {
     const seen = new Map<string, number>();
     await fc.assert(
       fc.asyncProperty(fc.constantFrom("application/grpc", "application/grpc+proto", "application/grpc+json", "application/json", "application/octet-stream"), body, fc.boolean(), async (type, bytes, withKey) => {
@@ -253,7 +259,7 @@ describe("Connect and gRPC surfaces", () => {
     figures.grpcStatuses = Object.fromEntries(seen);
   });
 
-  it("the internal listener: every method of every internal service refuses random bytes without the token, and fails cleanly with it", async () => {
+  it("the internal listener: every method of every internal service refuses " + "random bytes without the token, and fails cleanly with it", async () => {
     const services = [AdminService, IngestService, SignalEventsService];
     const all = services.flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`));
     await fc.assert(
@@ -276,7 +282,7 @@ describe("Connect and gRPC surfaces", () => {
 });
 
 describe("slow and stuck clients", () => {
-  it("are cut within the configured timeouts: slowloris, trickled body, silent connections, unfinished HTTP/2 stream, stream flood, a client that never reads", async () => {
+  it("are cut within the configured timeouts: slowloris, trickled body, silent connections, " + "unfinished HTTP/2 stream, stream flood, a client that never reads", async () => {
     // Each bound is the configured timeout plus a margin for a loaded machine: both this process's
     // timers (which pace the slow clients) and the server's run late under load, by up to the
     // timeout again. A server that never cuts would keep these connections for 20 s.
@@ -290,7 +296,7 @@ describe("slow and stuck clients", () => {
       // One header byte every 250 ms: the header block never completes within HEADERS_TIMEOUT.
       raw(server.port, headerBytes, 20_000, 250),
       // Headers at once, then one body byte every 250 ms: REQUEST_TIMEOUT ends it.
-      raw(server.port, [`POST /signals.v1.SignalsService/GetSignals HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n`, ...Array(60).fill("{")], 20_000, 250),
+      raw(server.port, [`POST /signals.v1.SignalsService/GetSignals HTTP/1.1\r\nHost: x\r\nContent-Type: ` + `application/json\r\nContent-Length: 1000\r\n\r\n`, ...Array(60).fill("{")], 20_000, 250),
       // Connects and says nothing.
       raw(server.port, [], 20_000),
       // Two bytes of the HTTP/2 preface, then nothing.
@@ -339,7 +345,10 @@ describe("slow and stuck clients", () => {
       setTimeout(() => {
         socket.on("data", () => {});
         socket.resume();
-        setTimeout(() => (socket.destroy(), resolve("still open")), 3_000).unref();
+        setTimeout(() => {
+          socket.destroy();
+          resolve("still open");
+        }, 3_000).unref();
       }, IDLE_TIMEOUT_S * 1000 + slack).unref();
     });
 
@@ -359,7 +368,7 @@ describe("slow and stuck clients", () => {
 });
 
 describe("idle keep-alive connections", () => {
-  it("are kept for IDLE_TIMEOUT, as the Keep-Alive header announces, so that a client reusing one sooner is never cut off", async () => {
+  it("are kept for IDLE_TIMEOUT, as the Keep-Alive header announces, " + "so that a client reusing one sooner is never cut off", async () => {
     // The server closing first (Node's 5 s) reset requests sent as it closed ("socket hang up").
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     try {

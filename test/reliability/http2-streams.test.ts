@@ -33,7 +33,10 @@ beforeAll(async () => {
   // Every statement of the server goes through these two methods: the Watch probe is one `rows`.
   const handle = db.handle as { prepared: TestDb["handle"]["prepared"]; rows: TestDb["handle"]["rows"] };
   const rows = handle.rows.bind(handle);
-  handle.rows = ((query: never) => (statements++, rows(query))) as typeof handle.rows;
+  handle.rows = ((query: never) => {
+    statements++;
+    return rows(query);
+  }) as typeof handle.rows;
   server = await startTestServer({
     db,
     env: { IDLE_TIMEOUT: String(IDLE_S), GOAWAY_GRACE: String(GRACE_S), STREAM_MAX_LIFE: String(LIFE_S), STREAMS_PER_ADDRESS: String(STREAMS_PER_ADDRESS) },

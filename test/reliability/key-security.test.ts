@@ -69,7 +69,7 @@ describe("failed-key floods", () => {
 
   const rest = (key: string, agent: http.Agent) => httpGet(`${server.baseUrl}/api/v1/signals?symbols=BTC`, { "x-api-key": key }, agent);
 
-  it("one address, many distinct invalid keys: exactly the budget is answered 401, then 429 with Retry-After, not touching the database", async () => {
+  it("one address, many distinct invalid keys: exactly the budget is answered " + "401, then 429 with Retry-After, not touching the database", async () => {
     const flooder = agentFrom("127.0.0.10");
     expect((await rest(goodKey, flooder)).status).toBe(200);
     const statuses: number[] = [];
@@ -94,7 +94,7 @@ describe("failed-key floods", () => {
     other.destroy();
   });
 
-  it("the same over gRPC: UNAUTHENTICATED for the budget, then RESOURCE_EXHAUSTED with reason rate_limited", async () => {
+  it("the same over gRPC: UNAUTHENTICATED for the budget, " + "then RESOURCE_EXHAUSTED with reason rate_limited", async () => {
     const { transport, close } = grpcFrom(server.baseUrl, "127.0.0.12");
     const client = createClient(SignalsService, transport);
     const outcomes: string[] = [];
@@ -113,7 +113,7 @@ describe("failed-key floods", () => {
     figures.grpcFlood = { calls: outcomes.length, unauthenticated: LIMIT, resourceExhausted: 10 };
   });
 
-  it("a concurrent flood of 300 guesses: exactly the budget is answered 401 (counted in the database), then everything is 429", async () => {
+  it("a concurrent flood of 300 guesses: exactly the budget is answered " + "401 (counted in the database), then everything is 429", async () => {
     const flooder = new http.Agent({ keepAlive: true, localAddress: "127.0.0.13", maxSockets: 300 });
     const wave = await Promise.all(Array.from({ length: 300 }, () => rest(randomKey(), flooder)));
     const after = await Promise.all(Array.from({ length: 50 }, () => rest(randomKey(), flooder)));
@@ -139,7 +139,7 @@ async function scenario(
   const record = async (p: Promise<{ status: number }>) => statuses.push((await p).status);
   await record(get("/api/v1/signals?symbols=BTC,ETH&tf=1h", { "x-api-key": key }));
   await record(get("/api/v1/signals", { "x-api-key": randomKey() }));
-  await record(get("/api/v1/signals", { "x-api-key": key + "x" }));
+  await record(get("/api/v1/signals", { "x-api-key": `${key}x` }));
   await record(get("/api/v1/signals", { "x-api-key": key.toUpperCase() }));
   await record(get(`/api/v1/signals?api_key=${key}&symbols=${key}`, { "x-api-key": randomKey() }));
   await record(get("/api/v1/signals", { "x-api-key": key, "x-request-id": key }));
@@ -156,10 +156,13 @@ async function scenario(
   const sessions = new Http2SessionManager(target.baseUrl);
   const grpc = createClient(SignalsService, createGrpcTransport({ baseUrl: target.baseUrl, sessionManager: sessions }));
   await grpc.getSignals({ symbols: "ETH" }, { headers: { "x-api-key": key } });
-  await grpc.getSignals({ symbols: "ETH" }, { headers: { "x-api-key": key + "z" } }).catch(() => null);
+  await grpc.getSignals({ symbols: "ETH" }, { headers: { "x-api-key": `${key}z` } }).catch(() => null);
   sessions.abort();
   // Operator actions, through the CLI when there is one, else over AdminService: 402, 403, back.
-  const bearer: Interceptor = (next) => (req) => (req.header.set("authorization", `Bearer ${target.internalToken}`), next(req));
+  const bearer: Interceptor = (next) => (req) => {
+    req.header.set("authorization", `Bearer ${target.internalToken}`);
+    return next(req);
+  };
   const admin = createClient(AdminService, createConnectTransport({ baseUrl: target.internalUrl, httpVersion: "1.1", interceptors: [bearer] }));
   const id = BigInt(accountId);
   const shown = await admin.getAccount({ accountId: id });
@@ -231,7 +234,7 @@ describe(`keys never appear in logs (${usingPostgres ? "two server processes on 
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it("a full scenario through the CLI and every protocol leaves no key, key hash or internal token in any output", async () => {
+  it("a full scenario through the CLI and every protocol leaves " + "no key, key hash or internal token in any output", async () => {
     const cli = async (name: string, ...args: string[]) => {
       const result = await runCli(args, cliEnv);
       cliOutputs[`cli ${name} stdout`] = result.stdout;
@@ -328,11 +331,14 @@ describe("the internal listener", () => {
     return outcomes;
   }
 
-  it("refuses every method of AdminService, IngestService and SignalEventsService without the bearer token, or with a wrong one, over gRPC and Connect", async () => {
+  it("refuses every method of AdminService, IngestService and SignalEventsService " + "without the bearer token, or with a wrong one, over gRPC and Connect", async () => {
     let refused = 0;
     for (const service of [AdminService, IngestService, SignalEventsService]) {
       for (const token of [null, "wrong-token-but-long-enough", `${TEST_SERVER_TOKEN}x`, TEST_SERVER_TOKEN.slice(0, -1), `bearer ${TEST_SERVER_TOKEN}`]) {
-        const auth: Interceptor = (next) => (req) => (token !== null && req.header.set("authorization", token.startsWith("bearer ") ? token : `Bearer ${token}`), next(req));
+        const auth: Interceptor = (next) => (req) => {
+          if (token !== null) req.header.set("authorization", token.startsWith("bearer ") ? token : `Bearer ${token}`);
+          return next(req);
+        };
         const sessions = new Http2SessionManager(server.internalUrl);
         const outcomes = await callAll(service, createGrpcTransport({ baseUrl: server.internalUrl, sessionManager: sessions, interceptors: [auth] }));
         sessions.abort();
@@ -367,9 +373,13 @@ describe("the internal listener", () => {
     const reach = (port: number) =>
       new Promise<string>((resolve) => {
         const s = net.connect({ host: other, port });
-        s.once("connect", () => (s.destroy(), resolve("connected")));
+        const settle = (outcome: string) => {
+          s.destroy();
+          resolve(outcome);
+        };
+        s.once("connect", () => settle("connected"));
         s.once("error", (e: NodeJS.ErrnoException) => resolve(e.code ?? "error"));
-        setTimeout(() => (s.destroy(), resolve("timeout")), 3_000).unref();
+        setTimeout(() => settle("timeout"), 3_000).unref();
       });
     expect(await reach(server.internalPort)).not.toBe("connected");
     expect(await reach(server.port)).not.toBe("connected");

@@ -25,7 +25,7 @@ const DAILY_CAP = 1_300;
 type Json = Record<string, unknown>;
 const figures: Record<string, unknown> = {};
 
-describe.runIf(usingPostgres)(`${PROCESSES} server processes on one database, ${PROCESSES * PER_PROCESS} calls at once`, () => {
+describe.runIf(usingPostgres)(`${PROCESSES} server processes on one database, ` + `${PROCESSES * PER_PROCESS} calls at once`, () => {
   let drop: (() => Promise<void>) | null = null;
   let db: DbHandle;
   const servers: ServerProcess[] = [];
@@ -103,7 +103,7 @@ describe.runIf(usingPostgres)(`${PROCESSES} server processes on one database, ${
     console.log(`[reliability figures] multi-process ${JSON.stringify(figures)}`);
   });
 
-  it("1,000 Tokens, 2,000 calls across 4 processes: exactly 1,000 charged (each balance seen once), the rest 402", async () => {
+  it("1,000 Tokens, 2,000 calls across 4 processes: exactly " + "1,000 charged (each balance seen once), the rest 402", async () => {
     await awayFromMytMidnight(120_000);
     const { accountId, apiKey } = await newAccount(1_000);
     spent = { accountId, apiKey };
@@ -147,7 +147,7 @@ describe.runIf(usingPostgres)(`${PROCESSES} server processes on one database, ${
     expect(check.charges).toBe(DAILY_CAP);
   });
 
-  it("a key regenerated on one process is refused by every process from the moment the regeneration commits", async () => {
+  it("a key regenerated on one process is refused by every " + "process from the moment the regeneration commits", async () => {
     const { accountId, apiKey } = await newAccount();
     const stamped: Array<{ process: number; startedAt: number; status: number }> = [];
     let stop = false;
@@ -196,7 +196,7 @@ describe.runIf(usingPostgres)(`${PROCESSES} server processes on one database, ${
     expect(ledgerBalances(check)).toBe(true);
   });
 
-  it("a subscription ended on one process is refused everywhere at the next call, and a renewal works everywhere at once", async () => {
+  it("a subscription ended on one process is refused everywhere " + "at the next call, and a renewal works everywhere at once", async () => {
     const { accountId, apiKey } = await newAccount();
     expect((await Promise.all(servers.map((s) => call(s, apiKey)))).map((a) => a.status)).toEqual([200, 200, 200, 200]);
     await adminOn(servers[1]!).setSubscription({ accountId, until: new Date(Date.now() - 1_000).toISOString() });
@@ -209,7 +209,7 @@ describe.runIf(usingPostgres)(`${PROCESSES} server processes on one database, ${
     expect(check.charges).toBe(8);
   });
 
-  it("the same Idempotency-Key sent to all 4 processes at once: one charge per key and byte-identical answers", async () => {
+  it("the same Idempotency-Key sent to all 4 processes at " + "once: one charge per key and byte-identical answers", async () => {
     const { accountId, apiKey } = await newAccount();
     const keys = FULL ? 100 : 25;
     const copiesPerProcess = 3;

@@ -74,7 +74,7 @@ describe.runIf(usingPostgres)("kill -9 of a server under load, then a restart", 
     await drop?.();
   });
 
-  it("every 200 has its charge, no charge without a call that reached a server, and idempotent retries charge once", async () => {
+  it("every 200 has its charge, no charge without a call that " + "reached a server, and idempotent retries charge once", async () => {
     const admin = adminOf(running[1]!);
     const plain = await admin.createAccount({ email: "plain@example.test", plan: "node" });
     const idem = await admin.createAccount({ email: "idem@example.test", plan: "node" });
@@ -191,13 +191,16 @@ function tailEvents(internalUrl: string) {
 function connectRefused(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect(port, "127.0.0.1");
-    socket.once("connect", () => (socket.destroy(), resolve(false)));
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(false);
+    });
     socket.once("error", (err: NodeJS.ErrnoException) => resolve(err.code === "ECONNREFUSED"));
   });
 }
 
 describe("SIGTERM drains", () => {
-  it.runIf(usingPostgres)("in-flight calls finish with their answers, new connections are refused, event streams end UNAVAILABLE, exit 0 within 12 s", async () => {
+  it.runIf(usingPostgres)("in-flight calls finish with their answers, new connections are " + "refused, event streams end UNAVAILABLE, exit 0 within 12 s", async () => {
     const database = await createPostgresDatabase();
     const env = childEnv({ ...ENV, DATABASE_URL: database.url, PORT: "0", INTERNAL_PORT: "0" });
     const server = await start(env);
@@ -250,7 +253,7 @@ describe("SIGTERM drains", () => {
     }
   });
 
-  it.runIf(usingPostgres)("calls still stuck when the 10 s grace ends are cut off, and the process still exits 0 within 12 s", async () => {
+  it.runIf(usingPostgres)("calls still stuck when the 10 s grace ends are cut " + "off, and the process still exits 0 within 12 s", async () => {
     const database = await createPostgresDatabase();
     const env = childEnv({ ...ENV, DATABASE_URL: database.url, PORT: "0", INTERNAL_PORT: "0" });
     const server = await start(env);
@@ -292,7 +295,7 @@ describe("SIGTERM drains", () => {
     }
   });
 
-  it("on the embedded database too: streams end UNAVAILABLE, new connections are refused, calls under way are answered, exit 0 within 12 s", async () => {
+  it("on the embedded database too: streams end UNAVAILABLE, new connections " + "are refused, calls under way are answered, exit 0 within 12 s", async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), "signals-drain-"));
     const env = childEnv({ ...ENV, DATA_DIR: dataDir, PORT: "0", INTERNAL_PORT: "0", DEMO_FEED: "false" });
     const server = await start(env);

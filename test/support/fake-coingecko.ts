@@ -32,7 +32,7 @@ export async function startFakeCoinGecko(plan: "demo" | "pro", key: string, mark
     if (req.path === "/api/v3/coins/markets") {
       if (limited > 0) {
         limited--;
-        return json(429, { status: { error_code: 429, error_message: "You've exceeded the Rate Limit. Please visit https://www.coingecko.com/en/api/pricing to subscribe to our API plans for higher rate limits." } }, { "retry-after": String(retryAfter) });
+        return json(429, { status: { error_code: 429, error_message: "You've exceeded the Rate Limit. Please visit https://www.coingecko.com/en/api/pricing " + "to subscribe to our API plans for higher rate limits." } }, { "retry-after": String(retryAfter) });
       }
       if (req.query.get("vs_currency") !== "usd") return json(400, { error: "invalid vs_currency" });
       const ids = (req.query.get("ids") ?? "").split(",");

@@ -24,7 +24,7 @@ export async function startFakeFred(apiKey: string, series: Record<string, FakeS
   const state = { today };
   const fake = await startFakeHttp((req) => {
     if (req.query.get("api_key") !== apiKey) {
-      return json(400, { error_code: 400, error_message: "Bad Request.  The value for variable api_key is not registered.  Read https://fred.stlouisfed.org/docs/api/api_key.html for more information." });
+      return json(400, { error_code: 400, error_message: "Bad Request.  The value for variable api_key is not registered.  Read " + "https://fred.stlouisfed.org/docs/api/api_key.html for more information." });
     }
     if (req.query.get("file_type") !== "json") return { status: 200, body: "<xml/>", headers: { "content-type": "text/xml" } };
     const id = req.query.get("series_id") ?? "";

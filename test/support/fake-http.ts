@@ -39,9 +39,15 @@ export async function startFakeHttp(handle: (req: RecordedRequest) => FakeAnswer
       res.end(answer.body ?? "");
     };
     if (!answer.delayMs) return send();
-    const timer = setTimeout(() => (pending.delete(timer), send()), answer.delayMs);
+    const timer = setTimeout(() => {
+      pending.delete(timer);
+      send();
+    }, answer.delayMs);
     pending.add(timer);
-    res.on("close", () => (clearTimeout(timer), pending.delete(timer)));
+    res.on("close", () => {
+      clearTimeout(timer);
+      pending.delete(timer);
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;

@@ -33,7 +33,7 @@ export async function startFakeNews(): Promise<FakeNews> {
       if (!route) return { status: 404, body: "not found" };
       const status = route.status ?? 200;
       const headers: Record<string, string> = { "content-type": route.contentType ?? "application/rss+xml; charset=utf-8" };
-      if (route.etag) headers["etag"] = route.etag;
+      if (route.etag) headers.etag = route.etag;
       if (route.lastModified) headers["last-modified"] = route.lastModified;
       Object.assign(headers, route.headers);
       // Conditional GET as RFC 9110 says: If-None-Match wins over If-Modified-Since.
@@ -55,12 +55,14 @@ export async function startFakeNews(): Promise<FakeNews> {
 
 /** An RSS 2.0 document with the given items (raw XML of each <item>). */
 export function rss(title: string, items: string[]): string {
-  return `<?xml version="1.0" encoding="UTF-8"?>\n<rss version="2.0"><channel><title>${title}</title><link>https://publisher.example/</link><description>fake</description>${items.join("")}</channel></rss>`;
+  const channel = `<title>${title}</title><link>https://publisher.example/</link><description>fake</description>`;
+  return `<?xml version="1.0" encoding="UTF-8"?>\n<rss version="2.0"><channel>${channel}${items.join("")}</channel></rss>`;
 }
 
 /** An Atom 1.0 document with the given entries (raw XML of each <entry>). */
 export function atom(title: string, entries: string[]): string {
-  return `<?xml version="1.0" encoding="utf-8"?>\n<feed xmlns="http://www.w3.org/2005/Atom"><title>${title}</title><id>urn:fake:${title}</id><updated>2026-11-15T02:00:00Z</updated>${entries.join("")}</feed>`;
+  const head = `<title>${title}</title><id>urn:fake:${title}</id><updated>2026-11-15T02:00:00Z</updated>`;
+  return `<?xml version="1.0" encoding="utf-8"?>\n<feed xmlns="http://www.w3.org/2005/Atom">${head}${entries.join("")}</feed>`;
 }
 
 /** A JSON Feed 1.1 document. */

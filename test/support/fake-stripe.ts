@@ -2,8 +2,9 @@
  * A local fake of the parts of Stripe's API this service calls: a real HTTP server the
  * `stripe` client reaches through STRIPE_API_BASE. It answers POST /v1/customers,
  * POST /v1/checkout/sessions and POST /v1/billing_portal/sessions, and (for `signals doctor`)
- * GET /v1/prices/<id> and GET /v1/webhook_endpoints, in Stripe's documented object shapes, records every request (form-encoded bodies as flat `metadata[account_id]`
- * keys, and the headers), and serves a stand-in hosted checkout page at each session's url.
+ * GET /v1/prices/<id> and GET /v1/webhook_endpoints, in Stripe's documented object shapes, records every request
+ * (form-encoded bodies as flat `metadata[account_id]` keys, and the headers), and serves a stand-in hosted checkout
+ * page at each session's url.
  * `fail(n)` makes the next n API calls answer 500 (an outage).
  *
  * Webhook events in Stripe's shapes and signed as Stripe signs them are built by the helpers
@@ -91,7 +92,8 @@ export async function startFakeStripe(): Promise<FakeStripe> {
     const url = new URL(req.url ?? "/", "http://fake.invalid");
     if (req.method === "GET" && /^\/(c\/pay|p\/session)\//.test(url.pathname)) {
       res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
-      res.end(`<!doctype html><title>Stripe test checkout</title><h1 id="fake-stripe">Stripe test page</h1><p>${url.pathname}</p>`);
+      const page = '<!doctype html><title>Stripe test checkout</title><h1 id="fake-stripe">Stripe test page</h1>';
+      res.end(`${page}<p>${url.pathname}</p>`);
       return;
     }
     const raw = await readBody(req);

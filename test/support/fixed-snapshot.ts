@@ -11,7 +11,7 @@ export function fixedSnapshot(readings: Record<string, SignalReading>, known: st
     lookup(symbol: string, tf: Timeframe): SnapshotLookup {
       const reading = readings[`${symbol}/${tf}`];
       if (reading) return { ok: true, reading };
-      const isKnown = known.includes(symbol) || Object.keys(readings).some((k) => k.startsWith(symbol + "/"));
+      const isKnown = known.includes(symbol) || Object.keys(readings).some((k) => k.startsWith(`${symbol}/`));
       return { ok: false, reason: isKnown ? "no_data" : "unknown_symbol" };
     },
   };

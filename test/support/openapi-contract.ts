@@ -75,5 +75,5 @@ export function expectMatchesOpenApi(method: string, url: string, answer: RestAn
   const validate = ajv.getSchema(schemaRef);
   expect(validate, schemaRef).toBeDefined();
   const ok = validate!(answer.body);
-  expect(ok, `${method} ${path} ${status}: ${JSON.stringify(validate!.errors?.slice(0, 3))} in ${JSON.stringify(answer.body).slice(0, 300)}`).toBe(true);
+  expect(ok, `${method} ${path} ${status}: ${JSON.stringify(validate!.errors?.slice(0, 3))} ` + `in ${JSON.stringify(answer.body).slice(0, 300)}`).toBe(true);
 }

@@ -24,7 +24,9 @@ const INTEGER_SCALARS = new Set([ScalarType.INT32, ScalarType.INT64, ScalarType.
 
 const typeOf = (v: unknown) => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v);
 
-/** Asserts that `value` is the REST JSON of a message of `schema`; returns how many nulls it saw per path (coverage). */
+/**
+ * Asserts that `value` is the REST JSON of a message of `schema`; returns how many nulls it saw per path (coverage).
+ */
 export function expectProtoJson(value: unknown, schema: DescMessage, path = schema.name, seen: Map<string, Set<string>> = new Map()): Map<string, Set<string>> {
   expect(typeOf(value), path).toBe("object");
   const object = value as Record<string, unknown>;
@@ -54,7 +56,7 @@ export function expectProtoJson(value: unknown, schema: DescMessage, path = sche
 
 /** Every JSON object key in a value, recursively. */
 export function jsonKeys(value: unknown, into: Set<string> = new Set()): Set<string> {
-  if (Array.isArray(value)) value.forEach((v) => jsonKeys(v, into));
+  if (Array.isArray(value)) for (const v of value) jsonKeys(v, into);
   else if (value !== null && typeof value === "object") {
     for (const [k, v] of Object.entries(value)) {
       into.add(k);

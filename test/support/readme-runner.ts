@@ -85,7 +85,7 @@ function binanceMonthCsv(): string {
     const t = start + i * 3_600_000;
     rows.push([t, open.toFixed(4), high.toFixed(4), low.toFixed(4), close.toFixed(4), "1834567.2", t + 3_599_999, "827113.12", 4312, "912345.1", "411234.5", "0"].join(","));
   }
-  return rows.join("\n") + "\n";
+  return `${rows.join("\n")}\n`;
 }
 
 /** A deterministic 15m series for the fake exchange. */

@@ -20,7 +20,7 @@ export interface TestDb {
 /** URL of the same server with another database name. */
 export function withDatabase(url: string, name: string): string {
   const u = new URL(url);
-  u.pathname = "/" + name;
+  u.pathname = `/${name}`;
   return u.toString();
 }
 

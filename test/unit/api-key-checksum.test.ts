@@ -45,7 +45,7 @@ describe("API key checksum", () => {
 
   it("random strings of the right shape almost never pass (CRC-32: 1 in 2^32)", () => {
     let passed = 0;
-    for (let i = 0; i < 5_000; i++) if (isWellFormedApiKey(generateApiKey().slice(0, -6) + "000000")) passed++;
+    for (let i = 0; i < 5_000; i++) if (isWellFormedApiKey(`${generateApiKey().slice(0, -6)}000000`)) passed++;
     expect(passed).toBeLessThanOrEqual(1);
   });
 

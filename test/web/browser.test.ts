@@ -313,7 +313,7 @@ describe.skipIf(!chromiumAvailable)("web pages in headless Chromium", () => {
       const chartUrl = `${server.baseUrl}/charts/BTC?tf=1d`;
       const navigations: Promise<{ cookie: boolean }>[] = [];
       other.on("request", (r) => {
-        if (r.url() === chartUrl && r.isNavigationRequest()) navigations.push(r.allHeaders().then((h) => ({ cookie: (h["cookie"] ?? "").includes("sid=") })));
+        if (r.url() === chartUrl && r.isNavigationRequest()) navigations.push(r.allHeaders().then((h) => ({ cookie: (h.cookie ?? "").includes("sid=") })));
       });
       await other.goto("http://elsewhere.test/alert");
       await other.click("#go");

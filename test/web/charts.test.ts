@@ -89,7 +89,7 @@ describe.runIf(chromiumAvailable && realCandlesAvailable)("chart page and /track
       }, c[0]!);
       await page.mouse.move(point.x, point.y);
       const openTimeMs = (c[0]! - 8 * 3600) * 1000;
-      const expected = `${formatMyt(openTimeMs)} \u00b7 O ${formatPrice(c[1]!)} \u00b7 H ${formatPrice(c[2]!)} \u00b7 L ${formatPrice(c[3]!)} \u00b7 C ${formatPrice(c[4]!)} \u00b7 V ${volumeFormat.format(c[5]!)}`;
+      const expected = `${formatMyt(openTimeMs)} \u00b7 O ${formatPrice(c[1]!)} \u00b7 H ${formatPrice(c[2]!)} \u00b7 ` + `L ${formatPrice(c[3]!)} \u00b7 C ${formatPrice(c[4]!)} \u00b7 V ${volumeFormat.format(c[5]!)}`;
       await expect.poll(() => page.locator("#chart-readout").textContent()).toBe(expected);
     }
     expect(await page.locator("#chart-readout").textContent()).toMatch(/^\d{1,2} [A-Z][a-z]{2} 20\d\d \d\d:\d\d MYT · O \d{1,3}(,\d{3})+\.\d{2} /);
@@ -157,7 +157,7 @@ describe.runIf(chromiumAvailable && realCandlesAvailable)("chart page and /track
     expect(await page.getByRole("link", { name: "1d", exact: true }).getAttribute("href")).toBe("/charts/BTC?tf=1d&fee=0.5");
   });
 
-  it("shows /track-record without a session: the live record with its stated costs, not the chart page's backtest", async () => {
+  it("shows /track-record without a session: the live record " + "with its stated costs, not the chart page's backtest", async () => {
     const visitor = await browser.newContext();
     const v = await visitor.newPage();
     expect((await v.goto(`${server.baseUrl}/track-record`))!.status()).toBe(200);

@@ -17,7 +17,6 @@ import { WebClient } from "../support/web-client.ts";
 
 const H = 3_600_000;
 const Q = 15 * 60_000;
-const ANCHOR = Date.UTC(2026, 0, 1);
 
 describe("demo and real coins on one server's pages", () => {
   let server: TestServer;
@@ -85,7 +84,7 @@ describe("demo and real coins on one server's pages", () => {
     expect(movers.volume_leaders.map((m) => m.symbol)).toEqual(["BTC"]);
   });
 
-  it("the landing page's example comes from the real coin and its headline from the public live record, real data only", async () => {
+  it("the landing page's example comes from the real coin and " + "its headline from the public live record, real data only", async () => {
     const body = await (await fetch(`${server.baseUrl}/`)).text();
     const example = JSON.parse(body.match(/<pre class="code" tabindex="0" id="example-answer"><code>([\s\S]*?)<\/code><\/pre>/)![1]!.replaceAll("&quot;", '"')) as { signals: Array<Record<string, unknown>> };
     expect(example.signals[0]).toMatchObject({ symbol: "BTC", ok: true });

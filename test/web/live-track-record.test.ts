@@ -103,16 +103,19 @@ describe.runIf(realCandlesAvailable)("the live record on /track-record", () => {
     await server?.close();
   });
 
-  it("shows everyone the figures of a replay of the stored live events (ended ones), and none of the imported history", async () => {
+  it("shows everyone the figures of a replay of the stored live " + "events (ended ones), and none of the imported history", async () => {
     const page = await member.get("/track-record");
     expect(page.status).toBe(200);
     let compared = 0;
     for (const coin of ["BTC", "ETH"]) {
       for (const tf of ["1h", "4h"]) {
         const events = (await server.db.handle.rows<{ signal: string; price: number; defense: number | null; t: string | number; live: boolean }>(sql`
-          SELECT signal, price, defense, candle_open_time AS t, live FROM signal_events WHERE symbol = ${coin} AND tf = ${tf} ORDER BY candle_open_time, seq`)).map((e) => ({ ...e, t: Number(e.t), live: e.live === true }));
+          SELECT signal, price, defense, candle_open_time AS t, live FROM signal_events WHERE symbol = ${coin}
+          AND tf = ${tf} ORDER BY candle_open_time,
+          seq`)).map((e) => ({ ...e, t: Number(e.t), live: e.live === true }));
         const candles = (await server.db.handle.rows<{ t: string | number; open: number; close: number }>(sql`
-          SELECT open_time AS t, open, close FROM candles WHERE symbol = ${coin} AND tf = ${tf} AND closed ORDER BY open_time`)).map((c) => ({ ...c, t: Number(c.t) }));
+          SELECT open_time AS t, open, close FROM candles WHERE symbol = ${coin} AND tf = ${tf} AND closed
+          ORDER BY open_time`)).map((c) => ({ ...c, t: Number(c.t) }));
         expect(events.some((e) => !e.live), `${coin} ${tf} has imported events`).toBe(true);
         // The public page stands just before the signal in force 24 hours ago began (the entitlement rule).
         const tfMs = tf === "1h" ? H : 4 * H;
@@ -138,7 +141,7 @@ describe.runIf(realCandlesAvailable)("the live record on /track-record", () => {
     expect(compared).toBeGreaterThan(10);
   });
 
-  it("shows the record cut 24 hours back to anyone, signed in or not, with the confidence per timeframe and the method", async () => {
+  it("shows the record cut 24 hours back to anyone, signed in " + "or not, with the confidence per timeframe and the method", async () => {
     const body = await (await fetch(`${server.baseUrl}/track-record`)).text();
     const expected = computeLiveRecord(await loadLiveInputs(server.db.handle), server.clock());
     for (const s of expected.series) {
@@ -160,7 +163,7 @@ describe.runIf(realCandlesAvailable)("the live record on /track-record", () => {
     expect(body).toContain("Wilson");
   });
 
-  it("lets only a signed-in member download the signal log; it verifies and ends at the page's newest chain head", async () => {
+  it("lets only a signed-in member download the signal log; " + "it verifies and ends at the page's newest chain head", async () => {
     const anonymous = await fetch(`${server.baseUrl}/track-record/log.jsonl`, { redirect: "manual" });
     expect(anonymous.status).toBe(303);
     expect(anonymous.headers.get("location")).toBe(`/signin?next=${encodeURIComponent("/track-record/log.jsonl")}`);

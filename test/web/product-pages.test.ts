@@ -89,7 +89,7 @@ describe.skipIf(!chromiumAvailable)("the product pages in a browser", () => {
     await Promise.all([page.waitForURL(`${server.baseUrl}/account`), page.getByRole("button", { name: "Sign in" }).click()]);
   }
 
-  it("landing → pricing → sign-up → mailed link → sign in → subscribe → key → the page's curl line makes a paid call", async () => {
+  it("landing → pricing → sign-up → mailed link → sign in → subscribe " + "→ key → the page's curl line makes a paid call", async () => {
     const { context, problems } = await strictContext();
     const page = await context.newPage();
     await page.goto(`${server.baseUrl}/`);

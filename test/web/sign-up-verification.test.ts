@@ -66,7 +66,7 @@ describe("sign-up answers the same whether or not the email has an account", () 
     const forTaken = await postSignUp(client(), taken);
     const takenMs = performance.now() - started;
     const afterTaken = await hashesHashed();
-    console.log(`[reliability figures] sign-up answer ms: new email ${Math.round(freshMs)}, taken email ${Math.round(takenMs)}`);
+    console.log(`[reliability figures] sign-up answer ms: new email ${Math.round(freshMs)}, ` + `taken email ${Math.round(takenMs)}`);
 
     expect(forFresh.status).toBe(200);
     expect(forTaken.status).toBe(200);
@@ -89,7 +89,7 @@ describe("sign-up answers the same whether or not the email has an account", () 
 });
 
 describe("an unconfirmed account", () => {
-  it("cannot subscribe, buy or make a key (403 email_unverified, nothing changes) until its link is used once", async () => {
+  it("cannot subscribe, buy or make a key (403 email_unverified, " + "nothing changes) until its link is used once", async () => {
     const email = `unconfirmed-${DB_SUFFIX}@example.test`;
     const web = client();
     expect((await postSignUp(web, email)).status).toBe(200);

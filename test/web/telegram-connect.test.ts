@@ -300,7 +300,7 @@ describe("Connect Telegram through the webhook (TELEGRAM_UPDATES=webhook)", () =
     expect(JSON.parse(mine.body)).toEqual({ connected: true });
   });
 
-  it("lets a member send at most 5 test alerts in 10 minutes; the 6th is refused with 429 and sends nothing", async () => {
+  it("lets a member send at most 5 test alerts in 10 minutes; " + "the 6th is refused with 429 and sends nothing", async () => {
     const sent = telegram.received.length;
     for (let i = 1; i <= TEST_ALERT_THROTTLE.perEmail; i++) {
       const res = await client.post("/account/telegram/test", { csrf_token: csrfTokenOf((await client.get("/account")).body) });

@@ -97,7 +97,7 @@ describe.runIf(realCandlesAvailable)("public track record and the chart page's b
     await server?.close();
   });
 
-  it("answers with no session and no Token, stating the live record's costs and linking the method on the page; no backtest is mixed in", async () => {
+  it("answers with no session and no Token, stating the live record's costs " + "and linking the method on the page; no backtest is mixed in", async () => {
     const res = await fetch(`${server.baseUrl}/track-record`);
     expect(res.status).toBe(200);
     const body = await res.text();
@@ -118,7 +118,7 @@ describe.runIf(realCandlesAvailable)("public track record and the chart page's b
     expect(atFee.headers.get("location")).toBe(`/signin?next=${encodeURIComponent("/charts/BTC?tf=1h&fee=0.2")}`);
   });
 
-  it("the chart page's backtest counts the signals that ended at least 24 h ago for a member without current access; a paid member's has them all", async () => {
+  it("the chart page's backtest counts the signals that ended at least 24 h " + "ago for a member without current access; a paid member's has them all", async () => {
     for (const tf of ["1h", "4h", "1d"] as const) {
       const fresh = (await loadChartData(server.db.handle, "BTC", tf))!;
       const ended = expectedFigures(endedBacktest(fresh, tf, server.clock()));
@@ -164,7 +164,7 @@ describe.runIf(realCandlesAvailable)("public track record and the chart page's b
     expect(await computations("1h")).toBe(counted + 1);
   });
 
-  it("shows no banner while the feed is live, and a stale banner once no update came for the staleness limit", async () => {
+  it("shows no banner while the feed is live, and a stale " + "banner once no update came for the staleness limit", async () => {
     expect((await member.get("/charts/BTC?tf=1h")).body).not.toContain("stale-banner");
     server.clock.advance(server.config.staleAfterMs + 1000);
     const page = await member.get("/charts/BTC?tf=4h");
@@ -185,7 +185,7 @@ describe.runIf(realCandlesAvailable)("public track record and the chart page's b
     expect(Number(one.total.replace(/[^\d.]/g, "")) * (one.total.startsWith("+") ? 1 : -1)).toBeLessThan(Number(zero.total.replace(/[^\d.]/g, "")) * (zero.total.startsWith("+") ? 1 : -1));
   });
 
-  it("a fee between the allowed ones answers 303 to the nearest one's page; 200 distinct fees only ever show an allowed fee", async () => {
+  it("a fee between the allowed ones answers 303 to the nearest one's " + "page; 200 distinct fees only ever show an allowed fee", async () => {
     const at = await member.get("/charts/BTC?tf=4h&fee=0.13");
     expect(at.status).toBe(303);
     expect(at.headers.location).toBe("/charts/BTC?tf=4h");

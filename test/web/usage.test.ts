@@ -48,7 +48,8 @@ describe.skipIf(!chromiumAvailable)("usage over time and key facts on the accoun
   /** The member's ledger as stored, oldest first. */
   async function ledgerRows(): Promise<DbRow[]> {
     const rows = await server.db.handle.rows<{ id: string | number; kind: string; at: string | number; tokens: string | number; reason: string | null }>(sql`
-      SELECT id, kind, floor(extract(epoch FROM created_at) * 1000)::float8 AS at, grant_delta + pack_delta AS tokens, reason
+      SELECT id, kind, floor(extract(epoch FROM created_at) * 1000)::float8 AS at, grant_delta + pack_delta AS tokens,
+      reason
         FROM ledger_entries WHERE account_id = ${accountId} ORDER BY id`);
     return rows.map((r) => ({ id: Number(r.id), kind: r.kind, at: Number(r.at), tokens: Number(r.tokens), reason: r.reason }));
   }
@@ -84,21 +85,24 @@ describe.skipIf(!chromiumAvailable)("usage over time and key facts on the accoun
     const other = await server.account({ email: "olga.other@example.test" });
     const now = server.clock();
     for (let d = 40; d >= 1; d--) {
-      const dayStart = Date.parse(mytDay(now - d * DAY) + "T00:00:00+08:00");
+      const dayStart = Date.parse(`${mytDay(now - d * DAY)}T00:00:00+08:00`);
       const calls = d % 4 === 0 ? 0 : (d * 13) % 17;
       if (calls > 0) {
         await server.db.handle.rows(sql`
           INSERT INTO ledger_entries (account_id, kind, grant_delta, pack_delta, grant_after, pack_after, created_at)
-          SELECT ${accountId}, 'charge', -1, 0, 9000, 0, ${new Date(dayStart + 3_600_000).toISOString()}::timestamptz + g * interval '1 minute'
+          SELECT ${accountId}, 'charge', -1, 0, 9000, 0, ${new Date(dayStart + 3_600_000).toISOString()}::timestamptz +
+          g * interval '1 minute'
             FROM generate_series(0, ${calls - 1}) AS g`);
       }
       if (d === 9) {
         await server.db.handle.rows(sql`INSERT INTO ledger_entries (account_id, kind, grant_delta, pack_delta, grant_after, pack_after, reason, created_at)
-          VALUES (${accountId}, 'pack', 0, 5000, 9000, 5000, ${'Stripe pack "5,000", paid'}, ${new Date(dayStart + 5 * 3_600_000).toISOString()}::timestamptz)`);
+          VALUES (${accountId}, 'pack', 0, 5000, 9000, 5000, ${'Stripe pack "5,000", paid'},
+          ${new Date(dayStart + 5 * 3_600_000).toISOString()}::timestamptz)`);
       }
       if (d % 5 === 0) {
         await server.db.handle.rows(sql`INSERT INTO ledger_entries (account_id, kind, grant_delta, pack_delta, grant_after, pack_after, created_at)
-          VALUES (${other.accountId}, 'charge', -1, 0, 9000, 0, ${new Date(dayStart + 7_200_000).toISOString()}::timestamptz)`);
+          VALUES (${other.accountId}, 'charge', -1, 0, 9000, 0,
+          ${new Date(dayStart + 7_200_000).toISOString()}::timestamptz)`);
       }
     }
     // And three real calls today.
@@ -150,7 +154,7 @@ describe.skipIf(!chromiumAvailable)("usage over time and key facts on the accoun
     await page.screenshot({ path: path.join(RESULTS_DIR, `account-usage-${DB_SUFFIX}.png`), fullPage: true });
   });
 
-  it("shows each day's charges as one ledger line, grants and packs as their own, and pages through all of it", async () => {
+  it("shows each day's charges as one ledger line, grants " + "and packs as their own, and pages through all of it", async () => {
     const byDay = await callsByDay();
     const stored = await ledgerRows();
     const seenDays: string[] = [];
@@ -163,7 +167,7 @@ describe.skipIf(!chromiumAvailable)("usage over time and key facts on the accoun
       for (const line of lines) {
         if (line.type === "charges") {
           const calls = Number(line.cells[1]!.replace(/ API calls?$/, "").replace(/,/g, ""));
-          const day = [...byDay.keys()].find((d) => line.cells[0] === `${Number(d.slice(8))} ${new Date(d + "T00:00:00Z").toLocaleString("en-US", { month: "short", timeZone: "UTC" })} ${d.slice(0, 4)}`)!;
+          const day = [...byDay.keys()].find((d) => line.cells[0] === `${Number(d.slice(8))} ${new Date(`${d}T00:00:00Z`).toLocaleString("en-US", { month: "short", timeZone: "UTC" })} ${d.slice(0, 4)}`)!;
           expect(day, line.cells[0]).toBeDefined();
           expect(calls, day).toBe(byDay.get(day));
           expect(line.cells[2]).toBe(`\u2212${calls}`);
@@ -220,7 +224,7 @@ describe.skipIf(!chromiumAvailable)("usage over time and key facts on the accoun
     expect(anonymous.headers.get("location")).toBe("/signin?next=%2Faccount%2Fledger.csv");
   });
 
-  it("shows when the key was made and last used; last used moves after calls, written once per window, not per call", async () => {
+  it("shows when the key was made and last used; last used moves " + "after calls, written once per window, not per call", async () => {
     await page.goto(`${server.baseUrl}/account`);
     const [key] = await server.db.handle.rows<{ created: string | number }>(
       sql`SELECT floor(extract(epoch FROM created_at) * 1000)::float8 AS created FROM api_keys WHERE account_id = ${accountId} AND revoked_at IS NULL`,
@@ -228,7 +232,11 @@ describe.skipIf(!chromiumAvailable)("usage over time and key facts on the accoun
     expect(await page.locator("#key-created").textContent()).toBe(formatMyt(Number(key!.created)));
     // The three calls of beforeAll, written by now (the window is short here).
     const first = formatMyt(server.clock());
-    await waitFor(async () => (await page.reload(), (await page.locator("#key-last-used").textContent())!.startsWith(first)), 10_000, "the first last-used time", 250);
+    const lastUsedShows = async (time: string) => {
+      await page.reload();
+      return (await page.locator("#key-last-used").textContent())!.startsWith(time);
+    };
+    await waitFor(() => lastUsedShows(first), 10_000, "the first last-used time", 250);
 
     // 50 calls, ten minutes later: the time moves, and the calls made no write each.
     server.clock.advance(10 * 60_000);
@@ -238,7 +246,7 @@ describe.skipIf(!chromiumAvailable)("usage over time and key facts on the accoun
     const callsMs = Date.now() - started;
     const later = formatMyt(server.clock());
     expect(later).not.toBe(first);
-    await waitFor(async () => (await page.reload(), (await page.locator("#key-last-used").textContent())!.startsWith(later)), 10_000, "the moved last-used time", 250);
+    await waitFor(() => lastUsedShows(later), 10_000, "the moved last-used time", 250);
     const after = await lastUsedMetrics();
     // One row write per window at most: the 50 calls span at most this many windows.
     const windows = Math.ceil(callsMs / WINDOW_MS) + 1;

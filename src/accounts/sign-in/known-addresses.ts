@@ -19,6 +19,7 @@ export async function isKnownAddress(handle: DbHandle, accountId: number, addres
 export async function rememberAddress(handle: DbHandle, accountId: number, address: string, now: number): Promise<void> {
   const at = new Date(now).toISOString();
   await handle.rows(sql`
-    INSERT INTO known_sign_in_addresses (account_id, address_hash, last_sign_in_at) VALUES (${accountId}, ${addressHash(accountId, address)}, ${at}::timestamptz)
+    INSERT INTO known_sign_in_addresses (account_id, address_hash, last_sign_in_at) VALUES (${accountId},
+    ${addressHash(accountId, address)}, ${at}::timestamptz)
     ON CONFLICT (account_id, address_hash) DO UPDATE SET last_sign_in_at = excluded.last_sign_in_at`);
 }

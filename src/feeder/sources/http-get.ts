@@ -140,7 +140,10 @@ export async function expectOk(res: Response, now: number, describe: (body: stri
   throw new HttpStatusError(res.status, `HTTP ${res.status}${body.trim() ? `: ${describe(body).replace(/\s+/g, " ").trim()}` : ""}`, retryAfterMs(res.headers.get("retry-after"), now));
 }
 
-/** Largest body we read from a provider: a feed or a coin list is far smaller; a runaway answer is an error, not a crash. */
+/**
+ * Largest body we read from a provider: a feed or a coin list is far smaller; a runaway answer is an error, not a
+ * crash.
+ */
 export const MAX_BODY_BYTES = 16 * 1024 * 1024;
 
 /** The body as UTF-8 text, refusing one larger than MAX_BODY_BYTES. */

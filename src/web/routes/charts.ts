@@ -31,7 +31,7 @@ export function chartRoutes(kit: PageKit): Hono<WebEnv> {
     const seconds = Math.max(1, Math.ceil(verdict.retryAfterMs / 1000));
     const budget = verdict.budget === "session" ? `${perSessionPerMinute} chart views a minute in one browser session` : `${perAccountPerDay} chart views a day (MYT) for one account`;
     const wait = seconds < 120 ? `${seconds} seconds` : `${Math.ceil(seconds / 60)} minutes`;
-    return kit.page(c, 429, renderMessagePage(signed.ctx, "Too many chart views", `Chart pages show the current signal at a person's pace: at most ${budget}. Try again in ${wait}. For more, use the API.`, { href: "/charts", text: "Back to the charts" }), { "retry-after": String(seconds) });
+    return kit.page(c, 429, renderMessagePage(signed.ctx, "Too many chart views", `Chart pages show the current signal at a person's pace: at most ${budget}. ` + `Try again in ${wait}. For more, use the API.`, { href: "/charts", text: "Back to the charts" }), { "retry-after": String(seconds) });
   }
 
   app.get("/charts", kit.session, async (c) => {

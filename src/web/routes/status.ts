@@ -1,4 +1,7 @@
-/** The public `/status` page: each coin's feed state and the free datasets' newest rows (no sign-in; a signed-in member gets their navigation). */
+/**
+ * The public `/status` page: each coin's feed state and the free datasets' newest rows (no sign-in; a signed-in member
+ * gets their navigation).
+ */
 import { Hono } from "hono";
 import { loadContextDataStatus, loadFeedStatus, renderStatusPage } from "../status-page.ts";
 import { methodNotAllowed, type PageKit, type WebEnv } from "../page-kit.ts";

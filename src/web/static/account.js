@@ -6,7 +6,7 @@
 function copyText(text) {
   if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text);
   // Plain http on a non-local address has no Clipboard API: select and copy the old way.
-  return new Promise(function (resolve, reject) {
+  return new Promise((resolve, reject) => {
     var area = document.createElement("textarea");
     area.value = text;
     area.setAttribute("readonly", "");
@@ -20,17 +20,17 @@ function copyText(text) {
   });
 }
 
-document.querySelectorAll("button[data-copy-target]").forEach(function (button) {
+document.querySelectorAll("button[data-copy-target]").forEach((button) => {
   var target = document.getElementById(button.getAttribute("data-copy-target"));
   var status = document.getElementById(button.getAttribute("data-copy-status"));
   if (!target) return;
   button.hidden = false;
-  button.addEventListener("click", function () {
+  button.addEventListener("click", () => {
     copyText(target.textContent.trim()).then(
-      function () {
+      () => {
         if (status) status.textContent = "Copied to the clipboard.";
       },
-      function () {
+      () => {
         if (status) status.textContent = "Could not copy; select the key and copy it by hand.";
       },
     );

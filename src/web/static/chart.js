@@ -29,7 +29,7 @@ function chartPalette() {
   };
 }
 
-(function () {
+(() => {
   var container = document.getElementById("chart");
   var source = document.getElementById("chart-data");
   if (!container || !source || !window.LightweightCharts) return;
@@ -46,16 +46,16 @@ function chartPalette() {
   // "16 Jun 2024 14:00" (the page's own date format, formatMyt), from a MYT-shifted time.
   function formatTime(seconds) {
     var d = new Date(seconds * 1000);
-    var day = d.getUTCDate() + " " + MONTHS[d.getUTCMonth()] + " " + d.getUTCFullYear();
-    return data.intraday ? day + " " + pad(d.getUTCHours()) + ":" + pad(d.getUTCMinutes()) : day;
+    var day = `${d.getUTCDate()} ${MONTHS[d.getUTCMonth()]} ${d.getUTCFullYear()}`;
+    return data.intraday ? `${day} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}` : day;
   }
   // Axis labels carry dates: "2024", "Jun 2024", "16 Jun", "14:00".
   function tickMark(seconds, type) {
     var d = new Date(seconds * 1000);
     if (type === LWC.TickMarkType.Year) return String(d.getUTCFullYear());
-    if (type === LWC.TickMarkType.Month) return MONTHS[d.getUTCMonth()] + " " + d.getUTCFullYear();
-    if (type === LWC.TickMarkType.DayOfMonth) return d.getUTCDate() + " " + MONTHS[d.getUTCMonth()];
-    return pad(d.getUTCHours()) + ":" + pad(d.getUTCMinutes());
+    if (type === LWC.TickMarkType.Month) return `${MONTHS[d.getUTCMonth()]} ${d.getUTCFullYear()}`;
+    if (type === LWC.TickMarkType.DayOfMonth) return `${d.getUTCDate()} ${MONTHS[d.getUTCMonth()]}`;
+    return `${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}`;
   }
   // Prices with thousands separators and the page's precision (format.ts formatPrice).
   var big = new Intl.NumberFormat("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
@@ -99,21 +99,17 @@ function chartPalette() {
     // The axis labels, the crosshair label and the series' own formatter all read prices this way.
     priceFormat: { type: "custom", formatter: formatPrice, minMove: minMove(data.candles) },
   });
-  var bars = data.candles.map(function (c) {
-    return { time: c[0], open: c[1], high: c[2], low: c[3], close: c[4] };
-  });
+  var bars = data.candles.map((c) => ({ time: c[0], open: c[1], high: c[2], low: c[3], close: c[4] }));
   series.setData(bars);
 
   // Volume in its own pane under the candles, coloured by the candle's direction.
   var volumeSeries = chart.addSeries(
     LWC.HistogramSeries,
-    { priceFormat: { type: "custom", formatter: function (v) { return volume.format(v); } }, priceLineVisible: false, lastValueVisible: false },
+    { priceFormat: { type: "custom", formatter: (v) => volume.format(v) }, priceLineVisible: false, lastValueVisible: false },
     1,
   );
   volumeSeries.setData(
-    data.candles.map(function (c) {
-      return { time: c[0], value: c[5], color: c[4] >= c[1] ? "rgba(10,107,69,0.45)" : "rgba(179,38,30,0.45)" };
-    }),
+    data.candles.map((c) => ({ time: c[0], value: c[5], color: c[4] >= c[1] ? "rgba(10,107,69,0.45)" : "rgba(179,38,30,0.45)" })),
   );
   chart.panes()[0].setStretchFactor(3);
   chart.panes()[1].setStretchFactor(1);
@@ -132,7 +128,7 @@ function chartPalette() {
   };
   LWC.createSeriesMarkers(
     series,
-    data.markers.map(function (m) {
+    data.markers.map((m) => {
       var s = STYLE[m.signal];
       return { time: m.time, position: s.position, shape: s.shape, color: s.color, text: narrow ? "" : s.text };
     }),
@@ -152,18 +148,18 @@ function chartPalette() {
   // The readout: the candle under the crosshair, or the last one when the pointer is elsewhere.
   var readout = document.getElementById("chart-readout");
   var byTime = {};
-  data.candles.forEach(function (c) {
+  data.candles.forEach((c) => {
     byTime[c[0]] = c;
   });
   function showCandle(c) {
     if (!readout || !c) return;
     readout.textContent =
-      formatTime(c[0]) + " MYT \u00b7 O " + formatPrice(c[1]) + " \u00b7 H " + formatPrice(c[2]) + " \u00b7 L " + formatPrice(c[3]) + " \u00b7 C " + formatPrice(c[4]) + " \u00b7 V " + volume.format(c[5]);
+      `${formatTime(c[0])} MYT \u00b7 O ${formatPrice(c[1])} \u00b7 H ${formatPrice(c[2])} \u00b7 ` + `L ${formatPrice(c[3])} \u00b7 C ${formatPrice(c[4])} \u00b7 V ${volume.format(c[5])}`;
     readout.setAttribute("data-time", String(c[0]));
   }
   var last = data.candles[data.candles.length - 1];
   showCandle(last);
-  chart.subscribeCrosshairMove(function (param) {
+  chart.subscribeCrosshairMove((param) => {
     showCandle(param.time !== undefined && byTime[param.time] ? byTime[param.time] : last);
   });
 
@@ -177,22 +173,20 @@ function chartPalette() {
   var equityContainer = document.getElementById("equity-chart");
   var equity = null;
   if (equityContainer && data.equity.length > 0) {
-    var options = baseOptions();
-    options.localization.priceFormatter = function (v) {
-      return v.toFixed(1);
-    };
+    const options = baseOptions();
+    options.localization.priceFormatter = (v) => v.toFixed(1);
     options.crosshair = { mode: 1 };
     equity = LWC.createChart(equityContainer, options);
-    var strategy = equity.addSeries(LWC.LineSeries, { color: colours.trigger, lineWidth: 2, title: "strategy", priceLineVisible: false });
-    var hold = equity.addSeries(LWC.LineSeries, { color: colours.invalidation, lineWidth: 2, lineStyle: LWC.LineStyle.Dashed, title: "buy and hold", priceLineVisible: false });
-    strategy.setData(data.equity.map(function (p) { return { time: p[0], value: p[1] }; }));
-    hold.setData(data.equity.map(function (p) { return { time: p[0], value: p[2] }; }));
+    const strategy = equity.addSeries(LWC.LineSeries, { color: colours.trigger, lineWidth: 2, title: "strategy", priceLineVisible: false });
+    const hold = equity.addSeries(LWC.LineSeries, { color: colours.invalidation, lineWidth: 2, lineStyle: LWC.LineStyle.Dashed, title: "buy and hold", priceLineVisible: false });
+    strategy.setData(data.equity.map((p) => ({ time: p[0], value: p[1] })));
+    hold.setData(data.equity.map((p) => ({ time: p[0], value: p[2] })));
     equity.timeScale().fitContent();
   }
 
   // Lets tests (and anyone curious) see that the charts have drawn, and how much, and read what the library shows.
   window.signalsChart = { chart: chart, candles: series, volume: volumeSeries, equity: equity };
-  requestAnimationFrame(function () {
+  requestAnimationFrame(() => {
     container.setAttribute("data-chart-ready", String(count));
     if (equityContainer && equity) equityContainer.setAttribute("data-chart-ready", String(data.equity.length));
   });

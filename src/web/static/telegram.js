@@ -3,7 +3,7 @@
 // CSP allows no inline script). Without script the page says to refresh it after pressing Start.
 "use strict";
 
-(function () {
+(() => {
   var form = document.getElementById("telegram-connect-form");
   var status = document.getElementById("telegram-waiting");
   if (!form) return;
@@ -14,17 +14,13 @@
 
   function check(startedAt) {
     fetch("/account/telegram/status", { headers: { accept: "application/json" }, credentials: "same-origin", cache: "no-store" })
-      .then(function (res) {
-        return res.ok ? res.json() : { connected: false };
-      })
-      .catch(function () {
-        return { connected: false };
-      })
-      .then(function (answer) {
+      .then((res) => res.ok ? res.json() : { connected: false })
+      .catch(() => ({ connected: false }))
+      .then((answer) => {
         if (answer.connected) {
           window.location.assign("/account?telegram-connected#alerts-h");
         } else if (Date.now() - startedAt < GIVE_UP_MS) {
-          timer = window.setTimeout(function () {
+          timer = window.setTimeout(() => {
             check(startedAt);
           }, EVERY_MS);
         } else if (status) {
@@ -33,11 +29,11 @@
       });
   }
 
-  form.addEventListener("submit", function () {
+  form.addEventListener("submit", () => {
     if (status) status.textContent = "Waiting for you to press Start in Telegram…";
     if (timer !== null) window.clearTimeout(timer);
     var startedAt = Date.now();
-    timer = window.setTimeout(function () {
+    timer = window.setTimeout(() => {
       check(startedAt);
     }, EVERY_MS);
   });

@@ -49,7 +49,7 @@ describe("entitlement: plan × subscription × surface", () => {
     expect(COLUMNS.map((surface) => cellOf(entitlement(viewer, surface)))).toEqual(expected);
   });
 
-  it("shows the current signal on exactly the surfaces where it may call the paid endpoint, and never where it is not admitted", () => {
+  it("shows the current signal on exactly the surfaces where it may " + "call the paid endpoint, and never where it is not admitted", () => {
     for (const [, viewer] of TABLE) {
       for (const surface of SURFACES) {
         const e = entitlement(viewer, surface);

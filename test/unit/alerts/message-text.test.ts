@@ -33,7 +33,7 @@ describe("signal alert text", () => {
     ]);
   });
 
-  it("carries the first 8 characters of the event's hash in the signal log when it has one, and is otherwise unchanged", () => {
+  it("carries the first 8 characters of the event's hash in the " + "signal log when it has one, and is otherwise unchanged", () => {
     const hash = "0123456789abcdef".repeat(4);
     const lines = signalAlertText({ ...long, chainHash: hash }, BASE).split("\n");
     expect(lines[4]).toBe(`Signal BTC-1h-${OPEN}`);
@@ -42,7 +42,7 @@ describe("signal alert text", () => {
     expect(signalAlertText({ ...long, chainHash: null }, BASE)).toBe(signalAlertText(long, BASE));
   });
 
-  it("says first that an event of the demo feed comes from synthetic prices, and says nothing of the kind for real data", () => {
+  it("says first that an event of the demo feed comes from synthetic " + "prices, and says nothing of the kind for real data", () => {
     const lines = signalAlertText({ ...long, demo: true }, BASE).split("\n");
     expect(lines[0]).toBe("[demo data: synthetic prices, not a market]");
     expect(lines.slice(1)).toEqual(signalAlertText(long, BASE).split("\n"));

@@ -103,7 +103,7 @@ describe("timeframes", () => {
     expect(refusal({ timeframes: "" }).message).toBe("name at least one timeframe among 15m, 30m, 1h, 4h, 1d");
   });
 
-  it.each([["2h"], ["1H"], ["1w"], ["60"]])("refuses %j (no silent 4h as in the API: a setting must mean what it says)", (tf) => {
+  it.each([["2h"], ["1H"], ["1w"], ["60"]])("refuses %j (no silent 4h as in the API: " + "a setting must mean what it says)", (tf) => {
     expect(refusal({ timeframes: `1h,${tf}` }).message).toBe(`timeframe must be one of 15m, 30m, 1h, 4h, 1d, got "${tf}"`);
   });
 });

@@ -146,7 +146,7 @@ describe("telegram sender", () => {
     const outcome = await sendWith(echo);
     expect(outcome.kind).toBe("retry");
     expect((outcome as { error: string }).error).toMatch(/^HTTP 404: Not Found: POST \/bot.+\/sendMessage$/);
-    const forbidden: Handler = (req, _body, res) =>
+    const forbidden: Handler = (_req, _body, res) =>
       res.writeHead(403, { "content-type": "application/json" }).end(JSON.stringify({ ok: false, description: `token ${TOKEN} revoked` }));
     expect((await sendWith(forbidden)).kind).toBe("failed");
   });

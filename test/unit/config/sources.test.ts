@@ -5,7 +5,7 @@ import { COINGECKO_IDS } from "../../../src/config/coingecko-ids.ts";
 const FRED_KEY = "0123456789abcdef0123456789abcdef";
 
 describe("parseContextSourcesConfig", () => {
-  it("defaults: no feeds, keyless CoinGecko on the public host, the documented FRED series, 5 min / 10 min / daily", () => {
+  it("defaults: no feeds, keyless CoinGecko on the public host, " + "the documented FRED series, 5 min / 10 min / daily", () => {
     const c = parseContextSourcesConfig({});
     expect(c.news).toEqual({ feeds: [], refreshMs: 300_000 });
     expect(c.fundamentals).toMatchObject({

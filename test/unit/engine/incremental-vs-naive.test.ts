@@ -51,7 +51,7 @@ function expectAgreement(candles: readonly Candle[], params: Partial<EngineParam
   }
 }
 
-describe.each(ENGINE_VARIANTS.filter((v) => Object.keys(v.params).length > 0))("incremental $name equals the naive batch reference", { timeout: 60_000 }, ({ params }) => {
+describe.each(ENGINE_VARIANTS.filter((v) => Object.keys(v.params).length > 0))("incremental $name equals " + "the naive batch reference", { timeout: 60_000 }, ({ params }) => {
   it("on generated series", () => {
     fc.assert(
       fc.property(candleSeries(), (candles) => {

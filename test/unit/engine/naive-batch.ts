@@ -82,7 +82,10 @@ function latestPivot(c: readonly Candle[], s: number, k: number, kind: "high" | 
   return null;
 }
 
-/** A pivot at p is broken by the end of s when some close after its confirmation went through it by more than the margin. */
+/**
+ * A pivot at p is broken by the end of s when some close after its confirmation went through it by more than the
+ * margin.
+ */
 function isBroken(c: readonly Candle[], p: number, s: number, k: number, kind: "high" | "low", margins: Margins): boolean {
   const level = kind === "high" ? (c[p] as Candle).high : (c[p] as Candle).low;
   for (let u = p + k + 1; u <= s; u++) {

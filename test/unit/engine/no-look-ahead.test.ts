@@ -59,7 +59,7 @@ describe("no look-ahead", { timeout: 60_000 }, () => {
     );
   });
 
-  it.runIf(realCandlesAvailable)("on every real 1h series, prefix folds equal the full fold at 12 cut points each", () => {
+  it.runIf(realCandlesAvailable)("on every real 1h series, prefix folds equal " + "the full fold at 12 cut points each", () => {
     for (const coin of REAL_COINS) {
       const candles = loadRealCandles(coin, "1h") as Candle[];
       const cuts = Array.from({ length: 12 }, (_, i) => Math.floor(((i + 0.5) / 12) * candles.length));

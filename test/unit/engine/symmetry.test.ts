@@ -107,7 +107,7 @@ describe.each(ENGINE_VARIANTS)("symmetries ($name)", { timeout: 60_000 }, ({ par
 
 describe("scale invariance", { timeout: 60_000 }, () => {
 
-  it("multiplying integer prices by 3 keeps signal and defense exactly, atr_pct to 1e-12, arming except on ATR boundaries", () => {
+  it("multiplying integer prices by 3 keeps signal and defense exactly, " + "atr_pct to 1e-12, arming except on ATR boundaries", () => {
     let boundaryExcused = 0;
     let readings = 0;
     fc.assert(

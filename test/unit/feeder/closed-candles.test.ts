@@ -64,7 +64,7 @@ describe("the pusher", () => {
 });
 
 describe("a coin feed", () => {
-  it("pushes a candle the exchange closed while a gap was being filled with the closing message's values, not the forming ones it had read", async () => {
+  it("pushes a candle the exchange closed while a gap was being filled with " + "the closing message's values, not the forming ones it had read", async () => {
     const last = T0; // the service holds closed candles up to here
     const next = candle(last + H, 102, 50);
     const formingSeen = candle(last + 2 * H, 104.5, 75); // the stream's row before the close

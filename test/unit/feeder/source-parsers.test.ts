@@ -8,11 +8,13 @@ import { backoffMs, retryAfterMs } from "../../../src/retry.ts";
 const NOW = Date.parse("2026-11-15T04:00:00Z");
 
 describe("parseFeed", () => {
-  it("reads RSS items as title, source, link, UTC time and coins; items without a title, link or date are counted, not kept", () => {
+  it("reads RSS items as title, source, link, UTC time and coins; " + "items without a title, link or date are counted, not kept", () => {
     const xml = `<?xml version="1.0"?><rss version="2.0"><channel><title>  Coin   Wire </title>
-      <item><title>Solana &amp; Cardano up</title><link>https://n.example/1?utm_source=rss</link><pubDate>Sun, 15 Nov 2026 03:00:00 +0800</pubDate><description>body</description></item>
+      <item><title>Solana &amp; Cardano up</title><link>https://n.example/1?utm_source=rss</link><pubDate>Sun, 15 Nov \
+2026 03:00:00 +0800</pubDate><description>body</description></item>
       <item><title>No date</title><link>https://n.example/2</link></item>
-      <item><title>Bad link</title><link>javascript:alert(1)</link><pubDate>Sun, 15 Nov 2026 03:00:00 GMT</pubDate></item>
+      <item><title>Bad link</title><link>javascript:alert(1)</link><pubDate>Sun, 15 Nov 2026 03:00:00 \
+GMT</pubDate></item>
       </channel></rss>`;
     const { items, malformed } = parseFeed(xml, "application/rss+xml", "https://n.example/rss");
     expect(malformed).toBe(2);

@@ -99,7 +99,7 @@ describe("news items", () => {
     ["invalid_url", { url: "javascript:alert(1)" }],
     ["invalid_url", { url: "https://exa mple.com/" }],
     ["invalid_url", { url: "not a url" }],
-    ["invalid_url", { url: "https://example.com/" + "a".repeat(2048) }],
+    ["invalid_url", { url: `https://example.com/${"a".repeat(2048)}` }],
     ["invalid_symbol", { coins: ["BTC", "B-D"] }],
     ["too_many_coins", { coins: Array.from({ length: 21 }, (_, i) => `C${i}`) }],
   ])("rejects %s: %j", (expected, overrides) => {
@@ -311,7 +311,7 @@ describe("oneProvenance", () => {
 describe("rankMovers", () => {
   const row = (symbol: string, change24hPct: number | null, volume24h: number): MoverRow => ({ symbol, price: 1, changePct: 0, change24hPct, volume: 1, volume24h, updatedAt: NOW, demo: false });
 
-  it("gainers (> 0, largest first), losers (< 0, most negative first), ties by symbol; no 24 h change, no ranking", () => {
+  it("gainers (> 0, largest first), losers (< 0, most negative " + "first), ties by symbol; no 24 h change, no ranking", () => {
     const rows = [row("A", 5, 10), row("B", -3, 30), row("C", 5, 20), row("D", null, 99), row("E", 0, 5), row("F", -7, 30)];
     const m = rankMovers(rows, 10);
     expect(m.gainers.map((r) => r.symbol)).toEqual(["A", "C"]);

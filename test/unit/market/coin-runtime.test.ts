@@ -29,7 +29,10 @@ interface Aggregated {
   endedByGap: number;
 }
 
-/** Groups base candles (time order) into UTC buckets of `tfMs`: first open, max high, min low, last close, summed volume. */
+/**
+ * Groups base candles (time order) into UTC buckets of `tfMs`: first open, max high, min low, last close, summed
+ * volume.
+ */
 function aggregate(base: readonly Candle[], baseMs: number, tfMs: number): Aggregated {
   const groups: Candle[][] = [];
   for (const c of base) {
@@ -191,7 +194,7 @@ describe("1h base: 4h and 1d candles", () => {
     }
   });
 
-  it("after gaps, including a missing last hour of a bucket, still close the bucket when a later bucket's candle arrives", () => {
+  it("after gaps, including a missing last hour of a bucket, still " + "close the bucket when a later bucket's candle arrives", () => {
     const start = Date.UTC(2024, 0, 1);
     const at = (hour: number, price: number): Candle => ({ openTime: start + hour * H, open: price, high: price + 2, low: price - 1, close: price + 1, volume: hour });
     const rt = runtime("1h");
@@ -331,7 +334,7 @@ describe("forming updates", () => {
     }
   });
 
-  it("a forming candle that breaks the swing high is unconfirmed until it closes, and closing it confirms the same signal", () => {
+  it("a forming candle that breaks the swing high is unconfirmed " + "until it closes, and closing it confirms the same signal", () => {
     // Highs rise to a pivot at index 10, fall away; the forming candle then closes above it.
     const start = Date.UTC(2024, 0, 1);
     const closes = [100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 108, 106, 104, 102, 101, 100, 99, 100, 101];
@@ -351,7 +354,7 @@ describe("forming updates", () => {
 });
 
 describe("readings before 14 closed candles", () => {
-  it("are absent (no_data) on every timeframe, with or without a forming candle; the 14th close gives the engine's reading", () => {
+  it("are absent (no_data) on every timeframe, with or without a " + "forming candle; the 14th close gives the engine's reading", () => {
     const base = walk(61, 15, H, Date.UTC(2024, 6, 1, 0));
     const rt = runtime("1h");
     for (let i = 0; i < 13; i++) {

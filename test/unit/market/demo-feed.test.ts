@@ -34,7 +34,7 @@ let stop = () => {};
 afterEach(() => stop());
 
 describe("demo feed", () => {
-  it("sends the last 1,500 closed candles, then the previous and forming candle of the clock's bucket, as the full series has them", async () => {
+  it("sends the last 1,500 closed candles, then the previous and forming " + "candle of the clock's bucket, as the full series has them", async () => {
     let now = Date.UTC(2026, 10, 23, 12, 7, 30);
     const { calls, feed } = recordingFeed();
     stop = await startDemoFeed(feed, () => now, pino({ level: "silent" }), 20);

@@ -30,7 +30,7 @@ function chain(events: readonly ChainedEventFields[]): ChainEntry[] {
 }
 
 describe("the chain's hash", () => {
-  it("is SHA-256 of the previous hash, a newline and the canonical JSON array [symbol, tf, signal, confirmedAt, price, defense]", () => {
+  it("is SHA-256 of the previous hash, a newline and the canonical " + "JSON array [symbol, tf, signal, confirmedAt, price, defense]", () => {
     const e = base[0]!;
     expect(canonicalEvent(e)).toBe('["BTC","1h","LONG",1718514000000,66123.4,65010.25]');
     const expected = createHash("sha256").update(`${"0".repeat(64)}\n["BTC","1h","LONG",1718514000000,66123.4,65010.25]`).digest("hex");

@@ -1,6 +1,6 @@
 /**
- * The payments part of the configuration schema (src/config.ts): defaults (payments off), the Stripe settings, the API base
- * split into the client's host/port/protocol, the pack catalogue, and one-line refusals that
+ * The payments part of the configuration schema (src/config.ts): defaults (payments off), the Stripe settings, the API
+ * base split into the client's host/port/protocol, the pack catalogue, and one-line refusals that
  * never echo a secret.
  */
 import { describe, expect, it } from "vitest";

@@ -13,7 +13,8 @@ const events: TrackEvent[] = [
   { signal: "LONG", price: 100, defense: 95, candleOpenTime: 0 },
   // Opposite signal: the long exits at 110 and the short enters there (a reversal).
   { signal: "STRONG_SHORT", price: 110, defense: 120, candleOpenTime: 2 * H },
-  // Hour 4 closes at 121 ≥ 120: the short exits through its defense. Hour 5 opens a long; hour 7 closes at its defense 90.
+  // Hour 4 closes at 121 ≥ 120: the short exits through its defense. Hour 5 opens a long; hour 7 closes at its defense
+  // 90.
   { signal: "LONG", price: 99, defense: 90, candleOpenTime: 5 * H },
 ];
 
@@ -31,7 +32,7 @@ describe("backtest accounting (hand-computed)", () => {
     expect(positionValue(-1, 50, 50, FEE)).toBeCloseTo(0.998001, 12);
   });
 
-  it("charges slippage on both fills and the fee on each side's notional; a short's exit fee is on the buy-back", () => {
+  it("charges slippage on both fills and the fee on each side's " + "notional; a short's exit fee is on the buy-back", () => {
     const costs = { fee: 0.001, slippage: 0.0003 };
     // Long 100 → 110: bought at 100.03, sold at 109.967; (1 − f)²·X/E.
     expect(positionValue(1, 100, 110, costs)).toBeCloseTo(0.999 * 0.999 * (109.967 / 100.03), 12);

@@ -25,7 +25,7 @@ describe("principled candidates: what each rule may read", () => {
     expect([...prefix]).toEqual([...aligned.slice(0, 6)]);
   });
 
-  it("takes the trailing return from the close a whole look-back earlier, and none before the history is that long", () => {
+  it("takes the trailing return from the close a whole look-back " + "earlier, and none before the history is that long", () => {
     const candles = [100, 90, 95, 120, 110, 80].map((c, d) => candle(d * DAY, c));
     // Look-back of 2 days: day 2 vs day 0 (95 < 100), day 3 vs day 1 (120 > 90), day 4 vs 2, day 5 vs 3.
     expect([...trailingReturnSign(candles, 2 * DAY)]).toEqual([0, 0, -1, 1, 1, -1]);
@@ -106,7 +106,7 @@ describe("(a) and (c) restrict MS-1's own trades", () => {
   const frame = frameOf(closes, allowed, events);
   const window = { start: 0, end: 8 * H };
 
-  it.each(["(a) higher timeframe agrees", "(c) 4-week momentum"])("%s holds only where the direction agrees", (name) => {
+  it.each(["(a) higher timeframe agrees", "(c) 4-week momentum"])("%s holds only where " + "the direction agrees", (name) => {
     const candidate = PRINCIPLED.find((c) => c.name === name)!;
     // MS-1: long 0 → 4 (reversal), short 4 → 7 (window end). Allowed long at 0–1; short at 4–5.
     expect(candidate.trades(frame, window, NO_COSTS).map((t) => [t.direction, t.entryIndex, t.exitIndex])).toEqual([

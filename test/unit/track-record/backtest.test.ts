@@ -52,7 +52,7 @@ describe("fees", () => {
     expect(bt.avgResultPct).toBeCloseTo((netResultPct(10, 0.1) + netResultPct(-10, 0.1, -1) + netResultPct(0, 0.1)) / 3, 10);
   });
 
-  it("a short pays the exit fee on the buy-back: +10% at 1% per side is 0.99 × (2 − 1.01 × 0.9) − 1 = +8.009%, as the research counts it", () => {
+  it("a short pays the exit fee on the buy-back: +10% at 1% per side is " + "0.99 × (2 − 1.01 × 0.9) − 1 = +8.009%, as the research counts it", () => {
     expect(netResultPct(10, 1, -1)).toBeCloseTo(8.009, 10);
     expect(netResultPct(-10, 1, -1)).toBeCloseTo((0.99 * (2 - 1.01 * 1.1) - 1) * 100, 10);
     expect(netResultPct(0, 0, -1)).toBeCloseTo(0, 12);
@@ -64,7 +64,7 @@ describe("fees", () => {
 });
 
 describe("positions", () => {
-  it("holds one position at a time: a reversal is taken, a same-direction signal inside a held trade is skipped", () => {
+  it("holds one position at a time: a reversal is taken, a " + "same-direction signal inside a held trade is skipped", () => {
     const events = [ev("LONG", 0, 100, 90), ev("STRONG_LONG", 1, 110, 100), ev("SHORT", 3, 95, 105)];
     const bt = backtest(events, [100, 110, 99, 95, 94], 0);
     // LONG 100 → 95 at the SHORT (taken, −5%); STRONG_LONG entered while LONG was held (skipped);
@@ -87,11 +87,12 @@ describe("positions", () => {
 });
 
 describe("equity curve, buy-and-hold and drawdown", () => {
-  // A long at 100 (close 0) out at the NONE at 120 (close 3); a short at 120 (close 4) out at its defense 130 (close 5); then flat.
+  // A long at 100 (close 0) out at the NONE at 120 (close 3); a short at 120 (close 4) out at its defense 130 (close
+  // 5); then flat.
   const events = [ev("LONG", 0, 100), ev("NONE", 3, 120), ev("SHORT", 4, 120, 130)];
   const closes = [100, 80, 110, 120, 120, 130, 150];
 
-  it("marks a held position at each close and stays flat when out; buy-and-hold runs from the first entry to the last close", () => {
+  it("marks a held position at each close and stays flat when out; " + "buy-and-hold runs from the first entry to the last close", () => {
     const bt = backtest(events, closes, 0);
     expect(bt.curve.map((p) => p.strategy)).toEqual([1, 0.8, 1.1, 1.2, 1.2, 1.2 * (1 - 10 / 120), 1.2 * (1 - 10 / 120)].map((v) => expect.closeTo(v, 12)));
     expect(bt.curve.map((p) => p.buyHold)).toEqual([1, 0.8, 1.1, 1.2, 1.2, 1.3, 1.5].map((v) => expect.closeTo(v, 12)));
@@ -99,12 +100,13 @@ describe("equity curve, buy-and-hold and drawdown", () => {
     expect(bt.buyHoldPct).toBeCloseTo(50, 10);
     expect(bt.from).toBe(t(0));
     expect(bt.to).toBe(t(6));
-    // Strategy: from the peak 1.0 down to 0.8 is 20% (the later fall from 1.2 to 1.1 is only 8.33%); buy-and-hold also 20%.
+    // Strategy: from the peak 1.0 down to 0.8 is 20% (the later fall from 1.2 to 1.1 is only 8.33%); buy-and-hold also
+    // 20%.
     expect(bt.maxDrawdownPct).toBeCloseTo(20, 10);
     expect(bt.buyHoldMaxDrawdownPct).toBeCloseTo(20, 10);
   });
 
-  it("with a fee the curve pays the entry fee while held and both fees once out; buy-and-hold pays one each way", () => {
+  it("with a fee the curve pays the entry fee while held and " + "both fees once out; buy-and-hold pays one each way", () => {
     const f = 0.01; // 1% per side
     const bt = backtest(events, closes, 1);
     const first = 1.2 * (1 - f) ** 2;
@@ -169,7 +171,9 @@ describe("backtests per fee in the chart data cache (issue 23, item 11)", () => 
     const cache = new ChartDataCache(null as never);
     const first = ALLOWED_FEES_PCT.map((fee) => cache.backtestAt(data, fee));
     // A second round (and a third) returns the very same results: nothing recomputed, nothing evicted.
-    for (let round = 0; round < 2; round++) ALLOWED_FEES_PCT.forEach((fee, i) => expect(cache.backtestAt(data, fee)).toBe(first[i]));
+    for (let round = 0; round < 2; round++) {
+      for (const [i, fee] of ALLOWED_FEES_PCT.entries()) expect(cache.backtestAt(data, fee)).toBe(first[i]);
+    }
     expect(first.map((r) => r.feePct)).toEqual([...ALLOWED_FEES_PCT]);
     expect(() => cache.backtestAt(data, 0.13)).toThrow(/not one of the allowed fees/);
   });

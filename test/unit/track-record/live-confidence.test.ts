@@ -43,11 +43,12 @@ describe("timeframeConfidence", () => {
   const b: CoveredSeries = { symbol: "BBB", series: series(1, [0.9, 0.99], { trades: [trade(1, 0.99)] }), history: risingHistory(1, 2) };
   const c = timeframeConfidence("1d", DAY_MS, [a, b]);
 
-  it("averages the covered coins' daily returns, each coin from its first day: +10%, then (+10% − 10%)/2, then (−10% + 10%)/2", () => {
+  it("averages the covered coins' daily returns, each coin from its " + "first day: +10%, then (+10% − 10%)/2, then (−10% + 10%)/2", () => {
     expect(c.coins).toBe(2);
     expect(c.from).toBe(new Date(day(0)).toISOString().slice(0, 10));
     expect(c.all.summary.periods).toBe(3);
-    // Returns 0.1, 0, 0: total 10%; mean 1/30, sample sd √(((1/15)² + 2·(1/30)²)/2) = 0.0577350…, Sharpe per day 0.57735…
+    // Returns 0.1, 0, 0: total 10%; mean 1/30, sample sd √(((1/15)² + 2·(1/30)²)/2) = 0.0577350…, Sharpe per day
+    // 0.57735…
     expect(c.all.summary.totalReturn).toBeCloseTo(0.1, 12);
     expect(c.all.summary.sharpePerPeriod).toBeCloseTo(1 / 30 / Math.sqrt(((1 / 15) ** 2 + 2 * (1 / 30) ** 2) / 2), 12);
     expect(c.all.summary.sharpeAnnualised).toBeCloseTo(c.all.summary.sharpePerPeriod * Math.sqrt(365), 12);
@@ -64,7 +65,7 @@ describe("timeframeConfidence", () => {
     expect(c.short.winRate).toMatchObject({ successes: 0, trials: 1 });
   });
 
-  it("puts every day in the rising regime when the basket rose over the 30 days before, none in the falling one", () => {
+  it("puts every day in the rising regime when the basket rose " + "over the 30 days before, none in the falling one", () => {
     expect(c.up.periods).toBe(3);
     expect(c.down.periods).toBe(0);
     expect(c.up.totalReturn).toBeCloseTo(0.1, 12);
@@ -94,7 +95,7 @@ describe("timeframeConfidence", () => {
 });
 
 describe("RESEARCH_TRIALS", () => {
-  it("equals the count and the per-day Sharpe variance of docs/signal-quality.md's table of every configuration tried", () => {
+  it("equals the count and the per-day Sharpe variance of docs/signal-quality.md's " + "table of every configuration tried", () => {
     const doc = readFileSync(new URL("../../../docs/signal-quality.md", import.meta.url), "utf8");
     const table = doc.slice(doc.indexOf("### Every configuration tried"));
     const rows: number[][] = [];

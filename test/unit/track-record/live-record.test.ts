@@ -36,9 +36,9 @@ describe("computeLiveSeries", () => {
     expect(r.open!.growth).toBeCloseTo(short(99, 92), 14);
     const g = long(101, 108);
     const expected = [1, long(101, 105), long(101, 110), g, g, g * short(99, 95), g * short(99, 90), g * short(99, 92)];
-    expected.forEach((v, i) => expect(r.equity[i], `close ${i}`).toBeCloseTo(v, 14));
+    for (const [i, v] of expected.entries()) expect(r.equity[i], `close ${i}`).toBeCloseTo(v, 14);
     expect(Array.from(r.exposure)).toEqual([0, 1, 1, 0, 0, 1, 1, 1]);
-    expected.forEach((_, i) => expect(r.longEquity[i]).toBeCloseTo(i === 0 ? 1 : i <= 2 ? expected[i]! : g, 14));
+    for (const i of expected.keys()) expect(r.longEquity[i]).toBeCloseTo(i === 0 ? 1 : i <= 2 ? expected[i]! : g, 14);
     expect(r.shortEquity[7]).toBeCloseTo(short(99, 92), 14);
   });
 
@@ -93,7 +93,7 @@ describe("computeLiveSeries", () => {
     expect(Array.from(r.equity).slice(2)).toEqual([0, 0, 0]);
   });
 
-  it("holds one position at a time: a same-direction signal while long is skipped, a reversal exits and enters at one open", () => {
+  it("holds one position at a time: a same-direction signal while " + "long is skipped, a reversal exits and enters at one open", () => {
     const events = [ev("LONG", 0, 100, 90), ev("STRONG_LONG", 1, 105, 95), ev("SHORT", 3, 107, 130), ev("NONE", 5, 95, null)];
     const r = computeLiveSeries(events, CANDLES, H, COSTS);
     expect(r.trades.map((x) => [x.direction, x.entryPrice, x.exitPrice])).toEqual([

@@ -20,7 +20,7 @@ describe("html", () => {
     const name = `<script>alert("x")</script> & 'quotes'`;
     const inner = html`<b>${name}</b>`;
     expect(html`<p title="${name}">${inner}</p>`.value).toBe(
-      `<p title="&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;quotes&#39;"><b>&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;quotes&#39;</b></p>`,
+      `<p title="&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; ` + `&#39;quotes&#39;"><b>&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;quotes&#39;</b></p>`,
     );
     expect(html`${[html`<i>a</i>`, "<b>", null, false, undefined, 3]}`.value).toBe("<i>a</i>&lt;b&gt;3");
     expect(escapeHtml("a&b")).toBe("a&amp;b");
@@ -42,7 +42,7 @@ describe("cookies and redirects", () => {
   it("only plain local paths are redirect targets", () => {
     expect(safeLocalPath("/charts/BTC?tf=4h", SITE)).toBe("/charts/BTC?tf=4h");
     expect(safeLocalPath("/account", SITE)).toBe("/account");
-    for (const bad of ["//evil.test", "https://evil.test/", "/\\evil.test", "javascript:alert(1)", "evil.test", "/a\nb", "", null, undefined, "/" + "a".repeat(600)]) {
+    for (const bad of ["//evil.test", "https://evil.test/", "/\\evil.test", "javascript:alert(1)", "evil.test", "/a\nb", "", null, undefined, `/${"a".repeat(600)}`]) {
       expect(safeLocalPath(bad, SITE), String(bad)).toBeNull();
     }
   });
@@ -167,7 +167,7 @@ describe("formatting", () => {
   });
 
   it("masks a key after its display prefix, and builds the chart path the alerts link to", () => {
-    expect(maskedKey("sig_live_AbCd")).toBe("sig_live_AbCd" + "\u2022".repeat(28));
+    expect(maskedKey("sig_live_AbCd")).toBe(`sig_live_AbCd${"\u2022".repeat(28)}`);
     expect(maskedKey("sig_live_AbCd")).not.toMatch(/sig_live_[0-9A-Za-z]{32}/);
     expect(chartPath("BTC", "4h")).toBe("/charts/BTC?tf=4h");
   });

@@ -10,13 +10,18 @@ import { HashGate, HashRefused, type HashOutcome } from "../../../../src/account
 function heldWork(started: string[], name: string) {
   let release!: () => void;
   const done = new Promise<void>((resolve) => (release = resolve));
-  return { run: async () => (started.push(name), await done, name), release };
+  const run = async () => {
+    started.push(name);
+    await done;
+    return name;
+  };
+  return { run, release };
 }
 
 const refusal = (promise: Promise<unknown>) => promise.then(() => null, (err: unknown) => (err instanceof HashRefused ? err.reason : err));
 
 describe("HashGate", () => {
-  it("holds one place per address, runs `concurrency` at once, lets `maxWaiting` wait and refuses the next", async () => {
+  it("holds one place per address, runs `concurrency` at " + "once, lets `maxWaiting` wait and refuses the next", async () => {
     const outcomes: HashOutcome[] = [];
     const gate = new HashGate({ concurrency: 1, maxWaiting: 1, onOutcome: (o) => outcomes.push(o) });
     const started: string[] = [];
