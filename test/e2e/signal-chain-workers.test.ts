@@ -10,11 +10,12 @@ import { create } from "@bufbuild/protobuf";
 import { createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { IngestService, PushCandlesRequestSchema, type PushCandlesRequest } from "../../gen/signals/v1/ingest_pb.js";
-import { openDb, type DbHandle } from "../../src/db/client.ts";
+import type { DbHandle } from "../../src/db/client.ts";
 import { GENESIS_HASH, formatChainLog, verifyChainLog } from "../../src/market/event-chain.ts";
 import { chainLogPages } from "../../src/track-record/event-log.ts";
-import { childEnv, startServerProcess, type ServerProcess } from "../support/processes.ts";
-import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
+import type { ServerProcess } from "../support/processes.ts";
+import { usingPostgres } from "../support/test-db.ts";
+import { startWorkersServers, type WorkersServers } from "../support/workers-servers.ts";
 import { structureBreak } from "../support/structure-break.ts";
 
 const H = 3_600_000;
@@ -22,37 +23,24 @@ const INTERNAL_TOKEN = "signal-chain-workers-token-42";
 const COINS_PER_SERVER = 6;
 
 describe.runIf(usingPostgres)("the signal log with two WORKERS=2 servers on one Postgres database", () => {
-  let database: { url: string; drop: () => Promise<void> };
-  const servers: ServerProcess[] = [];
+  let deployment: WorkersServers;
+  let servers: ServerProcess[] = [];
   const sessions: Http2SessionManager[] = [];
   let db: DbHandle;
 
   beforeAll(async () => {
-    database = await createPostgresDatabase();
-    const env = childEnv({
-      DATABASE_URL: database.url,
-      WORKERS: "2",
-      PORT: "0",
-      INTERNAL_PORT: "0",
-      INTERNAL_TOKEN,
-      DEMO_ACCOUNT: "false",
-      DEMO_FEED: "false",
-      LOG_LEVEL: "info",
-      DB_POOL_SIZE: "4",
-      STALE_AFTER: "86400",
-      // Every candle of the series below closed within this: all their signal events are live.
-      ALERT_MAX_DELAY: String(7 * 24 * 3600),
+    deployment = await startWorkersServers({
+      internalToken: INTERNAL_TOKEN,
+      // Every candle of the series below closed within ALERT_MAX_DELAY: all their signal events are live.
+      env: { STALE_AFTER: "86400", ALERT_MAX_DELAY: String(7 * 24 * 3600) },
+      servers: [{}, {}],
     });
-    servers.push(await startServerProcess(env));
-    servers.push(await startServerProcess(env));
-    db = await openDb({ databaseUrl: database.url, dataDir: "memory://", poolSize: 2 });
+    ({ servers, db } = deployment);
   }, 120_000);
 
   afterAll(async () => {
     for (const s of sessions) s.abort();
-    await Promise.all(servers.map((s) => s.stop()));
-    await db?.close();
-    await database?.drop();
+    await deployment?.close();
   });
 
   const bearer: Interceptor = (next) => (req) => {

@@ -16,9 +16,10 @@ import { createConnectTransport, createGrpcTransport, Http2SessionManager } from
 import { AdminService } from "../../gen/signals/v1/admin_pb.js";
 import { IngestService, PushCandlesRequestSchema, type PushCandlesRequest } from "../../gen/signals/v1/ingest_pb.js";
 import type { Candle } from "../../src/engine/index.ts";
-import { openDb, type DbHandle } from "../../src/db/client.ts";
-import { childEnv, startServerProcess, type ServerProcess } from "../support/processes.ts";
-import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
+import type { DbHandle } from "../../src/db/client.ts";
+import type { ServerProcess } from "../support/processes.ts";
+import { usingPostgres } from "../support/test-db.ts";
+import { startWorkersServers, type WorkersServers } from "../support/workers-servers.ts";
 import { connectionOwners } from "../support/socket-owners.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServer, type Server } from "../../src/server/create-server.ts";
@@ -177,26 +178,19 @@ describe.runIf(usingPostgres)("live watchlist with WORKERS=2", () => {
     req.header.set("authorization", `Bearer ${TOKEN}`);
     return next(req);
   };
-  let database: { url: string; drop: () => Promise<void> };
+  let deployment: WorkersServers;
   let server: ServerProcess;
   let db: DbHandle;
   const breakerOpen = Math.floor(Date.now() / H) * H - H;
   const { history, breaker } = structureBreak(breakerOpen - 60 * H);
 
   beforeAll(async () => {
-    database = await createPostgresDatabase();
-    server = await startServerProcess(
-      childEnv({ DATABASE_URL: database.url, WORKERS: "2", PORT: "0", INTERNAL_PORT: "0", INTERNAL_TOKEN: TOKEN, DEMO_ACCOUNT: "false", DEMO_FEED: "false", LOG_LEVEL: "info", DB_POOL_SIZE: "4", STALE_AFTER: "86400" }),
-      90_000,
-    );
-    db = await openDb({ databaseUrl: database.url, dataDir: "memory://", poolSize: 2 });
+    deployment = await startWorkersServers({ internalToken: TOKEN, env: { STALE_AFTER: "86400" } });
+    server = deployment.servers[0]!;
+    db = deployment.db;
   }, 120_000);
 
-  afterAll(async () => {
-    await server?.kill();
-    await db?.close();
-    await database?.drop();
-  });
+  afterAll(() => deployment?.close({ kill: true }));
 
   async function push(candles: Candle[]): Promise<void> {
     const sessionManager = new Http2SessionManager(server.internalUrl);

@@ -10,43 +10,35 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generateApiKey } from "../../src/accounts/api-key.ts";
 import { httpGet } from "../support/http-load.ts";
 import { connectionOwners } from "../support/socket-owners.ts";
-import { childEnv, startServerProcess, type ServerProcess } from "../support/processes.ts";
-import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
+import type { ServerProcess } from "../support/processes.ts";
+import { usingPostgres } from "../support/test-db.ts";
+import { startWorkersServers, type WorkersServers } from "../support/workers-servers.ts";
 
 const LIMIT = 20;
 const figures: Record<string, unknown> = {};
 afterAll(() => console.log(`[reliability figures] failed-keys-workers ${JSON.stringify(figures)}`));
 
 describe.runIf(usingPostgres)("failed-key budget with WORKERS=2 on PostgreSQL", () => {
-  let database: { url: string; drop: () => Promise<void> };
+  let deployment: WorkersServers;
   let server: ServerProcess;
 
   beforeAll(async () => {
-    database = await createPostgresDatabase();
-    server = await startServerProcess(
-      childEnv({
-        DATABASE_URL: database.url,
-        WORKERS: "2",
-        PORT: "0",
-        INTERNAL_PORT: "0",
-        INTERNAL_TOKEN: "failed-keys-workers-internal-token",
-        DEMO_ACCOUNT: "false",
-        DEMO_FEED: "false",
-        LOG_LEVEL: "info",
+    deployment = await startWorkersServers({
+      internalToken: "failed-keys-workers-internal-token",
+      env: {
         DB_POOL_SIZE: "6",
         FAILED_KEY_LIMIT: String(LIMIT),
         FAILED_KEY_WINDOW: "600",
         // X-Forwarded-For names the caller (the IPv6 test); without it the socket address counts.
         TRUST_PROXY: "true",
-      }),
-      90_000,
-    );
+      },
+    });
+    server = deployment.servers[0]!;
     expect(server.workerPids).toHaveLength(2);
   }, 120_000);
 
   afterAll(async () => {
-    await server?.stop();
-    await database?.drop();
+    await deployment?.close();
   });
 
   const call = (agent: http.Agent, headers: Record<string, string> = {}) =>
