@@ -49,7 +49,8 @@ describe("the OpenAPI examples", () => {
 
   it("the README's sample answer of GET /api/v1/signals is the recorded answer", () => {
     const readme = readFileSync(path.join(PROJECT_ROOT, "README.md"), "utf8");
-    const curl = String.raw`curl -s -H "x-api-key: \$KEY" 'http:\/\/127\.0\.0\.1:8080\/api\/v1\/signals\?symbols=BTC,ETH&tf=1h'`;
+    const url = String.raw`http:\/\/127\.0\.0\.1:8080\/api\/v1\/signals\?symbols=BTC,ETH&tf=1h`;
+    const curl = String.raw`curl -s -H "x-api-key: \$KEY" '${url}'`;
     const sample = new RegExp(`\`\`\`sh\\n${curl}\\n\`\`\`\\n\\n\`\`\`json\\n([\\s\\S]*?)\`\`\``).exec(readme);
     expect(sample, "the README's curl example followed by its answer").not.toBeNull();
     const recorded = JSON.parse(readFileSync(EXAMPLES_FILE, "utf8"))["/api/v1/signals"]["200"].ok.value;

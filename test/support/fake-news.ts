@@ -56,13 +56,15 @@ export async function startFakeNews(): Promise<FakeNews> {
 /** An RSS 2.0 document with the given items (raw XML of each <item>). */
 export function rss(title: string, items: string[]): string {
   const channel = `<title>${title}</title><link>https://publisher.example/</link><description>fake</description>`;
-  return `<?xml version="1.0" encoding="UTF-8"?>\n<rss version="2.0"><channel>${channel}${items.join("")}</channel></rss>`;
+  const xml = '<?xml version="1.0" encoding="UTF-8"?>\n';
+  return `${xml}<rss version="2.0"><channel>${channel}${items.join("")}</channel></rss>`;
 }
 
 /** An Atom 1.0 document with the given entries (raw XML of each <entry>). */
 export function atom(title: string, entries: string[]): string {
   const head = `<title>${title}</title><id>urn:fake:${title}</id><updated>2026-11-15T02:00:00Z</updated>`;
-  return `<?xml version="1.0" encoding="utf-8"?>\n<feed xmlns="http://www.w3.org/2005/Atom">${head}${entries.join("")}</feed>`;
+  const xml = '<?xml version="1.0" encoding="utf-8"?>\n';
+  return `${xml}<feed xmlns="http://www.w3.org/2005/Atom">${head}${entries.join("")}</feed>`;
 }
 
 /** A JSON Feed 1.1 document. */
