@@ -89,25 +89,25 @@ afterAll(async () => {
 
 describe("merging the setup and reset links into password_links", () => {
   it("keeps an unused setup link working for its account, as a setup link, until the same expiry", async () => {
-    expect(await checkPasswordLink(handle, tokens.setup, NOW)).toEqual({
+    expect(await checkPasswordLink(handle, tokens.setup, "setup", NOW)).toEqual({
       accountId: ids.setup,
       email: "setup@example.test",
       kind: "setup",
     });
-    expect(await checkPasswordLink(handle, tokens.setup, NOW + 24 * HOUR)).toBeNull();
+    expect(await checkPasswordLink(handle, tokens.setup, "setup", NOW + 24 * HOUR)).toBeNull();
   });
 
   it("keeps a used setup link used", async () => {
-    expect(await checkPasswordLink(handle, tokens.usedSetup, NOW)).toBeNull();
+    expect(await checkPasswordLink(handle, tokens.usedSetup, "setup", NOW)).toBeNull();
   });
 
   it("keeps a reset link working as a reset link: using it sets the password and confirms the email", async () => {
-    expect(await checkPasswordLink(handle, tokens.reset, NOW + HOUR - 1)).toEqual({
+    expect(await checkPasswordLink(handle, tokens.reset, "reset", NOW + HOUR - 1)).toEqual({
       accountId: ids.reset,
       email: "reset@example.test",
       kind: "reset",
     });
-    expect(await redeemPasswordLink(handle, tokens.reset, "a long new password", NOW)).toEqual({
+    expect(await redeemPasswordLink(handle, tokens.reset, "reset", "a long new password", NOW)).toEqual({
       accountId: ids.reset,
       kind: "reset",
     });

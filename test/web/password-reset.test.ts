@@ -15,7 +15,7 @@ import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.ts";
 import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
-import { PASSWORD_LINK_TTL_MS } from "../../src/accounts/sign-in/password-links.ts";
+import { createPasswordLink, PASSWORD_LINK_TTL_MS } from "../../src/accounts/sign-in/password-links.ts";
 
 const RESET_LINK_TTL_MS = PASSWORD_LINK_TTL_MS.reset;
 import { RESET_THROTTLE } from "../../src/web/routes/forgot-password.ts";
@@ -189,6 +189,35 @@ describe("reset links", () => {
     expect((await c.get(pathOf(link))).status).toBe(410);
     expect((await client().signIn(bo.email, "first new password")).status).toBe(303);
     expect((await client().signIn(bo.email, "second new password")).status).toBe(401);
+  });
+
+  it("leave the operator's pending setup link working, each token works only at its own kind's address, and the first one used retires the other", async () => {
+    const kit = await member("kit");
+    const setupToken = (await createPasswordLink(server.db.handle, kit.accountId, "setup", server.clock())).token;
+    // Anyone who knows the address can ask for a reset link: that must not cancel the setup link.
+    expect((await askForLink(client(), kit.email)).status).toBe(200);
+    const resetToken = linkOf(await smtp.mailTo(kit.email)).split("token=")[1]!;
+    // A token at the other kind's address is not a link there (each address answers its own "gone").
+    const resetAtSetup = await client().get(`/setup-password?token=${resetToken}`);
+    expect(resetAtSetup.status).toBe(404);
+    expect(resetAtSetup.body).toContain("Link not valid");
+    expect((await client().get(`/reset-password?token=${setupToken}`)).status).toBe(410);
+    const crossPost = client();
+    const resetForm = await crossPost.get("/forgot-password");
+    crossPost.cookies.set("password_link", setupToken);
+    const refused = await crossPost.post("/reset-password", { csrf_token: csrfTokenOf(resetForm.body), password: "cross kind password", confirm: "cross kind password" });
+    expect(refused.status).toBe(410);
+    // The setup link works at its own address, and once used the reset link is gone too.
+    const c = client();
+    expect((await c.get(`/setup-password?token=${setupToken}`)).status).toBe(303);
+    const form = await c.get("/setup-password");
+    expect(form.status).toBe(200);
+    const set = await c.post("/setup-password", { csrf_token: csrfTokenOf(form.body), password: "set up password", confirm: "set up password" });
+    expect(set.status).toBe(303);
+    expect(set.headers.location).toBe("/signin?password-set");
+    expect((await client().get(`/reset-password?token=${resetToken}`)).status).toBe(410);
+    expect((await client().signIn(kit.email, "cross kind password")).status).toBe(401);
+    expect((await client().signIn(kit.email, "set up password")).status).toBe(303);
   });
 
   it("expire after one hour, whether opened before or after", async () => {

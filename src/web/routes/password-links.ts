@@ -10,6 +10,7 @@ import { getCookie } from "hono/cookie";
 import {
   checkPasswordLink,
   PASSWORD_LINK_TTL_MS,
+  type PasswordLinkKind,
   type PasswordLinkTarget,
   redeemPasswordLink,
 } from "../../accounts/sign-in/password-links.ts";
@@ -24,6 +25,8 @@ const LINK_COOKIE = "password_link";
 
 /** One address a link leads to, and what it answers for a link that does not work (any more). */
 interface LinkAddress {
+  /** The only kind of link this address takes. */
+  readonly kind: PasswordLinkKind;
   readonly path: string;
   readonly goneStatus: 404 | 410;
   readonly goneText: string;
@@ -31,6 +34,7 @@ interface LinkAddress {
 }
 
 const SETUP: LinkAddress = {
+  kind: "setup",
   path: "/setup-password",
   goneStatus: 404,
   goneText:
@@ -38,6 +42,7 @@ const SETUP: LinkAddress = {
   back: { href: "/signin", text: "Go to sign in" },
 };
 const RESET: LinkAddress = {
+  kind: "reset",
   path: "/reset-password",
   goneStatus: 410,
   goneText:
@@ -86,7 +91,7 @@ function linkRoutes(kit: PageKit, app: Hono<WebEnv>, at: LinkAddress): void {
 
   app.get(at.path, async (c) => {
     const fromLink = c.req.query("token");
-    const target = await checkPasswordLink(db, fromLink ?? getCookie(c, LINK_COOKIE) ?? "", clock());
+    const target = await checkPasswordLink(db, fromLink ?? getCookie(c, LINK_COOKIE) ?? "", at.kind, clock());
     if (target === null) return gone(c);
     if (fromLink === undefined) return passwordForm(c, 200, target);
     kit.setCookie(c, LINK_COOKIE, fromLink, PASSWORD_LINK_TTL_MS[target.kind] / 1000);
@@ -102,12 +107,12 @@ function linkRoutes(kit: PageKit, app: Hono<WebEnv>, at: LinkAddress): void {
     const token = getCookie(c, LINK_COOKIE) ?? "";
     const password = fields.get("password") ?? "";
     const now = clock();
-    const target = await checkPasswordLink(db, token, now);
+    const target = await checkPasswordLink(db, token, at.kind, now);
     if (target === null) return gone(c);
     const problem = newPasswordProblem(password, fields.get("confirm") ?? "");
     if (problem !== null) return passwordForm(c, 400, target, problem);
     const used = await kit.withHashPlace(c, clientAddress(kit.nodeRequest(c), config.trustProxy), (hash) =>
-      redeemPasswordLink(db, token, password, now, hash),
+      redeemPasswordLink(db, token, at.kind, password, now, hash),
     );
     if (isRefusal(used)) return passwordForm(c, used.status, target, used.message, used.headers);
     if (used === null) return gone(c);
