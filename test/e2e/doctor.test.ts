@@ -82,7 +82,9 @@ describe("signals doctor", () => {
     // The text form: one line per check, the fix under it, the verdict last.
     const text = await runCli(["doctor"], env);
     expect(text.code).toBe(1);
-    expect(text.stdout).toMatch(/^failing demo feed +on: BTC, ETH, SOL, BNB and XRP get synthetic sample prices\n +fix: stop the server and start it with: DEMO_FEED=false npm start$/m);
+    const demoCheck = "^failing demo feed +on: BTC, ETH, SOL, BNB and XRP get synthetic sample prices\\n";
+    const demoFix = " +fix: stop the server and start it with: DEMO_FEED=false npm start$";
+    expect(text.stdout).toMatch(new RegExp(demoCheck + demoFix, "m"));
     expect(text.stdout).toMatch(/^ok +database +reachable/m);
     expect(text.stdout.trim().split("\n").at(-1)).toBe("not ready to sell: demo feed, public address, stripe key, stripe webhook secret");
     await server.stop();

@@ -23,7 +23,13 @@ import { structureBreak } from "../support/structure-break.ts";
 import { startTestServer, type TestServer } from "../support/test-server.ts";
 
 /** Names a track record would carry: history lists, win rates, backtests, trades and results. */
-const FORBIDDEN = /histor|win_?rate|winrate|wins\b|backtest|track_?record|trackrecord|\btrades?\b|trades_|pnl|profit|performance|hit_?rate|accuracy|results?\b/i;
+const FORBIDDEN = new RegExp(
+  [
+    ...["histor", "win_?rate", "winrate", "wins\\b", "backtest", "track_?record", "trackrecord", "\\btrades?\\b"],
+    ...["trades_", "pnl", "profit", "performance", "hit_?rate", "accuracy", "results?\\b"],
+  ].join("|"),
+  "i",
+);
 
 const GEN_DIR = fileURLToPath(new URL("../../gen/", import.meta.url));
 

@@ -49,7 +49,8 @@ describe("the OpenAPI examples", () => {
 
   it("the README's sample answer of GET /api/v1/signals is the recorded answer", () => {
     const readme = readFileSync(path.join(PROJECT_ROOT, "README.md"), "utf8");
-    const sample = /```sh\ncurl -s -H "x-api-key: \$KEY" 'http:\/\/127\.0\.0\.1:8080\/api\/v1\/signals\?symbols=BTC,ETH&tf=1h'\n```\n\n```json\n([\s\S]*?)```/.exec(readme);
+    const curl = String.raw`curl -s -H "x-api-key: \$KEY" 'http:\/\/127\.0\.0\.1:8080\/api\/v1\/signals\?symbols=BTC,ETH&tf=1h'`;
+    const sample = new RegExp(`\`\`\`sh\\n${curl}\\n\`\`\`\\n\\n\`\`\`json\\n([\\s\\S]*?)\`\`\``).exec(readme);
     expect(sample, "the README's curl example followed by its answer").not.toBeNull();
     const recorded = JSON.parse(readFileSync(EXAMPLES_FILE, "utf8"))["/api/v1/signals"]["200"].ok.value;
     expect(JSON.parse(sample![1]!)).toEqual(recorded);

@@ -215,7 +215,8 @@ describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on on
     const check = await ledgerCheck(db, account.accountId);
     const charges = check.charges - before;
     const ok = tally.get("200");
-    console.log(`[workers figures] kill -9: ${JSON.stringify({ answers: tally.toObject(), cutOff, charges, restarts: restarted().map((l) => l.pid) })}`);
+    const figures = { answers: tally.toObject(), cutOff, charges, restarts: restarted().map((l) => l.pid) };
+    console.log(`[workers figures] kill -9: ${JSON.stringify(figures)}`);
     // The surviving worker answers everything while the other restarts: only 200s.
     expect(Object.keys(tally.toObject())).toEqual(["200"]);
     expect(ok).toBeGreaterThan(0);

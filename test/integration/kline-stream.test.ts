@@ -103,7 +103,7 @@ describe.runIf(realCandlesAvailable)("kline stream: 400 coins over one websocket
     for (const sub of again) sub.close();
   });
 
-  it(`refuses a stream beyond ${MAX_STREAMS_PER_CONNECTION} on one connection with a message saying what to do`, async () => {
+  it(`refuses a stream beyond ${MAX_STREAMS_PER_CONNECTION} on one connection, saying what to do`, async () => {
     const stream = new KlineStream(exchange, "1h", pino({ level: "silent" }));
     try {
       const subs = Array.from({ length: MAX_STREAMS_PER_CONNECTION + 1 }, (_, i) => stream.open(`X${i}/USDT`));

@@ -423,7 +423,7 @@ describe(`a batch the store cannot commit (${usingPostgres ? "Postgres" : "PGlit
 });
 
 describe(`freshness and missing data (${usingPostgres ? "Postgres" : "PGlite"})`, () => {
-  it(`a coin silent longer than STALE_AFTER (${STALE_AFTER_MS / 1000} s) is stale, also after a restart, until an update arrives`, async () => {
+  it(`a coin silent past STALE_AFTER (${STALE_AFTER_MS / 1000} s) is stale, after a restart too, until it updates`, async () => {
     const clock = createTestClock();
     const feed = await loadedFeed(clock);
     const base = walk(8, 40, Date.UTC(2026, 3, 1));

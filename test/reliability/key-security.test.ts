@@ -193,7 +193,8 @@ function findSecrets(secrets: Record<string, string>, texts: Record<string, stri
   return found;
 }
 
-describe(`keys never appear in logs (${usingPostgres ? "two server processes on Postgres" : "a server process on the embedded database"}, LOG_LEVEL=trace)`, () => {
+const SERVERS = usingPostgres ? "two server processes on Postgres" : "a server process on the embedded database";
+describe(`keys never appear in logs (${SERVERS}, LOG_LEVEL=trace)`, () => {
   const INTERNAL_TOKEN = "key-security-internal-token-7Qz";
   let dataDir: string;
   let drop: (() => Promise<void>) | null = null;

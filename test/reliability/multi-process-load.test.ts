@@ -126,7 +126,7 @@ describe.runIf(usingPostgres)(`${PROCESSES} server processes on one database, ` 
     expect(check.charges).toBe(1_000);
   });
 
-  it(`the daily cap (${DAILY_CAP}) as the limit across 4 processes: exactly the 300 calls left today are charged, the rest 429`, async () => {
+  it(`the daily cap (${DAILY_CAP}) across 4 processes: exactly the 300 calls left today charged, the rest 429`, async () => {
     // The same account: 1,000 calls today already; a pack so that Tokens are not the limit.
     const { accountId, apiKey } = spent;
     const { account: before } = await admin.getAccount({ accountId });

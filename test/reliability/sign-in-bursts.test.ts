@@ -75,7 +75,7 @@ afterAll(async () => {
 });
 
 describe("budgets reserved before the hash (item 1)", () => {
-  it(`60 parallel wrong passwords from one address over two servers: exactly ${DEFAULT_THROTTLE.perAddress} checked and recorded, the rest 429`, async () => {
+  it(`60 parallel wrong passwords, one address, two servers: ${DEFAULT_THROTTLE.perAddress} checked, the rest 429`, async () => {
     const { email } = await member();
     const address = "127.0.0.2";
     const clients = await Promise.all([first, second].map((server) => signInForm(server, address)));
@@ -94,7 +94,7 @@ describe("budgets reserved before the hash (item 1)", () => {
     expect((await clients[0]!.web.post("/signin", { csrf_token: clients[0]!.csrf, email, password: PASSWORD })).status).toBe(429);
   });
 
-  it(`30 parallel sign-ups from one address over two servers create at most ${SIGN_UP_THROTTLE.perAddress} accounts`, async () => {
+  it(`30 parallel sign-ups, one address, two servers: at most ${SIGN_UP_THROTTLE.perAddress} accounts`, async () => {
     const address = "127.0.0.3";
     const forms = await Promise.all(
       [first, second].map(async (server) => {
@@ -198,7 +198,7 @@ describe("no lock-out by strangers (item 3)", () => {
     expect(stored.every((r) => /^[0-9a-f]{64}$/.test(r.address_hash))).toBe(true);
   }, 120_000);
 
-  it(`the hard limit is per (email, address): ${DEFAULT_THROTTLE.perPair} failures from the member's own address stop that address for that email only`, async () => {
+  it(`the hard limit is per (email, address): ${DEFAULT_THROTTLE.perPair} failures stop that pair only`, async () => {
     const victim = await member();
     const other = await member();
     const home = await signInForm(first, "127.0.0.9");
@@ -232,7 +232,7 @@ describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on on
     await database?.drop();
   });
 
-  it(`60 parallel wrong passwords from one address: exactly ${DEFAULT_THROTTLE.perAddress} ` + `checked; 30 parallel sign-ups: ${SIGN_UP_THROTTLE.perAddress} accounts`, async () => {
+  it(`60 parallel wrong passwords: ${DEFAULT_THROTTLE.perAddress} checked; 30 sign-ups: ${SIGN_UP_THROTTLE.perAddress} accounts`, async () => {
     const email = `workers-${process.pid}@example.test`;
     const limits = loadConfig({ PORT: "0", INTERNAL_PORT: "0", INTERNAL_TOKEN }).limits;
     const { summary } = await createAccount(db, { email, plan: "node", subscriptionUntil: new Date(Date.now() + 86_400_000) }, limits, Date.now());

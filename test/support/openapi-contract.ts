@@ -70,7 +70,8 @@ export function expectMatchesOpenApi(method: string, url: string, answer: RestAn
     const seen = seenStatuses.get(key) ?? new Set<number>();
     seen.add(status!);
     seenStatuses.set(key, seen);
-    schemaRef = `${DOC_ID}#/${pointer("paths", path, verb, "responses", String(status), "content", "application/json", "schema")}`;
+    const pointed = pointer("paths", path, verb, "responses", String(status), "content", "application/json", "schema");
+    schemaRef = `${DOC_ID}#/${pointed}`;
   }
   const validate = ajv.getSchema(schemaRef);
   expect(validate, schemaRef).toBeDefined();

@@ -43,7 +43,10 @@ export interface Expectation {
 export type Step =
   /** A README command run to its end (in the shell state the earlier commands left: `export KEY=…`). */
   | { readonly run: string; readonly expect?: Expectation; readonly input?: string }
-  /** A README command that keeps running (a server, a feeder, a stream), ready when its output says so or a URL answers. */
+  /**
+   * A README command that keeps running (a server, a feeder, a stream), ready when its output says so or a URL
+   * answers.
+   */
   | { readonly start: string; readonly name: string; readonly readyOutput?: RegExp; readonly readyUrl?: string }
   /** Stops a started command as Ctrl-C would (SIGINT to its process group) and waits for it to end. */
   | { readonly stop: string }
@@ -121,12 +124,15 @@ export const SCENARIO: readonly Step[] = [
 /** README commands the test does not run, each with the reason. */
 export const EXCLUDED: Readonly<Record<string, string>> = {
   "npm install && npm test": "the test suite itself: running it from inside one of its tests would recurse (CI runs it: .ci/run)",
-  "FEED_METRICS_PORT=9465 NEWS_FEEDS=https://www.coindesk.com/arc/outboundfeeds/rss/ npx signals feed --datasets news,fundamentals,macro":
+  ["FEED_METRICS_PORT=9465 NEWS_FEEDS=https://www.coindesk.com/arc/outboundfeeds/rss/ " +
+  "npx signals feed --datasets news,fundamentals,macro"]:
     "needs the internet (a publisher's RSS feed, CoinGecko, FRED) and the operator's own FRED key; " + "test/e2e/feeder-datasets.test.ts runs these datasets against local fakes of all three",
-  "curl -sSfO https://data.binance.vision/data/spot/monthly/klines/ADAUSDT/1h/ADAUSDT-1h-2024-05.zip   # needs the internet":
+  ["curl -sSfO https://data.binance.vision/data/spot/monthly/klines/ADAUSDT/1h/ADAUSDT-1h-2024-05.zip   " +
+  "# needs the internet"]:
     "needs the internet (Binance's public archive): the test writes a file of that " + "name and layout in its place (a one-file zip of May 2024's 744 hourly rows " + "in Binance's kline layout) and runs the next two lines on it as printed",
   "stripe login": "the Stripe CLI and a Stripe account, over the internet; the server side " + "of the payments flow runs against the local Stripe fake (test/payments/)",
-  'stripe prices create --currency usd --unit-amount 4900 -d "recurring[interval]=month" -d "product_data[name]=Node plan"': "the Stripe CLI and a Stripe account, over the internet",
+  ['stripe prices create --currency usd --unit-amount 4900 -d "recurring[interval]=month" ' +
+  '-d "product_data[name]=Node plan"']: "the Stripe CLI and a Stripe account, over the internet",
   "stripe listen --forward-to 127.0.0.1:8080/webhooks/stripe": "the Stripe CLI and a Stripe account, over the internet; signed webhooks are tested against " + "the server with the local fake (test/payments/webhook-packs.test.ts, subscriptions.test.ts)",
   "stripe trigger charge.refunded                                # other events on demand": "the Stripe CLI and a Stripe account, over the internet; refunds are " + "tested with signed fake events (test/payments/webhook-packs.test.ts)",
 };

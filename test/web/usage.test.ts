@@ -167,7 +167,8 @@ describe.skipIf(!chromiumAvailable)("usage over time and key facts on the accoun
       for (const line of lines) {
         if (line.type === "charges") {
           const calls = Number(line.cells[1]!.replace(/ API calls?$/, "").replace(/,/g, ""));
-          const day = [...byDay.keys()].find((d) => line.cells[0] === `${Number(d.slice(8))} ${new Date(`${d}T00:00:00Z`).toLocaleString("en-US", { month: "short", timeZone: "UTC" })} ${d.slice(0, 4)}`)!;
+          const month = (d: string) => new Date(`${d}T00:00:00Z`).toLocaleString("en-US", { month: "short", timeZone: "UTC" });
+          const day = [...byDay.keys()].find((d) => line.cells[0] === `${Number(d.slice(8))} ${month(d)} ${d.slice(0, 4)}`)!;
           expect(day, line.cells[0]).toBeDefined();
           expect(calls, day).toBe(byDay.get(day));
           expect(line.cells[2]).toBe(`\u2212${calls}`);
