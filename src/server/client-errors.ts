@@ -7,13 +7,11 @@
  * rewrites exactly those answers, for every protocol: Connect unary (HTTP status and JSON body),
  * gRPC (grpc-status in headers or trailers) and gRPC-Web (the trailer frame in the body).
  */
-import type { RequestHandler } from "./listener.ts";
+import { type RequestHandler, RPC_PATH } from "./request-handler.ts";
 
 /** Messages of connect-es errors that describe the request, not the server. */
 const CLIENT_FAULT = /^(parse binary:|received compressed envelope|invalid envelope)/;
 const MESSAGE = "The request message could not be parsed.";
-/** gRPC / Connect method paths: /package.Service/Method. */
-export const RPC_PATH = /^\/[A-Za-z_][\w.]*\/[A-Za-z_]\w*$/;
 
 type Headers = Record<string, string | string[] | number | undefined>;
 

@@ -21,8 +21,7 @@ import type http from "node:http";
 import http2 from "node:http2";
 import type net from "node:net";
 import { errorBodyOf, errorSpec, type ErrorCode } from "../errors.ts";
-import { RPC_PATH } from "./client-errors.ts";
-import type { RequestHandler } from "./listener.ts";
+import { type RequestHandler, RPC_PATH } from "./request-handler.ts";
 
 /** Longest request target (path and query) answered normally. */
 export const DEFAULT_MAX_URL_BYTES = 8 * 1024;

@@ -8,11 +8,7 @@ import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
 import { answerClientError, answerStreamTimeout } from "./http-errors.ts";
-
-export type RequestHandler = (
-  req: http.IncomingMessage | http2.Http2ServerRequest,
-  res: http.ServerResponse | http2.Http2ServerResponse,
-) => void;
+import type { RequestHandler } from "./request-handler.ts";
 
 export interface ListenerOptions {
   /** Largest header block accepted (HTTP/1.1 answers 431 above it, HTTP/2 resets the stream). */

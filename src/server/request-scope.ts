@@ -6,7 +6,7 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { runInRequest, type RequestContext } from "../request-context.ts";
-import type { RequestHandler } from "./listener.ts";
+import type { RequestHandler } from "./request-handler.ts";
 import { API_KEY_PREFIX } from "../accounts/api-key.ts";
 import { callerAddress } from "../accounts/address-group.ts";
 import { redactSecrets } from "../logger.ts";

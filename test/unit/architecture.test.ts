@@ -115,6 +115,21 @@ function codeGraph(): Map<string, Set<string>> {
   return new Map(parts.map((part) => [part, importedBy(layerFiles(part), part)] as const));
 }
 
+/** The code's graph between the modules of src/, each named by its path under src/. */
+function moduleGraph(): Map<string, Set<string>> {
+  const files = readdirSync(SRC, { recursive: true, encoding: "utf8" }).filter((name) => name.endsWith(".ts"));
+  return new Map(
+    files.map((name) => {
+      const file = path.join(SRC, name);
+      const targets = importsOf(file)
+        .filter((specifier) => specifier.startsWith("."))
+        .map((specifier) => path.relative(SRC, path.resolve(path.dirname(file), specifier)))
+        .filter((target) => !target.startsWith(".."));
+      return [name, new Set(targets)] as const;
+    }),
+  );
+}
+
 describe("import directions (docs/architecture.md)", () => {
   it("reads the table of docs/architecture.md", () => {
     expect(LAYERS).toContain("engine");
@@ -152,6 +167,10 @@ describe("import directions (docs/architecture.md)", () => {
 
   it("the code has no cycle between folders", () => {
     expect(cyclesOf(codeGraph())).toEqual([]);
+  });
+
+  it("the code has no cycle between modules, type-only imports included", () => {
+    expect(cyclesOf(moduleGraph())).toEqual([]);
   });
 
   it("config imports from other folders only modules that import nothing of src/, so it stays at the bottom", () => {

@@ -8,9 +8,9 @@ import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { readSecretFile, securePrivateDir, SymlinkRefusedError, writeSecretFile } from "../../src/server/private-files.ts";
-import { clientTokenSource, internalTokenPath, readInternalToken, rotateInternalToken, serverTokenSource, ensureInternalToken } from "../../src/server/internal-token.ts";
-import { createBearerCheck } from "../../src/server/internal-auth.ts";
+import { readSecretFile, securePrivateDir, SymlinkRefusedError, writeSecretFile } from "../../../src/server/private-files.ts";
+import { clientTokenSource, internalTokenPath, readInternalToken, rotateInternalToken, serverTokenSource, ensureInternalToken } from "../../../src/server/internal-token.ts";
+import { createBearerCheck } from "../../../src/server/internal-auth.ts";
 
 let dir: string;
 beforeEach(() => {

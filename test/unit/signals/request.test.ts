@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { isWellFormedSymbol } from "../../src/market/symbols.ts";
-import { normaliseSymbols, normaliseTimeframe } from "../../src/signals/request.ts";
+import { isWellFormedSymbol } from "../../../src/market/symbols.ts";
+import { normaliseSymbols, normaliseTimeframe } from "../../../src/signals/request.ts";
 
 describe("symbols parameter", () => {
   it("splits, trims, upper-cases, drops empties and duplicates keeping the first", () => {
