@@ -15,13 +15,28 @@ try {
 }
 const counts = report?.metadata?.vulnerabilities;
 if (!counts) {
-  const why = (report?.message || report?.error?.summary || run.error?.message || run.stderr || "no answer").toString().split("\n").find((l) => l.trim()) ?? "no answer";
+  const why =
+    (report?.message || report?.error?.summary || run.error?.message || run.stderr || "no answer")
+      .toString()
+      .split("\n")
+      .find((l) => l.trim()) ?? "no answer";
   const record = { at: new Date().toISOString(), reachable: false, reason: why.trim().slice(0, 300) };
   writeFileSync(out, `${JSON.stringify(record, null, 2)}\n`);
-  console.log(`npm audit: the advisory service was not reachable (${record.reason}); recorded in ${out}, not a failure`);
+  console.log(
+    `npm audit: the advisory service was not reachable (${record.reason}); recorded in ${out}, not a failure`,
+  );
   process.exit(0);
 }
-const record = { at: new Date().toISOString(), reachable: true, vulnerabilities: counts, advisories: Object.values(report.vulnerabilities ?? {}).map((v) => ({ name: v.name, severity: v.severity, range: v.range })) };
+const record = {
+  at: new Date().toISOString(),
+  reachable: true,
+  vulnerabilities: counts,
+  advisories: Object.values(report.vulnerabilities ?? {}).map((v) => ({
+    name: v.name,
+    severity: v.severity,
+    range: v.range,
+  })),
+};
 writeFileSync(out, `${JSON.stringify(record, null, 2)}\n`);
 console.log(`npm audit (runtime dependencies): ${JSON.stringify(counts)}; recorded in ${out}`);
 for (const a of record.advisories) console.log(`  ${a.severity}: ${a.name} ${a.range}`);

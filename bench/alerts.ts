@@ -24,22 +24,22 @@
  * and sequential sendMessage POSTs to the fake (the floor of one delivery).
  */
 import { create } from "@bufbuild/protobuf";
-import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
+import { type Client, createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import postgres from "postgres";
-import { IngestService, PushCandlesRequestSchema, type PushCandlesRequest } from "../gen/signals/v1/ingest_pb.js";
 import { SignalEventsService } from "../gen/signals/v1/events_pb.js";
-import { openDb } from "../src/db/client.ts";
-import { loadConfig } from "../src/config.ts";
+import { IngestService, type PushCandlesRequest, PushCandlesRequestSchema } from "../gen/signals/v1/ingest_pb.js";
 import { createAccount } from "../src/accounts/accounts.ts";
 import { saveAlertSettings } from "../src/alerts/settings.ts";
-import { demoCandles } from "../src/market/demo-feed.ts";
-import { CoinRuntime, type CandleRow } from "../src/market/coin-runtime.ts";
-import type { SignalChange } from "../src/market/signal-events.ts";
+import { loadConfig } from "../src/config.ts";
+import { openDb } from "../src/db/client.ts";
 import type { Candle } from "../src/engine/index.ts";
+import { type CandleRow, CoinRuntime } from "../src/market/coin-runtime.ts";
+import { demoCandles } from "../src/market/demo-feed.ts";
+import type { SignalChange } from "../src/market/signal-events.ts";
 import { FAKE_BOT_TOKEN, startFakeTelegram } from "../test/support/fake-telegram.ts";
-import { benchDatabase, startServerProcess } from "./server-process.ts";
 import { machineLine } from "./api.ts";
+import { benchDatabase, startServerProcess } from "./server-process.ts";
 
 const H = 3_600_000;
 const TOKEN = "bench-internal-token-0123456789";
@@ -93,7 +93,16 @@ function openFeeder(client: Client<typeof IngestService>) {
   return {
     sentAt,
     push(candles: { symbol: string; candle: Candle }[]) {
-      for (const { symbol, candle } of candles) queue.push(create(PushCandlesRequestSchema, { symbol, tf: "1h", ...candle, openTime: BigInt(candle.openTime), closed: true }));
+      for (const { symbol, candle } of candles)
+        queue.push(
+          create(PushCandlesRequestSchema, {
+            symbol,
+            tf: "1h",
+            ...candle,
+            openTime: BigInt(candle.openTime),
+            closed: true,
+          }),
+        );
       wake?.();
     },
     async end() {
@@ -114,7 +123,8 @@ function buildMarket(lastOpen: number): { history: { symbol: string; candle: Can
     candles: demoCandles(symbol, HISTORY_HOURS + LIVE_HOURS).map((c, i) => ({ ...c, openTime: firstHistory + i * H })),
   }));
   const history: { symbol: string; candle: Candle }[] = [];
-  for (let i = 0; i < HISTORY_HOURS; i++) for (const s of series) history.push({ symbol: s.symbol, candle: s.candles[i]! });
+  for (let i = 0; i < HISTORY_HOURS; i++)
+    for (const s of series) history.push({ symbol: s.symbol, candle: s.candles[i]! });
   const runtimes = new Map(symbols.map((symbol) => [symbol, new CoinRuntime(symbol, "1h", 0)]));
   const apply = (symbol: string, candle: Candle, changes: SignalChange[]) => {
     const rows: CandleRow[] = [];
@@ -131,7 +141,12 @@ function buildMarket(lastOpen: number): { history: { symbol: string; candle: Can
   return { history, rounds };
 }
 
-async function waitUntil(check: () => boolean | Promise<boolean>, timeoutMs: number, what: string, everyMs = 2): Promise<number> {
+async function waitUntil(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  what: string,
+  everyMs = 2,
+): Promise<number> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -184,16 +199,33 @@ export async function benchAlerts(): Promise<string> {
     const handle = await openDb({ databaseUrl: database.url, dataDir: "", poolSize: 2 });
     const limits = loadConfig({}).limits;
     for (let i = 0; i < MEMBERS; i++) {
-      const { summary: account } = await createAccount(handle, { email: `alerts${i}@example.test`, plan: "node", subscriptionUntil: new Date("2099-01-01T00:00:00Z") }, limits, Date.now());
-      await saveAlertSettings(handle, account.accountId, { chatId: String(100_000 + i), symbols, timeframes: ["1h", "4h", "1d"] });
+      const { summary: account } = await createAccount(
+        handle,
+        { email: `alerts${i}@example.test`, plan: "node", subscriptionUntil: new Date("2099-01-01T00:00:00Z") },
+        limits,
+        Date.now(),
+      );
+      await saveAlertSettings(handle, account.accountId, {
+        chatId: String(100_000 + i),
+        symbols,
+        timeframes: ["1h", "4h", "1d"],
+      });
     }
     await handle.close();
     const ingest = createClient(IngestService, transport());
     async function* historyRequests() {
-      for (const { symbol, candle } of history) yield create(PushCandlesRequestSchema, { symbol, tf: "1h", ...candle, openTime: BigInt(candle.openTime), closed: true });
+      for (const { symbol, candle } of history)
+        yield create(PushCandlesRequestSchema, {
+          symbol,
+          tf: "1h",
+          ...candle,
+          openTime: BigInt(candle.openTime),
+          closed: true,
+        });
     }
     const seeded = await ingest.pushCandles(historyRequests(), { headers: { "x-ingest-mode": "backfill" } });
-    if (Number(seeded.accepted) !== history.length) throw new Error(`history: ${seeded.accepted} of ${history.length} accepted`);
+    if (Number(seeded.accepted) !== history.length)
+      throw new Error(`history: ${seeded.accepted} of ${history.length} accepted`);
     const { n: historyEvents } = (await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM signal_events`)[0]!;
     const { n: outboxAfterHistory } = (await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM outbox`)[0]!;
     if (outboxAfterHistory !== 0) throw new Error(`the backfill queued ${outboxAfterHistory} alerts`);
@@ -214,7 +246,11 @@ export async function benchAlerts(): Promise<string> {
     const url = `${telegram.apiBase}/bot${FAKE_BOT_TOKEN}/sendMessage`;
     for (let i = 0; i < 500; i++) {
       const t = performance.now();
-      const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ chat_id: "1", text: "baseline ".repeat(30), disable_web_page_preview: true }) });
+      const res = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ chat_id: "1", text: "baseline ".repeat(30), disable_web_page_preview: true }),
+      });
       await res.json();
       postLatencies.push(performance.now() - t);
     }
@@ -225,20 +261,30 @@ export async function benchAlerts(): Promise<string> {
     const PER_LANE = 300;
     const lanes = async (work: (lane: number, i: number) => Promise<unknown>) => {
       const t = performance.now();
-      await Promise.all(Array.from({ length: LANES }, async (_, lane) => {
-        for (let i = 0; i < PER_LANE; i++) await work(lane, i);
-      }));
+      await Promise.all(
+        Array.from({ length: LANES }, async (_, lane) => {
+          for (let i = 0; i < PER_LANE; i++) await work(lane, i);
+        }),
+      );
       return (LANES * PER_LANE) / ((performance.now() - t) / 1000);
     };
     const postRate = await lanes(async (lane) => {
-      const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ chat_id: String(lane), text: "baseline ".repeat(30), disable_web_page_preview: true }) });
+      const res = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ chat_id: String(lane), text: "baseline ".repeat(30), disable_web_page_preview: true }),
+      });
       await res.json();
     });
     const pool = postgres(database.url, { max: 10, onnotice: () => {} });
-    const ackRate = await lanes((lane, i) => pool`UPDATE bench_outbox SET sent_at = now(), lease_until = NULL WHERE id = ${lane * PER_LANE + i + 1}`);
+    const ackRate = await lanes(
+      (lane, i) =>
+        pool`UPDATE bench_outbox SET sent_at = now(), lease_until = NULL WHERE id = ${lane * PER_LANE + i + 1}`,
+    );
     const batchedAckStarted = performance.now();
     for (let first = 1; first <= LANES * PER_LANE; first += 100) {
-      await pool`UPDATE bench_outbox SET sent_at = now(), lease_until = NULL WHERE id = ANY(${Array.from({ length: 100 }, (_, k) => first + k)}::bigint[])`;
+      await pool`UPDATE bench_outbox SET sent_at = now(), lease_until = NULL
+        WHERE id = ANY(${Array.from({ length: 100 }, (_, k) => first + k)}::bigint[])`;
     }
     const batchedAckRate = (LANES * PER_LANE) / ((performance.now() - batchedAckStarted) / 1000);
     await pool.end();
@@ -250,7 +296,11 @@ export async function benchAlerts(): Promise<string> {
     const streamAbort = new AbortController();
     const consumer = (async () => {
       try {
-        for await (const res of createClient(SignalEventsService, transport()).streamSignalEvents({}, { signal: streamAbort.signal })) streamed.set(res.event!.id, Date.now());
+        for await (const res of createClient(SignalEventsService, transport()).streamSignalEvents(
+          {},
+          { signal: streamAbort.signal },
+        ))
+          streamed.set(res.event!.id, Date.now());
       } catch (err) {
         if (!streamAbort.signal.aborted) throw err;
       }
@@ -276,7 +326,11 @@ export async function benchAlerts(): Promise<string> {
       const t = Date.now();
       feeder.push(round.candles);
       expectedMessages += round.events.length * MEMBERS;
-      await waitUntil(() => telegram.delivered.length >= expectedMessages, 60_000, `round alerts (${telegram.delivered.length}/${expectedMessages})`);
+      await waitUntil(
+        () => telegram.delivered.length >= expectedMessages,
+        60_000,
+        `round alerts (${telegram.delivered.length}/${expectedMessages})`,
+      );
       await waitUntil(() => round.events.every((e) => streamed.has(e.id)), 30_000, "round events on the stream");
       if (round.events.length > 0) roundWall.push(Date.now() - t);
       await new Promise((r) => setTimeout(r, QUIET_MS));
@@ -291,7 +345,12 @@ export async function benchAlerts(): Promise<string> {
     // row's ack (sent_at) after the fake's receipt.
     const pacedIds = pacedEvents.map((e) => e.id);
     const stamps = new Map(
-      (await sql<{ id: string; created: number }[]>`SELECT id, (extract(epoch FROM created_at) * 1000)::float8 AS created FROM signal_events WHERE id = ANY(${pacedIds})`).map((r) => [r.id, Number(r.created)]),
+      (
+        await sql<
+          { id: string; created: number }[]
+        >`SELECT id, (extract(epoch FROM created_at) * 1000)::float8 AS created FROM signal_events
+          WHERE id = ANY(${pacedIds})`
+      ).map((r) => [r.id, Number(r.created)]),
     );
     const firstAlert = new Map<string, number>();
     const lastAlert = new Map<string, number>();
@@ -304,15 +363,34 @@ export async function benchAlerts(): Promise<string> {
       flushToStream: summary(pacedEvents.map((e) => streamed.get(e.id)! - stamps.get(e.id)!)),
       streamToFirstAlert: summary(pacedEvents.map((e) => firstAlert.get(e.id)! - streamed.get(e.id)!)),
       firstToLastAlert: summary(pacedEvents.map((e) => lastAlert.get(e.id)! - firstAlert.get(e.id)!)),
-      roundDrain: summary(paced.filter((r) => r.events.length > 0).map((r) => Math.max(...r.events.map((e) => lastAlert.get(e.id)!)) - Math.min(...r.events.map((e) => firstAlert.get(e.id)!)))),
+      roundDrain: summary(
+        paced
+          .filter((r) => r.events.length > 0)
+          .map(
+            (r) =>
+              Math.max(...r.events.map((e) => lastAlert.get(e.id)!)) -
+              Math.min(...r.events.map((e) => firstAlert.get(e.id)!)),
+          ),
+      ),
     };
     const roundRate = paced
       .filter((r) => r.events.length > 0)
-      .map((r) => (r.events.length * MEMBERS) / Math.max(1, Math.max(...r.events.map((e) => lastAlert.get(e.id)!)) - Math.min(...r.events.map((e) => firstAlert.get(e.id)!))) * 1000);
+      .map(
+        (r) =>
+          ((r.events.length * MEMBERS) /
+            Math.max(
+              1,
+              Math.max(...r.events.map((e) => lastAlert.get(e.id)!)) -
+                Math.min(...r.events.map((e) => firstAlert.get(e.id)!)),
+            )) *
+          1000,
+      );
     const deliveryRate = summary(roundRate);
     // Rounds in which exactly one close changed one signal: one event, exactly 100 alerts.
     const singles = paced.filter((r) => r.events.length === 1).map((r) => r.events[0]!.id);
-    const singleLatency = summary(pacedMessages.filter((m) => singles.includes(m.eventId!)).map((m) => latencyOf(m.eventId!, m.at)));
+    const singleLatency = summary(
+      pacedMessages.filter((m) => singles.includes(m.eventId!)).map((m) => latencyOf(m.eventId!, m.at)),
+    );
     const perRound = paced.map((r) => r.events.length).filter((n) => n > 0);
 
     // ---- flood ----
@@ -321,15 +399,26 @@ export async function benchAlerts(): Promise<string> {
     const floodStarted = Date.now();
     for (const round of flood) feeder.push(round.candles);
     const outboxDone = await waitUntil(
-      async () => (await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM outbox`)[0]!.n >= outboxBefore + floodEvents * MEMBERS,
+      async () =>
+        (await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM outbox`)[0]!.n >=
+        outboxBefore + floodEvents * MEMBERS,
       120_000,
       "the flood's outbox rows",
       5,
     );
     const floodEventIds = flood.flatMap((r) => r.events.map((e) => e.id));
-    const streamDone = await waitUntil(() => floodEventIds.every((id) => streamed.has(id)), 120_000, "the flood's events on the stream");
+    const streamDone = await waitUntil(
+      () => floodEventIds.every((id) => streamed.has(id)),
+      120_000,
+      "the flood's events on the stream",
+    );
     const totalMessages = expectedMessages + floodEvents * MEMBERS;
-    await waitUntil(() => telegram.delivered.length >= totalMessages, 300_000, `the flood's alerts (${telegram.delivered.length}/${totalMessages})`, 20);
+    await waitUntil(
+      () => telegram.delivered.length >= totalMessages,
+      300_000,
+      `the flood's alerts (${telegram.delivered.length}/${totalMessages})`,
+      20,
+    );
     const floodMessages = telegram.delivered.slice(pacedMessages.length);
     const deliveredDone = Math.max(...floodMessages.map((m) => m.at));
     const floodAlertLatency = summary(floodMessages.map((m) => latencyOf(m.eventId!, m.at)));
@@ -339,14 +428,22 @@ export async function benchAlerts(): Promise<string> {
 
     // ---- checks: everything exactly once ----
     const { n: events } = (await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM signal_events WHERE live`)[0]!;
-    const { n: rows, sent } = (await sql<{ n: number; sent: number }[]>`SELECT count(*)::int AS n, count(sent_at)::int AS sent FROM outbox`)[0]!;
+    const { n: rows, sent } = (
+      await sql<{ n: number; sent: number }[]>`SELECT count(*)::int AS n, count(sent_at)::int AS sent FROM outbox`
+    )[0]!;
     const allEvents = rounds.reduce((n, r) => n + r.events.length, 0);
     const distinct = new Set(telegram.delivered.map((m) => `${m.chatId} ${m.eventId}`)).size;
     const problems = [
-      Number(pushed.accepted) !== LIVE_HOURS * COINS ? `accepted ${pushed.accepted} of ${LIVE_HOURS * COINS} live candles` : "",
+      Number(pushed.accepted) !== LIVE_HOURS * COINS
+        ? `accepted ${pushed.accepted} of ${LIVE_HOURS * COINS} live candles`
+        : "",
       events !== allEvents ? `${events} live events stored, expected ${allEvents}` : "",
-      rows !== allEvents * MEMBERS || sent !== rows ? `outbox ${rows} rows (${sent} sent), expected ${allEvents * MEMBERS}` : "",
-      telegram.received.length !== allEvents * MEMBERS || distinct !== allEvents * MEMBERS ? `fake received ${telegram.received.length} (${distinct} distinct), expected ${allEvents * MEMBERS}` : "",
+      rows !== allEvents * MEMBERS || sent !== rows
+        ? `outbox ${rows} rows (${sent} sent), expected ${allEvents * MEMBERS}`
+        : "",
+      telegram.received.length !== allEvents * MEMBERS || distinct !== allEvents * MEMBERS
+        ? `fake received ${telegram.received.length} (${distinct} distinct), expected ${allEvents * MEMBERS}`
+        : "",
     ].filter(Boolean);
 
     const floodSeconds = (n: number) => (n - floodStarted) / 1000;
@@ -389,7 +486,10 @@ export async function benchAlerts(): Promise<string> {
         "where it goes: flush transaction start → event on the stream (commit, NOTIFY, read), p50 / p99",
         p50p99(stage.flushToStream),
       ),
-      row("where it goes: event on the stream → its first alert at the fake, p50 / p99", p50p99(stage.streamToFirstAlert)),
+      row(
+        "where it goes: event on the stream → its first alert at the fake, p50 / p99",
+        p50p99(stage.streamToFirstAlert),
+      ),
       row("where it goes: first → last alert of one event (100 members), p50 / p99", p50p99(stage.firstToLastAlert)),
       row(
         "where it goes: a round's first → last alert, p50 / max; delivery rate within a round, p50",
@@ -423,14 +523,22 @@ export async function benchAlerts(): Promise<string> {
         "alerts delivered/s, first candle sent → last alert received",
         `${perSecond(floodMessages.length, deliveredSeconds)} messages/s (${deliveredSeconds.toFixed(2)} s)`,
       ),
-      row(`baseline: sendMessage POSTs to the fake, ${16} concurrent`, `${postRate.toFixed(0)} /s`, "ceiling of delivery (HTTP half)"),
+      row(
+        `baseline: sendMessage POSTs to the fake, ${16} concurrent`,
+        `${postRate.toFixed(0)} /s`,
+        "ceiling of delivery (HTTP half)",
+      ),
       row(
         "baseline: one-row ack UPDATEs (own commit each), 16 concurrent over 10 connections",
         `${ackRate.toFixed(0)} /s`,
         "ceiling of delivery (ack half)",
       ),
       row("baseline: the same acks, 100 rows per UPDATE, one connection", `${batchedAckRate.toFixed(0)} rows/s`),
-      row("(c) under the flood: closing candle sent → alert received, p50 / p99", p50p99(floodAlertLatency), "(queueing)"),
+      row(
+        "(c) under the flood: closing candle sent → alert received, p50 / p99",
+        p50p99(floodAlertLatency),
+        "(queueing)",
+      ),
       row(
         "every event stored once, every alert sent once (outbox, fake)",
         problems.length === 0 ? "yes" : problems.join("; "),

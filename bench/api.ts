@@ -20,13 +20,14 @@
  *   node bench/api.ts [--smoke]      (PostgreSQL at BENCH_DATABASE_URL or 127.0.0.1:5432, wrk, pgbench)
  *
  * Environment: BENCH_SECONDS (wrk and pgbench, default 15), BENCH_OPEN_LOOP_SECONDS (default
- * 10), BENCH_RATES (open-loop rates, default "1000,4000"), BENCH_WORKERS (default 2), BENCH_DB_POOL_SIZE (the server's DB_POOL_SIZE, default its own),
+ * 10), BENCH_RATES (open-loop rates, default "1000,4000"), BENCH_WORKERS (default 2), BENCH_DB_POOL_SIZE (the server's
+ * DB_POOL_SIZE, default its own),
  * BENCH_SERVER_NODE_OPTIONS (e.g. "--cpu-prof --cpu-prof-dir=…"), BENCH_SERVER_DIR (the source
  * tree whose src/main.ts is the server, default the current directory: for A/B runs of two trees).
  */
-import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir, cpus, loadavg } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { create } from "@bufbuild/protobuf";
@@ -34,14 +35,14 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import postgres from "postgres";
 import { IngestService, PushCandlesRequestSchema } from "../gen/signals/v1/ingest_pb.js";
-import { demoCandles } from "../src/market/demo-feed.ts";
-import { benchDatabase, startServerProcess } from "./server-process.ts";
-import { openDb } from "../src/db/client.ts";
-import { loadConfig } from "../src/config.ts";
 import { createAccount } from "../src/accounts/accounts.ts";
 import { adjustTokens } from "../src/billing/tokens.ts";
+import { loadConfig } from "../src/config.ts";
+import { openDb } from "../src/db/client.ts";
+import { demoCandles } from "../src/market/demo-feed.ts";
 import type { OpenLoopOptions, OpenLoopResult } from "./open-loop.ts";
 import { machineBusySeconds, trackPostgresCpu, treeCpuSeconds } from "./proc-cpu.ts";
+import { benchDatabase, startServerProcess } from "./server-process.ts";
 
 const run = promisify(execFile);
 
@@ -68,10 +69,27 @@ async function pgbenchBaseline(dbUrl: string, dir: string): Promise<number> {
   const db = new URL(dbUrl);
   const script = path.join(dir, "update-returning.sql");
   writeFileSync(script, "\\set id random(1, 64)\nUPDATE bench_balance SET n = n - 1 WHERE id = :id RETURNING n;\n");
-  const args = ["-h", db.hostname, "-p", db.port || "5432", "-U", db.username || "postgres", "-n", "-c", String(CONNECTIONS), "-j", "2", "-T", String(SECONDS), "-f", script, db.pathname.slice(1)];
+  const args = [
+    "-h",
+    db.hostname,
+    "-p",
+    db.port || "5432",
+    "-U",
+    db.username || "postgres",
+    "-n",
+    "-c",
+    String(CONNECTIONS),
+    "-j",
+    "2",
+    "-T",
+    String(SECONDS),
+    "-f",
+    script,
+    db.pathname.slice(1),
+  ];
   const { stdout } = await run("pgbench", args, { encoding: "utf8" });
   const tps = /tps = ([\d.]+)/.exec(stdout);
-  if (!tps) throw new Error("could not read pgbench output:\n" + stdout);
+  if (!tps) throw new Error(`could not read pgbench output:\n${stdout}`);
   return Number(tps[1]);
 }
 
@@ -82,7 +100,12 @@ export async function createAccounts(dbUrl: string, count: number): Promise<stri
   const keys: string[] = [];
   try {
     for (let i = 0; i < count; i++) {
-      const { summary, apiKey } = await createAccount(handle, { email: `bench${i}@example.test`, plan: "node", subscriptionUntil: new Date("2099-01-01T00:00:00Z") }, limits, Date.now());
+      const { summary, apiKey } = await createAccount(
+        handle,
+        { email: `bench${i}@example.test`, plan: "node", subscriptionUntil: new Date("2099-01-01T00:00:00Z") },
+        limits,
+        Date.now(),
+      );
       await adjustTokens(handle, summary.accountId, "pack", 10_000_000, "benchmark pack", limits);
       keys.push(apiKey);
     }
@@ -104,7 +127,17 @@ export async function pushCandles(internalPort: number): Promise<void> {
   async function* updates(symbol: string) {
     let i = 0;
     for (const k of demoCandles(symbol, count)) {
-      yield create(PushCandlesRequestSchema, { symbol, tf: "15m", openTime: BigInt(lastOpen - (count - 1 - i++) * 900_000), open: k.open, high: k.high, low: k.low, close: k.close, volume: k.volume, closed: true });
+      yield create(PushCandlesRequestSchema, {
+        symbol,
+        tf: "15m",
+        openTime: BigInt(lastOpen - (count - 1 - i++) * 900_000),
+        open: k.open,
+        high: k.high,
+        low: k.low,
+        close: k.close,
+        volume: k.volume,
+        closed: true,
+      });
     }
   }
   for (const symbol of COINS) {
@@ -130,12 +163,22 @@ function parseLatency(text: string, pct: string): number {
 }
 
 export async function wrk(port: number, lua: string, seconds: number): Promise<WrkResult> {
-  const { stdout } = await run("wrk", ["-t", "2", "-c", String(CONNECTIONS), "-d", `${seconds}s`, "--latency", "-s", lua, `http://127.0.0.1:${port}`], { encoding: "utf8" });
+  const { stdout } = await run(
+    "wrk",
+    ["-t", "2", "-c", String(CONNECTIONS), "-d", `${seconds}s`, "--latency", "-s", lua, `http://127.0.0.1:${port}`],
+    { encoding: "utf8" },
+  );
   const requests = Number(/(\d+) requests in/.exec(stdout)?.[1] ?? 0);
   const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(stdout)?.[1] ?? 0);
   const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(stdout);
   const sockErr = socketErrors ? socketErrors.slice(1).reduce((a, b) => a + Number(b), 0) : 0;
-  return { rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1] ?? 0), p50ms: parseLatency(stdout, "50"), p99ms: parseLatency(stdout, "99"), ok: requests - non2xx, errors: non2xx + sockErr };
+  return {
+    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1] ?? 0),
+    p50ms: parseLatency(stdout, "50"),
+    p99ms: parseLatency(stdout, "99"),
+    ok: requests - non2xx,
+    errors: non2xx + sockErr,
+  };
 }
 
 export function wrkScript(dir: string, keys: string[]): string {
@@ -155,15 +198,23 @@ end
 
 /** Runs bench/open-loop.ts in its own process. */
 export async function openLoop(options: OpenLoopOptions): Promise<OpenLoopResult> {
-  const { stdout } = await run(process.execPath, [path.join(import.meta.dirname, "open-loop.ts"), JSON.stringify(options)], { encoding: "utf8", maxBuffer: 1 << 20 });
+  const { stdout } = await run(
+    process.execPath,
+    [path.join(import.meta.dirname, "open-loop.ts"), JSON.stringify(options)],
+    { encoding: "utf8", maxBuffer: 1 << 20 },
+  );
   return JSON.parse(stdout.trim().split("\n").pop()!) as OpenLoopResult;
 }
 
 /** Starts bench/bare-server.ts answering `body`; resolves with its process and port. */
 export function startBareServer(bodyFile: string): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, [path.join(import.meta.dirname, "bare-server.ts"), bodyFile], { stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, [path.join(import.meta.dirname, "bare-server.ts"), bodyFile], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   return new Promise((resolve, reject) => {
-    child.stdout!.once("data", (d: Buffer) => resolve({ child, port: (JSON.parse(d.toString()) as { port: number }).port }));
+    child.stdout!.once("data", (d: Buffer) =>
+      resolve({ child, port: (JSON.parse(d.toString()) as { port: number }).port }),
+    );
     child.once("exit", (code) => reject(new Error(`bare server exited with ${code}`)));
   });
 }
@@ -172,12 +223,20 @@ export function startBareServer(bodyFile: string): Promise<{ child: ChildProcess
 async function checkBill(db: postgres.Sql, answered: number, inFlightAtStops: number) {
   const [row] = await db`
     SELECT (SELECT count(*)::int FROM ledger_entries WHERE kind = 'charge') AS charges,
-           (SELECT count(*)::int FROM ledger_entries WHERE kind = 'adjustment' AND grant_delta + pack_delta > 0) AS refunds,
+           (SELECT count(*)::int FROM ledger_entries WHERE kind = 'adjustment' AND grant_delta + pack_delta > 0)
+           AS refunds,
            (SELECT count(*)::int FROM charge_attempts WHERE results IS NOT NULL) AS statements,
            (SELECT count(*)::int FROM accounts a
-             WHERE a.grant_balance <> coalesce((SELECT sum(grant_delta) FROM ledger_entries l WHERE l.account_id = a.id), 0)
-                OR a.pack_balance <> coalesce((SELECT sum(pack_delta) FROM ledger_entries l WHERE l.account_id = a.id), 0)) AS unbalanced`;
-  const { charges, refunds, statements, unbalanced } = row as { charges: number; refunds: number; statements: number; unbalanced: number };
+             WHERE a.grant_balance <> coalesce((SELECT sum(grant_delta) FROM ledger_entries l
+             WHERE l.account_id = a.id), 0)
+                OR a.pack_balance <> coalesce((SELECT sum(pack_delta) FROM ledger_entries l WHERE l.account_id = a.id),
+                0)) AS unbalanced`;
+  const { charges, refunds, statements, unbalanced } = row as {
+    charges: number;
+    refunds: number;
+    statements: number;
+    unbalanced: number;
+  };
   // Every answer a client counted was charged; a charge not counted can only be a call answered
   // after its client stopped listening (wrk stops with up to one call per connection in flight).
   const exact = unbalanced === 0 && charges >= answered && charges - refunds <= answered + inFlightAtStops;
@@ -233,7 +292,10 @@ export async function benchApi(): Promise<string> {
     const baselineTps = await pgbenchBaseline(database.url, dir);
     const pgCpuPerTx = pgbenchCpu.stop() / (baselineTps * SECONDS);
 
-    console.log(`billed REST calls: wrk, ${CONNECTIONS} connections, ${ACCOUNTS} accounts, ${COINS.length} coins, WORKERS=${WORKERS}, ${SECONDS}s …`);
+    console.log(
+      `billed REST calls: wrk, ${CONNECTIONS} connections, ${ACCOUNTS} accounts, ` +
+        `${COINS.length} coins, WORKERS=${WORKERS}, ${SECONDS}s …`,
+    );
     const lua = wrkScript(dir, keys);
     const warm = WARMUP_SECONDS > 0 ? await wrk(server.port, lua, WARMUP_SECONDS) : { ok: 0, errors: 0 };
     const cpu0 = { server: treeCpuSeconds(server.child.pid!), machine: machineBusySeconds() };
@@ -253,7 +315,13 @@ export async function benchApi(): Promise<string> {
 
     // CPU per answer at a fixed rate (open loop): the process's CPU over the run over its 200s,
     // the billed server (all workers) against the bare node:http server under the same generator.
-    const steady: { rate: number; bare: OpenLoopResult; billed: OpenLoopResult; bareCpuUs: number; billedCpuUs: number }[] = [];
+    const steady: {
+      rate: number;
+      bare: OpenLoopResult;
+      billed: OpenLoopResult;
+      bareCpuUs: number;
+      billedCpuUs: number;
+    }[] = [];
     for (const rate of OPEN_LOOP_SECONDS > 0 ? RATES : []) {
       console.log(`open loop at ${rate} calls/s, ${OPEN_LOOP_SECONDS}s each: bare node:http, then billed …`);
       const options = { rate, seconds: OPEN_LOOP_SECONDS, connections: CONNECTIONS };
@@ -268,7 +336,11 @@ export async function benchApi(): Promise<string> {
 
     const answered = 1 + warm.ok + billed.ok + steady.reduce((sum, s) => sum + s.billed.ok, 0);
     const bill = await checkBill(db, answered, CONNECTIONS * (WARMUP_SECONDS > 0 ? 2 : 1));
-    const errors = warm.errors + billed.errors + bareWrk.errors + steady.reduce((sum, s) => sum + s.billed.errors + s.bare.errors, 0);
+    const errors =
+      warm.errors +
+      billed.errors +
+      bareWrk.errors +
+      steady.reduce((sum, s) => sum + s.billed.errors + s.bare.errors, 0);
 
     const ratio = billed.rps / baselineTps;
     const verdicts: Verdict[] = [];
@@ -276,7 +348,9 @@ export async function benchApi(): Promise<string> {
     const rows = [
       `| measure | billed call | same-run baseline | ratio | target |`,
       `|---|---|---|---|---|`,
-      `| throughput, 64 connections (wrk) / pgbench 64 clients | ${billed.rps.toFixed(0)} req/s | ${baselineTps.toFixed(0)} tps | **${ratio.toFixed(2)} ×** | ${keep(judged(ratio, TARGET.throughput, false))} |`,
+      `| throughput, 64 connections (wrk) / pgbench 64 clients | ${billed.rps.toFixed(0)} req/s | ` +
+        `${baselineTps.toFixed(0)} tps | **${ratio.toFixed(2)} ×** ` +
+        `| ${keep(judged(ratio, TARGET.throughput, false))} |`,
       `| wrk latency p50 / p99 (closed loop, 64 connections) | ${ms(billed.p50ms)} / ${ms(billed.p99ms)} | | | |`,
     ];
     for (const s of steady) {
@@ -284,20 +358,29 @@ export async function benchApi(): Promise<string> {
       const p99 = s.billed.p99 / s.bare.p99;
       const cpuRatio = s.billedCpuUs / s.bareCpuUs;
       rows.push(
-        `| open loop ${s.rate}/s: p50 | ${ms(s.billed.p50)} | bare ${ms(s.bare.p50)} | **${p50.toFixed(2)} ×** | ${keep(judged(p50, TARGET.p50, true))} |`,
-        `| open loop ${s.rate}/s: p99 | ${ms(s.billed.p99)} | bare ${ms(s.bare.p99)} | **${p99.toFixed(2)} ×** | ${keep(judged(p99, TARGET.p99, true))} |`,
-        `| open loop ${s.rate}/s: server CPU per call (all workers) / bare node:http per request | ${s.billedCpuUs.toFixed(0)} µs | bare ${s.bareCpuUs.toFixed(0)} µs | **${cpuRatio.toFixed(2)} ×** | ${keep(judged(cpuRatio, TARGET.cpuPerCall, true))} |`,
+        `| open loop ${s.rate}/s: p50 | ${ms(s.billed.p50)} | bare ${ms(s.bare.p50)} ` +
+          `| **${p50.toFixed(2)} ×** | ${keep(judged(p50, TARGET.p50, true))} |`,
+        `| open loop ${s.rate}/s: p99 | ${ms(s.billed.p99)} | bare ${ms(s.bare.p99)} ` +
+          `| **${p99.toFixed(2)} ×** | ${keep(judged(p99, TARGET.p99, true))} |`,
+        `| open loop ${s.rate}/s: server CPU per call (all workers) / bare node:http per request ` +
+          `| ${s.billedCpuUs.toFixed(0)} µs | bare ${s.bareCpuUs.toFixed(0)} µs | **${cpuRatio.toFixed(2)} ` +
+          `×** | ${keep(judged(cpuRatio, TARGET.cpuPerCall, true))} |`,
       );
     }
     rows.push(
       `| server CPU per call (all workers) / bare node:http per request, same wrk load | ${cpu.server.toFixed(0)} µs | ${bareCpuPerRequest.toFixed(0)} µs (${bareWrk.rps.toFixed(0)} req/s) | ${(cpu.server / bareCpuPerRequest).toFixed(2)} × | |`,
-      `| PostgreSQL CPU per billed call / per pgbench transaction | ${cpu.pg.toFixed(0)} µs | ${(pgCpuPerTx * 1e6).toFixed(0)} µs | ${(cpu.pg / (pgCpuPerTx * 1e6)).toFixed(2)} × | |`,
+      `| PostgreSQL CPU per billed call / per pgbench transaction | ${cpu.pg.toFixed(0)} µs | ` +
+        `${(pgCpuPerTx * 1e6).toFixed(0)} µs | ${(cpu.pg / (pgCpuPerTx * 1e6)).toFixed(2)} × | |`,
       `| machine CPU per billed call (server, PostgreSQL, wrk, everything else) | ${cpu.machine.toFixed(0)} µs | | | |`,
-      `| charge statements (one commit each) / calls per statement, every phase | ${bill.statements} / ${(bill.charges / Math.max(1, bill.statements)).toFixed(1)} | | | |`,
+      `| charge statements (one commit each) / calls per statement, every phase | ${bill.statements} ` +
+        `/ ${(bill.charges / Math.max(1, bill.statements)).toFixed(1)} | | | |`,
       `| errors (non-2xx, socket, failed requests), every phase | ${errors} | | | 0 ${errors === 0 ? "✔" : "✘"} |`,
-      `| bill: charges / answered 200s / refunds / unbalanced accounts | ${bill.charges} / ${answered} / ${bill.refunds} / ${bill.unbalanced} | | | exact ${bill.exact ? "✔" : "✘"} |`,
+      `| bill: charges / answered 200s / refunds / unbalanced accounts | ${bill.charges} / ${answered} ` +
+        `/ ${bill.refunds} / ${bill.unbalanced} | | | exact ${bill.exact ? "✔" : "✘"} |`,
     );
-    const header = `WORKERS=${WORKERS}, ${cpus().length} × ${cpus()[0]?.model ?? "?"}, load average at start ${load.toFixed(2)}${SMOKE ? ", SMOKE run (ratios not judged)" : ""}`;
+    const header =
+      `WORKERS=${WORKERS}, ${cpus().length} × ${cpus()[0]?.model ?? "?"}, load average ` +
+      `at start ${load.toFixed(2)}${SMOKE ? ", SMOKE run (ratios not judged)" : ""}`;
     const broken = errors > 0 || !bill.exact;
     const missed = verdicts.filter((v) => !v.met).length;
     if (broken) console.error("FAIL: calls failed or the bill is not exact");
@@ -315,7 +398,10 @@ export async function benchApi(): Promise<string> {
 /** One line describing the machine, for the recorded results. */
 export function machineLine(): string {
   const cpu = cpus()[0]?.model ?? "unknown CPU";
-  return `${cpus().length} × ${cpu}, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}, load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}`;
+  return `${cpus().length} × ${cpu}, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}, load average \
+${loadavg()
+  .map((l) => l.toFixed(2))
+  .join(" ")}`;
 }
 
 if (import.meta.main) {

@@ -6,13 +6,18 @@
  *
  *   node bench/bare-server.ts /path/to/body.json     (prints {"port":N} once listening)
  */
-import http from "node:http";
+
 import { readFileSync } from "node:fs";
+import http from "node:http";
 
 const body: unknown = JSON.parse(readFileSync(process.argv[2]!, "utf8"));
 const server = http.createServer((_req, res) => {
   const payload = JSON.stringify(body);
-  res.writeHead(200, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(payload), "cache-control": "no-store" });
+  res.writeHead(200, {
+    "content-type": "application/json; charset=utf-8",
+    "content-length": Buffer.byteLength(payload),
+    "cache-control": "no-store",
+  });
   res.end(payload);
 });
 server.keepAliveTimeout = 5_000;

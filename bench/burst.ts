@@ -17,21 +17,30 @@
  * Prints each figure beside its target and exits non-zero on a miss. Needs ../shared/data/candles
  * and PostgreSQL (BENCH_DATABASE_URL).
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import http from "node:http";
 import { createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import postgres from "postgres";
 import { AdminService } from "../gen/signals/v1/admin_pb.js";
-import { startFakeTelegram, FAKE_BOT_TOKEN, type ReceivedMessage } from "../test/support/fake-telegram.ts";
 import type { FakeExchange } from "../test/support/fake-exchange.ts";
+import { FAKE_BOT_TOKEN, type ReceivedMessage, startFakeTelegram } from "../test/support/fake-telegram.ts";
 import { httpGet } from "../test/support/http-load.ts";
 import { pushClosedCandles } from "../test/support/ingest-push.ts";
 import { realCandlesAvailable } from "../test/support/real-candles.ts";
 import { connectionOwners } from "../test/support/socket-owners.ts";
-import { rateBetween, type ClosedLoopBucket } from "./closed-loop.ts";
-import { feederEnv, numberOption, percentile, spawnFeeder, startFakeMarket, stopChild, waitForColdStart, type FeederRun } from "./feeder-process.ts";
-import { benchDatabase, rssMiB, startServerProcess, type ServerProcess } from "./server-process.ts";
+import { type ClosedLoopBucket, rateBetween } from "./closed-loop.ts";
+import {
+  type FeederRun,
+  feederEnv,
+  numberOption,
+  percentile,
+  spawnFeeder,
+  startFakeMarket,
+  stopChild,
+  waitForColdStart,
+} from "./feeder-process.ts";
+import { benchDatabase, rssMiB, type ServerProcess, startServerProcess } from "./server-process.ts";
 
 const COINS = 400;
 const MEMBERS = 100;
@@ -94,11 +103,24 @@ function groups<T>(items: readonly T[], size: number): T[][] {
 }
 
 /** One paid call on a fresh connection; which worker answered is read from /proc. */
-async function readFresh(server: ServerProcess, query: string, key: string): Promise<{ pid: number | undefined; status: number; body: string }> {
+async function readFresh(
+  server: ServerProcess,
+  query: string,
+  key: string,
+): Promise<{ pid: number | undefined; status: number; body: string }> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   try {
-    const answer = await httpGet(`http://127.0.0.1:${server.port}/api/v1/signals?${query}`, { "x-api-key": key }, agent, 30_000);
-    return { pid: connectionOwners(server.port, server.workerPids).get(answer.localPort!), status: answer.status, body: answer.body };
+    const answer = await httpGet(
+      `http://127.0.0.1:${server.port}/api/v1/signals?${query}`,
+      { "x-api-key": key },
+      agent,
+      30_000,
+    );
+    return {
+      pid: connectionOwners(server.port, server.workerPids).get(answer.localPort!),
+      status: answer.status,
+      body: answer.body,
+    };
   } catch (err) {
     // Counted by the caller as a read without an answer (status 0); the next read tries again.
     return { pid: undefined, status: 0, body: String((err as Error).message ?? err) };
@@ -109,9 +131,17 @@ async function readFresh(server: ServerProcess, query: string, key: string): Pro
 
 type Entry = { symbol: string; price?: number; signal_id?: string | null; confirmed?: boolean };
 
-function startLoad(port: number, keys: string[], symbols: string[]): { child: ChildProcess; buckets: ClosedLoopBucket[] } {
+function startLoad(
+  port: number,
+  keys: string[],
+  symbols: string[],
+): { child: ChildProcess; buckets: ClosedLoopBucket[] } {
   const url = `http://127.0.0.1:${port}/api/v1/signals?symbols=${symbols.join(",")}&tf=15m`;
-  const child = spawn(process.execPath, ["bench/closed-loop.ts", JSON.stringify({ url, connections: LOAD_CONNECTIONS, keys })], { stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(
+    process.execPath,
+    ["bench/closed-loop.ts", JSON.stringify({ url, connections: LOAD_CONNECTIONS, keys })],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
   const buckets: ClosedLoopBucket[] = [];
   let pending = "";
   child.stdout!.setEncoding("utf8").on("data", (d: string) => {
@@ -128,13 +158,19 @@ async function createMembers(internalPort: number, bases: string[]): Promise<str
     req.header.set("authorization", `Bearer ${TOKEN}`);
     return next(req);
   };
-  const admin = createClient(AdminService, createConnectTransport({ baseUrl: `http://127.0.0.1:${internalPort}`, httpVersion: "1.1", interceptors: [bearer] }));
+  const admin = createClient(
+    AdminService,
+    createConnectTransport({ baseUrl: `http://127.0.0.1:${internalPort}`, httpVersion: "1.1", interceptors: [bearer] }),
+  );
   const keys: string[] = [];
   for (let i = 0; i < MEMBERS; i++) {
     const created = await admin.createAccount({ email: `burst-member-${i}@example.test`, plan: "node" });
     // Member i follows 50 consecutive coins from its own starting point: every coin has followers.
     const symbols = Array.from({ length: COINS_PER_MEMBER }, (_, k) => bases[(i * 4 + k) % COINS]!);
-    await admin.setAlerts({ accountId: created.account!.accountId, alerts: { chatId: String(5_000 + i), symbols, timeframes: TIMEFRAMES } });
+    await admin.setAlerts({
+      accountId: created.account!.accountId,
+      alerts: { chatId: String(5_000 + i), symbols, timeframes: TIMEFRAMES },
+    });
     keys.push(created.apiKey);
   }
   return keys;
@@ -177,22 +213,36 @@ export async function benchBurst(): Promise<string> {
       },
       120_000,
     );
-    if (server.workerPids.length !== 2) throw new Error(`expected 2 workers, the server reported ${JSON.stringify(server.workerPids)}`);
+    if (server.workerPids.length !== 2)
+      throw new Error(`expected 2 workers, the server reported ${JSON.stringify(server.workerPids)}`);
     const keys = await createMembers(server.internalPort, bases);
     // The history goes in as an import would (the feeder's cold start is bench/feeder-400.ts's
     // subject, and on a shared machine it takes minutes); the feeder then resumes from it and streams.
     const historyStarted = Date.now();
-    const imported = bases.flatMap((symbol) => fake.closed(symbol).slice(-history).map((candle) => ({ symbol, candle })));
+    const imported = bases.flatMap((symbol) =>
+      fake
+        .closed(symbol)
+        .slice(-history)
+        .map((candle) => ({ symbol, candle })),
+    );
     await pushClosedCandles(`http://127.0.0.1:${server.internalPort}`, TOKEN, "backfill", "15m", imported);
     feeder = spawnFeeder(bases, feederEnv(fake, server.internalPort, TOKEN, history));
     await waitForColdStart(fake, bases, sql, [feeder], TICK_EVERY_MS);
     while (fake.wsStats().maxStreamsOnOneConnection < COINS) {
-      if (feeder.child.exitCode !== null) throw new Error(`the feeder exited ${feeder.child.exitCode}:\n${feeder.logs()}`);
+      if (feeder.child.exitCode !== null)
+        throw new Error(`the feeder exited ${feeder.child.exitCode}:\n${feeder.logs()}`);
       await new Promise((r) => setTimeout(r, 500));
     }
     const coldStartMs = Date.now() - historyStarted;
-    console.error(`[burst] history of ${history} × ${COINS} candles stored and every coin streaming after ${(coldStartMs / 1000).toFixed(1)} s`);
-    const undelivered = async () => Number((await sql<{ n: string }[]>`SELECT count(*) AS n FROM outbox WHERE sent_at IS NULL AND failed_at IS NULL`)[0]!.n);
+    console.error(
+      `[burst] history of ${history} × ${COINS} candles stored and every ` +
+        `coin streaming after ${(coldStartMs / 1000).toFixed(1)} s`,
+    );
+    const undelivered = async () =>
+      Number(
+        (await sql<{ n: string }[]>`SELECT count(*) AS n FROM outbox WHERE sent_at IS NULL AND failed_at IS NULL`)[0]!
+          .n,
+      );
 
     load = startLoad(server.port, keys.slice(0, 16), bases.slice(0, COINS_PER_CALL));
     const readerKeys = keys.slice(16);
@@ -237,7 +287,16 @@ export async function benchBurst(): Promise<string> {
         await new Promise((r) => setTimeout(r, 250));
       }
       const after = new PriceSets(fake);
-      const boundary: Boundary = { closeAt: Date.now(), answered: new Map(bases.map((b) => [b, new Map()])), ambiguous: 0, readsFailed: {}, alerts: [], alertChecks: { equal: 0, differing: [], unconfirmed: 0 }, quiet: { perSecond: 0, errors: 0 }, burst: { perSecond: 0, errors: 0, seconds: 0 } };
+      const boundary: Boundary = {
+        closeAt: Date.now(),
+        answered: new Map(bases.map((b) => [b, new Map()])),
+        ambiguous: 0,
+        readsFailed: {},
+        alerts: [],
+        alertChecks: { equal: 0, differing: [], unconfirmed: 0 },
+        quiet: { perSecond: 0, errors: 0 },
+        burst: { perSecond: 0, errors: 0, seconds: 0 },
+      };
       current = boundary;
       fake.closeCandles();
       for (const b of bases) after.add(b, fake.closed(b).at(-1)!.close);
@@ -267,7 +326,8 @@ export async function benchBurst(): Promise<string> {
               }
               for (const entry of (JSON.parse(read.body) as { signals: Entry[] }).signals) {
                 const seen = boundary.answered.get(entry.symbol);
-                if (seen && !seen.has(read.pid) && entry.price !== undefined && after.has(entry.symbol, entry.price)) seen.set(read.pid, at - boundary.closeAt);
+                if (seen && !seen.has(read.pid) && entry.price !== undefined && after.has(entry.symbol, entry.price))
+                  seen.set(read.pid, at - boundary.closeAt);
               }
             }),
           );
@@ -284,10 +344,19 @@ export async function benchBurst(): Promise<string> {
       const quiet = rateBetween(load.buckets, quietFrom + TICK_EVERY_MS, boundary.closeAt);
       const burst = rateBetween(load.buckets, boundary.closeAt, burstEnd);
       boundary.quiet = { perSecond: quiet.perSecond, errors: quiet.errors };
-      boundary.burst = { perSecond: burst.perSecond, errors: burst.errors, seconds: (burstEnd - boundary.closeAt) / 1000 };
+      boundary.burst = {
+        perSecond: burst.perSecond,
+        errors: burst.errors,
+        seconds: (burstEnd - boundary.closeAt) / 1000,
+      };
       results.push(boundary);
       before = after;
-      console.error(`[burst] boundary ${n + 1}/${boundaries}: answered by every process in ${answeredAt} ms (${pending().length} coins never), ${boundary.alerts.length} alerts (p99 ${percentile(boundary.alerts, 99)} ms), paid calls ${quiet.perSecond.toFixed(0)} → ${burst.perSecond.toFixed(0)}/s, failed reads ${JSON.stringify(boundary.readsFailed)}`);
+      console.error(
+        `[burst] boundary ${n + 1}/${boundaries}: answered by every process in ${answeredAt} ` +
+          `ms (${pending().length} coins never), ${boundary.alerts.length} alerts (p99 ` +
+          `${percentile(boundary.alerts, 99)} ms), paid calls ${quiet.perSecond.toFixed(0)} → ` +
+          `${burst.perSecond.toFixed(0)}/s, failed reads ${JSON.stringify(boundary.readsFailed)}`,
+      );
     }
 
     // Steady memory: the lowest RSS over 10 s with the paid load stopped.
@@ -298,7 +367,15 @@ export async function benchBurst(): Promise<string> {
       await sampleRss();
       await new Promise((r) => setTimeout(r, 500));
     }
-    return report({ results, rss, coldStartMs, history, errorsAll: load.buckets.reduce((s, b) => s + b.errors, 0), firstError: load.buckets.find((b) => b.firstError)?.firstError ?? null, server });
+    return report({
+      results,
+      rss,
+      coldStartMs,
+      history,
+      errorsAll: load.buckets.reduce((s, b) => s + b.errors, 0),
+      firstError: load.buckets.find((b) => b.firstError)?.firstError ?? null,
+      server,
+    });
   } finally {
     process.off("SIGINT", interrupted);
     process.off("SIGTERM", interrupted);
@@ -312,10 +389,23 @@ export async function benchBurst(): Promise<string> {
   }
 }
 
-function report(run: { results: Boundary[]; rss: Map<number, number[]>; coldStartMs: number; history: number; errorsAll: number; firstError: string | null; server: ServerProcess }): string {
+function report(run: {
+  results: Boundary[];
+  rss: Map<number, number[]>;
+  coldStartMs: number;
+  history: number;
+  errorsAll: number;
+  firstError: string | null;
+  server: ServerProcess;
+}): string {
   const { results } = run;
-  const everyProcess = results.flatMap((r) => [...r.answered.values()].filter((m) => m.size === run.server.workerPids.length).map((m) => Math.max(...m.values())));
-  const unanswered = results.reduce((s, r) => s + [...r.answered.values()].filter((m) => m.size < run.server.workerPids.length).length - r.ambiguous, 0);
+  const everyProcess = results.flatMap((r) =>
+    [...r.answered.values()].filter((m) => m.size === run.server.workerPids.length).map((m) => Math.max(...m.values())),
+  );
+  const unanswered = results.reduce(
+    (s, r) => s + [...r.answered.values()].filter((m) => m.size < run.server.workerPids.length).length - r.ambiguous,
+    0,
+  );
   const alerts = results.flatMap((r) => r.alerts);
   const differing = results.flatMap((r) => r.alertChecks.differing);
   const equal = results.reduce((s, r) => s + r.alertChecks.equal, 0);
@@ -325,42 +415,98 @@ function report(run: { results: Boundary[]; rss: Map<number, number[]>; coldStar
   const steady = [...run.rss].map(([pid, values]) => ({ pid, mib: Math.min(...values) }));
   const ms = (x: number) => (Number.isFinite(x) ? `${Math.round(x)} ms` : "n/a");
   const misses: string[] = [];
-  if (!(percentile(everyProcess, 99) < TARGET_MS)) misses.push(`close → answered by every process p99 ${ms(percentile(everyProcess, 99))} ≥ ${TARGET_MS} ms`);
-  if (unanswered > 0) misses.push(`${unanswered} coin closes never answered by every process within ${BURST_LIMIT_MS / 1000} s`);
+  if (!(percentile(everyProcess, 99) < TARGET_MS))
+    misses.push(`close → answered by every process p99 ${ms(percentile(everyProcess, 99))} ≥ ${TARGET_MS} ms`);
+  if (unanswered > 0)
+    misses.push(`${unanswered} coin closes never answered by every process within ${BURST_LIMIT_MS / 1000} s`);
   if (alerts.length === 0) misses.push("no alert measured");
-  else if (!(percentile(alerts, 99) < TARGET_MS)) misses.push(`close → alert p99 ${ms(percentile(alerts, 99))} ≥ ${TARGET_MS} ms`);
-  if (differing.length > 0) misses.push(`${differing.length} alerts differ from the API at their arrival (first: ${differing.slice(0, 3).join("; ")})`);
-  if (Math.min(...kept) < THROUGHPUT_KEPT) misses.push(`paid calls kept ${Math.min(...kept).toFixed(2)} of their quiet throughput in a burst (< ${THROUGHPUT_KEPT})`);
-  if (burstErrors > 0 || run.errorsAll > 0) misses.push(`paid calls failed: ${run.errorsAll} (first: ${run.firstError})`);
-  for (const s of steady) if (!(s.mib < RSS_TARGET_MIB)) misses.push(`worker ${s.pid} holds ${Math.round(s.mib)} MiB ≥ ${RSS_TARGET_MIB}`);
+  else if (!(percentile(alerts, 99) < TARGET_MS))
+    misses.push(`close → alert p99 ${ms(percentile(alerts, 99))} ≥ ${TARGET_MS} ms`);
+  if (differing.length > 0)
+    misses.push(
+      `${differing.length} alerts differ from the API at their arrival (first: ${differing.slice(0, 3).join("; ")})`,
+    );
+  if (Math.min(...kept) < THROUGHPUT_KEPT)
+    misses.push(
+      `paid calls kept ${Math.min(...kept).toFixed(2)} of their quiet throughput in a burst (< ${THROUGHPUT_KEPT})`,
+    );
+  if (burstErrors > 0 || run.errorsAll > 0)
+    misses.push(`paid calls failed: ${run.errorsAll} (first: ${run.firstError})`);
+  for (const s of steady)
+    if (!(s.mib < RSS_TARGET_MIB)) misses.push(`worker ${s.pid} holds ${Math.round(s.mib)} MiB ≥ ${RSS_TARGET_MIB}`);
   if (misses.length > 0) process.exitCode = 1;
 
   const perBoundary = results.map((r, i) => {
-    const every = [...r.answered.values()].filter((m) => m.size === run.server.workerPids.length).map((m) => Math.max(...m.values()));
-    const failed = Object.entries(r.readsFailed).map(([why, n]) => `${n} × ${why}`).join(", ") || "0";
-    return `| ${i + 1} | ${ms(percentile(every, 50))} / ${ms(percentile(every, 99))} / ${ms(Math.max(...every))} | ${r.ambiguous} | ${failed} | ${r.alerts.length}: ${ms(percentile(r.alerts, 50))} / ${ms(percentile(r.alerts, 99))} | ${r.quiet.perSecond.toFixed(0)} → ${r.burst.perSecond.toFixed(0)} /s over ${r.burst.seconds.toFixed(1)} s (${(r.burst.perSecond / r.quiet.perSecond).toFixed(2)} ×) |`;
+    const every = [...r.answered.values()]
+      .filter((m) => m.size === run.server.workerPids.length)
+      .map((m) => Math.max(...m.values()));
+    const failed =
+      Object.entries(r.readsFailed)
+        .map(([why, n]) => `${n} × ${why}`)
+        .join(", ") || "0";
+    return (
+      `| ${i + 1} | ${ms(percentile(every, 50))} / ${ms(percentile(every, 99))} / ${ms(Math.max(...every))} ` +
+      `| ${r.ambiguous} | ${failed} | ${r.alerts.length}: ${ms(percentile(r.alerts, 50))} / ` +
+      `${ms(percentile(r.alerts, 99))} | ${r.quiet.perSecond.toFixed(0)} → ${r.burst.perSecond.toFixed(0)} ` +
+      `/s over ${r.burst.seconds.toFixed(1)} s (${(r.burst.perSecond / r.quiet.perSecond).toFixed(2)} ×) |`
+    );
   });
   const rows: [string, string, string][] = [
-    ["close → new close answered by **every** server process (both workers), p50 / p99 / max", `${ms(percentile(everyProcess, 50))} / **${ms(percentile(everyProcess, 99))}** / ${ms(Math.max(...everyProcess))} (${everyProcess.length} coin closes)`, `p99 < ${TARGET_MS} ms`],
+    [
+      "close → new close answered by **every** server process (both workers), p50 / p99 / max",
+      `${ms(percentile(everyProcess, 50))} / **${ms(percentile(everyProcess, 99))}** ` +
+        `/ ${ms(Math.max(...everyProcess))} (${everyProcess.length} coin closes)`,
+      `p99 < ${TARGET_MS} ms`,
+    ],
     ...run.server.workerPids.map((pid, i): [string, string, string] => {
-      const mine = results.flatMap((r) => [...r.answered.values()].map((m) => m.get(pid)).filter((v): v is number => v !== undefined));
-      return [`… answered by the ${i === 0 ? "lead (applies and commits)" : "follower (reloads the commit)"}, p50 / p99`, `${ms(percentile(mine, 50))} / ${ms(percentile(mine, 99))}`, ""];
+      const mine = results.flatMap((r) =>
+        [...r.answered.values()].map((m) => m.get(pid)).filter((v): v is number => v !== undefined),
+      );
+      return [
+        `… answered by the ${i === 0 ? "lead (applies and commits)" : "follower (reloads the commit)"}, p50 / p99`,
+        `${ms(percentile(mine, 50))} / ${ms(percentile(mine, 99))}`,
+        "",
+      ];
     }),
-    ["close → alert at the Bot API, p50 / p99 / max", `${ms(percentile(alerts, 50))} / **${ms(percentile(alerts, 99))}** / ${ms(Math.max(...alerts))} (${alerts.length} alerts)`, `p99 < ${TARGET_MS} ms`],
-    ["alerts equal to the API at their arrival / differing / API unconfirmed by then", `${equal} / **${differing.length}** / ${unconfirmed}`, "0 differing"],
-    ["paid calls during the burst / quiet, same boundary (lowest of the boundaries)", `**${Math.min(...kept).toFixed(2)} ×**`, `≥ ${THROUGHPUT_KEPT} ×`],
+    [
+      "close → alert at the Bot API, p50 / p99 / max",
+      `${ms(percentile(alerts, 50))} / **${ms(percentile(alerts, 99))}** ` +
+        `/ ${ms(Math.max(...alerts))} (${alerts.length} alerts)`,
+      `p99 < ${TARGET_MS} ms`,
+    ],
+    [
+      "alerts equal to the API at their arrival / differing / API unconfirmed by then",
+      `${equal} / **${differing.length}** / ${unconfirmed}`,
+      "0 differing",
+    ],
+    [
+      "paid calls during the burst / quiet, same boundary (lowest of the boundaries)",
+      `**${Math.min(...kept).toFixed(2)} ×**`,
+      `≥ ${THROUGHPUT_KEPT} ×`,
+    ],
     ["paid calls failed (whole run)", String(run.errorsAll), "0"],
-    ...steady.map((s, i): [string, string, string] => [`RSS of worker ${i + 1} holding 400 × 5, steady (lowest over 10 s without load)`, `**${Math.round(s.mib)} MiB**`, `< ${RSS_TARGET_MIB} MiB`]),
-    ["set-up: history imported, the feeder leading and streaming every coin", `${run.history} × ${COINS} candles, ${(run.coldStartMs / 1000).toFixed(1)} s`, ""],
+    ...steady.map((s, i): [string, string, string] => [
+      `RSS of worker ${i + 1} holding 400 × 5, steady (lowest over 10 s without load)`,
+      `**${Math.round(s.mib)} MiB**`,
+      `< ${RSS_TARGET_MIB} MiB`,
+    ]),
+    [
+      "set-up: history imported, the feeder leading and streaming every coin",
+      `${run.history} × ${COINS} candles, ${(run.coldStartMs / 1000).toFixed(1)} s`,
+      "",
+    ],
   ];
   return [
-    `${COINS} coins on the 15m base, ${MEMBERS} members (${COINS_PER_MEMBER} coins × ${TIMEFRAMES.length} timeframes each), WORKERS=2 on PostgreSQL, paid calls from ${LOAD_CONNECTIONS} closed-loop connections (${COINS_PER_CALL} coins a call), ${results.length} boundaries.`,
+    `${COINS} coins on the 15m base, ${MEMBERS} members (${COINS_PER_MEMBER} coins × ${TIMEFRAMES.length} ` +
+      `timeframes each), WORKERS=2 on PostgreSQL, paid calls from ${LOAD_CONNECTIONS} closed-loop ` +
+      `connections (${COINS_PER_CALL} coins a call), ${results.length} boundaries.`,
     "",
     "| measure | value | target |",
     "|---|---|---|",
     ...rows.map((r) => `| ${r.join(" | ")} |`),
     "",
-    "| boundary | every process: p50 / p99 / max | coins left out (price not telling) | burst reads without a 200 | alerts: n: p50 / p99 | paid calls quiet → burst |",
+    "| boundary | every process: p50 / p99 / max | coins left out (price not telling) " +
+      "| burst reads without a 200 | alerts: n: p50 / p99 | paid calls quiet → burst |",
     "|---|---|---|---|---|---|",
     ...perBoundary,
     "",

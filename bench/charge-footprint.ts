@@ -39,9 +39,15 @@ async function main(): Promise<void> {
       fpi: number;
       bytes: number;
     }
-    const wal: Record<"charge" | "update", Wal> = { charge: { records: 0, fpi: 0, bytes: 0 }, update: { records: 0, fpi: 0, bytes: 0 } };
+    const wal: Record<"charge" | "update", Wal> = {
+      charge: { records: 0, fpi: 0, bytes: 0 },
+      update: { records: 0, fpi: 0, bytes: 0 },
+    };
     const count = (into: Wal, explained: unknown) => {
-      const plan = (Array.isArray(explained) ? explained : JSON.parse(String(explained)))[0].Plan as Record<string, number>;
+      const plan = (Array.isArray(explained) ? explained : JSON.parse(String(explained)))[0].Plan as Record<
+        string,
+        number
+      >;
       into.records += plan["WAL Records"] ?? 0;
       into.fpi += plan["WAL FPI"] ?? 0;
       into.bytes += plan["WAL Bytes"] ?? 0;
@@ -57,32 +63,49 @@ async function main(): Promise<void> {
     let charged = 0;
     const started = performance.now();
     for (let i = 0; i < CALLS; i += GROUP) {
-      const group = Array.from({ length: Math.min(GROUP, CALLS - i) }, (_, j) => ({ keyHash: keys[(i + j) % ACCOUNTS]!, now: Date.now() })).sort((a, b) => (a.keyHash < b.keyHash ? -1 : 1));
+      const group = Array.from({ length: Math.min(GROUP, CALLS - i) }, (_, j) => ({
+        keyHash: keys[(i + j) % ACCOUNTS]!,
+        now: Date.now(),
+      })).sort((a, b) => (a.keyHash < b.keyHash ? -1 : 1));
       // The grouped statement exactly as chargeBatch sends it, run under EXPLAIN to read its WAL.
       const statement = chargeBatchStatement(group, limits, uuidV7());
-      const [plan] = await handle.prepared<{ "QUERY PLAN": unknown }>(`EXPLAIN (ANALYZE, WAL, FORMAT JSON) ${statement.text}`, statement.params);
+      const [plan] = await handle.prepared<{ "QUERY PLAN": unknown }>(
+        `EXPLAIN (ANALYZE, WAL, FORMAT JSON) ${statement.text}`,
+        statement.params,
+      );
       count(wal.charge, plan!["QUERY PLAN"]);
       charged += group.length;
     }
     const chargeMs = performance.now() - started;
-    const ok = Number((await sql<{ n: string }[]>`SELECT count(*)::text AS n FROM ledger_entries WHERE kind = 'charge'`)[0]!.n);
+    const ok = Number(
+      (await sql<{ n: string }[]>`SELECT count(*)::text AS n FROM ledger_entries WHERE kind = 'charge'`)[0]!.n,
+    );
     if (ok !== charged) throw new Error(`${ok} charges in the ledger for ${charged} calls`);
     const after = Object.fromEntries(await Promise.all(tables.map(async (t) => [t, await size(t)] as const)));
 
     // The baseline: one single-row UPDATE … RETURNING per transaction.
     for (let i = 0; i < CALLS; i++) {
-      const [plan] = await sql<{ "QUERY PLAN": unknown }[]>`EXPLAIN (ANALYZE, WAL, FORMAT JSON) UPDATE bench_balance SET n = n - 1 WHERE id = ${(i % ACCOUNTS) + 1} RETURNING n`;
+      const [plan] = await sql<
+        { "QUERY PLAN": unknown }[]
+      >`EXPLAIN (ANALYZE, WAL, FORMAT JSON) UPDATE bench_balance SET n = n - 1 WHERE id = ${(i % ACCOUNTS) + 1}
+        RETURNING n`;
       count(wal.update, plan!["QUERY PLAN"]);
     }
 
     const perCall = (bytes: number) => (bytes / charged).toFixed(0);
-    const per = (w: Wal, n: number) => `${(w.records / n).toFixed(1)} records, ${(w.fpi / n).toFixed(2)} ` + `full-page images, **${(w.bytes / n).toFixed(0)} bytes**`;
+    const per = (w: Wal, n: number) =>
+      `${(w.records / n).toFixed(1)} records, ${(w.fpi / n).toFixed(2)} ` +
+      `full-page images, **${(w.bytes / n).toFixed(0)} bytes**`;
     console.log(`Machine: ${machineLine()}\n`);
-    console.log(`${charged} calls charged in groups of ${GROUP} (${((charged / chargeMs) * 1000).toFixed(0)} ` + `calls/s, one client); ${CALLS} baseline updates\n`);
+    console.log(
+      `${charged} calls charged in groups of ${GROUP} (${((charged / chargeMs) * 1000).toFixed(0)} ` +
+        `calls/s, one client); ${CALLS} baseline updates\n`,
+    );
     console.log("| measure | per billed call | per baseline UPDATE transaction |");
     console.log("|---|---|---|");
     console.log(`| WAL written by the statement | ${per(wal.charge, charged)} | ${per(wal.update, CALLS)} |`);
-    for (const t of tables) console.log(`| \`${t}\` growth (table + indexes, bytes) | ${perCall(after[t]! - before[t]!)} | |`);
+    for (const t of tables)
+      console.log(`| \`${t}\` growth (table + indexes, bytes) | ${perCall(after[t]! - before[t]!)} | |`);
   } finally {
     await handle.close();
     await sql.end();

@@ -5,18 +5,24 @@
  *   node bench/charge-latency.ts      (PostgreSQL at BENCH_DATABASE_URL or 127.0.0.1:5432)
  */
 import postgres from "postgres";
-import { benchDatabase } from "./server-process.ts";
-import { openDb, migrateDb } from "../src/db/client.ts";
-import { loadConfig } from "../src/config.ts";
 import { createAccount } from "../src/accounts/accounts.ts";
-import { adjustTokens } from "../src/billing/tokens.ts";
-import { chargeBatch } from "../src/billing/charge.ts";
 import { hashApiKey } from "../src/accounts/api-key.ts";
+import { chargeBatch } from "../src/billing/charge.ts";
+import { adjustTokens } from "../src/billing/tokens.ts";
+import { loadConfig } from "../src/config.ts";
+import { migrateDb, openDb } from "../src/db/client.ts";
+import { benchDatabase } from "./server-process.ts";
+
 const database = await benchDatabase();
 const handle = await openDb({ databaseUrl: database.url, dataDir: "", poolSize: 2 });
 await migrateDb(handle);
 const limits = loadConfig({}).limits;
-const { summary, apiKey } = await createAccount(handle, { email: "l@example.test", plan: "node", subscriptionUntil: new Date("2099-01-01T00:00:00Z") }, limits, Date.now());
+const { summary, apiKey } = await createAccount(
+  handle,
+  { email: "l@example.test", plan: "node", subscriptionUntil: new Date("2099-01-01T00:00:00Z") },
+  limits,
+  Date.now(),
+);
 await adjustTokens(handle, summary.accountId, "pack", 1_000_000, "x", limits);
 const sql = postgres(database.url, { max: 1 });
 await sql.unsafe("CREATE TABLE b (id int PRIMARY KEY, n bigint)");

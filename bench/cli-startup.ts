@@ -19,8 +19,8 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { benchDatabase, startServerProcess } from "./server-process.ts";
 import { machineLine } from "./api.ts";
+import { benchDatabase, startServerProcess } from "./server-process.ts";
 
 const BIN = path.resolve(import.meta.dirname, "../src/cli/bin.ts");
 const TOKEN = "bench-internal-token-0123456789";
@@ -47,7 +47,10 @@ export async function benchCliStartup(runs = 15, otherBin?: string): Promise<str
   const server = await startServerProcess({ DATA_DIR: dataDir, INTERNAL_TOKEN: TOKEN, DATABASE_URL: "" });
   const db = await benchDatabase();
   const pgEnv = { DATABASE_URL: db.url, DATA_DIR: dataDir };
-  const bins = [{ label: "", bin: BIN }, ...(otherBin ? [{ label: ` (${otherBin})`, bin: path.resolve(otherBin) }] : [])];
+  const bins = [
+    { label: "", bin: BIN },
+    ...(otherBin ? [{ label: ` (${otherBin})`, bin: path.resolve(otherBin) }] : []),
+  ];
   const show = (bin: string) => [bin, "account", "show", "--account", "1", "--json"];
   try {
     const create = [BIN, "account", "create", "--email", "bench@example.com", "--plan", "free", "--json"];

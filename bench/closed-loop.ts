@@ -26,7 +26,11 @@ export interface ClosedLoopBucket {
 }
 
 /** Calls per second answered 200 within [from, to) (epoch ms), and the errors there, from the generator's lines. */
-export function rateBetween(buckets: readonly ClosedLoopBucket[], from: number, to: number): { perSecond: number; ok: number; errors: number } {
+export function rateBetween(
+  buckets: readonly ClosedLoopBucket[],
+  from: number,
+  to: number,
+): { perSecond: number; ok: number; errors: number } {
   let ok = 0;
   let errors = 0;
   for (const b of buckets) {

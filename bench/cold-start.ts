@@ -19,8 +19,8 @@ import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { benchDatabase, npmStartFlags } from "./server-process.ts";
 import { machineLine } from "./api.ts";
+import { benchDatabase, npmStartFlags } from "./server-process.ts";
 
 const MAIN = path.resolve(import.meta.dirname, "../src/main.ts");
 
@@ -67,18 +67,22 @@ async function timeStart(env: Record<string, string>, apiKey?: string): Promise<
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   try {
     for (;;) {
-      if (child.exitCode !== null) throw new Error(`server exited ${child.exitCode}:\n${stdout.slice(-2000)}\n${stderr.slice(-2000)}`);
+      if (child.exitCode !== null)
+        throw new Error(`server exited ${child.exitCode}:\n${stdout.slice(-2000)}\n${stderr.slice(-2000)}`);
       if (performance.now() - started > 120_000) throw new Error(`no answer within 120 s:\n${stdout.slice(-2000)}`);
       const key = apiKey ?? /^\s+(sig_live_\S+)$/m.exec(stderr)?.[1];
       if (key) {
-        const status = await fetch(`http://127.0.0.1:${port}/api/v1/signals?symbols=BTC&tf=1h`, { headers: { "x-api-key": key } }).then(
+        const status = await fetch(`http://127.0.0.1:${port}/api/v1/signals?symbols=BTC&tf=1h`, {
+          headers: { "x-api-key": key },
+        }).then(
           (res) => res.arrayBuffer().then(() => res.status),
           () => 0,
         );
         if (status === 200) {
           const firstCallMs = performance.now() - started;
           // With WORKERS > 1 a worker can answer before the primary says "listening" (all are up).
-          while (Number.isNaN(listeningMs) && child.exitCode === null && performance.now() - started < 120_000) await sleep(5);
+          while (Number.isNaN(listeningMs) && child.exitCode === null && performance.now() - started < 120_000)
+            await sleep(5);
           return { listeningMs, firstCallMs, apiKey: key };
         }
       }
@@ -97,12 +101,18 @@ const ms = (values: number[]) => {
 
 /** Runs each case `runs` times (fresh, then restart) and returns a Markdown table. */
 export async function benchColdStart(runs = 3): Promise<string> {
-  const cases: Array<{ label: string; fresh: () => Promise<{ env: Record<string, string>; cleanup: () => Promise<void> }> }> = [
+  const cases: Array<{
+    label: string;
+    fresh: () => Promise<{ env: Record<string, string>; cleanup: () => Promise<void> }>;
+  }> = [
     {
       label: "embedded (PGlite, demo feed)",
       async fresh() {
         const dataDir = mkdtempSync(path.join(tmpdir(), "signals-cold-"));
-        return { env: { DATA_DIR: dataDir, DATABASE_URL: "", WORKERS: "1" }, cleanup: async () => rmSync(dataDir, { recursive: true, force: true }) };
+        return {
+          env: { DATA_DIR: dataDir, DATABASE_URL: "", WORKERS: "1" },
+          cleanup: async () => rmSync(dataDir, { recursive: true, force: true }),
+        };
       },
     },
     ...[1, 2].map((workers) => ({
@@ -137,11 +147,17 @@ export async function benchColdStart(runs = 3): Promise<string> {
       }
     }
   }
-  rows.push(`| case | start | to "listening" (min / **median** / max, ms) | to the first answered paid call (ms) |`, `|---|---|---|---|`);
+  rows.push(
+    `| case | start | to "listening" (min / **median** / max, ms) | to the first answered paid call (ms) |`,
+    `|---|---|---|---|`,
+  );
   for (const [i, c] of cases.entries()) {
     for (const kind of ["fresh", "restart"] as const) {
       const t = timings[i]![kind];
-      rows.push(`| ${c.label} | ${kind === "fresh" ? "fresh data directory / database" : "restart on it"} ` + `| ${ms(t.map((s) => s.listeningMs))} | ${ms(t.map((s) => s.firstCallMs))} |`);
+      rows.push(
+        `| ${c.label} | ${kind === "fresh" ? "fresh data directory / database" : "restart on it"} ` +
+          `| ${ms(t.map((s) => s.listeningMs))} | ${ms(t.map((s) => s.firstCallMs))} |`,
+      );
     }
   }
   return rows.join("\n");

@@ -14,13 +14,14 @@
  * (default 1000), BENCH_WORKERS (default 1). Each tree needs its node_modules (a symlink to
  * this tree's does). Prints one Markdown row per turn and the medians.
  */
+
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import path from "node:path";
-import type { ChildProcess } from "node:child_process";
 import { createAccounts, machineLine, openLoop, pushCandles, QUERY, startBareServer, TOKEN } from "./api.ts";
-import { benchDatabase, startServerProcess } from "./server-process.ts";
 import { treeCpuSeconds } from "./proc-cpu.ts";
+import { benchDatabase, startServerProcess } from "./server-process.ts";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
 const SECONDS = Number(process.env.BENCH_OPEN_LOOP_SECONDS ?? 6);
@@ -34,14 +35,24 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
 async function turn(pid: number, url: string, keys?: string[]): Promise<{ us: number; p50: number; errors: number }> {
   const before = treeCpuSeconds(pid);
   const result = await openLoop({ url, rate: RATE, seconds: SECONDS, connections: 64, ...(keys ? { keys } : {}) });
-  return { us: (1e6 * (treeCpuSeconds(pid) - before)) / Math.max(1, result.ok), p50: result.p50, errors: result.errors };
+  return {
+    us: (1e6 * (treeCpuSeconds(pid) - before)) / Math.max(1, result.ok),
+    p50: result.p50,
+    errors: result.errors,
+  };
 }
 
 const database = await benchDatabase();
 const children: ChildProcess[] = [];
 const dir = mkdtempSync(path.join(tmpdir(), "signals-cpu-ab-"));
 try {
-  const env = { DATABASE_URL: database.url, INTERNAL_TOKEN: TOKEN, DAILY_CAP: "10000000", STALE_AFTER: "86400", WORKERS };
+  const env = {
+    DATABASE_URL: database.url,
+    INTERNAL_TOKEN: TOKEN,
+    DAILY_CAP: "10000000",
+    STALE_AFTER: "86400",
+    WORKERS,
+  };
   const servers = [];
   for (const tree of trees) {
     const [dir, flags = ""] = tree.split("::");
@@ -51,7 +62,9 @@ try {
   }
   const keys = await createAccounts(database.url, 64);
   for (const { server } of servers) await pushCandles(server.internalPort);
-  const probe = await fetch(`http://127.0.0.1:${servers[0]!.server.port}${QUERY}`, { headers: { "x-api-key": keys[0]! } });
+  const probe = await fetch(`http://127.0.0.1:${servers[0]!.server.port}${QUERY}`, {
+    headers: { "x-api-key": keys[0]! },
+  });
   const bodyFile = path.join(dir, "body.json");
   writeFileSync(bodyFile, await probe.text());
   const bare = await startBareServer(bodyFile);
@@ -67,13 +80,22 @@ try {
     for (const { tree, server } of servers) {
       const t = await turn(server.child.pid!, `http://127.0.0.1:${server.port}${QUERY}`, keys);
       figures.get(tree)!.push(t.us / b.us);
-      rows.push(`| ${round} | ${tree} | ${loadavg()[0]!.toFixed(1)} | ${t.us.toFixed(0)} µs | ${b.us.toFixed(0)} µs | ${(t.us / b.us).toFixed(2)} × | ${t.p50.toFixed(2)} ms | ${t.errors} |`);
+      rows.push(
+        `| ${round} | ${tree} | ${loadavg()[0]!.toFixed(1)} | ${t.us.toFixed(0)} µs | ${b.us.toFixed(0)} ` +
+          `µs | ${(t.us / b.us).toFixed(2)} × | ${t.p50.toFixed(2)} ms | ${t.errors} |`,
+      );
       console.error(rows.at(-1));
     }
   }
   console.log(machineLine());
   console.log(`open loop ${RATE}/s, ${SECONDS}s a turn, WORKERS=${WORKERS}, ${ROUNDS} rounds`);
-  console.log(["| round | tree | load | server CPU per call | bare, same round | ratio | p50 | errors |", "|---|---|---|---|---|---|---|---|", ...rows].join("\n"));
+  console.log(
+    [
+      "| round | tree | load | server CPU per call | bare, same round | ratio | p50 | errors |",
+      "|---|---|---|---|---|---|---|---|",
+      ...rows,
+    ].join("\n"),
+  );
   console.log(`\nmedian bare: ${median(figures.get("bare")!).toFixed(0)} µs`);
   for (const tree of trees) console.log(`median ratio ${tree}: ${median(figures.get(tree)!).toFixed(2)} ×`);
 } finally {

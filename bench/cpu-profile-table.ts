@@ -86,7 +86,14 @@ export function summarise(profile: Profile, top = 20, lastSeconds = Infinity): s
   });
   const pct = (us: number) => `${((100 * us) / total).toFixed(1)} %`;
   const table = (title: string, rows: Map<string, number>, n: number) =>
-    [`| ${title} | ms | share of busy time |`, `|---|---|---|`, ...[...rows].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, v]) => `| \`${k}\` | ${(v / 1000).toFixed(0)} | ${pct(v)} |`)].join("\n");
+    [
+      `| ${title} | ms | share of busy time |`,
+      `|---|---|---|`,
+      ...[...rows]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, n)
+        .map(([k, v]) => `| \`${k}\` | ${(v / 1000).toFixed(0)} | ${pct(v)} |`),
+    ].join("\n");
   return [
     `busy ${(total / 1000).toFixed(0)} ms, idle ${(idle / 1000).toFixed(0)} ms`,
     "",
@@ -104,5 +111,7 @@ if (import.meta.main) {
     console.error("usage: node bench/cpu-profile-table.ts <file.cpuprofile> [top]");
     process.exit(2);
   }
-  console.log(summarise(JSON.parse(readFileSync(file, "utf8")) as Profile, Number(top ?? 20), last ? Number(last) : Infinity));
+  console.log(
+    summarise(JSON.parse(readFileSync(file, "utf8")) as Profile, Number(top ?? 20), last ? Number(last) : Infinity),
+  );
 }

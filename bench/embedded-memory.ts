@@ -65,7 +65,15 @@ export async function measureEmbeddedMemory(seconds = 60): Promise<{ table: stri
   const dataDir = mkdtempSync(path.join(tmpdir(), "signals-embedded-"));
   const started = performance.now();
   const npm = spawn("npm", ["start"], {
-    env: { ...process.env, DATA_DIR: dataDir, PORT: "0", INTERNAL_PORT: "0", DATABASE_URL: "", DEMO_FEED: "", DEMO_ACCOUNT: "" },
+    env: {
+      ...process.env,
+      DATA_DIR: dataDir,
+      PORT: "0",
+      INTERNAL_PORT: "0",
+      DATABASE_URL: "",
+      DEMO_FEED: "",
+      DEMO_ACCOUNT: "",
+    },
     stdio: ["ignore", "pipe", "pipe"],
     detached: true, // its own process group, so the whole tree stops with it
   });

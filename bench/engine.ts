@@ -127,10 +127,15 @@ const rows = results.map(
   (r) => `| ${r.name} | ${fmt(r.rate)} | ${(1e9 / r.rate).toFixed(1)} | ${(r.rate / peer).toFixed(2)}× | ${r.passes} |`,
 );
 const table = [header, "|---|---:|---:|---:|---:|", ...rows].join("\n");
-const machine = `nproc ${availableParallelism()}, ${cpuModel()}, node ${process.version}, ${process.platform}/${process.arch}, ` + `1-min load average ${loadBefore.toFixed(2)} → ${loadAfter.toFixed(2)}`;
+const machine =
+  `nproc ${availableParallelism()}, ${cpuModel()}, node ${process.version}, ${process.platform}/${process.arch}, ` +
+  `1-min load average ${loadBefore.toFixed(2)} → ${loadAfter.toFixed(2)}`;
 const date = new Date().toISOString();
 
-console.log(`${perPass.toLocaleString("en-US")} candles per pass (12 coins ` + `× 1h); median of ${TRIALS} trials of ≥ ${MIN_TRIAL_MS} ms`);
+console.log(
+  `${perPass.toLocaleString("en-US")} candles per pass (12 coins ` +
+    `× 1h); median of ${TRIALS} trials of ≥ ${MIN_TRIAL_MS} ms`,
+);
 console.log(machine);
 console.log(table);
 

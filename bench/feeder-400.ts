@@ -18,7 +18,20 @@
 import postgres from "postgres";
 import { WS_MAX_INCOMING_PER_SECOND, WS_MAX_STREAMS_PER_CONNECTION } from "../test/support/fake-exchange.ts";
 import { realCandlesAvailable } from "../test/support/real-candles.ts";
-import { caughtUp as allCaughtUp, feederEnv, feederMetric, numberOption, percentile, spawnFeeder, startFakeMarket, stopChild, storedLastCloses, TF_MS, waitForColdStart, type FeederRun } from "./feeder-process.ts";
+import {
+  caughtUp as allCaughtUp,
+  type FeederRun,
+  feederEnv,
+  feederMetric,
+  numberOption,
+  percentile,
+  spawnFeeder,
+  startFakeMarket,
+  stopChild,
+  storedLastCloses,
+  TF_MS,
+  waitForColdStart,
+} from "./feeder-process.ts";
 import { benchDatabase, rssMiB, startServerProcess } from "./server-process.ts";
 
 const COINS = 400;
@@ -47,7 +60,10 @@ export async function benchFeeder400(): Promise<string> {
   process.once("SIGINT", interrupted);
   process.once("SIGTERM", interrupted);
   try {
-    server = await startServerProcess({ DATABASE_URL: db.url, INTERNAL_TOKEN: TOKEN, STALE_AFTER: String(365 * 24 * 3600) }, 120_000);
+    server = await startServerProcess(
+      { DATABASE_URL: db.url, INTERNAL_TOKEN: TOKEN, STALE_AFTER: String(365 * 24 * 3600) },
+      120_000,
+    );
     const feedEnv = feederEnv(fake, server.internalPort, TOKEN, history);
     const main = spawnFeeder(bases.slice(0, COINS), feedEnv);
     const baseline = spawnFeeder(bases.slice(COINS), feedEnv);
@@ -97,7 +113,9 @@ export async function benchFeeder400(): Promise<string> {
         drops++;
         if (drops % 3 === 0) {
           faults++;
-          fake.failRest(drops % 2 === 0 ? { status: 429, headers: { "retry-after": "2" } } : { status: 503 }, { status: 502 });
+          fake.failRest(drops % 2 === 0 ? { status: 429, headers: { "retry-after": "2" } } : { status: 503 }, {
+            status: 502,
+          });
         }
         fake.dropSockets();
         nextDrop = now + 20_000 + Math.random() * 40_000;
@@ -112,9 +130,18 @@ export async function benchFeeder400(): Promise<string> {
     while (!caughtUp(await storedMax()) && Date.now() - settle < 180_000) await new Promise((r) => setTimeout(r, 500));
     await collect();
     const rssEnd = { main: await rssMiB(main.child.pid!), baseline: await rssMiB(baseline.child.pid!) };
-    const duplicates = { main: await feederMetric(main, "feed_push_duplicates_total"), baseline: await feederMetric(baseline, "feed_push_duplicates_total") };
-    const reconnects = { main: await feederMetric(main, "feed_reconnects_total"), baseline: await feederMetric(baseline, "feed_reconnects_total") };
-    const backfilled = { main: await feederMetric(main, "feed_backfilled_candles_total"), baseline: await feederMetric(baseline, "feed_backfilled_candles_total") };
+    const duplicates = {
+      main: await feederMetric(main, "feed_push_duplicates_total"),
+      baseline: await feederMetric(baseline, "feed_push_duplicates_total"),
+    };
+    const reconnects = {
+      main: await feederMetric(main, "feed_reconnects_total"),
+      baseline: await feederMetric(baseline, "feed_reconnects_total"),
+    };
+    const backfilled = {
+      main: await feederMetric(main, "feed_backfilled_candles_total"),
+      baseline: await feederMetric(baseline, "feed_backfilled_candles_total"),
+    };
     const ws = fake.wsStats();
 
     // Every coin's stored history against the exchange's closed candles, value for value.
@@ -122,13 +149,23 @@ export async function benchFeeder400(): Promise<string> {
     for (const b of bases) {
       const into = baselineBases.has(b) ? count.baseline : count.main;
       const expected = fake.closed(b).filter((c) => c.openTime >= firstExpected.get(b)!);
-      const rows = await sqlClient<{ open_time: string; open: number; high: number; low: number; close: number; volume: number }[]>`SELECT open_time, open, high, low, close, volume FROM candles WHERE symbol = ${b} AND tf = '15m' AND closed ORDER BY open_time`;
+      const rows = await sqlClient<
+        { open_time: string; open: number; high: number; low: number; close: number; volume: number }[]
+      >`SELECT open_time, open, high, low, close, volume FROM candles WHERE symbol = ${b} AND tf = '15m' AND closed
+        ORDER BY open_time`;
       into.stored += rows.length;
       const byTime = new Map(rows.map((r) => [Number(r.open_time), r]));
       for (const c of expected) {
         const g = byTime.get(c.openTime);
         if (!g) into.lost++;
-        else if (g.open !== c.open || g.high !== c.high || g.low !== c.low || g.close !== c.close || g.volume !== c.volume) into.wrong++;
+        else if (
+          g.open !== c.open ||
+          g.high !== c.high ||
+          g.low !== c.low ||
+          g.close !== c.close ||
+          g.volume !== c.volume
+        )
+          into.wrong++;
       }
       into.wrong += Math.max(0, rows.length - expected.length);
     }
@@ -145,14 +182,21 @@ export async function benchFeeder400(): Promise<string> {
     if (duplicates.main + duplicates.baseline > 0) misses.push("duplicate closed candles pushed");
     if (ws.breaches.length > 0) misses.push(`websocket limits broken: ${ws.breaches.slice(0, 3).join("; ")}`);
     // Two feeders: at most one connection each at a time.
-    if (ws.maxOpen > feeders.length) misses.push(`${ws.maxOpen} websocket connections open at once for ${feeders.length} feeders`);
-    if (ws.maxStreamsOnOneConnection < COINS) misses.push(`the 400 coins were spread over several connections (most on one: ${ws.maxStreamsOnOneConnection})`);
+    if (ws.maxOpen > feeders.length)
+      misses.push(`${ws.maxOpen} websocket connections open at once for ${feeders.length} feeders`);
+    if (ws.maxStreamsOnOneConnection < COINS)
+      misses.push(`the 400 coins were spread over several connections (most on one: ${ws.maxStreamsOnOneConnection})`);
     if (lags.main.length === 0) misses.push("no close measured");
     if (misses.length > 0) process.exitCode = 1;
 
     const rows: [string, string, string, string][] = [
       ["coins", String(COINS), "1", ""],
-      ["cold start: history stored (FEED_HISTORY candles per coin)", `${history} × ${COINS} in ${s1(coldStartMs)}`, "(same run)", ""],
+      [
+        "cold start: history stored (FEED_HISTORY candles per coin)",
+        `${history} × ${COINS} in ${s1(coldStartMs)}`,
+        "(same run)",
+        "",
+      ],
       ["RSS after the cold start (MiB)", r0(rssAfterStart.main), r0(rssAfterStart.baseline), ""],
       ["RSS steady, median (MiB)", r0(mainRss.median), r0(baseRss.median), ""],
       ["RSS steady, **peak** (MiB)", `**${r0(mainRss.peak)}**`, r0(baseRss.peak), `< ${RSS_TARGET_MIB}`],
@@ -161,18 +205,44 @@ export async function benchFeeder400(): Promise<string> {
       ["close → stored lag p50", s1(percentile(lags.main, 50)), s1(percentile(lags.baseline, 50)), ""],
       ["close → stored lag p99", s1(percentile(lags.main, 99)), s1(percentile(lags.baseline, 99)), ""],
       ["close → stored lag max", s1(Math.max(...lags.main)), s1(Math.max(...lags.baseline)), ""],
-      ["candles stored / **lost** / wrong or extra", `${count.main.stored} / **${count.main.lost}** / ${count.main.wrong}`, `${count.baseline.stored} / ${count.baseline.lost} / ${count.baseline.wrong}`, "lost 0, wrong 0"],
+      [
+        "candles stored / **lost** / wrong or extra",
+        `${count.main.stored} / **${count.main.lost}** / ${count.main.wrong}`,
+        `${count.baseline.stored} / ${count.baseline.lost} / ${count.baseline.wrong}`,
+        "lost 0, wrong 0",
+      ],
       ["duplicate closed candles pushed", String(duplicates.main), String(duplicates.baseline), "0"],
-      ["reconnects (per coin, summed) / candles backfilled over REST", `${reconnects.main} / ${backfilled.main}`, `${reconnects.baseline} / ${backfilled.baseline}`, ""],
+      [
+        "reconnects (per coin, summed) / candles backfilled over REST",
+        `${reconnects.main} / ${backfilled.main}`,
+        `${reconnects.baseline} / ${backfilled.baseline}`,
+        "",
+      ],
       ["socket drops / REST fault bursts (both feeders)", `${drops} / ${faults}`, "", ""],
       ["websocket connections at once, both feeders (most)", String(ws.maxOpen), "", `≤ ${feeders.length}`],
-      ["streams on one connection (most)", String(ws.maxStreamsOnOneConnection), "", `${COINS} (limit ${WS_MAX_STREAMS_PER_CONNECTION})`],
-      ["SUBSCRIBE/UNSUBSCRIBE messages (both) / most streams in one", `${ws.controlMessages} / ${ws.maxStreamsInOneMessage}`, "", ""],
-      ["incoming frames in one second on one connection (most)", String(ws.maxIncomingInOneSecond), "", `≤ ${WS_MAX_INCOMING_PER_SECOND}`],
+      [
+        "streams on one connection (most)",
+        String(ws.maxStreamsOnOneConnection),
+        "",
+        `${COINS} (limit ${WS_MAX_STREAMS_PER_CONNECTION})`,
+      ],
+      [
+        "SUBSCRIBE/UNSUBSCRIBE messages (both) / most streams in one",
+        `${ws.controlMessages} / ${ws.maxStreamsInOneMessage}`,
+        "",
+        "",
+      ],
+      [
+        "incoming frames in one second on one connection (most)",
+        String(ws.maxIncomingInOneSecond),
+        "",
+        `≤ ${WS_MAX_INCOMING_PER_SECOND}`,
+      ],
       ["limit breaches (connection cut)", String(ws.breaches.length), "", "0"],
     ];
     const table = [
-      `${minutes} min, 1m pacing on the 15m base, forming updates ` + `every ${TICK_EVERY_MS / 1000} s, drops every 20–60 s.`,
+      `${minutes} min, 1m pacing on the 15m base, forming updates ` +
+        `every ${TICK_EVERY_MS / 1000} s, drops every 20–60 s.`,
       "",
       "| measure | 400-coin feeder | 1-coin feeder (baseline, same run) | target |",
       "|---|---|---|---|",

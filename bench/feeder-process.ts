@@ -4,10 +4,10 @@
  * the twelve real series, re-timed and scaled per coin), the feeder process and its metrics,
  * and the checks on what the database holds. Used by bench/feeder-400.ts and bench/burst.ts.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { createWriteStream } from "node:fs";
 import type postgres from "postgres";
-import { startFakeExchange, type FakeExchange } from "../test/support/fake-exchange.ts";
+import { type FakeExchange, startFakeExchange } from "../test/support/fake-exchange.ts";
 import { realMarket } from "../test/support/fake-market.ts";
 import { childEnv, NODE_BIN, PROJECT_ROOT } from "../test/support/processes.ts";
 
@@ -35,10 +35,20 @@ export const percentile = (values: number[], p: number) => {
  * each and room for `closes` more. Its clock starts far enough in the past that `closes` closes
  * (however fast they come) never pass the real clock: the service refuses candles from the future.
  */
-export async function startFakeMarket(coins: number, history: number, closes: number): Promise<{ fake: FakeExchange; bases: string[] }> {
+export async function startFakeMarket(
+  coins: number,
+  history: number,
+  closes: number,
+): Promise<{ fake: FakeExchange; bases: string[] }> {
   const startOpenTime = Math.floor(Date.now() / TF_MS) * TF_MS - (closes + 8) * TF_MS;
   const market = realMarket(coins, history + closes + 40);
-  const fake = await startFakeExchange({ coins: market, interval: "15m", intervalMs: TF_MS, history: history + 10, startOpenTime });
+  const fake = await startFakeExchange({
+    coins: market,
+    interval: "15m",
+    intervalMs: TF_MS,
+    history: history + 10,
+    startOpenTime,
+  });
   return { fake, bases: market.map((c) => c.base) };
 }
 
@@ -53,7 +63,12 @@ export interface FeederRun {
 const LOG_DIR = process.env.BENCH_FEEDER_LOGS ?? null;
 
 /** The feeder's environment against `fake` and the server's internal listener. */
-export function feederEnv(fake: FakeExchange, internalPort: number, token: string, history: number): Record<string, string> {
+export function feederEnv(
+  fake: FakeExchange,
+  internalPort: number,
+  token: string,
+  history: number,
+): Record<string, string> {
   return {
     FEED_REST_URL: fake.restUrl,
     FEED_WS_URL: fake.wsUrl,
@@ -118,7 +133,9 @@ export function stopChild(child: ChildProcess, signal: NodeJS.Signals = "SIGTERM
 
 /** Per coin, the open time of the newest closed 15m candle the database holds. */
 export async function storedLastCloses(sql: postgres.Sql): Promise<Map<string, number>> {
-  const rows = await sql<{ symbol: string; last: number }[]>`SELECT symbol, max(open_time)::float8 AS last FROM candles WHERE tf = '15m' AND closed GROUP BY symbol`;
+  const rows = await sql<
+    { symbol: string; last: number }[]
+  >`SELECT symbol, max(open_time)::float8 AS last FROM candles WHERE tf = '15m' AND closed GROUP BY symbol`;
   return new Map(rows.map((r) => [r.symbol, Number(r.last)]));
 }
 
@@ -131,7 +148,14 @@ export function caughtUp(fake: FakeExchange, bases: readonly string[], stored: M
  * Waits until the feeders have stored every coin's history, throwing when one exits or it takes
  * longer than `limitMs`; the exchange keeps streaming forming updates every `tickMs`, as a real one does.
  */
-export async function waitForColdStart(fake: FakeExchange, bases: readonly string[], sql: postgres.Sql, feeders: readonly FeederRun[], tickMs: number, limitMs = 15 * 60_000): Promise<number> {
+export async function waitForColdStart(
+  fake: FakeExchange,
+  bases: readonly string[],
+  sql: postgres.Sql,
+  feeders: readonly FeederRun[],
+  tickMs: number,
+  limitMs = 15 * 60_000,
+): Promise<number> {
   const started = Date.now();
   let lastTick = Date.now();
   while (!caughtUp(fake, bases, await storedLastCloses(sql))) {
@@ -139,7 +163,8 @@ export async function waitForColdStart(fake: FakeExchange, bases: readonly strin
       fake.tick();
       lastTick = Date.now();
     }
-    for (const f of feeders) if (f.child.exitCode !== null) throw new Error(`a feeder exited ${f.child.exitCode}:\n${f.logs()}`);
+    for (const f of feeders)
+      if (f.child.exitCode !== null) throw new Error(`a feeder exited ${f.child.exitCode}:\n${f.logs()}`);
     if (Date.now() - started > limitMs) throw new Error(`the cold start did not finish in ${limitMs / 60_000} min`);
     await new Promise((r) => setTimeout(r, 1_000));
   }

@@ -29,7 +29,17 @@ try {
   let lua = ""; // the accounts are made once the first server has migrated the database
   for (let round = 1; round <= ROUNDS; round++) {
     for (const flags of flagSets) {
-      const server = await startServerProcess({ DATABASE_URL: database.url, INTERNAL_TOKEN: TOKEN, DAILY_CAP: "10000000", STALE_AFTER: "86400", WORKERS: "1" }, 60_000, flags);
+      const server = await startServerProcess(
+        {
+          DATABASE_URL: database.url,
+          INTERNAL_TOKEN: TOKEN,
+          DAILY_CAP: "10000000",
+          STALE_AFTER: "86400",
+          WORKERS: "1",
+        },
+        60_000,
+        flags,
+      );
       try {
         lua ||= wrkScript(dir, await createAccounts(database.url, 64));
         await pushCandles(server.internalPort);
@@ -37,7 +47,10 @@ try {
         const load = loadavg()[0]!.toFixed(1);
         const r = await wrk(server.port, lua, SECONDS);
         const rss = await rssMiB(server.child.pid!);
-        rows.push(`| ${round} | \`${[...npmStartFlags(), ...flags].join(" ")}\` | ${load} | ${r.rps.toFixed(0)} ` + `| ${r.p50ms.toFixed(1)} / ${r.p99ms.toFixed(1)} ms | ${r.errors} | ${rss.toFixed(0)} MiB |`);
+        rows.push(
+          `| ${round} | \`${[...npmStartFlags(), ...flags].join(" ")}\` | ${load} | ${r.rps.toFixed(0)} ` +
+            `| ${r.p50ms.toFixed(1)} / ${r.p99ms.toFixed(1)} ms | ${r.errors} | ${rss.toFixed(0)} MiB |`,
+        );
         console.error(rows.at(-1));
       } finally {
         server.child.kill("SIGTERM");
@@ -49,4 +62,10 @@ try {
   await database.drop();
 }
 console.log(machineLine());
-console.log(["| round | server flags | load avg | billed calls/s | p50 / p99 | errors | RSS after |", "|---|---|---|---|---|---|---|", ...rows].join("\n"));
+console.log(
+  [
+    "| round | server flags | load avg | billed calls/s | p50 / p99 | errors | RSS after |",
+    "|---|---|---|---|---|---|---|",
+    ...rows,
+  ].join("\n"),
+);

@@ -7,24 +7,32 @@
 import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { benchDatabase } from "./server-process.ts";
 import { pino } from "pino";
-import { openDb, migrateDb } from "../src/db/client.ts";
-import { MarketFeed } from "../src/market/feed.ts";
+import { migrateDb, openDb } from "../src/db/client.ts";
 import { readCandleFile } from "../src/market/csv-candles.ts";
+import { MarketFeed } from "../src/market/feed.ts";
 import { countCandles } from "../src/market/store.ts";
+import { benchDatabase } from "./server-process.ts";
 
 const DATA = fileURLToPath(new URL("../../shared/data/candles/", import.meta.url));
 
 /** Imports every *USDT_1h.csv.gz into a fresh database; returns a Markdown table. */
 export async function benchImport(): Promise<string> {
   if (!existsSync(DATA)) return "| import | skipped: ../shared/data/candles is absent | |";
-  const files = readdirSync(DATA).filter((f) => f.endsWith("USDT_1h.csv.gz")).sort();
+  const files = readdirSync(DATA)
+    .filter((f) => f.endsWith("USDT_1h.csv.gz"))
+    .sort();
   const database = await benchDatabase();
   const db = await openDb({ databaseUrl: database.url, dataDir: "", poolSize: 4 });
   try {
     await migrateDb(db);
-    const feed = new MarketFeed({ db, clock: Date.now, logger: pino({ level: "silent" }), staleAfterMs: 1e12, alertMaxDelayMs: 0 });
+    const feed = new MarketFeed({
+      db,
+      clock: Date.now,
+      logger: pino({ level: "silent" }),
+      staleAfterMs: 1e12,
+      alertMaxDelayMs: 0,
+    });
     const started = performance.now();
     let accepted = 0;
     for (const file of files) {
@@ -33,7 +41,10 @@ export async function benchImport(): Promise<string> {
       accepted += summary.accepted;
     }
     const seconds = (performance.now() - started) / 1000;
-    const counts = await countCandles(db, files.map((f) => f.replace("USDT_1h.csv.gz", "")));
+    const counts = await countCandles(
+      db,
+      files.map((f) => f.replace("USDT_1h.csv.gz", "")),
+    );
     return [
       `| measure | value | target |`,
       `|---|---|---|`,

@@ -14,7 +14,15 @@ import { pino } from "pino";
 import { createLogger } from "../src/logger.ts";
 
 const SECONDS = 3;
-const LINE = { reqId: "97c6b6de-4b9e-402a-84fe-fbd30eaaabcd", listener: "public", method: "GET", path: "/api/v1/signals", status: 200, outcome: "ok", ms: 1.23 };
+const LINE = {
+  reqId: "97c6b6de-4b9e-402a-84fe-fbd30eaaabcd",
+  listener: "public",
+  method: "GET",
+  path: "/api/v1/signals",
+  status: 200,
+  outcome: "ok",
+  ms: 1.23,
+};
 
 /** CPU microseconds per paced tick, logging one line per tick through `destination` (or none). */
 async function perLine(destination: ReturnType<typeof pino.destination> | null): Promise<number> {
@@ -42,6 +50,8 @@ console.log("|---|---|---|---|");
 for (let round = 1; round <= rounds; round++) {
   const idle = await perLine(null);
   const each = await perLine(pino.destination({ dest: "/dev/null", sync: false, minLength: 0 }));
-  const blocks = await perLine(pino.destination({ dest: "/dev/null", sync: false, minLength: 4096, periodicFlush: 100 }));
+  const blocks = await perLine(
+    pino.destination({ dest: "/dev/null", sync: false, minLength: 4096, periodicFlush: 100 }),
+  );
   console.log(`| ${round} | ${idle.toFixed(1)} µs | ${each.toFixed(1)} µs | ${blocks.toFixed(1)} µs |`);
 }

@@ -21,8 +21,12 @@ const TARGET_MIB = 150;
  */
 async function heapFigures(internalPort: number): Promise<string> {
   const text = await (await fetch(`http://127.0.0.1:${internalPort}/metrics`)).text();
-  const mib = (name: string) => (Number(new RegExp(`^${name} (\\S+)`, "m").exec(text)?.[1] ?? NaN) / 2 ** 20).toFixed(0);
-  return `heap ${mib("nodejs_heap_size_used_bytes")} used / ${mib("nodejs_heap_size_total_bytes")} ` + `total, external ${mib("nodejs_external_memory_bytes")} MiB`;
+  const mib = (name: string) =>
+    (Number(new RegExp(`^${name} (\\S+)`, "m").exec(text)?.[1] ?? NaN) / 2 ** 20).toFixed(0);
+  return (
+    `heap ${mib("nodejs_heap_size_used_bytes")} used / ${mib("nodejs_heap_size_total_bytes")} ` +
+    `total, external ${mib("nodejs_external_memory_bytes")} MiB`
+  );
 }
 
 /** Runs the memory benchmark; returns a Markdown table. */
@@ -33,7 +37,10 @@ export async function benchMemory(): Promise<string> {
     await new Promise((r) => setTimeout(r, 1000));
     const idle = await rssMiB(server.child.pid!);
     const idleHeap = await heapFigures(server.internalPort);
-    const client = createClient(IngestService, createGrpcTransport({ baseUrl: `http://127.0.0.1:${server.internalPort}` }));
+    const client = createClient(
+      IngestService,
+      createGrpcTransport({ baseUrl: `http://127.0.0.1:${server.internalPort}` }),
+    );
     const template = demoCandles("BTC", CANDLES_PER_COIN);
     const started = performance.now();
     let accepted = 0;
@@ -44,8 +51,19 @@ export async function benchMemory(): Promise<string> {
           const scale = 1 + c / 100;
           for (const k of template) {
             yield create(PushCandlesRequestSchema, {
-              symbol, tf: "15m", openTime: BigInt(Date.now() - (Date.now() % 900_000) - (CANDLES_PER_COIN - (k.openTime - template[0]!.openTime) / 900_000) * 900_000),
-              open: k.open * scale, high: k.high * scale, low: k.low * scale, close: k.close * scale, volume: k.volume, closed: true,
+              symbol,
+              tf: "15m",
+              openTime: BigInt(
+                Date.now() -
+                  (Date.now() % 900_000) -
+                  (CANDLES_PER_COIN - (k.openTime - template[0]!.openTime) / 900_000) * 900_000,
+              ),
+              open: k.open * scale,
+              high: k.high * scale,
+              low: k.low * scale,
+              close: k.close * scale,
+              volume: k.volume,
+              closed: true,
             });
           }
         }
@@ -64,15 +82,18 @@ export async function benchMemory(): Promise<string> {
     const loadedHeap = await heapFigures(server.internalPort);
     const ok = loaded < TARGET_MIB;
     if (!ok) process.exitCode = 1;
-    return [
-      `| measure | value | target |`,
-      `|---|---|---|`,
-      `| server flags | \`${npmStartFlags().join(" ")}\` (npm start's) | |`,
-      `| coins × timeframes held | ${COINS} × 5 (15m base; 30m, 1h, 4h, 1d derived) | 500 × 5 |`,
-      `| candles pushed over gRPC | ${accepted} in ${seconds.toFixed(1)} s | |`,
-      `| server RSS idle (baseline) | ${idle.toFixed(0)} MiB (${idleHeap}) | |`,
-      `| server RSS holding 500 × 5 (steady, lowest over 10 s quiet) | **${loaded.toFixed(0)} MiB** ` + `(${(loaded / TARGET_MIB).toFixed(2)} × target; ${loadedHeap}) | < ${TARGET_MIB} MiB ${ok ? "✔" : "✘"} |`,
-    ].join("\n") + (ok ? "" : "\n\n**Target missed.**");
+    return (
+      [
+        `| measure | value | target |`,
+        `|---|---|---|`,
+        `| server flags | \`${npmStartFlags().join(" ")}\` (npm start's) | |`,
+        `| coins × timeframes held | ${COINS} × 5 (15m base; 30m, 1h, 4h, 1d derived) | 500 × 5 |`,
+        `| candles pushed over gRPC | ${accepted} in ${seconds.toFixed(1)} s | |`,
+        `| server RSS idle (baseline) | ${idle.toFixed(0)} MiB (${idleHeap}) | |`,
+        `| server RSS holding 500 × 5 (steady, lowest over 10 s quiet) | **${loaded.toFixed(0)} MiB** ` +
+          `(${(loaded / TARGET_MIB).toFixed(2)} × target; ${loadedHeap}) | < ${TARGET_MIB} MiB ${ok ? "✔" : "✘"} |`,
+      ].join("\n") + (ok ? "" : "\n\n**Target missed.**")
+    );
   } finally {
     server.child.kill("SIGTERM");
     await new Promise((r) => setTimeout(r, 1000));

@@ -21,7 +21,12 @@ function procStat(pid: number): ProcStat | null {
     // The command name is in parentheses and may contain spaces; fields follow the last ')'.
     const close = text.lastIndexOf(")");
     const fields = text.slice(close + 2).split(" ");
-    return { pid, comm: text.slice(text.indexOf("(") + 1, close), ppid: Number(fields[1]), cpuSeconds: (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND };
+    return {
+      pid,
+      comm: text.slice(text.indexOf("(") + 1, close),
+      ppid: Number(fields[1]),
+      cpuSeconds: (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND,
+    };
   } catch {
     return null;
   }

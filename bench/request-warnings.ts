@@ -28,7 +28,9 @@ for (const [label, query] of [
   const entries = (params.get("symbols") ?? "").split(",").map((symbol) => ({ ok: true, reason: "", symbol }));
   let sink = 0;
   const before = () => {
-    sink += normaliseSymbols(params.get("symbols") ?? undefined, 8).length + normaliseTimeframe(params.get("tf") ?? undefined).length;
+    sink +=
+      normaliseSymbols(params.get("symbols") ?? undefined, 8).length +
+      normaliseTimeframe(params.get("tf") ?? undefined).length;
   };
   const after = () => {
     const headers = new Headers();
@@ -49,5 +51,8 @@ for (const [label, query] of [
     a.push(timeIt(after));
   }
   const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
-  console.log(`| ${label} | ${median(b).toFixed(0)} ns | ${median(a).toFixed(0)} ns ` + `| ${(median(a) - median(b)).toFixed(0)} ns |${sink > 0 ? "" : " "}`);
+  console.log(
+    `| ${label} | ${median(b).toFixed(0)} ns | ${median(a).toFixed(0)} ns ` +
+      `| ${(median(a) - median(b)).toFixed(0)} ns |${sink > 0 ? "" : " "}`,
+  );
 }

@@ -11,16 +11,17 @@
  * `nice -n 19 npm run bench -- feeder-400 --minutes 30` (bench/feeder-400.ts). So is `burst`
  * (bench/burst.ts): `nice -n 10 npm run bench -- burst --boundaries 3`.
  */
+
+import { benchAlerts } from "./alerts.ts";
 import { benchApi, machineLine } from "./api.ts";
+import { benchBurst } from "./burst.ts";
+import { benchCliStartup } from "./cli-startup.ts";
+import { benchColdStart } from "./cold-start.ts";
+import { benchEmbeddedMemory } from "./embedded-memory.ts";
+import { benchFeeder400 } from "./feeder-400.ts";
 import { benchImport } from "./import.ts";
 import { benchMemory } from "./memory.ts";
-import { benchEmbeddedMemory } from "./embedded-memory.ts";
-import { benchAlerts } from "./alerts.ts";
-import { benchCliStartup } from "./cli-startup.ts";
 import { benchWorkers } from "./workers.ts";
-import { benchColdStart } from "./cold-start.ts";
-import { benchFeeder400 } from "./feeder-400.ts";
-import { benchBurst } from "./burst.ts";
 
 const BENCHES: Record<string, { title: string; run: () => Promise<string | undefined>; slow?: boolean }> = {
   api: { title: "Billed REST calls", run: benchApi },
@@ -32,14 +33,19 @@ const BENCHES: Record<string, { title: string; run: () => Promise<string | undef
   workers: { title: "Billed REST calls with WORKERS=1 and WORKERS=2", run: () => benchWorkers() },
   "cold-start": { title: "Cold start: spawn to the first answered call", run: () => benchColdStart() },
   "feeder-400": { title: "One feeder on 400 coins, random socket drops", run: benchFeeder400, slow: true },
-  burst: { title: "The boundary burst: 400 coins closing at once, WORKERS=2, 100 members with alerts", run: benchBurst, slow: true },
+  burst: {
+    title: "The boundary burst: 400 coins closing at once, WORKERS=2, 100 members with alerts",
+    run: benchBurst,
+    slow: true,
+  },
   engine: {
     title: "Engine",
     async run() {
       // Prints its own lines; no table to return.
       try {
         const engine = await import("./engine.ts");
-        if (typeof (engine as { main?: unknown }).main === "function") await (engine as { main: () => Promise<void> }).main();
+        if (typeof (engine as { main?: unknown }).main === "function")
+          await (engine as { main: () => Promise<void> }).main();
       } catch (err) {
         console.log(`engine benchmark: ${(err as Error).message}`);
       }

@@ -4,7 +4,7 @@
  * otherwise, so that a figure does not depend on the machine's core count (bench/workers.ts
  * compares 1 and 2).
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import postgres from "postgres";
@@ -18,7 +18,7 @@ export async function benchDatabase(): Promise<{ url: string; drop: () => Promis
   u.pathname = "/postgres";
   const admin = postgres(u.toString(), { max: 1, onnotice: () => {} });
   await admin.unsafe(`CREATE DATABASE ${name}`);
-  u.pathname = "/" + name;
+  u.pathname = `/${name}`;
   return {
     url: u.toString(),
     async drop() {
@@ -34,9 +34,12 @@ export async function benchDatabase(): Promise<{ url: string; drop: () => Promis
  * adds flags after them, to try one out (a later flag of the same name wins).
  */
 export function npmStartFlags(): string[] {
-  const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { scripts: { start: string } };
+  const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
+    scripts: { start: string };
+  };
   const words = pkg.scripts.start.split(/\s+/);
-  if (words[0] !== "node" || words.at(-1) !== "src/main.ts") throw new Error(`unexpected start script: ${pkg.scripts.start}`);
+  if (words[0] !== "node" || words.at(-1) !== "src/main.ts")
+    throw new Error(`unexpected start script: ${pkg.scripts.start}`);
   return [...words.slice(1, -1), ...(process.env.BENCH_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? [])];
 }
 
@@ -49,13 +52,27 @@ export interface ServerProcess {
 }
 
 /**
- * Spawns the server with extra environment (and V8 flags after npm start's) and resolves once it listens; kills it and rejects
- * (with its output so far) when it has not listened within timeoutMs, rather than hanging.
+ * Spawns the server with extra environment (and V8 flags after npm start's) and resolves once it listens; kills it and
+ * rejects (with its output so far) when it has not listened within timeoutMs, rather than hanging.
  */
-export function startServerProcess(env: Record<string, string>, timeoutMs = 60_000, extraFlags: string[] = [], dir = process.env.BENCH_SERVER_DIR): Promise<ServerProcess> {
+export function startServerProcess(
+  env: Record<string, string>,
+  timeoutMs = 60_000,
+  extraFlags: string[] = [],
+  dir = process.env.BENCH_SERVER_DIR,
+): Promise<ServerProcess> {
   const child = spawn(process.execPath, [...npmStartFlags(), ...extraFlags, "src/main.ts"], {
     cwd: dir || undefined,
-    env: { ...process.env, PORT: "0", INTERNAL_PORT: "0", LOG_LEVEL: "info", DEMO_ACCOUNT: "false", DEMO_FEED: "false", WORKERS: "1", ...env },
+    env: {
+      ...process.env,
+      PORT: "0",
+      INTERNAL_PORT: "0",
+      LOG_LEVEL: "info",
+      DEMO_ACCOUNT: "false",
+      DEMO_FEED: "false",
+      WORKERS: "1",
+      ...env,
+    },
     stdio: ["ignore", "pipe", "inherit"],
   });
   return new Promise((resolve, reject) => {

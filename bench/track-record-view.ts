@@ -13,12 +13,12 @@
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { pino } from "pino";
-import { benchDatabase } from "./server-process.ts";
-import { openDb, migrateDb } from "../src/db/client.ts";
-import { MarketFeed } from "../src/market/feed.ts";
+import { migrateDb, openDb } from "../src/db/client.ts";
 import { readCandleFile } from "../src/market/csv-candles.ts";
+import { MarketFeed } from "../src/market/feed.ts";
 import { ChartDataCache, loadChartData } from "../src/track-record/chart-data.ts";
 import { endedHistoryOf } from "../src/track-record/ended-history.ts";
+import { benchDatabase } from "./server-process.ts";
 
 const FILE = fileURLToPath(new URL("../../shared/data/candles/BTCUSDT_1h.csv.gz", import.meta.url));
 const VIEWS = 20;
@@ -30,7 +30,13 @@ export async function benchTrackRecordView(driver: "pglite" | "postgres"): Promi
   const db = await openDb({ databaseUrl: database?.url ?? "", dataDir: "memory://", poolSize: 4 });
   try {
     await migrateDb(db);
-    const feed = new MarketFeed({ db, clock: Date.now, logger: pino({ level: "silent" }), staleAfterMs: 1e12, alertMaxDelayMs: 0 });
+    const feed = new MarketFeed({
+      db,
+      clock: Date.now,
+      logger: pino({ level: "silent" }),
+      staleAfterMs: 1e12,
+      alertMaxDelayMs: 0,
+    });
     await feed.ingest(readCandleFile(FILE, "BTC", "1h"));
     const cache = new ChartDataCache(db);
     await cache.get("BTC", "1h"); // the one computation after the import's last close

@@ -14,8 +14,8 @@ import { mkdtempSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import postgres from "postgres";
-import { benchDatabase, startServerProcess } from "./server-process.ts";
 import { createAccounts, machineLine, wrk, wrkScript } from "./api.ts";
+import { benchDatabase, startServerProcess } from "./server-process.ts";
 
 /** wrk's connections (bench/api.ts), one account each. */
 const CONNECTIONS = 64;
@@ -45,13 +45,22 @@ export async function benchWorkers(rounds = 2): Promise<string> {
     const script = wrkScript(dir, await createAccounts(db.url, CONNECTIONS));
     for (let round = 0; round < rounds; round++) {
       for (const workers of [1, 2]) {
-        const server = await startServerProcess({ DATABASE_URL: db.url, WORKERS: String(workers), INTERNAL_TOKEN: "bench-internal-token-0123456789", DAILY_CAP: "10000000" });
+        const server = await startServerProcess({
+          DATABASE_URL: db.url,
+          WORKERS: String(workers),
+          INTERNAL_TOKEN: "bench-internal-token-0123456789",
+          DAILY_CAP: "10000000",
+        });
         try {
           await wrk(server.port, script, 3);
-          const [before] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM ledger_entries WHERE kind = 'charge'`;
+          const [before] = await sql<
+            { n: number }[]
+          >`SELECT count(*)::int AS n FROM ledger_entries WHERE kind = 'charge'`;
           const load = loadavg()[0]!.toFixed(1);
           const measured = await wrk(server.port, script, DURATION_S);
-          const [after] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM ledger_entries WHERE kind = 'charge'`;
+          const [after] = await sql<
+            { n: number }[]
+          >`SELECT count(*)::int AS n FROM ledger_entries WHERE kind = 'charge'`;
           results.push({ workers, rps: measured.rps, non2xx: measured.errors, charges: after!.n - before!.n, load });
           console.log(`WORKERS=${workers}: ${measured.rps.toFixed(0)} req/s (load average ${load})`);
         } finally {
@@ -67,9 +76,13 @@ export async function benchWorkers(rounds = 2): Promise<string> {
   const one = median(results.filter((r) => r.workers === 1).map((r) => r.rps));
   const two = median(results.filter((r) => r.workers === 2).map((r) => r.rps));
   return [
-    `| round | WORKERS | billed req/s | errors (non-2xx + socket) | ` + `charges in the measured window | 1-min load average at start |`,
+    `| round | WORKERS | billed req/s | errors (non-2xx + socket) | ` +
+      `charges in the measured window | 1-min load average at start |`,
     `|---|---|---|---|---|---|`,
-    ...results.map((r, i) => `| ${Math.floor(i / 2) + 1} | ${r.workers} | ${r.rps.toFixed(0)} | ${r.non2xx} | ${r.charges} | ${r.load} |`),
+    ...results.map(
+      (r, i) =>
+        `| ${Math.floor(i / 2) + 1} | ${r.workers} | ${r.rps.toFixed(0)} | ${r.non2xx} | ${r.charges} | ${r.load} |`,
+    ),
     "",
     `Median: WORKERS=1 ${one.toFixed(0)} req/s, WORKERS=2 ${two.toFixed(0)} req/s: **${(two / one).toFixed(2)} ×**.`,
   ].join("\n");

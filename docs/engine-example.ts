@@ -33,7 +33,9 @@ const EXAMPLES: Example[] = [
     title: "Example 1: the first 48 BTCUSDT 1h candles of the data set (warm-up, first pivots, CHoCH, BOS)",
     from: 0,
     length: 48,
-    note: "The fold starts at the first candle of the file, so the warm-up is visible: " + "no ATR (and therefore no arming) before row 13, no pivot before row 6.",
+    note:
+      "The fold starts at the first candle of the file, so the warm-up is visible: " +
+      "no ATR (and therefore no arming) before row 13, no pivot before row 6.",
   },
   {
     id: "2",
@@ -75,12 +77,27 @@ function run(candles: readonly Candle[], ex: Example): Row[] {
         events.push(`**${kind} ↓** close < L ${px(before.swingLow)}`);
       } else {
         invalidated = true;
-        events.push(`**invalidated** close ${before.signal.includes("LONG") ? "≤" : "≥"} defense ${px(before.defense)}`);
+        events.push(
+          `**invalidated** close ${before.signal.includes("LONG") ? "≤" : "≥"} defense ${px(before.defense)}`,
+        );
       }
     }
-    if (after.swingHighAt !== before.swingHighAt) events.push(`new H ${px(after.swingHigh)} (pivot ${hhmm(after.swingHighAt)})`);
-    if (after.swingLowAt !== before.swingLowAt) events.push(`new L ${px(after.swingLow)} (pivot ${hhmm(after.swingLowAt)})`);
-    rows.push({ index: i, candle, tr, before, after, reading: readClosed(state) as Reading, events, brokeHigh, brokeLow, invalidated });
+    if (after.swingHighAt !== before.swingHighAt)
+      events.push(`new H ${px(after.swingHigh)} (pivot ${hhmm(after.swingHighAt)})`);
+    if (after.swingLowAt !== before.swingLowAt)
+      events.push(`new L ${px(after.swingLow)} (pivot ${hhmm(after.swingLowAt)})`);
+    rows.push({
+      index: i,
+      candle,
+      tr,
+      before,
+      after,
+      reading: readClosed(state) as Reading,
+      events,
+      brokeHigh,
+      brokeLow,
+      invalidated,
+    });
   }
   return rows;
 }
@@ -97,12 +114,14 @@ function hhmm(ms: number | null): string {
 
 function table(rows: readonly Row[]): string {
   const head =
-    "| # | open (UTC) | high | low | close | TR | ATR | H | minSinceH | L | maxSinceL | " + "events | signal | defense | arming (dir score trigger / invalidation) | atr_pct |";
+    "| # | open (UTC) | high | low | close | TR | ATR | H | minSinceH | L | maxSinceL | " +
+    "events | signal | defense | arming (dir score trigger / invalidation) | atr_pct |";
   const sep = "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---|---:|";
   const lines = rows.map((r) => {
     const s = r.after;
     const a = r.reading.arming;
-    const arming = a === null ? "–" : `${a.dir === 1 ? "↑ +1" : "↓ −1"} ${a.score} ${px(a.trigger)} / ${px(a.invalidation)}`;
+    const arming =
+      a === null ? "–" : `${a.dir === 1 ? "↑ +1" : "↓ −1"} ${a.score} ${px(a.trigger)} / ${px(a.invalidation)}`;
     return [
       r.index,
       hhmm(r.candle.openTime),
@@ -149,7 +168,10 @@ function svg(rows: readonly Row[], title: string): string {
   const x = (i: number): number => left + i * slot + slot / 2;
   const f = (n: number): string => n.toFixed(1);
   const out: string[] = [];
-  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" ` + `viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="10">`);
+  out.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" ` +
+      `viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="10">`,
+  );
   out.push(`<rect width="100%" height="100%" fill="#ffffff"/>`);
   out.push(`<text x="${left}" y="18" font-size="12" font-weight="bold">${escapeXml(title)}</text>`);
   // Price grid.
@@ -170,7 +192,10 @@ function svg(rows: readonly Row[], title: string): string {
     const close = (end: number, broken: boolean): void => {
       if (current === null) return;
       const yy = f(y(current.value));
-      out.push(`<line x1="${f(x(current.start))}" x2="${f(x(end))}" y1="${yy}" y2="${yy}" stroke="${color}" ` + `stroke-width="1" stroke-dasharray="${broken ? "" : "3 2"}" opacity="0.8"/>`);
+      out.push(
+        `<line x1="${f(x(current.start))}" x2="${f(x(end))}" y1="${yy}" y2="${yy}" stroke="${color}" ` +
+          `stroke-width="1" stroke-dasharray="${broken ? "" : "3 2"}" opacity="0.8"/>`,
+      );
       if (offChart(current.value)) {
         const labelY = f(y(current.value) + (y(current.value) <= top ? 22 : -15));
         const label = `${kind === "high" ? "H" : "L"} ${current.value.toFixed(2)} (off scale)`;
@@ -192,9 +217,15 @@ function svg(rows: readonly Row[], title: string): string {
         const p = pivot;
         // Pivot marker on the pivot candle, and a tick where it was confirmed (k candles later).
         const yy = kind === "high" ? y(value) - 6 : y(value) + 6;
-        const tri = kind === "high" ? `${f(x(p) - 4)},${f(yy - 5)} ${f(x(p) + 4)},${f(yy - 5)} ${f(x(p))},${f(yy)}` : `${f(x(p) - 4)},${f(yy + 5)} ${f(x(p) + 4)},${f(yy + 5)} ${f(x(p))},${f(yy)}`;
+        const tri =
+          kind === "high"
+            ? `${f(x(p) - 4)},${f(yy - 5)} ${f(x(p) + 4)},${f(yy - 5)} ${f(x(p))},${f(yy)}`
+            : `${f(x(p) - 4)},${f(yy + 5)} ${f(x(p) + 4)},${f(yy + 5)} ${f(x(p))},${f(yy)}`;
         out.push(`<polygon points="${tri}" fill="${color}"/>`);
-        out.push(`<text x="${f(x(p))}" y="${f(kind === "high" ? yy - 8 : yy + 15)}" text-anchor="middle" ` + `fill="${color}">${kind === "high" ? "H" : "L"}</text>`);
+        out.push(
+          `<text x="${f(x(p))}" y="${f(kind === "high" ? yy - 8 : yy + 15)}" text-anchor="middle" ` +
+            `fill="${color}">${kind === "high" ? "H" : "L"}</text>`,
+        );
       }
     }
     close(rows.length - 1, false);
@@ -206,7 +237,10 @@ function svg(rows: readonly Row[], title: string): string {
     const c = r.candle;
     const up = c.close >= c.open;
     const col = up ? "#26a69a" : "#ef5350";
-    out.push(`<line x1="${f(x(r.index))}" x2="${f(x(r.index))}" y1="${f(y(c.high))}" ` + `y2="${f(y(c.low))}" stroke="${col}"/>`);
+    out.push(
+      `<line x1="${f(x(r.index))}" x2="${f(x(r.index))}" y1="${f(y(c.high))}" ` +
+        `y2="${f(y(c.low))}" stroke="${col}"/>`,
+    );
     const yTop = y(Math.max(c.open, c.close));
     const h = Math.max(1, y(Math.min(c.open, c.close)) - yTop);
     out.push(`<rect x="${f(x(r.index) - 5)}" y="${f(yTop)}" width="10" height="${f(h)}" fill="${col}"/>`);
@@ -217,10 +251,16 @@ function svg(rows: readonly Row[], title: string): string {
     if (d === null) continue;
     const long = r.reading.signal.includes("LONG");
     const col = long ? "#1565c0" : "#ef6c00";
-    out.push(`<line x1="${f(x(r.index) - slot / 2)}" x2="${f(x(r.index) + slot / 2)}" y1="${f(y(d))}" y2="${f(y(d))}" ` + `stroke="${col}" stroke-width="2.5"${offChart(d) ? ' stroke-dasharray="2 2"' : ""}/>`);
+    out.push(
+      `<line x1="${f(x(r.index) - slot / 2)}" x2="${f(x(r.index) + slot / 2)}" y1="${f(y(d))}" y2="${f(y(d))}" ` +
+        `stroke="${col}" stroke-width="2.5"${offChart(d) ? ' stroke-dasharray="2 2"' : ""}/>`,
+    );
     const prev = rows[r.index - 1]?.reading.defense;
     if (offChart(d) && prev !== d) {
-      out.push(`<text x="${f(x(r.index))}" y="${f(y(d) + (y(d) <= top ? 12 : -5))}" fill="${col}" ` + `font-size="9">defense ${d.toFixed(2)} (off scale)</text>`);
+      out.push(
+        `<text x="${f(x(r.index))}" y="${f(y(d) + (y(d) <= top ? 12 : -5))}" fill="${col}" ` +
+          `font-size="9">defense ${d.toFixed(2)} (off scale)</text>`,
+      );
     }
   }
   // Arming trigger ticks.
@@ -229,7 +269,10 @@ function svg(rows: readonly Row[], title: string): string {
     if (a === null) continue;
     const col = a.dir === 1 ? "#2e7d32" : "#c62828";
     out.push(`<circle cx="${f(x(r.index))}" cy="${f(y(a.trigger))}" r="2.5" fill="none" stroke="${col}"/>`);
-    out.push(`<text x="${f(x(r.index))}" y="${f(a.dir === 1 ? y(a.trigger) - 5 : y(a.trigger) + 11)}" ` + `text-anchor="middle" fill="${col}" font-size="8">${a.score}</text>`);
+    out.push(
+      `<text x="${f(x(r.index))}" y="${f(a.dir === 1 ? y(a.trigger) - 5 : y(a.trigger) + 11)}" ` +
+        `text-anchor="middle" fill="${col}" font-size="8">${a.score}</text>`,
+    );
   }
   // Breaks and invalidations.
   for (const r of rows) {
@@ -243,14 +286,23 @@ function svg(rows: readonly Row[], title: string): string {
           ? Math.max(top + 10, y(r.candle.high) - 30)
           : Math.min(top + plotH - 4, y(r.candle.low) + 36);
       const col = r.invalidated ? "#555" : bull ? "#1565c0" : "#ef6c00";
-      if (r.invalidated) out.push(`<text x="${f(x(r.index))}" y="${f(yy + 4)}" text-anchor="middle" font-size="14" fill="${col}">✕</text>`);
-      out.push(`<text x="${f(x(r.index))}" y="${f(r.invalidated ? yy + 18 : yy)}" text-anchor="middle" ` + `font-weight="bold" fill="${col}">${escapeXml(text)}</text>`);
+      if (r.invalidated)
+        out.push(
+          `<text x="${f(x(r.index))}" y="${f(yy + 4)}" text-anchor="middle" font-size="14" fill="${col}">✕</text>`,
+        );
+      out.push(
+        `<text x="${f(x(r.index))}" y="${f(r.invalidated ? yy + 18 : yy)}" text-anchor="middle" ` +
+          `font-weight="bold" fill="${col}">${escapeXml(text)}</text>`,
+      );
     }
   }
   // Time axis.
   for (const r of rows) {
     if (r.index % 6 !== 0) continue;
-    out.push(`<text x="${f(x(r.index))}" y="${top + plotH + 16}" text-anchor="middle" ` + `fill="#666">${escapeXml(hhmm(r.candle.openTime))}</text>`);
+    out.push(
+      `<text x="${f(x(r.index))}" y="${top + plotH + 16}" text-anchor="middle" ` +
+        `fill="#666">${escapeXml(hhmm(r.candle.openTime))}</text>`,
+    );
     out.push(`<text x="${f(x(r.index))}" y="${top + plotH + 28}" text-anchor="middle" fill="#999">#${r.index}</text>`);
   }
   // Legend.
@@ -290,7 +342,9 @@ for (const ex of EXAMPLES) {
       "",
       ex.note,
       start !== undefined && start.count > 0
-        ? `Entering row 0: signal ${start.signal}, defense ${px(start.defense)}, trend ${start.trend}, ` + `H ${px(start.swingHigh)}${start.swingHighBroken ? " (broken)" : ""}, L ` + `${px(start.swingLow)}${start.swingLowBroken ? " (broken)" : ""}, ATR ${px(start.atr)}.`
+        ? `Entering row 0: signal ${start.signal}, defense ${px(start.defense)}, trend ${start.trend}, ` +
+          `H ${px(start.swingHigh)}${start.swingHighBroken ? " (broken)" : ""}, L ` +
+          `${px(start.swingLow)}${start.swingLowBroken ? " (broken)" : ""}, ATR ${px(start.atr)}.`
         : "Entering row 0: the empty state.",
       "",
       `![chart of example ${ex.id}](./${svgName})`,

@@ -15,14 +15,14 @@ import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { sql } from "drizzle-orm";
 import { pino } from "pino";
-import { setSubscription, regenerateKey } from "../src/accounts/accounts.ts";
+import { regenerateKey, setSubscription } from "../src/accounts/accounts.ts";
 import { adjustTokens } from "../src/billing/tokens.ts";
 import { mytDay } from "../src/clock.ts";
 import { pushDataset } from "../src/market-data/ingest-service.ts";
+import type { OpenApiExamples } from "../src/server/openapi.ts";
 import { ERROR_TABLES, type OperationKind } from "../src/server/openapi.ts";
 import { PUBLIC_REST_SERVICES } from "../src/server/public-api.ts";
 import { httpRouteOf } from "../src/server/rest.ts";
-import type { OpenApiExamples } from "../src/server/openapi.ts";
 import { rawHttp1 } from "../test/support/raw-http.ts";
 import { loadRealCandles, realCandlesAvailable } from "../test/support/real-candles.ts";
 import { createTestDb } from "../test/support/test-db.ts";
@@ -56,14 +56,56 @@ async function storeDatasets(server: TestServer): Promise<void> {
   const day = (iso: string) => Date.parse(`${iso}T00:00:00Z`);
   const rows = {
     derivatives: [
-      { symbol: "BTC", venue: "binance", time: minute(7), fundingRate: 0.0000876, openInterestUsd: 7_912_384_512.4, longShortRatio: 1.4213 },
-      { symbol: "ETH", venue: "binance", time: minute(7), fundingRate: 0.0001, openInterestUsd: 4_018_227_310.9, longShortRatio: 2.0417 },
-      { symbol: "SOL", venue: "binance", time: minute(7), fundingRate: 0.0000412, openInterestUsd: 1_502_331_904.2, longShortRatio: 2.6833 },
+      {
+        symbol: "BTC",
+        venue: "binance",
+        time: minute(7),
+        fundingRate: 0.0000876,
+        openInterestUsd: 7_912_384_512.4,
+        longShortRatio: 1.4213,
+      },
+      {
+        symbol: "ETH",
+        venue: "binance",
+        time: minute(7),
+        fundingRate: 0.0001,
+        openInterestUsd: 4_018_227_310.9,
+        longShortRatio: 2.0417,
+      },
+      {
+        symbol: "SOL",
+        venue: "binance",
+        time: minute(7),
+        fundingRate: 0.0000412,
+        openInterestUsd: 1_502_331_904.2,
+        longShortRatio: 2.6833,
+      },
     ],
     news: [
-      { id: "example-wire-20240616-0930", time: Date.parse("2024-06-16T09:30:00Z"), title: "Bitcoin holds above $66,000 as weekend volumes thin", source: "Example Wire", url: "https://example.com/markets/2024/06/16/bitcoin-weekend", coins: ["BTC"] },
-      { id: "example-wire-20240616-0415", time: Date.parse("2024-06-16T04:15:00Z"), title: "Ether and Solana trail bitcoin after the Fed holds rates", source: "Example Wire", url: "https://example.com/markets/2024/06/16/ether-solana", coins: ["ETH", "SOL", "BTC"] },
-      { id: "example-wire-20240615-1800", time: Date.parse("2024-06-15T18:00:00Z"), title: "Spot bitcoin funds see a fourth day of outflows", source: "Example Wire", url: "https://example.com/markets/2024/06/15/etf-flows", coins: ["BTC"] },
+      {
+        id: "example-wire-20240616-0930",
+        time: Date.parse("2024-06-16T09:30:00Z"),
+        title: "Bitcoin holds above $66,000 as weekend volumes thin",
+        source: "Example Wire",
+        url: "https://example.com/markets/2024/06/16/bitcoin-weekend",
+        coins: ["BTC"],
+      },
+      {
+        id: "example-wire-20240616-0415",
+        time: Date.parse("2024-06-16T04:15:00Z"),
+        title: "Ether and Solana trail bitcoin after the Fed holds rates",
+        source: "Example Wire",
+        url: "https://example.com/markets/2024/06/16/ether-solana",
+        coins: ["ETH", "SOL", "BTC"],
+      },
+      {
+        id: "example-wire-20240615-1800",
+        time: Date.parse("2024-06-15T18:00:00Z"),
+        title: "Spot bitcoin funds see a fourth day of outflows",
+        source: "Example Wire",
+        url: "https://example.com/markets/2024/06/15/etf-flows",
+        coins: ["BTC"],
+      },
     ],
     macro: [
       { series: "DFF", time: day("2024-06-13"), value: 5.33, unit: "Percent", source: "FRED" },
@@ -111,7 +153,12 @@ export async function recordOpenApiExamples(): Promise<OpenApiExamples> {
   if (!realCandlesAvailable) throw new Error("the real candles of ../shared/data are needed");
   const db = await createTestDb();
   const clock = createTestClock(NOW);
-  const server = await startTestServer({ db, feed: true, clock, env: { HEADERS_TIMEOUT: "1", REQUEST_TIMEOUT: "2", FAILED_KEY_LIMIT: "100000" } });
+  const server = await startTestServer({
+    db,
+    feed: true,
+    clock,
+    env: { HEADERS_TIMEOUT: "1", REQUEST_TIMEOUT: "2", FAILED_KEY_LIMIT: "100000" },
+  });
   const examples: OpenApiExamples = {};
   const note = (path: string, status: number, name: string, summary: string, value: unknown) => {
     const byStatus = (examples[path] ??= {});
@@ -126,14 +173,26 @@ export async function recordOpenApiExamples(): Promise<OpenApiExamples> {
     );
     // The history arrives just before now, as a feeder's would; the forming candle at now.
     clock.set(NOW - 60_000);
-    await server.feed!.ingest(updates.filter((u) => u.closed), { alerts: false });
+    await server.feed!.ingest(
+      updates.filter((u) => u.closed),
+      { alerts: false },
+    );
     clock.set(NOW);
-    await server.feed!.ingest(updates.filter((u) => !u.closed), { alerts: false });
+    await server.feed!.ingest(
+      updates.filter((u) => !u.closed),
+      { alerts: false },
+    );
     await storeDatasets(server);
 
     const key = async (input: { plan?: string } = {}) => (await server.account(input)).apiKey;
-    const call = async (path: string, init: { method?: string; headers?: Record<string, string>; query?: string } = {}) => {
-      const res = await fetch(`${server.baseUrl}${path}${init.query ?? ""}`, { method: init.method ?? "GET", headers: init.headers ?? {} });
+    const call = async (
+      path: string,
+      init: { method?: string; headers?: Record<string, string>; query?: string } = {},
+    ) => {
+      const res = await fetch(`${server.baseUrl}${path}${init.query ?? ""}`, {
+        method: init.method ?? "GET",
+        headers: init.headers ?? {},
+      });
       return { status: res.status, body: JSON.parse(await res.text()) as Record<string, unknown> };
     };
     const record = async (path: string, summary: string, init: Parameters<typeof call>[1]) => {
@@ -147,26 +206,60 @@ export async function recordOpenApiExamples(): Promise<OpenApiExamples> {
       note(path, answer.status!, String(body.error), summary, body);
     };
 
-    const ops = PUBLIC_REST_SERVICES.flatMap(({ service, kind }) => service.methods.map((m) => ({ path: httpRouteOf(m)?.path, kind })).filter((o): o is { path: string; kind: OperationKind } => o.path !== undefined));
+    const ops = PUBLIC_REST_SERVICES.flatMap(({ service, kind }) =>
+      service.methods
+        .map((m) => ({ path: httpRouteOf(m)?.path, kind }))
+        .filter((o): o is { path: string; kind: OperationKind } => o.path !== undefined),
+    );
     for (const { path, kind } of ops) {
       const ok = OK_QUERIES[path] ?? "";
       await record(path, `GET ${path}${ok}`, { query: ok, headers: { "x-api-key": await key() } });
       if (kind === "paid") {
-        await record(path, "an Idempotency-Key of 300 characters", { query: ok, headers: { "x-api-key": await key(), "idempotency-key": "x".repeat(300) } });
+        await record(path, "an Idempotency-Key of 300 characters", {
+          query: ok,
+          headers: { "x-api-key": await key(), "idempotency-key": "x".repeat(300) },
+        });
         const idem = await key();
-        await call(path, { query: "?symbols=BTC&tf=1h", headers: { "x-api-key": idem, "idempotency-key": "order-7f9c2d1e" } });
-        await record(path, "the same Idempotency-Key again, for other symbols", { query: "?symbols=ETH&tf=1h", headers: { "x-api-key": idem, "idempotency-key": "order-7f9c2d1e" } });
-        await record(path, "a key on the basic plan", { query: ok, headers: { "x-api-key": await key({ plan: "basic" }) } });
+        await call(path, {
+          query: "?symbols=BTC&tf=1h",
+          headers: { "x-api-key": idem, "idempotency-key": "order-7f9c2d1e" },
+        });
+        await record(path, "the same Idempotency-Key again, for other symbols", {
+          query: "?symbols=ETH&tf=1h",
+          headers: { "x-api-key": idem, "idempotency-key": "order-7f9c2d1e" },
+        });
+        await record(path, "a key on the basic plan", {
+          query: ok,
+          headers: { "x-api-key": await key({ plan: "basic" }) },
+        });
         const drained = await server.account();
-        await adjustTokens(server.db.handle, drained.accountId, "adjustment", -server.config.limits.monthlyGrant, "example: empty balance", server.config.limits);
+        await adjustTokens(
+          server.db.handle,
+          drained.accountId,
+          "adjustment",
+          -server.config.limits.monthlyGrant,
+          "example: empty balance",
+          server.config.limits,
+        );
         await record(path, "grant and packs both empty", { query: ok, headers: { "x-api-key": drained.apiKey } });
         const capped = await server.account();
-        await server.db.handle.rows(sql`UPDATE accounts SET usage_day = ${mytDay(NOW)}, calls_today = ${server.config.limits.dailyCap} WHERE id = ${capped.accountId}`);
-        await record(path, "the daily cap of charged calls reached", { query: ok, headers: { "x-api-key": capped.apiKey } });
+        await server.db.handle.rows(
+          sql`UPDATE accounts SET usage_day = ${mytDay(NOW)}, calls_today = ${server.config.limits.dailyCap}
+            WHERE id = ${capped.accountId}`,
+        );
+        await record(path, "the daily cap of charged calls reached", {
+          query: ok,
+          headers: { "x-api-key": capped.apiKey },
+        });
       } else {
-        if (kind === "free") await record(path, "a limit that is not a whole number", { query: "?limit=ten", headers: { "x-api-key": await key() } });
+        if (kind === "free")
+          await record(path, "a limit that is not a whole number", {
+            query: "?limit=ten",
+            headers: { "x-api-key": await key() },
+          });
         const busy = await key();
-        for (let i = 0; i <= server.config.freeRateLimit; i++) if ((await call(path, { query: ok, headers: { "x-api-key": busy } })).status === 429) break;
+        for (let i = 0; i <= server.config.freeRateLimit; i++)
+          if ((await call(path, { query: ok, headers: { "x-api-key": busy } })).status === 429) break;
         await record(path, "the key's free calls of the minute used up", { query: ok, headers: { "x-api-key": busy } });
       }
       await record(path, "no x-api-key header", { query: ok });
@@ -177,17 +270,40 @@ export async function recordOpenApiExamples(): Promise<OpenApiExamples> {
       await setSubscription(server.db.handle, expired.accountId, new Date(NOW - 1), NOW);
       await record(path, "a subscription that has ended", { query: ok, headers: { "x-api-key": expired.apiKey } });
       await record(path, "POST instead of GET", { method: "POST", query: ok, headers: { "x-api-key": await key() } });
-      await record(path, "a query string of 20,000 characters", { query: `?symbols=${"A".repeat(20_000)}`, headers: { "x-api-key": await key() } });
-      await raw(path, "a header block over 16 KiB", `GET ${path} HTTP/1.1\r\nHost: api.example\r\nx-pad: ${"p".repeat(20_000)}\r\n\r\n`);
-      await raw(path, "a declared body over 64 KiB", `GET ${path} HTTP/1.1\r\nHost: api.example\r\nContent-Length: 100000\r\n\r\n`);
-      await raw(path, "a request that is not valid HTTP", `GET ${path} HTTP/1.1\r\nHost: api.example\r\nBad Header: y\r\n\r\n`);
+      await record(path, "a query string of 20,000 characters", {
+        query: `?symbols=${"A".repeat(20_000)}`,
+        headers: { "x-api-key": await key() },
+      });
+      await raw(
+        path,
+        "a header block over 16 KiB",
+        `GET ${path} HTTP/1.1\r\nHost: api.example\r\nx-pad: ${"p".repeat(20_000)}\r\n\r\n`,
+      );
+      await raw(
+        path,
+        "a declared body over 64 KiB",
+        `GET ${path} HTTP/1.1\r\nHost: api.example\r\nContent-Length: 100000\r\n\r\n`,
+      );
+      await raw(
+        path,
+        "a request that is not valid HTTP",
+        `GET ${path} HTTP/1.1\r\nHost: api.example\r\nBad Header: y\r\n\r\n`,
+      );
     }
     // Header blocks that never end, all at once (each waits HEADERS_TIMEOUT).
-    await Promise.all(ops.map(({ path }) => raw(path, "the header block did not arrive in time", `GET ${path} HTTP/1.1\r\nHost: api.example\r\n`)));
+    await Promise.all(
+      ops.map(({ path }) =>
+        raw(path, "the header block did not arrive in time", `GET ${path} HTTP/1.1\r\nHost: api.example\r\n`),
+      ),
+    );
     // The database goes away: 503, nothing charged.
     const keys = await Promise.all(ops.map(() => key()));
     await db.handle.close();
-    for (const [i, { path }] of ops.entries()) await record(path, "the database cannot be reached", { query: OK_QUERIES[path] ?? "", headers: { "x-api-key": keys[i]! } });
+    for (const [i, { path }] of ops.entries())
+      await record(path, "the database cannot be reached", {
+        query: OK_QUERIES[path] ?? "",
+        headers: { "x-api-key": keys[i]! },
+      });
     for (const { path, kind } of ops) {
       const wanted = ["200", ...Object.keys(ERROR_TABLES[kind])];
       const missing = wanted.filter((status) => !examples[path]?.[status]);
@@ -207,7 +323,8 @@ function sortExamples(examples: OpenApiExamples): OpenApiExamples {
     sorted[path] = {};
     for (const status of Object.keys(examples[path]!).sort()) {
       sorted[path]![status] = {};
-      for (const name of Object.keys(examples[path]![status]!).sort()) sorted[path]![status]![name] = examples[path]![status]![name]!;
+      for (const name of Object.keys(examples[path]![status]!).sort())
+        sorted[path]![status]![name] = examples[path]![status]![name]!;
     }
   }
   return sorted;

@@ -18,9 +18,15 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { BrowserContextOptions, Page } from "playwright-core";
-import { chromiumAvailable, CHROMIUM_PATH, launchChromium } from "../test/support/browser.ts";
-import { childEnv, runCli, runCliWithInput, startServerProcess, type ServerProcess } from "../test/support/processes.ts";
+import { CHROMIUM_PATH, chromiumAvailable, launchChromium } from "../test/support/browser.ts";
 import { startFakeStripe } from "../test/support/fake-stripe.ts";
+import {
+  childEnv,
+  runCli,
+  runCliWithInput,
+  type ServerProcess,
+  startServerProcess,
+} from "../test/support/processes.ts";
 
 // Callbacks given to page.evaluate run in the browser (the project's tsconfig has no DOM lib).
 declare const document: { documentElement: { scrollHeight: number } };
@@ -59,8 +65,12 @@ const API_CALLS = 12;
 
 /** Runs a CLI command that must succeed; returns its one JSON line. */
 async function cli(args: string[], env: NodeJS.ProcessEnv, input?: string): Promise<Record<string, unknown>> {
-  const result = input === undefined ? await runCli([...args, "--json"], env) : await runCliWithInput([...args, "--json"], env, input);
-  if (result.code !== 0) throw new Error(`signals ${args.join(" ")} failed (${result.code}): ${result.stdout}${result.stderr}`);
+  const result =
+    input === undefined
+      ? await runCli([...args, "--json"], env)
+      : await runCliWithInput([...args, "--json"], env, input);
+  if (result.code !== 0)
+    throw new Error(`signals ${args.join(" ")} failed (${result.code}): ${result.stdout}${result.stderr}`);
   return JSON.parse(result.stdout.trim().split("\n").at(-1)!) as Record<string, unknown>;
 }
 
@@ -72,12 +82,21 @@ async function signIn(page: Page, baseUrl: string): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  if (!chromiumAvailable) throw new Error(`no Chromium at ${CHROMIUM_PATH} (install Debian's chromium, or set CHROMIUM_PATH)`);
+  if (!chromiumAvailable)
+    throw new Error(`no Chromium at ${CHROMIUM_PATH} (install Debian's chromium, or set CHROMIUM_PATH)`);
   const dataDir = mkdtempSync(path.join(tmpdir(), "signals-screenshots-"));
   // Payments on, against the local fake Stripe (its Prices: USD 49.00 and 29.00 a month), so the
   // pricing and account pages show what a selling server shows; no request leaves the machine.
   const stripe = await startFakeStripe();
-  const env = childEnv({ DATA_DIR: dataDir, DEMO_FEED: "true", DEMO_ACCOUNT: "false", PORT: "0", INTERNAL_PORT: "0", LOG_LEVEL: "info", ...stripe.env() });
+  const env = childEnv({
+    DATA_DIR: dataDir,
+    DEMO_FEED: "true",
+    DEMO_ACCOUNT: "false",
+    PORT: "0",
+    INTERNAL_PORT: "0",
+    LOG_LEVEL: "info",
+    ...stripe.env(),
+  });
   let server: ServerProcess | null = null;
   const browser = await launchChromium();
   try {
@@ -85,35 +104,46 @@ async function main(): Promise<void> {
     await cli(["account", "password", "--account", String(created.account_id)], env, `${PASSWORD}\n`);
     server = await startServerProcess(env, 120_000);
     for (let i = 0; i < API_CALLS; i++) {
-      const res = await fetch(`${server.baseUrl}/api/v1/signals?symbols=BTC,ETH&tf=1h`, { headers: { "x-api-key": String(created.api_key) } });
+      const res = await fetch(`${server.baseUrl}/api/v1/signals?symbols=BTC,ETH&tf=1h`, {
+        headers: { "x-api-key": String(created.api_key) },
+      });
       if (res.status !== 200) throw new Error(`API call answered ${res.status}: ${await res.text()}`);
     }
     mkdirSync(OUT_DIR, { recursive: true });
     const skipped = new Set<string>();
-    for (const [screen, options] of Object.entries(SCREENS)) for (const scheme of ["light", "dark"] as const) {
-      const context = await browser.newContext({ ...options, colorScheme: scheme });
-      const visitorContext = await browser.newContext({ ...options, colorScheme: scheme });
-      const member = await context.newPage();
-      const visitor = await visitorContext.newPage();
-      await signIn(member, server.baseUrl);
-      for (const shot of PAGES) {
-        const page = shot.visitor ? visitor : member;
-        const response = await page.goto(`${server.baseUrl}${shot.path}`);
-        if (response?.status() === 404) {
-          if (!skipped.has(shot.path)) console.warn(`skipped ${shot.path}: the server answers 404 (this page does not exist on this version)`);
-          skipped.add(shot.path);
-          continue;
+    for (const [screen, options] of Object.entries(SCREENS))
+      for (const scheme of ["light", "dark"] as const) {
+        const context = await browser.newContext({ ...options, colorScheme: scheme });
+        const visitorContext = await browser.newContext({ ...options, colorScheme: scheme });
+        const member = await context.newPage();
+        const visitor = await visitorContext.newPage();
+        await signIn(member, server.baseUrl);
+        for (const shot of PAGES) {
+          const page = shot.visitor ? visitor : member;
+          const response = await page.goto(`${server.baseUrl}${shot.path}`);
+          if (response?.status() === 404) {
+            if (!skipped.has(shot.path))
+              console.warn(`skipped ${shot.path}: the server answers 404 (this page does not exist on this version)`);
+            skipped.add(shot.path);
+            continue;
+          }
+          if (response?.status() !== 200) throw new Error(`${shot.path} answered ${response?.status()}`);
+          if (shot.readyWhen) await page.waitForSelector(shot.readyWhen);
+          const file = path.join(OUT_DIR, `${shot.name}-${screen}${scheme === "dark" ? "-dark" : ""}.png`);
+          const height = Math.min(
+            await page.evaluate(() => document.documentElement.scrollHeight),
+            options.viewport.height * MAX_SCREENS,
+          );
+          await page.screenshot({
+            path: file,
+            fullPage: true,
+            clip: { x: 0, y: 0, width: options.viewport.width, height },
+          });
+          console.log(`wrote ${path.relative(process.cwd(), file)}`);
         }
-        if (response?.status() !== 200) throw new Error(`${shot.path} answered ${response?.status()}`);
-        if (shot.readyWhen) await page.waitForSelector(shot.readyWhen);
-        const file = path.join(OUT_DIR, `${shot.name}-${screen}${scheme === "dark" ? "-dark" : ""}.png`);
-        const height = Math.min(await page.evaluate(() => document.documentElement.scrollHeight), options.viewport.height * MAX_SCREENS);
-        await page.screenshot({ path: file, fullPage: true, clip: { x: 0, y: 0, width: options.viewport.width, height } });
-        console.log(`wrote ${path.relative(process.cwd(), file)}`);
+        await context.close();
+        await visitorContext.close();
       }
-      await context.close();
-      await visitorContext.close();
-    }
   } finally {
     await browser.close();
     await server?.stop();

@@ -32,7 +32,7 @@ export function mytDay(epochMs: number): string {
 
 /** First day of the MYT month as YYYY-MM-01. */
 export function mytMonth(epochMs: number): string {
-  return mytDate(epochMs).slice(0, 8) + "01";
+  return `${mytDate(epochMs).slice(0, 8)}01`;
 }
 
 /** The next 00:00 MYT strictly after epochMs, as epoch ms. */
@@ -49,10 +49,10 @@ export function nextMytMonthStart(epochMs: number): number {
 
 /** "2026-11-22 08:00 MYT": a MYT wall-clock time for people (alerts, pages). */
 export function formatMyt(epochMs: number): string {
-  return new Date(epochMs + MYT_OFFSET_MS).toISOString().slice(0, 16).replace("T", " ") + " MYT";
+  return `${new Date(epochMs + MYT_OFFSET_MS).toISOString().slice(0, 16).replace("T", " ")} MYT`;
 }
 
 /** "2026-11-24T00:00:00+08:00": an instant as ISO-8601 in MYT, to the second (for API bodies). */
 export function mytIso(epochMs: number): string {
-  return new Date(epochMs + MYT_OFFSET_MS).toISOString().slice(0, 19) + "+08:00";
+  return `${new Date(epochMs + MYT_OFFSET_MS).toISOString().slice(0, 19)}+08:00`;
 }

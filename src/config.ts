@@ -8,17 +8,17 @@
 import { z } from "zod";
 import { alertsConfig, alertsEnv, alertsRules } from "./config/alerts.ts";
 import { databaseConfig, databaseEnv } from "./config/database.ts";
-import { FEED_VARIABLES, parseFeedConfig, type FeedConfig } from "./config/feeder.ts";
+import { FEED_VARIABLES, type FeedConfig, parseFeedConfig } from "./config/feeder.ts";
 import { limitsConfig, limitsEnv } from "./config/limits.ts";
 import { marketConfig, marketEnv } from "./config/market.ts";
 import { membersConfig, membersEnv, membersRules } from "./config/members.ts";
 import { ConfigError, type Env, type Parsed, type Rule } from "./config/parse.ts";
 import { paymentsConfig, paymentsEnv, paymentsRules } from "./config/payments.ts";
 import { serverConfig, serverEnv, serverRules } from "./config/server.ts";
-import { CONTEXT_SOURCE_VARIABLES, parseContextSourcesConfig, type ContextSourcesConfig } from "./config/sources.ts";
+import { CONTEXT_SOURCE_VARIABLES, type ContextSourcesConfig, parseContextSourcesConfig } from "./config/sources.ts";
 
-export { ConfigError } from "./config/parse.ts";
 export { TELEGRAM_UPDATE_MODES, type TelegramUpdateMode } from "./config/alerts.ts";
+export { ConfigError } from "./config/parse.ts";
 export { parseTokenPacks } from "./config/payments.ts";
 
 /** The environment variables, each parsed once (README.md lists what each one means). */

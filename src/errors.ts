@@ -3,8 +3,9 @@
  * Connect/gRPC code and default message. One exhaustive switch maps codes; anything not in
  * the catalogue becomes `internal` and is logged, never leaked.
  */
-import { Code, ConnectError } from "@connectrpc/connect";
+
 import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorInfoSchema } from "../gen/google/rpc/error_details_pb.js";
 
 /** Every machine code a caller can see, in one list (the OpenAPI document's enum reads it). */
@@ -61,15 +62,35 @@ export function errorSpec(code: ErrorCode): ErrorSpec {
     case "api_key_required":
       return { http: 401, connect: Code.Unauthenticated, message: "Send your API key in the x-api-key header." };
     case "invalid_api_key":
-      return { http: 401, connect: Code.Unauthenticated, message: "The API key is not valid (unknown, malformed or regenerated)." };
+      return {
+        http: 401,
+        connect: Code.Unauthenticated,
+        message: "The API key is not valid (unknown, malformed or regenerated).",
+      };
     case "node_tier_required":
-      return { http: 403, connect: Code.PermissionDenied, message: "The signals API is available on the node and founding-seat plans only." };
+      return {
+        http: 403,
+        connect: Code.PermissionDenied,
+        message: "The signals API is available on the node and founding-seat plans only.",
+      };
     case "subscription_inactive":
-      return { http: 403, connect: Code.PermissionDenied, message: "Your subscription is not active; renew it to use this key again." };
+      return {
+        http: 403,
+        connect: Code.PermissionDenied,
+        message: "Your subscription is not active; renew it to use this key again.",
+      };
     case "insufficient_credits":
-      return { http: 402, connect: Code.ResourceExhausted, message: "No Tokens left: the monthly grant and Token packs are used up." };
+      return {
+        http: 402,
+        connect: Code.ResourceExhausted,
+        message: "No Tokens left: the monthly grant and Token packs are used up.",
+      };
     case "rate_limited":
-      return { http: 429, connect: Code.ResourceExhausted, message: "Daily call limit reached; it resets at 00:00 Malaysia time (UTC+8)." };
+      return {
+        http: 429,
+        connect: Code.ResourceExhausted,
+        message: "Daily call limit reached; it resets at 00:00 Malaysia time (UTC+8).",
+      };
     case "bad_request":
       return { http: 400, connect: Code.InvalidArgument, message: "The request is not valid." };
     case "not_found":
@@ -81,19 +102,35 @@ export function errorSpec(code: ErrorCode): ErrorSpec {
     case "payload_too_large":
       return { http: 413, connect: Code.ResourceExhausted, message: "The request is too large." };
     case "uri_too_long":
-      return { http: 414, connect: Code.ResourceExhausted, message: "The request target (path and query) is too long." };
+      return {
+        http: 414,
+        connect: Code.ResourceExhausted,
+        message: "The request target (path and query) is too long.",
+      };
     case "headers_too_large":
       return { http: 431, connect: Code.ResourceExhausted, message: "The request's header block is too large." };
     case "unsupported_media_type":
-      return { http: 415, connect: Code.InvalidArgument, message: "Unsupported content-type for an RPC: use a Connect, gRPC or gRPC-Web content type." };
+      return {
+        http: 415,
+        connect: Code.InvalidArgument,
+        message: "Unsupported content-type for an RPC: use a Connect, gRPC or gRPC-Web content type.",
+      };
     case "conflict":
       return { http: 409, connect: Code.AlreadyExists, message: "Already exists." };
     case "idempotency_key_reused":
-      return { http: 422, connect: Code.FailedPrecondition, message: "This Idempotency-Key was used for a different request (other symbols or timeframe)." };
+      return {
+        http: 422,
+        connect: Code.FailedPrecondition,
+        message: "This Idempotency-Key was used for a different request (other symbols or timeframe).",
+      };
     case "unauthorized":
       return { http: 401, connect: Code.Unauthenticated, message: "A valid bearer token is required." };
     case "unavailable":
-      return { http: 503, connect: Code.Unavailable, message: "The service is temporarily unavailable; retry shortly." };
+      return {
+        http: 503,
+        connect: Code.Unavailable,
+        message: "The service is temporarily unavailable; retry shortly.",
+      };
     case "internal":
       return { http: 500, connect: Code.Internal, message: "Internal error." };
   }

@@ -2,7 +2,7 @@
  * Structured JSON logs (pino). Secrets never reach a log line: headers that carry them are
  * redacted by path, and nothing logs a raw key anywhere in the code.
  */
-import { pino, type DestinationStream, type Logger, type LoggerOptions } from "pino";
+import { type DestinationStream, type Logger, type LoggerOptions, pino } from "pino";
 import { currentRequest } from "./request-context.ts";
 
 /** Creates the process logger writing JSON lines to stdout (or to `destination`, in tests). */
@@ -17,7 +17,14 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
       return request ? { reqId: request.reqId } : {};
     },
     redact: {
-      paths: ['req.headers["x-api-key"]', "req.headers.authorization", "req.headers.cookie", "apiKey", "api_key", "token"],
+      paths: [
+        'req.headers["x-api-key"]',
+        "req.headers.authorization",
+        "req.headers.cookie",
+        "apiKey",
+        "api_key",
+        "token",
+      ],
       censor: "[redacted]",
     },
     hooks: {
@@ -62,7 +69,12 @@ const STDOUT_IN_BLOCKS = { dest: 1, sync: false, minLength: 4096, periodicFlush:
  */
 export function errorSummary(err: unknown): { type: string; code?: string; message: string; cause?: string } {
   const e = err as { name?: string; code?: string; message?: string; cause?: { message?: string } };
-  const firstLine = (text: string | undefined) => redactSecrets(String(text ?? err).split("\n")[0]!.slice(0, 300));
+  const firstLine = (text: string | undefined) =>
+    redactSecrets(
+      String(text ?? err)
+        .split("\n")[0]!
+        .slice(0, 300),
+    );
   return {
     type: e?.name ?? typeof err,
     ...(typeof e?.code === "string" ? { code: e.code } : {}),

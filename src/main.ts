@@ -3,9 +3,9 @@
  * this process is the primary of a cluster (server/cluster.ts) whose workers run this file again.
  */
 import cluster from "node:cluster";
-import { ConfigError, loadConfig, type Config } from "./config.ts";
-import { createLogger, errorSummary, flushLogs } from "./logger.ts";
 import type { Logger } from "pino";
+import { type Config, ConfigError, loadConfig } from "./config.ts";
+import { createLogger, errorSummary, flushLogs } from "./logger.ts";
 import { PRIVATE_UMASK } from "./server/private-files.ts";
 
 /** What main() runs until a signal: one server process, or the primary of several. */
@@ -20,7 +20,15 @@ async function startProcess(config: Config, logger: Logger): Promise<Running> {
     const { startClusterPrimary } = await import("./server/cluster.ts");
     const primary = await startClusterPrimary(config, logger);
     logger.info(
-      { host: config.host, port: primary.port, internalHost: config.internalHost, internalPort: primary.internalPort, database: "postgres", workers: config.workers, workerPids: primary.pids() },
+      {
+        host: config.host,
+        port: primary.port,
+        internalHost: config.internalHost,
+        internalPort: primary.internalPort,
+        database: "postgres",
+        workers: config.workers,
+        workerPids: primary.pids(),
+      },
       "listening",
     );
     return primary;

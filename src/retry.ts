@@ -15,7 +15,13 @@ export type Jitter = "full" | "equal" | "none";
  * `base · 2^(attempt−1)`, capped at `capMs`, spread by `jitter`. Attempts below 1 count as 1; a
  * huge attempt count stays finite.
  */
-export function backoffMs(attempt: number, baseMs: number, capMs: number, jitter: Jitter = "full", random: () => number = Math.random): number {
+export function backoffMs(
+  attempt: number,
+  baseMs: number,
+  capMs: number,
+  jitter: Jitter = "full",
+  random: () => number = Math.random,
+): number {
   const ceiling = Math.min(capMs, baseMs * 2 ** Math.min(30, Math.max(0, attempt - 1)));
   if (jitter === "none") return ceiling;
   if (jitter === "equal") return Math.round(ceiling / 2 + random() * (ceiling / 2));

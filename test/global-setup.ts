@@ -7,5 +7,6 @@ import { execFileSync } from "node:child_process";
 import { NODE_BIN, PROJECT_ROOT } from "./support/processes.ts";
 
 export function setup(): void {
-  if (!process.env.DATABASE_URL) execFileSync(NODE_BIN, ["test/support/migrated-pglite.ts"], { cwd: PROJECT_ROOT, stdio: "inherit" });
+  if (!process.env.DATABASE_URL)
+    execFileSync(NODE_BIN, ["test/support/migrated-pglite.ts"], { cwd: PROJECT_ROOT, stdio: "inherit" });
 }

@@ -8,10 +8,11 @@
  * the notional actually traded on each side, which for a short's exit is the buy-back
  * (exit price × units), not the position's value.
  */
+
+import { lowerBound } from "../../src/track-record/live-record.ts";
 import type { TrackCandle, TrackEvent } from "../../src/track-record/track-record.ts";
 import { computeTrackRecord } from "../../src/track-record/track-record.ts";
-import { lowerBound } from "../../src/track-record/live-record.ts";
-import { positionValue, type Costs } from "../../src/track-record/trade-costs.ts";
+import { type Costs, positionValue } from "../../src/track-record/trade-costs.ts";
 
 /** Half-open window [start, end) of candle open times (epoch ms). */
 export type Window = { readonly start: number; readonly end: number };
@@ -50,7 +51,6 @@ export type Metrics = {
 
 export { positionValue } from "../../src/track-record/trade-costs.ts";
 
-
 /** The candles of a window: indices [first, last) of the candles opening inside it. */
 export function windowRange(candles: readonly TrackCandle[], window: Window): { first: number; last: number } {
   return { first: lowerBound(candles, window.start), last: lowerBound(candles, window.end) };
@@ -61,7 +61,12 @@ export function windowRange(candles: readonly TrackCandle[], window: Window): { 
  * Only events and candles inside the window are seen, so a trade still open at its end is closed
  * at the window's last close (the exit rules never look past the window).
  */
-export function takeTrades(events: readonly TrackEvent[], candles: readonly TrackCandle[], window: Window, costs: Costs): TakenTrade[] {
+export function takeTrades(
+  events: readonly TrackEvent[],
+  candles: readonly TrackCandle[],
+  window: Window,
+  costs: Costs,
+): TakenTrade[] {
   const { first, last } = windowRange(candles, window);
   const inside = candles.slice(first, last);
   if (inside.length === 0) return [];
@@ -90,15 +95,29 @@ export function takeTrades(events: readonly TrackEvent[], candles: readonly Trac
  * is liquidated there, losing its whole stake and no more, as an exchange closes an unleveraged
  * short; a long cannot reach zero.
  */
-export function takenTrade(direction: 1 | -1, entryIndex: number, exitIndex: number, closes: readonly number[], costs: Costs): TakenTrade {
+export function takenTrade(
+  direction: 1 | -1,
+  entryIndex: number,
+  exitIndex: number,
+  closes: readonly number[],
+  costs: Costs,
+): TakenTrade {
   const entryPrice = closes[entryIndex]!;
   if (direction === -1) {
     for (let k = entryIndex + 1; k < exitIndex; k++) {
-      if (positionValue(direction, entryPrice, closes[k]!, costs) === 0) return { direction, entryIndex, exitIndex: k, entryPrice, exitPrice: closes[k]!, growth: 0 };
+      if (positionValue(direction, entryPrice, closes[k]!, costs) === 0)
+        return { direction, entryIndex, exitIndex: k, entryPrice, exitPrice: closes[k]!, growth: 0 };
     }
   }
   const exitPrice = closes[exitIndex]!;
-  return { direction, entryIndex, exitIndex, entryPrice, exitPrice, growth: positionValue(direction, entryPrice, exitPrice, costs) };
+  return {
+    direction,
+    entryIndex,
+    exitIndex,
+    entryPrice,
+    exitPrice,
+    growth: positionValue(direction, entryPrice, exitPrice, costs),
+  };
 }
 
 /**
@@ -106,19 +125,29 @@ export function takenTrade(direction: 1 | -1, entryIndex: number, exitIndex: num
  * flat, liquidation value while in a position. At a reversal's close it is called twice: the
  * closed trade's result, then the new position's entry mark.
  */
-export function visitMarks(trades: readonly TakenTrade[], closes: readonly number[], costs: Costs, visit: (index: number, value: number) => void): void {
+export function visitMarks(
+  trades: readonly TakenTrade[],
+  closes: readonly number[],
+  costs: Costs,
+  visit: (index: number, value: number) => void,
+): void {
   let equity = 1;
   let next = 0;
   for (let i = 0; i < closes.length; i++) {
     const trade = trades[next];
     if (trade !== undefined && i >= trade.entryIndex && i <= trade.exitIndex) {
-      visit(i, equity * (i === trade.exitIndex ? trade.growth : positionValue(trade.direction, trade.entryPrice, closes[i]!, costs)));
+      visit(
+        i,
+        equity *
+          (i === trade.exitIndex ? trade.growth : positionValue(trade.direction, trade.entryPrice, closes[i]!, costs)),
+      );
       if (i === trade.exitIndex) {
         equity *= trade.growth;
         next++;
         // A reversal enters at the same close it exits; its own entry mark is taken on this close too.
         const following = trades[next];
-        if (following !== undefined && following.entryIndex === i) visit(i, equity * positionValue(following.direction, following.entryPrice, closes[i]!, costs));
+        if (following !== undefined && following.entryIndex === i)
+          visit(i, equity * positionValue(following.direction, following.entryPrice, closes[i]!, costs));
       }
     } else {
       visit(i, equity);
@@ -164,12 +193,20 @@ export function metricsOf(trades: readonly TakenTrade[], closes: readonly number
     maxDrawdownPct: maxDrawdown * 100,
     compoundedPct: (trades.reduce((g, t) => g * t.growth, 1) - 1) * 100,
     exposurePct: closes.length <= 1 ? 0 : (heldIntervals(trades) * 100) / (closes.length - 1),
-    buyHoldPct: firstClose === undefined || lastClose === undefined ? 0 : (positionValue(1, firstClose, lastClose, costs) - 1) * 100,
+    buyHoldPct:
+      firstClose === undefined || lastClose === undefined
+        ? 0
+        : (positionValue(1, firstClose, lastClose, costs) - 1) * 100,
   };
 }
 
 /** Takes the trades of one series inside a window and measures them. */
-export function backtestWindow(events: readonly TrackEvent[], candles: readonly TrackCandle[], window: Window, costs: Costs): Metrics {
+export function backtestWindow(
+  events: readonly TrackEvent[],
+  candles: readonly TrackCandle[],
+  window: Window,
+  costs: Costs,
+): Metrics {
   const trades = takeTrades(events, candles, window, costs);
   return metricsOf(trades, windowCloses(candles, window), costs);
 }

@@ -53,7 +53,13 @@ export type CoinFrame = {
  * Per lower candle, the higher series' direction after its last candle that has closed by the
  * lower candle's close (a higher candle closes at its bucket's end, so no look-ahead).
  */
-export function alignHigherDirection(lower: readonly Candle[], lowerMs: number, higher: readonly Candle[], higherMs: number, higherDirections: Int8Array): Int8Array {
+export function alignHigherDirection(
+  lower: readonly Candle[],
+  lowerMs: number,
+  higher: readonly Candle[],
+  higherMs: number,
+  higherDirections: Int8Array,
+): Int8Array {
   const out = new Int8Array(lower.length);
   let h = -1;
   for (let k = 0; k < lower.length; k++) {
@@ -80,7 +86,10 @@ export function trailingReturnSign(candles: readonly Candle[], lookbackMs: numbe
 }
 
 /** Builds the frames of every coin and studied timeframe from the design series. */
-export function buildFrames(series: readonly Series[], selection: Readonly<Record<RealTimeframe, Partial<EngineParams>>>): CoinFrame[] {
+export function buildFrames(
+  series: readonly Series[],
+  selection: Readonly<Record<RealTimeframe, Partial<EngineParams>>>,
+): CoinFrame[] {
   const byKey = new Map(series.map((s) => [`${s.coin} ${s.timeframe}`, s]));
   const directions = new Map(series.map((s) => [`${s.coin} ${s.timeframe}`, signalDirectionsOf(s.candles, {})]));
   return series.map((s) => {
@@ -114,7 +123,12 @@ export function buildFrames(series: readonly Series[], selection: Readonly<Recor
  * interval's opening close k (window-relative): a trade becomes one sub-trade per allowed run,
  * entered and exited at closes.
  */
-export function clipTrades(trades: readonly TakenTrade[], closes: readonly number[], costs: Costs, allowed: (direction: 1 | -1, k: number) => boolean): TakenTrade[] {
+export function clipTrades(
+  trades: readonly TakenTrade[],
+  closes: readonly number[],
+  costs: Costs,
+  allowed: (direction: 1 | -1, k: number) => boolean,
+): TakenTrade[] {
   const out: TakenTrade[] = [];
   for (const t of trades) {
     let start = -1;
@@ -205,7 +219,12 @@ export const PRINCIPLED: readonly Candidate[] = [
     rule: "hold MS-1's position only while the next timeframe up points the same way (its last closed candle)",
     trades: (frame, window, costs) => {
       const { first } = windowRange(frame.candles, window);
-      return clipTrades(takeTrades(frame.events, frame.candles, window, costs), closesOf(frame, window), costs, (d, k) => frame.higherDirection[first + k] === d);
+      return clipTrades(
+        takeTrades(frame.events, frame.candles, window, costs),
+        closesOf(frame, window),
+        costs,
+        (d, k) => frame.higherDirection[first + k] === d,
+      );
     },
   },
   {
@@ -222,7 +241,12 @@ export const PRINCIPLED: readonly Candidate[] = [
       trades: (frame, window, costs) => {
         const { first } = windowRange(frame.candles, window);
         const sign = frame.trailingSign.get(weeks)!;
-        return clipTrades(takeTrades(frame.events, frame.candles, window, costs), closesOf(frame, window), costs, (d, k) => sign[first + k] === d);
+        return clipTrades(
+          takeTrades(frame.events, frame.candles, window, costs),
+          closesOf(frame, window),
+          costs,
+          (d, k) => sign[first + k] === d,
+        );
       },
     }),
   ),

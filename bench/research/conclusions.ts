@@ -2,7 +2,8 @@
  * The prose conclusions of docs/signal-quality.md, written after the single hold-out run and
  * changed by nothing but the figures above them.
  */
-export const CONCLUSIONS = `- **MS-2 does not ship; MS-1 stays the served engine.** The goal needs all five checks above; MS-2
+export const CONCLUSIONS = `- **MS-2 does not ship; MS-1 stays the served engine.** The goal needs all five checks \
+above; MS-2
   meets the two at 4h and none at 1h or 1d. Nothing was changed after the hold-out run.
 - **4h**: the one addition the design data supported, a major swing structure (K = 20) that turns
   breaks against its trend into NONE, held up out of sample: 9 of 12 coins with a positive average
@@ -28,12 +29,12 @@ export const CONCLUSIONS = `- **MS-2 does not ship; MS-1 stays the served engine
   fee (see above), and longer daily history; then the same protocol, on fresh hold-out data. Trying
   more candidates on this design data would mostly fit its noise.`;
 
-
 /**
  * The prose conclusions of the confidence figures and the principled candidates, written after
  * their single run on the design data and changed by nothing but the figures above them.
  */
-export const CONFIDENCE_CONCLUSIONS = `- **Nothing here changes the served engine.** MS-1 stays served at every timeframe; the
+export const CONFIDENCE_CONCLUSIONS = `- **Nothing here changes the served engine.** MS-1 stays served at every \
+timeframe; the
   principled candidates are research rules, and the only way one of them is ever served is the
   pre-registered judgement on the live record (docs/preregistration.md).
 - **How much the served record can be trusted, on the design data after fee and slippage.** 1h:

@@ -20,7 +20,13 @@ import { FEE, FOLDS, SLIPPAGE } from "./walk-forward.ts";
 const pct = (fraction: number, decimals = 1): string => fixed(fraction * 100, decimals);
 
 function tradeCells(f: TradeFigures): string[] {
-  return [String(f.trades), orDash(f.grossPct, 3), orDash(f.netPct, 3), orDash(f.payoff, 2), f.breakEvenFeePct === null ? "none" : fixed(f.breakEvenFeePct, 3)];
+  return [
+    String(f.trades),
+    orDash(f.grossPct, 3),
+    orDash(f.netPct, 3),
+    orDash(f.payoff, 2),
+    f.breakEvenFeePct === null ? "none" : fixed(f.breakEvenFeePct, 3),
+  ];
 }
 
 const TRADE_HEADER = ["trades", "gross per trade %", "net per trade %", "payoff", "break-even fee per side %"];
@@ -28,14 +34,24 @@ const TRADE_HEADER = ["trades", "gross per trade %", "net per trade %", "payoff"
 function foldTable(result: CandidateResult): string {
   return table(
     ["fold", ...TRADE_HEADER],
-    [...FOLDS.map((fold, i) => [`${fold.name} (${fold.label})`, ...tradeCells(result.folds[i]!)]), ["whole design period", ...tradeCells(result.design)]],
+    [
+      ...FOLDS.map((fold, i) => [`${fold.name} (${fold.label})`, ...tradeCells(result.folds[i]!)]),
+      ["whole design period", ...tradeCells(result.design)],
+    ],
   );
 }
 
 const SIDE_HEADER = ["long trades", "long gross %", "long net %", "short trades", "short gross %", "short net %"];
 
 function sideCells(r: CandidateResult): string[] {
-  return [String(r.longs.trades), orDash(r.longs.grossPct, 3), orDash(r.longs.netPct, 3), String(r.shorts.trades), orDash(r.shorts.grossPct, 3), orDash(r.shorts.netPct, 3)];
+  return [
+    String(r.longs.trades),
+    orDash(r.longs.grossPct, 3),
+    orDash(r.longs.netPct, 3),
+    String(r.shorts.trades),
+    orDash(r.shorts.grossPct, 3),
+    orDash(r.shorts.netPct, 3),
+  ];
 }
 
 function summaryCells(s: PerformanceSummary): string[] {
@@ -44,7 +60,19 @@ function summaryCells(s: PerformanceSummary): string[] {
 
 function headlineTable(tc: TimeframeConfidence): string {
   return table(
-    ["candidate", "trades", "net per trade %", "compounded %", "volatility % a year", "Sharpe (a year)", "PSR", "DSR", "max drawdown %", "time in market %", "win rate % [95% interval]"],
+    [
+      "candidate",
+      "trades",
+      "net per trade %",
+      "compounded %",
+      "volatility % a year",
+      "Sharpe (a year)",
+      "PSR",
+      "DSR",
+      "max drawdown %",
+      "time in market %",
+      "win rate % [95% interval]",
+    ],
     tc.results.map((r) => [
       r.candidate.name,
       String(r.design.trades),
@@ -91,7 +119,12 @@ before costs.
     parts.push("");
   }
   parts.push(`### Long and short (whole design period)\n`);
-  parts.push(table(["timeframe", ...SIDE_HEADER], confidence.map((tc) => [tc.timeframe, ...sideCells(tc.results[0]!)])));
+  parts.push(
+    table(
+      ["timeframe", ...SIDE_HEADER],
+      confidence.map((tc) => [tc.timeframe, ...sideCells(tc.results[0]!)]),
+    ),
+  );
   parts.push("");
   return parts.join("\n");
 }
@@ -100,7 +133,15 @@ function trialsTable(confidence: readonly TimeframeConfidence[]): string {
   const names = confidence[0]!.trials.map((t) => t.name);
   return table(
     ["configuration", "from", ...confidence.map((tc) => `${tc.timeframe} Sharpe / PSR / DSR`)],
-    names.map((name, i) => [name, confidence[0]!.trials[i]!.study, ...confidence.map((tc) => `${fixed(tc.trials[i]!.sharpe * Math.sqrt(PERIODS_PER_YEAR))} / ` + `${fixed(tc.trials[i]!.psr, 3)} / ${fixed(tc.trials[i]!.dsr, 3)}`)]),
+    names.map((name, i) => [
+      name,
+      confidence[0]!.trials[i]!.study,
+      ...confidence.map(
+        (tc) =>
+          `${fixed(tc.trials[i]!.sharpe * Math.sqrt(PERIODS_PER_YEAR))} / ` +
+          `${fixed(tc.trials[i]!.psr, 3)} / ${fixed(tc.trials[i]!.dsr, 3)}`,
+      ),
+    ]),
   );
 }
 
@@ -155,8 +196,18 @@ PBO is the share of splits in which it ranks at or below the median. 0.5 is what
 random among equals gives; near 0 means the in-sample best stays good.
 
 ${table(
-  ["timeframe", `MS-2 study (${studyCount} configurations)`, `principled (MS-1 and ${principledCount} candidates)`, `all ${first.trials.length}`],
-  confidence.map((tc) => [tc.timeframe, fixed(tc.pbo.study.pbo, 3), fixed(tc.pbo.principled.pbo, 3), fixed(tc.pbo.all.pbo, 3)]),
+  [
+    "timeframe",
+    `MS-2 study (${studyCount} configurations)`,
+    `principled (MS-1 and ${principledCount} candidates)`,
+    `all ${first.trials.length}`,
+  ],
+  confidence.map((tc) => [
+    tc.timeframe,
+    fixed(tc.pbo.study.pbo, 3),
+    fixed(tc.pbo.principled.pbo, 3),
+    fixed(tc.pbo.all.pbo, 3),
+  ]),
 )}
 `;
 }
@@ -199,14 +250,21 @@ trades with a net result above zero, with its Wilson 95% interval.
     parts.push(`### ${tc.timeframe}\n`);
     parts.push(headlineTable(tc));
     parts.push("");
-    const liquidated = tc.results.filter((r) => r.liquidated.length > 0).map((r) => `${r.candidate.name}: ${r.liquidated.join(", ")}`);
+    const liquidated = tc.results
+      .filter((r) => r.liquidated.length > 0)
+      .map((r) => `${r.candidate.name}: ${r.liquidated.join(", ")}`);
     const liquidatedText = liquidated.length === 0 ? "none" : liquidated.join("; ");
     parts.push(`Shorts liquidated over the design period (the coin then leaves that portfolio): ${liquidatedText}.\n`);
     parts.push(`Per-fold portfolio Sharpe ratio (annualised), the carry-forward test:\n`);
     parts.push(foldSharpeTable(tc));
     parts.push("");
     parts.push(`Long and short:\n`);
-    parts.push(table(["candidate", ...SIDE_HEADER], tc.results.map((r) => [r.candidate.name, ...sideCells(r)])));
+    parts.push(
+      table(
+        ["candidate", ...SIDE_HEADER],
+        tc.results.map((r) => [r.candidate.name, ...sideCells(r)]),
+      ),
+    );
     parts.push("");
     for (const r of tc.results.slice(1)) {
       parts.push(`${r.candidate.name}, fold by fold:\n`);
@@ -217,8 +275,15 @@ trades with a net result above zero, with its Wilson 95% interval.
   return parts.join("\n");
 }
 
-function holdOutPortfolio(rows: readonly HoldOutRow[], timeframe: RealTimeframe, engine: "ms1Net" | "ms2Net"): PerformanceSummary {
-  return summarizeReturns(equalWeight(rows.filter((r) => r.series.timeframe === timeframe).map((r) => r[engine].daily)).returns, PERIODS_PER_YEAR);
+function holdOutPortfolio(
+  rows: readonly HoldOutRow[],
+  timeframe: RealTimeframe,
+  engine: "ms1Net" | "ms2Net",
+): PerformanceSummary {
+  return summarizeReturns(
+    equalWeight(rows.filter((r) => r.series.timeframe === timeframe).map((r) => r[engine].daily)).returns,
+    PERIODS_PER_YEAR,
+  );
 }
 
 /** The hold-out seen as one equal-weight portfolio after fee and slippage (MS-1 and MS-2 only). */
@@ -243,7 +308,17 @@ same costs.
 No new rule was run on it.
 
 ${table(
-  ["engine", "compounded %", "volatility % a year", "Sharpe (a year)", "PSR", "max drawdown %", "coins with positive avg trade", "coins with positive compounded result", "coins above buy-and-hold"],
+  [
+    "engine",
+    "compounded %",
+    "volatility % a year",
+    "Sharpe (a year)",
+    "PSR",
+    "max drawdown %",
+    "coins with positive avg trade",
+    "coins with positive compounded result",
+    "coins above buy-and-hold",
+  ],
   STUDY_TIMEFRAMES.flatMap((tf) => [line(tf, "ms1Net", "MS-1"), line(tf, "ms2Net", "MS-2")]),
 )}
 `;

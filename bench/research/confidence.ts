@@ -8,7 +8,16 @@
 import type { BacktestOverfitting } from "../../src/performance/backtest-overfitting.ts";
 import { probabilityOfBacktestOverfitting } from "../../src/performance/backtest-overfitting.ts";
 import type { DeflatedSharpe, PerformanceSummary, Proportion } from "../../src/performance/statistics.ts";
-import { deflatedSharpeRatio, mean, probabilisticSharpeRatio, sharpeRatio, sharpeSample, summarizeReturns, timeInMarket, winRate } from "../../src/performance/statistics.ts";
+import {
+  deflatedSharpeRatio,
+  mean,
+  probabilisticSharpeRatio,
+  sharpeRatio,
+  sharpeSample,
+  summarizeReturns,
+  timeInMarket,
+  winRate,
+} from "../../src/performance/statistics.ts";
 import { directionOf } from "../../src/track-record/track-record.ts";
 import type { RealTimeframe } from "../../test/support/real-candles.ts";
 import type { TakenTrade } from "./accounting.ts";
@@ -19,7 +28,7 @@ import type { DailyReturns } from "./portfolio.ts";
 import { daysBetween, equalWeight, exposureOf, sleeveDailyReturns } from "./portfolio.ts";
 import { loadStudySeries, STUDY_TIMEFRAMES } from "./series.ts";
 import type { DesignStudy } from "./study.ts";
-import { COSTS, DESIGN_END, DESIGN_WINDOW, FOLDS, nameOf, NO_COSTS, paramsOf } from "./walk-forward.ts";
+import { COSTS, DESIGN_END, DESIGN_WINDOW, FOLDS, NO_COSTS, nameOf, paramsOf } from "./walk-forward.ts";
 
 /** Daily periods in a year (crypto trades every day). */
 export const PERIODS_PER_YEAR = 365;
@@ -52,7 +61,8 @@ function meanOf(values: readonly number[]): number | null {
 
 /** The fee per side f (fraction) with mean(positionValue(f)) = 1, by bisection (the mean falls as f rises). */
 function breakEvenFee(trades: readonly TakenTrade[]): number | null {
-  const meanGrowth = (fee: number): number => mean(trades.map((t) => positionValue(t.direction, t.entryPrice, t.exitPrice, { fee, slippage: 0 })));
+  const meanGrowth = (fee: number): number =>
+    mean(trades.map((t) => positionValue(t.direction, t.entryPrice, t.exitPrice, { fee, slippage: 0 })));
   if (trades.length === 0 || meanGrowth(0) <= 1) return null;
   let lo = 0;
   let hi = 0.5;
@@ -104,7 +114,14 @@ export type CandidateResult = {
 };
 
 /** One configuration tried at a timeframe, as a trial of the deflated Sharpe ratio. */
-export type Trial = { readonly name: string; readonly study: "MS-2 study" | "principled"; readonly daily: DailyReturns; readonly sharpe: number; readonly psr: number; readonly dsr: number };
+export type Trial = {
+  readonly name: string;
+  readonly study: "MS-2 study" | "principled";
+  readonly daily: DailyReturns;
+  readonly sharpe: number;
+  readonly psr: number;
+  readonly dsr: number;
+};
 
 /** The confidence figures of one timeframe. */
 export type TimeframeConfidence = {
@@ -118,7 +135,11 @@ export type TimeframeConfidence = {
    * selection is MS-1.
    */
   readonly selectionDsrAtSelection: number | null;
-  readonly pbo: { readonly study: BacktestOverfitting; readonly principled: BacktestOverfitting; readonly all: BacktestOverfitting };
+  readonly pbo: {
+    readonly study: BacktestOverfitting;
+    readonly principled: BacktestOverfitting;
+    readonly all: BacktestOverfitting;
+  };
   /** Names of the principled candidates carried into the pre-registered hold-out. */
   readonly carried: readonly string[];
   /** How far the next candle's open is from the signal close the trades are filled at. */
@@ -142,7 +163,8 @@ export function fillGapOf(frames: readonly CoinFrame[]): FillGap {
   const atSignals: number[] = [];
   for (const f of frames) {
     const indexOf = new Map(f.candles.map((c, i) => [c.openTime, i]));
-    for (let i = 0; i + 1 < f.candles.length; i++) absolute.push(Math.abs(f.candles[i + 1]!.open - f.candles[i]!.close) / f.candles[i]!.close);
+    for (let i = 0; i + 1 < f.candles.length; i++)
+      absolute.push(Math.abs(f.candles[i + 1]!.open - f.candles[i]!.close) / f.candles[i]!.close);
     for (const e of f.events) {
       const d = directionOf(e.signal);
       const next = f.candles[indexOf.get(e.candleOpenTime)! + 1];
@@ -156,10 +178,15 @@ type Measured = Omit<CandidateResult, "deflated">;
 
 function measure(candidate: Candidate, frames: readonly CoinFrame[]): Measured {
   const folds = FOLDS.map((fold) => tradeFigures(frames.flatMap((f) => candidate.trades(f, fold, COSTS))));
-  const perCoin = frames.map((f) => ({ frame: f, range: windowRange(f.candles, DESIGN_WINDOW), trades: candidate.trades(f, DESIGN_WINDOW, COSTS) }));
+  const perCoin = frames.map((f) => ({
+    frame: f,
+    range: windowRange(f.candles, DESIGN_WINDOW),
+    trades: candidate.trades(f, DESIGN_WINDOW, COSTS),
+  }));
   const all = perCoin.flatMap((x) => x.trades);
   const daily = equalWeight(perCoin.map((x) => sleeveDailyReturns(x.trades, x.frame.candles, DESIGN_WINDOW, COSTS)));
-  const dateOf = (x: (typeof perCoin)[number], index: number): string => new Date(x.frame.candles[x.range.first + index]!.openTime).toISOString().slice(0, 10);
+  const dateOf = (x: (typeof perCoin)[number], index: number): string =>
+    new Date(x.frame.candles[x.range.first + index]!.openTime).toISOString().slice(0, 10);
   return {
     candidate,
     folds,
@@ -171,7 +198,9 @@ function measure(candidate: Candidate, frames: readonly CoinFrame[]): Measured {
     foldSharpes: FOLDS.map((fold) => sharpeRatio(daysBetween(daily, fold.start, fold.end))),
     timeInMarket: timeInMarket(perCoin.map((x) => exposureOf(x.trades, x.range.last - x.range.first))),
     wins: winRate(all.filter((t) => t.growth > 1).length, all.length),
-    liquidated: perCoin.flatMap((x) => x.trades.filter((t) => t.growth === 0).map((t) => `${x.frame.coin} ${dateOf(x, t.exitIndex)}`)),
+    liquidated: perCoin.flatMap((x) =>
+      x.trades.filter((t) => t.growth === 0).map((t) => `${x.frame.coin} ${dateOf(x, t.exitIndex)}`),
+    ),
   };
 }
 
@@ -179,7 +208,8 @@ function measure(candidate: Candidate, frames: readonly CoinFrame[]): Measured {
 function matrixOf(series: readonly DailyReturns[]): number[][] {
   const days = series[0]!.days;
   for (const s of series) {
-    if (s.days.length !== days.length || s.days.some((d, i) => d !== days[i])) throw new Error("the daily series of the candidates cover different days");
+    if (s.days.length !== days.length || s.days.some((d, i) => d !== days[i]))
+      throw new Error("the daily series of the candidates cover different days");
   }
   return days.map((_, t) => series.map((s) => s.returns[t]!));
 }
@@ -192,7 +222,10 @@ function matrixOf(series: readonly DailyReturns[]): number[][] {
  */
 export function carriedForward(served: Measured, principled: readonly Measured[]): string[] {
   const momentum = principled.filter((m) => m.candidate.family === "c");
-  const bestMomentum = momentum.reduce<Measured | null>((best, m) => (best === null || m.summary.sharpePerPeriod > best.summary.sharpePerPeriod ? m : best), null);
+  const bestMomentum = momentum.reduce<Measured | null>(
+    (best, m) => (best === null || m.summary.sharpePerPeriod > best.summary.sharpePerPeriod ? m : best),
+    null,
+  );
   return principled
     .filter((m) => m.candidate.family !== "c" || m === bestMomentum)
     .filter((m) => {
@@ -203,38 +236,65 @@ export function carriedForward(served: Measured, principled: readonly Measured[]
 }
 
 /** Measures one timeframe. `frames` are that timeframe's coins. */
-export function timeframeConfidence(study: DesignStudy, timeframe: RealTimeframe, frames: readonly CoinFrame[]): TimeframeConfidence {
+export function timeframeConfidence(
+  study: DesignStudy,
+  timeframe: RealTimeframe,
+  frames: readonly CoinFrame[],
+): TimeframeConfidence {
   const tfIndex = STUDY_TIMEFRAMES.indexOf(timeframe);
   const selection = study.perTimeframe[tfIndex]!.final;
   const served = measure(SERVED, frames);
   const adopted = study.perTimeframe[tfIndex]!.adopted ? "adopted" : "not adopted";
   const selected =
-    selection.length === 0 ? [] : [measure(selectionCandidate(`${nameOf(selection)} (MS-2 study, ${adopted})`), frames)];
+    selection.length === 0
+      ? []
+      : [measure(selectionCandidate(`${nameOf(selection)} (MS-2 study, ${adopted})`), frames)];
   const principled = PRINCIPLED.map((c) => measure(c, frames));
 
-  const studyTrials = study.evaluations.map((e) => ({ name: nameOf(e.config), study: "MS-2 study" as const, daily: e.daily[tfIndex]! }));
-  const principledTrials = principled.map((m) => ({ name: m.candidate.name, study: "principled" as const, daily: m.daily }));
+  const studyTrials = study.evaluations.map((e) => ({
+    name: nameOf(e.config),
+    study: "MS-2 study" as const,
+    daily: e.daily[tfIndex]!,
+  }));
+  const principledTrials = principled.map((m) => ({
+    name: m.candidate.name,
+    study: "principled" as const,
+    daily: m.daily,
+  }));
   const trialSeries = [...studyTrials, ...principledTrials];
   const trialSharpes = trialSeries.map((t) => sharpeRatio(t.daily.returns));
 
   // The served MS-1 measured here and the MS-2 study's MS-1 configuration are the same trades.
   const ms1Trial = studyTrials.findIndex((t) => t.name === "MS-1");
-  if (Math.abs(trialSharpes[ms1Trial]! - served.summary.sharpePerPeriod) > 1e-12) throw new Error(`MS-1 ${timeframe}: the two computations of its daily returns disagree`);
+  if (Math.abs(trialSharpes[ms1Trial]! - served.summary.sharpePerPeriod) > 1e-12)
+    throw new Error(`MS-1 ${timeframe}: the two computations of its daily returns disagree`);
 
-  const deflate = (m: Measured): CandidateResult => ({ ...m, deflated: deflatedSharpeRatio(sharpeSample(m.daily.returns), trialSharpes) });
+  const deflate = (m: Measured): CandidateResult => ({
+    ...m,
+    deflated: deflatedSharpeRatio(sharpeSample(m.daily.returns), trialSharpes),
+  });
   const trials: Trial[] = trialSeries.map((t, i) => {
     const sample = sharpeSample(t.daily.returns);
-    return { ...t, sharpe: trialSharpes[i]!, psr: probabilisticSharpeRatio(sample), dsr: deflatedSharpeRatio(sample, trialSharpes).dsr };
+    return {
+      ...t,
+      sharpe: trialSharpes[i]!,
+      psr: probabilisticSharpeRatio(sample),
+      dsr: deflatedSharpeRatio(sample, trialSharpes).dsr,
+    };
   });
   const studySharpes = trialSharpes.slice(0, studyTrials.length);
   return {
     timeframe,
     results: [served, ...selected, ...principled].map(deflate),
     trials,
-    selectionDsrAtSelection: selected.length === 0 ? null : deflatedSharpeRatio(sharpeSample(selected[0]!.daily.returns), studySharpes).dsr,
+    selectionDsrAtSelection:
+      selected.length === 0 ? null : deflatedSharpeRatio(sharpeSample(selected[0]!.daily.returns), studySharpes).dsr,
     pbo: {
       study: probabilityOfBacktestOverfitting(matrixOf(studyTrials.map((t) => t.daily)), CSCV_BLOCKS),
-      principled: probabilityOfBacktestOverfitting(matrixOf([served.daily, ...principled.map((m) => m.daily)]), CSCV_BLOCKS),
+      principled: probabilityOfBacktestOverfitting(
+        matrixOf([served.daily, ...principled.map((m) => m.daily)]),
+        CSCV_BLOCKS,
+      ),
       all: probabilityOfBacktestOverfitting(matrixOf(trialSeries.map((t) => t.daily)), CSCV_BLOCKS),
     },
     carried: carriedForward(served, principled),
@@ -245,7 +305,15 @@ export function timeframeConfidence(study: DesignStudy, timeframe: RealTimeframe
 /** The whole confidence study on the design data (series cut at DESIGN_END). */
 export function runConfidence(study: DesignStudy): TimeframeConfidence[] {
   const series = loadStudySeries(DESIGN_END);
-  const selection = Object.fromEntries(STUDY_TIMEFRAMES.map((tf, i) => [tf, paramsOf(study.perTimeframe[i]!.final)])) as Record<RealTimeframe, ReturnType<typeof paramsOf>>;
+  const selection = Object.fromEntries(
+    STUDY_TIMEFRAMES.map((tf, i) => [tf, paramsOf(study.perTimeframe[i]!.final)]),
+  ) as Record<RealTimeframe, ReturnType<typeof paramsOf>>;
   const frames = buildFrames(series, selection);
-  return STUDY_TIMEFRAMES.map((tf) => timeframeConfidence(study, tf, frames.filter((f) => f.timeframe === tf)));
+  return STUDY_TIMEFRAMES.map((tf) =>
+    timeframeConfidence(
+      study,
+      tf,
+      frames.filter((f) => f.timeframe === tf),
+    ),
+  );
 }

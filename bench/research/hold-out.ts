@@ -15,7 +15,11 @@ import { loadStudySeries, signalEventsOf } from "./series.ts";
 import { COSTS, DESIGN_END, FEE_ONLY } from "./walk-forward.ts";
 
 /** 2023-06-16 to 2024-06-16 inclusive (the data ends on 2024-06-16). */
-export const HOLD_OUT: Window & { readonly label: string } = { label: "2023-06-16 – 2024-06-16", start: DESIGN_END, end: Date.UTC(2024, 5, 17) };
+export const HOLD_OUT: Window & { readonly label: string } = {
+  label: "2023-06-16 – 2024-06-16",
+  start: DESIGN_END,
+  end: Date.UTC(2024, 5, 17),
+};
 
 /** One engine's hold-out figures on one coin and timeframe. */
 export type HoldOutFigures = {
@@ -28,14 +32,28 @@ export type HoldOutFigures = {
 };
 
 /** MS-1 and MS-2 figures of one coin and timeframe over the hold-out. */
-export type HoldOutRow = { readonly series: Series; readonly ms1: Metrics; readonly ms2: Metrics; readonly ms1Net: HoldOutFigures; readonly ms2Net: HoldOutFigures };
+export type HoldOutRow = {
+  readonly series: Series;
+  readonly ms1: Metrics;
+  readonly ms2: Metrics;
+  readonly ms1Net: HoldOutFigures;
+  readonly ms2Net: HoldOutFigures;
+};
 
-function figures(series: Series, params: Partial<EngineParams>): { feeOnly: Metrics; net: Metrics; daily: DailyReturns } {
+function figures(
+  series: Series,
+  params: Partial<EngineParams>,
+): { feeOnly: Metrics; net: Metrics; daily: DailyReturns } {
   const events = signalEventsOf(series.candles, params);
   const closes = windowCloses(series.candles, HOLD_OUT);
-  const measure = (costs: Costs): Metrics => metricsOf(takeTrades(events, series.candles, HOLD_OUT, costs), closes, costs);
+  const measure = (costs: Costs): Metrics =>
+    metricsOf(takeTrades(events, series.candles, HOLD_OUT, costs), closes, costs);
   const trades = takeTrades(events, series.candles, HOLD_OUT, COSTS);
-  return { feeOnly: measure(FEE_ONLY), net: metricsOf(trades, closes, COSTS), daily: sleeveDailyReturns(trades, series.candles, HOLD_OUT, COSTS) };
+  return {
+    feeOnly: measure(FEE_ONLY),
+    net: metricsOf(trades, closes, COSTS),
+    daily: sleeveDailyReturns(trades, series.candles, HOLD_OUT, COSTS),
+  };
 }
 
 /**

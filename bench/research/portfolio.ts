@@ -25,7 +25,11 @@ export type DailyReturns = { readonly days: readonly number[]; readonly returns:
  * at the last close of the day before (1 before the first day: the window starts flat). The
  * series ends with the day the equity reaches 0: nothing is left to earn a return on.
  */
-export function dailyReturnsOf(candles: readonly TrackCandle[], first: number, equity: readonly number[]): DailyReturns {
+export function dailyReturnsOf(
+  candles: readonly TrackCandle[],
+  first: number,
+  equity: readonly number[],
+): DailyReturns {
   const days: number[] = [];
   const returns: number[] = [];
   let previous = 1;
@@ -42,7 +46,12 @@ export function dailyReturnsOf(candles: readonly TrackCandle[], first: number, e
 }
 
 /** The daily returns of one coin's trades (taken inside `window`, indices relative to it) over the window's candles. */
-export function sleeveDailyReturns(trades: readonly TakenTrade[], candles: readonly TrackCandle[], window: Window, costs: Costs): DailyReturns {
+export function sleeveDailyReturns(
+  trades: readonly TakenTrade[],
+  candles: readonly TrackCandle[],
+  window: Window,
+  costs: Costs,
+): DailyReturns {
   const { first } = windowRange(candles, window);
   return dailyReturnsOf(candles, first, markedEquity(trades, windowCloses(candles, window), costs));
 }

@@ -5,22 +5,33 @@
  */
 import type { RealTimeframe } from "../../test/support/real-candles.ts";
 import type { Metrics } from "./accounting.ts";
+import type { TimeframeConfidence } from "./confidence.ts";
+import {
+  confidenceSection,
+  foldByFoldSection,
+  holdOutPortfolioSection,
+  principledSection,
+} from "./confidence-report.ts";
 import type { HoldOutRow } from "./hold-out.ts";
 import { HOLD_OUT } from "./hold-out.ts";
+import { fixed, formatPf, orDash, table } from "./markdown.ts";
 import { STUDY_TIMEFRAMES } from "./series.ts";
 import type { DesignStudy, TargetStudy } from "./study.ts";
 import type { Target, TimeframeSummary } from "./walk-forward.ts";
-import type { TimeframeConfidence } from "./confidence.ts";
-import { confidenceSection, foldByFoldSection, holdOutPortfolioSection, principledSection } from "./confidence-report.ts";
-import { fixed, formatPf, orDash, table } from "./markdown.ts";
-import { ADDITIONS, FEE, FOLDS, foldScore, median, MIN_GAIN, nameOf, SLIPPAGE } from "./walk-forward.ts";
+import { ADDITIONS, FEE, FOLDS, foldScore, MIN_GAIN, median, nameOf, SLIPPAGE } from "./walk-forward.ts";
 
 function targetName(target: Target): string {
   return target === null ? "all timeframes together" : STUDY_TIMEFRAMES[target]!;
 }
 
 /** Hold-out summary of one engine and timeframe. */
-export type HoldOutSummary = { readonly timeframe: RealTimeframe; readonly positiveAvg: number; readonly medianPf: number; readonly medianCompoundedPct: number; readonly medianBuyHoldPct: number };
+export type HoldOutSummary = {
+  readonly timeframe: RealTimeframe;
+  readonly positiveAvg: number;
+  readonly medianPf: number;
+  readonly medianCompoundedPct: number;
+  readonly medianBuyHoldPct: number;
+};
 
 /** Per-timeframe summary of one engine's hold-out figures. */
 export function holdOutSummary(rows: readonly HoldOutRow[], engine: "ms1" | "ms2"): HoldOutSummary[] {
@@ -40,13 +51,25 @@ export function holdOutSummary(rows: readonly HoldOutRow[], engine: "ms1" | "ms2
  * The issue's goal on the hold-out: positive average trade on ≥ 9/12 coins at 4h and ≥ 8/12 at 1h, higher median PF at
  * every timeframe.
  */
-export function goalChecks(ms1: readonly HoldOutSummary[], ms2: readonly HoldOutSummary[]): { label: string; met: boolean }[] {
-  const at = (list: readonly HoldOutSummary[], tf: RealTimeframe): HoldOutSummary => list.find((s) => s.timeframe === tf)!;
+export function goalChecks(
+  ms1: readonly HoldOutSummary[],
+  ms2: readonly HoldOutSummary[],
+): { label: string; met: boolean }[] {
+  const at = (list: readonly HoldOutSummary[], tf: RealTimeframe): HoldOutSummary =>
+    list.find((s) => s.timeframe === tf)!;
   return [
-    { label: `4h: positive average trade on ≥ 9 of 12 coins (MS-2: ${at(ms2, "4h").positiveAvg})`, met: at(ms2, "4h").positiveAvg >= 9 },
-    { label: `1h: positive average trade on ≥ 8 of 12 coins (MS-2: ${at(ms2, "1h").positiveAvg})`, met: at(ms2, "1h").positiveAvg >= 8 },
+    {
+      label: `4h: positive average trade on ≥ 9 of 12 coins (MS-2: ${at(ms2, "4h").positiveAvg})`,
+      met: at(ms2, "4h").positiveAvg >= 9,
+    },
+    {
+      label: `1h: positive average trade on ≥ 8 of 12 coins (MS-2: ${at(ms2, "1h").positiveAvg})`,
+      met: at(ms2, "1h").positiveAvg >= 8,
+    },
     ...STUDY_TIMEFRAMES.map((tf) => ({
-      label: `${tf}: median profit factor above MS-1's (MS-2 ${formatPf(at(ms2, tf).medianPf)} ` + `vs MS-1 ${formatPf(at(ms1, tf).medianPf)})`,
+      label:
+        `${tf}: median profit factor above MS-1's (MS-2 ${formatPf(at(ms2, tf).medianPf)} ` +
+        `vs MS-1 ${formatPf(at(ms1, tf).medianPf)})`,
       met: at(ms2, tf).medianPf > at(ms1, tf).medianPf,
     })),
   ];
@@ -81,22 +104,34 @@ function selectionSection(ts: TargetStudy): string {
   lines.push(
     table(
       ["validation fold", "selected on the folds before it", "score on the fold", "MS-1 on the fold", "better"],
-      ts.steps.map((s) => [FOLDS[s.validation]!.name, nameOf(s.selected), fixed(s.selectedScore, 3), fixed(s.baselineScore, 3), s.selectedScore > s.baselineScore ? "yes" : "no"]),
+      ts.steps.map((s) => [
+        FOLDS[s.validation]!.name,
+        nameOf(s.selected),
+        fixed(s.selectedScore, 3),
+        fixed(s.baselineScore, 3),
+        s.selectedScore > s.baselineScore ? "yes" : "no",
+      ]),
     ),
   );
   lines.push("");
   lines.push(`Greedy rounds on all five folds (mean score ln PF; "folds" = folds improved over the round's base):\n`);
   for (const [r, round] of ts.rounds.entries()) {
-    const tried = round.tried.map((t) => `${t.config[t.config.length - 1]!.label} ${fixed(t.train, 3)} (${t.foldsBetter}/5)`).join("; ");
-    const verdict = round.accepted === null ? "none accepted" : `accepted: ${round.accepted[round.accepted.length - 1]!.label}`;
+    const tried = round.tried
+      .map((t) => `${t.config[t.config.length - 1]!.label} ${fixed(t.train, 3)} (${t.foldsBetter}/5)`)
+      .join("; ");
+    const verdict =
+      round.accepted === null ? "none accepted" : `accepted: ${round.accepted[round.accepted.length - 1]!.label}`;
     lines.push(`- round ${r + 1}, base ${nameOf(round.base)} ${fixed(round.baseTrain, 3)}: ${tried}. **${verdict}**.`);
   }
   lines.push("");
-  const verdict = ts.final.length === 0
-    ? "The selection on all five folds is MS-1 itself."
-    : ts.adopted
-      ? `The selection on all five folds, **${nameOf(ts.final)}**, is adopted: the walk-forward ` + `selections beat MS-1 on ${ts.stepsBetter} of ${ts.steps.length} validation folds.`
-      : `The selection on all five folds, ${nameOf(ts.final)}, is **not** adopted: the walk-forward ` + `selections beat MS-1 on only ${ts.stepsBetter} of ${ts.steps.length} validation folds.`;
+  const verdict =
+    ts.final.length === 0
+      ? "The selection on all five folds is MS-1 itself."
+      : ts.adopted
+        ? `The selection on all five folds, **${nameOf(ts.final)}**, is adopted: the walk-forward ` +
+          `selections beat MS-1 on ${ts.stepsBetter} of ${ts.steps.length} validation folds.`
+        : `The selection on all five folds, ${nameOf(ts.final)}, is **not** adopted: the walk-forward ` +
+          `selections beat MS-1 on only ${ts.stepsBetter} of ${ts.steps.length} validation folds.`;
   lines.push(verdict);
   return lines.join("\n");
 }
@@ -126,7 +161,13 @@ function holdOutSection(rows: readonly HoldOutRow[], study: DesignStudy): string
   lines.push("### Summary\n");
   lines.push(
     table(
-      ["timeframe", "coins with positive avg trade MS-1 / MS-2", "median PF MS-1 / MS-2", "median compounded % MS-1 / MS-2", "median buy-and-hold %"],
+      [
+        "timeframe",
+        "coins with positive avg trade MS-1 / MS-2",
+        "median PF MS-1 / MS-2",
+        "median compounded % MS-1 / MS-2",
+        "median buy-and-hold %",
+      ],
       STUDY_TIMEFRAMES.map((tf, i) => [
         tf,
         `${ms1[i]!.positiveAvg} / ${ms2[i]!.positiveAvg}`,
@@ -143,14 +184,25 @@ function holdOutSection(rows: readonly HoldOutRow[], study: DesignStudy): string
   lines.push(
     met
       ? "**Goal met: MS-2 qualifies to become the served engine.**"
-      : "**Goal not met: MS-1 stays the served engine.** MS-2 stays a " + "research variant (`MS2_PARAMS` in `src/engine/variants.ts`).",
+      : "**Goal not met: MS-1 stays the served engine.** MS-2 stays a " +
+          "research variant (`MS2_PARAMS` in `src/engine/variants.ts`).",
   );
   lines.push("");
   for (const tf of STUDY_TIMEFRAMES) {
     lines.push(`### ${tf}, per coin (MS-1 / MS-2)\n`);
     lines.push(
       table(
-        ["coin", "trades", "win %", "avg trade %", "profit factor", "max drawdown %", "compounded %", "exposure %", "buy-and-hold %"],
+        [
+          "coin",
+          "trades",
+          "win %",
+          "avg trade %",
+          "profit factor",
+          "max drawdown %",
+          "compounded %",
+          "exposure %",
+          "buy-and-hold %",
+        ],
         rows.filter((r) => r.series.timeframe === tf).map((r) => [r.series.coin, ...metricCells(r.ms1, r.ms2)]),
       ),
     );
@@ -170,7 +222,13 @@ function fillsBullet(confidence: readonly TimeframeConfidence[]): string {
 }
 
 /** The whole document. */
-export function renderReport(study: DesignStudy, holdOut: readonly HoldOutRow[], conclusions: string, confidence: readonly TimeframeConfidence[], confidenceConclusions: string): string {
+export function renderReport(
+  study: DesignStudy,
+  holdOut: readonly HoldOutRow[],
+  conclusions: string,
+  confidence: readonly TimeframeConfidence[],
+  confidenceConclusions: string,
+): string {
   const feePct = fixed(FEE * 100, 1);
   const doc = `# Signal quality: MS-1 measured out of sample, the MS-2 candidates, and how much to trust them
 
@@ -232,13 +290,22 @@ All trades taken 2020-11-01 – 2023-06-15, twelve coins pooled:
 
 ${table(
   ["timeframe", "trades", "avg trade before fees %", "avg trade after fees %", "exposure %"],
-  study.ms1GrossNet.map((g) => [g.timeframe, String(g.trades), fixed(g.avgGrossPct, 3), fixed(g.avgNetPct, 3), fixed(g.exposurePct, 1)]),
+  study.ms1GrossNet.map((g) => [
+    g.timeframe,
+    String(g.trades),
+    fixed(g.avgGrossPct, 3),
+    fixed(g.avgNetPct, 3),
+    fixed(g.exposurePct, 1),
+  ]),
 )}
 
 ${foldByFoldSection(confidence)}
 ## Walk-forward splits (design data)
 
-${table(["fold", "candles opening"], FOLDS.map((f) => [f.name, f.label]))}
+${table(
+  ["fold", "candles opening"],
+  FOLDS.map((f) => [f.name, f.label]),
+)}
 
 The engine always runs from the first candle (so each fold starts with the state a live engine would
 have); only the fold's window is traded. **Score** of a configuration on a fold and timeframe:
@@ -262,7 +329,10 @@ reading invariants, scale and mirror symmetry, state persistence) run against MS
 options at once (\`test/support/engine-variants.ts\`), and the naive batch reference implements each
 option on its own. A long-only variant was not tried: it would break the mirror-symmetry property.
 
-${table(["candidate", "family", "why"], ADDITIONS.map((a) => [a.label, a.family, a.why]))}
+${table(
+  ["candidate", "family", "why"],
+  ADDITIONS.map((a) => [a.label, a.family, a.why]),
+)}
 
 ## Every configuration tried, per fold
 

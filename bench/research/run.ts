@@ -34,7 +34,9 @@ function main(args: readonly string[]): number {
   const text = renderReport(study, runHoldOut(selected), CONCLUSIONS, confidence, CONFIDENCE_CONCLUSIONS);
   if (args.includes("--check")) {
     const same = readFileSync(DOC, "utf8") === text;
-    console.error(same ? "docs/signal-quality.md is up to date" : "docs/signal-quality.md differs from the generated text");
+    console.error(
+      same ? "docs/signal-quality.md is up to date" : "docs/signal-quality.md differs from the generated text",
+    );
     return same ? 0 : 1;
   }
   writeFileSync(DOC, text);

@@ -13,7 +13,11 @@ import { aggregateCandles, loadRealCandles, REAL_COINS, TIMEFRAME_MS } from "../
 export const STUDY_TIMEFRAMES: readonly RealTimeframe[] = ["1h", "4h", "1d"];
 
 /** One coin at one timeframe. */
-export type Series = { readonly coin: RealCoin; readonly timeframe: RealTimeframe; readonly candles: readonly Candle[] };
+export type Series = {
+  readonly coin: RealCoin;
+  readonly timeframe: RealTimeframe;
+  readonly candles: readonly Candle[];
+};
 
 /** Every coin × timeframe, using only the 1h candles opening before `before` (epoch ms). */
 export function loadStudySeries(before: number): Series[] {
@@ -24,7 +28,11 @@ export function loadStudySeries(before: number): Series[] {
     // Cutting the 1h data first means no 4h or 1d candle can carry a later hour into the design data.
     const visible = hourly.filter((c) => c.openTime < before);
     for (const timeframe of STUDY_TIMEFRAMES) {
-      out.push({ coin, timeframe, candles: timeframe === "1h" ? visible : aggregateCandles(visible, TIMEFRAME_MS[timeframe]) });
+      out.push({
+        coin,
+        timeframe,
+        candles: timeframe === "1h" ? visible : aggregateCandles(visible, TIMEFRAME_MS[timeframe]),
+      });
     }
   }
   return out;
@@ -38,7 +46,12 @@ export function signalEventsOf(candles: readonly Candle[], params: Partial<Engin
     const before = state.signalAt;
     stepClosed(state, candle);
     if (state.signalAt !== before && state.signalAt !== null) {
-      events.push({ signal: state.signal, price: candle.close, defense: state.defense, candleOpenTime: candle.openTime });
+      events.push({
+        signal: state.signal,
+        price: candle.close,
+        defense: state.defense,
+        candleOpenTime: candle.openTime,
+      });
     }
   }
   return events;
@@ -67,7 +80,13 @@ export function weeklyCandles(daily: readonly Candle[]): Candle[] {
     const week = Math.floor((c.openTime - FIRST_MONDAY_MS) / WEEK_MS) * WEEK_MS + FIRST_MONDAY_MS;
     const last = out[out.length - 1];
     if (last !== undefined && last.openTime === week) {
-      out[out.length - 1] = { ...last, high: Math.max(last.high, c.high), low: Math.min(last.low, c.low), close: c.close, volume: last.volume + c.volume };
+      out[out.length - 1] = {
+        ...last,
+        high: Math.max(last.high, c.high),
+        low: Math.min(last.low, c.low),
+        close: c.close,
+        volume: last.volume + c.volume,
+      };
     } else {
       out.push({ ...c, openTime: week });
     }

@@ -6,9 +6,19 @@ import type { EngineParams } from "../../src/engine/index.ts";
 import type { RealTimeframe } from "../../test/support/real-candles.ts";
 import { takeTrades } from "./accounting.ts";
 import type { Series } from "./series.ts";
-import { loadStudySeries, signalEventsOf, STUDY_TIMEFRAMES } from "./series.ts";
+import { loadStudySeries, STUDY_TIMEFRAMES, signalEventsOf } from "./series.ts";
 import type { Config, Evaluation, Round, Target, WalkForwardStep } from "./walk-forward.ts";
-import { ADDITIONS, DESIGN_END, Evaluator, FEE_ONLY, FOLDS, NO_COSTS, paramsOf, selectConfig, walkForward } from "./walk-forward.ts";
+import {
+  ADDITIONS,
+  DESIGN_END,
+  Evaluator,
+  FEE_ONLY,
+  FOLDS,
+  NO_COSTS,
+  paramsOf,
+  selectConfig,
+  walkForward,
+} from "./walk-forward.ts";
 
 /** The selection for one target: its walk-forward steps, the selection on all folds and whether it is adopted. */
 export type TargetStudy = {
@@ -23,7 +33,13 @@ export type TargetStudy = {
 };
 
 /** MS-1's trades over all five folds of one timeframe (twelve coins pooled), before and after fees. */
-export type GrossNet = { readonly timeframe: RealTimeframe; readonly trades: number; readonly avgGrossPct: number; readonly avgNetPct: number; readonly exposurePct: number };
+export type GrossNet = {
+  readonly timeframe: RealTimeframe;
+  readonly trades: number;
+  readonly avgGrossPct: number;
+  readonly avgNetPct: number;
+  readonly exposurePct: number;
+};
 
 /** Everything the design data says. */
 export type DesignStudy = {
@@ -38,8 +54,19 @@ export type DesignStudy = {
 function studyTarget(evaluator: Evaluator, target: Target): TargetStudy {
   const steps = walkForward(evaluator, target);
   const stepsBetter = steps.filter((s) => s.selectedScore > s.baselineScore).length;
-  const { config, rounds } = selectConfig(evaluator, FOLDS.map((_, i) => i), target);
-  return { target, steps, stepsBetter, final: config, rounds, adopted: config.length > 0 && stepsBetter * 2 > steps.length };
+  const { config, rounds } = selectConfig(
+    evaluator,
+    FOLDS.map((_, i) => i),
+    target,
+  );
+  return {
+    target,
+    steps,
+    stepsBetter,
+    final: config,
+    rounds,
+    adopted: config.length > 0 && stepsBetter * 2 > steps.length,
+  };
 }
 
 function grossNetOf(series: readonly Series[]): GrossNet[] {
@@ -60,7 +87,13 @@ function grossNetOf(series: readonly Series[]): GrossNet[] {
       held += withFees.reduce((sum, t) => sum + t.exitIndex - t.entryIndex, 0);
       intervals += s.candles.filter((c) => c.openTime >= window.start && c.openTime < window.end).length - 1;
     }
-    return { timeframe, trades, avgGrossPct: gross / trades, avgNetPct: net / trades, exposurePct: (held * 100) / intervals };
+    return {
+      timeframe,
+      trades,
+      avgGrossPct: gross / trades,
+      avgNetPct: net / trades,
+      exposurePct: (held * 100) / intervals,
+    };
   });
 }
 
@@ -73,11 +106,16 @@ export function runDesignStudy(): DesignStudy {
   for (const a of ADDITIONS) evaluator.get([a]);
   const global = studyTarget(evaluator, null);
   const perTimeframe = STUDY_TIMEFRAMES.map((_, i) => studyTarget(evaluator, i));
-  const ms2 = Object.fromEntries(STUDY_TIMEFRAMES.map((tf, i) => [tf, perTimeframe[i]!.adopted ? perTimeframe[i]!.final : []])) as Record<RealTimeframe, Config>;
+  const ms2 = Object.fromEntries(
+    STUDY_TIMEFRAMES.map((tf, i) => [tf, perTimeframe[i]!.adopted ? perTimeframe[i]!.final : []]),
+  ) as Record<RealTimeframe, Config>;
   return { ms1GrossNet: grossNetOf(series), evaluations: evaluator.all(), global, perTimeframe, ms2 };
 }
 
 /** Engine parameters of MS-2 per timeframe. */
 export function ms2ParamsOf(study: DesignStudy): Record<RealTimeframe, Partial<EngineParams>> {
-  return Object.fromEntries(STUDY_TIMEFRAMES.map((tf) => [tf, paramsOf(study.ms2[tf])])) as Record<RealTimeframe, Partial<EngineParams>>;
+  return Object.fromEntries(STUDY_TIMEFRAMES.map((tf) => [tf, paramsOf(study.ms2[tf])])) as Record<
+    RealTimeframe,
+    Partial<EngineParams>
+  >;
 }

@@ -10,7 +10,7 @@ import { backtestWindow, takeTrades } from "./accounting.ts";
 import type { DailyReturns } from "./portfolio.ts";
 import { equalWeight, sleeveDailyReturns } from "./portfolio.ts";
 import type { Series } from "./series.ts";
-import { signalEventsOf, STUDY_TIMEFRAMES } from "./series.ts";
+import { STUDY_TIMEFRAMES, signalEventsOf } from "./series.ts";
 
 /** Fee per side: 0.1%. */
 export const FEE = 0.001;
@@ -46,18 +46,55 @@ export const FOLDS: readonly Fold[] = [
 export const DESIGN_WINDOW: Window = { start: FOLDS[0]!.start, end: DESIGN_END };
 
 /** One candidate addition to MS-1; additions of one family exclude each other. */
-export type Addition = { readonly family: string; readonly label: string; readonly params: Partial<EngineParams>; readonly why: string };
+export type Addition = {
+  readonly family: string;
+  readonly label: string;
+  readonly params: Partial<EngineParams>;
+  readonly why: string;
+};
 
 /** The complete candidate list, in the order ties are broken. */
 export const ADDITIONS: readonly Addition[] = [
-  { family: "buffer", label: "break buffer 0.25 ATR", params: { breakBufferAtr: 0.25 }, why: "a close barely through a swing level is often noise; demand a margin" },
+  {
+    family: "buffer",
+    label: "break buffer 0.25 ATR",
+    params: { breakBufferAtr: 0.25 },
+    why: "a close barely through a swing level is often noise; demand a margin",
+  },
   { family: "buffer", label: "break buffer 0.5 ATR", params: { breakBufferAtr: 0.5 }, why: "same, larger margin" },
   { family: "buffer", label: "break buffer 1 ATR", params: { breakBufferAtr: 1 }, why: "same, margin of a full ATR" },
-  { family: "trail", label: "trailing defense", params: { trailDefense: true }, why: "MS-1 keeps the defense at the pullback low of the break, " + "giving back whole moves; trail it to each new higher low" },
-  { family: "trend", label: "with-trend breaks only", params: { withTrendOnly: true }, why: "STRONG (BOS) breaks are the with-trend ones; a CHoCH ends the position instead of reversing it" },
-  { family: "major", label: "major structure K = 10", params: { majorPivotHalfWidth: 10 }, why: "higher-timeframe agreement: no position against the trend of a slower swing structure" },
-  { family: "major", label: "major structure K = 20", params: { majorPivotHalfWidth: 20 }, why: "same, slower structure" },
-  { family: "pivot", label: "pivot half-width k = 5", params: { pivotHalfWidth: 5 }, why: "fewer, larger swings: fewer trades and fees" },
+  {
+    family: "trail",
+    label: "trailing defense",
+    params: { trailDefense: true },
+    why:
+      "MS-1 keeps the defense at the pullback low of the break, " +
+      "giving back whole moves; trail it to each new higher low",
+  },
+  {
+    family: "trend",
+    label: "with-trend breaks only",
+    params: { withTrendOnly: true },
+    why: "STRONG (BOS) breaks are the with-trend ones; a CHoCH ends the position instead of reversing it",
+  },
+  {
+    family: "major",
+    label: "major structure K = 10",
+    params: { majorPivotHalfWidth: 10 },
+    why: "higher-timeframe agreement: no position against the trend of a slower swing structure",
+  },
+  {
+    family: "major",
+    label: "major structure K = 20",
+    params: { majorPivotHalfWidth: 20 },
+    why: "same, slower structure",
+  },
+  {
+    family: "pivot",
+    label: "pivot half-width k = 5",
+    params: { pivotHalfWidth: 5 },
+    why: "fewer, larger swings: fewer trades and fees",
+  },
 ];
 
 /** A configuration: MS-1 plus some additions. */
@@ -120,7 +157,11 @@ export type Target = number | null;
  * equal-weight portfolio of the twelve coins over DESIGN_WINDOW after COSTS (for the
  * confidence figures: every configuration is a trial of the deflated Sharpe ratio).
  */
-export type Evaluation = { readonly config: Config; readonly folds: readonly TimeframeSummary[][]; readonly daily: readonly DailyReturns[] };
+export type Evaluation = {
+  readonly config: Config;
+  readonly folds: readonly TimeframeSummary[][];
+  readonly daily: readonly DailyReturns[];
+};
 
 /** Score of an evaluation on one fold for a target. */
 export function foldScore(evaluation: Evaluation, fold: number, target: Target): number {
@@ -133,10 +174,26 @@ export function foldScore(evaluation: Evaluation, fold: number, target: Target):
 export function evaluate(config: Config, series: readonly Series[], folds: readonly Fold[] = FOLDS): Evaluation {
   const params = paramsOf(config);
   const events = series.map((s) => signalEventsOf(s.candles, params));
-  const perFold = folds.map((fold) => summarize(series, series.map((s, i) => backtestWindow(events[i]!, s.candles, fold, FEE_ONLY))));
+  const perFold = folds.map((fold) =>
+    summarize(
+      series,
+      series.map((s, i) => backtestWindow(events[i]!, s.candles, fold, FEE_ONLY)),
+    ),
+  );
   const daily = STUDY_TIMEFRAMES.map((timeframe) =>
     equalWeight(
-      series.flatMap((s, i) => (s.timeframe === timeframe ? [sleeveDailyReturns(takeTrades(events[i]!, s.candles, DESIGN_WINDOW, COSTS), s.candles, DESIGN_WINDOW, COSTS)] : [])),
+      series.flatMap((s, i) =>
+        s.timeframe === timeframe
+          ? [
+              sleeveDailyReturns(
+                takeTrades(events[i]!, s.candles, DESIGN_WINDOW, COSTS),
+                s.candles,
+                DESIGN_WINDOW,
+                COSTS,
+              ),
+            ]
+          : [],
+      ),
     ),
   );
   return { config, folds: perFold, daily };
@@ -172,7 +229,12 @@ export const MIN_GAIN = 0.01;
 export type Trial = { readonly config: Config; readonly train: number; readonly foldsBetter: number };
 
 /** One round of the greedy selection: every candidate tried on top of the current configuration. */
-export type Round = { readonly base: Config; readonly baseTrain: number; readonly tried: readonly Trial[]; readonly accepted: Config | null };
+export type Round = {
+  readonly base: Config;
+  readonly baseTrain: number;
+  readonly tried: readonly Trial[];
+  readonly accepted: Config | null;
+};
 
 /** Mean of the fold scores on the given folds. */
 export function meanScore(evaluation: Evaluation, folds: readonly number[], target: Target): number {
@@ -184,7 +246,11 @@ export function meanScore(evaluation: Evaluation, folds: readonly number[], targ
  * most, if it gains at least MIN_GAIN and beats the current configuration on a majority of the
  * training folds; stop when no candidate does.
  */
-export function selectConfig(evaluator: Evaluator, trainFolds: readonly number[], target: Target): { config: Config; rounds: Round[] } {
+export function selectConfig(
+  evaluator: Evaluator,
+  trainFolds: readonly number[],
+  target: Target,
+): { config: Config; rounds: Round[] } {
   let current: Config = [];
   const rounds: Round[] = [];
   for (;;) {

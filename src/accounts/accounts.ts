@@ -3,12 +3,12 @@
  * here: they move only through the SQL functions called from billing/.
  */
 import { and, eq, isNull, sql } from "drizzle-orm";
+import { applyMonthlyGrant } from "../billing/tokens.ts";
+import { mytDay } from "../clock.ts";
+import type { Limits } from "../config.ts";
 import type { DbHandle } from "../db/client.ts";
 import { accounts, apiKeys } from "../db/schema.ts";
 import { displayPrefix, generateApiKey, hashApiKey } from "./api-key.ts";
-import { mytDay } from "../clock.ts";
-import type { Limits } from "../config.ts";
-import { applyMonthlyGrant } from "../billing/tokens.ts";
 
 const PLAN_PATTERN = /^[a-z][a-z0-9_]{0,31}$/;
 const EMAIL_PATTERN = /^[^\s@]{1,64}@[^\s@]{1,255}$/;
@@ -41,7 +41,11 @@ export interface AccountSummary {
 
 /** Validates a plan name (any lower-case identifier; only node/founding_seat may call). */
 export function checkPlan(plan: string): string {
-  if (!PLAN_PATTERN.test(plan)) throw new AccountError("bad_request", `plan must be a lower-case name such as node or founding_seat, got "${plan}"`);
+  if (!PLAN_PATTERN.test(plan))
+    throw new AccountError(
+      "bad_request",
+      `plan must be a lower-case name such as node or founding_seat, got "${plan}"`,
+    );
   return plan;
 }
 
@@ -49,7 +53,8 @@ export function checkPlan(plan: string): string {
 export function parseInstant(text: string, what: string): Date {
   const ok = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:\d{2})?$/.test(text);
   const date = new Date(text);
-  if (!ok || Number.isNaN(date.getTime())) throw new AccountError("bad_request", `${what} must be an ISO 8601 date-time, got "${text}"`);
+  if (!ok || Number.isNaN(date.getTime()))
+    throw new AccountError("bad_request", `${what} must be an ISO 8601 date-time, got "${text}"`);
   return date;
 }
 
@@ -65,14 +70,19 @@ export async function createAccount(
   const plan = checkPlan(input.plan);
   const apiKey = generateApiKey();
   const accountId = await handle.db.transaction(async (tx) => {
-    const existing = await tx.select({ id: accounts.id }).from(accounts).where(sql`lower(${accounts.email}) = lower(${email})`);
+    const existing = await tx
+      .select({ id: accounts.id })
+      .from(accounts)
+      .where(sql`lower(${accounts.email}) = lower(${email})`);
     if (existing.length > 0) throw new AccountError("conflict", `an account with email ${email} already exists`);
     const [row] = await tx
       .insert(accounts)
       .values({ email, plan, subscriptionUntil: input.subscriptionUntil })
       .returning({ id: accounts.id });
     const id = row!.id;
-    await tx.insert(apiKeys).values({ accountId: id, keyHash: hashApiKey(apiKey), displayPrefix: displayPrefix(apiKey) });
+    await tx
+      .insert(apiKeys)
+      .values({ accountId: id, keyHash: hashApiKey(apiKey), displayPrefix: displayPrefix(apiKey) });
     return id;
   });
   await applyMonthlyGrant(handle, accountId, limits, now);
@@ -119,7 +129,11 @@ export async function getAccountSummary(handle: DbHandle, accountId: number, now
 }
 
 /** Replaces the account's key in one transaction; the old hash is revoked before commit. */
-export async function regenerateKey(handle: DbHandle, accountId: number, now: number): Promise<{ summary: AccountSummary; apiKey: string }> {
+export async function regenerateKey(
+  handle: DbHandle,
+  accountId: number,
+  now: number,
+): Promise<{ summary: AccountSummary; apiKey: string }> {
   const apiKey = (await replaceKey(handle, accountId, now, undefined))!;
   return { summary: await getAccountSummary(handle, accountId, now), apiKey };
 }
@@ -128,18 +142,31 @@ export async function regenerateKey(handle: DbHandle, accountId: number, now: nu
  * Regenerates the key only while the account's valid key is still `replacesKeyId` (null: no key
  * yet); returns the new key, or null when the key changed since (a confirmation used twice).
  */
-export async function regenerateKeyIfCurrent(handle: DbHandle, accountId: number, replacesKeyId: number | null, now: number): Promise<string | null> {
+export async function regenerateKeyIfCurrent(
+  handle: DbHandle,
+  accountId: number,
+  replacesKeyId: number | null,
+  now: number,
+): Promise<string | null> {
   return replaceKey(handle, accountId, now, replacesKeyId);
 }
 
 /** Id of the account's valid key, or null when it has none. */
 export async function activeKeyId(handle: DbHandle, accountId: number): Promise<number | null> {
-  const [row] = await handle.db.select({ id: apiKeys.id }).from(apiKeys).where(and(eq(apiKeys.accountId, accountId), isNull(apiKeys.revokedAt)));
+  const [row] = await handle.db
+    .select({ id: apiKeys.id })
+    .from(apiKeys)
+    .where(and(eq(apiKeys.accountId, accountId), isNull(apiKeys.revokedAt)));
   return row?.id ?? null;
 }
 
 /** Revokes the valid key and makes a new one; with `expected` defined, only while the valid key is that one. */
-async function replaceKey(handle: DbHandle, accountId: number, now: number, expected: number | null | undefined): Promise<string | null> {
+async function replaceKey(
+  handle: DbHandle,
+  accountId: number,
+  now: number,
+  expected: number | null | undefined,
+): Promise<string | null> {
   const apiKey = generateApiKey();
   const replaced = await handle.db.transaction(async (tx) => {
     // Lock the account so a concurrent charge_call re-checks the key after we commit, and so two
@@ -147,10 +174,16 @@ async function replaceKey(handle: DbHandle, accountId: number, now: number, expe
     const locked = await tx.select({ id: accounts.id }).from(accounts).where(eq(accounts.id, accountId)).for("update");
     if (locked.length === 0) throw new AccountError("not_found", `no account with id ${accountId}`);
     if (expected !== undefined) {
-      const [current] = await tx.select({ id: apiKeys.id }).from(apiKeys).where(and(eq(apiKeys.accountId, accountId), isNull(apiKeys.revokedAt)));
+      const [current] = await tx
+        .select({ id: apiKeys.id })
+        .from(apiKeys)
+        .where(and(eq(apiKeys.accountId, accountId), isNull(apiKeys.revokedAt)));
       if ((current?.id ?? null) !== expected) return false;
     }
-    await tx.update(apiKeys).set({ revokedAt: new Date(now) }).where(and(eq(apiKeys.accountId, accountId), isNull(apiKeys.revokedAt)));
+    await tx
+      .update(apiKeys)
+      .set({ revokedAt: new Date(now) })
+      .where(and(eq(apiKeys.accountId, accountId), isNull(apiKeys.revokedAt)));
     await tx.insert(apiKeys).values({ accountId, keyHash: hashApiKey(apiKey), displayPrefix: displayPrefix(apiKey) });
     return true;
   });
@@ -158,8 +191,17 @@ async function replaceKey(handle: DbHandle, accountId: number, now: number, expe
 }
 
 /** Sets the end of the paid period (renewal makes the same key work again). */
-export async function setSubscription(handle: DbHandle, accountId: number, until: Date, now: number): Promise<AccountSummary> {
-  const updated = await handle.db.update(accounts).set({ subscriptionUntil: until }).where(eq(accounts.id, accountId)).returning({ id: accounts.id });
+export async function setSubscription(
+  handle: DbHandle,
+  accountId: number,
+  until: Date,
+  now: number,
+): Promise<AccountSummary> {
+  const updated = await handle.db
+    .update(accounts)
+    .set({ subscriptionUntil: until })
+    .where(eq(accounts.id, accountId))
+    .returning({ id: accounts.id });
   if (updated.length === 0) throw new AccountError("not_found", `no account with id ${accountId}`);
   return getAccountSummary(handle, accountId, now);
 }

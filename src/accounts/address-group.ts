@@ -12,8 +12,13 @@ export function normaliseAddress(address: string): string {
   const [head = "", tail = ""] = address.toLowerCase().split("::");
   const headGroups = head === "" ? [] : head.split(":");
   const tailGroups = tail === "" ? [] : tail.split(":");
-  const groups = address.includes("::") ? [...headGroups, ...Array(Math.max(0, 8 - headGroups.length - tailGroups.length)).fill("0"), ...tailGroups] : headGroups;
-  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, "")).join(":")}::/64`;
+  const groups = address.includes("::")
+    ? [...headGroups, ...Array(Math.max(0, 8 - headGroups.length - tailGroups.length)).fill("0"), ...tailGroups]
+    : headGroups;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ""))
+    .join(":")}::/64`;
 }
 
 /**
@@ -22,9 +27,16 @@ export function normaliseAddress(address: string): string {
  * characters, since it keys budgets and log lines. Used by the access log, the API's failed-key
  * budget and the web pages' throttles alike.
  */
-export function callerAddress(forwardedFor: string | readonly string[] | undefined, socketAddress: string | undefined, trustProxy: boolean): string {
+export function callerAddress(
+  forwardedFor: string | readonly string[] | undefined,
+  socketAddress: string | undefined,
+  trustProxy: boolean,
+): string {
   if (trustProxy) {
-    const hops = (typeof forwardedFor === "string" ? forwardedFor : (forwardedFor ?? []).join(",")).split(",").map((h) => h.trim()).filter(Boolean);
+    const hops = (typeof forwardedFor === "string" ? forwardedFor : (forwardedFor ?? []).join(","))
+      .split(",")
+      .map((h) => h.trim())
+      .filter(Boolean);
     if (hops.length > 0) return hops[hops.length - 1]!.slice(0, 64);
   }
   return socketAddress ?? "unknown";

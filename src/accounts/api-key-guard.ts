@@ -52,7 +52,10 @@ export class CallerKey {
 
 const CALLER_KEY = createContextKey<CallerKey | null>(null, { description: "the caller's checked API key" });
 
-/** The key the guard checked for this call; a method served without the guard fails (500) rather than run unauthenticated. */
+/**
+ * The key the guard checked for this call; a method served without the guard fails (500) rather than run
+ * unauthenticated.
+ */
 export function callerKey(ctx: HandlerContext): CallerKey {
   const key = ctx.values.get(CALLER_KEY);
   if (key === null) throw new Error(`${ctx.method.parent.typeName}.${ctx.method.name} ran without the API-key guard`);

@@ -26,7 +26,9 @@ export const API_KEY_CHECKSUM_LENGTH = 6;
 /** Body length of keys issued before the checksum (no checksum, 32 random characters). */
 const LEGACY_BODY_LENGTH = 32;
 /** Current keys, as a secret-scanning pattern would match them. */
-export const API_KEY_PATTERN = new RegExp(`^${API_KEY_PREFIX}[0-9A-Za-z]{${API_KEY_RANDOM_LENGTH + API_KEY_CHECKSUM_LENGTH}}$`);
+export const API_KEY_PATTERN = new RegExp(
+  `^${API_KEY_PREFIX}[0-9A-Za-z]{${API_KEY_RANDOM_LENGTH + API_KEY_CHECKSUM_LENGTH}}$`,
+);
 const LEGACY_KEY_PATTERN = new RegExp(`^${API_KEY_PREFIX}[0-9A-Za-z]{${LEGACY_BODY_LENGTH}}$`);
 
 /** `length` characters drawn uniformly from the alphabet (rejection sampling: no modulo bias). */

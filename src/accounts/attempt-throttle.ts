@@ -39,7 +39,13 @@ export interface SignInPolicy extends ThrottlePolicy {
   readonly slowdownMs: number;
 }
 
-export const DEFAULT_THROTTLE: SignInPolicy = Object.freeze({ windowMs: 15 * 60_000, perAddress: 10, perPair: 10, perEmail: 30, slowdownMs: 5_000 });
+export const DEFAULT_THROTTLE: SignInPolicy = Object.freeze({
+  windowMs: 15 * 60_000,
+  perAddress: 10,
+  perPair: 10,
+  perEmail: 30,
+  slowdownMs: 5_000,
+});
 
 export interface ThrottleKeys {
   readonly address: string;
@@ -53,7 +59,11 @@ const sha256 = (text: string) => createHash("sha256").update(text, "utf8").diges
 /** The counters an attempt may touch (`scope` as in the policy); emails only hashed. */
 export function throttleKeys(address: string, email: string, scope = ""): ThrottleKeys {
   const normalised = email.trim().toLowerCase();
-  return { address: `${scope}addr:${address}`, email: `${scope}email:${sha256(normalised)}`, pair: `${scope}pair:${sha256(`${normalised}\n${address}`)}` };
+  return {
+    address: `${scope}addr:${address}`,
+    email: `${scope}email:${sha256(normalised)}`,
+    pair: `${scope}pair:${sha256(`${normalised}\n${address}`)}`,
+  };
 }
 
 /** One key of an attempt and its limit in the window (null: counted, never refused). */
@@ -66,24 +76,36 @@ export interface Budget {
  * Reserves one attempt on every budget, or on none; returns 0 when reserved, else the
  * milliseconds until the fullest budget allows an attempt again.
  */
-export async function reserveAttempt(handle: DbHandle, budgets: readonly Budget[], windowMs: number, now: number): Promise<number> {
+export async function reserveAttempt(
+  handle: DbHandle,
+  budgets: readonly Budget[],
+  windowMs: number,
+  now: number,
+): Promise<number> {
   const keys = `{${budgets.map((b) => JSON.stringify(b.key)).join(",")}}`;
   const limits = `{${budgets.map((b) => (b.limit === null ? "NULL" : String(b.limit))).join(",")}}`;
   const [row] = await handle.rows<{ wait_ms: number | string }>(
-    sql`SELECT reserve_attempt(${keys}::text[], ${limits}::integer[], ${windowMs}::bigint, ${new Date(now).toISOString()}::timestamptz) AS wait_ms`,
+    sql`SELECT reserve_attempt(${keys}::text[], ${limits}::integer[], ${windowMs}::bigint,
+      ${new Date(now).toISOString()}::timestamptz) AS wait_ms`,
   );
   return Number(row!.wait_ms);
 }
 
 /** Gives a reservation back (a sign-in that succeeded is not a failure). */
 export async function refundAttempt(handle: DbHandle, keys: readonly string[]): Promise<void> {
-  await handle.rows(sql`UPDATE sign_in_failures SET failures = greatest(failures - 1, 0) WHERE throttle_key IN ${sql`(${sql.join(keys.map((k) => sql`${k}`), sql`, `)})`}`);
+  await handle.rows(
+    sql`UPDATE sign_in_failures SET failures = greatest(failures - 1, 0) WHERE throttle_key IN ${sql`(${sql.join(
+      keys.map((k) => sql`${k}`),
+      sql`, `,
+    )})`}`,
+  );
 }
 
 /** Attempts counted on a key in its current window. */
 export async function attemptsOn(handle: DbHandle, key: string, windowMs: number, now: number): Promise<number> {
   const [row] = await handle.rows<{ failures: number }>(sql`
-    SELECT failures FROM sign_in_failures WHERE throttle_key = ${key} AND window_start > ${new Date(now - windowMs).toISOString()}::timestamptz`);
+    SELECT failures FROM sign_in_failures WHERE throttle_key = ${key}
+    AND window_start > ${new Date(now - windowMs).toISOString()}::timestamptz`);
   return row ? Number(row.failures) : 0;
 }
 
@@ -96,7 +118,12 @@ export function addressAndEmailBudgets(keys: ThrottleKeys, policy: ThrottlePolic
 }
 
 /** Reserves an attempt on the address and the email budget of a policy; returns 0 or the wait, like reserveAttempt. */
-export function reserveOnBoth(handle: DbHandle, keys: ThrottleKeys, policy: ThrottlePolicy, now: number): Promise<number> {
+export function reserveOnBoth(
+  handle: DbHandle,
+  keys: ThrottleKeys,
+  policy: ThrottlePolicy,
+  now: number,
+): Promise<number> {
   return reserveAttempt(handle, addressAndEmailBudgets(keys, policy), policy.windowMs, now);
 }
 
@@ -111,7 +138,11 @@ export async function sweepExpired(handle: DbHandle, policy: ThrottlePolicy, now
     .where(
       and(
         lt(signInFailures.windowStart, new Date(now - policy.windowMs)),
-        or(like(signInFailures.throttleKey, `${scope}addr:%`), like(signInFailures.throttleKey, `${scope}email:%`), like(signInFailures.throttleKey, `${scope}pair:%`)),
+        or(
+          like(signInFailures.throttleKey, `${scope}addr:%`),
+          like(signInFailures.throttleKey, `${scope}email:%`),
+          like(signInFailures.throttleKey, `${scope}pair:%`),
+        ),
       ),
     );
 }

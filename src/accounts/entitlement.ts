@@ -32,7 +32,16 @@ export type Viewer = { readonly plan: string; readonly subscription: Subscriptio
  * - `track_record`: the public `/track-record`;
  * - `status_page`: the public `/status`.
  */
-export const SURFACES = ["paid_endpoint", "free_endpoints", "alerts", "test_alert", "chart_page", "watchlist", "track_record", "status_page"] as const;
+export const SURFACES = [
+  "paid_endpoint",
+  "free_endpoints",
+  "alerts",
+  "test_alert",
+  "chart_page",
+  "watchlist",
+  "track_record",
+  "status_page",
+] as const;
 export type Surface = (typeof SURFACES)[number];
 
 export interface Entitlement {
@@ -55,7 +64,10 @@ export function subscriptionState(until: Date | number | null, now: number): Sub
 }
 
 /** The viewer of an account with this plan and subscription end, at `now`. */
-export function viewerOf(account: { readonly plan: string; readonly subscriptionUntil: Date | null }, now: number): NonNullable<Viewer> {
+export function viewerOf(
+  account: { readonly plan: string; readonly subscriptionUntil: Date | null },
+  now: number,
+): NonNullable<Viewer> {
   return { plan: account.plan, subscription: subscriptionState(account.subscriptionUntil, now) };
 }
 

@@ -83,7 +83,10 @@ export class FailedKeyThrottle {
   async recordFailure(address: string): Promise<number> {
     const group = normaliseAddress(address);
     const now = this.options.clock();
-    const [row] = await this.options.db.prepared<{ failures: number | string; window_start: string | Date }>(COUNT_FAILURE_SQL, [group, new Date(now).toISOString(), this.options.windowMs]);
+    const [row] = await this.options.db.prepared<{ failures: number | string; window_start: string | Date }>(
+      COUNT_FAILURE_SQL,
+      [group, new Date(now).toISOString(), this.options.windowMs],
+    );
     if (!row || Number(row.failures) <= this.options.limit) return 0;
     const until = new Date(row.window_start).getTime() + this.options.windowMs;
     this.blockedUntil.delete(group);
@@ -106,7 +109,10 @@ export class FailedKeyThrottle {
 
 /** Deletes windows that ended (the purge timer). */
 export async function purgeFailedKeyWindows(handle: DbHandle, now: number, windowMs: number): Promise<number> {
-  const rows = await handle.prepared(`DELETE FROM failed_key_windows WHERE window_start < $1::timestamptz RETURNING 1`, [new Date(now - windowMs).toISOString()]);
+  const rows = await handle.prepared(
+    `DELETE FROM failed_key_windows WHERE window_start < $1::timestamptz RETURNING 1`,
+    [new Date(now - windowMs).toISOString()],
+  );
   return rows.length;
 }
 

@@ -67,7 +67,10 @@ export class KeyLastUsed {
       this.options.rowsWritten?.inc(hashes.length);
     } catch (err) {
       for (const [hash, at] of batch) this.touch(hash, at);
-      this.options.logger?.warn({ err: errorSummary(err), keys: hashes.length }, "api key last-used times not written; retrying next window");
+      this.options.logger?.warn(
+        { err: errorSummary(err), keys: hashes.length },
+        "api key last-used times not written; retrying next window",
+      );
     }
   }
 
@@ -80,7 +83,10 @@ export class KeyLastUsed {
 }
 
 /** When the account's valid key was made and last used (null: no key, or never used). */
-export async function activeKeyTimes(handle: DbHandle, accountId: number): Promise<{ createdAt: Date; lastUsedAt: Date | null } | null> {
+export async function activeKeyTimes(
+  handle: DbHandle,
+  accountId: number,
+): Promise<{ createdAt: Date; lastUsedAt: Date | null } | null> {
   const [row] = await handle.db
     .select({ createdAt: apiKeys.createdAt, lastUsedAt: apiKeys.lastUsedAt })
     .from(apiKeys)

@@ -9,18 +9,24 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from "node:crypto";
 import { and, eq, gt, lte, or } from "drizzle-orm";
 import type { DbHandle } from "../db/client.ts";
-import { hashToken, isWellFormedToken, newToken } from "../one-time-token.ts";
 import { keyReveals } from "../db/schema.ts";
+import { hashToken, isWellFormedToken, newToken } from "../one-time-token.ts";
 
 /** How long a sealed key waits for its display. */
 export const KEY_REVEAL_TTL_MS = 5 * 60_000;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
-const sealingKey = (token: string) => Buffer.from(hkdfSync("sha256", Buffer.from(token, "utf8"), Buffer.alloc(0), "signals-key-reveal-v1", 32));
+const sealingKey = (token: string) =>
+  Buffer.from(hkdfSync("sha256", Buffer.from(token, "utf8"), Buffer.alloc(0), "signals-key-reveal-v1", 32));
 
 /** Seals a new key for one display and returns the token that opens it (for the browser only). */
-export async function createKeyReveal(handle: DbHandle, accountId: number, apiKey: string, now: number): Promise<string> {
+export async function createKeyReveal(
+  handle: DbHandle,
+  accountId: number,
+  apiKey: string,
+  now: number,
+): Promise<string> {
   const token = newToken();
   const iv = randomBytes(IV_BYTES);
   const cipher = createCipheriv("aes-256-gcm", sealingKey(token), iv);
@@ -28,8 +34,12 @@ export async function createKeyReveal(handle: DbHandle, accountId: number, apiKe
   const sealedKey = Buffer.concat([iv, cipher.getAuthTag(), sealed]).toString("base64url");
   await handle.db.transaction(async (tx) => {
     // At most one waiting key per account: an older one is for a key that no longer works.
-    await tx.delete(keyReveals).where(or(eq(keyReveals.accountId, accountId), lte(keyReveals.expiresAt, new Date(now))));
-    await tx.insert(keyReveals).values({ tokenHash: hashToken(token), accountId, sealedKey, expiresAt: new Date(now + KEY_REVEAL_TTL_MS) });
+    await tx
+      .delete(keyReveals)
+      .where(or(eq(keyReveals.accountId, accountId), lte(keyReveals.expiresAt, new Date(now))));
+    await tx
+      .insert(keyReveals)
+      .values({ tokenHash: hashToken(token), accountId, sealedKey, expiresAt: new Date(now + KEY_REVEAL_TTL_MS) });
   });
   return token;
 }
@@ -38,11 +48,22 @@ export async function createKeyReveal(handle: DbHandle, accountId: number, apiKe
  * Takes the sealed key of this token and account out of the database (one DELETE … RETURNING)
  * and opens it; null when there is none (already shown, expired, another account's, or a forged token).
  */
-export async function takeKeyReveal(handle: DbHandle, accountId: number, token: string | undefined, now: number): Promise<string | null> {
+export async function takeKeyReveal(
+  handle: DbHandle,
+  accountId: number,
+  token: string | undefined,
+  now: number,
+): Promise<string | null> {
   if (token === undefined || !isWellFormedToken(token)) return null;
   const [row] = await handle.db
     .delete(keyReveals)
-    .where(and(eq(keyReveals.tokenHash, hashToken(token)), eq(keyReveals.accountId, accountId), gt(keyReveals.expiresAt, new Date(now))))
+    .where(
+      and(
+        eq(keyReveals.tokenHash, hashToken(token)),
+        eq(keyReveals.accountId, accountId),
+        gt(keyReveals.expiresAt, new Date(now)),
+      ),
+    )
     .returning({ sealedKey: keyReveals.sealedKey });
   if (row === undefined) return null;
   const bytes = Buffer.from(row.sealedKey, "base64url");
@@ -57,12 +78,18 @@ export async function takeKeyReveal(handle: DbHandle, accountId: number, token: 
 
 /** True when a new key of this account still waits for its display. */
 export async function keyRevealWaiting(handle: DbHandle, accountId: number, now: number): Promise<boolean> {
-  const rows = await handle.db.select({ tokenHash: keyReveals.tokenHash }).from(keyReveals).where(and(eq(keyReveals.accountId, accountId), gt(keyReveals.expiresAt, new Date(now))));
+  const rows = await handle.db
+    .select({ tokenHash: keyReveals.tokenHash })
+    .from(keyReveals)
+    .where(and(eq(keyReveals.accountId, accountId), gt(keyReveals.expiresAt, new Date(now))));
   return rows.length > 0;
 }
 
 /** Deletes the sealed keys nobody came to see in time (the server's purge timer). */
 export async function purgeExpiredKeyReveals(handle: DbHandle, now: number): Promise<number> {
-  const rows = await handle.db.delete(keyReveals).where(lte(keyReveals.expiresAt, new Date(now))).returning({ tokenHash: keyReveals.tokenHash });
+  const rows = await handle.db
+    .delete(keyReveals)
+    .where(lte(keyReveals.expiresAt, new Date(now)))
+    .returning({ tokenHash: keyReveals.tokenHash });
   return rows.length;
 }

@@ -9,8 +9,8 @@
  * are fixed it never pushes a wait past the window's end.
  */
 import { sql } from "drizzle-orm";
-import type { DbHandle } from "../db/client.ts";
 import { nextMytMidnight } from "../clock.ts";
+import type { DbHandle } from "../db/client.ts";
 
 const MINUTE_MS = 60_000;
 const DAY_MS = 24 * 3_600_000;
@@ -28,7 +28,12 @@ export type PageViewVerdict =
   | { readonly ok: false; readonly budget: "session" | "account"; readonly retryAfterMs: number };
 
 /** Counts one view of a current-signal page by this session and account, and says whether it may be shown. */
-export async function countPageView(handle: DbHandle, viewer: { sessionHash: string; accountId: number }, limits: PageViewLimits, now: number): Promise<PageViewVerdict> {
+export async function countPageView(
+  handle: DbHandle,
+  viewer: { sessionHash: string; accountId: number },
+  limits: PageViewLimits,
+  now: number,
+): Promise<PageViewVerdict> {
   const minuteStart = Math.floor(now / MINUTE_MS) * MINUTE_MS;
   const dayEnd = nextMytMidnight(now);
   const sessionKey = `session:${viewer.sessionHash}`;
@@ -44,12 +49,16 @@ export async function countPageView(handle: DbHandle, viewer: { sessionHash: str
     RETURNING w.view_key, w.views`);
   const views = (key: string) => Number(rows.find((r) => r.view_key === key)?.views ?? 0);
   if (views(accountKey) > limits.perAccountPerDay) return { ok: false, budget: "account", retryAfterMs: dayEnd - now };
-  if (views(sessionKey) > limits.perSessionPerMinute) return { ok: false, budget: "session", retryAfterMs: minuteStart + MINUTE_MS - now };
+  if (views(sessionKey) > limits.perSessionPerMinute)
+    return { ok: false, budget: "session", retryAfterMs: minuteStart + MINUTE_MS - now };
   return { ok: true };
 }
 
 /** Deletes windows that ended more than a day ago (the server's purge timer). */
 export async function purgePageViewWindows(handle: DbHandle, now: number): Promise<number> {
-  const rows = await handle.rows(sql`DELETE FROM page_view_windows WHERE window_start < ${new Date(now - 2 * DAY_MS).toISOString()}::timestamptz RETURNING 1`);
+  const rows = await handle.rows(
+    sql`DELETE FROM page_view_windows WHERE window_start < ${new Date(now - 2 * DAY_MS).toISOString()}::timestamptz
+      RETURNING 1`,
+  );
   return rows.length;
 }

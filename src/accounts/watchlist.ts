@@ -9,9 +9,9 @@ import { randomUUID } from "node:crypto";
 import { and, desc, eq, gt } from "drizzle-orm";
 import type { DbHandle } from "../db/client.ts";
 import { signalEvents, watchlists, watchStreams, webSessions } from "../db/schema.ts";
+import type { ArmingReading, SignalName, SignalSnapshot, UnavailableReason } from "../market/snapshot.ts";
 import { isWellFormedSymbol } from "../market/symbols.ts";
 import { isTimeframe, TIMEFRAME_MS, TIMEFRAMES, type Timeframe } from "../market/timeframes.ts";
-import type { ArmingReading, SignalName, SignalSnapshot, UnavailableReason } from "../market/snapshot.ts";
 
 /** Coins on one watchlist at most (the paid call's limit); with five timeframes, 40 cells. */
 export const MAX_WATCH_SYMBOLS = 8;
@@ -34,20 +34,26 @@ export function parseWatchlist(symbolsText: string, timeframes: readonly string[
   for (const raw of symbolsText.split(/[\s,]+/)) {
     const symbol = raw.trim().toUpperCase();
     if (symbol === "" || symbols.includes(symbol)) continue;
-    if (!isWellFormedSymbol(symbol)) throw new WatchlistError(`“${symbol.slice(0, 20)}” is not a coin code (letters and digits, such as BTC)`);
+    if (!isWellFormedSymbol(symbol))
+      throw new WatchlistError(`“${symbol.slice(0, 20)}” is not a coin code (letters and digits, such as BTC)`);
     symbols.push(symbol);
   }
   if (symbols.length === 0) throw new WatchlistError("choose at least one coin");
-  if (symbols.length > MAX_WATCH_SYMBOLS) throw new WatchlistError(`at most ${MAX_WATCH_SYMBOLS} coins (you gave ${symbols.length})`);
+  if (symbols.length > MAX_WATCH_SYMBOLS)
+    throw new WatchlistError(`at most ${MAX_WATCH_SYMBOLS} coins (you gave ${symbols.length})`);
   const tfs = TIMEFRAMES.filter((tf) => timeframes.includes(tf));
   if (tfs.length === 0) throw new WatchlistError("choose at least one timeframe");
-  if (timeframes.some((tf) => !isTimeframe(tf))) throw new WatchlistError("a timeframe is not one of 15m, 30m, 1h, 4h and 1d");
+  if (timeframes.some((tf) => !isTimeframe(tf)))
+    throw new WatchlistError("a timeframe is not one of 15m, 30m, 1h, 4h and 1d");
   return { symbols, timeframes: tfs };
 }
 
 /** The member's watchlist, or the default one. */
 export async function getWatchlist(handle: DbHandle, accountId: number): Promise<Watchlist> {
-  const [row] = await handle.db.select({ symbols: watchlists.symbols, timeframes: watchlists.timeframes }).from(watchlists).where(eq(watchlists.accountId, accountId));
+  const [row] = await handle.db
+    .select({ symbols: watchlists.symbols, timeframes: watchlists.timeframes })
+    .from(watchlists)
+    .where(eq(watchlists.accountId, accountId));
   if (!row) return DEFAULT_WATCHLIST;
   return { symbols: row.symbols.slice(0, MAX_WATCH_SYMBOLS), timeframes: row.timeframes.filter(isTimeframe) };
 }
@@ -55,7 +61,10 @@ export async function getWatchlist(handle: DbHandle, accountId: number): Promise
 /** Remembers the member's watchlist (one row per account). */
 export async function saveWatchlist(handle: DbHandle, accountId: number, list: Watchlist, now: number): Promise<void> {
   const values = { symbols: [...list.symbols], timeframes: [...list.timeframes], updatedAt: new Date(now) };
-  await handle.db.insert(watchlists).values({ accountId, ...values }).onConflictDoUpdate({ target: watchlists.accountId, set: values });
+  await handle.db
+    .insert(watchlists)
+    .values({ accountId, ...values })
+    .onConflictDoUpdate({ target: watchlists.accountId, set: values });
 }
 
 /**
@@ -94,8 +103,14 @@ export class ChangeTimes {
     const key = eventId ?? `latest:${symbol}/${tf}`;
     const known = this.byEvent.get(key);
     if (known !== undefined && eventId !== null) return known;
-    const where = eventId !== null ? eq(signalEvents.id, eventId) : and(eq(signalEvents.symbol, symbol), eq(signalEvents.tf, tf));
-    const [row] = await this.handle.db.select({ openTime: signalEvents.candleOpenTime }).from(signalEvents).where(where).orderBy(desc(signalEvents.candleOpenTime)).limit(1);
+    const where =
+      eventId !== null ? eq(signalEvents.id, eventId) : and(eq(signalEvents.symbol, symbol), eq(signalEvents.tf, tf));
+    const [row] = await this.handle.db
+      .select({ openTime: signalEvents.candleOpenTime })
+      .from(signalEvents)
+      .where(where)
+      .orderBy(desc(signalEvents.candleOpenTime))
+      .limit(1);
     const time = row ? row.openTime + TIMEFRAME_MS[tf] : null;
     if (eventId !== null) {
       if (this.byEvent.size > 10_000) this.byEvent.clear();
@@ -106,11 +121,18 @@ export class ChangeTimes {
 }
 
 /** The grid's cells now, row by row (coins) and column by column (timeframes). */
-export async function watchCells(snapshot: SignalSnapshot, times: ChangeTimes, list: Watchlist, now: number): Promise<WatchCell[]> {
+export async function watchCells(
+  snapshot: SignalSnapshot,
+  times: ChangeTimes,
+  list: Watchlist,
+  now: number,
+): Promise<WatchCell[]> {
   const cells: WatchCell[] = [];
   for (const symbol of list.symbols) {
     for (const tf of list.timeframes) {
-      const found = isWellFormedSymbol(symbol) ? snapshot.lookup(symbol, tf, now) : ({ ok: false, reason: "invalid_symbol" } as const);
+      const found = isWellFormedSymbol(symbol)
+        ? snapshot.lookup(symbol, tf, now)
+        : ({ ok: false, reason: "invalid_symbol" } as const);
       if (!found.ok) {
         cells.push({ symbol, tf, ok: false, reason: found.reason });
         continue;
@@ -137,7 +159,10 @@ export async function watchCells(snapshot: SignalSnapshot, times: ChangeTimes, l
 export async function claimWatchStream(handle: DbHandle, sessionTokenHash: string, now: number): Promise<string> {
   const streamId = randomUUID();
   const values = { streamId, startedAt: new Date(now) };
-  await handle.db.insert(watchStreams).values({ sessionTokenHash, ...values }).onConflictDoUpdate({ target: watchStreams.sessionTokenHash, set: values });
+  await handle.db
+    .insert(watchStreams)
+    .values({ sessionTokenHash, ...values })
+    .onConflictDoUpdate({ target: watchStreams.sessionTokenHash, set: values });
   return streamId;
 }
 
@@ -145,7 +170,12 @@ export async function claimWatchStream(handle: DbHandle, sessionTokenHash: strin
  * The stream is still its session's one stream: not replaced, and the session neither ended (the row goes with it) nor
  * expired.
  */
-export async function holdsWatchStream(handle: DbHandle, sessionTokenHash: string, streamId: string, now: number): Promise<boolean> {
+export async function holdsWatchStream(
+  handle: DbHandle,
+  sessionTokenHash: string,
+  streamId: string,
+  now: number,
+): Promise<boolean> {
   const [row] = await handle.db
     .select({ streamId: watchStreams.streamId })
     .from(watchStreams)
@@ -156,5 +186,7 @@ export async function holdsWatchStream(handle: DbHandle, sessionTokenHash: strin
 
 /** Lets go of the session's stream when it ends (only if still ours). */
 export async function releaseWatchStream(handle: DbHandle, sessionTokenHash: string, streamId: string): Promise<void> {
-  await handle.db.delete(watchStreams).where(and(eq(watchStreams.sessionTokenHash, sessionTokenHash), eq(watchStreams.streamId, streamId)));
+  await handle.db
+    .delete(watchStreams)
+    .where(and(eq(watchStreams.sessionTokenHash, sessionTokenHash), eq(watchStreams.streamId, streamId)));
 }

@@ -2,7 +2,7 @@
  * A payment row as the AdminService's Payment message.
  */
 import { create } from "@bufbuild/protobuf";
-import { PaymentSchema, type Payment } from "../../gen/signals/v1/admin_pb.js";
+import { type Payment, PaymentSchema } from "../../gen/signals/v1/admin_pb.js";
 import type { PaymentRecord } from "../payments/queries.ts";
 
 /** Converts one payment with its ledger row. */
@@ -25,7 +25,15 @@ export function paymentMessage(p: PaymentRecord): Payment {
     disputeId: p.disputeId ?? "",
     detail: p.detail ?? "",
     ledgerEntry: l
-      ? { id: BigInt(l.id), kind: l.kind, grantDelta: BigInt(l.grantDelta), packDelta: BigInt(l.packDelta), grantAfter: BigInt(l.grantAfter), packAfter: BigInt(l.packAfter), reason: l.reason ?? "" }
+      ? {
+          id: BigInt(l.id),
+          kind: l.kind,
+          grantDelta: BigInt(l.grantDelta),
+          packDelta: BigInt(l.packDelta),
+          grantAfter: BigInt(l.grantAfter),
+          packAfter: BigInt(l.packAfter),
+          reason: l.reason ?? "",
+        }
       : undefined,
   });
 }

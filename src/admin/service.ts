@@ -2,28 +2,41 @@
  * AdminService: operator actions on accounts, keys and Tokens. Served on the internal
  * listener and used in-process by the CLI, so both paths run exactly this code.
  */
-import { errorSummary } from "../logger.ts";
+
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { Logger } from "pino";
-import { AccountSummarySchema, CheckStatus, type AccountSummary as AccountSummaryMessage, type AdminService } from "../../gen/signals/v1/admin_pb.js";
-import { migrateDb, migrationStatus, type DbHandle } from "../db/client.ts";
-import type { Limits } from "../config.ts";
-import type { Clock } from "../clock.ts";
+import {
+  type AccountSummary as AccountSummaryMessage,
+  AccountSummarySchema,
+  type AdminService,
+  CheckStatus,
+} from "../../gen/signals/v1/admin_pb.js";
 import {
   AccountError,
+  type AccountSummary,
   createAccount,
   getAccountSummary,
   parseInstant,
   regenerateKey,
   setSubscription,
-  type AccountSummary,
 } from "../accounts/accounts.ts";
-import { adjustTokens, applyMonthlyGrant } from "../billing/tokens.ts";
-import { serviceError } from "../errors.ts";
-import { AlertSettingsError, clearAlertSettings, getAlertSettings, parseAlertSettings, saveAlertSettings, type AlertSettings } from "../alerts/settings.ts";
 import { setMemberPassword } from "../accounts/sign-in/credentials.ts";
 import { createPasswordLink } from "../accounts/sign-in/password-links.ts";
+import {
+  type AlertSettings,
+  AlertSettingsError,
+  clearAlertSettings,
+  getAlertSettings,
+  parseAlertSettings,
+  saveAlertSettings,
+} from "../alerts/settings.ts";
+import { adjustTokens, applyMonthlyGrant } from "../billing/tokens.ts";
+import type { Clock } from "../clock.ts";
+import type { Limits } from "../config.ts";
+import { type DbHandle, migrateDb, migrationStatus } from "../db/client.ts";
+import { serviceError } from "../errors.ts";
+import { errorSummary } from "../logger.ts";
 import { listPayments } from "../payments/queries.ts";
 import { paymentMessage } from "./payment-message.ts";
 
@@ -35,7 +48,9 @@ export interface AdminServiceDeps {
   /** Base of the links the operator hands out (password setup), e.g. https://signals.example. */
   readonly publicBaseUrl: string;
   /** The operator's readiness checks (src/doctor/), composed by the caller; absent: none run. */
-  readonly runChecks?: () => Promise<ReadonlyArray<{ name: string; status: "ok" | "missing" | "failing"; detail: string; fix: string; needed: boolean }>>;
+  readonly runChecks?: () => Promise<
+    ReadonlyArray<{ name: string; status: "ok" | "missing" | "failing"; detail: string; fix: string; needed: boolean }>
+  >;
 }
 
 const CHECK_STATUS = { ok: CheckStatus.OK, missing: CheckStatus.MISSING, failing: CheckStatus.FAILING } as const;
@@ -61,7 +76,8 @@ function toMessage(summary: AccountSummary, alerts: AlertSettings | null): Accou
 }
 
 function accountIdOf(raw: bigint): number {
-  if (raw <= 0n || raw > BigInt(Number.MAX_SAFE_INTEGER)) throw new AccountError("bad_request", "account_id must be a positive integer");
+  if (raw <= 0n || raw > BigInt(Number.MAX_SAFE_INTEGER))
+    throw new AccountError("bad_request", "account_id must be a positive integer");
   return Number(raw);
 }
 
@@ -90,12 +106,20 @@ export function createAdminService(deps: AdminServiceDeps): ServiceImpl<typeof A
     createAccount: (req) =>
       guarded(logger, async () => {
         const now = clock();
-        const until = req.subscriptionUntil ? parseInstant(req.subscriptionUntil, "subscription_until") : new Date(now + MONTH_MS);
-        const { summary, apiKey } = await createAccount(db, { email: req.email, plan: req.plan, subscriptionUntil: until }, limits, now);
+        const until = req.subscriptionUntil
+          ? parseInstant(req.subscriptionUntil, "subscription_until")
+          : new Date(now + MONTH_MS);
+        const { summary, apiKey } = await createAccount(
+          db,
+          { email: req.email, plan: req.plan, subscriptionUntil: until },
+          limits,
+          now,
+        );
         logger.info({ accountId: summary.accountId, plan: summary.plan }, "account created");
         return { account: await message(summary), apiKey };
       }),
-    getAccount: (req) => guarded(logger, async () => ({ account: await message(await summaryAfterGrant(accountIdOf(req.accountId))) })),
+    getAccount: (req) =>
+      guarded(logger, async () => ({ account: await message(await summaryAfterGrant(accountIdOf(req.accountId))) })),
     regenerateKey: (req) =>
       guarded(logger, async () => {
         const { summary, apiKey } = await regenerateKey(db, accountIdOf(req.accountId), clock());
@@ -127,19 +151,29 @@ export function createAdminService(deps: AdminServiceDeps): ServiceImpl<typeof A
         if (!Number.isSafeInteger(delta) || delta === 0 || Math.abs(delta) > MAX_PACK) {
           throw new AccountError("bad_request", `delta must be a non-zero integer within ±${MAX_PACK}`);
         }
-        if (reason === "" || reason.length > 500) throw new AccountError("bad_request", "reason is required (at most 500 characters)");
+        if (reason === "" || reason.length > 500)
+          throw new AccountError("bad_request", "reason is required (at most 500 characters)");
         await applyMonthlyGrant(db, accountId, limits, clock());
         const outcome = await adjustTokens(db, accountId, "adjustment", delta, reason, limits);
         if (outcome === "not_found") throw new AccountError("not_found", `no account with id ${accountId}`);
-        if (outcome === "insufficient_credits") throw new AccountError("insufficient_credits", "the adjustment would take the balance below zero");
+        if (outcome === "insufficient_credits")
+          throw new AccountError("insufficient_credits", "the adjustment would take the balance below zero");
         return { account: await message(await getAccountSummary(db, accountId, clock())) };
       }),
     setAlerts: (req) =>
       guarded(logger, async () => {
         const accountId = accountIdOf(req.accountId);
-        const settings = parseAlertSettings({ chatId: req.alerts?.chatId ?? "", symbols: req.alerts?.symbols ?? [], timeframes: req.alerts?.timeframes ?? [] });
-        if (!(await saveAlertSettings(db, accountId, settings))) throw new AccountError("not_found", `no account with id ${accountId}`);
-        logger.info({ accountId, symbols: settings.symbols.length, timeframes: settings.timeframes }, "alert settings changed");
+        const settings = parseAlertSettings({
+          chatId: req.alerts?.chatId ?? "",
+          symbols: req.alerts?.symbols ?? [],
+          timeframes: req.alerts?.timeframes ?? [],
+        });
+        if (!(await saveAlertSettings(db, accountId, settings)))
+          throw new AccountError("not_found", `no account with id ${accountId}`);
+        logger.info(
+          { accountId, symbols: settings.symbols.length, timeframes: settings.timeframes },
+          "alert settings changed",
+        );
         return { account: await message(await getAccountSummary(db, accountId, clock())) };
       }),
     clearAlerts: (req) =>
@@ -155,7 +189,10 @@ export function createAdminService(deps: AdminServiceDeps): ServiceImpl<typeof A
         const accountId = accountIdOf(req.accountId);
         const { sessionsRevoked } = await setMemberPassword(db, accountId, req.password);
         logger.info({ accountId, sessionsRevoked }, "member password set by the operator");
-        return { account: await message(await getAccountSummary(db, accountId, clock())), sessionsRevoked: BigInt(sessionsRevoked) };
+        return {
+          account: await message(await getAccountSummary(db, accountId, clock())),
+          sessionsRevoked: BigInt(sessionsRevoked),
+        };
       }),
     listPayments: (req) =>
       guarded(logger, async () => {

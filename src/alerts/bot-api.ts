@@ -8,7 +8,7 @@
  * seven times the CPU of `request` (bench/bot-api-client.ts, docs/decisions.md), and a burst of
  * alerts is CPU-bound.
  */
-import { Pool, request, type Dispatcher } from "undici";
+import { type Dispatcher, Pool, request } from "undici";
 
 /** The fields of a Bot API answer this service reads. */
 export interface TelegramReply {

@@ -7,8 +7,8 @@
  * not being sent.
  */
 import type { Logger } from "pino";
+import { type Clock, systemClock } from "../clock.ts";
 import type { Config } from "../config.ts";
-import { systemClock, type Clock } from "../clock.ts";
 import type { DbHandle } from "../db/client.ts";
 import { OutboxWorker } from "./outbox-worker.ts";
 import { createTelegramSender } from "./telegram.ts";
@@ -21,7 +21,12 @@ export interface AlertDelivery {
   stop(): Promise<void>;
 }
 
-export async function startAlertDelivery(config: Config, db: DbHandle, logger: Logger, clock: Clock = systemClock): Promise<AlertDelivery> {
+export async function startAlertDelivery(
+  config: Config,
+  db: DbHandle,
+  logger: Logger,
+  clock: Clock = systemClock,
+): Promise<AlertDelivery> {
   const { alerts } = config;
   if (!alerts.worker) return { worker: null, poller: null, stop: async () => {} };
   if (alerts.telegramBotToken === null) {

@@ -5,9 +5,9 @@
  */
 import { formatMyt } from "../clock.ts";
 import { shortHash } from "../market/event-chain.ts";
-import { TIMEFRAME_MS } from "../market/timeframes.ts";
 import { DEMO_DATA_LABEL } from "../market/provenance.ts";
 import type { Timeframe } from "../market/timeframes.ts";
+import { TIMEFRAME_MS } from "../market/timeframes.ts";
 
 export const DISCLAIMER = "Educational information, not investment advice.";
 

@@ -14,11 +14,11 @@
 import { sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import type { AlertConfig } from "../config.ts";
+import { OUTBOX_READY } from "../db/channels.ts";
 import type { DbHandle } from "../db/client.ts";
 import { errorSummary } from "../logger.ts";
-import { backoffMs } from "../retry.ts";
-import { OUTBOX_READY } from "../db/channels.ts";
 import { isTimeframe } from "../market/timeframes.ts";
+import { backoffMs } from "../retry.ts";
 import { lowBalanceText, signalAlertText } from "./message-text.ts";
 import type { MessageSender, SendOutcome } from "./telegram.ts";
 
@@ -214,14 +214,18 @@ export class OutboxWorker {
   private async deliverOne(row: ClaimedRow, batch: Batch): Promise<void> {
     const id = Number(row.id);
     if (row.expired) {
-      return this.fail(id, `gave up after ${row.attempts - 1} attempts${row.last_error ? `; last error: ${row.last_error}` : ""}`);
+      return this.fail(
+        id,
+        `gave up after ${row.attempts - 1} attempts${row.last_error ? `; last error: ${row.last_error}` : ""}`,
+      );
     }
     const text = this.render(row);
     if (row.chat_id === null) return this.fail(id, "no chat id configured for this account");
     if (text === null) return this.fail(id, "the message's event is missing");
     // A 429 seen by another lane pauses this one too: keep to the bot's flood limit.
     const pause = this.pausedUntil - Date.now();
-    if (pause > 0) return this.retry(id, { kind: "retry", error: "paused by flood control", retryAfterMs: pause }, row.attempts);
+    if (pause > 0)
+      return this.retry(id, { kind: "retry", error: "paused by flood control", retryAfterMs: pause }, row.attempts);
     if (!(await this.holdLease(batch, row))) return;
     const outcome = await this.deps.sender.send(row.chat_id, text);
     if (outcome.kind === "sent") return this.acknowledge(id);
@@ -269,9 +273,21 @@ export class OutboxWorker {
 
   private render(row: ClaimedRow): string | null {
     if (row.kind === "low_balance") {
-      return lowBalanceText(Number(row.payload?.credits_left ?? 0), Number(row.payload?.threshold ?? 0), this.deps.publicBaseUrl);
+      return lowBalanceText(
+        Number(row.payload?.credits_left ?? 0),
+        Number(row.payload?.threshold ?? 0),
+        this.deps.publicBaseUrl,
+      );
     }
-    if (row.event_id === null || row.symbol === null || row.tf === null || !isTimeframe(row.tf) || row.signal === null || row.price === null) return null;
+    if (
+      row.event_id === null ||
+      row.symbol === null ||
+      row.tf === null ||
+      !isTimeframe(row.tf) ||
+      row.signal === null ||
+      row.price === null
+    )
+      return null;
     return signalAlertText(
       {
         eventId: row.event_id,
@@ -308,11 +324,16 @@ export class OutboxWorker {
       const ids = this.acks;
       this.acks = [];
       try {
-        await this.deps.db.rows(sql`UPDATE outbox SET sent_at = now(), lease_until = NULL WHERE id = ANY (${sql.param(ids)}::bigint[])`);
+        await this.deps.db.rows(
+          sql`UPDATE outbox SET sent_at = now(), lease_until = NULL WHERE id = ANY (${sql.param(ids)}::bigint[])`,
+        );
         this.counts.sent += ids.length;
       } catch (err) {
         // Not acknowledged: the rows are sent again after their lease (at least once).
-        this.deps.logger.error({ err: errorSummary(err), rows: ids.length }, "could not acknowledge delivered messages; they will be re-sent after their lease");
+        this.deps.logger.error(
+          { err: errorSummary(err), rows: ids.length },
+          "could not acknowledge delivered messages; they will be re-sent after their lease",
+        );
       }
     }
   }
@@ -323,7 +344,9 @@ export class OutboxWorker {
   }
 
   private async fail(id: number, error: string): Promise<void> {
-    await this.deps.db.rows(sql`UPDATE outbox SET failed_at = now(), lease_until = NULL, last_error = ${error} WHERE id = ${id}`);
+    await this.deps.db.rows(
+      sql`UPDATE outbox SET failed_at = now(), lease_until = NULL, last_error = ${error} WHERE id = ${id}`,
+    );
     this.counts.failed++;
     this.deps.logger.warn({ outboxId: id, error }, "message not delivered; recorded as failed");
   }
@@ -331,7 +354,8 @@ export class OutboxWorker {
   private async retry(id: number, outcome: Extract<SendOutcome, { kind: "retry" }>, attempts: number): Promise<void> {
     const { retryBaseMs, retryMaxMs, giveUpAfterMs } = this.deps.alerts;
     const delayMs = outcome.retryAfterMs ?? backoffMs(attempts, retryBaseMs, retryMaxMs, "equal");
-    if (outcome.retryAfterMs !== undefined) this.pausedUntil = Math.max(this.pausedUntil, Date.now() + outcome.retryAfterMs);
+    if (outcome.retryAfterMs !== undefined)
+      this.pausedUntil = Math.max(this.pausedUntil, Date.now() + outcome.retryAfterMs);
     // A retry that could only happen after the give-up point is a failure now, recorded like
     // one found expired when leased: "gave up after N attempts; last error: ...".
     const [row] = await this.deps.db.rows<{ gave_up: boolean; last_error: string }>(sql`
@@ -354,6 +378,9 @@ export class OutboxWorker {
       return;
     }
     this.counts.retried++;
-    this.deps.logger.info({ outboxId: id, attempts, delayMs, error: outcome.error }, "message delivery will be retried");
+    this.deps.logger.info(
+      { outboxId: id, attempts, delayMs, error: outcome.error },
+      "message delivery will be retried",
+    );
   }
 }

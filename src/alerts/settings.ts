@@ -9,8 +9,7 @@ import { eq, sql } from "drizzle-orm";
 import type { DbHandle } from "../db/client.ts";
 import { accounts, alertSettings } from "../db/schema.ts";
 import { isWellFormedSymbol } from "../market/symbols.ts";
-import { TIMEFRAMES, type Timeframe } from "../market/timeframes.ts";
-import { isTimeframe } from "../market/timeframes.ts";
+import { isTimeframe, TIMEFRAMES, type Timeframe } from "../market/timeframes.ts";
 
 export interface AlertSettings {
   /** null: no chat connected. */
@@ -47,18 +46,30 @@ function splitList(raw: string | readonly string[]): string[] {
  * chat (the web page, before Telegram is connected); a given one must be well formed. Throws
  * AlertSettingsError.
  */
-export function parseAlertSettings(input: { chatId: string | null; symbols: string | readonly string[]; timeframes: string | readonly string[] }): AlertSettings {
+export function parseAlertSettings(input: {
+  chatId: string | null;
+  symbols: string | readonly string[];
+  timeframes: string | readonly string[];
+}): AlertSettings {
   const chatId = input.chatId === null ? null : input.chatId.trim();
-  if (chatId !== null && !CHAT_ID_PATTERN.test(chatId)) throw new AlertSettingsError(`chat id must be a Telegram chat id (a number) or @channelname, got "${chatId.slice(0, 40)}"`);
+  if (chatId !== null && !CHAT_ID_PATTERN.test(chatId))
+    throw new AlertSettingsError(
+      `chat id must be a Telegram chat id (a number) or @channelname, got "${chatId.slice(0, 40)}"`,
+    );
   const symbols = [...new Set(splitList(input.symbols).map((s) => s.toUpperCase()))];
   if (symbols.length === 0) throw new AlertSettingsError("name at least one coin, e.g. BTC,ETH");
   if (symbols.length > MAX_ALERT_SYMBOLS) throw new AlertSettingsError(`at most ${MAX_ALERT_SYMBOLS} coins`);
   const badSymbol = symbols.find((s) => !isWellFormedSymbol(s));
-  if (badSymbol !== undefined) throw new AlertSettingsError(`"${badSymbol.slice(0, 20)}" is not a coin code (1 to 15 letters or digits, e.g. BTC)`);
+  if (badSymbol !== undefined)
+    throw new AlertSettingsError(
+      `"${badSymbol.slice(0, 20)}" is not a coin code (1 to 15 letters or digits, e.g. BTC)`,
+    );
   const requested = splitList(input.timeframes);
-  if (requested.length === 0) throw new AlertSettingsError(`name at least one timeframe among ${TIMEFRAMES.join(", ")}`);
+  if (requested.length === 0)
+    throw new AlertSettingsError(`name at least one timeframe among ${TIMEFRAMES.join(", ")}`);
   const badTf = requested.find((tf) => !isTimeframe(tf));
-  if (badTf !== undefined) throw new AlertSettingsError(`timeframe must be one of ${TIMEFRAMES.join(", ")}, got "${badTf.slice(0, 10)}"`);
+  if (badTf !== undefined)
+    throw new AlertSettingsError(`timeframe must be one of ${TIMEFRAMES.join(", ")}, got "${badTf.slice(0, 10)}"`);
   const timeframes = TIMEFRAMES.filter((tf) => requested.includes(tf));
   return { chatId, symbols, timeframes };
 }
@@ -67,7 +78,12 @@ export function parseAlertSettings(input: { chatId: string | null; symbols: stri
 export async function getAlertSettings(handle: DbHandle, accountId: number): Promise<StoredAlertSettings | null> {
   const [row] = await handle.db.select().from(alertSettings).where(eq(alertSettings.accountId, accountId));
   if (!row) return null;
-  return { chatId: row.chatId, chatVerified: row.chatId !== null && row.chatVerified, symbols: row.symbols, timeframes: row.timeframes.filter(isTimeframe) };
+  return {
+    chatId: row.chatId,
+    chatVerified: row.chatId !== null && row.chatVerified,
+    symbols: row.symbols,
+    timeframes: row.timeframes.filter(isTimeframe),
+  };
 }
 
 /**
@@ -75,7 +91,11 @@ export async function getAlertSettings(handle: DbHandle, accountId: number): Pro
  * through `/start` stays proven only while the chat id stays the same: a typed chat id
  * (from the account page or the operator) is never proven.
  */
-export async function saveAlertSettings(handle: DbHandle, accountId: number, settings: AlertSettings): Promise<boolean> {
+export async function saveAlertSettings(
+  handle: DbHandle,
+  accountId: number,
+  settings: AlertSettings,
+): Promise<boolean> {
   const [account] = await handle.db.select({ id: accounts.id }).from(accounts).where(eq(accounts.id, accountId));
   if (!account) return false;
   const { chatId, symbols, timeframes } = settings;
@@ -86,7 +106,8 @@ export async function saveAlertSettings(handle: DbHandle, accountId: number, set
       target: alertSettings.accountId,
       set: {
         chatId,
-        chatVerified: sql`${alertSettings.chatVerified} AND ${alertSettings.chatId} IS NOT DISTINCT FROM excluded.chat_id`,
+        chatVerified: sql`${alertSettings.chatVerified} AND ${alertSettings.chatId} IS NOT DISTINCT
+          FROM excluded.chat_id`,
         symbols,
         timeframes,
         updatedAt: sql`now()`,

@@ -7,16 +7,17 @@
  * subscription, written here as SQL over PAID_PLANS and the same `subscription_until > now`.
  */
 import { sql } from "drizzle-orm";
-import { resultRows } from "../db/client.ts";
-import { OUTBOX_READY } from "../db/channels.ts";
-import type { SignalEventsSubscriber } from "../market/store.ts";
 import { PAID_PLANS } from "../accounts/entitlement.ts";
+import { OUTBOX_READY } from "../db/channels.ts";
+import { resultRows } from "../db/client.ts";
+import type { SignalEventsSubscriber } from "../market/store.ts";
 
 /** Queues the alerts of the live events the market just stored, and wakes the delivery worker on commit. */
 export const queueSignalAlerts: SignalEventsSubscriber = async (tx, stored, now) => {
   const live = stored.filter((e) => e.live);
   if (live.length === 0) return;
-  const [counts] = resultRows<{ queued: number }>(await tx.execute(sql`
+  const [counts] = resultRows<{ queued: number }>(
+    await tx.execute(sql`
     WITH queued AS (
       INSERT INTO outbox (kind, account_id, chat_id, event_id)
       SELECT 'signal_alert', s.account_id, s.chat_id, e.id
@@ -29,6 +30,7 @@ export const queueSignalAlerts: SignalEventsSubscriber = async (tx, stored, now)
        AND a.subscription_until > ${new Date(now).toISOString()}::timestamptz
        ORDER BY e.seq, s.account_id
       RETURNING 1)
-    SELECT count(*)::int AS queued FROM queued`));
+    SELECT count(*)::int AS queued FROM queued`),
+  );
   if (Number(counts?.queued ?? 0) > 0) await tx.execute(sql`SELECT pg_notify(${OUTBOX_READY}, '')`);
 };

@@ -8,8 +8,8 @@
  */
 import { eq, lte, sql } from "drizzle-orm";
 import type { DbHandle } from "../db/client.ts";
-import { hashToken, isWellFormedToken, newToken } from "../one-time-token.ts";
 import { accounts, alertSettings, telegramConnectTokens } from "../db/schema.ts";
+import { hashToken, isWellFormedToken, newToken } from "../one-time-token.ts";
 
 /** How long a connect link works: long enough to install Telegram, short enough to be useless if leaked later. */
 export const CONNECT_TOKEN_TTL_MS = 15 * 60_000;
@@ -25,7 +25,9 @@ export async function createConnectToken(handle: DbHandle, accountId: number, no
   const token = newToken();
   await handle.db.transaction(async (tx) => {
     await tx.delete(telegramConnectTokens).where(eq(telegramConnectTokens.accountId, accountId));
-    await tx.insert(telegramConnectTokens).values({ tokenHash: hashToken(token), accountId, expiresAt: new Date(now + CONNECT_TOKEN_TTL_MS) });
+    await tx
+      .insert(telegramConnectTokens)
+      .values({ tokenHash: hashToken(token), accountId, expiresAt: new Date(now + CONNECT_TOKEN_TTL_MS) });
   });
   return token;
 }
@@ -41,7 +43,12 @@ export type ConnectResult =
  * token, in one transaction, so a token binds at most one chat once. An expired token is deleted
  * too and binds nothing.
  */
-export async function consumeConnectToken(handle: DbHandle, token: string, chatId: string, now: number): Promise<ConnectResult> {
+export async function consumeConnectToken(
+  handle: DbHandle,
+  token: string,
+  chatId: string,
+  now: number,
+): Promise<ConnectResult> {
   if (!isWellFormedToken(token)) return { kind: "unknown" };
   return handle.db.transaction(async (tx) => {
     const [row] = await tx
@@ -57,14 +64,20 @@ export async function consumeConnectToken(handle: DbHandle, token: string, chatI
     await tx
       .insert(alertSettings)
       .values({ accountId: row.accountId, chatId, chatVerified: true, symbols: [], timeframes: [] })
-      .onConflictDoUpdate({ target: alertSettings.accountId, set: { chatId, chatVerified: true, updatedAt: sql`now()` } });
+      .onConflictDoUpdate({
+        target: alertSettings.accountId,
+        set: { chatId, chatVerified: true, updatedAt: sql`now()` },
+      });
     return { kind: "connected", accountId: row.accountId, email: account.email } as const;
   });
 }
 
 /** Unbinds the account's chat; its coins and timeframes stay for the next connection. */
 export async function disconnectChat(handle: DbHandle, accountId: number): Promise<void> {
-  await handle.db.update(alertSettings).set({ chatId: null, chatVerified: false, updatedAt: sql`now()` }).where(eq(alertSettings.accountId, accountId));
+  await handle.db
+    .update(alertSettings)
+    .set({ chatId: null, chatVerified: false, updatedAt: sql`now()` })
+    .where(eq(alertSettings.accountId, accountId));
 }
 
 /**
@@ -72,6 +85,9 @@ export async function disconnectChat(handle: DbHandle, accountId: number): Promi
  * then a late `/start` is answered "expired" rather than "not valid".
  */
 export async function purgeExpiredConnectTokens(handle: DbHandle, now: number): Promise<number> {
-  const rows = await handle.db.delete(telegramConnectTokens).where(lte(telegramConnectTokens.expiresAt, new Date(now - EXPIRED_TOKEN_KEPT_MS))).returning({ tokenHash: telegramConnectTokens.tokenHash });
+  const rows = await handle.db
+    .delete(telegramConnectTokens)
+    .where(lte(telegramConnectTokens.expiresAt, new Date(now - EXPIRED_TOKEN_KEPT_MS)))
+    .returning({ tokenHash: telegramConnectTokens.tokenHash });
   return rows.length;
 }

@@ -4,11 +4,12 @@
  * and is answered in that chat; every other update is ignored. The update's shape is checked
  * here, once, for both ways.
  */
-import { z } from "zod";
+
 import type { Logger } from "pino";
+import { z } from "zod";
 import type { DbHandle } from "../db/client.ts";
-import { consumeConnectToken, CONNECT_TOKEN_TTL_MS } from "./telegram-connect.ts";
 import type { MessageSender } from "./telegram.ts";
+import { CONNECT_TOKEN_TTL_MS, consumeConnectToken } from "./telegram-connect.ts";
 
 /** The part of a Telegram Update this service reads; other fields and kinds pass through unread. */
 const updateSchema = z.looseObject({
@@ -70,5 +71,6 @@ export async function handleUpdate(deps: UpdateHandlerDeps, update: TelegramUpda
     reply = result.kind === "connected" ? START_REPLIES.connected(result.email) : START_REPLIES[result.kind];
   }
   const outcome = await deps.sender.send(chatId, reply);
-  if (outcome.kind !== "sent") deps.logger.warn({ error: outcome.error }, "telegram: the reply to /start was not delivered");
+  if (outcome.kind !== "sent")
+    deps.logger.warn({ error: outcome.error }, "telegram: the reply to /start was not delivered");
 }

@@ -5,7 +5,7 @@
  * (it is part of the URL), so they are safe to store and log.
  */
 import { retryAfterMs } from "../retry.ts";
-import { botAgent, botMethodUrl, postJson, readReply, type HttpAnswer, type TelegramReply } from "./bot-api.ts";
+import { botAgent, botMethodUrl, type HttpAnswer, postJson, readReply, type TelegramReply } from "./bot-api.ts";
 
 export type SendOutcome =
   | { readonly kind: "sent" }
@@ -60,7 +60,12 @@ export function createTelegramSender(options: TelegramOptions): MessageSender {
     async send(chatId, text) {
       let response: HttpAnswer;
       try {
-        response = await postJson(url, JSON.stringify({ chat_id: chatId, text, disable_web_page_preview: true }), agent, options.timeoutMs);
+        response = await postJson(
+          url,
+          JSON.stringify({ chat_id: chatId, text, disable_web_page_preview: true }),
+          agent,
+          options.timeoutMs,
+        );
       } catch (err) {
         return { kind: "retry", error: networkError(err, options.timeoutMs) };
       }
@@ -70,7 +75,8 @@ export function createTelegramSender(options: TelegramOptions): MessageSender {
       const error = refusalText(response.status, reply, options.botToken);
       if (response.status === 429) return { kind: "retry", error, retryAfterMs: waitFrom429(response, reply) };
       // 401/404: the bot token is wrong (an operator can fix it); 5xx: Telegram's side.
-      if (response.status >= 500 || response.status === 401 || response.status === 404 || response.status === 408) return { kind: "retry", error };
+      if (response.status >= 500 || response.status === 401 || response.status === 404 || response.status === 408)
+        return { kind: "retry", error };
       // 400 chat not found, 403 bot blocked by the member, ...: retrying cannot help.
       return { kind: "failed", error };
     },

@@ -11,8 +11,8 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import { errorSummary } from "../logger.ts";
-import { botAgent, botMethodUrl, postJson, readReply } from "./bot-api.ts";
 import { backoffMs } from "../retry.ts";
+import { botAgent, botMethodUrl, postJson, readReply } from "./bot-api.ts";
 import { refusalText } from "./telegram.ts";
 import { parseUpdate, type TelegramUpdate } from "./telegram-updates.ts";
 
@@ -70,11 +70,20 @@ export class UpdatePoller {
   }
 
   private async request(timeoutS: number, signal: AbortSignal): Promise<unknown[]> {
-    const payload = JSON.stringify({ offset: this.offset, timeout: timeoutS, limit: BATCH_LIMIT, allowed_updates: ["message"] });
+    const payload = JSON.stringify({
+      offset: this.offset,
+      timeout: timeoutS,
+      limit: BATCH_LIMIT,
+      allowed_updates: ["message"],
+    });
     const sentOffset = this.offset;
-    const answer = await postJson(this.url, payload, this.agent, (timeoutS + 10) * 1000, { signal, maxAnswerBytes: MAX_ANSWER_BYTES });
+    const answer = await postJson(this.url, payload, this.agent, (timeoutS + 10) * 1000, {
+      signal,
+      maxAnswerBytes: MAX_ANSWER_BYTES,
+    });
     const reply = readReply(answer);
-    if (answer.status !== 200 || reply.ok !== true || !Array.isArray(reply.result)) throw new Error(`getUpdates refused: ${refusalText(answer.status, reply, this.options.botToken)}`);
+    if (answer.status !== 200 || reply.ok !== true || !Array.isArray(reply.result))
+      throw new Error(`getUpdates refused: ${refusalText(answer.status, reply, this.options.botToken)}`);
     this.confirmed = sentOffset;
     return reply.result;
   }
@@ -111,11 +120,17 @@ export class UpdatePoller {
       this.handlerFailures++;
       if (this.handlerFailures < MAX_HANDLER_ATTEMPTS) {
         const waitMs = backoffMs(this.handlerFailures, this.options.retryBaseMs, this.options.retryMaxMs, "equal");
-        this.options.logger.warn({ err: errorSummary(err), updateId: id, retryInMs: waitMs }, "telegram update not handled; retrying");
+        this.options.logger.warn(
+          { err: errorSummary(err), updateId: id, retryInMs: waitMs },
+          "telegram update not handled; retrying",
+        );
         await sleep(waitMs, undefined, { signal: this.stopping.signal }).catch(() => {});
         return false;
       }
-      this.options.logger.error({ err: errorSummary(err), updateId: id }, "telegram update skipped after repeated failures");
+      this.options.logger.error(
+        { err: errorSummary(err), updateId: id },
+        "telegram update skipped after repeated failures",
+      );
     }
     this.handlerFailures = 0;
     this.offset = id + 1;

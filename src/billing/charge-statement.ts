@@ -5,9 +5,9 @@
  * (drizzle's builder cost ~30% client-side there; bench/README.md). The idempotent path runs a
  * single call inside its own transaction through drizzle.
  */
-import { sql, type SQL } from "drizzle-orm";
-import type { Limits } from "../config.ts";
+import { type SQL, sql } from "drizzle-orm";
 import { mytDay, mytMonth } from "../clock.ts";
+import type { Limits } from "../config.ts";
 import { lowBalanceThreshold } from "./tokens.ts";
 
 /** Market versions per coin (`coins.version`). */
@@ -28,7 +28,13 @@ export interface ChargeRequest {
 /** The per-call arguments of charge_call, in its parameter order, and the versions to check. */
 function callArguments(call: ChargeRequest) {
   const known = call.known ? JSON.stringify(call.known) : null;
-  return { keyHash: call.keyHash, at: new Date(call.now).toISOString(), day: mytDay(call.now), month: mytMonth(call.now), known };
+  return {
+    keyHash: call.keyHash,
+    at: new Date(call.now).toISOString(),
+    day: mytDay(call.now),
+    month: mytMonth(call.now),
+    known,
+  };
 }
 
 /**
@@ -86,11 +92,25 @@ const CHARGE_BATCH_SQL = `
   SELECT * FROM r ORDER BY ord`;
 
 /** A group of calls (already in lock order) as one prepared statement under an attempt id. */
-export function chargeBatchStatement(calls: readonly ChargeRequest[], limits: Limits, attemptId: string): { text: string; params: unknown[] } {
+export function chargeBatchStatement(
+  calls: readonly ChargeRequest[],
+  limits: Limits,
+  attemptId: string,
+): { text: string; params: unknown[] } {
   const args = calls.map(callArguments);
   const l = limitArguments(limits);
   return {
     text: CHARGE_BATCH_SQL,
-    params: [args.map((a) => a.keyHash), args.map((a) => a.at), args.map((a) => a.day), args.map((a) => a.month), l.dailyCap, l.grant, l.lowThreshold, attemptId, args.map((a) => a.known)],
+    params: [
+      args.map((a) => a.keyHash),
+      args.map((a) => a.at),
+      args.map((a) => a.day),
+      args.map((a) => a.month),
+      l.dailyCap,
+      l.grant,
+      l.lowThreshold,
+      attemptId,
+      args.map((a) => a.known),
+    ],
   };
 }

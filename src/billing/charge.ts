@@ -18,11 +18,11 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
-import type { DbHandle } from "../db/client.ts";
 import type { Limits } from "../config.ts";
+import type { DbHandle } from "../db/client.ts";
 import { errorSummary } from "../logger.ts";
+import { type ChargeRequest, chargeBatchStatement, type KnownVersions } from "./charge-statement.ts";
 import { adjustTokens } from "./tokens.ts";
-import { chargeBatchStatement, type ChargeRequest, type KnownVersions } from "./charge-statement.ts";
 
 export type ChargeOutcome =
   | "ok"
@@ -100,12 +100,17 @@ export function uuidV7(now = Date.now()): string {
 
 /** Calls of a group in key-hash order (the global lock order), with their positions in `requests`. */
 function lockOrder(requests: ChargeRequest[]): number[] {
-  return requests.map((_, i) => i).sort((a, b) => (requests[a]!.keyHash < requests[b]!.keyHash ? -1 : requests[a]!.keyHash > requests[b]!.keyHash ? 1 : a - b));
+  return requests
+    .map((_, i) => i)
+    .sort((a, b) =>
+      requests[a]!.keyHash < requests[b]!.keyHash ? -1 : requests[a]!.keyHash > requests[b]!.keyHash ? 1 : a - b,
+    );
 }
 
 /** Puts rows that came back in lock order back into the order of the requests. */
 function inRequestOrder(rows: ChargeRow[], order: number[]): ChargeResult[] {
-  if (rows.length !== order.length) throw new Error(`charge_call returned ${rows.length} rows for ${order.length} calls`);
+  if (rows.length !== order.length)
+    throw new Error(`charge_call returned ${rows.length} rows for ${order.length} calls`);
   const results = new Array<ChargeResult>(order.length);
   rows.forEach((row, position) => {
     results[order[position]!] = toResult(row);
@@ -114,7 +119,12 @@ function inRequestOrder(rows: ChargeRow[], order: number[]): ChargeResult[] {
 }
 
 /** Runs a group of charges in one statement under the given attempt id; results come back in the order given. */
-export async function chargeBatch(handle: DbHandle, requests: ChargeRequest[], limits: Limits, attemptId: string = uuidV7()): Promise<ChargeResult[]> {
+export async function chargeBatch(
+  handle: DbHandle,
+  requests: ChargeRequest[],
+  limits: Limits,
+  attemptId: string = uuidV7(),
+): Promise<ChargeResult[]> {
   const order = lockOrder(requests);
   const sorted = order.map((i) => requests[i]!);
   const statement = chargeBatchStatement(sorted, limits, attemptId);
@@ -136,7 +146,16 @@ export function certainlyNotCommitted(err: unknown): boolean {
   // SQLSTATE classes 08 (connection), 57 (operator intervention: terminated, shutting down),
   // 58 (system I/O) and XX (internal) can come with the connection going away mid-commit.
   if (/^[0-9A-Z]{5}$/.test(code)) return !/^(08|57|58|XX)/.test(code);
-  return ["CHARGE_NOT_SENT", "ECONNREFUSED", "CONNECT_TIMEOUT", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "CONNECTION_ENDED"].includes(code);
+  return [
+    "CHARGE_NOT_SENT",
+    "ECONNREFUSED",
+    "CONNECT_TIMEOUT",
+    "ENOTFOUND",
+    "EAI_AGAIN",
+    "EHOSTUNREACH",
+    "ENETUNREACH",
+    "CONNECTION_ENDED",
+  ].includes(code);
 }
 
 /**
@@ -144,7 +163,11 @@ export function certainlyNotCommitted(err: unknown): boolean {
  * order) or null ("not committed, and never will be"). Throws when the database cannot be
  * reached.
  */
-export async function resolveAttempt(handle: DbHandle, attemptId: string, requests: ChargeRequest[]): Promise<ChargeResult[] | null> {
+export async function resolveAttempt(
+  handle: DbHandle,
+  attemptId: string,
+  requests: ChargeRequest[],
+): Promise<ChargeResult[] | null> {
   // If the lost statement is still running, this insert waits for it on the id's index entry.
   const fenced = await handle.prepared(FENCE_SQL, [attemptId]);
   if (fenced.length > 0) return null;
@@ -153,16 +176,28 @@ export async function resolveAttempt(handle: DbHandle, attemptId: string, reques
   return results === null ? null : inRequestOrder(results, lockOrder(requests));
 }
 
-/** Deletes attempt rows older than `olderThanMs` (they only matter for minutes after a fault); `now` is wall time, as in the ids. */
-export async function purgeChargeAttempts(handle: DbHandle, now: number = Date.now(), olderThanMs = 3600_000): Promise<number> {
+/**
+ * Deletes attempt rows older than `olderThanMs` (they only matter for minutes after a fault); `now` is wall time, as in
+ * the ids.
+ */
+export async function purgeChargeAttempts(
+  handle: DbHandle,
+  now: number = Date.now(),
+  olderThanMs = 3600_000,
+): Promise<number> {
   // The smallest UUIDv7 of that millisecond: every id below it is older.
-  const bound = uuidV7(now - olderThanMs).slice(0, 13) + "-0000-0000-000000000000";
+  const bound = `${uuidV7(now - olderThanMs).slice(0, 13)}-0000-0000-000000000000`;
   const rows = await handle.prepared(`DELETE FROM charge_attempts WHERE id < $1::uuid RETURNING 1`, [bound]);
   return rows.length;
 }
 
 /** Checks the key, plan, subscription, balance and daily cap, and charges 1 Token if all pass. */
-export async function chargeCall(handle: DbHandle, keyHash: string, limits: Limits, now: number): Promise<ChargeResult> {
+export async function chargeCall(
+  handle: DbHandle,
+  keyHash: string,
+  limits: Limits,
+  now: number,
+): Promise<ChargeResult> {
   const [result] = await chargeBatch(handle, [{ keyHash, now }], limits);
   return result!;
 }
@@ -172,7 +207,12 @@ export async function chargeCall(handle: DbHandle, keyHash: string, limits: Limi
  * for its turn is dropped before it reaches the database (never charged). `known`: the market
  * versions the answer will be read at (ChargeRequest.known).
  */
-export type Charger = (keyHash: string, now: number, signal?: AbortSignal, known?: KnownVersions | null) => Promise<ChargeResult>;
+export type Charger = (
+  keyHash: string,
+  now: number,
+  signal?: AbortSignal,
+  known?: KnownVersions | null,
+) => Promise<ChargeResult>;
 
 /** A group refused before its statement was sent: certainly nothing charged. */
 export class ChargeNotSent extends Error {
@@ -259,10 +299,19 @@ interface Batcher {
 }
 
 /** Tries resolveAttempt until it answers or `until` passes (then undefined). */
-async function resolveUntil(b: Batcher, attemptId: string, requests: ChargeRequest[], until: number, every = b.retryEveryMs): Promise<ChargeResult[] | null | undefined> {
+async function resolveUntil(
+  b: Batcher,
+  attemptId: string,
+  requests: ChargeRequest[],
+  until: number,
+  every = b.retryEveryMs,
+): Promise<ChargeResult[] | null | undefined> {
   for (;;) {
     try {
-      return await answeredWithin(resolveAttempt(b.handle, attemptId, requests), Math.max(1, Math.min(b.answerWithinMs, until - Date.now())));
+      return await answeredWithin(
+        resolveAttempt(b.handle, attemptId, requests),
+        Math.max(1, Math.min(b.answerWithinMs, until - Date.now())),
+      );
     } catch {
       if (Date.now() + every > until) return undefined;
       await sleep(every);
@@ -270,13 +319,28 @@ async function resolveUntil(b: Batcher, attemptId: string, requests: ChargeReque
   }
 }
 
-/** After the callers were answered 503: learn whether the attempt committed after all, and refund its charges if it did. */
+/**
+ * After the callers were answered 503: learn whether the attempt committed after all, and refund its charges if it did.
+ */
 async function refundIfCommittedLate(b: Batcher, attemptId: string, requests: ChargeRequest[]): Promise<void> {
-  const results = await resolveUntil(b, attemptId, requests, Date.now() + 24 * 3600_000, Math.max(b.retryEveryMs, 1000));
+  const results = await resolveUntil(
+    b,
+    attemptId,
+    requests,
+    Date.now() + 24 * 3600_000,
+    Math.max(b.retryEveryMs, 1000),
+  );
   if (results === undefined || results === null) return;
   const charged = results.filter((r) => r.outcome === "ok" && r.accountId !== null);
   for (const r of charged) {
-    await adjustTokens(b.handle, r.accountId!, "adjustment", 1, `refund: call answered 503 after a database fault (attempt ${attemptId})`, b.limits);
+    await adjustTokens(
+      b.handle,
+      r.accountId!,
+      "adjustment",
+      1,
+      `refund: call answered 503 after a database fault (attempt ${attemptId})`,
+      b.limits,
+    );
   }
   b.log?.error({ attemptId, refunded: charged.length }, "charges of calls answered 503 committed after all; refunded");
 }
@@ -296,8 +360,13 @@ async function afterFailure(b: Batcher, group: PendingCall[], attemptId: string,
   if (results) return answer(group, results);
   refuse(group, err);
   if (results === undefined) {
-    b.log?.warn({ attemptId, calls: requests.length, err: errorSummary(err) }, "charge outcome unknown; answered 503, resolving in the background");
-    refundIfCommittedLate(b, attemptId, requests).catch((e: unknown) => b.log?.error({ attemptId, err: errorSummary(e) }, "charge attempt could not be resolved"));
+    b.log?.warn(
+      { attemptId, calls: requests.length, err: errorSummary(err) },
+      "charge outcome unknown; answered 503, resolving in the background",
+    );
+    refundIfCommittedLate(b, attemptId, requests).catch((e: unknown) =>
+      b.log?.error({ attemptId, err: errorSummary(e) }, "charge attempt could not be resolved"),
+    );
   }
 }
 
@@ -316,7 +385,12 @@ function databaseReachable(b: Batcher): Promise<boolean> {
  * probe on a fresh connection is the network taken for cut: the pool is replaced and the
  * statement fails with ChargeUnanswered, to be resolved through its fence.
  */
-async function answeredWhileReachable<T>(b: Batcher, statement: Promise<T>, attemptId: string, calls: number): Promise<T> {
+async function answeredWhileReachable<T>(
+  b: Batcher,
+  statement: Promise<T>,
+  attemptId: string,
+  calls: number,
+): Promise<T> {
   for (;;) {
     try {
       return await answeredWithin(statement, b.answerWithinMs);
@@ -324,9 +398,14 @@ async function answeredWhileReachable<T>(b: Batcher, statement: Promise<T>, atte
       if (!(err instanceof ChargeUnanswered)) throw err;
     }
     if (await databaseReachable(b)) continue;
-    b.log?.warn({ attemptId, calls, answerWithinMs: b.answerWithinMs }, "charge statement unanswered and the database unreachable; replacing the database connections");
+    b.log?.warn(
+      { attemptId, calls, answerWithinMs: b.answerWithinMs },
+      "charge statement unanswered and the database unreachable; replacing the database connections",
+    );
     b.handle.abandonConnections();
-    throw new ChargeUnanswered(`the database did not answer within ${b.answerWithinMs} ms, nor a probe on a fresh connection`);
+    throw new ChargeUnanswered(
+      `the database did not answer within ${b.answerWithinMs} ms, nor a probe on a fresh connection`,
+    );
   }
 }
 
@@ -337,7 +416,17 @@ function send(b: Batcher, group: PendingCall[]): void {
     b.inFlight--;
     sendWaiting(b);
   };
-  answeredWhileReachable(b, chargeBatch(b.handle, group.map((g) => g.request), b.limits, attemptId), attemptId, group.length).then(
+  answeredWhileReachable(
+    b,
+    chargeBatch(
+      b.handle,
+      group.map((g) => g.request),
+      b.limits,
+      attemptId,
+    ),
+    attemptId,
+    group.length,
+  ).then(
     (results) => (done(), answer(group, results)),
     (err: unknown) => (done(), afterFailure(b, group, attemptId, err)),
   );
@@ -346,7 +435,10 @@ function send(b: Batcher, group: PendingCall[]): void {
 /** Drops calls whose caller is gone; refuses the rest if they waited too long. */
 function live(b: Batcher, group: PendingCall[], since: number): PendingCall[] {
   // The errors are built only when needed: an Error's stack trace costs more than the rest of a group's bookkeeping.
-  const kept = group.filter((g) => !g.signal?.aborted || (g.reject(new ChargeNotSent("the caller went away before the charge was sent")), false));
+  const kept = group.filter(
+    (g) =>
+      !g.signal?.aborted || (g.reject(new ChargeNotSent("the caller went away before the charge was sent")), false),
+  );
   if (Date.now() - since <= b.queueTimeoutMs) return kept;
   const late = new ChargeNotSent("the database did not take the charge in time");
   kept.forEach((g) => g.reject(late));

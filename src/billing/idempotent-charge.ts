@@ -9,8 +9,8 @@
  */
 import { sql } from "drizzle-orm";
 import type { Limits } from "../config.ts";
-import { resultRows, type DbHandle } from "../db/client.ts";
-import { toResult, type ChargeResult, type ChargeRow } from "./charge.ts";
+import { type DbHandle, resultRows } from "../db/client.ts";
+import { type ChargeResult, type ChargeRow, toResult } from "./charge.ts";
 import { chargeCallStatement } from "./charge-statement.ts";
 
 /** How long a stored answer is replayed. */
@@ -67,7 +67,11 @@ function replay(row: StoredRow, call: IdempotentCall): IdempotentOutcome {
   return row.fingerprint === call.fingerprint ? { kind: "replayed", response: row.response } : { kind: "mismatch" };
 }
 
-export async function chargeIdempotent(handle: DbHandle, call: IdempotentCall, limits: Limits): Promise<IdempotentOutcome> {
+export async function chargeIdempotent(
+  handle: DbHandle,
+  call: IdempotentCall,
+  limits: Limits,
+): Promise<IdempotentOutcome> {
   const stored = await findStored(handle, call);
   if (stored) return replay(stored, call);
   try {
@@ -105,6 +109,9 @@ export async function chargeIdempotent(handle: DbHandle, call: IdempotentCall, l
 
 /** Deletes stored answers older than the window (run periodically; any process may). */
 export async function purgeExpiredIdempotentCalls(handle: DbHandle, now: number): Promise<number> {
-  const rows = await handle.rows(sql`DELETE FROM idempotent_calls WHERE created_at <= ${new Date(now - IDEMPOTENCY_WINDOW_MS).toISOString()}::timestamptz RETURNING 1`);
+  const rows = await handle.rows(
+    sql`DELETE FROM idempotent_calls WHERE created_at <=
+      ${new Date(now - IDEMPOTENCY_WINDOW_MS).toISOString()}::timestamptz RETURNING 1`,
+  );
   return rows.length;
 }

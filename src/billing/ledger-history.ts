@@ -37,7 +37,11 @@ export async function dailyUsage(handle: DbHandle, accountId: number, now: numbe
        AND ${LEDGER_DAY} BETWEEN ${wanted[0]}::date AND ${wanted[days - 1]}::date
      GROUP BY 1`);
   const byDay = new Map(rows.map((r) => [r.day, r]));
-  return wanted.map((day) => ({ day, calls: Number(byDay.get(day)?.calls ?? 0), tokens: Number(byDay.get(day)?.tokens ?? 0) }));
+  return wanted.map((day) => ({
+    day,
+    calls: Number(byDay.get(day)?.calls ?? 0),
+    tokens: Number(byDay.get(day)?.tokens ?? 0),
+  }));
 }
 
 /** One line of the page's ledger: a single entry, or the charges of one MYT day. */
@@ -94,11 +98,20 @@ interface LineRow {
  * adjustment is its own line; charges are one line per day. A `before` that is not a line of this
  * account still pages correctly (lines below it), and never reaches another account's rows.
  */
-export async function ledgerPage(handle: DbHandle, accountId: number, before: number | null, size: number): Promise<LedgerPage> {
+export async function ledgerPage(
+  handle: DbHandle,
+  accountId: number,
+  before: number | null,
+  size: number,
+): Promise<LedgerPage> {
   const below = before ?? Number.MAX_SAFE_INTEGER;
   // The days to read stop at the day of the line at `before` (a day later, for ids handed out
   // around midnight in an order that differs from their transactions' times).
-  const lastDay = before === null ? sql`'infinity'::date` : sql`coalesce((SELECT ${LEDGER_DAY} + 1 FROM ledger_entries WHERE id = ${before} AND account_id = ${accountId}), 'infinity'::date)`;
+  const lastDay =
+    before === null
+      ? sql`'infinity'::date`
+      : sql`coalesce((SELECT ${LEDGER_DAY} + 1 FROM ledger_entries WHERE id = ${before} AND account_id = ${accountId}),
+        'infinity'::date)`;
   const rows = await handle.rows<LineRow>(sql`
     WITH charge_days AS (
       SELECT 'charges' AS type, max(id) AS id, 'charge' AS kind, ${LEDGER_DAY}::text AS day,
@@ -127,7 +140,13 @@ export async function ledgerPage(handle: DbHandle, accountId: number, before: nu
 }
 
 function toLine(r: LineRow): LedgerLine {
-  const common = { id: Number(r.id), at: new Date(Number(r.at)), tokens: Number(r.tokens), grantAfter: Number(r.grant_after), packAfter: Number(r.pack_after) };
+  const common = {
+    id: Number(r.id),
+    at: new Date(Number(r.at)),
+    tokens: Number(r.tokens),
+    grantAfter: Number(r.grant_after),
+    packAfter: Number(r.pack_after),
+  };
   if (r.type === "charges") return { type: "charges", ...common, day: r.day, calls: Number(r.calls) };
   return { type: "entry", ...common, kind: r.kind, reason: r.reason };
 }
@@ -145,10 +164,23 @@ export interface LedgerRow {
 }
 
 /** Every ledger row of the account, oldest first, read `pageSize` rows at a time (keyset on id). */
-export async function* allLedgerRows(handle: DbHandle, accountId: number, pageSize = 1000): AsyncGenerator<LedgerRow[]> {
+export async function* allLedgerRows(
+  handle: DbHandle,
+  accountId: number,
+  pageSize = 1000,
+): AsyncGenerator<LedgerRow[]> {
   let after = 0;
   for (;;) {
-    const rows = await handle.rows<{ id: Num; at: Num; kind: LedgerKind; grant_delta: Num; pack_delta: Num; grant_after: Num; pack_after: Num; reason: string | null }>(sql`
+    const rows = await handle.rows<{
+      id: Num;
+      at: Num;
+      kind: LedgerKind;
+      grant_delta: Num;
+      pack_delta: Num;
+      grant_after: Num;
+      pack_after: Num;
+      reason: string | null;
+    }>(sql`
       SELECT id, ${epochMs("created_at")} AS at, kind, grant_delta, pack_delta, grant_after, pack_after, reason
         FROM ledger_entries WHERE account_id = ${accountId} AND id > ${after} ORDER BY id LIMIT ${pageSize}`);
     if (rows.length === 0) return;

@@ -4,9 +4,9 @@
  * balances after it.
  */
 import { sql } from "drizzle-orm";
-import type { DbHandle } from "../db/client.ts";
-import type { Limits } from "../config.ts";
 import { mytMonth } from "../clock.ts";
+import type { Limits } from "../config.ts";
+import type { DbHandle } from "../db/client.ts";
 
 /** Tokens below which the low-balance notice fires (15% of the grant by default). */
 export function lowBalanceThreshold(limits: Limits): number {
@@ -14,9 +14,15 @@ export function lowBalanceThreshold(limits: Limits): number {
 }
 
 /** Applies this MYT month's grant if not yet applied (no-op for other plans). */
-export async function applyMonthlyGrant(handle: DbHandle, accountId: number, limits: Limits, now: number): Promise<void> {
+export async function applyMonthlyGrant(
+  handle: DbHandle,
+  accountId: number,
+  limits: Limits,
+  now: number,
+): Promise<void> {
   await handle.rows(
-    sql`SELECT apply_monthly_grant(${accountId}::bigint, ${mytMonth(now)}::date, ${limits.monthlyGrant}::bigint, ${lowBalanceThreshold(limits)}::bigint)`,
+    sql`SELECT apply_monthly_grant(${accountId}::bigint, ${mytMonth(now)}::date, ${limits.monthlyGrant}::bigint,
+      ${lowBalanceThreshold(limits)}::bigint)`,
   );
 }
 
@@ -32,7 +38,8 @@ export async function adjustTokens(
   limits: Limits,
 ): Promise<AdjustOutcome> {
   const [row] = await handle.rows<{ outcome: AdjustOutcome }>(
-    sql`SELECT outcome FROM ledger_adjust(${accountId}::bigint, ${kind}, ${delta}::bigint, ${reason}, ${lowBalanceThreshold(limits)}::bigint)`,
+    sql`SELECT outcome FROM ledger_adjust(${accountId}::bigint, ${kind}, ${delta}::bigint, ${reason},
+      ${lowBalanceThreshold(limits)}::bigint)`,
   );
   return row!.outcome;
 }

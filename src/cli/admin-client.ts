@@ -25,18 +25,27 @@ export type AdminClient = Client<typeof AdminService>;
  * the running server's internal listener when it holds the embedded data directory, else
  * the same implementations in-process over the database ("admin": AdminService alone).
  */
-export async function withInternalTransport<T>(config: Config, action: (transport: Transport) => Promise<T>, services: LocalServices = "all"): Promise<T> {
+export async function withInternalTransport<T>(
+  config: Config,
+  action: (transport: Transport) => Promise<T>,
+  services: LocalServices = "all",
+): Promise<T> {
   if (!config.databaseUrl) {
     const holder = readLock(config.dataDir);
-    if (holder?.role === "server" && holder.internalPort) return action(await remoteTransport(config, holder.internalHost ?? "127.0.0.1", holder.internalPort));
-    if (holder) throw new CliError(`data directory ${config.dataDir} is busy (process ${holder.pid}); try again in a moment`);
+    if (holder?.role === "server" && holder.internalPort)
+      return action(await remoteTransport(config, holder.internalHost ?? "127.0.0.1", holder.internalPort));
+    if (holder)
+      throw new CliError(`data directory ${config.dataDir} is busy (process ${holder.pid}); try again in a moment`);
   }
   return (await import("./local-transport.ts")).withLocalTransport(config, services, action);
 }
 
 /** Runs `action` with an AdminService client (see withInternalTransport). */
 export async function withAdminClient<T>(config: Config, action: (client: AdminClient) => Promise<T>): Promise<T> {
-  const [{ createClient }, { AdminService }] = await Promise.all([import("@connectrpc/connect"), import("../../gen/signals/v1/admin_pb.js")]);
+  const [{ createClient }, { AdminService }] = await Promise.all([
+    import("@connectrpc/connect"),
+    import("../../gen/signals/v1/admin_pb.js"),
+  ]);
   return withInternalTransport(config, (transport) => action(createClient(AdminService, transport)), "admin");
 }
 
@@ -48,7 +57,8 @@ export async function withLocalDb<T>(config: Config, action: (db: DbHandle) => P
 /** A transport to a server's internal listener at host:port, with the internal token. */
 export async function remoteTransport(config: Config, host: string, port: number): Promise<Transport> {
   const token = config.internalToken ?? readInternalToken(config.dataDir);
-  if (!token) throw new CliError(`a server holds ${config.dataDir} but no internal token was found; set INTERNAL_TOKEN`);
+  if (!token)
+    throw new CliError(`a server holds ${config.dataDir} but no internal token was found; set INTERNAL_TOKEN`);
   const { createConnectTransport } = await import("@connectrpc/connect-node");
   const bearer: Interceptor = (next) => (req) => {
     req.header.set("authorization", `Bearer ${token}`);

@@ -15,8 +15,17 @@ process.umask(0o077);
 // than V8's default headroom (400 coins: bench/README.md, "One feeder on 400 coins"). V8 reads
 // them only at start-up, so the process re-executes itself with them: same pid, same streams.
 const FEEDER_V8_FLAGS = ["--max-semi-space-size=8", "--heap-growing-percent=10"];
-if (process.argv[2] === "feed" && !process.execArgv.some((f) => f.startsWith("--max-semi-space-size")) && typeof process.execve === "function") {
-  process.execve(process.execPath, [process.execPath, ...process.execArgv, ...FEEDER_V8_FLAGS, ...process.argv.slice(1)]);
+if (
+  process.argv[2] === "feed" &&
+  !process.execArgv.some((f) => f.startsWith("--max-semi-space-size")) &&
+  typeof process.execve === "function"
+) {
+  process.execve(process.execPath, [
+    process.execPath,
+    ...process.execArgv,
+    ...FEEDER_V8_FLAGS,
+    ...process.argv.slice(1),
+  ]);
 }
 enableCompileCache();
 resolveDrizzleQuickly();

@@ -12,7 +12,11 @@ import { registerHooks } from "node:module";
 export function resolveDrizzleQuickly(): void {
   registerHooks({
     resolve(specifier, context, nextResolve) {
-      if (specifier.startsWith(".") && specifier.endsWith(".js") && context.parentURL?.includes("/node_modules/drizzle-orm/")) {
+      if (
+        specifier.startsWith(".") &&
+        specifier.endsWith(".js") &&
+        context.parentURL?.includes("/node_modules/drizzle-orm/")
+      ) {
         return { url: new URL(specifier, context.parentURL).href, format: "module", shortCircuit: true };
       }
       return nextResolve(specifier, context);

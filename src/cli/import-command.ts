@@ -3,10 +3,9 @@
  * IngestService, with a progress bar on a terminal and a summary at the end.
  */
 import { statSync } from "node:fs";
-import { createClient, type Transport } from "@connectrpc/connect";
-import { IngestService, type PushCandlesRequest } from "../../gen/signals/v1/ingest_pb.js";
 import { create } from "@bufbuild/protobuf";
-import { PushCandlesRequestSchema } from "../../gen/signals/v1/ingest_pb.js";
+import { createClient, type Transport } from "@connectrpc/connect";
+import { IngestService, type PushCandlesRequest, PushCandlesRequestSchema } from "../../gen/signals/v1/ingest_pb.js";
 import { readCandleFile } from "../market/csv-candles.ts";
 import { INGEST_MODE_HEADER } from "../market/ingest-service.ts";
 
@@ -28,7 +27,9 @@ function progressBar(total: number): { add: (n: number) => void; done: () => voi
     const pct = Math.min(1, seen / total);
     const width = 30;
     const filled = Math.round(pct * width);
-    process.stderr.write(`\r[${"#".repeat(filled)}${"-".repeat(width - filled)}] ${(pct * 100).toFixed(0).padStart(3)}%`);
+    process.stderr.write(
+      `\r[${"#".repeat(filled)}${"-".repeat(width - filled)}] ${(pct * 100).toFixed(0).padStart(3)}%`,
+    );
   };
   return {
     add(n) {
@@ -48,13 +49,21 @@ function progressBar(total: number): { add: (n: number) => void; done: () => voi
 }
 
 /** Streams the file to IngestService over the given transport and returns the summary. */
-export async function importCandles(transport: Transport, file: string, symbol: string, tf: string): Promise<ImportResult> {
+export async function importCandles(
+  transport: Transport,
+  file: string,
+  symbol: string,
+  tf: string,
+): Promise<ImportResult> {
   const size = statSync(file).size;
   const bar = progressBar(size);
   const client = createClient(IngestService, transport);
   async function* requests(): AsyncGenerator<PushCandlesRequest> {
     for await (const u of readCandleFile(file, symbol, tf, bar.add)) {
-      yield create(PushCandlesRequestSchema, { ...u, openTime: BigInt(Number.isSafeInteger(u.openTime) ? u.openTime : -1) });
+      yield create(PushCandlesRequestSchema, {
+        ...u,
+        openTime: BigInt(Number.isSafeInteger(u.openTime) ? u.openTime : -1),
+      });
     }
   }
   // An import is history: its signal events are stored for the chart pages but alert no one.

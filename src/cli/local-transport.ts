@@ -7,19 +7,19 @@
 import { createRouterTransport, type Transport } from "@connectrpc/connect";
 import { pino } from "pino";
 import { AdminService } from "../../gen/signals/v1/admin_pb.js";
-import { IngestService } from "../../gen/signals/v1/ingest_pb.js";
 import { DataIngestService } from "../../gen/signals/v1/data_ingest_pb.js";
+import { IngestService } from "../../gen/signals/v1/ingest_pb.js";
+import { createAdminService } from "../admin/service.ts";
+import { queueSignalAlerts } from "../alerts/signal-alerts.ts";
+import { systemClock } from "../clock.ts";
+import type { Config } from "../config.ts";
+import { type DbHandle, migrateDb, openDb } from "../db/client.ts";
+import { runChecks } from "../doctor/checks.ts";
 import { MarketFeed } from "../market/feed.ts";
 import { createIngestService } from "../market/ingest-service.ts";
 import { createDataIngestService } from "../market-data/ingest-service.ts";
-import type { Config } from "../config.ts";
-import { systemClock } from "../clock.ts";
-import { openDb, migrateDb, type DbHandle } from "../db/client.ts";
-import { createAdminService } from "../admin/service.ts";
-import { runChecks } from "../doctor/checks.ts";
 import { acquireLock } from "../server/data-dir-lock.ts";
 import { securePrivateDir } from "../server/private-files.ts";
-import { queueSignalAlerts } from "../alerts/signal-alerts.ts";
 import { CliError } from "./cli-error.ts";
 
 /** Which internal services a command needs: AdminService alone, or the ingest services too. */
@@ -29,12 +29,30 @@ export type LocalServices = "admin" | "all";
  * Runs `action` with the internal services in-process over the database. "admin" skips the
  * market feed (it LISTENs and loads every coin's state, which only the imports use).
  */
-export async function withLocalTransport<T>(config: Config, services: LocalServices, action: (transport: Transport) => Promise<T>): Promise<T> {
+export async function withLocalTransport<T>(
+  config: Config,
+  services: LocalServices,
+  action: (transport: Transport) => Promise<T>,
+): Promise<T> {
   return withLocalDb(config, async (db) => {
     const logger = pino({ level: "silent" });
-    const admin = createAdminService({ db, limits: config.limits, clock: systemClock, logger, publicBaseUrl: config.publicBaseUrl, runChecks: () => runChecks({ db, clock: systemClock, config }) });
+    const admin = createAdminService({
+      db,
+      limits: config.limits,
+      clock: systemClock,
+      logger,
+      publicBaseUrl: config.publicBaseUrl,
+      runChecks: () => runChecks({ db, clock: systemClock, config }),
+    });
     if (services === "admin") return action(createRouterTransport(({ service }) => service(AdminService, admin)));
-    const feed = new MarketFeed({ db, clock: systemClock, logger, staleAfterMs: config.staleAfterMs, alertMaxDelayMs: config.alerts.maxDelayMs, onEventsStored: queueSignalAlerts });
+    const feed = new MarketFeed({
+      db,
+      clock: systemClock,
+      logger,
+      staleAfterMs: config.staleAfterMs,
+      alertMaxDelayMs: config.alerts.maxDelayMs,
+      onEventsStored: queueSignalAlerts,
+    });
     await feed.load();
     const transport = createRouterTransport(({ service }) => {
       service(AdminService, admin);
@@ -55,7 +73,10 @@ export async function withLocalDb<T>(config: Config, action: (db: DbHandle) => P
   if (!config.databaseUrl) {
     securePrivateDir(config.dataDir);
     const lock = acquireLock(config.dataDir, { pid: process.pid, role: "cli" });
-    if (!lock.ok) throw new CliError(`data directory ${config.dataDir} is in use by process ${lock.holder.pid}; try again when it stops`);
+    if (!lock.ok)
+      throw new CliError(
+        `data directory ${config.dataDir} is in use by process ${lock.holder.pid}; try again when it stops`,
+      );
     release = lock.release;
   }
   try {

@@ -3,19 +3,21 @@
  * prints exactly one JSON object. Bad arguments print a one-line reason and exit 2; refused
  * operations exit 1; no stack traces.
  */
+
+import { existsSync } from "node:fs";
 import { parseArgs } from "node:util";
 import type { AccountSummary, Payment } from "../../gen/signals/v1/admin_pb.js";
-import { ConfigError, loadConfig, type Config } from "../config.ts";
-import { existsSync } from "node:fs";
-import { CliError, withAdminClient, withInternalTransport } from "./admin-client.ts";
+import { type Config, ConfigError, loadConfig } from "../config.ts";
 import { DATASETS, isPushedDataset } from "../market-data/datasets.ts";
+import { CliError, withAdminClient, withInternalTransport } from "./admin-client.ts";
 import { readSecretFromStdin } from "./read-secret.ts";
 
 // Start-up time: a command loads its heavy modules (database, services, Connect,
 // generated code) when it runs, through admin-client.ts and the dynamic imports below, so
 // `account show` through a running server loads only the Connect client.
 
-const USAGE = `Usage: signals <command> [options]   (every command accepts --json, and --field NAME to print one field of it)
+const USAGE = `Usage: signals <command> [options]   (every command accepts --json, and --field NAME to print one field \
+of it)
 
   serve                                        start the server (same as npm start)
   feed [--exchange X] [--quote Q] [--symbols A,B] [--tf TF] [--server URL] [--datasets candles,derivatives]
@@ -79,7 +81,23 @@ const OPTIONS = {
 
 type Values = { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]["type"] extends "boolean" ? boolean : string };
 
-function required(values: Values, name: "email" | "plan" | "until" | "account" | "amount" | "delta" | "reason" | "file" | "symbol" | "tf" | "chat" | "symbols" | "dataset"): string {
+function required(
+  values: Values,
+  name:
+    | "email"
+    | "plan"
+    | "until"
+    | "account"
+    | "amount"
+    | "delta"
+    | "reason"
+    | "file"
+    | "symbol"
+    | "tf"
+    | "chat"
+    | "symbols"
+    | "dataset",
+): string {
   const value = values[name];
   if (value === undefined || value.trim() === "") throw new UsageError(`--${name} is required`);
   return value.trim();
@@ -104,7 +122,9 @@ function summaryJson(account: AccountSummary | undefined): Record<string, unknow
     calls_today: Number(account.callsToday),
     key_prefix: account.keyPrefix || null,
     grant_month: account.grantMonth || null,
-    alerts: account.alerts ? { chat_id: account.alerts.chatId, symbols: account.alerts.symbols, timeframes: account.alerts.timeframes } : null,
+    alerts: account.alerts
+      ? { chat_id: account.alerts.chatId, symbols: account.alerts.symbols, timeframes: account.alerts.timeframes }
+      : null,
     stripe_customer_id: account.stripeCustomerId || null,
   };
 }
@@ -129,7 +149,15 @@ function paymentJson(p: Payment): Record<string, unknown> {
     dispute_id: orNull(p.disputeId),
     detail: orNull(p.detail),
     ledger_entry: l
-      ? { id: Number(l.id), kind: l.kind, grant_delta: Number(l.grantDelta), pack_delta: Number(l.packDelta), grant_after: Number(l.grantAfter), pack_after: Number(l.packAfter), reason: l.reason || null }
+      ? {
+          id: Number(l.id),
+          kind: l.kind,
+          grant_delta: Number(l.grantDelta),
+          pack_delta: Number(l.packDelta),
+          grant_after: Number(l.grantAfter),
+          pack_after: Number(l.packAfter),
+          reason: l.reason || null,
+        }
       : null,
   };
 }
@@ -142,11 +170,26 @@ function describePayments(payments: Record<string, unknown>[]): string[] {
     `${payments.length} payment(s), newest first:`,
     ...payments.map((p) => {
       const money = p.currency ? `${(Number(p.amount) / 100).toFixed(2)} ${String(p.currency).toUpperCase()}` : "-";
-      const ids = ["checkout_session_id", "payment_intent_id", "invoice_id", "subscription_id", "charge_id", "dispute_id"].map((k) => p[k]).filter(Boolean).join(" ");
+      const ids = [
+        "checkout_session_id",
+        "payment_intent_id",
+        "invoice_id",
+        "subscription_id",
+        "charge_id",
+        "dispute_id",
+      ]
+        .map((k) => p[k])
+        .filter(Boolean)
+        .join(" ");
       const ledger = p.ledger_entry as { id: number; grant_delta: number; pack_delta: number } | null;
-      const moved = ledger ? `ledger #${ledger.id} ${ledger.grant_delta + ledger.pack_delta >= 0 ? "+" : ""}${ledger.grant_delta + ledger.pack_delta}` : "no ledger row";
+      const moved = ledger
+        ? `ledger #${ledger.id} ${ledger.grant_delta + ledger.pack_delta >= 0 ? "+" : ""}${ledger.grant_delta + ledger.pack_delta}`
+        : "no ledger row";
       const shortfall = Number(p.shortfall) > 0 ? `  SHORTFALL ${p.shortfall}` : "";
-      return `  #${p.id} ${p.created_at} ${p.kind} ${money} tokens ${p.tokens}  ${moved}${shortfall}  ${ids} (${p.stripe_event_id})${p.detail ? `  ${p.detail}` : ""}`;
+      return (
+        `  #${p.id} ${p.created_at} ${p.kind} ${money} tokens ${p.tokens}  ${moved}${shortfall} ` +
+        ` ${ids} (${p.stripe_event_id})${p.detail ? `  ${p.detail}` : ""}`
+      );
     }),
   ];
 }
@@ -157,21 +200,29 @@ type Output = boolean | { field: string };
 function printResult(output: Output, result: Record<string, unknown>, lines: string[]): void {
   if (typeof output === "object") {
     const value = result[output.field];
-    if (value === undefined || value === null) throw new UsageError(`--field ${output.field}: this command's result has no such field (--json shows them)`);
-    process.stdout.write((typeof value === "object" ? JSON.stringify(value) : String(value)) + "\n");
-  } else if (output) process.stdout.write(JSON.stringify(result) + "\n");
-  else process.stdout.write(lines.join("\n") + "\n");
+    if (value === undefined || value === null)
+      throw new UsageError(`--field ${output.field}: this command's result has no such field (--json shows them)`);
+    process.stdout.write(`${typeof value === "object" ? JSON.stringify(value) : String(value)}\n`);
+  } else if (output) process.stdout.write(`${JSON.stringify(result)}\n`);
+  else process.stdout.write(`${lines.join("\n")}\n`);
 }
 
 function describe(result: Record<string, unknown>): string[] {
   const lines = [
-    `account ${result.account_id} <${result.email}>  plan ${result.plan}  subscription until ${result.subscription_until ?? "(none)"}`,
-    `Tokens: ${result.tokens_left} (grant ${result.grant_balance} for ${result.grant_month ?? "-"}, packs ${result.pack_balance})  calls today: ${result.calls_today}`,
+    `account ${result.account_id} <${result.email}>  plan ${result.plan} ` +
+      ` subscription until ${result.subscription_until ?? "(none)"}`,
+    `Tokens: ${result.tokens_left} (grant ${result.grant_balance} for ${result.grant_month ?? "-"}, ` +
+      `packs ${result.pack_balance})  calls today: ${result.calls_today}`,
     `key: ${result.key_prefix ?? "(none)"}…  Stripe customer: ${result.stripe_customer_id ?? "(none)"}`,
   ];
   const alerts = result.alerts as { chat_id: string; symbols: string[]; timeframes: string[] } | null | undefined;
   if (alerts !== undefined) {
-    lines.push(alerts ? `alerts: chat ${alerts.chat_id || "(none connected)"}  coins ${alerts.symbols.join(",")}  timeframes ${alerts.timeframes.join(",")}` : "alerts: off");
+    lines.push(
+      alerts
+        ? `alerts: chat ${alerts.chat_id || "(none connected)"}  coins ${alerts.symbols.join(",")} ` +
+            ` timeframes ${alerts.timeframes.join(",")}`
+        : "alerts: off",
+    );
   }
   if (typeof result.api_key === "string") {
     lines.push("", `API key (shown once, store it now): ${result.api_key}`);
@@ -181,16 +232,29 @@ function describe(result: Record<string, unknown>): string[] {
   }
   if (Array.isArray(result.payments)) lines.push(...describePayments(result.payments as Record<string, unknown>[]));
   if (typeof result.setup_link === "string") {
-    lines.push("", `Password setup link (works once, until ${result.expires_at}; send it to the member privately):`, `  ${result.setup_link}`);
+    lines.push(
+      "",
+      `Password setup link (works once, until ${result.expires_at}; send it to the member privately):`,
+      `  ${result.setup_link}`,
+    );
   }
   return lines;
 }
 
-async function runAdmin(config: Config, command: string, values: Values, password: string | null): Promise<Record<string, unknown>> {
+async function runAdmin(
+  config: Config,
+  command: string,
+  values: Values,
+  password: string | null,
+): Promise<Record<string, unknown>> {
   return withAdminClient(config, async (client) => {
     switch (command) {
       case "account create": {
-        const r = await client.createAccount({ email: required(values, "email"), plan: required(values, "plan"), subscriptionUntil: values.until ?? "" });
+        const r = await client.createAccount({
+          email: required(values, "email"),
+          plan: required(values, "plan"),
+          subscriptionUntil: values.until ?? "",
+        });
         return { ...summaryJson(r.account), api_key: r.apiKey };
       }
       case "account show":
@@ -200,15 +264,35 @@ async function runAdmin(config: Config, command: string, values: Values, passwor
         return { ...summaryJson(r.account), api_key: r.apiKey };
       }
       case "subscription set":
-        return summaryJson((await client.setSubscription({ accountId: integerArg(values, "account"), until: required(values, "until") })).account);
+        return summaryJson(
+          (await client.setSubscription({ accountId: integerArg(values, "account"), until: required(values, "until") }))
+            .account,
+        );
       case "tokens pack":
-        return summaryJson((await client.addTokenPack({ accountId: integerArg(values, "account"), amount: integerArg(values, "amount") })).account);
+        return summaryJson(
+          (
+            await client.addTokenPack({
+              accountId: integerArg(values, "account"),
+              amount: integerArg(values, "amount"),
+            })
+          ).account,
+        );
       case "tokens adjust":
         return summaryJson(
-          (await client.adjustTokens({ accountId: integerArg(values, "account"), delta: integerArg(values, "delta"), reason: required(values, "reason") })).account,
+          (
+            await client.adjustTokens({
+              accountId: integerArg(values, "account"),
+              delta: integerArg(values, "delta"),
+              reason: required(values, "reason"),
+            })
+          ).account,
         );
       case "alerts set": {
-        const alerts = { chatId: required(values, "chat"), symbols: required(values, "symbols").split(","), timeframes: required(values, "tf").split(",") };
+        const alerts = {
+          chatId: required(values, "chat"),
+          symbols: required(values, "symbols").split(","),
+          timeframes: required(values, "tf").split(","),
+        };
         return summaryJson((await client.setAlerts({ accountId: integerArg(values, "account"), alerts })).account);
       }
       case "alerts clear":
@@ -257,13 +341,18 @@ export async function runCli(argv: string[], env?: Record<string, string | undef
   let json = argv.includes("--json");
   if (argv[0] === "feed") return (await import("../feeder/feed-command.ts")).runFeedCommand(argv.slice(1));
   try {
-    const { values, positionals } = parseArgs({ args: attachNegativeNumbers(argv), options: OPTIONS, allowPositionals: true, strict: true });
+    const { values, positionals } = parseArgs({
+      args: attachNegativeNumbers(argv),
+      options: OPTIONS,
+      allowPositionals: true,
+      strict: true,
+    });
     json = values.json === true;
     // --field NAME prints only that field of the --json object (e.g. the api_key of account create).
     const output: Output = values.field ? { field: values.field } : json;
     const command = positionals.slice(0, 2).join(" ");
     if (values.help || positionals.length === 0 || positionals[0] === "help") {
-      process.stdout.write(USAGE + "\n");
+      process.stdout.write(`${USAGE}\n`);
       return positionals.length === 0 && !values.help ? 2 : 0;
     }
     if (positionals[0] === "serve") {
@@ -273,28 +362,41 @@ export async function runCli(argv: string[], env?: Record<string, string | undef
     if (positionals[0] === "verify-log") {
       // Needs no database and no server: the member's downloaded file is all it reads.
       const file = positionals[1];
-      if (file === undefined || positionals.length !== 2) throw new UsageError("verify-log needs one FILE: signals verify-log signal-log.jsonl");
+      if (file === undefined || positionals.length !== 2)
+        throw new UsageError("verify-log needs one FILE: signals verify-log signal-log.jsonl");
       if (!existsSync(file)) throw new UsageError(`${file} does not exist`);
       const { readFileSync } = await import("node:fs");
       const { verifyChainLog } = await import("../market/event-chain.ts");
       const verdict = verifyChainLog(readFileSync(file, "utf8"));
-      printResult(output, { ...verdict }, verdict.ok
-        ? [`ok: ${verdict.events} events, the chain is intact; head ${verdict.head}`]
-        : [`broken at line ${verdict.line}${verdict.id === null ? "" : ` (event ${verdict.id})`}: ${verdict.reason}`, `the ${verdict.events} events before it chain correctly`]);
+      printResult(
+        output,
+        { ...verdict },
+        verdict.ok
+          ? [`ok: ${verdict.events} events, the chain is intact; head ${verdict.head}`]
+          : [
+              `broken at line ${verdict.line}${verdict.id === null ? "" : ` (event ${verdict.id})`}: ${verdict.reason}`,
+              `the ${verdict.events} events before it chain correctly`,
+            ],
+      );
       return verdict.ok ? 0 : 1;
     }
     const config = loadConfig(env);
-    if (positionals[0] === "doctor" && positionals.length === 1) return await (await import("./doctor-command.ts")).runDoctor(config, json);
+    if (positionals[0] === "doctor" && positionals.length === 1)
+      return await (await import("./doctor-command.ts")).runDoctor(config, json);
     if (command === "token rotate") {
       if (config.internalToken) {
-        throw new ConfigError("INTERNAL_TOKEN is set in this environment and overrides the token file; change INTERNAL_TOKEN where it is set (server and feeders) instead");
+        throw new ConfigError(
+          "INTERNAL_TOKEN is set in this environment and overrides the token file; " +
+            "change INTERNAL_TOKEN where it is set (server and feeders) instead",
+        );
       }
       const { rotateInternalToken, internalTokenPath } = await import("../server/internal-token.ts");
       rotateInternalToken(config.dataDir);
       const file = internalTokenPath(config.dataDir);
       printResult(output, { ok: true, rotated: true, file }, [
         `new internal token written to ${file} (0600)`,
-        "A running server accepts only the new token from now on; feeders and the CLI on this machine read it again by themselves.",
+        "A running server accepts only the new token from now on; feeders " +
+          "and the CLI on this machine read it again by themselves.",
         `Feeders elsewhere: copy ${file} into their DATA_DIR (0600), or update their INTERNAL_TOKEN and restart them.`,
       ]);
       return 0;
@@ -305,11 +407,18 @@ export async function runCli(argv: string[], env?: Record<string, string | undef
       const { applied, shipped } = await withAdminClient(config, async (client) => client.migrate({}));
       const { readFileSync } = await import("node:fs");
       const { migrationsFolder } = await import("../db/client.ts");
-      const ours = (JSON.parse(readFileSync(`${migrationsFolder}/meta/_journal.json`, "utf8")) as { entries: unknown[] }).entries.length;
+      const ours = (
+        JSON.parse(readFileSync(`${migrationsFolder}/meta/_journal.json`, "utf8")) as { entries: unknown[] }
+      ).entries.length;
       const newer = ours > Number(shipped);
       printResult(output, { ok: !newer, migrated: true, applied: Number(applied), shipped: ours }, [
         `migrations applied: ${applied} of ${ours}`,
-        ...(newer ? [`the running server's code knows ${shipped}: restart it (npm start) to apply the ${ours - Number(shipped)} new one(s)`] : []),
+        ...(newer
+          ? [
+              `the running server's code knows ${shipped}: restart it (npm ` +
+                `start) to apply the ${ours - Number(shipped)} new one(s)`,
+            ]
+          : []),
       ]);
       return newer ? 1 : 0;
     }
@@ -322,23 +431,29 @@ export async function runCli(argv: string[], env?: Record<string, string | undef
       const result = await withInternalTransport(config, (transport) => importCandles(transport, file, symbol, tf));
       const reasons = result.rejections.slice(0, 5).map((r) => `  row ${r.index + 1}: ${r.reason}`);
       printResult(output, { ok: true, ...result }, [
-        `${result.symbol} ${result.tf}: accepted ${result.accepted}, rejected ${result.rejected}, duplicates ${result.duplicates}`,
+        `${result.symbol} ${result.tf}: accepted ${result.accepted}, ` +
+          `rejected ${result.rejected}, duplicates ${result.duplicates}`,
         ...reasons,
       ]);
       return 0;
     }
     if (command === "data import") {
       const dataset = required(values as Values, "dataset");
-      if (!isPushedDataset(dataset)) throw new UsageError(`--dataset must be one of ${DATASETS.join(", ")}, got "${dataset}"`);
+      if (!isPushedDataset(dataset))
+        throw new UsageError(`--dataset must be one of ${DATASETS.join(", ")}, got "${dataset}"`);
       const file = required(values as Values, "file");
       if (!existsSync(file)) throw new UsageError(`--file ${file} does not exist`);
       const { importDataset } = await import("./data-import-command.ts");
       const result = await withInternalTransport(config, (transport) => importDataset(transport, dataset, file));
-      const reasons = result.rejections.slice(0, 5).map((r) => `  line ${r.line}: ${r.reason}${r.key ? ` (${r.key})` : ""}`);
+      const reasons = result.rejections
+        .slice(0, 5)
+        .map((r) => `  line ${r.line}: ${r.reason}${r.key ? ` (${r.key})` : ""}`);
       printResult(output, { ok: true, ...result }, [
         `${result.dataset}: accepted ${result.accepted}, rejected ${result.rejected}, duplicates ${result.duplicates}`,
         ...reasons,
-        ...(result.rejected > reasons.length ? [`  (${result.rejected - reasons.length} more; --json lists the first 100 and counts every reason)`] : []),
+        ...(result.rejected > reasons.length
+          ? [`  (${result.rejected - reasons.length} more; --json lists the first 100 and counts every reason)`]
+          : []),
       ]);
       return 0;
     }
@@ -382,7 +497,7 @@ async function reportFailure(err: unknown, json: boolean): Promise<number> {
     code = "failed";
     message = (err as Error)?.message ?? String(err);
   }
-  if (json) process.stdout.write(JSON.stringify({ ok: false, error: code, message: message.split("\n")[0] }) + "\n");
+  if (json) process.stdout.write(`${JSON.stringify({ ok: false, error: code, message: message.split("\n")[0] })}\n`);
   process.stderr.write(`signals: ${message}\n`);
   return exit;
 }

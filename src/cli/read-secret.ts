@@ -3,7 +3,7 @@
  * line (which other users can see in the process list and which lands in shell history).
  * On a terminal it prompts twice without echo; from a pipe or file it takes the first line.
  */
-import { stdin, stderr } from "node:process";
+import { stderr, stdin } from "node:process";
 
 /** Most bytes read from a pipe: far above any password, small enough to refuse a stray file. */
 const MAX_PIPED_BYTES = 64 * 1024;

@@ -1,5 +1,5 @@
 /** Message delivery through the Telegram Bot API: the bot, how its updates arrive, retries. */
-import { fail, flag, httpUrl, optionalText, wholeNumber, type Parsed, type Rule } from "./parse.ts";
+import { fail, flag, httpUrl, optionalText, type Parsed, type Rule, wholeNumber } from "./parse.ts";
 
 /** How the bot's updates (a member's `/start <token>`) reach the service (docs/alerts.md). */
 export const TELEGRAM_UPDATE_MODES = ["polling", "webhook", "off"] as const;

@@ -1,6 +1,6 @@
 /** Where the data lives: Postgres (DATABASE_URL) or the embedded PGlite in DATA_DIR. */
 import path from "node:path";
-import { optionalText, wholeNumber, type Parsed } from "./parse.ts";
+import { optionalText, type Parsed, wholeNumber } from "./parse.ts";
 
 export const databaseEnv = {
   DATABASE_URL: optionalText.refine(

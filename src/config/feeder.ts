@@ -6,9 +6,9 @@
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { z } from "zod";
-import { TIMEFRAME_MS, TIMEFRAMES } from "../market/timeframes.ts";
 import { commaList, isWellFormedSymbol } from "../market/symbols.ts";
-import { ConfigError, trimmedOrUndefined, urlWithout, type Env } from "./parse.ts";
+import { TIMEFRAME_MS, TIMEFRAMES } from "../market/timeframes.ts";
+import { ConfigError, type Env, trimmedOrUndefined, urlWithout } from "./parse.ts";
 
 /**
  * What the feeder can feed; `--datasets` picks among them. The default (`candles,derivatives`)

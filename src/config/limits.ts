@@ -1,5 +1,5 @@
 /** What a caller may do: the Token limits, the free endpoints' rate, the failed-key throttle. */
-import { wholeNumber, type Parsed } from "./parse.ts";
+import { type Parsed, wholeNumber } from "./parse.ts";
 
 export const limitsEnv = {
   DAILY_CAP: wholeNumber(2000, 1, 10_000_000),

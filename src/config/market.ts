@@ -1,5 +1,5 @@
 /** The market data the server holds: when a coin is stale, catching up, the demo feed and account. */
-import { flag, wholeNumber, type Parsed } from "./parse.ts";
+import { flag, type Parsed, wholeNumber } from "./parse.ts";
 
 export const marketEnv = {
   DEMO_ACCOUNT: flag,

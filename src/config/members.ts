@@ -1,5 +1,5 @@
 /** Members' web sessions, their chart page views and the mail that reaches them. */
-import { optionalText, wholeNumber, type Parsed, type Rule } from "./parse.ts";
+import { optionalText, type Parsed, type Rule, wholeNumber } from "./parse.ts";
 
 /** An smtp:// or smtps:// URL (credentials inside); the message never quotes the value. */
 const smtpUrl = optionalText.refine((raw) => {

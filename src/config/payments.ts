@@ -1,5 +1,5 @@
 /** Stripe, the Token pack catalogue and the subscription grace (docs/payments.md). */
-import { ConfigError, fail, optionalText, wholeNumber, type Parsed, type Rule } from "./parse.ts";
+import { ConfigError, fail, optionalText, type Parsed, type Rule, wholeNumber } from "./parse.ts";
 
 const DEFAULT_STRIPE_API_BASE = "https://api.stripe.com";
 const DEFAULT_TOKEN_PACKS = "5000:USD:2500,20000:USD:8000";

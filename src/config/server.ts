@@ -3,7 +3,7 @@
  * limits and timeouts, the log level, the members' base URL and the proxy in front.
  */
 import { availableParallelism } from "node:os";
-import { fail, flag, hostName, httpUrl, optionalText, wholeNumber, type Parsed, type Rule } from "./parse.ts";
+import { fail, flag, hostName, httpUrl, optionalText, type Parsed, type Rule, wholeNumber } from "./parse.ts";
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 

@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { isWellFormedSymbol } from "../market/symbols.ts";
 import { COINGECKO_IDS } from "./coingecko-ids.ts";
-import { ConfigError, optionalText, textList, urlText, urlWithout, type Env } from "./parse.ts";
+import { ConfigError, type Env, optionalText, textList, urlText, urlWithout } from "./parse.ts";
 
 export type CoinGeckoPlan = "public" | "demo" | "pro";
 

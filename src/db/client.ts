@@ -3,14 +3,15 @@
  * drivers get the same Drizzle schema and the same migrations. The postgres.js pool comes with
  * repairs of driver faults, kept in postgres-js-repairs.ts.
  */
-import { fileURLToPath } from "node:url";
+
 import { mkdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import type { SQL } from "drizzle-orm";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { backoffMs } from "../retry.ts";
-import * as schema from "./schema.ts";
-import { openRepairedPool, type PostgresClient } from "./postgres-js-repairs.ts";
 import { pgliteOptions } from "./pglite-setup.ts";
+import { openRepairedPool, type PostgresClient } from "./postgres-js-repairs.ts";
+import * as schema from "./schema.ts";
 
 /** Any Drizzle Postgres database over our schema, whichever driver is behind it. */
 export type Database = PgDatabase<PgQueryResultHKT, typeof schema>;
@@ -186,7 +187,9 @@ export async function migrationStatus(handle: DbHandle): Promise<{ applied: numb
   const { readFileSync } = await import("node:fs");
   const journal = JSON.parse(readFileSync(`${migrationsFolder}/meta/_journal.json`, "utf8")) as { entries: unknown[] };
   const { sql } = await import("drizzle-orm");
-  const [exists] = await handle.rows<{ found: boolean }>(sql`SELECT to_regclass('drizzle.__drizzle_migrations') IS NOT NULL AS found`);
+  const [exists] = await handle.rows<{ found: boolean }>(
+    sql`SELECT to_regclass('drizzle.__drizzle_migrations') IS NOT NULL AS found`,
+  );
   if (!exists?.found) return { applied: null, shipped: journal.entries.length };
   const [row] = await handle.rows<{ n: number | string }>(sql`SELECT count(*) AS n FROM drizzle.__drizzle_migrations`);
   return { applied: Number(row?.n ?? 0), shipped: journal.entries.length };

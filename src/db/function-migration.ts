@@ -14,9 +14,16 @@ const DB_DIR = fileURLToPath(new URL("./", import.meta.url));
 export function writeFunctionMigration(functionName: string, migrationName: string): string {
   const source = `${DB_DIR}functions/${functionName}.sql`;
   if (!existsSync(source)) throw new Error(`no such function source: src/db/functions/${functionName}.sql`);
-  if (!/^[a-z0-9_]+$/.test(migrationName)) throw new Error("the migration name must be lower-case letters, digits and _");
-  execFileSync("npx", ["drizzle-kit", "generate", "--custom", `--name=${migrationName}`, "--config", `${DB_DIR}drizzle.config.ts`], { stdio: "inherit" });
-  const journal = JSON.parse(readFileSync(`${DB_DIR}migrations/meta/_journal.json`, "utf8")) as { entries: Array<{ tag: string }> };
+  if (!/^[a-z0-9_]+$/.test(migrationName))
+    throw new Error("the migration name must be lower-case letters, digits and _");
+  execFileSync(
+    "npx",
+    ["drizzle-kit", "generate", "--custom", `--name=${migrationName}`, "--config", `${DB_DIR}drizzle.config.ts`],
+    { stdio: "inherit" },
+  );
+  const journal = JSON.parse(readFileSync(`${DB_DIR}migrations/meta/_journal.json`, "utf8")) as {
+    entries: Array<{ tag: string }>;
+  };
   const file = `${DB_DIR}migrations/${journal.entries.at(-1)!.tag}.sql`;
   writeFileSync(file, readFileSync(source, "utf8"));
   return file;

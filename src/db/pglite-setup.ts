@@ -24,7 +24,11 @@ import type { PGlite, PGliteOptions } from "@electric-sql/pglite";
 export const PGLITE_SETTINGS: readonly string[] = ["shared_buffers=16MB"];
 
 /** PGlite's options for a data directory: our settings; the template for a new one when there is one. */
-export function pgliteOptions(dataDir: string, defaultStartParams: readonly string[], useTemplate = true): PGliteOptions {
+export function pgliteOptions(
+  dataDir: string,
+  defaultStartParams: readonly string[],
+  useTemplate = true,
+): PGliteOptions {
   const isNew = dataDir.startsWith("memory://") || !existsSync(path.join(dataDir, "PG_VERSION"));
   const template = useTemplate && isNew ? pgliteTemplate() : undefined;
   return {

@@ -42,7 +42,10 @@ export type SocketFactory = (options: { host: string[]; port: number[]; path?: s
  *
  * Only plain TCP connections get the first fix: with TLS, postgres.js wraps the socket in its own.
  */
-export function faultReportingSocket(options: { host: string[]; port: number[]; path?: string | false }, onFault: () => void): net.Socket {
+export function faultReportingSocket(
+  options: { host: string[]; port: number[]; path?: string | false },
+  onFault: () => void,
+): net.Socket {
   const socket = new net.Socket();
   const emit = socket.emit as (this: net.Socket, event: string | symbol, ...args: unknown[]) => boolean;
   let held: unknown = null;
@@ -94,7 +97,11 @@ export function faultReportingSocket(options: { host: string[]; port: number[]; 
  * queries of a fresh pool sent array parameters as text ("malformed array literal").
  */
 export function seedArrayTypes(from: PostgresClient, to: PostgresClient): void {
-  type TypeOptions = { shared: { typeArrayMap: Record<string, number> }; parsers: Record<string, unknown>; serializers: Record<string, unknown> };
+  type TypeOptions = {
+    shared: { typeArrayMap: Record<string, number> };
+    parsers: Record<string, unknown>;
+    serializers: Record<string, unknown>;
+  };
   const source = (from as unknown as { options: TypeOptions }).options;
   const target = (to as unknown as { options: TypeOptions }).options;
   for (const [oid, typarray] of Object.entries(source.shared.typeArrayMap)) {
@@ -128,14 +135,25 @@ export interface RepairedPool {
   close(): Promise<void>;
 }
 
-/** A client of its own for the probe, destroyed after it whatever the outcome (a cut network never fails its connect). */
-async function answersOnFreshConnection(open: (socket: SocketFactory) => PostgresClient, withinMs: number): Promise<boolean> {
+/**
+ * A client of its own for the probe, destroyed after it whatever the outcome (a cut network never fails its connect).
+ */
+async function answersOnFreshConnection(
+  open: (socket: SocketFactory) => PostgresClient,
+  withinMs: number,
+): Promise<boolean> {
   const probe = open((options) => faultReportingSocket(options, () => {}));
   stopFetchingTypes(probe);
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<boolean>((resolve) => (timer = setTimeout(resolve, withinMs, false)));
   try {
-    return await Promise.race([probe`SELECT 1`.then(() => true, () => false), deadline]);
+    return await Promise.race([
+      probe`SELECT 1`.then(
+        () => true,
+        () => false,
+      ),
+      deadline,
+    ]);
   } finally {
     clearTimeout(timer);
     void probe.end({ timeout: 0 }).catch(() => {});
@@ -202,7 +220,10 @@ export async function openRepairedPool(open: (socket: SocketFactory) => Postgres
       // By now the callers are answered or gone (the listeners closed first): a query still
       // running belongs to none of them, so shutdown waits for it 1 s, not 5 (found by the
       // SIGTERM test in test/reliability/process-faults.test.ts: 10 s grace + 5 s = 15 s).
-      await Promise.all([current.end({ timeout: 1 }), Promise.race([Promise.all(retiring), new Promise((r) => setTimeout(r, 1_000).unref())])]);
+      await Promise.all([
+        current.end({ timeout: 1 }),
+        Promise.race([Promise.all(retiring), new Promise((r) => setTimeout(r, 1_000).unref())]),
+      ]);
     },
   };
 }

@@ -5,15 +5,15 @@
  */
 import { sql } from "drizzle-orm";
 import {
-  customType,
   bigint,
   boolean,
   check,
+  customType,
   date,
   doublePrecision,
   index,
-  jsonb,
   integer,
+  jsonb,
   pgTable,
   primaryKey,
   text,
@@ -104,7 +104,9 @@ export const ledgerEntries = pgTable(
     index("ledger_entries_account_idx").on(t.accountId, t.id),
     // The account page's usage: charges grouped by MYT day (billing/ledger-history.ts), read
     // newest day first; the expression must stay the one LEDGER_DAY there uses.
-    index("ledger_entries_charge_day_idx").on(t.accountId, sql`((${t.createdAt} AT TIME ZONE 'Asia/Kuala_Lumpur')::date)`).where(sql`${t.kind} = 'charge'`),
+    index("ledger_entries_charge_day_idx")
+      .on(t.accountId, sql`((${t.createdAt} AT TIME ZONE 'Asia/Kuala_Lumpur')::date)`)
+      .where(sql`${t.kind} = 'charge'`),
     // Grants, packs and adjustments without walking past every charge (charges skip this index).
     index("ledger_entries_balance_moves_idx").on(t.accountId, t.id).where(sql`${t.kind} <> 'charge'`),
     check("ledger_entries_kind_check", sql`${t.kind} IN ('grant','expiry','pack','charge','adjustment')`),
@@ -118,7 +120,10 @@ export const coins = pgTable("coins", {
   baseTf: text("base_tf").notNull(),
   /** When the feed last delivered an update (forming or closed), for the `stale` check. */
   lastUpdateAt: timestamp("last_update_at", { withTimezone: true, mode: "date" }).notNull(),
-  /** Provenance: true for the demo feed's synthetic rows, false for a real push (docs/feeder.md, "Demo data and real data"). */
+  /**
+   * Provenance: true for the demo feed's synthetic rows, false for a real push (docs/feeder.md, "Demo data and real
+   * data").
+   */
   demo: boolean("demo").notNull().default(false),
   /**
    * Raised by every market transaction that touches the coin, in that transaction: a server
@@ -143,7 +148,10 @@ export const candles = pgTable(
     close: doublePrecision("close").notNull(),
     volume: doublePrecision("volume").notNull(),
     closed: boolean("closed").notNull(),
-    /** Provenance: true for the demo feed's synthetic rows, false for a real push (docs/feeder.md, "Demo data and real data"). */
+    /**
+     * Provenance: true for the demo feed's synthetic rows, false for a real push (docs/feeder.md, "Demo data and real
+     * data").
+     */
     demo: boolean("demo").notNull().default(false),
   },
   (t) => [primaryKey({ columns: [t.symbol, t.tf, t.openTime] })],
@@ -187,7 +195,10 @@ export const signalEvents = pgTable(
     candleOpenTime: bigint("candle_open_time", { mode: "number" }).notNull(),
     /** The candle closed in real time (alerts go out); false for imports and backfills. */
     live: boolean("live").notNull(),
-    /** Provenance: true for the demo feed's synthetic rows, false for a real push (docs/feeder.md, "Demo data and real data"). */
+    /**
+     * Provenance: true for the demo feed's synthetic rows, false for a real push (docs/feeder.md, "Demo data and real
+     * data").
+     */
     demo: boolean("demo").notNull().default(false),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     /**
@@ -307,7 +318,10 @@ export const passwordLinks = pgTable(
     expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
     usedAt: timestamp("used_at", { withTimezone: true }),
   },
-  (t) => [index("password_links_account_idx").on(t.accountId), check("password_links_kind_check", sql`${t.kind} IN ('setup','reset')`)],
+  (t) => [
+    index("password_links_account_idx").on(t.accountId),
+    check("password_links_kind_check", sql`${t.kind} IN ('setup','reset')`),
+  ],
 );
 
 /**
@@ -395,7 +409,10 @@ export const idempotentCalls = pgTable(
     response: bytea("response").notNull(),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull(),
   },
-  (t) => [primaryKey({ columns: [t.keyHash, t.idempotencyKey] }), index("idempotent_calls_created_idx").on(t.createdAt)],
+  (t) => [
+    primaryKey({ columns: [t.keyHash, t.idempotencyKey] }),
+    index("idempotent_calls_created_idx").on(t.createdAt),
+  ],
 );
 
 /**
@@ -457,7 +474,10 @@ export const derivativesReadings = pgTable(
     fundingRate: doublePrecision("funding_rate"),
     openInterestUsd: doublePrecision("open_interest_usd"),
     longShortRatio: doublePrecision("long_short_ratio"),
-    /** Provenance: true for the demo feed's synthetic rows, false for a real push (docs/feeder.md, "Demo data and real data"). */
+    /**
+     * Provenance: true for the demo feed's synthetic rows, false for a real push (docs/feeder.md, "Demo data and real
+     * data").
+     */
     demo: boolean("demo").notNull().default(false),
     /** When this service received the row. */
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull(),
@@ -476,14 +496,20 @@ export const newsItems = pgTable(
     source: text("source").notNull(),
     url: text("url").notNull(),
     coins: text("coins").array().notNull(),
-    /** Provenance: true for the demo feed's synthetic rows, false for a real push (docs/feeder.md, "Demo data and real data"). */
+    /**
+     * Provenance: true for the demo feed's synthetic rows, false for a real push (docs/feeder.md, "Demo data and real
+     * data").
+     */
     demo: boolean("demo").notNull().default(false),
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull(),
   },
   (t) => [index("news_items_time_idx").on(t.time, t.id)],
 );
 
-/** Points of macro-economic series (GET /api/v1/macro); a changed value for a stored (series, time) is a revision and replaces it. */
+/**
+ * Points of macro-economic series (GET /api/v1/macro); a changed value for a stored (series, time) is a revision and
+ * replaces it.
+ */
 export const macroPoints = pgTable(
   "macro_points",
   {
@@ -492,7 +518,10 @@ export const macroPoints = pgTable(
     time: bigint("time", { mode: "number" }).notNull(),
     value: doublePrecision("value").notNull(),
     unit: text("unit").notNull(),
-    /** Provenance: true for the demo feed's synthetic rows, false for a real push (docs/feeder.md, "Demo data and real data"). */
+    /**
+     * Provenance: true for the demo feed's synthetic rows, false for a real push (docs/feeder.md, "Demo data and real
+     * data").
+     */
     demo: boolean("demo").notNull().default(false),
     source: text("source").notNull(),
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull(),
@@ -516,7 +545,10 @@ export const coinFundamentals = pgTable("coin_fundamentals", {
   athUsd: doublePrecision("ath_usd"),
   /** When the all-time high was reached, epoch ms. */
   athTime: bigint("ath_time", { mode: "number" }),
-  /** Provenance: true for the demo feed's synthetic rows, false for a real push (docs/feeder.md, "Demo data and real data"). */
+  /**
+   * Provenance: true for the demo feed's synthetic rows, false for a real push (docs/feeder.md, "Demo data and real
+   * data").
+   */
   demo: boolean("demo").notNull().default(false),
 });
 

@@ -54,6 +54,10 @@ export function resolveParams(params?: Partial<EngineParams>): EngineParams {
   if (typeof trailDefense !== "boolean" || typeof withTrendOnly !== "boolean") {
     throw new RangeError("trailDefense and withTrendOnly must be booleans");
   }
-  const majorPivotHalfWidth = halfWidth(params?.majorPivotHalfWidth ?? DEFAULT_PARAMS.majorPivotHalfWidth, "majorPivotHalfWidth", 0);
+  const majorPivotHalfWidth = halfWidth(
+    params?.majorPivotHalfWidth ?? DEFAULT_PARAMS.majorPivotHalfWidth,
+    "majorPivotHalfWidth",
+    0,
+  );
   return { pivotHalfWidth, atrPeriod, breakBufferAtr, trailDefense, withTrendOnly, majorPivotHalfWidth };
 }

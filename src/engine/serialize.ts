@@ -1,6 +1,6 @@
 import { type EngineParams, resolveParams } from "./params.ts";
-import { SIGNALS } from "./signal.ts";
 import type { Signal } from "./signal.ts";
+import { SIGNALS } from "./signal.ts";
 import type { EngineState } from "./state.ts";
 import { ENGINE_STATE_VERSION, ringSize } from "./state.ts";
 
@@ -49,7 +49,8 @@ export function restoreState(value: unknown): EngineState {
       breakBufferAtr: v.breakBufferAtr === undefined ? undefined : num(v.breakBufferAtr, "breakBufferAtr"),
       trailDefense: v.trailDefense === undefined ? undefined : bool(v.trailDefense, "trailDefense"),
       withTrendOnly: v.withTrendOnly === undefined ? undefined : bool(v.withTrendOnly, "withTrendOnly"),
-      majorPivotHalfWidth: v.majorPivotHalfWidth === undefined ? undefined : num(v.majorPivotHalfWidth, "majorPivotHalfWidth"),
+      majorPivotHalfWidth:
+        v.majorPivotHalfWidth === undefined ? undefined : num(v.majorPivotHalfWidth, "majorPivotHalfWidth"),
     });
   } catch {
     fail("parameters");
@@ -100,14 +101,23 @@ export function restoreState(value: unknown): EngineState {
   };
 
   // Cross-field invariants the fold maintains; a state violating them did not come from stepClosed.
-  if ((state.count === 0) !== (state.lastClose === null) || (state.lastClose === null) !== (state.lastOpenTime === null)) {
+  if (
+    (state.count === 0) !== (state.lastClose === null) ||
+    (state.lastClose === null) !== (state.lastOpenTime === null)
+  ) {
     fail("count / lastClose / lastOpenTime disagree");
   }
-  if ((state.count >= state.atrPeriod) !== (state.atr !== null)) fail("atr is inconsistent with count");
-  if ((state.swingHigh === null) !== (state.minSinceHigh === null) || (state.swingHigh === null) !== (state.swingHighAt === null)) {
+  if (state.count >= state.atrPeriod !== (state.atr !== null)) fail("atr is inconsistent with count");
+  if (
+    (state.swingHigh === null) !== (state.minSinceHigh === null) ||
+    (state.swingHigh === null) !== (state.swingHighAt === null)
+  ) {
     fail("swing high fields disagree");
   }
-  if ((state.swingLow === null) !== (state.maxSinceLow === null) || (state.swingLow === null) !== (state.swingLowAt === null)) {
+  if (
+    (state.swingLow === null) !== (state.maxSinceLow === null) ||
+    (state.swingLow === null) !== (state.swingLowAt === null)
+  ) {
     fail("swing low fields disagree");
   }
   if ((state.signal === "NONE") !== (state.defense === null)) fail("signal / defense disagree");

@@ -68,7 +68,8 @@ export function ringSize(pivotHalfWidth: number): number {
 
 /** A fresh state before any candle, with validated parameters (defaults k = 3, N = 14). */
 export function createEngineState(params?: Partial<EngineParams>): EngineState {
-  const { pivotHalfWidth, atrPeriod, breakBufferAtr, trailDefense, withTrendOnly, majorPivotHalfWidth } = resolveParams(params);
+  const { pivotHalfWidth, atrPeriod, breakBufferAtr, trailDefense, withTrendOnly, majorPivotHalfWidth } =
+    resolveParams(params);
   const width = ringSize(Math.max(pivotHalfWidth, majorPivotHalfWidth));
   return {
     version: ENGINE_STATE_VERSION,

@@ -130,7 +130,8 @@ export function stepClosed(state: EngineState, candle: Candle): void {
       state.swingHighBroken = false;
       state.minSinceHigh = m;
       // MS-2 trailing: a new lower high above the close tightens a short's defense.
-      if (state.trailDefense && state.defense !== null && isShort(state) && ph < state.defense && ph > close) state.defense = ph;
+      if (state.trailDefense && state.defense !== null && isShort(state) && ph < state.defense && ph > close)
+        state.defense = ph;
     }
     if ((kind & PIVOT_LOW) !== 0) {
       const pl = state.lows[pSlot] as number;
@@ -144,7 +145,8 @@ export function stepClosed(state: EngineState, candle: Candle): void {
       state.swingLowBroken = false;
       state.maxSinceLow = m;
       // MS-2 trailing: a new higher low below the close tightens a long's defense.
-      if (state.trailDefense && state.defense !== null && isLong(state) && pl > state.defense && pl < close) state.defense = pl;
+      if (state.trailDefense && state.defense !== null && isLong(state) && pl > state.defense && pl < close)
+        state.defense = pl;
     }
   }
   const major = state.majorPivotHalfWidth;

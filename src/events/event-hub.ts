@@ -3,8 +3,9 @@
  * process: the writers NOTIFY on commit). A stream remembers the wake-up count before it
  * reads, so an event committed between its read and its wait is never slept through.
  */
-import type { DbHandle } from "../db/client.ts";
+
 import { SIGNAL_EVENTS } from "../db/channels.ts";
+import type { DbHandle } from "../db/client.ts";
 
 export class SignalEventHub {
   private count = 0;

@@ -7,7 +7,7 @@ import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { asc, eq, gt, max } from "drizzle-orm";
 import type { Logger } from "pino";
-import { SignalEventSchema, type SignalEvent, type SignalEventsService } from "../../gen/signals/v1/events_pb.js";
+import { type SignalEvent, SignalEventSchema, type SignalEventsService } from "../../gen/signals/v1/events_pb.js";
 import { Signal } from "../../gen/signals/v1/signals_pb.js";
 import type { DbHandle } from "../db/client.ts";
 import { signalEvents } from "../db/schema.ts";
@@ -54,20 +54,37 @@ async function startingSeq(db: DbHandle, afterId: string, fromStart: boolean): P
   return row?.last ?? 0;
 }
 
-export function createSignalEventsService(deps: { db: DbHandle; hub: SignalEventHub; logger: Logger }): ServiceImpl<typeof SignalEventsService> {
+export function createSignalEventsService(deps: {
+  db: DbHandle;
+  hub: SignalEventHub;
+  logger: Logger;
+}): ServiceImpl<typeof SignalEventsService> {
   const { db, hub } = deps;
   return {
     async *streamSignalEvents(request, ctx) {
       let cursor = await startingSeq(db, request.afterId.trim(), request.fromStart);
       while (!ctx.signal.aborted) {
-        if (hub.closed) throw serviceError("unavailable", "the server is shutting down; reconnect with after_id set to the last event id you received");
+        if (hub.closed)
+          throw serviceError(
+            "unavailable",
+            "the server is shutting down; reconnect with after_id set to the last event id you received",
+          );
         const seen = hub.wakeups;
         let rows: EventRow[];
         try {
-          rows = await db.db.select().from(signalEvents).where(gt(signalEvents.seq, cursor)).orderBy(asc(signalEvents.seq)).limit(PAGE);
+          rows = await db.db
+            .select()
+            .from(signalEvents)
+            .where(gt(signalEvents.seq, cursor))
+            .orderBy(asc(signalEvents.seq))
+            .limit(PAGE);
         } catch (err) {
           deps.logger.error({ err: errorSummary(err) }, "signal event stream read failed");
-          throw serviceError("unavailable", "signal events cannot be read right now; reconnect with " + "after_id set to the last event id you received");
+          throw serviceError(
+            "unavailable",
+            "signal events cannot be read right now; reconnect with " +
+              "after_id set to the last event id you received",
+          );
         }
         for (const row of rows) {
           yield { event: toMessage(row) };

@@ -8,11 +8,11 @@
 import type { Logger } from "pino";
 import type { Candle } from "../engine/candle.ts";
 import { errorSummary } from "../logger.ts";
+import { backoffMs } from "../retry.ts";
 import { ccxtErrors, type OhlcvRow, type SpotExchange } from "./exchange.ts";
 import type { CoinHealth, FeedMetrics } from "./feed-metrics.ts";
 import type { KlineStream, KlineSubscription } from "./kline-stream.ts";
 import type { Pusher } from "./pusher.ts";
-import { backoffMs } from "../retry.ts";
 import { sleep } from "./timing.ts";
 
 export interface CoinFeedDeps {
@@ -40,12 +40,23 @@ class SilenceError extends Error {
   override name = "SilenceError";
 }
 
-const toCandle = (r: OhlcvRow): Candle => ({ openTime: r[0], open: r[1], high: r[2], low: r[3], close: r[4], volume: r[5] });
-const sameValues = (a: Candle, b: Candle) => a.open === b.open && a.high === b.high && a.low === b.low && a.close === b.close && a.volume === b.volume;
+const toCandle = (r: OhlcvRow): Candle => ({
+  openTime: r[0],
+  open: r[1],
+  high: r[2],
+  low: r[3],
+  close: r[4],
+  volume: r[5],
+});
+const sameValues = (a: Candle, b: Candle) =>
+  a.open === b.open && a.high === b.high && a.low === b.low && a.close === b.close && a.volume === b.volume;
 
 /** Classifies a ccxt error for metrics and backoff. */
-export function errorKind(err: unknown): "rate_limit" | "ban" | "unavailable" | "timeout" | "network" | "bad_symbol" | "other" {
-  const { BadSymbol, DDoSProtection, ExchangeNotAvailable, NetworkError, RateLimitExceeded, RequestTimeout } = ccxtErrors;
+export function errorKind(
+  err: unknown,
+): "rate_limit" | "ban" | "unavailable" | "timeout" | "network" | "bad_symbol" | "other" {
+  const { BadSymbol, DDoSProtection, ExchangeNotAvailable, NetworkError, RateLimitExceeded, RequestTimeout } =
+    ccxtErrors;
   const message = String((err as Error)?.message ?? "");
   // ccxt files both under DDoSProtection / RateLimitExceeded; the HTTP status in its message tells them apart.
   if (/\b429\b/.test(message)) return "rate_limit";
@@ -81,7 +92,12 @@ export class CoinFeed {
   /** The subscription kept over a silence, until the stream is read again or the feed stops. */
   private keptSubscription: KlineSubscription | null = null;
 
-  constructor(symbol: string, market: string, resume: { known: boolean; lastClosedOpenTime: number }, deps: CoinFeedDeps) {
+  constructor(
+    symbol: string,
+    market: string,
+    resume: { known: boolean; lastClosedOpenTime: number },
+    deps: CoinFeedDeps,
+  ) {
     this.symbol = symbol;
     this.market = market;
     this.deps = deps;
@@ -92,7 +108,12 @@ export class CoinFeed {
 
   /** Feed state for metrics, /healthz and logs. */
   health(): CoinHealth {
-    return { symbol: this.symbol, state: this.state, lastClosedOpenTime: this.lastClosed, lastMessageAt: this.lastMessageAt };
+    return {
+      symbol: this.symbol,
+      state: this.state,
+      lastClosedOpenTime: this.lastClosed,
+      lastMessageAt: this.lastMessageAt,
+    };
   }
 
   /** Starts feeding and the periodic audit (resolves at once). */
@@ -108,7 +129,8 @@ export class CoinFeed {
       try {
         await this.audit();
       } catch (err) {
-        if (!this.stopped) this.deps.logger.warn({ symbol: this.symbol, err: errorSummary(err) }, "candle audit failed");
+        if (!this.stopped)
+          this.deps.logger.warn({ symbol: this.symbol, err: errorSummary(err) }, "candle audit failed");
         this.nextAudit = this.deps.now() + this.deps.auditEveryMs;
       }
     }
@@ -145,9 +167,20 @@ export class CoinFeed {
         const kind = err instanceof SilenceError ? "silence" : errorKind(err);
         if (kind !== "silence") metrics.exchangeErrors.inc({ symbol: this.symbol, kind });
         failures++;
-        const delay = this.deps.exchange.coolDownUntil > Date.now() ? this.deps.exchange.coolDownUntil - Date.now() : backoffMs(failures, 500, 30_000);
+        const delay =
+          this.deps.exchange.coolDownUntil > Date.now()
+            ? this.deps.exchange.coolDownUntil - Date.now()
+            : backoffMs(failures, 500, 30_000);
         metrics.reconnects.inc({ symbol: this.symbol });
-        logger.info({ symbol: this.symbol, reason: kind, err: kind === "silence" ? undefined : errorSummary(err), retryInMs: delay }, "feed reconnecting");
+        logger.info(
+          {
+            symbol: this.symbol,
+            reason: kind,
+            err: kind === "silence" ? undefined : errorSummary(err),
+            retryInMs: delay,
+          },
+          "feed reconnecting",
+        );
         this.state = kind === "silence" ? "stale" : "backfilling";
         await sleep(delay, this.abort.signal);
       }
@@ -158,7 +191,9 @@ export class CoinFeed {
   private async stream(): Promise<void> {
     const { silenceMs } = this.deps;
     // One stop listener per stream, not per message (a listener per message would pile up).
-    const stop = new Promise<null>((resolve) => this.abort.signal.addEventListener("abort", () => resolve(null), { once: true }));
+    const stop = new Promise<null>((resolve) =>
+      this.abort.signal.addEventListener("abort", () => resolve(null), { once: true }),
+    );
     // Ended on the way out, except after a silence (below).
     const subscription = this.deps.klines.open(this.market);
     this.keptSubscription = null;
@@ -229,7 +264,8 @@ export class CoinFeed {
       this.pushedClosed.set(c.openTime, c);
       this.lastClosed = c.openTime;
     }
-    while (this.pushedClosed.size > KEPT_CLOSED) this.pushedClosed.delete(this.pushedClosed.keys().next().value as number);
+    while (this.pushedClosed.size > KEPT_CLOSED)
+      this.pushedClosed.delete(this.pushedClosed.keys().next().value as number);
     if (this.forming && this.lastClosed !== null && this.forming.openTime <= this.lastClosed) this.forming = null;
     this.deps.pusher.enqueue(
       candles.map((candle) => ({ symbol: this.symbol, tf: this.deps.tf, candle, closed: true })),
@@ -251,8 +287,14 @@ export class CoinFeed {
         this.deps.metrics.exchangeErrors.inc({ symbol: this.symbol, kind });
         if (kind === "bad_symbol") throw err;
         attempt++;
-        const delay = kind === "rate_limit" || kind === "ban" ? Math.max(this.deps.exchange.coolDownUntil - Date.now(), backoffMs(attempt, 1_000, 60_000)) : backoffMs(attempt, 500, 30_000);
-        this.deps.logger.warn({ symbol: this.symbol, kind, err: errorSummary(err), retryInMs: delay }, "exchange REST call failed; backing off");
+        const delay =
+          kind === "rate_limit" || kind === "ban"
+            ? Math.max(this.deps.exchange.coolDownUntil - Date.now(), backoffMs(attempt, 1_000, 60_000))
+            : backoffMs(attempt, 500, 30_000);
+        this.deps.logger.warn(
+          { symbol: this.symbol, kind, err: errorSummary(err), retryInMs: delay },
+          "exchange REST call failed; backing off",
+        );
         await sleep(delay, this.abort.signal);
       }
     }
@@ -260,7 +302,9 @@ export class CoinFeed {
 
   private fetch(since: number | undefined, limit: number, until?: number): Promise<Candle[]> {
     const params = until === undefined ? {} : { until };
-    return this.rest(() => this.deps.exchange.fetchOHLCV(this.market, this.deps.tf, since, limit, params)).then((rows) => rows.map(toCandle));
+    return this.rest(() => this.deps.exchange.fetchOHLCV(this.market, this.deps.tf, since, limit, params)).then(
+      (rows) => rows.map(toCandle),
+    );
   }
 
   /**
@@ -274,7 +318,11 @@ export class CoinFeed {
       // Never seen: the last FEED_HISTORY closed candles, paged backwards from the newest.
       rows = await this.fetch(undefined, Math.min(PAGE, this.deps.historyCandles + 1));
       while (rows.length > 0 && rows.length < this.deps.historyCandles + 1 && !this.stopped) {
-        const older = await this.fetch(undefined, Math.min(PAGE, this.deps.historyCandles + 1 - rows.length), rows[0]!.openTime - 1);
+        const older = await this.fetch(
+          undefined,
+          Math.min(PAGE, this.deps.historyCandles + 1 - rows.length),
+          rows[0]!.openTime - 1,
+        );
         if (older.length === 0) break;
         rows = [...older.filter((c) => c.openTime < rows[0]!.openTime), ...rows];
       }
@@ -295,7 +343,10 @@ export class CoinFeed {
     this.coldStart = false;
     this.pushClosed(closed, mode);
     this.deps.metrics.backfilled.inc({ symbol: this.symbol }, closed.length);
-    this.deps.logger.info({ symbol: this.symbol, reason, candles: closed.length, from: closed[0]?.openTime, to: closed.at(-1)?.openTime }, "feed backfilled");
+    this.deps.logger.info(
+      { symbol: this.symbol, reason, candles: closed.length, from: closed[0]?.openTime, to: closed.at(-1)?.openTime },
+      "feed backfilled",
+    );
     if (this.lastClosed === null || newest.openTime > this.lastClosed) this.setForming(newest);
   }
 
@@ -330,7 +381,10 @@ export class CoinFeed {
       this.revised.add(key);
       found++;
       this.deps.metrics.revisions.inc({ symbol: this.symbol });
-      this.deps.logger.warn({ symbol: this.symbol, openTime: fresh.openTime, pushed, exchange: fresh }, "exchange revised a closed candle; history kept as pushed");
+      this.deps.logger.warn(
+        { symbol: this.symbol, openTime: fresh.openTime, pushed, exchange: fresh },
+        "exchange revised a closed candle; history kept as pushed",
+      );
     }
     return found;
   }

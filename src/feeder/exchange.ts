@@ -24,7 +24,13 @@ export interface SpotExchange {
   readonly id: string;
   loadMarkets(): Promise<Record<string, unknown>>;
   readonly markets: Record<string, { base?: string; quote?: string; spot?: boolean; active?: boolean | undefined }>;
-  fetchOHLCV(symbol: string, timeframe: string, since?: number, limit?: number, params?: Record<string, unknown>): Promise<OhlcvRow[]>;
+  fetchOHLCV(
+    symbol: string,
+    timeframe: string,
+    since?: number,
+    limit?: number,
+    params?: Record<string, unknown>,
+  ): Promise<OhlcvRow[]>;
   /** ccxt's multiplexed kline watch: one SUBSCRIBE carrying every stream of the list. */
   watchOHLCVForSymbols(symbolsAndTimeframes: string[][]): Promise<unknown>;
   unWatchOHLCVForSymbols(symbolsAndTimeframes: string[][]): Promise<unknown>;
@@ -45,8 +51,15 @@ export interface FuturesExchange {
   readonly markets: Record<string, { base?: string; quote?: string; swap?: boolean; linear?: boolean }>;
   has: Record<string, unknown>;
   fetchFundingRate(symbol: string): Promise<{ fundingRate?: number; timestamp?: number }>;
-  fetchOpenInterest(symbol: string): Promise<{ openInterestValue?: number; openInterestAmount?: number; timestamp?: number }>;
-  fetchLongShortRatioHistory(symbol: string, timeframe?: string, since?: number, limit?: number): Promise<Array<{ longShortRatio?: number; timestamp?: number }>>;
+  fetchOpenInterest(
+    symbol: string,
+  ): Promise<{ openInterestValue?: number; openInterestAmount?: number; timestamp?: number }>;
+  fetchLongShortRatioHistory(
+    symbol: string,
+    timeframe?: string,
+    since?: number,
+    limit?: number,
+  ): Promise<Array<{ longShortRatio?: number; timestamp?: number }>>;
   coolDownUntil: number;
 }
 
@@ -75,14 +88,19 @@ function rebase(node: unknown, base: string, schemes: string[]): unknown {
 function rebasedUrls(urls: Record<string, unknown>, overrides: ExchangeUrls): Record<string, unknown> {
   const api = urls.api as Record<string, unknown>;
   const { ws, ...rest } = api;
-  const restApi = overrides.restUrl ? (rebase(rest, overrides.restUrl, ["https://", "http://"]) as Record<string, unknown>) : rest;
+  const restApi = overrides.restUrl
+    ? (rebase(rest, overrides.restUrl, ["https://", "http://"]) as Record<string, unknown>)
+    : rest;
   const wsApi = overrides.wsUrl && ws ? rebase(ws, overrides.wsUrl, ["wss://", "ws://"]) : ws;
   return { ...urls, api: { ...restApi, ...(wsApi ? { ws: wsApi } : {}) } };
 }
 
 /** The Retry-After of a ccxt error's response headers, in ms (0 when none). */
 function coolDownMs(headers: unknown): number {
-  const raw = headers && typeof headers === "object" ? ((headers as Record<string, unknown>)["retry-after"] ?? (headers as Record<string, unknown>)["Retry-After"]) : undefined;
+  const raw =
+    headers && typeof headers === "object"
+      ? ((headers as Record<string, unknown>)["retry-after"] ?? (headers as Record<string, unknown>)["Retry-After"])
+      : undefined;
   return typeof raw === "string" || typeof raw === "number" ? (retryAfterMs(String(raw)) ?? 0) : 0;
 }
 
@@ -96,7 +114,9 @@ const loaded = new Map<string, { pro: AnyClass | null; rest: AnyClass | null }>(
  * ccxt's error classes, from the very module its exchange classes throw (loaded by file like
  * them, see loadExchange; a second copy would make `instanceof` fail). The module is small.
  */
-export const ccxtErrors = (await import(new URL("./src/base/errors.js", import.meta.resolve("ccxt")).href)) as typeof import("ccxt");
+export const ccxtErrors = (await import(
+  new URL("./src/base/errors.js", import.meta.resolve("ccxt")).href
+)) as typeof import("ccxt");
 const { NetworkError } = ccxtErrors;
 
 /**
@@ -137,12 +157,34 @@ export function createSpotExchange(id: string, urls: ExchangeUrls): SpotExchange
     // Every kline message goes to the feeder as it arrives, with Binance's closed mark (k.x),
     // which ccxt drops; ccxt's own futures resolve only for whoever awaits at that moment, so
     // with hundreds of coins on one socket they would miss updates.
-    handleOHLCV(client: unknown, message: { k?: { x?: boolean; t?: number; s?: string; i?: string; o?: string; h?: string; l?: string; c?: string; v?: string } }) {
+    handleOHLCV(
+      client: unknown,
+      message: {
+        k?: {
+          x?: boolean;
+          t?: number;
+          s?: string;
+          i?: string;
+          o?: string;
+          h?: string;
+          l?: string;
+          c?: string;
+          v?: string;
+        };
+      },
+    ) {
       const k = message?.k;
       if (this.onKline && k?.t !== undefined && k.s) {
         const market = this.safeMarket?.(k.s, undefined, undefined, "spot");
         const timeframe = this.findTimeframe?.(k.i);
-        const row: OhlcvRow = [k.t, parseFloat(k.o ?? ""), parseFloat(k.h ?? ""), parseFloat(k.l ?? ""), parseFloat(k.c ?? ""), parseFloat(k.v ?? "")];
+        const row: OhlcvRow = [
+          k.t,
+          parseFloat(k.o ?? ""),
+          parseFloat(k.h ?? ""),
+          parseFloat(k.l ?? ""),
+          parseFloat(k.c ?? ""),
+          parseFloat(k.v ?? ""),
+        ];
         this.onKline({ market: market?.symbol, timeframe, row, closed: k.x === true });
       }
       return super.handleOHLCV(client, message);
@@ -157,7 +199,11 @@ export function createSpotExchange(id: string, urls: ExchangeUrls): SpotExchange
       if (current) delete clients[client.url];
       const result = super.onClose(client, error);
       // `error` is the close event here; ccxt's own error for it (a NetworkError) is on the client.
-      if (current) this.onSocketLost?.(client.url, (client as { error?: unknown }).error ?? new NetworkError(`websocket ${client.url} closed`));
+      if (current)
+        this.onSocketLost?.(
+          client.url,
+          (client as { error?: unknown }).error ?? new NetworkError(`websocket ${client.url} closed`),
+        );
       return result;
     }
     onError(client: { url: string }, error: unknown) {
@@ -187,7 +233,8 @@ export function createSpotExchange(id: string, urls: ExchangeUrls): SpotExchange
       return true;
     }
     handleErrors(code: number, ...rest: unknown[]) {
-      if (code === 429 || code === 418) this.coolDownUntil = Math.max(this.coolDownUntil, Date.now() + coolDownMs(rest[3]));
+      if (code === 429 || code === 418)
+        this.coolDownUntil = Math.max(this.coolDownUntil, Date.now() + coolDownMs(rest[3]));
       return super.handleErrors(code, ...rest);
     }
   }
@@ -203,7 +250,14 @@ export function createSpotExchange(id: string, urls: ExchangeUrls): SpotExchange
     // ws.cost: ccxt spaces each socket's control messages by cost × rateLimit (50 ms); 10 keeps
     // them at about 2 a second even when subscriptions queued during a reconnect are released
     // together (Binance cuts a connection at more than 5 incoming frames a second).
-    options: { defaultType: "spot", fetchMarkets: { types: ["spot"] }, fetchMargins: false, fetchCurrencies: false, OHLCVLimit: 2, ws: { cost: 10 } },
+    options: {
+      defaultType: "spot",
+      fetchMarkets: { types: ["spot"] },
+      fetchMargins: false,
+      fetchCurrencies: false,
+      OHLCVLimit: 2,
+      ws: { cost: 10 },
+    },
   }) as unknown as SpotExchange;
 }
 
@@ -214,7 +268,8 @@ export function createFuturesExchange(id: string, urls: ExchangeUrls): FuturesEx
   class Futures extends Base {
     coolDownUntil = 0;
     handleErrors(code: number, ...rest: unknown[]) {
-      if (code === 429 || code === 418) this.coolDownUntil = Math.max(this.coolDownUntil, Date.now() + coolDownMs(rest[3]));
+      if (code === 429 || code === 418)
+        this.coolDownUntil = Math.max(this.coolDownUntil, Date.now() + coolDownMs(rest[3]));
       return super.handleErrors(code, ...rest);
     }
   }

@@ -7,7 +7,7 @@ import { ConfigError, loadContextSourcesConfig, loadFeedConfig } from "../config
 import { createLogger, errorSummary } from "../logger.ts";
 import { clientTokenSource } from "../server/internal-token.ts";
 import { startFeeder } from "./feeder.ts";
-import { CONTEXT_DATASETS, checkContextSourcesConfig, type ContextSourcesConfig } from "./sources/index.ts";
+import { CONTEXT_DATASETS, type ContextSourcesConfig, checkContextSourcesConfig } from "./sources/index.ts";
 
 /** Starts the feeder; resolves to an exit code on a start failure, else -1 (keeps running). */
 export async function runFeedCommand(argv: string[]): Promise<number> {
@@ -37,13 +37,17 @@ export async function runFeedCommand(argv: string[]): Promise<number> {
     return 2;
   }
   if (!token) {
-    process.stderr.write(`signals feed: no internal token: set INTERNAL_TOKEN, or run where the server's data directory (${config.dataDir}) holds its token file\n`);
+    process.stderr.write(
+      `signals feed: no internal token: set INTERNAL_TOKEN, or run where the server's data directory (${config.dataDir}) holds its token file\n`,
+    );
     return 2;
   }
   const logger = createLogger(config.logLevel);
   // A library promise nobody awaited (ccxt's socket housekeeping) must not end a process that
   // feeds many coins: log it; the coin's own loop notices the failure and reconnects.
-  process.on("unhandledRejection", (reason) => logger.warn({ err: errorSummary(reason) }, "unhandled rejection in the exchange client"));
+  process.on("unhandledRejection", (reason) =>
+    logger.warn({ err: errorSummary(reason) }, "unhandled rejection in the exchange client"),
+  );
   const feeder = await startFeeder({ config, contextConfig, token, logger });
   let stopping = false;
   const stop = (signal: string) => {

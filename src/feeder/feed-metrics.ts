@@ -31,14 +31,56 @@ export interface FeederProblem {
 
 export class FeedMetrics {
   readonly registry = new Registry();
-  readonly reconnects = new Counter({ name: "feed_reconnects_total", help: "Stream reconnects (after a drop, a silence or an error) per coin.", labelNames: ["symbol"], registers: [this.registry] });
-  readonly backfilled = new Counter({ name: "feed_backfilled_candles_total", help: "Closed candles fetched over REST and pushed, per coin.", labelNames: ["symbol"], registers: [this.registry] });
-  readonly revisions = new Counter({ name: "feed_candle_revisions_total", help: "Closed candles the exchange changed after they were pushed (found by the audit; never applied).", labelNames: ["symbol"], registers: [this.registry] });
-  readonly exchangeErrors = new Counter({ name: "feed_exchange_errors_total", help: "Exchange errors per coin and kind (rate_limit, ban, unavailable, timeout, network, other).", labelNames: ["symbol", "kind"], registers: [this.registry] });
-  readonly pushed = new Counter({ name: "feed_pushed_updates_total", help: "Candle updates accepted by the service, per coin and state (forming, closed).", labelNames: ["symbol", "state"], registers: [this.registry] });
-  readonly duplicates = new Counter({ name: "feed_push_duplicates_total", help: "Closed candles the service already had (should stay 0).", labelNames: ["symbol"], registers: [this.registry] });
-  readonly rejected = new Counter({ name: "feed_push_rejected_total", help: "Candle updates the service refused, per coin and reason.", labelNames: ["symbol", "reason"], registers: [this.registry] });
-  readonly sourceErrors = new Counter({ name: "feed_source_errors_total", help: "Failed runs of periodic sources (derivatives; news, fundamentals, " + "macro count each failing feed, series or call).", labelNames: ["source"], registers: [this.registry] });
+  readonly reconnects = new Counter({
+    name: "feed_reconnects_total",
+    help: "Stream reconnects (after a drop, a silence or an error) per coin.",
+    labelNames: ["symbol"],
+    registers: [this.registry],
+  });
+  readonly backfilled = new Counter({
+    name: "feed_backfilled_candles_total",
+    help: "Closed candles fetched over REST and pushed, per coin.",
+    labelNames: ["symbol"],
+    registers: [this.registry],
+  });
+  readonly revisions = new Counter({
+    name: "feed_candle_revisions_total",
+    help: "Closed candles the exchange changed after they were pushed (found by the audit; never applied).",
+    labelNames: ["symbol"],
+    registers: [this.registry],
+  });
+  readonly exchangeErrors = new Counter({
+    name: "feed_exchange_errors_total",
+    help: "Exchange errors per coin and kind (rate_limit, ban, unavailable, timeout, network, other).",
+    labelNames: ["symbol", "kind"],
+    registers: [this.registry],
+  });
+  readonly pushed = new Counter({
+    name: "feed_pushed_updates_total",
+    help: "Candle updates accepted by the service, per coin and state (forming, closed).",
+    labelNames: ["symbol", "state"],
+    registers: [this.registry],
+  });
+  readonly duplicates = new Counter({
+    name: "feed_push_duplicates_total",
+    help: "Closed candles the service already had (should stay 0).",
+    labelNames: ["symbol"],
+    registers: [this.registry],
+  });
+  readonly rejected = new Counter({
+    name: "feed_push_rejected_total",
+    help: "Candle updates the service refused, per coin and reason.",
+    labelNames: ["symbol", "reason"],
+    registers: [this.registry],
+  });
+  readonly sourceErrors = new Counter({
+    name: "feed_source_errors_total",
+    help:
+      "Failed runs of periodic sources (derivatives; news, fundamentals, " +
+      "macro count each failing feed, series or call).",
+    labelNames: ["source"],
+    registers: [this.registry],
+  });
 
   constructor(coins: () => CoinHealth[], tfMs: number, now: () => number) {
     const perCoin = (name: string, help: string, value: (c: CoinHealth) => number | null) => {
@@ -56,11 +98,20 @@ export class FeedMetrics {
         },
       });
     };
-    perCoin("feed_lag_seconds", "Now minus the end of the last closed candle pushed, per coin this feeder leads.", (c) =>
-      c.state !== "standby" && c.lastClosedOpenTime !== null ? (now() - (c.lastClosedOpenTime + tfMs)) / 1000 : null,
+    perCoin(
+      "feed_lag_seconds",
+      "Now minus the end of the last closed candle pushed, per coin this feeder leads.",
+      (c) =>
+        c.state !== "standby" && c.lastClosedOpenTime !== null ? (now() - (c.lastClosedOpenTime + tfMs)) / 1000 : null,
     );
-    perCoin("feed_last_message_timestamp_seconds", "When the coin's stream last delivered a message (Unix seconds).", (c) => (c.lastMessageAt === null ? null : c.lastMessageAt / 1000));
-    perCoin("feed_leader", "1 when this feeder leads the coin, 0 on standby.", (c) => (c.state === "unlisted" ? null : c.state === "standby" ? 0 : 1));
+    perCoin(
+      "feed_last_message_timestamp_seconds",
+      "When the coin's stream last delivered a message (Unix seconds).",
+      (c) => (c.lastMessageAt === null ? null : c.lastMessageAt / 1000),
+    );
+    perCoin("feed_leader", "1 when this feeder leads the coin, 0 on standby.", (c) =>
+      c.state === "unlisted" ? null : c.state === "standby" ? 0 : 1,
+    );
   }
 }
 
@@ -90,14 +141,19 @@ export async function startMetricsListener(
       const stale = all.filter((c) => c.state === "stale").map((c) => c.symbol);
       const found = problems();
       const causes = [...found.map((p) => p.cause), ...(stale.length > 0 ? ["stale" as const] : [])];
-      const message = [...found.map((p) => p.message), ...(stale.length > 0 ? [`no update from the exchange for a while: ${stale.join(", ")}`] : [])].join("; ");
+      const message = [
+        ...found.map((p) => p.message),
+        ...(stale.length > 0 ? [`no update from the exchange for a while: ${stale.join(", ")}`] : []),
+      ].join("; ");
       const ok = causes.length === 0;
       res.writeHead(ok ? 200 : 503, { "content-type": "application/json" });
       res.end(JSON.stringify({ ok, causes, ...(ok ? {} : { message }), problems: found, stale, coins: all }));
       return;
     }
     if (path === "/status") {
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ coins: coins(), sources: sources() }));
+      res
+        .writeHead(200, { "content-type": "application/json" })
+        .end(JSON.stringify({ coins: coins(), sources: sources() }));
       return;
     }
     res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ ok: false, error: "not_found" }));

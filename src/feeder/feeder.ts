@@ -4,28 +4,29 @@
  * sources (sources/): derivatives for the coins it leads, and the context sources (news,
  * fundamentals, macro) for the datasets chosen. /metrics, /healthz and /status on a loopback port.
  */
-import { hostname } from "node:os";
+
 import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
 import type { Logger } from "pino";
 import type { FeedConfig } from "../config/feeder.ts";
 import { createFuturesExchange } from "./exchange.ts";
-import { type CoinHealth, type FeedMetrics, type FeederProblem, startMetricsListener } from "./feed-metrics.ts";
+import { type CoinHealth, type FeederProblem, type FeedMetrics, startMetricsListener } from "./feed-metrics.ts";
 import { type LedCoins, startLedCoins } from "./led-coins.ts";
 import { createServerClient, type ServerClient } from "./server-client.ts";
-import { fixedToken, ServiceLink, type FeederToken } from "./service-link.ts";
+import { type FeederToken, fixedToken, ServiceLink } from "./service-link.ts";
 import { createDerivativesSource } from "./sources/derivatives.ts";
 import {
   CONTEXT_DATASETS,
   CONTEXT_TICK_MS,
+  type ContextDataset,
+  type ContextSourcesConfig,
   checkContextSourcesConfig,
   createContextSources,
   parseContextSourcesConfig,
-  type ContextDataset,
-  type ContextSourcesConfig,
 } from "./sources/index.ts";
-import { runSources, type RunningSources } from "./sources/run.ts";
+import { type RunningSources, runSources } from "./sources/run.ts";
 import type { PeriodicSource } from "./sources/source.ts";
-import { SourceStatusBoard, type SourceStatus } from "./sources/source-status.ts";
+import { type SourceStatus, SourceStatusBoard } from "./sources/source-status.ts";
 
 export type { SourceStatus } from "./sources/source-status.ts";
 

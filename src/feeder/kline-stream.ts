@@ -121,7 +121,11 @@ export class KlineStream {
       return sub;
     }
     if (this.live.size + this.toSubscribe.size >= MAX_STREAMS_PER_CONNECTION) {
-      sub.fail(new Error(`more than ${MAX_STREAMS_PER_CONNECTION} kline streams on one connection; run another feeder for the rest`));
+      sub.fail(
+        new Error(
+          `more than ${MAX_STREAMS_PER_CONNECTION} kline streams on one connection; run another feeder for the rest`,
+        ),
+      );
       return sub;
     }
     this.toSubscribe.add(market);

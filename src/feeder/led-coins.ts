@@ -31,7 +31,10 @@ export interface LedCoins {
   /** The coins the periodic sources read: the led ones, or every listed one without `candles`. */
   ledCoins(): string[];
   health(): CoinHealth[];
-  /** Stops leading: no new round, what is closed pushed (5 s at most), every feed stopped; resolves with the coins that were led. */
+  /**
+   * Stops leading: no new round, what is closed pushed (5 s at most), every feed stopped; resolves with the coins that
+   * were led.
+   */
   stopFeeding(): Promise<string[]>;
   /** Pushes what is left, gives `led` back to the service and closes the exchange. */
   close(led: string[]): Promise<void>;

@@ -9,9 +9,9 @@
  */
 import type { Logger } from "pino";
 import { errorSummary } from "../logger.ts";
+import { backoffMs } from "../retry.ts";
 import type { FeedMetrics } from "./feed-metrics.ts";
 import type { PushItem, ServerClient } from "./server-client.ts";
-import { backoffMs } from "../retry.ts";
 import { sleep } from "./timing.ts";
 
 const MAX_BATCH = 5_000;
@@ -81,7 +81,10 @@ export class Pusher {
           unsure = new Set();
         } catch (err) {
           failures++;
-          this.logger.warn({ err: errorSummary(err), attempt: failures }, "could not ask the service what it holds after a failed push; retrying");
+          this.logger.warn(
+            { err: errorSummary(err), attempt: failures },
+            "could not ask the service what it holds after a failed push; retrying",
+          );
           await sleep(backoffMs(failures, 250, PUSH_RETRY_MAX_MS));
           continue;
         }
@@ -102,7 +105,10 @@ export class Pusher {
       } catch (err) {
         failures++;
         for (const item of batch) unsure.add(item.symbol);
-        this.logger.warn({ err: errorSummary(err), updates: batch.length, attempt: failures }, "candle push failed; retrying");
+        this.logger.warn(
+          { err: errorSummary(err), updates: batch.length, attempt: failures },
+          "candle push failed; retrying",
+        );
         await sleep(backoffMs(failures, 250, PUSH_RETRY_MAX_MS));
       }
     }
@@ -124,7 +130,11 @@ export class Pusher {
     const before = this.queue.length;
     this.queue = this.queue.filter((q) => !(held.has(q.symbol) && q.candle.openTime <= held.get(q.symbol)!));
     const dropped = before - this.queue.length;
-    if (dropped > 0) this.logger.info({ updates: dropped, coins: held.size }, "the service already held part of a failed push; not sending it again");
+    if (dropped > 0)
+      this.logger.info(
+        { updates: dropped, coins: held.size },
+        "the service already held part of a failed push; not sending it again",
+      );
   }
 
   private account(batch: readonly Queued[], result: Awaited<ReturnType<ServerClient["push"]>>): void {
@@ -136,10 +146,15 @@ export class Pusher {
       if (r.reason === "lease_not_held") lost.add(r.symbol);
       else this.logger.warn({ symbol: r.symbol, reason: r.reason }, "the service refused a candle update");
     }
-    for (const item of batch) if (!refused.has(item.symbol)) this.metrics.pushed.inc({ symbol: item.symbol, state: item.closed ? "closed" : "forming" });
+    for (const item of batch)
+      if (!refused.has(item.symbol))
+        this.metrics.pushed.inc({ symbol: item.symbol, state: item.closed ? "closed" : "forming" });
     if (result.duplicates > 0) {
       const symbols = [...new Set(batch.filter((b) => b.closed).map((b) => b.symbol))];
-      this.logger.warn({ duplicates: result.duplicates, symbols }, "the service already had some pushed closed candles");
+      this.logger.warn(
+        { duplicates: result.duplicates, symbols },
+        "the service already had some pushed closed candles",
+      );
       if (symbols.length === 1) this.metrics.duplicates.inc({ symbol: symbols[0]! }, result.duplicates);
       else this.metrics.duplicates.inc({ symbol: "*" }, result.duplicates);
     }

@@ -91,7 +91,11 @@ export class ServiceLink {
   }
 
   #ok(): void {
-    if (this.#state) this.#logger.info({ after: this.#state.problem, sinceMs: this.#now() - this.#state.since }, "the service accepts this feeder again");
+    if (this.#state)
+      this.#logger.info(
+        { after: this.#state.problem, sinceMs: this.#now() - this.#state.since },
+        "the service accepts this feeder again",
+      );
     this.#state = null;
   }
 
@@ -103,9 +107,15 @@ export class ServiceLink {
       problem = "refused";
       const reloaded = this.#token.reload();
       message = this.#token.file
-        ? `the service at ${this.#server} refused the internal token; ` + `${reloaded ? "read a new one from" : "waiting for a new one in"} ` + `${this.#token.file} (npx signals token rotate writes it)`
+        ? `the service at ${this.#server} refused the internal token; ` +
+          `${reloaded ? "read a new one from" : "waiting for a new one in"} ` +
+          `${this.#token.file} (npx signals token rotate writes it)`
         : `the service at ${this.#server} refused INTERNAL_TOKEN; set the token the server uses and restart the feeder`;
-      if (reloaded) this.#logger.warn({ file: this.#token.file }, "the service refused the internal token; read a new one from the token file");
+      if (reloaded)
+        this.#logger.warn(
+          { file: this.#token.file },
+          "the service refused the internal token; read a new one from the token file",
+        );
     } else if (UNREACHABLE.has(code)) {
       problem = "unreachable";
       message = `cannot reach the service at ${this.#server}: ${errorSummary(err).message}`;

@@ -142,12 +142,23 @@ export function checkDerivatives(input: DerivativesInput, now: number): Checked<
   const timeFail = timeReason(input.time, now);
   if (timeFail) return fail(timeFail);
   const { fundingRate, openInterestUsd, longShortRatio } = input;
-  if (fundingRate === undefined && openInterestUsd === undefined && longShortRatio === undefined) return fail("no_values");
+  if (fundingRate === undefined && openInterestUsd === undefined && longShortRatio === undefined)
+    return fail("no_values");
   if (!finite(fundingRate, openInterestUsd, longShortRatio)) return fail("non_finite_value");
   if (fundingRate !== undefined && Math.abs(fundingRate) > 1) return fail("funding_rate_out_of_range");
   if (openInterestUsd !== undefined && openInterestUsd < 0) return fail("negative_open_interest");
   if (longShortRatio !== undefined && longShortRatio <= 0) return fail("non_positive_ratio");
-  return { ok: true, row: { symbol, venue, time: input.time, fundingRate: fundingRate ?? null, openInterestUsd: openInterestUsd ?? null, longShortRatio: longShortRatio ?? null } };
+  return {
+    ok: true,
+    row: {
+      symbol,
+      venue,
+      time: input.time,
+      fundingRate: fundingRate ?? null,
+      openInterestUsd: openInterestUsd ?? null,
+      longShortRatio: longShortRatio ?? null,
+    },
+  };
 }
 
 export function checkNews(input: NewsInput, now: number): Checked<NewsRow> {
@@ -189,11 +200,23 @@ export function checkFundamentals(input: FundamentalsInput, now: number): Checke
   if (!symbol) return fail("invalid_symbol");
   const timeFail = timeReason(input.time, now);
   if (timeFail) return fail(timeFail);
-  const { circulatingSupply, maxSupply, marketCapUsd, rank, totalSupply, fullyDilutedValuationUsd, athUsd, athTime } = input;
-  if (!finite(circulatingSupply, maxSupply, marketCapUsd, totalSupply, fullyDilutedValuationUsd, athUsd) || typeof circulatingSupply !== "number" || typeof marketCapUsd !== "number") return fail("non_finite_value");
-  if (circulatingSupply < 0 || (maxSupply !== undefined && maxSupply < 0) || (totalSupply !== undefined && totalSupply < 0)) return fail("negative_supply");
+  const { circulatingSupply, maxSupply, marketCapUsd, rank, totalSupply, fullyDilutedValuationUsd, athUsd, athTime } =
+    input;
+  if (
+    !finite(circulatingSupply, maxSupply, marketCapUsd, totalSupply, fullyDilutedValuationUsd, athUsd) ||
+    typeof circulatingSupply !== "number" ||
+    typeof marketCapUsd !== "number"
+  )
+    return fail("non_finite_value");
+  if (
+    circulatingSupply < 0 ||
+    (maxSupply !== undefined && maxSupply < 0) ||
+    (totalSupply !== undefined && totalSupply < 0)
+  )
+    return fail("negative_supply");
   if (maxSupply !== undefined && circulatingSupply > maxSupply) return fail("supply_above_max");
-  if (marketCapUsd < 0 || (fullyDilutedValuationUsd !== undefined && fullyDilutedValuationUsd < 0)) return fail("negative_market_cap");
+  if (marketCapUsd < 0 || (fullyDilutedValuationUsd !== undefined && fullyDilutedValuationUsd < 0))
+    return fail("negative_market_cap");
   if (rank !== undefined && (!Number.isSafeInteger(rank) || rank < 1)) return fail("invalid_rank");
   if (athUsd !== undefined && athUsd <= 0) return fail("non_positive_price");
   const athTimeFail = athTime === undefined ? null : timeReason(athTime, now);
@@ -229,9 +252,19 @@ interface Spec<D extends PushedDataset> {
 }
 
 export const SPECS: { [D in PushedDataset]: Spec<D> } = {
-  derivatives: { check: checkDerivatives, reportedKey: (i) => i.symbol, identity: (r) => `${r.symbol}\u0000${r.venue}`, latestWins: true },
+  derivatives: {
+    check: checkDerivatives,
+    reportedKey: (i) => i.symbol,
+    identity: (r) => `${r.symbol}\u0000${r.venue}`,
+    latestWins: true,
+  },
   news: { check: checkNews, reportedKey: (i) => i.id, identity: (r) => r.id, latestWins: false },
-  macro: { check: checkMacro, reportedKey: (i) => i.series, identity: (r) => `${r.series}\u0000${r.time}`, latestWins: false },
+  macro: {
+    check: checkMacro,
+    reportedKey: (i) => i.series,
+    identity: (r) => `${r.series}\u0000${r.time}`,
+    latestWins: false,
+  },
   fundamentals: { check: checkFundamentals, reportedKey: (i) => i.symbol, identity: (r) => r.symbol, latestWins: true },
 };
 
@@ -283,12 +316,19 @@ export async function collectStream<D extends PushedDataset>(
   const kept = new Map<string, RowOf<D>>();
   let index = 0;
   for await (const input of source) {
-    if (index >= MAX_STREAM_ROWS) throw new TooManyRowsError(`a stream may carry at most ${MAX_STREAM_ROWS} rows; split the data and send it in several streams`);
+    if (index >= MAX_STREAM_ROWS)
+      throw new TooManyRowsError(
+        `a stream may carry at most ${MAX_STREAM_ROWS} rows; split the data and send it in several streams`,
+      );
     const at = index++;
     const checked = spec.check(input, now);
     if (!checked.ok) {
       const key = spec.reportedKey(input);
-      addRejection(summary, { index: at, key: (typeof key === "string" ? key : String(key ?? "")).slice(0, 64), reason: checked.reason });
+      addRejection(summary, {
+        index: at,
+        key: (typeof key === "string" ? key : String(key ?? "")).slice(0, 64),
+        reason: checked.reason,
+      });
       continue;
     }
     const identity = spec.identity(checked.row);

@@ -6,7 +6,13 @@ import type { Logger } from "pino";
 import type { Clock } from "../clock.ts";
 import type { DbHandle } from "../db/client.ts";
 import { DEMO_COINS, demoPriceAt, hash, prng } from "../market/demo-feed.ts";
-import { DATASETS, type DerivativesInput, type FundamentalsInput, type MacroInput, type NewsInput } from "./datasets.ts";
+import {
+  DATASETS,
+  type DerivativesInput,
+  type FundamentalsInput,
+  type MacroInput,
+  type NewsInput,
+} from "./datasets.ts";
 import { pushDataset } from "./ingest-service.ts";
 
 export const DEMO_SOURCE = "demo (sample data, not real figures)";
@@ -18,7 +24,13 @@ export const DEMO_MACRO_SERIES = [
   { series: "DEMO PMI (sample)", unit: "index", base: 50, step: 1.5 },
 ] as const;
 /** Sample supplies (not real figures): circulating, max (null = uncapped). */
-const DEMO_SUPPLY: Readonly<Record<string, [number, number | null]>> = { BTC: [19_000_000, 21_000_000], ETH: [120_000_000, null], SOL: [450_000_000, null], BNB: [150_000_000, 200_000_000], XRP: [55_000_000_000, 100_000_000_000] };
+const DEMO_SUPPLY: Readonly<Record<string, [number, number | null]>> = {
+  BTC: [19_000_000, 21_000_000],
+  ETH: [120_000_000, null],
+  SOL: [450_000_000, null],
+  BNB: [150_000_000, 200_000_000],
+  XRP: [55_000_000_000, 100_000_000_000],
+};
 const DEMO_DATA_STEP_MS = 5 * 60_000;
 
 /** The sample rows of every dataset as of `now` (pure). */
@@ -75,19 +87,31 @@ export function demoDataRows(now: number): {
     Array.from({ length: 12 }, (_, k) => {
       const time = Date.UTC(month.getUTCFullYear(), month.getUTCMonth() - k, 1);
       const r = prng(hash(`${series}-${time}`))();
-      return { series, time, value: Math.round((base + (r * 2 - 1) * step * 4) * 100) / 100, unit, source: DEMO_SOURCE };
+      return {
+        series,
+        time,
+        value: Math.round((base + (r * 2 - 1) * step * 4) * 100) / 100,
+        unit,
+        source: DEMO_SOURCE,
+      };
     }),
   );
   return { derivatives, news, macro, fundamentals };
 }
 
 /** Fills the free endpoints' datasets with sample rows now and refreshes the per-coin ones every few minutes. */
-export async function startDemoData(db: DbHandle, clock: Clock, logger: Logger, intervalMs = DEMO_DATA_STEP_MS): Promise<() => void> {
+export async function startDemoData(
+  db: DbHandle,
+  clock: Clock,
+  logger: Logger,
+  intervalMs = DEMO_DATA_STEP_MS,
+): Promise<() => void> {
   const deps = { db, clock, logger };
   const push = async () => {
     const rows = demoDataRows(clock());
     const counts: Record<string, number> = {};
-    for (const dataset of DATASETS) counts[dataset] = (await pushDataset(deps, dataset, rows[dataset] as never, { demo: true })).accepted;
+    for (const dataset of DATASETS)
+      counts[dataset] = (await pushDataset(deps, dataset, rows[dataset] as never, { demo: true })).accepted;
     return counts;
   };
   const accepted = await push();

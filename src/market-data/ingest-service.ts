@@ -17,7 +17,7 @@ import type { Clock } from "../clock.ts";
 import type { DbHandle } from "../db/client.ts";
 import { serviceError } from "../errors.ts";
 import { errorSummary } from "../logger.ts";
-import { collectStream, TooManyRowsError, type InputOf, type PushedDataset, type PushSummary } from "./datasets.ts";
+import { collectStream, type InputOf, type PushedDataset, type PushSummary, TooManyRowsError } from "./datasets.ts";
 import { writeDataset } from "./store.ts";
 
 export interface DataIngestDeps {
@@ -43,8 +43,21 @@ const derivativesInput = (r: PushDerivativesRequest): InputOf<"derivatives"> => 
   openInterestUsd: r.openInterestUsd,
   longShortRatio: r.longShortRatio,
 });
-const newsInput = (r: PushNewsRequest): InputOf<"news"> => ({ id: r.id, time: timeOf(r.time), title: r.title, source: r.source, url: r.url, coins: r.coins });
-const macroInput = (r: PushMacroRequest): InputOf<"macro"> => ({ series: r.series, time: timeOf(r.time), value: r.value, unit: r.unit, source: r.source });
+const newsInput = (r: PushNewsRequest): InputOf<"news"> => ({
+  id: r.id,
+  time: timeOf(r.time),
+  title: r.title,
+  source: r.source,
+  url: r.url,
+  coins: r.coins,
+});
+const macroInput = (r: PushMacroRequest): InputOf<"macro"> => ({
+  series: r.series,
+  time: timeOf(r.time),
+  value: r.value,
+  unit: r.unit,
+  source: r.source,
+});
 const fundamentalsInput = (r: PushFundamentalsRequest): InputOf<"fundamentals"> => ({
   symbol: r.symbol,
   time: timeOf(r.time),
@@ -85,7 +98,8 @@ export async function pushDataset<D extends PushedDataset>(
   try {
     collected = await collectStream(dataset, source, deps.clock());
   } catch (err) {
-    if (err instanceof TooManyRowsError) throw serviceError("payload_too_large", `${err.message}; nothing of this stream was stored.`);
+    if (err instanceof TooManyRowsError)
+      throw serviceError("payload_too_large", `${err.message}; nothing of this stream was stored.`);
     throw err;
   }
   const { rows, summary } = collected;
@@ -97,7 +111,10 @@ export async function pushDataset<D extends PushedDataset>(
     if (err instanceof ConnectError) throw err;
     deps.logger.error({ err: errorSummary(err), dataset }, "dataset write failed");
     const resend = "Resend it (rows already stored count as duplicates).";
-    throw serviceError("unavailable", `The ${dataset} rows could not be written; nothing of this stream was stored. ${resend}`);
+    throw serviceError(
+      "unavailable",
+      `The ${dataset} rows could not be written; nothing of this stream was stored. ${resend}`,
+    );
   }
   summary.accepted = written;
   summary.duplicates += rows.length - refused - written;

@@ -47,7 +47,12 @@ interface Raw {
 const num = (v: number | string) => Number(v);
 
 /** Reads the inputs of every fresh coin that has a closed candle on `tf`. */
-export async function readMoverInputs(handle: DbHandle, tf: Timeframe, now: number, staleAfterMs: number): Promise<MoverRow[]> {
+export async function readMoverInputs(
+  handle: DbHandle,
+  tf: Timeframe,
+  now: number,
+  staleAfterMs: number,
+): Promise<MoverRow[]> {
   const freshSince = new Date(now - staleAfterMs).toISOString();
   // Every lateral lookup walks the candles primary key (symbol, tf, open_time).
   const rows = await handle.rows<Raw>(sql`
@@ -85,7 +90,8 @@ export async function readMoverInputs(handle: DbHandle, tf: Timeframe, now: numb
   });
 }
 
-const bySymbol = (a: { symbol: string }, b: { symbol: string }) => (a.symbol < b.symbol ? -1 : a.symbol > b.symbol ? 1 : 0);
+const bySymbol = (a: { symbol: string }, b: { symbol: string }) =>
+  a.symbol < b.symbol ? -1 : a.symbol > b.symbol ? 1 : 0;
 
 /** The three rankings, `limit` rows each. Pure. */
 export function rankMovers(rows: MoverRow[], limit: number): Movers {
@@ -113,6 +119,12 @@ export function oneProvenance(rows: MoverRow[]): MoverRow[] {
 }
 
 /** Movers on `tf` now: inputs from the store, then the rankings (price and volume only), of one provenance. */
-export async function computeMovers(handle: DbHandle, options: { tf: Timeframe; limit: number; now: number; staleAfterMs: number }): Promise<Movers> {
-  return rankMovers(oneProvenance(await readMoverInputs(handle, options.tf, options.now, options.staleAfterMs)), options.limit);
+export async function computeMovers(
+  handle: DbHandle,
+  options: { tf: Timeframe; limit: number; now: number; staleAfterMs: number },
+): Promise<Movers> {
+  return rankMovers(
+    oneProvenance(await readMoverInputs(handle, options.tf, options.now, options.staleAfterMs)),
+    options.limit,
+  );
 }

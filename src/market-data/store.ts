@@ -146,7 +146,13 @@ async function separateProvenance<D extends PushedDataset>(
   const realCoins = perCoin ? sql` UNION SELECT symbol FROM coins WHERE NOT demo${scope}` : sql``;
   const held = resultRows<{ symbol: string | null }>(
     await tx.execute(
-      sql`SELECT DISTINCT ${perCoin ? sql`symbol` : sql`NULL::text AS symbol`} FROM ${table} WHERE NOT demo${scope}${realCoins}`,
+      sql`SELECT DISTINCT ${
+        perCoin
+          ? sql`symbol`
+          : sql`NULL::text
+        AS symbol`
+      } FROM ${table}
+        WHERE NOT demo${scope}${realCoins}`,
     ),
   );
   if (held.length === 0) return rows;

@@ -1,6 +1,7 @@
 /**
  * UsageService (GET /api/v1/usage): the caller's balance and limits, free. Order of work, as
- * for the free endpoints, after the API-key guard (accounts/api-key-guard.ts): ONE round trip (free_call access check + the account read) → the
+ * for the free endpoints, after the API-key guard (accounts/api-key-guard.ts): ONE round trip (free_call access check +
+ * the account read) → the
  * RateLimit headers → the answer. Never charged, never counted toward the daily cap.
  */
 import { create } from "@bufbuild/protobuf";

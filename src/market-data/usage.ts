@@ -9,9 +9,10 @@
  * plan receives grants), `grant_credits` is the new month's grant, computed here, not written.
  * So the next paid call answers `credits_left` = usage's `credits_left` − 1.
  */
+
+import { PAID_PLANS } from "../accounts/entitlement.ts";
 import { mytDay, mytMonth } from "../clock.ts";
 import type { DbHandle } from "../db/client.ts";
-import { PAID_PLANS } from "../accounts/entitlement.ts";
 import type { FreeCallResult } from "./free-call.ts";
 
 export interface UsageRow {
@@ -59,7 +60,14 @@ interface RawUsage {
 const epoch = (v: string | Date | null) => (v === null ? null : new Date(v).getTime());
 
 /** Checks access, counts the free call and reads the caller's usage, in one round trip. */
-export async function readUsage(handle: DbHandle, keyHash: string, now: number, freeLimit: number, windowMs: number, monthlyGrant: number): Promise<UsageRead> {
+export async function readUsage(
+  handle: DbHandle,
+  keyHash: string,
+  now: number,
+  freeLimit: number,
+  windowMs: number,
+  monthlyGrant: number,
+): Promise<UsageRead> {
   const [row] = await handle.prepared<RawUsage>(USAGE_SQL, [
     keyHash,
     new Date(now).toISOString(),
@@ -71,7 +79,11 @@ export async function readUsage(handle: DbHandle, keyHash: string, now: number, 
     mytDay(now),
   ]);
   if (!row) throw new Error("usage query returned no row");
-  const access: FreeCallResult = { outcome: row.outcome, calls: row.calls === null ? null : Number(row.calls), windowStart: epoch(row.window_start) };
+  const access: FreeCallResult = {
+    outcome: row.outcome,
+    calls: row.calls === null ? null : Number(row.calls),
+    windowStart: epoch(row.window_start),
+  };
   const usage: UsageRow | null =
     row.outcome === "ok" && row.plan !== null
       ? {

@@ -3,11 +3,19 @@
  * and the partial aggregates that build the higher timeframes from the base one. Pure logic
  * (no I/O, no clock): every accepted update returns the candle rows to persist.
  */
-import { createEngineState, readClosed, readForming, stepClosed, type Candle, type EngineState, type Reading } from "../engine/index.ts";
+import {
+  type Candle,
+  createEngineState,
+  type EngineState,
+  type Reading,
+  readClosed,
+  readForming,
+  stepClosed,
+} from "../engine/index.ts";
+import { type SignalChange, signalEventId } from "./signal-events.ts";
 import type { Timeframe } from "./timeframes.ts";
 import { bucketStart, derivedTimeframes, TIMEFRAME_MS } from "./timeframes.ts";
 import type { ValidUpdate } from "./validate.ts";
-import { signalEventId, type SignalChange } from "./signal-events.ts";
 
 /** One candle row to upsert into the store. */
 export interface CandleRow extends Candle {
@@ -37,7 +45,8 @@ export function emptySeries(tf: Timeframe): SeriesRuntime {
 
 /** Folds `next` into a bucket aggregate starting at `openTime`. */
 export function mergeCandle(partial: Candle | null, next: Candle, openTime: number): Candle {
-  if (!partial) return { openTime, open: next.open, high: next.high, low: next.low, close: next.close, volume: next.volume };
+  if (!partial)
+    return { openTime, open: next.open, high: next.high, low: next.low, close: next.close, volume: next.volume };
   return {
     openTime,
     open: partial.open,
@@ -61,7 +70,13 @@ export class CoinRuntime {
   /** Where the update being applied records its signal changes. */
   private changes: SignalChange[] = NO_CHANGES;
 
-  constructor(symbol: string, baseTf: Timeframe, lastUpdateAt: number, series?: Map<Timeframe, SeriesRuntime>, demo = false) {
+  constructor(
+    symbol: string,
+    baseTf: Timeframe,
+    lastUpdateAt: number,
+    series?: Map<Timeframe, SeriesRuntime>,
+    demo = false,
+  ) {
     this.symbol = symbol;
     this.demo = demo;
     this.baseTf = baseTf;
@@ -94,7 +109,14 @@ export class CoinRuntime {
   }
 
   private applyCandle(update: ValidUpdate, rows: CandleRow[]): ApplyOutcome {
-    const candle: Candle = { openTime: update.openTime, open: update.open, high: update.high, low: update.low, close: update.close, volume: update.volume };
+    const candle: Candle = {
+      openTime: update.openTime,
+      open: update.open,
+      high: update.high,
+      low: update.low,
+      close: update.close,
+      volume: update.volume,
+    };
     const lastClosed = this.lastClosedOpenTime;
     if (lastClosed !== null && candle.openTime <= lastClosed) return update.closed ? "duplicate" : "out_of_order";
     const forming = this.base.forming;

@@ -6,8 +6,8 @@
  * that cannot be parsed becomes an update that validation rejects with a reason.
  */
 import { createReadStream } from "node:fs";
-import { createGunzip } from "node:zlib";
 import { createInterface } from "node:readline";
+import { createGunzip } from "node:zlib";
 import type { CandleUpdate } from "./validate.ts";
 
 const REQUIRED = ["open_time", "open", "high", "low", "close"] as const;
@@ -27,7 +27,12 @@ function toNumber(text: string | undefined): number {
 }
 
 /** Reads the file line by line and yields one closed update per data row. */
-export async function* readCandleFile(file: string, symbol: string, tf: string, onBytes?: (n: number) => void): AsyncGenerator<CandleUpdate> {
+export async function* readCandleFile(
+  file: string,
+  symbol: string,
+  tf: string,
+  onBytes?: (n: number) => void,
+): AsyncGenerator<CandleUpdate> {
   const raw = createReadStream(file);
   if (onBytes) raw.on("data", (chunk) => onBytes(chunk.length));
   const input = file.endsWith(".gz") ? raw.pipe(createGunzip()) : raw;
@@ -44,7 +49,10 @@ export async function* readCandleFile(file: string, symbol: string, tf: string, 
         columns = Object.fromEntries(names.map((name, i) => [name, i]));
         continue;
       }
-      if (!/^\d/.test(cells[0]?.trim() ?? "")) throw new Error(`${file}: the first line is neither a header with ${REQUIRED.join(",")} nor a Binance kline row`);
+      if (!/^\d/.test(cells[0]?.trim() ?? ""))
+        throw new Error(
+          `${file}: the first line is neither a header with ${REQUIRED.join(",")} nor a Binance kline row`,
+        );
     }
     const at = (name: string, fallback: number) => cells[columns ? (columns[name] ?? -1) : fallback];
     yield {

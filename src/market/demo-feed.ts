@@ -15,12 +15,24 @@ import type { MarketFeed } from "./feed.ts";
 import { TIMEFRAME_MS } from "./timeframes.ts";
 import type { CandleUpdate } from "./validate.ts";
 
-export const DEMO_COINS: Readonly<Record<string, number>> = Object.freeze({ BTC: 60_000, ETH: 3_000, SOL: 150, BNB: 600, XRP: 0.6 });
+export const DEMO_COINS: Readonly<Record<string, number>> = Object.freeze({
+  BTC: 60_000,
+  ETH: 3_000,
+  SOL: 150,
+  BNB: 600,
+  XRP: 0.6,
+});
 /**
  * Each demo coin's tick size, as a real market quotes it (Binance's USDT pairs): every demo
  * price is a multiple of it, so every level the engine derives from the candles is one too.
  */
-export const DEMO_TICKS: Readonly<Record<string, number>> = Object.freeze({ BTC: 0.01, ETH: 0.01, SOL: 0.01, BNB: 0.01, XRP: 0.0001 });
+export const DEMO_TICKS: Readonly<Record<string, number>> = Object.freeze({
+  BTC: 0.01,
+  ETH: 0.01,
+  SOL: 0.01,
+  BNB: 0.01,
+  XRP: 0.0001,
+});
 const DEFAULT_TICK = 0.01;
 
 /** The tick size of a demo coin. */
@@ -104,7 +116,14 @@ export function demoWalk(symbol: string): () => Candle {
     // The walk itself stays unrounded; what it quotes is on the grid. Rounding is monotonic, so
     // low <= open, close <= high still holds, and the next open is this close quoted again.
     const q = (v: number) => onTickGrid(v, tick);
-    const candle = { openTime: ANCHOR + i * STEP_MS, open: q(open), high: q(high), low: q(low), close: q(close), volume: Math.round(1_000 + rand() * 9_000) };
+    const candle = {
+      openTime: ANCHOR + i * STEP_MS,
+      open: q(open),
+      high: q(high),
+      low: q(low),
+      close: q(close),
+      volume: Math.round(1_000 + rand() * 9_000),
+    };
     price = close;
     i++;
     return candle;
@@ -146,7 +165,12 @@ function followedWalk(symbol: string) {
 }
 
 /** Starts the demo feed: backfills history, then updates forming candles every few seconds. */
-export async function startDemoFeed(feed: MarketFeed, clock: Clock, logger: Logger, intervalMs = 3_000): Promise<() => void> {
+export async function startDemoFeed(
+  feed: MarketFeed,
+  clock: Clock,
+  logger: Logger,
+  intervalMs = 3_000,
+): Promise<() => void> {
   const walks = new Map(Object.keys(DEMO_COINS).map((symbol) => [symbol, followedWalk(symbol)]));
   const history: CandleUpdate[] = [];
   const start = clock();
@@ -160,14 +184,21 @@ export async function startDemoFeed(feed: MarketFeed, clock: Clock, logger: Logg
   const summary = await feed.ingest(history, { alerts: false, demo: true });
   history.length = 0;
   const refused = summary.reasons.real_data_held ?? 0;
-  logger.info({ coins: Object.keys(DEMO_COINS), accepted: summary.accepted, duplicates: summary.duplicates, refused }, refused > 0 ? "demo feed: synthetic history loaded; coins that hold real data are left alone" : "demo feed: synthetic history loaded");
+  logger.info(
+    { coins: Object.keys(DEMO_COINS), accepted: summary.accepted, duplicates: summary.duplicates, refused },
+    refused > 0
+      ? "demo feed: synthetic history loaded; coins that hold real data are left alone"
+      : "demo feed: synthetic history loaded",
+  );
   const tick = async () => {
     const now = clock();
     const updates: CandleUpdate[] = [];
     for (const [symbol, walk] of walks) {
       const { previous, current } = walk.advanceTo(now);
       if (previous) updates.push(update(symbol, previous, true));
-      updates.push(update(symbol, formingAt(current, Math.min(1, (now - current.openTime) / STEP_MS), demoTick(symbol)), false));
+      updates.push(
+        update(symbol, formingAt(current, Math.min(1, (now - current.openTime) / STEP_MS), demoTick(symbol)), false),
+      );
     }
     await feed.ingest(updates, { demo: true });
   };

@@ -6,7 +6,7 @@
  * and checks a file (`signals verify-log`).
  */
 import { createHash } from "node:crypto";
-import { TIMEFRAME_MS, isTimeframe } from "./timeframes.ts";
+import { isTimeframe, TIMEFRAME_MS } from "./timeframes.ts";
 
 /** The predecessor of the first event: 64 zeros. */
 export const GENESIS_HASH = "0".repeat(64);
@@ -47,7 +47,9 @@ export function canonicalEvent(e: ChainedEventFields): string {
 
 /** SHA-256 (hex) of the previous hash, a newline and the canonical event. */
 export function chainHash(prev: string, e: ChainedEventFields): string {
-  return createHash("sha256").update(`${prev}\n${canonicalEvent(e)}`).digest("hex");
+  return createHash("sha256")
+    .update(`${prev}\n${canonicalEvent(e)}`)
+    .digest("hex");
 }
 
 /** The first 8 characters of an event's hash, as the alerts carry it. */
@@ -67,7 +69,13 @@ export function formatChainLog(entries: readonly ChainEntry[]): string {
 /** Where a log stops being a chain, or that it is one. */
 export type ChainVerdict =
   | { readonly ok: true; readonly events: number; readonly head: string }
-  | { readonly ok: false; readonly events: number; readonly line: number; readonly id: string | null; readonly reason: string };
+  | {
+      readonly ok: false;
+      readonly events: number;
+      readonly line: number;
+      readonly id: string | null;
+      readonly reason: string;
+    };
 
 function parseLine(text: string): ChainEntry | string {
   let value: unknown;
@@ -78,8 +86,10 @@ function parseLine(text: string): ChainEntry | string {
   }
   if (typeof value !== "object" || value === null) return "not an object";
   const o = value as Record<string, unknown>;
-  for (const key of ["id", "symbol", "tf", "signal", "prev", "hash"] as const) if (typeof o[key] !== "string") return `"${key}" is not a string`;
-  if (typeof o.confirmedAt !== "number" || typeof o.price !== "number") return `"confirmedAt" and "price" must be numbers`;
+  for (const key of ["id", "symbol", "tf", "signal", "prev", "hash"] as const)
+    if (typeof o[key] !== "string") return `"${key}" is not a string`;
+  if (typeof o.confirmedAt !== "number" || typeof o.price !== "number")
+    return `"confirmedAt" and "price" must be numbers`;
   if (o.defense !== null && typeof o.defense !== "number") return `"defense" must be a number or null`;
   return o as unknown as ChainEntry;
 }
@@ -99,10 +109,27 @@ export function verifyChainLog(text: string): ChainVerdict {
     const entry = parseLine(lines[i]!);
     if (typeof entry === "string") return { ok: false, events, line, id: null, reason: `unreadable line: ${entry}` };
     if (entry.prev !== prev) {
-      return { ok: false, events, line, id: entry.id, reason: `its previous hash ${shortHash(entry.prev)}… is not the hash of the event before ` + `it (${shortHash(prev)}…): an event was removed, inserted or moved here` };
+      return {
+        ok: false,
+        events,
+        line,
+        id: entry.id,
+        reason:
+          `its previous hash ${shortHash(entry.prev)}… is not the hash of the event before ` +
+          `it (${shortHash(prev)}…): an event was removed, inserted or moved here`,
+      };
     }
     const expected = chainHash(prev, entry);
-    if (entry.hash !== expected) return { ok: false, events, line, id: entry.id, reason: `its content hashes to ${shortHash(expected)}…, not the recorded ` + `${shortHash(entry.hash)}…: the event was edited` };
+    if (entry.hash !== expected)
+      return {
+        ok: false,
+        events,
+        line,
+        id: entry.id,
+        reason:
+          `its content hashes to ${shortHash(expected)}…, not the recorded ` +
+          `${shortHash(entry.hash)}…: the event was edited`,
+      };
     prev = entry.hash;
     events++;
   }

@@ -3,8 +3,9 @@
  * Every lease decision is one SQL statement on the database's own clock, so two feeders can
  * never both be granted the same coin, whatever their clocks say.
  */
-import { sql } from "drizzle-orm";
+
 import type { ServiceImpl } from "@connectrpc/connect";
+import { sql } from "drizzle-orm";
 import type { FeederService } from "../../gen/signals/v1/feeder_pb.js";
 import type { DbHandle } from "../db/client.ts";
 import { serviceError } from "../errors.ts";
@@ -34,18 +35,26 @@ export async function acquireLease(db: DbHandle, feederId: string, symbol: strin
       generation = feed_leases.generation + CASE WHEN feed_leases.holder = excluded.holder THEN 0 ELSE 1 END
     WHERE feed_leases.holder = excluded.holder OR feed_leases.expires_at <= now()
     RETURNING holder, (extract(epoch FROM expires_at - now()) * 1000)::float8 AS ms`);
-  if (granted[0]) return { symbol, held: true, holder: feederId, expiresInMs: Math.max(0, Math.round(Number(granted[0].ms))) };
+  if (granted[0])
+    return { symbol, held: true, holder: feederId, expiresInMs: Math.max(0, Math.round(Number(granted[0].ms))) };
   const current = await db.rows<{ holder: string; ms: number }>(sql`
     SELECT holder, (extract(epoch FROM expires_at - now()) * 1000)::float8 AS ms FROM feed_leases
     WHERE symbol = ${symbol}`);
-  return { symbol, held: false, holder: current[0]?.holder ?? "", expiresInMs: Math.max(0, Math.round(Number(current[0]?.ms ?? 0))) };
+  return {
+    symbol,
+    held: false,
+    holder: current[0]?.holder ?? "",
+    expiresInMs: Math.max(0, Math.round(Number(current[0]?.ms ?? 0))),
+  };
 }
 
 /** Releases this feeder's leases on `symbols`; returns how many it held. */
 export async function releaseLeases(db: DbHandle, feederId: string, symbols: string[]): Promise<number> {
   let released = 0;
   for (const symbol of symbols) {
-    const rows = await db.rows(sql`DELETE FROM feed_leases WHERE symbol = ${symbol} AND holder = ${feederId} RETURNING symbol`);
+    const rows = await db.rows(
+      sql`DELETE FROM feed_leases WHERE symbol = ${symbol} AND holder = ${feederId} RETURNING symbol`,
+    );
     released += rows.length;
   }
   return released;
@@ -55,7 +64,9 @@ export async function releaseLeases(db: DbHandle, feederId: string, symbols: str
 export async function liveLeaseHolders(db: DbHandle, symbols: string[]): Promise<Map<string, string>> {
   const holders = new Map<string, string>();
   for (const symbol of symbols) {
-    const rows = await db.rows<{ holder: string }>(sql`SELECT holder FROM feed_leases WHERE symbol = ${symbol} AND expires_at > now()`);
+    const rows = await db.rows<{ holder: string }>(
+      sql`SELECT holder FROM feed_leases WHERE symbol = ${symbol} AND expires_at > now()`,
+    );
     if (rows[0]) holders.set(symbol, rows[0].holder);
   }
   return holders;
@@ -75,7 +86,10 @@ export function leaseAllows(holder: string | undefined, feederId: string | null)
  * synthetic history is unknown to a feeder: it backfills from what is real (nothing yet), and
  * its first push replaces the demo history (docs/feeder.md, "Demo data and real data").
  */
-export async function feedResumePoints(db: DbHandle, symbols: string[]): Promise<{ symbol: string; known: boolean; baseTf: string; lastClosedOpenTime: number }[]> {
+export async function feedResumePoints(
+  db: DbHandle,
+  symbols: string[],
+): Promise<{ symbol: string; known: boolean; baseTf: string; lastClosedOpenTime: number }[]> {
   const out = [];
   for (const symbol of symbols) {
     const rows = await db.rows<{ base_tf: string; last: number | null }>(sql`
@@ -83,7 +97,12 @@ export async function feedResumePoints(db: DbHandle, symbols: string[]): Promise
       AND k.closed AND NOT k.demo)::float8 AS last
       FROM coins c WHERE c.symbol = ${symbol} AND NOT c.demo`);
     const row = rows[0];
-    out.push({ symbol, known: row !== undefined, baseTf: row?.base_tf ?? "", lastClosedOpenTime: row?.last == null ? 0 : Number(row.last) });
+    out.push({
+      symbol,
+      known: row !== undefined,
+      baseTf: row?.base_tf ?? "",
+      lastClosedOpenTime: row?.last == null ? 0 : Number(row.last),
+    });
   }
   return out;
 }
@@ -107,12 +126,16 @@ function checkFeederId(raw: string): string {
  * flushed, so its answer covers every update this process accepted: a feeder whose push timed
  * out after the service applied it learns that it need not send it again.
  */
-export function createFeederService(db: DbHandle, feed?: { flush(): Promise<void> }): ServiceImpl<typeof FeederService> {
+export function createFeederService(
+  db: DbHandle,
+  feed?: { flush(): Promise<void> },
+): ServiceImpl<typeof FeederService> {
   return {
     async acquireLeases(req) {
       const feederId = checkFeederId(req.feederId);
       const ttlMs = Number(req.ttlMs);
-      if (!Number.isInteger(ttlMs) || ttlMs < 1_000 || ttlMs > 600_000) throw serviceError("bad_request", "ttl_ms must be between 1000 and 600000");
+      if (!Number.isInteger(ttlMs) || ttlMs < 1_000 || ttlMs > 600_000)
+        throw serviceError("bad_request", "ttl_ms must be between 1000 and 600000");
       const leases = [];
       for (const symbol of checkSymbols(req.symbols)) {
         const lease = await acquireLease(db, feederId, symbol, ttlMs);

@@ -5,20 +5,21 @@
  * the commit (this process's own, or a reload of another process's), never an engine's state
  * ahead of the store. If a batch cannot be written, the coins it touched are reloaded.
  */
-import { errorSummary } from "../logger.ts";
-import type { Logger } from "pino";
-import type { DbHandle } from "../db/client.ts";
-import type { Clock } from "../clock.ts";
-import type { Timeframe } from "./timeframes.ts";
-import type { MarketVersions, SignalReading, SignalSnapshot, SnapshotLookup } from "./snapshot.ts";
-import { CoinRuntime, type CandleRow } from "./coin-runtime.ts";
+
 import { randomUUID } from "node:crypto";
-import { loadAllCoins, loadCoins, persistMarket, type SignalEventsSubscriber, type StoredCoin } from "./store.ts";
-import { BatchReloads } from "./batch-reloads.ts";
+import type { Logger } from "pino";
+import type { Clock } from "../clock.ts";
 import { MARKET_UPDATED } from "../db/channels.ts";
-import { checkCandleFields, type CandleUpdate, type RejectReason, type ValidUpdate } from "./validate.ts";
+import type { DbHandle } from "../db/client.ts";
+import { errorSummary } from "../logger.ts";
+import { BatchReloads } from "./batch-reloads.ts";
+import { type CandleRow, CoinRuntime } from "./coin-runtime.ts";
 import type { PendingSignalEvent, SignalChange } from "./signal-events.ts";
+import type { MarketVersions, SignalReading, SignalSnapshot, SnapshotLookup } from "./snapshot.ts";
+import { loadAllCoins, loadCoins, persistMarket, type SignalEventsSubscriber, type StoredCoin } from "./store.ts";
+import type { Timeframe } from "./timeframes.ts";
 import { TIMEFRAME_MS } from "./timeframes.ts";
+import { type CandleUpdate, checkCandleFields, type RejectReason, type ValidUpdate } from "./validate.ts";
 
 export interface IngestSummary {
   accepted: number;
@@ -76,7 +77,12 @@ function readingsOf(coin: CoinRuntime): Omit<PublishedCoin, "version"> {
     const reading = coin.reading(tf);
     if (!reading || reading.atrPct === null) continue;
     // A confirmed reading's signal is the one set by the event the series last recorded.
-    readings.set(tf, { ...reading, atrPct: reading.atrPct, signalId: reading.confirmed ? coin.signalId(tf) : null, ...(coin.demo ? { demo: true } : {}) });
+    readings.set(tf, {
+      ...reading,
+      atrPct: reading.atrPct,
+      signalId: reading.confirmed ? coin.signalId(tf) : null,
+      ...(coin.demo ? { demo: true } : {}),
+    });
   }
   return { lastUpdateAt: coin.lastUpdateAt, readings };
 }
@@ -151,7 +157,11 @@ export class MarketFeed implements SignalSnapshot {
     // One writer per coin is the rule; if this process also has unsaved updates for a coin,
     // reloading would drop them from memory while their rows are still written. Keep ours.
     const clash = notice.symbols.filter((symbol) => this.touched.has(symbol));
-    if (clash.length > 0) this.deps.logger.warn({ symbols: clash }, "another process wrote coins this process is writing; keeping local state");
+    if (clash.length > 0)
+      this.deps.logger.warn(
+        { symbols: clash },
+        "another process wrote coins this process is writing; keeping local state",
+      );
     const symbols = notice.symbols;
     const reload = symbols.includes("*")
       ? loadAllCoins(this.deps.db).then((all) => {
@@ -159,7 +169,11 @@ export class MarketFeed implements SignalSnapshot {
         })
       : this.reloads.reload(symbols);
     // The live watchlists re-read once the published readings are the committed ones.
-    reload.then(() => this.deps.onReadingsChanged?.(symbols)).catch((err: unknown) => this.deps.logger.warn({ err: errorSummary(err) }, "could not follow another process's market update"));
+    reload
+      .then(() => this.deps.onReadingsChanged?.(symbols))
+      .catch((err: unknown) =>
+        this.deps.logger.warn({ err: errorSummary(err) }, "could not follow another process's market update"),
+      );
   }
 
   /** The market version of each coin's published readings (0: none published). */
@@ -176,13 +190,18 @@ export class MarketFeed implements SignalSnapshot {
    */
   async catchUp(wanted: MarketVersions, deadline: number): Promise<boolean> {
     for (;;) {
-      const behind = Object.keys(wanted).filter((symbol) => (this.published.get(symbol)?.version ?? 0) < wanted[symbol]!);
+      const behind = Object.keys(wanted).filter(
+        (symbol) => (this.published.get(symbol)?.version ?? 0) < wanted[symbol]!,
+      );
       if (behind.length === 0) return true;
       const left = deadline - Date.now();
       if (left <= 0) return false;
       let timer: NodeJS.Timeout | undefined;
       const expired = new Promise<"expired">((resolve) => (timer = setTimeout(() => resolve("expired"), left)));
-      const reloaded = this.reloads.reload(behind).then(() => "reloaded" as const, () => "failed" as const);
+      const reloaded = this.reloads.reload(behind).then(
+        () => "reloaded" as const,
+        () => "failed" as const,
+      );
       const outcome = await Promise.race([reloaded, expired]);
       clearTimeout(timer);
       if (outcome !== "reloaded") return false;
@@ -212,7 +231,10 @@ export class MarketFeed implements SignalSnapshot {
    * Applies a stream of updates in order and persists them; resolves once everything accepted
    * is committed. `order` tracks the stream's own time order per (symbol, tf).
    */
-  async ingest(source: Iterable<CandleUpdate> | AsyncIterable<CandleUpdate>, options: IngestOptions = {}): Promise<IngestSummary> {
+  async ingest(
+    source: Iterable<CandleUpdate> | AsyncIterable<CandleUpdate>,
+    options: IngestOptions = {},
+  ): Promise<IngestSummary> {
     const { onProgress } = options;
     const alerts = options.alerts !== false;
     const summary = emptySummary();
@@ -240,7 +262,8 @@ export class MarketFeed implements SignalSnapshot {
   private reject(summary: IngestSummary, index: number, symbol: string, reason: RejectReason): void {
     summary.rejected++;
     summary.reasons[reason] = (summary.reasons[reason] ?? 0) + 1;
-    if (summary.rejections.length < MAX_REPORTED) summary.rejections.push({ index, symbol: symbol.slice(0, 32), reason });
+    if (summary.rejections.length < MAX_REPORTED)
+      summary.rejections.push({ index, symbol: symbol.slice(0, 32), reason });
   }
 
   private applyOne(
@@ -251,7 +274,12 @@ export class MarketFeed implements SignalSnapshot {
     { alerts, admit, demo }: { alerts: boolean; admit: IngestOptions["admit"]; demo: boolean },
   ): void {
     const now = this.deps.clock();
-    const update = { ...raw, symbol: String(raw.symbol ?? "").trim().toUpperCase() };
+    const update = {
+      ...raw,
+      symbol: String(raw.symbol ?? "")
+        .trim()
+        .toUpperCase(),
+    };
     const refused = admit?.(update.symbol) ?? null;
     if (refused) {
       this.reject(summary, index, update.symbol, refused);
@@ -315,7 +343,10 @@ export class MarketFeed implements SignalSnapshot {
     for (const [key, row] of this.pending) if (row.symbol === symbol) this.pending.delete(key);
     for (const [id, event] of this.pendingEvents) if (event.symbol === symbol) this.pendingEvents.delete(id);
     this.replacedDemo.add(symbol);
-    this.deps.logger.warn({ symbol }, "real data for a coin that held demo history: the demo history is deleted with the first real commit");
+    this.deps.logger.warn(
+      { symbol },
+      "real data for a coin that held demo history: the demo history is deleted with the first real commit",
+    );
   }
 
   /** Queues a signal change; one from a candle that closed in real time alerts and is flushed at once. */
@@ -331,10 +362,15 @@ export class MarketFeed implements SignalSnapshot {
     // Batching saves commits; a live signal change skips the wait so its alert is not delayed.
     if (this.flushTimer && !this.urgent) return;
     if (this.flushTimer) clearTimeout(this.flushTimer);
-    this.flushTimer = setTimeout(() => {
-      this.flushTimer = null;
-      this.flush().catch((err: unknown) => this.deps.logger.error({ err: errorSummary(err) }, "candle flush failed; touched coins reloaded"));
-    }, this.urgent ? 0 : FLUSH_DELAY_MS);
+    this.flushTimer = setTimeout(
+      () => {
+        this.flushTimer = null;
+        this.flush().catch((err: unknown) =>
+          this.deps.logger.error({ err: errorSummary(err) }, "candle flush failed; touched coins reloaded"),
+        );
+      },
+      this.urgent ? 0 : FLUSH_DELAY_MS,
+    );
   }
 
   /** Commits everything pending; on failure reloads the touched coins and rethrows. */
@@ -363,8 +399,17 @@ export class MarketFeed implements SignalSnapshot {
       const coins = touched.map((s) => this.coins.get(s)!).filter(Boolean);
       // Everything applied so far is in this batch: the engines are exactly what it commits.
       const readings = coins.map(readingsOf);
-      const versions = await persistMarket(this.deps.db, { rows, touched: coins, events, replacedDemo, writer: this.writerId, now: this.deps.clock(), ...(this.deps.onEventsStored ? { onEventsStored: this.deps.onEventsStored } : {}) });
-      for (const [i, coin] of coins.entries()) this.publish(coin.symbol, { version: versions.get(coin.symbol) ?? 0, ...readings[i]! });
+      const versions = await persistMarket(this.deps.db, {
+        rows,
+        touched: coins,
+        events,
+        replacedDemo,
+        writer: this.writerId,
+        now: this.deps.clock(),
+        ...(this.deps.onEventsStored ? { onEventsStored: this.deps.onEventsStored } : {}),
+      });
+      for (const [i, coin] of coins.entries())
+        this.publish(coin.symbol, { version: versions.get(coin.symbol) ?? 0, ...readings[i]! });
       this.deps.onReadingsChanged?.(touched);
     } catch (err) {
       // Streams that overlapped this batch fail: from now on (they stop applying updates), and
@@ -391,6 +436,8 @@ export class MarketFeed implements SignalSnapshot {
 
   /** Flushes and stops the timer (shutdown). */
   async close(): Promise<void> {
-    await this.flush().catch((err: unknown) => this.deps.logger.error({ err: errorSummary(err) }, "final candle flush failed"));
+    await this.flush().catch((err: unknown) =>
+      this.deps.logger.error({ err: errorSummary(err) }, "final candle flush failed"),
+    );
   }
 }

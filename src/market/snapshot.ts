@@ -28,7 +28,9 @@ export interface SignalReading {
 
 export type UnavailableReason = "unknown_symbol" | "no_data" | "stale" | "invalid_symbol";
 
-export type SnapshotLookup = { ok: true; reading: SignalReading } | { ok: false; reason: Exclude<UnavailableReason, "invalid_symbol"> };
+export type SnapshotLookup =
+  | { ok: true; reading: SignalReading }
+  | { ok: false; reason: Exclude<UnavailableReason, "invalid_symbol"> };
 
 /** Market versions per coin (the `coins.version` a market transaction raises). */
 export type MarketVersions = Readonly<Record<string, number>>;

@@ -3,22 +3,21 @@
  * series they moved and the coin's freshness are written in one transaction.
  */
 import { and, asc, desc, eq, gte, inArray, sql } from "drizzle-orm";
-import { resultRows, type Database, type DbHandle, type Transaction } from "../db/client.ts";
 import { MARKET_UPDATED, SIGNAL_EVENTS } from "../db/channels.ts";
+import { type Database, type DbHandle, resultRows, type Transaction } from "../db/client.ts";
 import { candles, coins, seriesState } from "../db/schema.ts";
-import { restoreState, runSeries, serializeState, type Candle } from "../engine/index.ts";
-import type { Timeframe } from "./timeframes.ts";
-import { CoinRuntime, emptySeries, mergeCandle, type CandleRow, type SeriesRuntime } from "./coin-runtime.ts";
-import { bucketStart, derivedTimeframes, isTimeframe } from "./timeframes.ts";
+import { type Candle, restoreState, runSeries, serializeState } from "../engine/index.ts";
+import { type CandleRow, CoinRuntime, emptySeries, mergeCandle, type SeriesRuntime } from "./coin-runtime.ts";
+import { chainHash, confirmedAtOf, GENESIS_HASH } from "./event-chain.ts";
 import type { PendingSignalEvent } from "./signal-events.ts";
-import { GENESIS_HASH, chainHash, confirmedAtOf } from "./event-chain.ts";
+import type { Timeframe } from "./timeframes.ts";
+import { bucketStart, derivedTimeframes, isTimeframe } from "./timeframes.ts";
 
 /** Closed candles replayed when a checkpoint is missing or from an older engine version. */
 export const WARMUP_CANDLES = 2_000;
 const INSERT_CHUNK = 10_000;
 /** Rows per multi-row upsert of coins / checkpoints (5 parameters a row, far below the 65,535 limit). */
 const UPSERT_CHUNK = 2_000;
-
 
 /**
  * Every transaction that inserts signal events takes this lock first and holds it to commit,
@@ -42,7 +41,11 @@ export interface StoredSignalEvent {
  * Called inside the market's transaction with the events it stored: what it writes commits
  * with them or not at all (alerts/signal-alerts.ts queues the members' alerts this way).
  */
-export type SignalEventsSubscriber = (tx: Transaction, stored: readonly StoredSignalEvent[], now: number) => Promise<void>;
+export type SignalEventsSubscriber = (
+  tx: Transaction,
+  stored: readonly StoredSignalEvent[],
+  now: number,
+) => Promise<void>;
 
 export interface MarketWrite {
   rows: CandleRow[];
@@ -96,7 +99,13 @@ export async function persistMarket(handle: DbHandle, write: MarketWrite): Promi
     // order: concurrent writers lock the rows in the same order.
     const bySymbol = [...touched].sort((a, b) => (a.symbol < b.symbol ? -1 : a.symbol > b.symbol ? 1 : 0));
     // The same upsert raises each coin's market version and returns it (no extra statement).
-    const coinRows = bySymbol.map((coin) => ({ symbol: coin.symbol, baseTf: coin.baseTf, lastUpdateAt: new Date(coin.lastUpdateAt), demo: coin.demo, version: 1 }));
+    const coinRows = bySymbol.map((coin) => ({
+      symbol: coin.symbol,
+      baseTf: coin.baseTf,
+      lastUpdateAt: new Date(coin.lastUpdateAt),
+      demo: coin.demo,
+      version: 1,
+    }));
     const versions = new Map<string, number>();
     for (let i = 0; i < coinRows.length; i += UPSERT_CHUNK) {
       const raised = await tx
@@ -105,7 +114,12 @@ export async function persistMarket(handle: DbHandle, write: MarketWrite): Promi
         .onConflictDoUpdate({
           target: coins.symbol,
           // demo and base_tf change only when a real push replaces demo history (demo over real is refused).
-          set: { lastUpdateAt: sql`excluded.last_update_at`, demo: sql`excluded.demo`, baseTf: sql`excluded.base_tf`, version: sql`${coins.version} + 1` },
+          set: {
+            lastUpdateAt: sql`excluded.last_update_at`,
+            demo: sql`excluded.demo`,
+            baseTf: sql`excluded.base_tf`,
+            version: sql`${coins.version} + 1`,
+          },
         })
         .returning({ symbol: coins.symbol, version: coins.version });
       for (const row of raised) versions.set(row.symbol, Number(row.version));
@@ -126,11 +140,16 @@ export async function persistMarket(handle: DbHandle, write: MarketWrite): Promi
         .values(states.slice(i, i + UPSERT_CHUNK))
         .onConflictDoUpdate({
           target: [seriesState.symbol, seriesState.tf],
-          set: { state: sql`excluded.state`, lastClosedOpenTime: sql`excluded.last_closed_open_time`, updatedAt: sql`excluded.updated_at` },
+          set: {
+            state: sql`excluded.state`,
+            lastClosedOpenTime: sql`excluded.last_closed_open_time`,
+            updatedAt: sql`excluded.updated_at`,
+          },
         });
     }
     if (events.length > 0) {
-      const stored = resultRows<{ seq: number | string; id: string; symbol: string; tf: string; live: boolean }>(await tx.execute(sql`
+      const stored = resultRows<{ seq: number | string; id: string; symbol: string; tf: string; live: boolean }>(
+        await tx.execute(sql`
         WITH lock AS (SELECT pg_advisory_xact_lock(${SIGNAL_EVENTS_LOCK})),
         stored AS (
           INSERT INTO signal_events (id, symbol, tf, signal, price, defense, atr_pct, candle_open_time, live, demo)
@@ -148,7 +167,8 @@ export async function persistMarket(handle: DbHandle, write: MarketWrite): Promi
           ON CONFLICT (id) DO NOTHING
           RETURNING seq, id, symbol, tf, live)
         SELECT seq, id, symbol, tf, live FROM stored ORDER BY
-        seq`)).map((r) => ({ ...r, seq: Number(r.seq), live: r.live === true }));
+        seq`),
+      ).map((r) => ({ ...r, seq: Number(r.seq), live: r.live === true }));
       if (stored.some((e) => e.live)) {
         // Still under the lock taken above: no other writer can chain between our read of the head and our commit.
         await chainLiveEvents(tx);
@@ -174,18 +194,35 @@ export async function persistMarket(handle: DbHandle, write: MarketWrite): Promi
  * events are never chained: they are no market's record, and real data deletes them.
  */
 async function chainLiveEvents(tx: Transaction): Promise<Map<number, string>> {
-  const pending = resultRows<{ seq: number | string; symbol: string; tf: string; signal: string; price: number; defense: number | null; candle_open_time: number | string }>(
+  const pending = resultRows<{
+    seq: number | string;
+    symbol: string;
+    tf: string;
+    signal: string;
+    price: number;
+    defense: number | null;
+    candle_open_time: number | string;
+  }>(
     await tx.execute(sql`
       SELECT seq, symbol, tf, signal, price, defense, candle_open_time FROM signal_events
        WHERE live AND NOT demo AND chain_hash IS NULL ORDER BY seq`),
   );
   const hashes = new Map<number, string>();
   if (pending.length === 0) return hashes;
-  const [head] = resultRows<{ chain_hash: string }>(await tx.execute(sql`SELECT chain_hash FROM signal_events WHERE chain_hash IS NOT NULL ORDER BY seq DESC LIMIT 1`));
+  const [head] = resultRows<{ chain_hash: string }>(
+    await tx.execute(sql`SELECT chain_hash FROM signal_events WHERE chain_hash IS NOT NULL ORDER BY seq DESC LIMIT 1`),
+  );
   let prev = head?.chain_hash ?? GENESIS_HASH;
   const prevs: string[] = [];
   for (const e of pending) {
-    const hash = chainHash(prev, { symbol: e.symbol, tf: e.tf, signal: e.signal, confirmedAt: confirmedAtOf(e.tf, Number(e.candle_open_time)), price: e.price, defense: e.defense });
+    const hash = chainHash(prev, {
+      symbol: e.symbol,
+      tf: e.tf,
+      signal: e.signal,
+      confirmedAt: confirmedAtOf(e.tf, Number(e.candle_open_time)),
+      price: e.price,
+      defense: e.defense,
+    });
     prevs.push(prev);
     hashes.set(Number(e.seq), hash);
     prev = hash;
@@ -221,7 +258,14 @@ export async function deleteDemoHistory(tx: Transaction, symbols: readonly strin
   // deleted and re-inserted row would start again at version 1, below the demo's.)
 }
 
-const toCandle = (r: { openTime: number; open: number; high: number; low: number; close: number; volume: number }): Candle => ({
+const toCandle = (r: {
+  openTime: number;
+  open: number;
+  high: number;
+  low: number;
+  close: number;
+  volume: number;
+}): Candle => ({
   openTime: Number(r.openTime),
   open: r.open,
   high: r.high,
@@ -233,8 +277,19 @@ const toCandle = (r: { openTime: number; open: number; high: number; low: number
 /** Where the reads of a coin run: the pool, or one read-only snapshot (loadCoin). */
 type Reader = Database | Transaction;
 
-async function closedCandles(db: Reader, symbol: string, tf: Timeframe, from: number | null, limit?: number): Promise<Candle[]> {
-  const where = and(eq(candles.symbol, symbol), eq(candles.tf, tf), eq(candles.closed, true), from === null ? undefined : gte(candles.openTime, from));
+async function closedCandles(
+  db: Reader,
+  symbol: string,
+  tf: Timeframe,
+  from: number | null,
+  limit?: number,
+): Promise<Candle[]> {
+  const where = and(
+    eq(candles.symbol, symbol),
+    eq(candles.tf, tf),
+    eq(candles.closed, true),
+    from === null ? undefined : gte(candles.openTime, from),
+  );
   if (limit !== undefined) {
     const rows = await db.select().from(candles).where(where).orderBy(desc(candles.openTime)).limit(limit);
     return rows.reverse().map(toCandle);
@@ -271,14 +326,27 @@ export interface StoredCoin {
  */
 export async function loadCoins(handle: DbHandle, symbols: readonly string[]): Promise<StoredCoin[]> {
   if (symbols.length === 0) return [];
-  return handle.db.transaction((tx) => loadCoinsIn(tx, [...symbols]), { isolationLevel: "repeatable read", accessMode: "read only" });
+  return handle.db.transaction((tx) => loadCoinsIn(tx, [...symbols]), {
+    isolationLevel: "repeatable read",
+    accessMode: "read only",
+  });
 }
 
 async function loadCoinsIn(db: Transaction, symbols: string[]): Promise<StoredCoin[]> {
-  const coinRows = (await db.select().from(coins).where(inArray(coins.symbol, symbols))).filter((c) => isTimeframe(c.baseTf));
+  const coinRows = (await db.select().from(coins).where(inArray(coins.symbol, symbols))).filter((c) =>
+    isTimeframe(c.baseTf),
+  );
   if (coinRows.length === 0) return [];
   const checkpoints = new Map<string, Map<string, unknown>>();
-  for (const r of await db.select().from(seriesState).where(inArray(seriesState.symbol, coinRows.map((c) => c.symbol)))) {
+  for (const r of await db
+    .select()
+    .from(seriesState)
+    .where(
+      inArray(
+        seriesState.symbol,
+        coinRows.map((c) => c.symbol),
+      ),
+    )) {
     const perCoin = checkpoints.get(r.symbol) ?? new Map<string, unknown>();
     checkpoints.set(r.symbol, perCoin);
     perCoin.set(r.tf, r.state);
@@ -287,15 +355,26 @@ async function loadCoinsIn(db: Transaction, symbols: string[]): Promise<StoredCo
   for (const coin of coinRows) {
     const baseTf = coin.baseTf as Timeframe;
     const series = new Map<Timeframe, SeriesRuntime>();
-    for (const tf of [baseTf, ...derivedTimeframes(baseTf)]) series.set(tf, await restoreSeries(db, coin.symbol, tf, checkpoints.get(coin.symbol)?.get(tf)));
+    for (const tf of [baseTf, ...derivedTimeframes(baseTf)])
+      series.set(tf, await restoreSeries(db, coin.symbol, tf, checkpoints.get(coin.symbol)?.get(tf)));
     restored.set(coin.symbol, series);
   }
-  const recent = await recentBaseCandles(db, coinRows.map((c) => ({ symbol: c.symbol, baseTf: c.baseTf as Timeframe, lastClosed: restored.get(c.symbol)!.get(c.baseTf as Timeframe)!.state.lastOpenTime })));
+  const recent = await recentBaseCandles(
+    db,
+    coinRows.map((c) => ({
+      symbol: c.symbol,
+      baseTf: c.baseTf as Timeframe,
+      lastClosed: restored.get(c.symbol)!.get(c.baseTf as Timeframe)!.state.lastOpenTime,
+    })),
+  );
   return coinRows.map((coin) => {
     const baseTf = coin.baseTf as Timeframe;
     const series = restored.get(coin.symbol)!;
     attachOpenCandles(series, baseTf, recent.get(coin.symbol) ?? []);
-    return { runtime: new CoinRuntime(coin.symbol, baseTf, coin.lastUpdateAt.getTime(), series, coin.demo), version: Number(coin.version) };
+    return {
+      runtime: new CoinRuntime(coin.symbol, baseTf, coin.lastUpdateAt.getTime(), series, coin.demo),
+      version: Number(coin.version),
+    };
   });
 }
 
@@ -304,12 +383,29 @@ async function loadCoinsIn(db: Transaction, symbols: string[]): Promise<StoredCo
  * derived bucket holding its last close: what the open derived candles and the forming one are
  * built from. One statement for every coin (an index range per coin).
  */
-async function recentBaseCandles(db: Transaction, wanted: { symbol: string; baseTf: Timeframe; lastClosed: number | null }[]): Promise<Map<string, (Candle & { closed: boolean })[]>> {
-  const since = wanted.map((w) => (w.lastClosed === null ? 0 : Math.min(...derivedTimeframes(w.baseTf).map((tf) => bucketStart(w.lastClosed!, tf)), w.lastClosed)));
-  const rows = resultRows<{ symbol: string; open_time: string | number; open: number; high: number; low: number; close: number; volume: number; closed: boolean }>(
+async function recentBaseCandles(
+  db: Transaction,
+  wanted: { symbol: string; baseTf: Timeframe; lastClosed: number | null }[],
+): Promise<Map<string, (Candle & { closed: boolean })[]>> {
+  const since = wanted.map((w) =>
+    w.lastClosed === null
+      ? 0
+      : Math.min(...derivedTimeframes(w.baseTf).map((tf) => bucketStart(w.lastClosed!, tf)), w.lastClosed),
+  );
+  const rows = resultRows<{
+    symbol: string;
+    open_time: string | number;
+    open: number;
+    high: number;
+    low: number;
+    close: number;
+    volume: number;
+    closed: boolean;
+  }>(
     await db.execute(sql`
       SELECT c.symbol, c.open_time, c.open, c.high, c.low, c.close, c.volume, c.closed
-        FROM unnest(${sql.param(wanted.map((w) => w.symbol))}::text[], ${sql.param(wanted.map((w) => w.baseTf))}::text[], ${sql.param(since)}::bigint[]) AS w(symbol, tf, since)
+        FROM unnest(${sql.param(wanted.map((w) => w.symbol))}::text[],
+        ${sql.param(wanted.map((w) => w.baseTf))}::text[], ${sql.param(since)}::bigint[]) AS w(symbol, tf, since)
         JOIN candles c ON c.symbol = w.symbol AND c.tf = w.tf AND c.open_time >= w.since
        ORDER BY c.symbol, c.open_time`),
   );
@@ -317,13 +413,27 @@ async function recentBaseCandles(db: Transaction, wanted: { symbol: string; base
   for (const r of rows) {
     const list = out.get(r.symbol) ?? [];
     out.set(r.symbol, list);
-    list.push({ ...toCandle({ openTime: Number(r.open_time), open: Number(r.open), high: Number(r.high), low: Number(r.low), close: Number(r.close), volume: Number(r.volume) }), closed: r.closed === true });
+    list.push({
+      ...toCandle({
+        openTime: Number(r.open_time),
+        open: Number(r.open),
+        high: Number(r.high),
+        low: Number(r.low),
+        close: Number(r.close),
+        volume: Number(r.volume),
+      }),
+      closed: r.closed === true,
+    });
   }
   return out;
 }
 
 /** Sets the forming base candle and every derived series' open candle from the coin's recent base candles. */
-function attachOpenCandles(series: Map<Timeframe, SeriesRuntime>, baseTf: Timeframe, recent: readonly (Candle & { closed: boolean })[]): void {
+function attachOpenCandles(
+  series: Map<Timeframe, SeriesRuntime>,
+  baseTf: Timeframe,
+  recent: readonly (Candle & { closed: boolean })[],
+): void {
   const base = series.get(baseTf)!;
   const lastClosed = base.state.lastOpenTime;
   const forming = recent.findLast((c) => !c.closed && (lastClosed === null || c.openTime > lastClosed));
@@ -334,7 +444,8 @@ function attachOpenCandles(series: Map<Timeframe, SeriesRuntime>, baseTf: Timefr
       const bucket = bucketStart(lastClosed, tf);
       const derivedLast = s.state.lastOpenTime;
       if (derivedLast === null || derivedLast < bucket) {
-        for (const c of recent) if (c.closed && c.openTime >= bucket) s.partial = mergeCandle(s.partial, toCandle(c), bucket);
+        for (const c of recent)
+          if (c.closed && c.openTime >= bucket) s.partial = mergeCandle(s.partial, toCandle(c), bucket);
       }
     }
     if (base.forming) {
@@ -349,7 +460,10 @@ function attachOpenCandles(series: Map<Timeframe, SeriesRuntime>, baseTf: Timefr
 /** Loads every coin (at start). */
 export async function loadAllCoins(handle: DbHandle): Promise<StoredCoin[]> {
   const symbols = await handle.db.select({ symbol: coins.symbol }).from(coins);
-  return loadCoins(handle, symbols.map((r) => r.symbol));
+  return loadCoins(
+    handle,
+    symbols.map((r) => r.symbol),
+  );
 }
 
 /** Closed candles of one series in time order (chart pages, tests). */

@@ -15,7 +15,11 @@ export function isWellFormedSymbol(symbol: string): boolean {
  * A comma-separated request list as every endpoint reads it: each part trimmed and passed
  * through `normalise`, empties and repeats dropped (the first kept), at most `max` kept.
  */
-export function commaList(raw: string | undefined, max: number, normalise: (part: string) => string = (part) => part): string[] {
+export function commaList(
+  raw: string | undefined,
+  max: number,
+  normalise: (part: string) => string = (part) => part,
+): string[] {
   const seen = new Set<string>();
   for (const part of (raw ?? "").split(",")) {
     const item = normalise(part.trim());

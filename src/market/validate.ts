@@ -48,7 +48,8 @@ export function checkCandleFields(u: CandleUpdate, now: number): RejectReason | 
   if (!isTimeframe(u.tf)) return "unknown_timeframe";
   const values = [u.openTime, u.open, u.high, u.low, u.close, u.volume];
   if (!values.every(Number.isFinite)) return "non_finite_value";
-  if (!Number.isSafeInteger(u.openTime) || u.openTime < 0 || u.openTime % TIMEFRAME_MS[u.tf] !== 0) return "misaligned_open_time";
+  if (!Number.isSafeInteger(u.openTime) || u.openTime < 0 || u.openTime % TIMEFRAME_MS[u.tf] !== 0)
+    return "misaligned_open_time";
   // A candle may start at most one period ahead of our clock (feeder clocks drift a little).
   if (u.openTime > now + TIMEFRAME_MS[u.tf]) return "future_open_time";
   if (u.open <= 0 || u.high <= 0 || u.low <= 0 || u.close <= 0) return "non_positive_price";

@@ -5,7 +5,7 @@
  */
 import type { ServiceImpl } from "@connectrpc/connect";
 import { sql } from "drizzle-orm";
-import { HealthCheckResponse_ServingStatus as Status, type Health } from "../../gen/grpc/health/v1/health_pb.js";
+import { type Health, HealthCheckResponse_ServingStatus as Status } from "../../gen/grpc/health/v1/health_pb.js";
 import type { DbHandle } from "../db/client.ts";
 import { serviceError } from "../errors.ts";
 
@@ -106,7 +106,8 @@ export function createHealthService(probe: HealthProbe, shared?: SharedHealthWat
   const watchers = shared ?? new SharedHealthWatch(status);
   return {
     async check(request) {
-      if (!SERVICES.has(request.service)) throw serviceError("not_found", `unknown service "${request.service.slice(0, 100)}"`);
+      if (!SERVICES.has(request.service))
+        throw serviceError("not_found", `unknown service "${request.service.slice(0, 100)}"`);
       return { status: await status() };
     },
     async *watch(request, ctx) {

@@ -5,9 +5,10 @@
  * configuration where they could drift. A page that cannot learn a price says "shown at
  * checkout" rather than guessing.
  */
+
+import type { PaidPlan } from "./checkout.ts";
 import type { StripeSettings } from "./config.ts";
 import type { StripeClient } from "./stripe-client.ts";
-import type { PaidPlan } from "./checkout.ts";
 
 /** A plan's recurring price in its currency's minor unit. */
 export interface PlanPrice {
@@ -29,7 +30,10 @@ const READ_TIMEOUT_MS = 3_000;
 
 /** Reads and keeps the plans' prices; `get` never throws. */
 export class PlanPrices {
-  private readonly kept = new Map<PaidPlanName, { price: PlanPrice | null; until: number; pending: Promise<PlanPrice | null> | null }>();
+  private readonly kept = new Map<
+    PaidPlanName,
+    { price: PlanPrice | null; until: number; pending: Promise<PlanPrice | null> | null }
+  >();
   private readonly stripe: StripeClient | null;
   private readonly settings: StripeSettings | null;
   private readonly clock: () => number;
@@ -41,7 +45,9 @@ export class PlanPrices {
 
   /** Every paid plan with its price (null: not offered, or Stripe did not say). */
   async all(): Promise<ReadonlyArray<{ plan: PaidPlanName; offered: boolean; price: PlanPrice | null }>> {
-    return Promise.all(SOLD_PLANS.map(async (plan) => ({ plan, offered: this.offered(plan), price: await this.get(plan) })));
+    return Promise.all(
+      SOLD_PLANS.map(async (plan) => ({ plan, offered: this.offered(plan), price: await this.get(plan) })),
+    );
   }
 
   /** The plan can be subscribed to here (payments on and a Price configured). */
@@ -67,9 +73,16 @@ export class PlanPrices {
   private async read(plan: PaidPlanName): Promise<PlanPrice | null> {
     try {
       const stripe = await this.stripe!();
-      const price = await stripe.prices.retrieve(this.settings!.prices[plan]!, undefined, { timeout: READ_TIMEOUT_MS, maxNetworkRetries: 0 });
+      const price = await stripe.prices.retrieve(this.settings!.prices[plan]!, undefined, {
+        timeout: READ_TIMEOUT_MS,
+        maxNetworkRetries: 0,
+      });
       if (price.unit_amount === null || !price.active) return null;
-      return { unitAmount: price.unit_amount, currency: price.currency, interval: price.recurring?.interval ?? "month" };
+      return {
+        unitAmount: price.unit_amount,
+        currency: price.currency,
+        interval: price.recurring?.interval ?? "month",
+      };
     } catch {
       return null;
     }

@@ -4,7 +4,7 @@
  */
 import { desc, eq } from "drizzle-orm";
 import type { DbHandle } from "../db/client.ts";
-import { ledgerEntries, payments, type PaymentKind } from "../db/schema.ts";
+import { ledgerEntries, type PaymentKind, payments } from "../db/schema.ts";
 
 export interface PaymentRecord {
   readonly id: number;
@@ -22,7 +22,15 @@ export interface PaymentRecord {
   readonly chargeId: string | null;
   readonly disputeId: string | null;
   readonly detail: string | null;
-  readonly ledgerEntry: { id: number; kind: string; grantDelta: number; packDelta: number; grantAfter: number; packAfter: number; reason: string | null } | null;
+  readonly ledgerEntry: {
+    id: number;
+    kind: string;
+    grantDelta: number;
+    packDelta: number;
+    grantAfter: number;
+    packAfter: number;
+    reason: string | null;
+  } | null;
 }
 
 /** The account's payments with their ledger rows, newest first. */
@@ -51,7 +59,15 @@ export async function listPayments(db: DbHandle, accountId: number, limit = 500)
     disputeId: p.disputeId,
     detail: p.detail,
     ledgerEntry: l
-      ? { id: Number(l.id), kind: l.kind, grantDelta: Number(l.grantDelta), packDelta: Number(l.packDelta), grantAfter: Number(l.grantAfter), packAfter: Number(l.packAfter), reason: l.reason }
+      ? {
+          id: Number(l.id),
+          kind: l.kind,
+          grantDelta: Number(l.grantDelta),
+          packDelta: Number(l.packDelta),
+          grantAfter: Number(l.grantAfter),
+          packAfter: Number(l.packAfter),
+          reason: l.reason,
+        }
       : null,
   }));
 }

@@ -13,21 +13,23 @@ export type StripeClient = () => Promise<Stripe>;
 export function createStripeClient(settings: StripeSettings): StripeClient {
   let client: Promise<Stripe> | null = null;
   return () =>
-    (client ??= import("stripe").then(
-      ({ default: StripeLibrary }) =>
-        new StripeLibrary(settings.secretKey, {
-          host: settings.apiBase.host,
-          port: settings.apiBase.port,
-          protocol: settings.apiBase.protocol,
-          // A member waits on the redirect: fail within seconds; one retry (with the same
-          // idempotency key, which the client adds to every POST) covers a dropped connection.
-          timeout: 10_000,
-          maxNetworkRetries: 1,
-          telemetry: false,
-        }),
-    ).catch((err: unknown) => {
-      // A failed load is not kept: the next payment action tries again instead of failing until a restart.
-      client = null;
-      throw err;
-    }));
+    (client ??= import("stripe")
+      .then(
+        ({ default: StripeLibrary }) =>
+          new StripeLibrary(settings.secretKey, {
+            host: settings.apiBase.host,
+            port: settings.apiBase.port,
+            protocol: settings.apiBase.protocol,
+            // A member waits on the redirect: fail within seconds; one retry (with the same
+            // idempotency key, which the client adds to every POST) covers a dropped connection.
+            timeout: 10_000,
+            maxNetworkRetries: 1,
+            telemetry: false,
+          }),
+      )
+      .catch((err: unknown) => {
+        // A failed load is not kept: the next payment action tries again instead of failing until a restart.
+        client = null;
+        throw err;
+      }));
 }

@@ -27,7 +27,8 @@ export function idOf(value: unknown): string | null {
 }
 
 export const text = (value: unknown): string | null => (typeof value === "string" && value !== "" ? value : null);
-export const int = (value: unknown): number | null => (typeof value === "number" && Number.isSafeInteger(value) ? value : null);
+export const int = (value: unknown): number | null =>
+  typeof value === "number" && Number.isSafeInteger(value) ? value : null;
 /** Stripe timestamps are seconds; ours are ms. */
 export const seconds = (value: unknown): number | null => (int(value) === null ? null : int(value)! * 1000);
 
@@ -52,7 +53,8 @@ export function invoiceSubscription(invoice: unknown): string | null {
 
 /** Metadata of the invoice's subscription (a snapshot Stripe copies onto the invoice). */
 export function invoiceSubscriptionMetadata(invoice: unknown): Obj {
-  const m = at(invoice, "parent", "subscription_details", "metadata") ?? at(invoice, "subscription_details", "metadata");
+  const m =
+    at(invoice, "parent", "subscription_details", "metadata") ?? at(invoice, "subscription_details", "metadata");
   return isObj(m) ? m : {};
 }
 
@@ -68,5 +70,8 @@ export function subscriptionPrice(subscription: unknown): string | null {
 
 /** End of the subscription's current period (items since 2025-03-31, the subscription before). */
 export function subscriptionPeriodEnd(subscription: unknown): number | null {
-  return seconds(at(subscription, "items", "data", 0, "current_period_end")) ?? seconds(at(subscription, "current_period_end"));
+  return (
+    seconds(at(subscription, "items", "data", 0, "current_period_end")) ??
+    seconds(at(subscription, "current_period_end"))
+  );
 }

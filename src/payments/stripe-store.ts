@@ -3,10 +3,10 @@
  * statement, one transaction, with the Stripe event id recorded in that same transaction.
  */
 import { sql } from "drizzle-orm";
-import type { DbHandle } from "../db/client.ts";
-import type { Limits } from "../config.ts";
-import { mytMonth } from "../clock.ts";
 import { lowBalanceThreshold } from "../billing/tokens.ts";
+import { mytMonth } from "../clock.ts";
+import type { Limits } from "../config.ts";
+import type { DbHandle } from "../db/client.ts";
 
 /** What every applied event carries. */
 export interface EventKey {
@@ -30,7 +30,12 @@ export interface TokenPackPayment {
 export type PackOutcome = "credited" | "duplicate_event" | "duplicate_session" | "unmatched";
 
 /** Adds a Token pack to the account once per event and once per Checkout Session. */
-export async function addTokenPack(db: DbHandle, event: EventKey, pack: TokenPackPayment, limits: Limits): Promise<{ outcome: PackOutcome; ledgerEntryId: number | null }> {
+export async function addTokenPack(
+  db: DbHandle,
+  event: EventKey,
+  pack: TokenPackPayment,
+  limits: Limits,
+): Promise<{ outcome: PackOutcome; ledgerEntryId: number | null }> {
   const stripeIds = pack.paymentIntentId ? `${pack.sessionId}, ${pack.paymentIntentId}` : pack.sessionId;
   const reason = `Token pack of ${pack.tokens} (Stripe ${stripeIds})`;
   const [row] = await db.rows<{ outcome: PackOutcome; ledger_entry_id: number | string | null }>(sql`
@@ -63,8 +68,16 @@ export async function applySubscriptionFact(
   event: EventKey,
   fact: SubscriptionFact,
   options: { limits: Limits; graceMs: number; now: number },
-): Promise<{ outcome: "applied" | "duplicate_event" | "unmatched"; plan: string | null; subscriptionUntil: Date | null }> {
-  const [row] = await db.rows<{ outcome: "applied" | "duplicate_event" | "unmatched"; plan: string | null; subscription_until: Date | string | null }>(sql`
+): Promise<{
+  outcome: "applied" | "duplicate_event" | "unmatched";
+  plan: string | null;
+  subscriptionUntil: Date | null;
+}> {
+  const [row] = await db.rows<{
+    outcome: "applied" | "duplicate_event" | "unmatched";
+    plan: string | null;
+    subscription_until: Date | string | null;
+  }>(sql`
     SELECT outcome, plan, subscription_until FROM stripe_subscription_event(${event.eventId}, ${event.type},
     ${iso(event.created)}::timestamptz,
       ${fact.accountId}::bigint, ${fact.subscriptionId}, ${fact.customerId}, ${fact.plan},
@@ -74,7 +87,11 @@ export async function applySubscriptionFact(
       ${options.graceMs}::bigint, ${iso(options.now)}::timestamptz, ${mytMonth(options.now)}::date,
       ${options.limits.monthlyGrant}::bigint,
       ${lowBalanceThreshold(options.limits)}::bigint)`);
-  return { outcome: row!.outcome, plan: row!.plan, subscriptionUntil: row!.subscription_until === null ? null : new Date(row!.subscription_until) };
+  return {
+    outcome: row!.outcome,
+    plan: row!.plan,
+    subscriptionUntil: row!.subscription_until === null ? null : new Date(row!.subscription_until),
+  };
 }
 
 export type RefundOutcome = "taken_back" | "shortfall" | "nothing_due" | "duplicate_event" | "unmatched";
@@ -86,7 +103,12 @@ export async function takeBackRefund(
   refund: { chargeId: string; paymentIntentId: string | null; amountRefunded: number; currency: string | null },
   limits: Limits,
 ): Promise<{ outcome: RefundOutcome; accountId: number | null; tokens: number; shortfall: number }> {
-  const [row] = await db.rows<{ outcome: RefundOutcome; account_id: number | string | null; tokens: number | string | null; shortfall: number | string | null }>(sql`
+  const [row] = await db.rows<{
+    outcome: RefundOutcome;
+    account_id: number | string | null;
+    tokens: number | string | null;
+    shortfall: number | string | null;
+  }>(sql`
     SELECT outcome, account_id, tokens, shortfall FROM stripe_refund(${event.eventId}, ${event.type},
     ${iso(event.created)}::timestamptz,
       ${refund.chargeId}, ${refund.paymentIntentId}, ${refund.amountRefunded}::bigint, ${refund.currency},
@@ -103,9 +125,19 @@ export async function takeBackRefund(
 export async function recordDispute(
   db: DbHandle,
   event: EventKey,
-  dispute: { disputeId: string; chargeId: string | null; paymentIntentId: string | null; amount: number | null; currency: string | null; reason: string | null },
+  dispute: {
+    disputeId: string;
+    chargeId: string | null;
+    paymentIntentId: string | null;
+    amount: number | null;
+    currency: string | null;
+    reason: string | null;
+  },
 ): Promise<{ outcome: "recorded" | "unmatched" | "duplicate_event"; accountId: number | null }> {
-  const [row] = await db.rows<{ outcome: "recorded" | "unmatched" | "duplicate_event"; account_id: number | string | null }>(sql`
+  const [row] = await db.rows<{
+    outcome: "recorded" | "unmatched" | "duplicate_event";
+    account_id: number | string | null;
+  }>(sql`
     SELECT outcome, account_id FROM stripe_dispute(${event.eventId}, ${event.type}, ${iso(event.created)}::timestamptz,
     ${dispute.disputeId},
       ${dispute.chargeId}, ${dispute.paymentIntentId}, ${dispute.amount}::bigint, ${dispute.currency},
@@ -116,13 +148,17 @@ export async function recordDispute(
 /** The account of a Stripe Customer, or null. */
 export async function accountOfCustomer(db: DbHandle, customerId: string | null): Promise<number | null> {
   if (!customerId) return null;
-  const [row] = await db.rows<{ id: number | string }>(sql`SELECT id FROM accounts WHERE stripe_customer_id = ${customerId}`);
+  const [row] = await db.rows<{ id: number | string }>(
+    sql`SELECT id FROM accounts WHERE stripe_customer_id = ${customerId}`,
+  );
   return row ? Number(row.id) : null;
 }
 
 /** The account a Stripe subscription is linked to, or null. */
 export async function accountOfSubscription(db: DbHandle, subscriptionId: string | null): Promise<number | null> {
   if (!subscriptionId) return null;
-  const [row] = await db.rows<{ account_id: number | string }>(sql`SELECT account_id FROM stripe_subscriptions WHERE subscription_id = ${subscriptionId}`);
+  const [row] = await db.rows<{ account_id: number | string }>(
+    sql`SELECT account_id FROM stripe_subscriptions WHERE subscription_id = ${subscriptionId}`,
+  );
   return row ? Number(row.account_id) : null;
 }

@@ -54,12 +54,17 @@ function* combinations(n: number, k: number): Generator<number[]> {
  * blocks take the extra row). Ties: the in-sample winner is the first best; tied out-of-sample
  * values share their mid-rank.
  */
-export function probabilityOfBacktestOverfitting(returns: readonly (readonly number[])[], blocks = 16): BacktestOverfitting {
+export function probabilityOfBacktestOverfitting(
+  returns: readonly (readonly number[])[],
+  blocks = 16,
+): BacktestOverfitting {
   const rows = returns.length;
   const candidates = returns[0]?.length ?? 0;
-  if (!Number.isInteger(blocks) || blocks < 2 || blocks % 2 !== 0) throw new RangeError(`the number of blocks must be an even integer ≥ 2, got ${blocks}`);
+  if (!Number.isInteger(blocks) || blocks < 2 || blocks % 2 !== 0)
+    throw new RangeError(`the number of blocks must be an even integer ≥ 2, got ${blocks}`);
   if (candidates < 2) throw new RangeError("CSCV needs at least two candidates");
-  if (rows < 2 * blocks) throw new RangeError(`CSCV needs at least two periods per block: ${rows} periods for ${blocks} blocks`);
+  if (rows < 2 * blocks)
+    throw new RangeError(`CSCV needs at least two periods per block: ${rows} periods for ${blocks} blocks`);
   if (returns.some((row) => row.length !== candidates || row.some((r) => !Number.isFinite(r)))) {
     throw new RangeError("every period needs a finite return for every candidate");
   }

@@ -16,7 +16,8 @@ export function basketReturns(coins: readonly (readonly number[])[]): number[] {
  * zero, −1 when below, 0 when exactly zero or fewer than `lookback` periods precede t.
  */
 export function trailingRegimes(basket: readonly number[], lookback = 30): Int8Array {
-  if (!Number.isInteger(lookback) || lookback < 1) throw new RangeError(`the look-back must be a positive integer, got ${lookback}`);
+  if (!Number.isInteger(lookback) || lookback < 1)
+    throw new RangeError(`the look-back must be a positive integer, got ${lookback}`);
   const regimes = new Int8Array(basket.length);
   for (let t = lookback; t < basket.length; t++) {
     let growth = 1;

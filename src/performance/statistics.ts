@@ -100,7 +100,12 @@ export type SharpeSample = {
 
 /** The sample statistics of a return series that the PSR and DSR use. */
 export function sharpeSample(returns: readonly number[]): SharpeSample {
-  return { sharpe: sharpeRatio(returns), count: returns.length, skewness: skewness(returns), kurtosis: kurtosis(returns) };
+  return {
+    sharpe: sharpeRatio(returns),
+    count: returns.length,
+    skewness: skewness(returns),
+    kurtosis: kurtosis(returns),
+  };
 }
 
 /**
@@ -123,9 +128,12 @@ export function probabilisticSharpeRatio(sample: SharpeSample, benchmark = 0): n
  * DSR): √V·((1 − γ)·Φ⁻¹(1 − 1/N) + γ·Φ⁻¹(1 − 1/(N·e))). Defined for N ≥ 2.
  */
 export function expectedMaximumSharpe(variance: number, trials: number): number {
-  if (!Number.isInteger(trials) || trials < 2) throw new RangeError(`the number of trials must be an integer ≥ 2, got ${trials}`);
+  if (!Number.isInteger(trials) || trials < 2)
+    throw new RangeError(`the number of trials must be an integer ≥ 2, got ${trials}`);
   if (!(variance >= 0)) throw new RangeError(`the variance of the trials' Sharpe ratios must be ≥ 0, got ${variance}`);
-  const z = (1 - EULER_MASCHERONI) * normalQuantile(1 - 1 / trials) + EULER_MASCHERONI * normalQuantile(1 - 1 / (trials * Math.E));
+  const z =
+    (1 - EULER_MASCHERONI) * normalQuantile(1 - 1 / trials) +
+    EULER_MASCHERONI * normalQuantile(1 - 1 / (trials * Math.E));
   return Math.sqrt(variance) * z;
 }
 
@@ -178,7 +186,13 @@ export function timeInMarket(exposures: readonly number[]): number {
 }
 
 /** A proportion with its confidence interval. */
-export type Proportion = { readonly successes: number; readonly trials: number; readonly rate: number; readonly low: number; readonly high: number };
+export type Proportion = {
+  readonly successes: number;
+  readonly trials: number;
+  readonly rate: number;
+  readonly low: number;
+  readonly high: number;
+};
 
 /**
  * A success rate (e.g. the win rate) with its Wilson score interval (E. B. Wilson, "Probable
@@ -188,7 +202,9 @@ export type Proportion = { readonly successes: number; readonly trials: number; 
  */
 export function winRate(successes: number, trials: number, z = Z_95): Proportion {
   if (!Number.isInteger(successes) || !Number.isInteger(trials) || successes < 0 || successes > trials) {
-    throw new RangeError(`successes and trials must be integers with 0 ≤ successes ≤ trials, got ${successes} of ${trials}`);
+    throw new RangeError(
+      `successes and trials must be integers with 0 ≤ successes ≤ trials, got ${successes} of ${trials}`,
+    );
   }
   if (trials === 0) return { successes, trials, rate: Number.NaN, low: Number.NaN, high: Number.NaN };
   const p = successes / trials;

@@ -6,20 +6,20 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { count } from "drizzle-orm";
 import type { Logger } from "pino";
-import { errorSummary } from "../logger.ts";
-import { backoffMs } from "../retry.ts";
-import type { Config } from "../config.ts";
-import { systemClock, type Clock } from "../clock.ts";
-import { openDb, migrateDb, type DbHandle } from "../db/client.ts";
-import { accounts } from "../db/schema.ts";
 import { createAccount } from "../accounts/accounts.ts";
+import { type Clock, systemClock } from "../clock.ts";
+import type { Config } from "../config.ts";
+import { type DbHandle, migrateDb, openDb } from "../db/client.ts";
+import { accounts } from "../db/schema.ts";
+import { errorSummary } from "../logger.ts";
 import { startDemoFeed } from "../market/demo-feed.ts";
 import { startDemoData } from "../market-data/demo-data.ts";
+import { backoffMs } from "../retry.ts";
+import { reportReady } from "./cluster.ts";
 import { createServer } from "./create-server.ts";
 import { acquireLock, updateLock } from "./data-dir-lock.ts";
 import { serverTokenSource } from "./internal-token.ts";
 import { securePrivateDir } from "./private-files.ts";
-import { reportReady } from "./cluster.ts";
 
 export interface RunningServer {
   readonly port: number;
@@ -86,7 +86,11 @@ export async function startServer(config: Config, logger: Logger, clock: Clock =
   const makePrivate = (found: "found" | "unpacked") => {
     const repaired = securePrivateDir(config.dataDir);
     if (repaired === 0) return;
-    if (found === "found") logger.warn({ dataDir: config.dataDir, modesChanged: repaired }, "data directory files were readable or writable by other users; made private");
+    if (found === "found")
+      logger.warn(
+        { dataDir: config.dataDir, modesChanged: repaired },
+        "data directory files were readable or writable by other users; made private",
+      );
     else logger.info({ dataDir: config.dataDir, modesChanged: repaired }, "embedded database files made private");
   };
   makePrivate("found");
@@ -95,7 +99,8 @@ export async function startServer(config: Config, logger: Logger, clock: Clock =
     const lock = acquireLock(config.dataDir, { pid: process.pid, role: "server" });
     if (!lock.ok) {
       throw new Error(
-        `data directory ${config.dataDir} is in use by process ${lock.holder.pid} ` + `(${lock.holder.role}); stop it, use another DATA_DIR, or set DATABASE_URL`,
+        `data directory ${config.dataDir} is in use by process ${lock.holder.pid} ` +
+          `(${lock.holder.role}); stop it, use another DATA_DIR, or set DATABASE_URL`,
       );
     }
     releaseLock = lock.release;
@@ -106,12 +111,23 @@ export async function startServer(config: Config, logger: Logger, clock: Clock =
     const token = serverTokenSource(config);
     // The demo feed writes candles and the demo account is created once: the lead's duties.
     const lead = config.workerRole !== "follower";
-    const server = createServer(config, { db, clock, logger, internalToken: () => token.current(), role: lead ? "lead" : "follower" });
+    const server = createServer(config, {
+      db,
+      clock,
+      logger,
+      internalToken: () => token.current(),
+      role: lead ? "lead" : "follower",
+    });
     const { port, internalPort } = await server.start();
     const stopDemo = config.demoFeed && lead ? await startDemoFeed(server.feed!, clock, logger) : () => {};
     const stopDemoData = config.demoFeed && lead ? await startDemoData(db, clock, logger) : () => {};
     if (!config.databaseUrl) {
-      updateLock(config.dataDir, { pid: process.pid, role: "server", internalHost: config.internalHost, internalPort: internalPort! });
+      updateLock(config.dataDir, {
+        pid: process.pid,
+        role: "server",
+        internalHost: config.internalHost,
+        internalPort: internalPort!,
+      });
     }
     // A worker's line is not "listening": the primary says that once every worker listens.
     const where = { host: config.host, port, internalHost: config.internalHost, internalPort, database: db.driver };

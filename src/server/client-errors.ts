@@ -79,7 +79,8 @@ export function clientFaultsAsInvalidArgument(handler: RequestHandler): RequestH
           if (body.code === "internal" && CLIENT_FAULT.test(body.message ?? "")) {
             status = 400;
             chunk = Buffer.from(JSON.stringify({ code: "invalid_argument", message: MESSAGE }));
-            if (headers["content-length"] !== undefined) headers = { ...headers, "content-length": String(chunk.length) };
+            if (headers["content-length"] !== undefined)
+              headers = { ...headers, "content-length": String(chunk.length) };
           }
         } catch {
           // not a Connect error body: leave it alone

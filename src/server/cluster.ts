@@ -119,7 +119,10 @@ function restartLater(sup: Supervision, slot: Slot, worker: Worker, code: number
   const ranMs = Date.now() - slot.startedAt;
   slot.quickDeaths = ranMs >= HEALTHY_RUN_MS ? 0 : slot.quickDeaths + 1;
   const delayMs = backoffMs(slot.quickDeaths, RESTART_BASE_MS, RESTART_MAX_MS, "none");
-  sup.logger.warn({ worker: slot.index, pid: worker.process.pid, code, signal, ranMs, restartInMs: delayMs }, "worker exited; restarting it");
+  sup.logger.warn(
+    { worker: slot.index, pid: worker.process.pid, code, signal, ranMs, restartInMs: delayMs },
+    "worker exited; restarting it",
+  );
   slot.restartTimer = setTimeout(() => {
     slot.restartTimer = null;
     if (sup.stopping) return;
@@ -127,7 +130,8 @@ function restartLater(sup: Supervision, slot: Slot, worker: Worker, code: number
     ready.then(
       () => sup.logger.info({ worker: slot.index, pid: next.process.pid }, "worker restarted"),
       // Its exit handler schedules the next attempt.
-      (err: Error) => sup.logger.warn({ worker: slot.index, err: err.message }, "restarted worker died before listening"),
+      (err: Error) =>
+        sup.logger.warn({ worker: slot.index, err: err.message }, "restarted worker died before listening"),
     );
   }, delayMs);
 }
@@ -158,7 +162,13 @@ async function stopAll(sup: Supervision): Promise<number> {
 /** Forks `config.workers` workers, resolves once all listen; rejects if one dies before that. */
 export async function startClusterPrimary(config: Config, logger: Logger): Promise<ClusterPrimary> {
   setUpCluster(config);
-  const slots: Slot[] = Array.from({ length: config.workers }, (_, index) => ({ index, worker: null, startedAt: 0, quickDeaths: 0, restartTimer: null }));
+  const slots: Slot[] = Array.from({ length: config.workers }, (_, index) => ({
+    index,
+    worker: null,
+    startedAt: 0,
+    quickDeaths: 0,
+    restartTimer: null,
+  }));
   const sup: Supervision = { logger, slots, stopping: false, started: false, internalPort: null };
   try {
     // All at once (start-up is mostly loading code and the market): the first to migrate holds

@@ -86,7 +86,9 @@ export interface AppDeps {
   readonly internalToken: string | (() => string);
   /** Wakes the internal signal event streams; when absent the stream is not served. */
   readonly events?: SignalEventHub;
-  /** Wakes the live watchlists when this process's readings change; when absent they refresh on their heartbeat only. */
+  /**
+   * Wakes the live watchlists when this process's readings change; when absent they refresh on their heartbeat only.
+   */
   readonly readings?: SignalEventHub;
   /** This process's outbox delivery counters, for /metrics. */
   readonly deliveries?: () => { sent: number; retried: number; failed: number } | null;
@@ -113,7 +115,8 @@ interface Shared {
 }
 
 const NOT_FOUND_HINT =
-  "No such route. The API is GET /api/v1/signals (paid) and GET /api/v1/movers, /derivatives, /news, /macro, /fundamentals and /usage (free); the reference is GET /api/v1/openapi.json and /docs.";
+  "No such route. The API is GET /api/v1/signals (paid) and GET /api/v1/movers, /derivatives, /news, " +
+  "/macro, /fundamentals and /usage (free); the reference is GET /api/v1/openapi.json and /docs.";
 
 /**
  * The public port: the keyed services over Connect, gRPC and gRPC-Web, and in the fallback

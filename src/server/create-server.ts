@@ -5,23 +5,23 @@
  * end-to-end tests use this same factory, so the tests run the real server.
  */
 import type { Logger } from "pino";
-import type { Config } from "../config.ts";
+import { purgeFailedKeyWindows } from "../accounts/failed-key-throttle.ts";
+import { purgeExpiredKeyReveals } from "../accounts/key-reveal.ts";
+import { purgePageViewWindows } from "../accounts/page-views.ts";
+import { type AlertDelivery, startAlertDelivery } from "../alerts/delivery.ts";
+import { queueSignalAlerts } from "../alerts/signal-alerts.ts";
+import { purgeExpiredConnectTokens } from "../alerts/telegram-connect.ts";
+import { purgeChargeAttempts } from "../billing/charge.ts";
+import { purgeExpiredIdempotentCalls } from "../billing/idempotent-charge.ts";
 import type { Clock } from "../clock.ts";
+import type { Config } from "../config.ts";
 import type { DbHandle } from "../db/client.ts";
+import { SignalEventHub } from "../events/event-hub.ts";
 import { errorSummary } from "../logger.ts";
 import { MarketFeed } from "../market/feed.ts";
 import type { SignalSnapshot } from "../market/snapshot.ts";
-import { SignalEventHub } from "../events/event-hub.ts";
-import { startAlertDelivery, type AlertDelivery } from "../alerts/delivery.ts";
-import { queueSignalAlerts } from "../alerts/signal-alerts.ts";
-import { purgeExpiredIdempotentCalls } from "../billing/idempotent-charge.ts";
-import { purgeChargeAttempts } from "../billing/charge.ts";
 import { purgeFreeCallWindows } from "../market-data/free-call.ts";
-import { purgeExpiredKeyReveals } from "../accounts/key-reveal.ts";
-import { purgePageViewWindows } from "../accounts/page-views.ts";
-import { purgeFailedKeyWindows } from "../accounts/failed-key-throttle.ts";
-import { purgeExpiredConnectTokens } from "../alerts/telegram-connect.ts";
-import { createApp, type App } from "./create-app.ts";
+import { type App, createApp } from "./create-app.ts";
 
 /** How often stored answers, charge attempts and free-call windows past their life are deleted. */
 const PURGE_EVERY_MS = 10 * 60 * 1000;
@@ -68,7 +68,9 @@ export function createServer(config: Config, deps: ServerDeps): Server {
   // Wakes the live watchlists of this process when its readings change (its own commits, or
   // another process's that it followed): every worker has its own, fed by its own feed.
   const readings = new SignalEventHub();
-  const feed = deps.snapshot ? null : new MarketFeed({
+  const feed = deps.snapshot
+    ? null
+    : new MarketFeed({
         db,
         clock,
         logger,
@@ -96,7 +98,8 @@ export function createServer(config: Config, deps: ServerDeps): Server {
   });
 
   function purgeOld(): void {
-    const warn = (what: string) => (err: unknown) => logger.warn({ err: errorSummary(err) }, `purge of old ${what} failed`);
+    const warn = (what: string) => (err: unknown) =>
+      logger.warn({ err: errorSummary(err) }, `purge of old ${what} failed`);
     purgeExpiredIdempotentCalls(db, clock()).catch(warn("idempotent answers"));
     // Charge attempt ids are UUIDv7 from the wall clock (billing/charge.ts), so they are purged by it.
     purgeChargeAttempts(db).catch(warn("charge attempts"));

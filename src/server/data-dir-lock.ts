@@ -3,7 +3,7 @@
  * itself in DATA_DIR/server.lock; the CLI then goes through that server's internal listener
  * instead of opening the files, and a second server refuses to start.
  */
-import { readFileSync, writeFileSync, unlinkSync, mkdirSync, openSync, closeSync, constants } from "node:fs";
+import { closeSync, constants, mkdirSync, openSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
 export interface LockInfo {
@@ -35,7 +35,10 @@ export function readLock(dataDir: string): LockInfo | null {
 }
 
 /** Takes the lock or returns the live holder that prevents it. */
-export function acquireLock(dataDir: string, info: LockInfo): { ok: true; release: () => void } | { ok: false; holder: LockInfo } {
+export function acquireLock(
+  dataDir: string,
+  info: LockInfo,
+): { ok: true; release: () => void } | { ok: false; holder: LockInfo } {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const holder = readLock(dataDir);
   if (holder && holder.pid !== process.pid) return { ok: false, holder };

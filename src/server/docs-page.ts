@@ -5,10 +5,10 @@
  * Content-Security-Policy allows nothing from another origin.
  */
 import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import type { ServerResponse } from "node:http";
-import { requestUrl, sendError } from "./rest.ts";
+import { createRequire } from "node:module";
 import type { WebRequest, WebResponse } from "../web/http.ts";
+import { requestUrl, sendError } from "./rest.ts";
 
 export const OPENAPI_PATH = "/api/v1/openapi.json";
 export const DOCS_PATH = "/docs";
@@ -21,7 +21,9 @@ export const PROTO_PATH = "/docs/proto/";
  * worker started from a blob: URL; everything else is same-origin.
  */
 export const DOCS_CSP =
-  "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src " + "'self' data:; font-src 'self' data:; connect-src 'self'; worker-src 'self' " + "blob:; form-action 'none'; frame-ancestors 'none'; base-uri 'none'";
+  "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src " +
+  "'self' data:; font-src 'self' data:; connect-src 'self'; worker-src 'self' " +
+  "blob:; form-action 'none'; frame-ancestors 'none'; base-uri 'none'";
 
 const PAGE = `<!doctype html>
 <html lang="en">
@@ -48,7 +50,10 @@ export function loadRedocBundle(): Buffer {
 }
 
 /** Serves the document, the page and its script, and the .proto files; resolves false for other paths. */
-export function createDocsHandler(document: unknown, protoFiles: ReadonlyMap<string, Buffer> = new Map()): (req: WebRequest, res: WebResponse) => Promise<boolean> {
+export function createDocsHandler(
+  document: unknown,
+  protoFiles: ReadonlyMap<string, Buffer> = new Map(),
+): (req: WebRequest, res: WebResponse) => Promise<boolean> {
   const json = JSON.stringify(document);
   let redoc: Buffer | null = null;
   const redocBundle = () => (redoc ??= loadRedocBundle());
@@ -75,12 +80,20 @@ export function createDocsHandler(document: unknown, protoFiles: ReadonlyMap<str
       return true;
     }
     if (path === OPENAPI_PATH) {
-      out.writeHead(200, { "content-type": "application/json; charset=utf-8", "content-length": String(Buffer.byteLength(json)), "cache-control": "no-cache", "access-control-allow-origin": "*" });
+      out.writeHead(200, {
+        "content-type": "application/json; charset=utf-8",
+        "content-length": String(Buffer.byteLength(json)),
+        "cache-control": "no-cache",
+        "access-control-allow-origin": "*",
+      });
       if (req.method === "HEAD") res.end();
       else res.end(json);
       return true;
     }
-    const [body, type] = path === DOCS_PATH ? [Buffer.from(PAGE), "text/html; charset=utf-8"] : [redocBundle(), "text/javascript; charset=utf-8"];
+    const [body, type] =
+      path === DOCS_PATH
+        ? [Buffer.from(PAGE), "text/html; charset=utf-8"]
+        : [redocBundle(), "text/javascript; charset=utf-8"];
     out.writeHead(200, {
       "content-type": type,
       "content-length": String(body.length),
@@ -95,5 +108,3 @@ export function createDocsHandler(document: unknown, protoFiles: ReadonlyMap<str
     return true;
   };
 }
-
-

@@ -20,7 +20,7 @@ import { randomUUID } from "node:crypto";
 import type http from "node:http";
 import http2 from "node:http2";
 import type net from "node:net";
-import { errorBodyOf, errorSpec, type ErrorCode } from "../errors.ts";
+import { type ErrorCode, errorBodyOf, errorSpec } from "../errors.ts";
 import { type RequestHandler, RPC_PATH } from "./request-handler.ts";
 
 /** Longest request target (path and query) answered normally. */
@@ -33,12 +33,16 @@ export function errorBody(code: ErrorCode, message?: string): { status: number; 
   return { status: errorSpec(code).http, body: Buffer.from(JSON.stringify(errorBodyOf(code, message))) };
 }
 
-function answerFor(err: NodeJS.ErrnoException & { bytesParsed?: number; rawPacket?: Buffer }): { code: ErrorCode; message?: string } {
+function answerFor(err: NodeJS.ErrnoException & { bytesParsed?: number; rawPacket?: Buffer }): {
+  code: ErrorCode;
+  message?: string;
+} {
   switch (err.code) {
     case "HPE_HEADER_OVERFLOW": {
       // The limit was crossed before the request line ended: the target itself is too long.
       const seen = err.rawPacket?.subarray(0, err.bytesParsed ?? err.rawPacket.length);
-      const inRequestLine = seen !== undefined && /^[A-Z]+ /.test(seen.subarray(0, 16).toString("latin1")) && !seen.includes("\r\n");
+      const inRequestLine =
+        seen !== undefined && /^[A-Z]+ /.test(seen.subarray(0, 16).toString("latin1")) && !seen.includes("\r\n");
       return inRequestLine ? { code: "uri_too_long" } : { code: "headers_too_large" };
     }
     case "HPE_CHUNK_EXTENSIONS_OVERFLOW":
@@ -70,7 +74,13 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: net.Socket
   socket.end(Buffer.concat([Buffer.from(head, "latin1"), body]), () => socket.destroy());
 }
 
-const STATUS_TEXT: Record<number, string> = { 400: "Bad Request", 408: "Request Timeout", 413: "Content Too Large", 414: "URI Too Long", 431: "Request Header Fields Too Large" };
+const STATUS_TEXT: Record<number, string> = {
+  400: "Bad Request",
+  408: "Request Timeout",
+  413: "Content Too Large",
+  414: "URI Too Long",
+  431: "Request Header Fields Too Large",
+};
 
 /** Writes the error body on a request the handler will not see. */
 function refuse(res: Parameters<RequestHandler>[1], code: ErrorCode, message?: string): void {
@@ -104,10 +114,13 @@ export function withRequestLimits(handler: RequestHandler, limits: RequestLimits
   const maxBody = limits.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   return (req, res) => {
     const url = req.url ?? "/";
-    if (url.length > maxUrl) return refuse(res, "uri_too_long", `The request target is ${url.length} bytes; the limit is ${maxUrl}.`);
-    if (req.httpVersionMajor === 2 && headerListSize(req.rawHeaders) > limits.maxHeaderBytes) return refuse(res, "headers_too_large", `The header list is over ${limits.maxHeaderBytes} bytes.`);
+    if (url.length > maxUrl)
+      return refuse(res, "uri_too_long", `The request target is ${url.length} bytes; the limit is ${maxUrl}.`);
+    if (req.httpVersionMajor === 2 && headerListSize(req.rawHeaders) > limits.maxHeaderBytes)
+      return refuse(res, "headers_too_large", `The header list is over ${limits.maxHeaderBytes} bytes.`);
     const declared = Number(req.headers["content-length"] ?? 0);
-    if (declared > maxBody && !RPC_PATH.test(url.split("?")[0]!)) return refuse(res, "payload_too_large", `The body is over ${maxBody} bytes.`);
+    if (declared > maxBody && !RPC_PATH.test(url.split("?")[0]!))
+      return refuse(res, "payload_too_large", `The body is over ${maxBody} bytes.`);
     handler(req, res);
   };
 }
@@ -141,13 +154,20 @@ type NodeHeaders = Record<string, string | string[] | number | undefined>;
 export function withJsonRouterErrors(handler: RequestHandler): RequestHandler {
   return (req, res) => {
     if (!RPC_PATH.test((req.url ?? "").split("?")[0]!)) return handler(req, res);
-    const r = res as unknown as { writeHead: (status: number, headers?: NodeHeaders) => unknown; end: (...args: unknown[]) => unknown };
+    const r = res as unknown as {
+      writeHead: (status: number, headers?: NodeHeaders) => unknown;
+      end: (...args: unknown[]) => unknown;
+    };
     const writeHead = r.writeHead.bind(res);
     const end = r.end.bind(res);
     let replacement: Buffer | null = null;
     r.writeHead = (status, headers = {}) => {
-      if ((status !== 405 && status !== 415) || headers["content-type"] !== undefined) return writeHead(status, headers);
-      const { body } = errorBody(status === 405 ? "method_not_allowed" : "unsupported_media_type", status === 405 ? "RPC methods are called with POST." : undefined);
+      if ((status !== 405 && status !== 415) || headers["content-type"] !== undefined)
+        return writeHead(status, headers);
+      const { body } = errorBody(
+        status === 405 ? "method_not_allowed" : "unsupported_media_type",
+        status === 405 ? "RPC methods are called with POST." : undefined,
+      );
       replacement = body;
       return writeHead(status, {
         ...headers,

@@ -8,7 +8,9 @@ import type { Interceptor } from "@connectrpc/connect";
 import { serviceError } from "../errors.ts";
 
 /** Returns a checker for `authorization: Bearer <token>` header values. */
-export function createBearerCheck(token: string | (() => string)): (authorization: string | null | undefined) => boolean {
+export function createBearerCheck(
+  token: string | (() => string),
+): (authorization: string | null | undefined) => boolean {
   const digest = (value: string) => createHash("sha256").update(value, "utf8").digest();
   const current = typeof token === "string" ? () => token : token;
   let known = current();
@@ -20,7 +22,9 @@ export function createBearerCheck(token: string | (() => string)): (authorizatio
       expected = digest(now);
     }
     const match = /^Bearer (.+)$/.exec(authorization ?? "");
-    const given = createHash("sha256").update(match?.[1] ?? "", "utf8").digest();
+    const given = createHash("sha256")
+      .update(match?.[1] ?? "", "utf8")
+      .digest();
     // Compare even when the header is malformed, so timing does not reveal which check failed.
     return timingSafeEqual(expected, given) && match !== null;
   };

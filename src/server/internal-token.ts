@@ -27,7 +27,10 @@ export interface InternalTokenSource {
 function parseToken(text: string, file: string): string | null {
   const token = text.trim();
   if (token === "") return null;
-  if (token.length < MIN_TOKEN_LENGTH || /\s/.test(token)) throw new Error(`${file} does not hold a token (16 or more characters without spaces); run: npx signals token rotate`);
+  if (token.length < MIN_TOKEN_LENGTH || /\s/.test(token))
+    throw new Error(
+      `${file} does not hold a token (16 or more characters without spaces); run: npx signals token rotate`,
+    );
   return token;
 }
 
@@ -87,7 +90,10 @@ export function serverTokenSource(config: { internalToken: string | null; dataDi
  * A client's view (feeder, CLI): INTERNAL_TOKEN, or the file read now and again by reload()
  * (after the server refused it). Null when neither is there.
  */
-export function clientTokenSource(config: { internalToken: string | null; dataDir: string }): (InternalTokenSource & { reload(): boolean }) | null {
+export function clientTokenSource(config: {
+  internalToken: string | null;
+  dataDir: string;
+}): (InternalTokenSource & { reload(): boolean }) | null {
   if (config.internalToken) {
     const fixed = config.internalToken;
     return { current: () => fixed, file: null, reload: () => false };

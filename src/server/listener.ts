@@ -150,9 +150,13 @@ function createHttp2Side(handler: RequestHandler, options: ListenerOptions, t: T
       maxSessionMemory: 16,
       // nghttp2 resets a stream over these limits before we see it (no body can be sent), so
       // they are set well above maxHeaderBytes and the header limit is enforced per request,
-      // with the JSON 431 (withRequestLimits in http-errors.ts, which callers wrap handlers in). 2,000 fields as HTTP/1.1's maxHeadersCount.
+      // with the JSON 431 (withRequestLimits in http-errors.ts, which callers wrap handlers in). 2,000 fields as
+      // HTTP/1.1's maxHeadersCount.
       maxHeaderListPairs: 2_000,
-      settings: { maxHeaderListSize: Math.max(4 * options.maxHeaderBytes, H2_HEADER_LIST_CEILING), maxConcurrentStreams: MAX_CONCURRENT_STREAMS },
+      settings: {
+        maxHeaderListSize: Math.max(4 * options.maxHeaderBytes, H2_HEADER_LIST_CEILING),
+        maxConcurrentStreams: MAX_CONCURRENT_STREAMS,
+      },
     },
     (req, res) => {
       const stream = req.stream;
@@ -193,9 +197,14 @@ function createHttp2Side(handler: RequestHandler, options: ListenerOptions, t: T
  * for open streams, and an unfinished request is one forever. Streams whose request is
  * complete (server streams included) are not limited.
  */
-function limitRequestTime(stream: http2.ServerHttp2Stream, res: http2.Http2ServerResponse, requestTimeoutMs: number): void {
+function limitRequestTime(
+  stream: http2.ServerHttp2Stream,
+  res: http2.Http2ServerResponse,
+  requestTimeoutMs: number,
+): void {
   const timer = setTimeout(() => {
-    if (!stream.destroyed && !stream.readableEnded) answerStreamTimeout(stream, String(res.getHeader("x-request-id") ?? ""));
+    if (!stream.destroyed && !stream.readableEnded)
+      answerStreamTimeout(stream, String(res.getHeader("x-request-id") ?? ""));
   }, requestTimeoutMs);
   const done = () => clearTimeout(timer);
   stream.once("end", done);
@@ -206,7 +215,10 @@ function limitRequestTime(stream: http2.ServerHttp2Stream, res: http2.Http2Serve
  * Counts each new HTTP/2 stream against its client address (the socket's; this listener sees no
  * proxy header) and gives it its maximum life; the returned check is false when it is refused.
  */
-function streamAdmission(options: ListenerOptions, idleTimeoutMs: number): (stream: http2.ServerHttp2Stream) => boolean {
+function streamAdmission(
+  options: ListenerOptions,
+  idleTimeoutMs: number,
+): (stream: http2.ServerHttp2Stream) => boolean {
   const streamsByAddress = new Map<string, number>();
   return (stream) => {
     const address = stream.session?.socket?.remoteAddress ?? "unknown";
@@ -216,7 +228,10 @@ function streamAdmission(options: ListenerOptions, idleTimeoutMs: number): (stre
       return false;
     }
     streamsByAddress.set(address, open + 1);
-    const life = options.streamMaxLifeMs === undefined ? undefined : setTimeout(() => stream.close(http2.constants.NGHTTP2_CANCEL), options.streamMaxLifeMs);
+    const life =
+      options.streamMaxLifeMs === undefined
+        ? undefined
+        : setTimeout(() => stream.close(http2.constants.NGHTTP2_CANCEL), options.streamMaxLifeMs);
     life?.unref();
     // A stalled write (the client keeps its flow-control window at 0, or never reads): the
     // stream is cancelled after the idle time without progress; then the session is idle too.

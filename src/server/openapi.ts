@@ -16,12 +16,12 @@
  *  - descriptions from the .proto comments (when proto/ is present), code samples, and for
  *    every status real answers recorded from a server (docs/openapi-examples.ts).
  */
-import { ScalarType, type DescField, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
+import { type DescField, type DescMessage, type DescMethod, type DescService, ScalarType } from "@bufbuild/protobuf";
 import { ErrorBodySchema } from "../../gen/signals/v1/errors_pb.js";
-import { ERROR_CODES, errorSpec, type ErrorCode } from "../errors.ts";
+import { API_KEY_PATTERN } from "../accounts/api-key.ts";
+import { ERROR_CODES, type ErrorCode, errorSpec } from "../errors.ts";
 import { httpRouteOf } from "./rest.ts";
 import { okDependentFields, restEnumValues, writtenOnlyWhenTrue } from "./rest-json.ts";
-import { API_KEY_PATTERN } from "../accounts/api-key.ts";
 
 type Json = Record<string, unknown>;
 
@@ -43,7 +43,18 @@ export interface OpenApiInput {
 /** Examples by path, then status ("200", "401" …), then name ("ok" or the error code). */
 export type OpenApiExamples = Record<string, Record<string, Record<string, { summary: string; value: unknown }>>>;
 
-const INTEGER_SCALARS = new Set([ScalarType.INT32, ScalarType.INT64, ScalarType.UINT32, ScalarType.UINT64, ScalarType.SINT32, ScalarType.SINT64, ScalarType.FIXED32, ScalarType.FIXED64, ScalarType.SFIXED32, ScalarType.SFIXED64]);
+const INTEGER_SCALARS = new Set([
+  ScalarType.INT32,
+  ScalarType.INT64,
+  ScalarType.UINT32,
+  ScalarType.UINT64,
+  ScalarType.SINT32,
+  ScalarType.SINT64,
+  ScalarType.FIXED32,
+  ScalarType.FIXED64,
+  ScalarType.SFIXED32,
+  ScalarType.SFIXED64,
+]);
 
 /** Error codes each status carries, per kind of operation (in the order they are checked). */
 const KEY_ERRORS: Record<number, ErrorCode[]> = { 401: ["api_key_required", "invalid_api_key"] };
@@ -59,8 +70,22 @@ const PROTOCOL_ERRORS: Record<number, ErrorCode[]> = {
   503: ["unavailable"],
 };
 export const ERROR_TABLES: Record<OperationKind, Record<number, ErrorCode[]>> = {
-  paid: { ...KEY_ERRORS, 403: ["node_tier_required", "subscription_inactive"], 402: ["insufficient_credits"], 429: ["rate_limited"], 400: ["bad_request"], 422: ["idempotency_key_reused"], ...PROTOCOL_ERRORS },
-  free: { ...KEY_ERRORS, 403: ["subscription_inactive"], 429: ["rate_limited"], 400: ["bad_request"], ...PROTOCOL_ERRORS },
+  paid: {
+    ...KEY_ERRORS,
+    403: ["node_tier_required", "subscription_inactive"],
+    402: ["insufficient_credits"],
+    429: ["rate_limited"],
+    400: ["bad_request"],
+    422: ["idempotency_key_reused"],
+    ...PROTOCOL_ERRORS,
+  },
+  free: {
+    ...KEY_ERRORS,
+    403: ["subscription_inactive"],
+    429: ["rate_limited"],
+    400: ["bad_request"],
+    ...PROTOCOL_ERRORS,
+  },
   usage: { ...KEY_ERRORS, 403: ["subscription_inactive"], 429: ["rate_limited"], ...PROTOCOL_ERRORS },
 };
 
@@ -96,7 +121,9 @@ class SchemaBuilder {
     switch (field.fieldKind) {
       case "scalar": {
         const s = scalarSchema(field.scalar);
-        return field.proto.proto3Optional ? { type: [s.type, "null"], ...(s.contentEncoding ? { contentEncoding: s.contentEncoding } : {}) } : s;
+        return field.proto.proto3Optional
+          ? { type: [s.type, "null"], ...(s.contentEncoding ? { contentEncoding: s.contentEncoding } : {}) }
+          : s;
       }
       case "enum": {
         const s = { type: "string", enum: restEnumValues(field.enum) };
@@ -107,17 +134,37 @@ class SchemaBuilder {
       case "list":
         return {
           type: "array",
-          items: field.listKind === "message" ? ref(this.message(field.message)) : field.listKind === "enum" ? { type: "string", enum: restEnumValues(field.enum) } : scalarSchema(field.scalar),
+          items:
+            field.listKind === "message"
+              ? ref(this.message(field.message))
+              : field.listKind === "enum"
+                ? { type: "string", enum: restEnumValues(field.enum) }
+                : scalarSchema(field.scalar),
         };
       case "map":
-        return { type: "object", additionalProperties: field.mapKind === "message" ? ref(this.message(field.message)) : field.mapKind === "enum" ? { type: "string" } : scalarSchema(field.scalar) };
+        return {
+          type: "object",
+          additionalProperties:
+            field.mapKind === "message"
+              ? ref(this.message(field.message))
+              : field.mapKind === "enum"
+                ? { type: "string" }
+                : scalarSchema(field.scalar),
+        };
     }
   }
 
   objectOf(message: DescMessage, fields: readonly DescField[], overrides: Record<string, Json> = {}): Json {
     const properties: Record<string, Json> = {};
-    for (const field of fields) properties[field.name] = overrides[field.name] ?? this.describe(`${message.typeName}.${field.name}`, this.fieldSchema(field));
-    return { type: "object", properties, required: fields.filter((f) => !writtenOnlyWhenTrue(message, f)).map((f) => f.name), additionalProperties: false };
+    for (const field of fields)
+      properties[field.name] =
+        overrides[field.name] ?? this.describe(`${message.typeName}.${field.name}`, this.fieldSchema(field));
+    return {
+      type: "object",
+      properties,
+      required: fields.filter((f) => !writtenOnlyWhenTrue(message, f)).map((f) => f.name),
+      additionalProperties: false,
+    };
   }
 
   /** Registers a message's schema (once) and returns its component name. */
@@ -127,11 +174,22 @@ class SchemaBuilder {
     this.schemas[name] = {}; // placeholder: recursive messages refer to it
     const selection = okDependentFields(message);
     if (selection) {
-      const full = this.objectOf(message, message.fields.filter((f) => selection.ok.includes(f.name)), { ok: { const: true } });
+      const full = this.objectOf(
+        message,
+        message.fields.filter((f) => selection.ok.includes(f.name)),
+        { ok: { const: true } },
+      );
       const short = this.objectOf(
         message,
         message.fields.filter((f) => selection.notOk.includes(f.name)),
-        { ok: { const: false }, reason: { type: "string", enum: NOT_OK_REASONS[message.typeName] ?? [], description: this.comments.get(`${message.typeName}.reason`) ?? "" } },
+        {
+          ok: { const: false },
+          reason: {
+            type: "string",
+            enum: NOT_OK_REASONS[message.typeName] ?? [],
+            description: this.comments.get(`${message.typeName}.reason`) ?? "",
+          },
+        },
       );
       this.schemas[name] = this.describe(message.typeName, { oneOf: [full, short] });
     } else {
@@ -142,21 +200,44 @@ class SchemaBuilder {
 }
 
 const HEADERS: Record<string, Json> = {
-  "RateLimit-Limit": { description: "Calls allowed in the window (paid endpoint: the daily cap; free endpoints: FREE_RATE_LIMIT per minute).", schema: { type: "integer" } },
+  "RateLimit-Limit": {
+    description:
+      "Calls allowed in the window (paid endpoint: the daily cap; free endpoints: FREE_RATE_LIMIT per minute).",
+    schema: { type: "integer" },
+  },
   "RateLimit-Remaining": { description: "Calls left in the window.", schema: { type: "integer" } },
-  "RateLimit-Reset": { description: "Seconds until the window resets (paid endpoint: 00:00 MYT; free endpoints: the end of the minute).", schema: { type: "integer" } },
+  "RateLimit-Reset": {
+    description: "Seconds until the window resets (paid endpoint: 00:00 MYT; free endpoints: the end of the minute).",
+    schema: { type: "integer" },
+  },
   "Retry-After": { description: "Seconds to wait before retrying.", schema: { type: "integer" } },
-  "Idempotent-Replayed": { description: "\"true\" when this is the stored answer of an earlier call " + "with the same Idempotency-Key (not charged again).", schema: { type: "string", enum: ["true"] } },
-  "X-Request-Id": { description: "The request's id (the caller's x-request-id when it is 1–64 of " + "A-Za-z0-9._-, else a new UUID); also in the server's logs.", schema: { type: "string" } },
+  "Idempotent-Replayed": {
+    description:
+      '"true" when this is the stored answer of an earlier call ' +
+      "with the same Idempotency-Key (not charged again).",
+    schema: { type: "string", enum: ["true"] },
+  },
+  "X-Request-Id": {
+    description:
+      "The request's id (the caller's x-request-id when it is 1–64 of " +
+      "A-Za-z0-9._-, else a new UUID); also in the server's logs.",
+    schema: { type: "string" },
+  },
   Allow: { description: "The methods the path accepts.", schema: { type: "string" } },
   "X-Signals-Warnings": {
     description:
-      "What the call asked for that was quietly changed or ignored, as the contract says (the " + "call is still answered, and a paid call charged): a `tf` that is not offered (4h is used), " + "symbols beyond the limit, duplicate symbols, symbols that read as pair names, query parameters " + "the operation does not read. Warnings are joined by `; `, e.g. `tf \"2h\" is not offered, " + "4h used; parameter \"symbol\" ignored; 4 symbols beyond 8 ignored`. Absent when " + "there is nothing to say. gRPC and Connect callers get it as response metadata.",
+      "What the call asked for that was quietly changed or ignored, as the contract says (the " +
+      "call is still answered, and a paid call charged): a `tf` that is not offered (4h is used), " +
+      "symbols beyond the limit, duplicate symbols, symbols that read as pair names, query parameters " +
+      'the operation does not read. Warnings are joined by `; `, e.g. `tf "2h" is not offered, ' +
+      '4h used; parameter "symbol" ignored; 4 symbols beyond 8 ignored`. Absent when ' +
+      "there is nothing to say. gRPC and Connect callers get it as response metadata.",
     schema: { type: "string" },
   },
 };
 /** A header of an answer: a reference, or (a reference cannot add `required`) the header itself. */
-const header = (name: string, required = false): Json => (required ? { ...HEADERS[name], required: true } : { $ref: `#/components/headers/${name}` });
+const header = (name: string, required = false): Json =>
+  required ? { ...HEADERS[name], required: true } : { $ref: `#/components/headers/${name}` };
 
 /** Headers of an answer, by kind of operation and status. */
 function responseHeaders(kind: OperationKind, status: number): Json {
@@ -164,7 +245,9 @@ function responseHeaders(kind: OperationKind, status: number): Json {
   const rateLimited = status === 200 || status === 429 || (kind === "paid" && (status === 402 || status === 403));
   // Every charged or free 200 carries them; a replayed paid answer (Idempotent-Replayed) was not
   // charged again and does not.
-  if (rateLimited) for (const name of ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"]) h[name] = header(name, status === 200 && kind !== "paid");
+  if (rateLimited)
+    for (const name of ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"])
+      h[name] = header(name, status === 200 && kind !== "paid");
   if (status === 429) h["Retry-After"] = header("Retry-After", true);
   if (status === 405) h.Allow = header("Allow", true);
   if (kind === "paid" && status === 200) h["Idempotent-Replayed"] = header("Idempotent-Replayed");
@@ -172,12 +255,22 @@ function responseHeaders(kind: OperationKind, status: number): Json {
   return h;
 }
 
-const SAMPLE_QUERY: Record<string, string> = { symbols: "BTC,ETH", tf: "1h", limit: "5", series: "CPI YoY", since: "2026-11-01T00:00:00+08:00" };
+const SAMPLE_QUERY: Record<string, string> = {
+  symbols: "BTC,ETH",
+  tf: "1h",
+  limit: "5",
+  series: "CPI YoY",
+  since: "2026-11-01T00:00:00+08:00",
+};
 
 /** curl, TypeScript (connect-es) and Python (requests) samples of one operation. */
 function codeSamples(method: DescMethod, path: string, serverUrl: string): Json[] {
-  const params = method.input.fields.filter((f) => SAMPLE_QUERY[f.name] !== undefined && f.name !== "since" && f.name !== "series").map((f) => [f.name, SAMPLE_QUERY[f.name]!] as const);
-  const query = params.length ? `?${params.map(([k, v]) => `${k}=${encodeURIComponent(v).replace(/%2C/g, ",")}`).join("&")}` : "";
+  const params = method.input.fields
+    .filter((f) => SAMPLE_QUERY[f.name] !== undefined && f.name !== "since" && f.name !== "series")
+    .map((f) => [f.name, SAMPLE_QUERY[f.name]!] as const);
+  const query = params.length
+    ? `?${params.map(([k, v]) => `${k}=${encodeURIComponent(v).replace(/%2C/g, ",")}`).join("&")}`
+    : "";
   const tsArgs = params.length ? `{ ${params.map(([k, v]) => `${k}: ${JSON.stringify(v)}`).join(", ")} }` : "{}";
   const local = method.localName;
   const service = method.parent.name;
@@ -200,7 +293,13 @@ function codeSamples(method: DescMethod, path: string, serverUrl: string): Json[
     {
       lang: "Python",
       label: "Python (requests)",
-      source: [`import os`, `import requests`, ``, `r = requests.get("${serverUrl}${path}"${pyParams}, headers={"x-api-key": os.environ["KEY"]}, timeout=10)`, `print(r.status_code, r.json())`].join("\n"),
+      source: [
+        `import os`,
+        `import requests`,
+        ``,
+        `r = requests.get("${serverUrl}${path}"${pyParams}, headers={"x-api-key": os.environ["KEY"]}, timeout=10)`,
+        `print(r.status_code, r.json())`,
+      ].join("\n"),
     },
   ];
 }
@@ -211,7 +310,11 @@ export function buildOpenApiDocument(input: OpenApiInput): Json {
   const builder = new SchemaBuilder(comments);
   const errorBody = builder.objectOf(ErrorBodySchema, ErrorBodySchema.fields, {
     ok: { const: false },
-    error: { type: "string", enum: [...ERROR_CODES], description: "Stable machine code (the catalogue in src/errors.ts)." },
+    error: {
+      type: "string",
+      enum: [...ERROR_CODES],
+      description: "Stable machine code (the catalogue in src/errors.ts).",
+    },
   });
   builder.schemas.ErrorBody = builder.describe(ErrorBodySchema.typeName, errorBody);
   const paths: Record<string, Json> = {};
@@ -236,7 +339,12 @@ export function buildOpenApiDocument(input: OpenApiInput): Json {
         responses[status] = {
           description: codes.map((c) => `\`${c}\`: ${errorSpec(c).message}`).join(" "),
           headers: responseHeaders(kind, Number(status)),
-          content: { "application/json": { schema: { allOf: [ref("ErrorBody"), { type: "object", properties: { error: { enum: codes } } }] }, ...recorded(status) } },
+          content: {
+            "application/json": {
+              schema: { allOf: [ref("ErrorBody"), { type: "object", properties: { error: { enum: codes } } }] },
+              ...recorded(status),
+            },
+          },
         };
       }
       const parameters: Json[] = method.input.fields.map((f) => ({
@@ -252,7 +360,9 @@ export function buildOpenApiDocument(input: OpenApiInput): Json {
           name: "Idempotency-Key",
           in: "header",
           required: false,
-          description: "Makes the call safe to retry: a retry with the same API key and Idempotency-Key " + "within 24 h gets the stored answer, not charged again.",
+          description:
+            "Makes the call safe to retry: a retry with the same API key and Idempotency-Key " +
+            "within 24 h gets the stored answer, not charged again.",
           schema: { type: "string", pattern: "^[\\x21-\\x7e]{1,255}$" },
         });
       }
@@ -277,14 +387,19 @@ export function buildOpenApiDocument(input: OpenApiInput): Json {
       description: [
         "Current market-structure signals (paid, 1 Token per call) and free market context, over REST.",
         "The same methods are served over Connect, gRPC and gRPC-Web on the same port (see the proto files).",
-        "Errors always have the body `{\"ok\":false,\"error\":\"<code>\",\"message\":\"<text>\"}`.",
+        'Errors always have the body `{"ok":false,"error":"<code>","message":"<text>"}`.',
         `API keys: ${KEY_FORMAT} (pattern \`${API_KEY_PATTERN.source}\`); ${LEGACY_KEYS}`,
-        "This document is generated from the proto descriptors: GET /api/v1/openapi.json " + "(free, no key); the reference page is /docs.",
-        "New here? [Getting started](/getting-started): the first call in curl, " + "TypeScript and Python, reading `confirmed`, `defense` and `arming`, and " + "polling once per candle close. Plans and Tokens: [Pricing](/pricing).",
+        "This document is generated from the proto descriptors: GET /api/v1/openapi.json " +
+          "(free, no key); the reference page is /docs.",
+        "New here? [Getting started](/getting-started): the first call in curl, " +
+          "TypeScript and Python, reading `confirmed`, `defense` and `arming`, and " +
+          "polling once per candle close. Plans and Tokens: [Pricing](/pricing).",
         ...(input.protoFiles?.length
           ? [
               [
-                "**gRPC and Connect**: the public port answers gRPC server reflection " + "(`grpc.reflection.v1` and `v1alpha`), so `buf curl`, grpcurl and Postman " + "need no schema file. The `.proto` files, to generate a client:",
+                "**gRPC and Connect**: the public port answers gRPC server reflection " +
+                  "(`grpc.reflection.v1` and `v1alpha`), so `buf curl`, grpcurl and Postman " +
+                  "need no schema file. The `.proto` files, to generate a client:",
                 ...input.protoFiles.map((name) => `- [${name}](/docs/proto/${name})`),
               ].join("\n"),
             ]

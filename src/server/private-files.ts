@@ -7,7 +7,20 @@
  * what is already there at every start (a directory made by an older version, or copied).
  */
 import { randomBytes } from "node:crypto";
-import { chmodSync, closeSync, constants, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  constants,
+  fsyncSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
 import path from "node:path";
 
 /** The umask of every process that writes into the data directory: owner only. */
@@ -58,7 +71,11 @@ export function writeSecretFile(file: string, content: string): void {
   }
   const temporary = `${file}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`;
   // O_EXCL and O_NOFOLLOW: a file or link planted at the temporary name is never written through.
-  const fd = openSync(temporary, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY | constants.O_NOFOLLOW, 0o600);
+  const fd = openSync(
+    temporary,
+    constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY | constants.O_NOFOLLOW,
+    0o600,
+  );
   try {
     writeSync(fd, content);
     fsyncSync(fd);

@@ -8,11 +8,11 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { DescFile } from "@bufbuild/protobuf";
+import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
 import { Health } from "../../gen/grpc/health/v1/health_pb.js";
 import { file_signals_v1_errors } from "../../gen/signals/v1/errors_pb.js";
-import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
-import { SignalsService } from "../../gen/signals/v1/signals_pb.js";
 import { MarketDataService } from "../../gen/signals/v1/market_data_pb.js";
+import { SignalsService } from "../../gen/signals/v1/signals_pb.js";
 import { UsageService } from "../../gen/signals/v1/usage_pb.js";
 import { buildOpenApiDocument, type OpenApiExamples, type OpenApiInput } from "./openapi.ts";
 import { readProtoComments } from "./proto-comments.ts";
@@ -45,7 +45,12 @@ export function publicProtoFiles(): Map<string, Buffer> {
     names.add(file.proto.name);
     file.dependencies.forEach(visit);
   };
-  [...PUBLIC_REST_SERVICES.map(({ service }) => service.file), Health.file, file_signals_v1_errors, file_google_rpc_error_details].forEach(visit);
+  [
+    ...PUBLIC_REST_SERVICES.map(({ service }) => service.file),
+    Health.file,
+    file_signals_v1_errors,
+    file_google_rpc_error_details,
+  ].forEach(visit);
   let googleDir: string | null = null;
   try {
     googleDir = path.dirname(createRequire(import.meta.url).resolve("google-proto-files/package.json"));
@@ -54,14 +59,25 @@ export function publicProtoFiles(): Map<string, Buffer> {
   }
   const files = new Map<string, Buffer>();
   for (const name of [...names].sort()) {
-    const source = [path.join(PROTO_DIR, name), ...(googleDir ? [path.join(googleDir, name)] : [])].find((candidate) => existsSync(candidate));
+    const source = [path.join(PROTO_DIR, name), ...(googleDir ? [path.join(googleDir, name)] : [])].find((candidate) =>
+      existsSync(candidate),
+    );
     if (source) files.set(name, readFileSync(source));
   }
   return files;
 }
 
 /** The OpenAPI document served at GET /api/v1/openapi.json. */
-export function publicOpenApiDocument(serverUrl: string, protoFiles: readonly string[] = [...publicProtoFiles().keys()]): Record<string, unknown> {
+export function publicOpenApiDocument(
+  serverUrl: string,
+  protoFiles: readonly string[] = [...publicProtoFiles().keys()],
+): Record<string, unknown> {
   const examples = recordedExamples();
-  return buildOpenApiDocument({ services: PUBLIC_REST_SERVICES, serverUrl, comments: readProtoComments(PROTO_DIR), protoFiles, ...(examples ? { examples } : {}) });
+  return buildOpenApiDocument({
+    services: PUBLIC_REST_SERVICES,
+    serverUrl,
+    comments: readProtoComments(PROTO_DIR),
+    protoFiles,
+    ...(examples ? { examples } : {}),
+  });
 }

@@ -7,7 +7,16 @@
  * received yet. No maintained connect-es package does this (checked: none on npm); it is the
  * few lines below over @bufbuild/protobuf's descriptors.
  */
-import { create, fromBinary, toBinary, type DescEnum, type DescExtension, type DescFile, type DescMessage, type DescService } from "@bufbuild/protobuf";
+import {
+  create,
+  type DescEnum,
+  type DescExtension,
+  type DescFile,
+  type DescMessage,
+  type DescService,
+  fromBinary,
+  toBinary,
+} from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import * as v1 from "../../gen/grpc/reflection/v1/reflection_pb.js";
@@ -77,7 +86,11 @@ class DescriptorIndex {
 
   extensionNumbers(extendee: string): number[] | undefined {
     const numbers = this.#byExtension.get(extendee.replace(/^\./, ""));
-    return numbers ? [...numbers.keys()].sort((a, b) => a - b) : this.#bySymbol.has(extendee.replace(/^\./, "")) ? [] : undefined;
+    return numbers
+      ? [...numbers.keys()].sort((a, b) => a - b)
+      : this.#bySymbol.has(extendee.replace(/^\./, ""))
+        ? []
+        : undefined;
   }
 
   /** `file` and what it imports, dependencies first, leaving out what `sent` already holds. */
@@ -98,28 +111,53 @@ class DescriptorIndex {
 }
 
 /** One answer of the v1 protocol (v1alpha's messages are the same on the wire). */
-function answer(index: DescriptorIndex, request: v1.ServerReflectionRequest, sent: Set<string>): v1.ServerReflectionResponse {
+function answer(
+  index: DescriptorIndex,
+  request: v1.ServerReflectionRequest,
+  sent: Set<string>,
+): v1.ServerReflectionResponse {
   const base = { validHost: request.host, originalRequest: request };
   const error = (code: number, message: string): v1.ServerReflectionResponse =>
-    create(v1.ServerReflectionResponseSchema, { ...base, messageResponse: { case: "errorResponse", value: { errorCode: code, errorMessage: message } } });
+    create(v1.ServerReflectionResponseSchema, {
+      ...base,
+      messageResponse: { case: "errorResponse", value: { errorCode: code, errorMessage: message } },
+    });
   const files = (file: DescFile | undefined, what: string): v1.ServerReflectionResponse =>
     file
-      ? create(v1.ServerReflectionResponseSchema, { ...base, messageResponse: { case: "fileDescriptorResponse", value: { fileDescriptorProto: index.withDependencies(file, sent) } } })
+      ? create(v1.ServerReflectionResponseSchema, {
+          ...base,
+          messageResponse: {
+            case: "fileDescriptorResponse",
+            value: { fileDescriptorProto: index.withDependencies(file, sent) },
+          },
+        })
       : error(NOT_FOUND, `${what} not found`);
   const ask = request.messageRequest;
   switch (ask.case) {
     case "listServices":
-      return create(v1.ServerReflectionResponseSchema, { ...base, messageResponse: { case: "listServicesResponse", value: { service: index.services.map((name) => ({ name })) } } });
+      return create(v1.ServerReflectionResponseSchema, {
+        ...base,
+        messageResponse: { case: "listServicesResponse", value: { service: index.services.map((name) => ({ name })) } },
+      });
     case "fileByFilename":
       return files(index.byName(ask.value), `file ${ask.value}`);
     case "fileContainingSymbol":
       return files(index.bySymbol(ask.value), `symbol ${ask.value}`);
     case "fileContainingExtension":
-      return files(index.byExtension(ask.value.containingType, ask.value.extensionNumber), `extension ${ask.value.extensionNumber} of ${ask.value.containingType}`);
+      return files(
+        index.byExtension(ask.value.containingType, ask.value.extensionNumber),
+        `extension ${ask.value.extensionNumber} of ${ask.value.containingType}`,
+      );
     case "allExtensionNumbersOfType": {
       const numbers = index.extensionNumbers(ask.value);
       if (!numbers) return error(NOT_FOUND, `type ${ask.value} not found`);
-      return create(v1.ServerReflectionResponseSchema, { ...base, messageResponse: { case: "allExtensionNumbersResponse", value: { baseTypeName: ask.value.replace(/^\./, ""), extensionNumber: numbers } } });
+      return create(v1.ServerReflectionResponseSchema, {
+        ...base,
+        messageResponse: {
+          case: "allExtensionNumbersResponse",
+          value: { baseTypeName: ask.value.replace(/^\./, ""), extensionNumber: numbers },
+        },
+      });
     }
     default:
       return error(INVALID_ARGUMENT, "no request in the message");
@@ -148,8 +186,14 @@ export function reflectionServices(services: readonly DescService[]): {
         async *serverReflectionInfo(requests) {
           const sent = new Set<string>();
           for await (const request of requests) {
-            const asV1 = fromBinary(v1.ServerReflectionRequestSchema, toBinary(v1alpha.ServerReflectionRequestSchema, request));
-            yield fromBinary(v1alpha.ServerReflectionResponseSchema, toBinary(v1.ServerReflectionResponseSchema, answer(index, asV1, sent)));
+            const asV1 = fromBinary(
+              v1.ServerReflectionRequestSchema,
+              toBinary(v1alpha.ServerReflectionRequestSchema, request),
+            );
+            yield fromBinary(
+              v1alpha.ServerReflectionResponseSchema,
+              toBinary(v1.ServerReflectionResponseSchema, answer(index, asV1, sent)),
+            );
           }
         },
       },

@@ -5,11 +5,11 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import { runInRequest, type RequestContext } from "../request-context.ts";
-import type { RequestHandler } from "./request-handler.ts";
-import { API_KEY_PREFIX } from "../accounts/api-key.ts";
 import { callerAddress } from "../accounts/address-group.ts";
+import { API_KEY_PREFIX } from "../accounts/api-key.ts";
 import { redactSecrets } from "../logger.ts";
+import { type RequestContext, runInRequest } from "../request-context.ts";
+import type { RequestHandler } from "./request-handler.ts";
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
@@ -30,7 +30,10 @@ export function withRequestScope(handler: RequestHandler, options: RequestScopeO
   return (req, res) => {
     const given = req.headers["x-request-id"];
     // An API key sent as a request id (a client's mix-up) is neither echoed nor logged.
-    const reqId = typeof given === "string" && REQUEST_ID.test(given) && !given.toLowerCase().includes(API_KEY_PREFIX) ? given : randomUUID();
+    const reqId =
+      typeof given === "string" && REQUEST_ID.test(given) && !given.toLowerCase().includes(API_KEY_PREFIX)
+        ? given
+        : randomUUID();
     res.setHeader("x-request-id", reqId);
     const context: RequestContext = { reqId, peer: peerOf(req, options.trustProxy) };
     const started = process.hrtime.bigint();
@@ -43,7 +46,16 @@ export function withRequestScope(handler: RequestHandler, options: RequestScopeO
       // The id is given here rather than by entering the request's context again for one line
       // (each entry copies the async context).
       logger.info(
-        { reqId, listener, method: req.method, path, status: res.statusCode, outcome: context.outcome, ms: Math.round(ms * 100) / 100, aborted: !res.writableFinished || undefined },
+        {
+          reqId,
+          listener,
+          method: req.method,
+          path,
+          status: res.statusCode,
+          outcome: context.outcome,
+          ms: Math.round(ms * 100) / 100,
+          aborted: !res.writableFinished || undefined,
+        },
         "request",
       );
     });

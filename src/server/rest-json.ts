@@ -9,9 +9,9 @@
  * One documented exception: a signal entry with ok:false is reduced to symbol, tf, ok and
  * reason, and an ok entry has no reason (see OK_DEPENDENT and SELECTIONS).
  */
-import { ScalarType, type DescEnum, type DescField, type DescMessage, type Message } from "@bufbuild/protobuf";
-import { SignalEntrySchema } from "../../gen/signals/v1/signals_pb.js";
+import { type DescEnum, type DescField, type DescMessage, type Message, ScalarType } from "@bufbuild/protobuf";
 import { MoverSchema } from "../../gen/signals/v1/market_data_pb.js";
+import { SignalEntrySchema } from "../../gen/signals/v1/signals_pb.js";
 
 type Json = unknown;
 type Mapper = (message: Message) => Record<string, Json>;
@@ -28,7 +28,13 @@ export interface OkDependentFields {
 }
 
 const OK_DEPENDENT = new Map<string, OkDependentFields>([
-  [SignalEntrySchema.typeName, { ok: SignalEntrySchema.fields.map((f) => f.name).filter((name) => name !== "reason"), notOk: ["symbol", "tf", "ok", "reason"] }],
+  [
+    SignalEntrySchema.typeName,
+    {
+      ok: SignalEntrySchema.fields.map((f) => f.name).filter((name) => name !== "reason"),
+      notOk: ["symbol", "tf", "ok", "reason"],
+    },
+  ],
 ]);
 
 /** The ok-dependent field lists of a message type, or undefined when every field is written. */
@@ -50,10 +56,19 @@ export function writtenOnlyWhenTrue(message: DescMessage, field: DescField): boo
 
 /** Which fields (proto names) of a message are written; the contract's exceptions only. */
 const SELECTIONS = new Map<string, (message: Message) => readonly string[]>(
-  [...OK_DEPENDENT].map(([typeName, lists]) => [typeName, (m: Message) => ((m as unknown as { ok: boolean }).ok ? lists.ok : lists.notOk)]),
+  [...OK_DEPENDENT].map(([typeName, lists]) => [
+    typeName,
+    (m: Message) => ((m as unknown as { ok: boolean }).ok ? lists.ok : lists.notOk),
+  ]),
 );
 
-const INT64_SCALARS = new Set([ScalarType.INT64, ScalarType.UINT64, ScalarType.SINT64, ScalarType.FIXED64, ScalarType.SFIXED64]);
+const INT64_SCALARS = new Set([
+  ScalarType.INT64,
+  ScalarType.UINT64,
+  ScalarType.SINT64,
+  ScalarType.FIXED64,
+  ScalarType.SFIXED64,
+]);
 
 /** A value's REST name: its proto name without the enum's shared prefix (`SIGNAL_STRONG_LONG` → "STRONG_LONG"). */
 function restEnumName(desc: DescEnum, name: string): string {
@@ -104,12 +119,23 @@ function fieldJson(field: DescField): (value: unknown) => Json {
       return (v) => (v === undefined ? null : toJson(v));
     }
     case "list": {
-      const item = field.listKind === "message" ? lazyMapper(field.message) : field.listKind === "enum" ? enumJson(field.enum) : scalarJson(field.scalar);
+      const item =
+        field.listKind === "message"
+          ? lazyMapper(field.message)
+          : field.listKind === "enum"
+            ? enumJson(field.enum)
+            : scalarJson(field.scalar);
       return (v) => (v as unknown[]).map((x) => item(x as never));
     }
     case "map": {
-      const value = field.mapKind === "message" ? lazyMapper(field.message) : field.mapKind === "enum" ? enumJson(field.enum) : scalarJson(field.scalar);
-      return (v) => Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([k, x]) => [k, value(x as never)]));
+      const value =
+        field.mapKind === "message"
+          ? lazyMapper(field.message)
+          : field.mapKind === "enum"
+            ? enumJson(field.enum)
+            : scalarJson(field.scalar);
+      return (v) =>
+        Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([k, x]) => [k, value(x as never)]));
     }
   }
 }
@@ -129,7 +155,11 @@ export function restJsonMapper(schema: DescMessage): Mapper {
           return chosen?.case === field.localName ? chosen.value : undefined;
         }
       : (m: Message) => (m as unknown as Record<string, unknown>)[field.localName];
-    return { name: field.name, onlyWhenTrue: writtenOnlyWhenTrue(schema, field), write: (m: Message) => toJson(read(m)) };
+    return {
+      name: field.name,
+      onlyWhenTrue: writtenOnlyWhenTrue(schema, field),
+      write: (m: Message) => toJson(read(m)),
+    };
   });
   const byName = new Map(fields.map((f) => [f.name, f]));
   const select = SELECTIONS.get(schema.typeName);

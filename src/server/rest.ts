@@ -3,17 +3,24 @@
  * handler builds the request message from the query string, calls the very same service
  * implementation that Connect and gRPC use, and maps the result or the error to JSON.
  */
-import { errorSummary } from "../logger.ts";
+
 import type { ServerResponse } from "node:http";
+import {
+  create,
+  type DescMessage,
+  type DescMethod,
+  type DescService,
+  getOption,
+  type Message,
+} from "@bufbuild/protobuf";
+import { ConnectError, createHandlerContext, type HandlerContext } from "@connectrpc/connect";
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
-import { create, getOption, type DescMessage, type DescMethod, type DescService, type Message } from "@bufbuild/protobuf";
-import { createHandlerContext, type HandlerContext } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { http as httpRule } from "../../gen/google/api/annotations_pb.js";
-import { errorBodyOf, errorCodeOf, errorSpec, type ErrorCode } from "../errors.ts";
-import { restJsonMapper } from "./rest-json.ts";
+import { type ErrorCode, errorBodyOf, errorCodeOf, errorSpec } from "../errors.ts";
+import { errorSummary } from "../logger.ts";
 import { addWarnings, unknownParameterWarnings } from "../signals/warnings.ts";
-import { ConnectError } from "@connectrpc/connect";
+import { restJsonMapper } from "./rest-json.ts";
 
 type FallbackArgs = Parameters<NonNullable<ConnectNodeAdapterOptions["fallback"]>>;
 type NodeRequest = FallbackArgs[0];
@@ -79,7 +86,12 @@ export function headerPairs(req: NodeRequest): [string, string][] {
 }
 
 /** Writes the contract's error body with the catalogue's status. */
-export function sendError(res: NodeResponse, code: ErrorCode, message?: string, headers: Record<string, string> = {}): void {
+export function sendError(
+  res: NodeResponse,
+  code: ErrorCode,
+  message?: string,
+  headers: Record<string, string> = {},
+): void {
   sendJson(res, errorSpec(code).http, errorBodyOf(code, message), headers);
 }
 
@@ -127,10 +139,18 @@ export function restRoutesOf(services: readonly RestService[]): Map<string, Rest
       const http = httpRouteOf(method);
       if (http === null) continue;
       const handler = (impl as Record<string, unknown>)[method.localName];
-      if (typeof handler !== "function") throw new Error(`${service.typeName}.${method.name} has a REST route but no implementation`);
+      if (typeof handler !== "function")
+        throw new Error(`${service.typeName}.${method.name} has a REST route but no implementation`);
       const toJson = restJsonMapper(method.output);
       const parameters = new Set(method.input.fields.map((f) => f.name));
-      routes.set(http.path, { service, method, ...http, parameters, invoke: async (request, ctx) => handler.call(impl, request, ctx), toJson: (response) => toJson(response) });
+      routes.set(http.path, {
+        service,
+        method,
+        ...http,
+        parameters,
+        invoke: async (request, ctx) => handler.call(impl, request, ctx),
+        toJson: (response) => toJson(response),
+      });
     }
   }
   return routes;

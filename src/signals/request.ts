@@ -2,8 +2,9 @@
  * Normalisation of the `symbols` and `tf` request parameters, exactly as the contract says, and
  * what it changed that the caller should hear about (warnings.ts).
  */
-import { TIMEFRAMES, type Timeframe } from "../market/timeframes.ts";
+
 import { symbolList } from "../market/symbols.ts";
+import { TIMEFRAMES, type Timeframe } from "../market/timeframes.ts";
 import { quoted } from "./warnings.ts";
 
 export const DEFAULT_TIMEFRAME: Timeframe = "4h";
@@ -41,7 +42,11 @@ export interface SignalsRequestRead {
  * silently changed: a timeframe not offered (4h used), duplicates dropped, symbols beyond the
  * limit. The common call (a valid tf, a few distinct symbols) builds no warning at all.
  */
-export function readSignalsRequest(rawSymbols: string | undefined, rawTf: string | undefined, max: number): SignalsRequestRead {
+export function readSignalsRequest(
+  rawSymbols: string | undefined,
+  rawTf: string | undefined,
+  max: number,
+): SignalsRequestRead {
   const tf = normaliseTimeframe(rawTf);
   const seen = new Set<string>();
   let duplicates: Set<string> | null = null;
@@ -54,10 +59,14 @@ export function readSignalsRequest(rawSymbols: string | undefined, rawTf: string
     else (beyond ??= new Set()).add(symbol);
   }
   let symbolWarnings: string[] | null = null;
-  if (beyond) (symbolWarnings ??= []).push(`${beyond.size} symbol${beyond.size === 1 ? "" : "s"} beyond ${max} ignored`);
+  if (beyond)
+    (symbolWarnings ??= []).push(`${beyond.size} symbol${beyond.size === 1 ? "" : "s"} beyond ${max} ignored`);
   if (duplicates) {
     const named = [...duplicates].slice(0, 3).map((d) => `duplicate symbol ${quoted(d)} ignored`);
-    (symbolWarnings ??= []).push(...named, ...(duplicates.size > 3 ? [`${duplicates.size - 3} more duplicate symbols ignored`] : []));
+    (symbolWarnings ??= []).push(
+      ...named,
+      ...(duplicates.size > 3 ? [`${duplicates.size - 3} more duplicate symbols ignored`] : []),
+    );
   }
   return {
     tf,

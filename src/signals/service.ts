@@ -1,8 +1,8 @@
 /**
  * SignalsService, written once and served over REST, Connect, gRPC and gRPC-Web behind the
  * API-key guard (accounts/api-key-guard.ts: failed-key budget of the caller's address → key
- * present → key well-formed). Order of work here: Idempotency-Key well-formed → one charge_call round trip (key, plan, subscription, Tokens,
- * daily cap, charge) → read the in-memory snapshot. The charge comes first so a refused call
+ * present → key well-formed). Order of work here: Idempotency-Key well-formed → one charge_call round trip (key, plan,
+ * subscription, Tokens, daily cap, charge) → read the in-memory snapshot. The charge comes first so a refused call
  * costs nothing and a charged call can no longer fail. With an Idempotency-Key the charge and
  * the stored answer are one transaction (billing/idempotent-charge.ts).
  *
@@ -11,34 +11,35 @@
  * a close this one has not loaded yet), nothing is charged, the snapshot catches up, and the
  * charge runs again, all within `catchUpMs`; past it the call is 503 with Retry-After, uncharged.
  */
-import { errorSummary } from "../logger.ts";
+
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import {
   ArmingSchema,
+  type GetSignalsResponse,
   GetSignalsResponseSchema,
   Signal,
-  type GetSignalsResponse,
-  SignalEntrySchema,
   type SignalEntry,
+  SignalEntrySchema,
   type SignalsService,
 } from "../../gen/signals/v1/signals_pb.js";
-import type { DbHandle } from "../db/client.ts";
-import type { Limits } from "../config.ts";
+import { callerKey } from "../accounts/api-key-guard.ts";
+import { type ChargeResult, createChargeBatcher } from "../billing/charge.ts";
+import { chargeIdempotent } from "../billing/idempotent-charge.ts";
 import type { Clock } from "../clock.ts";
 import { nextMytMidnight } from "../clock.ts";
-import { createChargeBatcher, type ChargeResult } from "../billing/charge.ts";
-import { chargeIdempotent } from "../billing/idempotent-charge.ts";
+import type { Limits } from "../config.ts";
+import type { DbHandle } from "../db/client.ts";
 import { serviceError } from "../errors.ts";
-import { callerKey } from "../accounts/api-key-guard.ts";
-import type { Metrics } from "../observability/metrics.ts";
+import { errorSummary } from "../logger.ts";
+import type { MarketVersions, SignalName, SignalReading, SignalSnapshot } from "../market/snapshot.ts";
 import { isWellFormedSymbol } from "../market/symbols.ts";
+import type { Timeframe } from "../market/timeframes.ts";
+import type { Metrics } from "../observability/metrics.ts";
+import { rateLimitedHeaders, rateLimitHeaders } from "./rate-limit-headers.ts";
 import { readSignalsRequest, type SignalsRequestRead } from "./request.ts";
 import { setCallWarnings } from "./warnings.ts";
-import { type Timeframe } from "../market/timeframes.ts";
-import type { MarketVersions, SignalName, SignalReading, SignalSnapshot } from "../market/snapshot.ts";
-import { rateLimitHeaders, rateLimitedHeaders } from "./rate-limit-headers.ts";
 
 export const BILLING_TEXT = "1 energy credit per call (node / founding seats only)";
 /** The plan a paid call is served under (the contract names its field `tier`). */
@@ -76,7 +77,8 @@ export function dailyCapHeaders(limits: Limits, callsToday: number, now: number)
 }
 
 function entryFor(symbol: string, tf: Timeframe, snapshot: SignalSnapshot, now: number): SignalEntry {
-  if (!isWellFormedSymbol(symbol)) return create(SignalEntrySchema, { symbol, tf, ok: false, reason: "invalid_symbol" });
+  if (!isWellFormedSymbol(symbol))
+    return create(SignalEntrySchema, { symbol, tf, ok: false, reason: "invalid_symbol" });
   const found = snapshot.lookup(symbol, tf, now);
   if (!found.ok) return create(SignalEntrySchema, { symbol, tf, ok: false, reason: found.reason });
   return readingEntry(symbol, tf, found.reading);
@@ -108,14 +110,21 @@ function idempotencyKeyOf(ctx: HandlerContext): string | null {
   const raw = ctx.requestHeader.get(IDEMPOTENCY_HEADER);
   if (raw === null) return null;
   const key = raw.trim();
-  if (!IDEMPOTENCY_KEY_PATTERN.test(key)) throw serviceError("bad_request", "Idempotency-Key must be 1 to 255 visible ASCII characters.");
+  if (!IDEMPOTENCY_KEY_PATTERN.test(key))
+    throw serviceError("bad_request", "Idempotency-Key must be 1 to 255 visible ASCII characters.");
   return key;
 }
 
 /** Turns a charge outcome into the call's headers, or into the contract's error. */
-function applyChargeOutcome(deps: SignalsServiceDeps, ctx: HandlerContext, result: ChargeResult, now: number): ChargeResult {
+function applyChargeOutcome(
+  deps: SignalsServiceDeps,
+  ctx: HandlerContext,
+  result: ChargeResult,
+  now: number,
+): ChargeResult {
   const headers = result.callsToday === null ? undefined : dailyCapHeaders(deps.limits, result.callsToday, now);
-  if (result.outcome === "behind") throw new Error("unreachable: a call behind the store is caught up before its charge outcome is applied");
+  if (result.outcome === "behind")
+    throw new Error("unreachable: a call behind the store is caught up before its charge outcome is applied");
   if (result.outcome !== "ok") {
     const extra = result.outcome === "rate_limited" && headers ? rateLimitedHeaders(headers) : headers;
     throw serviceError(result.outcome, undefined, extra);
@@ -147,7 +156,11 @@ async function atCurrentMarket<T>(
     const wanted = behind(outcome);
     if (wanted === null) return outcome;
     if (!(await snapshot.catchUp(wanted, deadline))) {
-      throw serviceError("unavailable", "This server process could not load the latest market data in time; retry shortly.", { "retry-after": CATCH_UP_RETRY_AFTER });
+      throw serviceError(
+        "unavailable",
+        "This server process could not load the latest market data in time; retry shortly.",
+        { "retry-after": CATCH_UP_RETRY_AFTER },
+      );
     }
   }
 }
@@ -159,7 +172,10 @@ function unavailable(deps: SignalsServiceDeps, cause: unknown): never {
 
 /** Builds the service implementation over its dependencies. */
 export function createSignalsService(deps: SignalsServiceDeps): ServiceImpl<typeof SignalsService> {
-  const charger = createChargeBatcher(deps.db, deps.limits, { logger: deps.logger, ...(deps.maxChargesInFlight ? { maxInFlight: deps.maxChargesInFlight } : {}) });
+  const charger = createChargeBatcher(deps.db, deps.limits, {
+    logger: deps.logger,
+    ...(deps.maxChargesInFlight ? { maxInFlight: deps.maxChargesInFlight } : {}),
+  });
   const respond = (tf: Timeframe, symbols: string[], now: number, charged: ChargeResult): GetSignalsResponse =>
     create(GetSignalsResponseSchema, {
       ok: true,
@@ -182,7 +198,11 @@ export function createSignalsService(deps: SignalsServiceDeps): ServiceImpl<type
     });
   };
 
-  async function getSignals({ tf, symbols }: SignalsRequestRead, ctx: HandlerContext, keyHash: string): Promise<GetSignalsResponse> {
+  async function getSignals(
+    { tf, symbols }: SignalsRequestRead,
+    ctx: HandlerContext,
+    keyHash: string,
+  ): Promise<GetSignalsResponse> {
     const now = deps.clock();
     const idempotencyKey = idempotencyKeyOf(ctx);
     if (idempotencyKey === null) {
@@ -190,7 +210,10 @@ export function createSignalsService(deps: SignalsServiceDeps): ServiceImpl<type
         deps.snapshot,
         symbols,
         catchUpMs,
-        (known) => timed("grouped", charger(keyHash, now, ctx.signal, known)).catch((cause: unknown) => unavailable(deps, cause)),
+        (known) =>
+          timed("grouped", charger(keyHash, now, ctx.signal, known)).catch((cause: unknown) =>
+            unavailable(deps, cause),
+          ),
         (r) => (r.outcome === "behind" ? r.market : null),
       );
       return respond(tf, symbols, now, applyChargeOutcome(deps, ctx, result, now));

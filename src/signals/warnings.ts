@@ -12,7 +12,8 @@ export const WARNINGS_HEADER = "x-signals-warnings";
 /** Quoted caller input fit for a header: printable ASCII only (others as \uXXXX), at most 32 characters. */
 export function quoted(value: string): string {
   const cut = value.length > 32 ? `${value.slice(0, 32)}...` : value;
-  const escapeChar = (c: string) => (c === "\\" || c === '"' ? `\\${c}` : `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  const escapeChar = (c: string) =>
+    c === "\\" || c === '"' ? `\\${c}` : `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`;
   return `"${cut.replace(/[\\"]|[^\x20-\x7e]/g, escapeChar)}"`;
 }
 
@@ -21,7 +22,10 @@ export function addWarnings(headers: Headers, warnings: readonly string[], where
   if (warnings.length === 0) return;
   const before = headers.get(WARNINGS_HEADER);
   const added = warnings.join("; ");
-  headers.set(WARNINGS_HEADER, before === null ? added : where === "after" ? `${before}; ${added}` : `${added}; ${before}`);
+  headers.set(
+    WARNINGS_HEADER,
+    before === null ? added : where === "after" ? `${before}; ${added}` : `${added}; ${before}`,
+  );
 }
 
 /** The warning for query parameters a REST route does not read (at most five named). */
@@ -62,6 +66,8 @@ export function setCallWarnings(
   }
   if (read.tfWarning === null && read.symbolWarnings === null && pairs === null) return;
   const before = headers.get(WARNINGS_HEADER);
-  const all = [read.tfWarning, before, ...(read.symbolWarnings ?? []), ...(pairs ?? [])].filter((w): w is string => w !== null);
+  const all = [read.tfWarning, before, ...(read.symbolWarnings ?? []), ...(pairs ?? [])].filter(
+    (w): w is string => w !== null,
+  );
   headers.set(WARNINGS_HEADER, all.join("; "));
 }

@@ -105,7 +105,21 @@ export function maxDrawdownPct(values: readonly number[]): number {
 export function runBacktest(trades: readonly Trade[], closes: CloseSeries, feePct: number): BacktestResult {
   const { closed, open } = takenTrades(trades);
   const keep = 1 - feePct / 100;
-  const empty = { feePct, trades: 0, wins: 0, winRatePct: null, avgResultPct: null, totalPct: null, buyHoldPct: null, maxDrawdownPct: null, buyHoldMaxDrawdownPct: null, from: null, to: null, openTrade: open, curve: [] };
+  const empty = {
+    feePct,
+    trades: 0,
+    wins: 0,
+    winRatePct: null,
+    avgResultPct: null,
+    totalPct: null,
+    buyHoldPct: null,
+    maxDrawdownPct: null,
+    buyHoldMaxDrawdownPct: null,
+    from: null,
+    to: null,
+    openTrade: open,
+    curve: [],
+  };
   if (closed.length === 0) return empty;
 
   const net = closed.map((t) => netResultPct(t.resultPct, feePct, t.direction));
@@ -121,7 +135,10 @@ export function runBacktest(trades: readonly Trade[], closes: CloseSeries, feePc
     // Bank every trade that ended at or before this close (a reversal ends one and enters the next here).
     while (next < closed.length && closed[next]!.exitTime <= time) banked *= 1 + net[next++]! / 100;
     const held = closed[next];
-    const strategy = held !== undefined && held.entryTime <= time ? banked * keep * (1 + (held.direction * (close - held.entryPrice)) / held.entryPrice) : banked;
+    const strategy =
+      held !== undefined && held.entryTime <= time
+        ? banked * keep * (1 + (held.direction * (close - held.entryPrice)) / held.entryPrice)
+        : banked;
     curve.push({ time, strategy, buyHold: (keep * close) / start.entryPrice });
   }
   const last = curve[curve.length - 1];
@@ -150,12 +167,19 @@ export function runBacktest(trades: readonly Trade[], closes: CloseSeries, feePc
  * the lower) with `exact: false`, so the page can send the browser to that fee's address; an
  * error text when unreadable or out of range.
  */
-export function parseFeePct(raw: string | undefined): { ok: true; feePct: number; exact: boolean } | { ok: false; message: string } {
+export function parseFeePct(
+  raw: string | undefined,
+): { ok: true; feePct: number; exact: boolean } | { ok: false; message: string } {
   if (raw === undefined || raw.trim() === "") return { ok: true, feePct: DEFAULT_FEE_PCT, exact: true };
   const text = raw.trim();
   const value = /^\d{1,2}(\.\d{1,4})?$/.test(text) ? Number(text) : Number.NaN;
   if (!Number.isFinite(value) || value > MAX_FEE_PCT) {
-    return { ok: false, message: `The fee must be a percentage per side from 0 to ${MAX_FEE_PCT}, one ` + `of ${ALLOWED_FEES_PCT.join(", ")}; "${text.slice(0, 20)}" is not.` };
+    return {
+      ok: false,
+      message:
+        `The fee must be a percentage per side from 0 to ${MAX_FEE_PCT}, one ` +
+        `of ${ALLOWED_FEES_PCT.join(", ")}; "${text.slice(0, 20)}" is not.`,
+    };
   }
   const nearest = nearestAllowedFee(value);
   return { ok: true, feePct: nearest, exact: nearest === value };

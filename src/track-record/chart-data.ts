@@ -8,12 +8,12 @@
 import { and, asc, desc, eq, gte, sql } from "drizzle-orm";
 import type { DbHandle } from "../db/client.ts";
 import { candles, coins, seriesState, signalEvents } from "../db/schema.ts";
-import { readClosed, restoreState, type Candle } from "../engine/index.ts";
-import { derivedTimeframes, isTimeframe } from "../market/timeframes.ts";
-import type { Timeframe } from "../market/timeframes.ts";
+import { type Candle, readClosed, restoreState } from "../engine/index.ts";
 import type { SignalName } from "../market/snapshot.ts";
+import type { Timeframe } from "../market/timeframes.ts";
+import { derivedTimeframes, isTimeframe } from "../market/timeframes.ts";
+import { ALLOWED_FEES_PCT, type BacktestResult, type CloseSeries, DEFAULT_FEE_PCT, runBacktest } from "./backtest.ts";
 import { computeTrackRecord, type TrackEvent, type TrackRecord } from "./track-record.ts";
-import { ALLOWED_FEES_PCT, DEFAULT_FEE_PCT, runBacktest, type BacktestResult, type CloseSeries } from "./backtest.ts";
 
 /** Candles drawn on the chart (the newest ones); the track record uses the whole history. */
 export const CHART_CANDLES = 1500;
@@ -55,19 +55,39 @@ export interface ChartData {
 }
 
 /** Coins the feed has seen, with their timeframes and provenance, sorted by symbol. */
-export async function listChartCoins(handle: DbHandle): Promise<Array<{ symbol: string; timeframes: Timeframe[]; demo: boolean }>> {
-  const rows = await handle.db.select({ symbol: coins.symbol, baseTf: coins.baseTf, demo: coins.demo }).from(coins).orderBy(asc(coins.symbol));
-  return rows.filter((r) => isTimeframe(r.baseTf)).map((r) => ({ symbol: r.symbol, timeframes: [r.baseTf as Timeframe, ...derivedTimeframes(r.baseTf as Timeframe)], demo: r.demo }));
+export async function listChartCoins(
+  handle: DbHandle,
+): Promise<Array<{ symbol: string; timeframes: Timeframe[]; demo: boolean }>> {
+  const rows = await handle.db
+    .select({ symbol: coins.symbol, baseTf: coins.baseTf, demo: coins.demo })
+    .from(coins)
+    .orderBy(asc(coins.symbol));
+  return rows
+    .filter((r) => isTimeframe(r.baseTf))
+    .map((r) => ({
+      symbol: r.symbol,
+      timeframes: [r.baseTf as Timeframe, ...derivedTimeframes(r.baseTf as Timeframe)],
+      demo: r.demo,
+    }));
 }
 
 async function currentLevels(handle: DbHandle, symbol: string, tf: Timeframe): Promise<CurrentLevels | null> {
-  const [row] = await handle.db.select({ state: seriesState.state }).from(seriesState).where(and(eq(seriesState.symbol, symbol), eq(seriesState.tf, tf)));
+  const [row] = await handle.db
+    .select({ state: seriesState.state })
+    .from(seriesState)
+    .where(and(eq(seriesState.symbol, symbol), eq(seriesState.tf, tf)));
   if (!row) return null;
   try {
     const state = restoreState(row.state);
     const reading = readClosed(state);
     if (reading === null || state.lastOpenTime === null) return null;
-    return { asOf: state.lastOpenTime, signal: reading.signal, close: reading.price, defense: reading.defense, arming: reading.arming };
+    return {
+      asOf: state.lastOpenTime,
+      signal: reading.signal,
+      close: reading.price,
+      defense: reading.defense,
+      arming: reading.arming,
+    };
   } catch {
     // A checkpoint of an older engine version is rebuilt by the feed; until then, no levels.
     return null;
@@ -80,32 +100,71 @@ export async function loadChartData(handle: DbHandle, symbol: string, tf: Timefr
   return coin ? computeChartData(handle, symbol, tf, coin.timeframes, coin.demo) : null;
 }
 
-async function computeChartData(handle: DbHandle, symbol: string, tf: Timeframe, timeframes: readonly Timeframe[], demo: boolean): Promise<ChartData> {
+async function computeChartData(
+  handle: DbHandle,
+  symbol: string,
+  tf: Timeframe,
+  timeframes: readonly Timeframe[],
+  demo: boolean,
+): Promise<ChartData> {
   const eventRows = await handle.db
-    .select({ id: signalEvents.id, signal: signalEvents.signal, price: signalEvents.price, defense: signalEvents.defense, candleOpenTime: signalEvents.candleOpenTime })
+    .select({
+      id: signalEvents.id,
+      signal: signalEvents.signal,
+      price: signalEvents.price,
+      defense: signalEvents.defense,
+      candleOpenTime: signalEvents.candleOpenTime,
+    })
     .from(signalEvents)
     .where(and(eq(signalEvents.symbol, symbol), eq(signalEvents.tf, tf)))
     .orderBy(asc(signalEvents.candleOpenTime), asc(signalEvents.seq));
-  const events: StoredEvent[] = eventRows.map((e) => ({ id: e.id, signal: e.signal as SignalName, price: e.price, defense: e.defense, candleOpenTime: Number(e.candleOpenTime) }));
+  const events: StoredEvent[] = eventRows.map((e) => ({
+    id: e.id,
+    signal: e.signal as SignalName,
+    price: e.price,
+    defense: e.defense,
+    candleOpenTime: Number(e.candleOpenTime),
+  }));
   const closedSeries = and(eq(candles.symbol, symbol), eq(candles.tf, tf), eq(candles.closed, true));
   // The record needs closes from the first event on; earlier candles cannot end any trade.
   const firstEvent = events[0]?.candleOpenTime;
-  const closes = firstEvent === undefined
-    ? []
-    : await handle.db
-        .select({ openTime: candles.openTime, close: candles.close })
-        .from(candles)
-        .where(and(closedSeries, gte(candles.openTime, firstEvent)))
-        .orderBy(asc(candles.openTime));
-  const recent = await handle.db.select().from(candles).where(closedSeries).orderBy(desc(candles.openTime)).limit(CHART_CANDLES);
-  const [counted] = await handle.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM candles WHERE symbol = ${symbol} AND tf = ${tf} AND closed`);
-  const closeSeries: CloseSeries = { times: Float64Array.from(closes, (c) => Number(c.openTime)), closes: Float64Array.from(closes, (c) => c.close) };
-  const record = computeTrackRecord(events, closes.map((c) => ({ openTime: Number(c.openTime), close: c.close })));
+  const closes =
+    firstEvent === undefined
+      ? []
+      : await handle.db
+          .select({ openTime: candles.openTime, close: candles.close })
+          .from(candles)
+          .where(and(closedSeries, gte(candles.openTime, firstEvent)))
+          .orderBy(asc(candles.openTime));
+  const recent = await handle.db
+    .select()
+    .from(candles)
+    .where(closedSeries)
+    .orderBy(desc(candles.openTime))
+    .limit(CHART_CANDLES);
+  const [counted] = await handle.rows<{ n: number }>(
+    sql`SELECT count(*)::int AS n FROM candles WHERE symbol = ${symbol} AND tf = ${tf} AND closed`,
+  );
+  const closeSeries: CloseSeries = {
+    times: Float64Array.from(closes, (c) => Number(c.openTime)),
+    closes: Float64Array.from(closes, (c) => c.close),
+  };
+  const record = computeTrackRecord(
+    events,
+    closes.map((c) => ({ openTime: Number(c.openTime), close: c.close })),
+  );
   return {
     symbol,
     tf,
     timeframes,
-    candles: recent.reverse().map((c) => ({ openTime: Number(c.openTime), open: c.open, high: c.high, low: c.low, close: c.close, volume: c.volume })),
+    candles: recent.reverse().map((c) => ({
+      openTime: Number(c.openTime),
+      open: c.open,
+      high: c.high,
+      low: c.low,
+      close: c.close,
+      volume: c.volume,
+    })),
     events,
     levels: await currentLevels(handle, symbol, tf),
     record,
@@ -122,7 +181,12 @@ async function computeChartData(handle: DbHandle, symbol: string, tf: Timeframe,
  * chart data, so a view only has to read the stamp.
  */
 async function seriesStamps(handle: DbHandle, symbol: string | null): Promise<Map<string, string>> {
-  const rows = await handle.rows<{ symbol: string; tf: string; last_close: number | null; last_seq: number | null }>(sql`
+  const rows = await handle.rows<{
+    symbol: string;
+    tf: string;
+    last_close: number | null;
+    last_seq: number | null;
+  }>(sql`
     SELECT s.symbol, s.tf, s.last_closed_open_time::float8 AS last_close,
       (SELECT max(e.seq) FROM signal_events e WHERE e.symbol = s.symbol AND e.tf = s.tf)::float8 AS last_seq
     FROM series_state s WHERE ${symbol === null ? sql`true` : sql`s.symbol = ${symbol}`}`);
@@ -162,7 +226,11 @@ export class ChartDataCache {
     const [coinList, stamps] = await Promise.all([listChartCoins(this.db), seriesStamps(this.db, null)]);
     const out: ChartData[] = [];
     // One series after another: a burst of recomputation must not take every pooled connection.
-    for (const coin of coinList) for (const tf of coin.timeframes) out.push(await this.fresh(coin.symbol, tf, coin.timeframes, coin.demo, stamps.get(`${coin.symbol}/${tf}`) ?? "none"));
+    for (const coin of coinList)
+      for (const tf of coin.timeframes)
+        out.push(
+          await this.fresh(coin.symbol, tf, coin.timeframes, coin.demo, stamps.get(`${coin.symbol}/${tf}`) ?? "none"),
+        );
     return out;
   }
 
@@ -183,7 +251,13 @@ export class ChartDataCache {
     return result;
   }
 
-  private fresh(symbol: string, tf: Timeframe, timeframes: readonly Timeframe[], demo: boolean, seriesStamp: string): Promise<ChartData> {
+  private fresh(
+    symbol: string,
+    tf: Timeframe,
+    timeframes: readonly Timeframe[],
+    demo: boolean,
+    seriesStamp: string,
+  ): Promise<ChartData> {
     const key = `${symbol}/${tf}`;
     // Real data replacing a coin's demo history changes its provenance: never serve the demo copy for it.
     const stamp = `${demo ? "demo" : "real"}/${seriesStamp}`;

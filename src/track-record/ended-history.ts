@@ -10,7 +10,7 @@
  */
 import { endedHistoryUntil } from "../accounts/entitlement.ts";
 import { TIMEFRAME_MS } from "../market/timeframes.ts";
-import { DEFAULT_FEE_PCT, runBacktest, type CloseSeries } from "./backtest.ts";
+import { type CloseSeries, DEFAULT_FEE_PCT, runBacktest } from "./backtest.ts";
 import type { ChartData } from "./chart-data.ts";
 import { computeTrackRecord } from "./track-record.ts";
 
@@ -45,7 +45,8 @@ export function endedHistoryOf(data: ChartData, now: number): EndedHistory {
   const tfMs = TIMEFRAME_MS[data.tf];
   let kept = memo.get(data);
   // A signal comes into force at the close of the candle that set it.
-  if (kept === undefined) memo.set(data, (kept = { inForce: data.events.map((e) => e.candleOpenTime + tfMs), key: "", view: null }));
+  if (kept === undefined)
+    memo.set(data, (kept = { inForce: data.events.map((e) => e.candleOpenTime + tfMs), key: "", view: null }));
   const until = endedHistoryUntil(now, kept.inForce);
   const eventCount = countUpTo(kept.inForce, 0, until);
   const closeCount = countUpTo(data.closes.times, tfMs, until);
@@ -54,9 +55,19 @@ export function endedHistoryOf(data: ChartData, now: number): EndedHistory {
   const events = data.events.slice(0, eventCount);
   const prefix = (values: ArrayLike<number>) => Float64Array.from({ length: closeCount }, (_, i) => values[i]!);
   const closes: CloseSeries = { times: prefix(data.closes.times), closes: prefix(data.closes.closes) };
-  const candles = Array.from({ length: closeCount }, (_, i) => ({ openTime: closes.times[i]!, close: closes.closes[i]! }));
+  const candles = Array.from({ length: closeCount }, (_, i) => ({
+    openTime: closes.times[i]!,
+    close: closes.closes[i]!,
+  }));
   const record = computeTrackRecord(events, candles);
-  const ended: ChartData = { ...data, events, levels: null, record, closes, backtest: runBacktest(record.trades, closes, DEFAULT_FEE_PCT) };
+  const ended: ChartData = {
+    ...data,
+    events,
+    levels: null,
+    record,
+    closes,
+    backtest: runBacktest(record.trades, closes, DEFAULT_FEE_PCT),
+  };
   kept.key = key;
   kept.view = ended;
   return { data: ended, until };

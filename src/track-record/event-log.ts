@@ -5,7 +5,7 @@
  */
 import { sql } from "drizzle-orm";
 import type { DbHandle } from "../db/client.ts";
-import { confirmedAtOf, formatChainLog, type ChainEntry } from "../market/event-chain.ts";
+import { type ChainEntry, confirmedAtOf, formatChainLog } from "../market/event-chain.ts";
 import { TIMEFRAME_MS } from "../market/timeframes.ts";
 
 /** The MYT (UTC+8) calendar day the site uses for dates. */
@@ -41,12 +41,18 @@ export async function dailyChainHeads(handle: DbHandle, days = 60): Promise<Dail
        WHERE e.chain_hash IS NOT NULL)
     SELECT DISTINCT ON (day) day, count(*) OVER (PARTITION BY day) AS events, chain_hash AS head
       FROM chained ORDER BY day DESC, seq DESC LIMIT ${days}`);
-  return rows.map((r) => ({ day: new Date(Number(r.day) * DAY_MS).toISOString().slice(0, 10), events: Number(r.events), head: r.head }));
+  return rows.map((r) => ({
+    day: new Date(Number(r.day) * DAY_MS).toISOString().slice(0, 10),
+    events: Number(r.events),
+    head: r.head,
+  }));
 }
 
 /** The chain's newest event's seq: what the heads' cache is stamped with (one indexed read). */
 export async function chainHeadSeq(handle: DbHandle): Promise<number | null> {
-  const [row] = await handle.rows<{ seq: Num | null }>(sql`SELECT max(seq) AS seq FROM signal_events WHERE chain_hash IS NOT NULL`);
+  const [row] = await handle.rows<{ seq: Num | null }>(
+    sql`SELECT max(seq) AS seq FROM signal_events WHERE chain_hash IS NOT NULL`,
+  );
   return row?.seq === null || row?.seq === undefined ? null : Number(row.seq);
 }
 
@@ -54,7 +60,18 @@ export async function chainHeadSeq(handle: DbHandle): Promise<number | null> {
 export async function* chainLogPages(handle: DbHandle, pageSize = 2000): AsyncGenerator<ChainEntry[]> {
   let after = 0;
   for (;;) {
-    const rows = await handle.rows<{ seq: Num; id: string; symbol: string; tf: string; signal: string; price: number; defense: number | null; candle_open_time: Num; chain_prev: string; chain_hash: string }>(sql`
+    const rows = await handle.rows<{
+      seq: Num;
+      id: string;
+      symbol: string;
+      tf: string;
+      signal: string;
+      price: number;
+      defense: number | null;
+      candle_open_time: Num;
+      chain_prev: string;
+      chain_hash: string;
+    }>(sql`
       SELECT seq, id, symbol, tf, signal, price, defense, candle_open_time, chain_prev, chain_hash
         FROM signal_events WHERE chain_hash IS NOT NULL AND seq > ${after} ORDER BY seq LIMIT ${pageSize}`);
     if (rows.length === 0) return;
@@ -78,7 +95,10 @@ export async function* chainLogPages(handle: DbHandle, pageSize = 2000): AsyncGe
  * The log file (JSON lines, oldest first), streamed as the pages are read; a failed read breaks the download rather
  * than shortening it.
  */
-export function chainLogStream(pages: AsyncGenerator<ChainEntry[]>, onError: (err: unknown) => void = () => {}): ReadableStream<Uint8Array> {
+export function chainLogStream(
+  pages: AsyncGenerator<ChainEntry[]>,
+  onError: (err: unknown) => void = () => {},
+): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   return new ReadableStream<Uint8Array>({
     async pull(controller) {

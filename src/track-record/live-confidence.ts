@@ -3,8 +3,17 @@
  * coins as one equal-weight portfolio rebalanced daily (UTC days), its daily returns and their
  * statistics (src/performance/), split long/short and by market regime. Pure.
  */
-import { trailingRegimes, splitByRegime } from "../performance/regime.ts";
-import { expectedMaximumSharpe, probabilisticSharpeRatio, sharpeSample, summarizeReturns, timeInMarket, winRate, type PerformanceSummary, type Proportion } from "../performance/statistics.ts";
+import { splitByRegime, trailingRegimes } from "../performance/regime.ts";
+import {
+  expectedMaximumSharpe,
+  type PerformanceSummary,
+  type Proportion,
+  probabilisticSharpeRatio,
+  sharpeSample,
+  summarizeReturns,
+  timeInMarket,
+  winRate,
+} from "../performance/statistics.ts";
 import type { LiveCandle, LiveSeries, LiveTrade } from "./live-record.ts";
 
 export const DAY_MS = 86_400_000;
@@ -20,11 +29,12 @@ export const REGIME_LOOKBACK_DAYS = 30;
  * table). The DSR deflates the live Sharpe ratio by the best of that many skill-less trials.
  * Timeframes the research did not measure have no DSR.
  */
-export const RESEARCH_TRIALS: Readonly<Record<string, { readonly trials: number; readonly sharpeVariance: number }>> = Object.freeze({
-  "1h": { trials: 47, sharpeVariance: 0.00025067 },
-  "4h": { trials: 47, sharpeVariance: 0.00020607 },
-  "1d": { trials: 47, sharpeVariance: 0.00015261 },
-});
+export const RESEARCH_TRIALS: Readonly<Record<string, { readonly trials: number; readonly sharpeVariance: number }>> =
+  Object.freeze({
+    "1h": { trials: 47, sharpeVariance: 0.00025067 },
+    "4h": { trials: 47, sharpeVariance: 0.00020607 },
+    "1d": { trials: 47, sharpeVariance: 0.00015261 },
+  });
 
 /** One coin's live series with the candles its regime basket needs (from 30 days before it went live). */
 export interface CoveredSeries {
@@ -71,7 +81,13 @@ function isoDay(day: number): string {
  * Per day from `firstDay` to `lastDay`: the value at the day's last close, carried over days without one; NaN before
  * the first.
  */
-function dayEnds(candles: readonly LiveCandle[], values: ArrayLike<number>, tfMs: number, firstDay: number, lastDay: number): Float64Array {
+function dayEnds(
+  candles: readonly LiveCandle[],
+  values: ArrayLike<number>,
+  tfMs: number,
+  firstDay: number,
+  lastDay: number,
+): Float64Array {
   const out = new Float64Array(lastDay - firstDay + 1).fill(Number.NaN);
   for (let i = 0; i < candles.length; i++) {
     const d = closeDay(candles[i]!.openTime, tfMs) - firstDay;
@@ -103,7 +119,10 @@ function portfolioReturns(coins: ReadonlyArray<{ ends: Float64Array; first: numb
 }
 
 function figures(returns: readonly number[], trades: readonly LiveTrade[]): PortfolioFigures {
-  return { summary: summarizeReturns(returns, DAYS_PER_YEAR), winRate: winRate(trades.filter((t) => t.growth > 1).length, trades.length) };
+  return {
+    summary: summarizeReturns(returns, DAYS_PER_YEAR),
+    winRate: winRate(trades.filter((t) => t.growth > 1).length, trades.length),
+  };
 }
 
 /** The confidence figures of one timeframe's covered coins. */
@@ -115,13 +134,27 @@ export function timeframeConfidence(tf: string, tfMs: number, covered: readonly 
   const lastDay = Math.max(...lasts);
   const days = live.length === 0 ? 0 : lastDay - firstDay + 1;
   const of = (pick: (s: LiveSeries) => Float64Array) =>
-    portfolioReturns(live.map((c, i) => ({ ends: dayEnds(c.series.candles, pick(c.series), tfMs, firstDay, lastDay), first: firsts[i]! - firstDay })), days);
+    portfolioReturns(
+      live.map((c, i) => ({
+        ends: dayEnds(c.series.candles, pick(c.series), tfMs, firstDay, lastDay),
+        first: firsts[i]! - firstDay,
+      })),
+      days,
+    );
   const all = of((s) => s.equity);
   const trades = live.flatMap((c) => c.series.trades);
 
   // The basket: each covered coin's close-to-close daily return, from 30 days before the first day.
   const basketFirst = firstDay - REGIME_LOOKBACK_DAYS;
-  const closes = live.map((c) => dayEnds(c.history, Float64Array.from(c.history, (h) => h.close), tfMs, basketFirst - 1, lastDay));
+  const closes = live.map((c) =>
+    dayEnds(
+      c.history,
+      Float64Array.from(c.history, (h) => h.close),
+      tfMs,
+      basketFirst - 1,
+      lastDay,
+    ),
+  );
   const basket: number[] = [];
   for (let d = 1; d < days + REGIME_LOOKBACK_DAYS + 1; d++) {
     const moves = closes.map((cl) => cl[d]! / cl[d - 1]! - 1).filter((r) => Number.isFinite(r));
@@ -130,7 +163,10 @@ export function timeframeConfidence(tf: string, tfMs: number, covered: readonly 
   const regimes = trailingRegimes(basket, REGIME_LOOKBACK_DAYS).slice(REGIME_LOOKBACK_DAYS);
   const { up, down } = splitByRegime(all, regimes);
 
-  const exposure = live.map((c, i) => ({ ends: dayExposure(c.series, tfMs, firstDay, days), first: firsts[i]! - firstDay }));
+  const exposure = live.map((c, i) => ({
+    ends: dayExposure(c.series, tfMs, firstDay, days),
+    first: firsts[i]! - firstDay,
+  }));
   const perDay: number[] = [];
   for (let d = 0; d < days; d++) {
     const present = exposure.filter((e) => d >= e.first && !Number.isNaN(e.ends[d]!));
@@ -146,12 +182,25 @@ export function timeframeConfidence(tf: string, tfMs: number, covered: readonly 
     from: days === 0 ? null : isoDay(firstDay),
     to: days === 0 ? null : isoDay(lastDay),
     all: figures(all, trades),
-    long: figures(of((s) => s.longEquity), trades.filter((t) => t.direction === 1)),
-    short: figures(of((s) => s.shortEquity), trades.filter((t) => t.direction === -1)),
+    long: figures(
+      of((s) => s.longEquity),
+      trades.filter((t) => t.direction === 1),
+    ),
+    short: figures(
+      of((s) => s.shortEquity),
+      trades.filter((t) => t.direction === -1),
+    ),
     up: summarizeReturns(up, DAYS_PER_YEAR),
     down: summarizeReturns(down, DAYS_PER_YEAR),
     timeInMarket: perDay.length === 0 ? Number.NaN : timeInMarket(perDay),
-    deflated: research === undefined || benchmark === null ? null : { trials: research.trials, benchmarkAnnualised: benchmark * Math.sqrt(DAYS_PER_YEAR), dsr: probabilisticSharpeRatio(sample, benchmark) },
+    deflated:
+      research === undefined || benchmark === null
+        ? null
+        : {
+            trials: research.trials,
+            benchmarkAnnualised: benchmark * Math.sqrt(DAYS_PER_YEAR),
+            dsr: probabilisticSharpeRatio(sample, benchmark),
+          },
   };
 }
 

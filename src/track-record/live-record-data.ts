@@ -6,13 +6,20 @@
  * (the entitlement rule, as track-record/ended-history.ts cuts the chart data) are derived from them.
  */
 import { sql } from "drizzle-orm";
-import type { DbHandle } from "../db/client.ts";
 import { endedHistoryUntil } from "../accounts/entitlement.ts";
-import { TIMEFRAME_MS, TIMEFRAMES, isTimeframe, type Timeframe } from "../market/timeframes.ts";
+import type { DbHandle } from "../db/client.ts";
 import type { SignalName } from "../market/snapshot.ts";
+import { isTimeframe, TIMEFRAME_MS, TIMEFRAMES, type Timeframe } from "../market/timeframes.ts";
 import { maxDrawdownPct } from "./backtest.ts";
-import { DAY_MS, REGIME_LOOKBACK_DAYS, timeframeConfidence, type TimeframeConfidence } from "./live-confidence.ts";
-import { computeLiveSeries, DEFAULT_LIVE_COSTS, type LiveCandle, type LiveCosts, type LiveEvent, type LiveSeries } from "./live-record.ts";
+import { DAY_MS, REGIME_LOOKBACK_DAYS, type TimeframeConfidence, timeframeConfidence } from "./live-confidence.ts";
+import {
+  computeLiveSeries,
+  DEFAULT_LIVE_COSTS,
+  type LiveCandle,
+  type LiveCosts,
+  type LiveEvent,
+  type LiveSeries,
+} from "./live-record.ts";
 import { positionValue } from "./trade-costs.ts";
 
 /** What the store holds of one series that has a live signal. */
@@ -57,7 +64,13 @@ export async function loadLiveInputs(handle: DbHandle): Promise<LiveInputs[]> {
   for (const s of starts) {
     if (!isTimeframe(s.tf)) continue;
     const from = Number(s.since) - (REGIME_LOOKBACK_DAYS + 1) * DAY_MS;
-    const events = await handle.rows<{ signal: string; price: number; defense: number | null; candle_open_time: Num; live: boolean }>(sql`
+    const events = await handle.rows<{
+      signal: string;
+      price: number;
+      defense: number | null;
+      candle_open_time: Num;
+      live: boolean;
+    }>(sql`
       SELECT signal, price, defense, candle_open_time, live FROM signal_events
        WHERE symbol = ${s.symbol} AND tf = ${s.tf} AND NOT demo AND candle_open_time >= ${from}
        ORDER BY candle_open_time, seq`);
@@ -68,7 +81,13 @@ export async function loadLiveInputs(handle: DbHandle): Promise<LiveInputs[]> {
     out.push({
       symbol: s.symbol,
       tf: s.tf,
-      events: events.map((e) => ({ signal: e.signal as SignalName, price: Number(e.price), defense: e.defense === null ? null : Number(e.defense), candleOpenTime: Number(e.candle_open_time), live: e.live === true })),
+      events: events.map((e) => ({
+        signal: e.signal as SignalName,
+        price: Number(e.price),
+        defense: e.defense === null ? null : Number(e.defense),
+        candleOpenTime: Number(e.candle_open_time),
+        live: e.live === true,
+      })),
       candles: candles.map((c) => ({ openTime: Number(c.open_time), open: Number(c.open), close: Number(c.close) })),
     });
   }
@@ -78,13 +97,20 @@ export async function loadLiveInputs(handle: DbHandle): Promise<LiveInputs[]> {
 /** The series' inputs as they stood at `until` (signals in force and candles closed by then). */
 function cutAt(inputs: LiveInputs, until: number): LiveInputs {
   const tfMs = TIMEFRAME_MS[inputs.tf];
-  return { ...inputs, events: inputs.events.filter((e) => e.candleOpenTime + tfMs <= until), candles: inputs.candles.filter((c) => c.openTime + tfMs <= until) };
+  return {
+    ...inputs,
+    events: inputs.events.filter((e) => e.candleOpenTime + tfMs <= until),
+    candles: inputs.candles.filter((c) => c.openTime + tfMs <= until),
+  };
 }
 
 /** The moment a viewer without current access sees a series at: just before the signal in force 24 hours ago began. */
 export function liveCutOf(inputs: LiveInputs, now: number): number {
   const tfMs = TIMEFRAME_MS[inputs.tf];
-  return endedHistoryUntil(now, inputs.events.map((e) => e.candleOpenTime + tfMs));
+  return endedHistoryUntil(
+    now,
+    inputs.events.map((e) => e.candleOpenTime + tfMs),
+  );
 }
 
 /** How many events and candles a cut keeps: equal counts, equal view. */
@@ -109,13 +135,25 @@ function seriesView(inputs: LiveInputs, live: LiveSeries, until: number | null, 
     winRatePct: trades.length === 0 ? null : (results.filter((r) => r > 0).length * 100) / trades.length,
     avgResultPct: trades.length === 0 ? null : results.reduce((a, b) => a + b, 0) / trades.length,
     totalPct: trades.length === 0 ? null : (trades.reduce((g, t) => g * t.growth, 1) - 1) * 100,
-    buyHoldPct: first === null || first === undefined || lastClose === undefined ? null : (positionValue(1, first.entryPrice, lastClose, { fee: costs.feePct / 100, slippage: costs.slippagePct / 100 }) - 1) * 100,
+    buyHoldPct:
+      first === null || first === undefined || lastClose === undefined
+        ? null
+        : (positionValue(1, first.entryPrice, lastClose, {
+            fee: costs.feePct / 100,
+            slippage: costs.slippagePct / 100,
+          }) -
+            1) *
+          100,
     maxDrawdownPct: fromEntry < 0 ? null : maxDrawdownPct(Array.from(live.equity.subarray(fromEntry))),
   };
 }
 
 /** The live record of these series; `now` cuts each series for a viewer without current access, null shows all. */
-export function computeLiveRecord(all: readonly LiveInputs[], now: number | null, costs: LiveCosts = DEFAULT_LIVE_COSTS): LiveRecordView {
+export function computeLiveRecord(
+  all: readonly LiveInputs[],
+  now: number | null,
+  costs: LiveCosts = DEFAULT_LIVE_COSTS,
+): LiveRecordView {
   const series = all.map((inputs) => {
     const until = now === null ? null : liveCutOf(inputs, now);
     const shown = until === null ? inputs : cutAt(inputs, until);
@@ -123,8 +161,18 @@ export function computeLiveRecord(all: readonly LiveInputs[], now: number | null
     return { inputs: shown, view: seriesView(shown, live, until, costs) };
   });
   const confidence = TIMEFRAMES.flatMap((tf) => {
-    const covered = series.filter((s) => s.inputs.tf === tf && s.view.live.liveSince !== null && s.view.live.candles.length > 0);
-    return covered.length === 0 ? [] : [timeframeConfidence(tf, TIMEFRAME_MS[tf], covered.map((s) => ({ symbol: s.inputs.symbol, series: s.view.live, history: s.inputs.candles })))];
+    const covered = series.filter(
+      (s) => s.inputs.tf === tf && s.view.live.liveSince !== null && s.view.live.candles.length > 0,
+    );
+    return covered.length === 0
+      ? []
+      : [
+          timeframeConfidence(
+            tf,
+            TIMEFRAME_MS[tf],
+            covered.map((s) => ({ symbol: s.inputs.symbol, series: s.view.live, history: s.inputs.candles })),
+          ),
+        ];
   });
   return { costs, series: series.map((s) => s.view), confidence };
 }

@@ -9,7 +9,7 @@
  */
 import { takenTrades } from "./backtest.ts";
 import { computeTrackRecord, type DirectionalSignal, type ExitReason, type TrackEvent } from "./track-record.ts";
-import { positionValue, type Costs } from "./trade-costs.ts";
+import { type Costs, positionValue } from "./trade-costs.ts";
 
 /** Costs of the live record, in percent per side (funding in percent per 8 hours a short is held). */
 export interface LiveCosts {
@@ -112,11 +112,28 @@ function markValue(direction: 1 | -1, entryPrice: number, price: number, heldMs:
  * order); `tfMs` its candle length. Trades are opened only by live events; any later event
  * (live or not: a backfilled one changed the signal the API served too) can end them.
  */
-export function computeLiveSeries(events: readonly LiveEvent[], allCandles: readonly LiveCandle[], tfMs: number, costs: LiveCosts = DEFAULT_LIVE_COSTS): LiveSeries {
+export function computeLiveSeries(
+  events: readonly LiveEvent[],
+  allCandles: readonly LiveCandle[],
+  tfMs: number,
+  costs: LiveCosts = DEFAULT_LIVE_COSTS,
+): LiveSeries {
   const ordered = [...events].sort((a, b) => a.candleOpenTime - b.candleOpenTime);
   const liveSince = ordered.find((e) => e.live)?.candleOpenTime ?? null;
-  const candles = liveSince === null ? [] : [...allCandles].filter((c) => c.openTime >= liveSince).sort((a, b) => a.openTime - b.openTime);
-  const empty = { liveSince, trades: [], open: null, candles, equity: new Float64Array(candles.length).fill(1), longEquity: new Float64Array(candles.length).fill(1), shortEquity: new Float64Array(candles.length).fill(1), exposure: new Uint8Array(candles.length) };
+  const candles =
+    liveSince === null
+      ? []
+      : [...allCandles].filter((c) => c.openTime >= liveSince).sort((a, b) => a.openTime - b.openTime);
+  const empty = {
+    liveSince,
+    trades: [],
+    open: null,
+    candles,
+    equity: new Float64Array(candles.length).fill(1),
+    longEquity: new Float64Array(candles.length).fill(1),
+    shortEquity: new Float64Array(candles.length).fill(1),
+    exposure: new Uint8Array(candles.length),
+  };
   if (liveSince === null || candles.length === 0) return empty;
 
   const seen = ordered.filter((e) => e.candleOpenTime >= liveSince);
@@ -139,27 +156,66 @@ export function computeLiveSeries(events: readonly LiveEvent[], allCandles: read
     const lastHeld = exitIndex === -1 || exitIndex > last ? last : exitIndex - 1;
     if (t.direction === -1) {
       for (let k = entryIndex; k <= lastHeld; k++) {
-        if (markValue(-1, entryPrice, candles[k]!.close, candles[k]!.openTime + tfMs - candles[entryIndex]!.openTime, costs) === 0) {
+        if (
+          markValue(
+            -1,
+            entryPrice,
+            candles[k]!.close,
+            candles[k]!.openTime + tfMs - candles[entryIndex]!.openTime,
+            costs,
+          ) === 0
+        ) {
           liquidatedAt = k;
           break;
         }
       }
     }
-    const base = { signal: t.signal, direction: t.direction, signalTime: t.entryTime, entryTime: candles[entryIndex]!.openTime, entryPrice, entryIndex };
+    const base = {
+      signal: t.signal,
+      direction: t.direction,
+      signalTime: t.entryTime,
+      entryTime: candles[entryIndex]!.openTime,
+      entryPrice,
+      entryIndex,
+    };
     if (liquidatedAt !== -1) {
       const c = candles[liquidatedAt]!;
-      trades.push({ ...base, exitTime: c.openTime, exitPrice: c.close, exitReason: "liquidated", growth: 0, funding: fundingOf(-1, c.openTime + tfMs - base.entryTime, costs), exitIndex: liquidatedAt + 1 });
+      trades.push({
+        ...base,
+        exitTime: c.openTime,
+        exitPrice: c.close,
+        exitReason: "liquidated",
+        growth: 0,
+        funding: fundingOf(-1, c.openTime + tfMs - base.entryTime, costs),
+        exitIndex: liquidatedAt + 1,
+      });
       break; // the stake is gone: nothing is left to trade with
     }
     if (exitIndex === -1 || exitIndex > last) {
       const c = candles[last]!;
       const heldMs = c.openTime + tfMs - base.entryTime;
-      open = { ...base, exitTime: c.openTime, exitPrice: c.close, exitReason: "open", growth: markValue(t.direction, entryPrice, c.close, heldMs, costs), funding: fundingOf(t.direction, heldMs, costs), exitIndex: last + 1 };
+      open = {
+        ...base,
+        exitTime: c.openTime,
+        exitPrice: c.close,
+        exitReason: "open",
+        growth: markValue(t.direction, entryPrice, c.close, heldMs, costs),
+        funding: fundingOf(t.direction, heldMs, costs),
+        exitIndex: last + 1,
+      };
       break;
     }
     const exit = candles[exitIndex]!;
     const heldMs = exit.openTime - base.entryTime;
-    trades.push({ ...base, exitTime: exit.openTime, exitPrice: exit.open, exitReason: t.exitReason, growth: markValue(t.direction, entryPrice, exit.open, heldMs, costs), funding: fundingOf(t.direction, heldMs, costs), exitIndex });
+    trades.push({
+      ...base,
+      exitTime: exit.openTime,
+      exitPrice: exit.open,
+      exitReason: t.exitReason,
+      growth: markValue(t.direction, entryPrice, exit.open, heldMs, costs),
+      funding: fundingOf(t.direction, heldMs, costs),
+      exitIndex,
+    });
   }
   const held = open === null ? trades : [...trades, open];
   return {
@@ -168,8 +224,18 @@ export function computeLiveSeries(events: readonly LiveEvent[], allCandles: read
     open,
     candles,
     equity: markEquity(held, candles, tfMs, costs),
-    longEquity: markEquity(held.filter((t) => t.direction === 1), candles, tfMs, costs),
-    shortEquity: markEquity(held.filter((t) => t.direction === -1), candles, tfMs, costs),
+    longEquity: markEquity(
+      held.filter((t) => t.direction === 1),
+      candles,
+      tfMs,
+      costs,
+    ),
+    shortEquity: markEquity(
+      held.filter((t) => t.direction === -1),
+      candles,
+      tfMs,
+      costs,
+    ),
     exposure: exposureOf(held, candles.length),
   };
 }
@@ -178,7 +244,12 @@ export function computeLiveSeries(events: readonly LiveEvent[], allCandles: read
  * Equity at every close: banked results while flat, the held position's liquidation value after
  * costs while in one. A trade left at a candle's open is banked before that candle's close.
  */
-export function markEquity(trades: readonly LiveTrade[], candles: readonly LiveCandle[], tfMs: number, costs: LiveCosts): Float64Array {
+export function markEquity(
+  trades: readonly LiveTrade[],
+  candles: readonly LiveCandle[],
+  tfMs: number,
+  costs: LiveCosts,
+): Float64Array {
   const equity = new Float64Array(candles.length);
   let banked = 1;
   let next = 0;

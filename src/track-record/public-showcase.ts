@@ -75,10 +75,15 @@ export async function exampleAnswer(handle: DbHandle, views: readonly ChartData[
   // Real data first: a demo coin is the example only on a server that holds nothing else.
   const withEvents = views.filter((v) => v.events.length > 0).sort((a, b) => Number(a.demo) - Number(b.demo));
   const chosen =
-    PREFERRED.map((p) => withEvents.find((v) => v.symbol === p.symbol && v.tf === p.tf && !v.demo)).find((v) => v !== undefined) ?? withEvents[0];
+    PREFERRED.map((p) => withEvents.find((v) => v.symbol === p.symbol && v.tf === p.tf && !v.demo)).find(
+      (v) => v !== undefined,
+    ) ?? withEvents[0];
   if (!chosen) return null;
   const event = chosen.events.at(-1)!;
-  const [row] = await handle.db.select({ atrPct: signalEvents.atrPct }).from(signalEvents).where(eq(signalEvents.id, event.id));
+  const [row] = await handle.db
+    .select({ atrPct: signalEvents.atrPct })
+    .from(signalEvents)
+    .where(eq(signalEvents.id, event.id));
   const asOf = event.candleOpenTime + TIMEFRAME_MS[chosen.tf];
   const entry = {
     symbol: chosen.symbol,

@@ -98,7 +98,13 @@ function tradeOf(events: readonly TrackEvent[], index: number, candles: readonly
       break;
     }
   }
-  const base = { signal: event.signal as DirectionalSignal, direction, entryTime: event.candleOpenTime, entryPrice: event.price, defense: event.defense };
+  const base = {
+    signal: event.signal as DirectionalSignal,
+    direction,
+    entryTime: event.candleOpenTime,
+    entryPrice: event.price,
+    defense: event.defense,
+  };
   // The defense is checked on closes strictly after the entry candle and up to the terminal
   // event's candle; on that same candle both say the same close, and "defense" is the reason.
   if (event.defense !== null) {
@@ -106,16 +112,38 @@ function tradeOf(events: readonly TrackEvent[], index: number, candles: readonly
       const candle = candles[k]!;
       if (terminal !== null && candle.openTime > terminal.candleOpenTime) break;
       const through = direction === 1 ? candle.close <= event.defense : candle.close >= event.defense;
-      if (through) return { ...base, exitTime: candle.openTime, exitPrice: candle.close, exitReason: "defense", resultPct: resultPct(direction, event.price, candle.close) };
+      if (through)
+        return {
+          ...base,
+          exitTime: candle.openTime,
+          exitPrice: candle.close,
+          exitReason: "defense",
+          resultPct: resultPct(direction, event.price, candle.close),
+        };
     }
   }
   if (terminal !== null) {
     const reason: ExitReason = terminal.signal === "NONE" ? "invalidation" : "opposite";
-    return { ...base, exitTime: terminal.candleOpenTime, exitPrice: terminal.price, exitReason: reason, resultPct: resultPct(direction, event.price, terminal.price) };
+    return {
+      ...base,
+      exitTime: terminal.candleOpenTime,
+      exitPrice: terminal.price,
+      exitReason: reason,
+      resultPct: resultPct(direction, event.price, terminal.price),
+    };
   }
   const last = candles[candles.length - 1];
-  const mark = last !== undefined && last.openTime > event.candleOpenTime ? last : { openTime: event.candleOpenTime, close: event.price };
-  return { ...base, exitTime: mark.openTime, exitPrice: mark.close, exitReason: "open", resultPct: resultPct(direction, event.price, mark.close) };
+  const mark =
+    last !== undefined && last.openTime > event.candleOpenTime
+      ? last
+      : { openTime: event.candleOpenTime, close: event.price };
+  return {
+    ...base,
+    exitTime: mark.openTime,
+    exitPrice: mark.close,
+    exitReason: "open",
+    resultPct: resultPct(direction, event.price, mark.close),
+  };
 }
 
 function statsOf(signal: SignalStats["signal"], trades: readonly Trade[]): SignalStats {
@@ -142,7 +170,12 @@ export function computeTrackRecord(events: readonly TrackEvent[], candles: reado
   }
   return {
     trades,
-    bySignal: DIRECTIONAL_SIGNALS.map((signal) => statsOf(signal, trades.filter((t) => t.signal === signal))),
+    bySignal: DIRECTIONAL_SIGNALS.map((signal) =>
+      statsOf(
+        signal,
+        trades.filter((t) => t.signal === signal),
+      ),
+    ),
     all: statsOf("ALL", trades),
   };
 }

@@ -4,20 +4,20 @@
  * router gathers the data. The full key appears only in renderNewKeyPage.
  */
 import type { AccountSummary } from "../accounts/accounts.ts";
-import { isPaidPlan, mayCallPaidEndpoint, viewerOf } from "../accounts/entitlement.ts";
 import { API_KEY_PREFIX } from "../accounts/api-key.ts";
+import { isPaidPlan, mayCallPaidEndpoint, viewerOf } from "../accounts/entitlement.ts";
 import type { StoredAlertSettings } from "../alerts/settings.ts";
 import type { DailyUsage, LedgerLine, LedgerPage } from "../billing/ledger-history.ts";
 import { nextMytMidnight, nextMytMonthStart } from "../clock.ts";
 import type { LedgerKind } from "../db/schema.ts";
-import { renderPasswordAndSessionsCard, type PageContext } from "./auth-pages.ts";
+import { type PageContext, renderPasswordAndSessionsCard } from "./auth-pages.ts";
+import { type BillingView, renderBillingCard } from "./billing-card.ts";
 import { CSRF_FIELD } from "./csrf.ts";
 import { formatDelta, formatIn, formatInteger, formatMyt, planName, shortDay } from "./format.ts";
-import { html, layout, type SafeHtml } from "./html.ts";
-import { renderBillingCard, type BillingView } from "./billing-card.ts";
 import { curlLine } from "./getting-started-page.ts";
+import { html, layout, type SafeHtml } from "./html.ts";
+import { type AlertsCardView, renderAlertsCard, type TelegramView } from "./telegram-card.ts";
 import { renderUsageCard } from "./usage-chart.ts";
-import { renderAlertsCard, type AlertsCardView, type TelegramView } from "./telegram-card.ts";
 
 /** Characters of a key after its display prefix (shown as dots). */
 const HIDDEN_KEY_CHARS = 28;
@@ -62,7 +62,8 @@ function subscriptionLine(summary: AccountSummary, now: number): SafeHtml {
   const until = summary.subscriptionUntil?.getTime() ?? null;
   if (until === null) return html`<span>No subscription</span>`;
   if (until > now) return html`<span>Active until ${formatMyt(until)}</span>`;
-  return html`<strong class="neg">Ended on ${formatMyt(until)}</strong> <span class="muted">(renew to use your key again)</span>`;
+  return html`<strong class="neg">Ended on ${formatMyt(until)}</strong> <span class="muted">(renew to use your key \
+again)</span>`;
 }
 
 /** The account may call the paid endpoint now (the entitlement rule); everything API-related is offered only then. */
@@ -81,12 +82,18 @@ function noKeyNext(view: AccountView): string {
  * card's Subscribe buttons, or how the operator grants a plan when this server takes no payments).
  */
 function cannotCallNotice(view: AccountView, paid: boolean): SafeHtml {
-  const why = paid ? "Your subscription is not active, so the signals API, alerts and the watchlist are paused." : "This plan cannot call the signals API: it is open to the node and founding-seat plans.";
+  const why = paid
+    ? "Your subscription is not active, so the signals API, alerts and the watchlist are paused."
+    : "This plan cannot call the signals API: it is open to the node and founding-seat plans.";
   const way = !mayPay(view)
-    ? html`Confirm your email address first (the notice above); then you can subscribe here (<a href="/pricing">pricing</a>).`
+    ? html`Confirm your email address first (the notice above); then you can subscribe here \
+(<a href="/pricing">pricing</a>).`
     : view.billing
-    ? html`<a href="#billing-h">Subscribe below</a> (<a href="/pricing">pricing</a>) to get the API, alerts, the live watchlist and ${formatInteger(view.monthlyGrant)} Tokens a month.`
-    : html`This server does not take payments: its operator grants plans. Ask them; they run <code>signals account create --email ${view.summary.email} --plan node --until 2027-01-01T00:00:00+08:00</code> for a new account, or <code>signals subscription set --account ${view.summary.accountId} --until …</code> to renew a node account.`;
+      ? html`<a href="#billing-h">Subscribe below</a> (<a href="/pricing">pricing</a>) to get the API, alerts, the \
+live watchlist and ${formatInteger(view.monthlyGrant)} Tokens a month.`
+      : html`This server does not take payments: its operator grants plans. Ask them; they run <code>signals account \
+create --email ${view.summary.email} --plan node --until 2027-01-01T00:00:00+08:00</code> for a new account, or \
+<code>signals subscription set --account ${view.summary.accountId} --until …</code> to renew a node account.`;
   return html`<div class="notice warn" id="upgrade">
     <p>${why}</p>
     <p>Meanwhile you can use the <a href="/charts">charts</a> (price history and the signals that ended) and the \
@@ -105,7 +112,12 @@ function planCard(view: AccountView): SafeHtml {
     <dt>Subscription</dt><dd id="subscription">${subscriptionLine(summary, now)}</dd>
     <dt>Account</dt><dd>${summary.email}</dd>
   </dl>
-  ${mayCall(view) ? html`<p class="actions"><a href="/watch">Open your watchlist</a> <a href="/getting-started">Getting started</a></p>` : cannotCallNotice(view, paid)}
+  ${
+    mayCall(view)
+      ? html`<p class="actions"><a href="/watch">Open your watchlist</a> \
+<a href="/getting-started">Getting started</a></p>`
+      : cannotCallNotice(view, paid)
+  }
 </section>`;
 }
 
@@ -118,14 +130,27 @@ function tokensCard(view: AccountView): SafeHtml {
   <p class="big" id="tokens-left">${formatInteger(summary.tokensLeft)}</p>
   <p class="muted">Tokens left; each successful API call uses 1.</p>
   <dl class="facts">
-    <dt>Monthly grant</dt><dd id="grant-balance">${formatInteger(summary.grantBalance)}${summary.grantMonth ? html` <span class="muted">(${summary.grantMonth})</span>` : ""}</dd>
+    <dt>Monthly grant</dt><dd id="grant-balance">${formatInteger(summary.grantBalance)}${
+      summary.grantMonth
+        ? html` \
+<span class="muted">(${summary.grantMonth})</span>`
+        : ""
+    }</dd>
     <dt>Token packs</dt><dd id="pack-balance">${formatInteger(summary.packBalance)} <span class="muted">(never \
 expire)</span></dd>
-    ${paid
-      ? html`<dt>Next grant</dt><dd id="next-grant">${formatMyt(nextGrant)} <span class="muted">(${formatIn(nextGrant - now)})</span></dd>`
-      : ""}
+    ${
+      paid
+        ? html`<dt>Next grant</dt><dd id="next-grant">${formatMyt(nextGrant)} \
+<span class="muted">(${formatIn(nextGrant - now)})</span></dd>`
+        : ""
+    }
   </dl>
-  ${paid ? html`<p class="muted">Each grant resets the grant bucket to ${formatInteger(view.monthlyGrant)}; unused grant does not carry over. Packs are spent after the grant.</p>` : ""}
+  ${
+    paid
+      ? html`<p class="muted">Each grant resets the grant bucket to ${formatInteger(view.monthlyGrant)}; unused \
+grant does not carry over. Packs are spent after the grant.</p>`
+      : ""
+  }
 </section>`;
 }
 
@@ -168,30 +193,43 @@ function keyCard(view: AccountView): SafeHtml {
   <h2 id="key-h">API key</h2>
   <p class="muted">New to the API? <a href="/getting-started">Getting started</a>: the first call, reading the answer, \
 polling once per close.</p>
-  ${prefix
-    ? html`<p>Your key, masked: only its first characters are ever shown again.</p>
+  ${
+    prefix
+      ? html`<p>Your key, masked: only its first characters are ever shown again.</p>
   <code class="key" id="masked-key"
   aria-label="API key starting with ${prefix}, the rest hidden">${maskedKey(prefix)}</code>
   ${keyFacts(view)}`
-    : html`<p id="no-key">This account has no API key yet.${noKeyNext(view)}</p>`}
+      : html`<p id="no-key">This account has no API key yet.${noKeyNext(view)}</p>`
+  }
   <div class="actions">
-    ${!mayPay(view)
-      ? ""
-      : prefix
-      ? html`<a class="button secondary" href="/account/key">Regenerate key…</a>
+    ${
+      !mayPay(view)
+        ? ""
+        : prefix
+          ? html`<a class="button secondary" href="/account/key">Regenerate key…</a>
     <span class="muted">Lost the key? Regenerate it: the old key stops working at once.</span>`
-      : mayCall(view) ? html`<a class="button" href="/account/key">Create key…</a>` : ""}
+          : mayCall(view)
+            ? html`<a class="button" href="/account/key">Create key…</a>`
+            : ""
+    }
   </div>
 </section>`;
 }
 
 /** Subscribe, buy and manage billing: only when payments are on and the email is confirmed. */
-const billingCard = (view: AccountView): SafeHtml | "" => (view.billing && mayPay(view) ? renderBillingCard(view.billing) : "");
+const billingCard = (view: AccountView): SafeHtml | "" =>
+  view.billing && mayPay(view) ? renderBillingCard(view.billing) : "";
 
 function ledgerRow(line: LedgerLine): SafeHtml {
   const when = line.type === "charges" ? `${shortDay(line.day)} ${line.day.slice(0, 4)}` : formatMyt(line.at.getTime());
-  const entry = line.type === "charges" ? `${formatInteger(line.calls)} API call${line.calls === 1 ? "" : "s"}` : (LEDGER_LABELS[line.kind] ?? line.kind);
-  const note = line.type === "charges" ? `${formatInteger(line.calls)} calls, ${formatDelta(line.tokens)} Tokens` : (line.reason ?? "");
+  const entry =
+    line.type === "charges"
+      ? `${formatInteger(line.calls)} API call${line.calls === 1 ? "" : "s"}`
+      : (LEDGER_LABELS[line.kind] ?? line.kind);
+  const note =
+    line.type === "charges"
+      ? `${formatInteger(line.calls)} calls, ${formatDelta(line.tokens)} Tokens`
+      : (line.reason ?? "");
   return html`<tr class="${line.type}">
       <td data-label="When">${when}</td>
       <td data-label="Entry" class="text">${entry}</td>
@@ -211,14 +249,17 @@ function ledgerCard(view: AccountView): SafeHtml {
   </nav>`;
   return html`<section class="card wide" aria-labelledby="ledger-h">
   <h2 id="ledger-h">Ledger</h2>
-  ${lines.length === 0
-    ? html`<p>No entries${view.ledgerBefore !== null ? " older than these" : " yet"}.</p>`
-    : html`<p class="muted" id="ledger-note">Newest first. Grants, packs and adjustments are one line each; a day's API calls are one line. Times in MYT.</p>
+  ${
+    lines.length === 0
+      ? html`<p>No entries${view.ledgerBefore !== null ? " older than these" : " yet"}.</p>`
+      : html`<p class="muted" id="ledger-note">Newest first. Grants, packs and adjustments are one line each; a day's \
+API calls are one line. Times in MYT.</p>
   <div class="table-wrap"><table id="ledger" class="stack" aria-labelledby="ledger-h" aria-describedby="ledger-note">
     <thead><tr><th scope="col">When</th><th scope="col" class="text">Entry</th><th scope="col">Tokens</th>
     <th scope="col">Grant after</th><th scope="col">Packs after</th><th scope="col" class="text">Note</th></tr></thead>
     <tbody>${lines.map(ledgerRow)}</tbody>
-  </table></div>`}
+  </table></div>`
+  }
   ${pages}
 </section>`;
 }
@@ -227,7 +268,11 @@ function ledgerCard(view: AccountView): SafeHtml {
  * The account page. A member who can call the API sees the plan, balance and today's calls in
  * one row, then the key; anyone else sees the plan with what it allows and the way up first.
  */
-export function renderAccountPage(ctx: PageContext & { signedIn: { email: string; csrfToken: string } }, view: AccountView, scripts: readonly string[] = []): string {
+export function renderAccountPage(
+  ctx: PageContext & { signedIn: { email: string; csrfToken: string } },
+  view: AccountView,
+  scripts: readonly string[] = [],
+): string {
   return layout(
     { title: "Your account", stylesheet: ctx.stylesheet, signedIn: ctx.signedIn, current: "account", scripts },
     html`<h1>Your account</h1>
@@ -235,9 +280,11 @@ ${view.flash ? html`<div class="notice ok" role="status">${view.flash}</div>` : 
 ${view.summary.emailVerified ? "" : unverifiedNotice(ctx.signedIn.csrfToken)}
 <div class="cards">
   ${planCard(view)}
-  ${mayCall(view)
-    ? html`${tokensCard(view)}${usageCard(view)}${keyCard(view)}${renderUsageCard(view.usage)}${billingCard(view)}`
-    : html`${billingCard(view)}${keyCard(view)}${tokensCard(view)}${usageCard(view)}${renderUsageCard(view.usage)}`}
+  ${
+    mayCall(view)
+      ? html`${tokensCard(view)}${usageCard(view)}${keyCard(view)}${renderUsageCard(view.usage)}${billingCard(view)}`
+      : html`${billingCard(view)}${keyCard(view)}${tokensCard(view)}${usageCard(view)}${renderUsageCard(view.usage)}`
+  }
   ${renderAlertsCard(view, ctx.signedIn.csrfToken)}
   ${renderPasswordAndSessionsCard(ctx.signedIn.csrfToken)}
   ${ledgerCard(view)}
@@ -258,29 +305,51 @@ cannot subscribe, buy Tokens or make an API key.</p>
 }
 
 /** The confirmation step before a regeneration (or before the first key, which replaces nothing). */
-export function renderKeyConfirmPage(ctx: PageContext & { signedIn: { email: string; csrfToken: string } }, keyPrefix: string, confirmToken: string): string {
+export function renderKeyConfirmPage(
+  ctx: PageContext & { signedIn: { email: string; csrfToken: string } },
+  keyPrefix: string,
+  confirmToken: string,
+): string {
   const first = keyPrefix === "";
   return layout(
-    { title: first ? "Create your API key" : "Regenerate your API key", stylesheet: ctx.stylesheet, signedIn: ctx.signedIn, current: "account" },
+    {
+      title: first ? "Create your API key" : "Regenerate your API key",
+      stylesheet: ctx.stylesheet,
+      signedIn: ctx.signedIn,
+      current: "account",
+    },
     html`<h1>${first ? "Create your API key" : "Regenerate your API key?"}</h1>
-${first
-  ? html`<div class="notice ok" role="status"><p>The key is shown once, on the next page, with the exact command of a first call. Copy it then: it cannot be shown again.</p></div>`
-  : html`<div class="notice warn" role="alert">
+${
+  first
+    ? html`<div class="notice ok" role="status"><p>The key is shown once, on the next page, with the exact command of \
+a first call. Copy it then: it cannot be shown again.</p></div>`
+    : html`<div class="notice warn" role="alert">
   <p><strong>Your current key (<code>${maskedKey(keyPrefix)}</code>) stops working at once</strong>, for every program \
 that uses it, on every server.</p>
   <p>The new key is shown once, on the next page. Copy it then: it cannot be shown again.</p>
-</div>`}
+</div>`
+}
 <form method="post" action="/account/key" class="actions">
   <input type="hidden" name="${CSRF_FIELD}" value="${ctx.signedIn.csrfToken}">
   <input type="hidden" name="confirm" value="${confirmToken}">
-  <button type="submit"${first ? "" : html` class="danger"`}>${first ? "Create the key now" : "Regenerate the key now"}</button>
+  <button type="submit"${
+    first
+      ? ""
+      : html` \
+class="danger"`
+  }>${first ? "Create the key now" : "Regenerate the key now"}</button>
   <a href="/account">${first ? "Cancel" : "Cancel, keep the current key"}</a>
 </form>`,
   );
 }
 
 /** The only page that ever shows a full key: right after it was made. */
-export function renderNewKeyPage(ctx: PageContext & { signedIn: { email: string; csrfToken: string } }, apiKey: string, scripts: readonly string[], baseUrl: string): string {
+export function renderNewKeyPage(
+  ctx: PageContext & { signedIn: { email: string; csrfToken: string } },
+  apiKey: string,
+  scripts: readonly string[],
+  baseUrl: string,
+): string {
   return layout(
     { title: "Your new API key", stylesheet: ctx.stylesheet, signedIn: ctx.signedIn, current: "account", scripts },
     html`<h1>Your new API key</h1>

@@ -4,8 +4,9 @@
  * and a CSRF token check before it changes anything; every signed-in page reads the account
  * from the session only. Each page's routes live in routes/, built over the shared page kit.
  */
-import { Hono } from "hono";
+
 import { getRequestListener } from "@hono/node-server";
+import { Hono } from "hono";
 import { errorSummary } from "../logger.ts";
 import { renderMessagePage } from "./auth-pages.ts";
 import type { WebRequest, WebResponse } from "./http.ts";
@@ -14,17 +15,17 @@ import { accountRoutes } from "./routes/account.ts";
 import { accountSecurityRoutes } from "./routes/account-security.ts";
 import { assetRoutes } from "./routes/assets.ts";
 import { chartRoutes } from "./routes/charts.ts";
+import { emailVerificationRoutes } from "./routes/email-verification.ts";
 import { forgotPasswordRoutes } from "./routes/forgot-password.ts";
+import { passwordLinkRoutes } from "./routes/password-links.ts";
 import { paymentRoutes } from "./routes/payments.ts";
 import { publicPageRoutes } from "./routes/public-pages.ts";
-import { passwordLinkRoutes } from "./routes/password-links.ts";
 import { signInRoutes } from "./routes/sign-in.ts";
-import { statusRoutes } from "./routes/status.ts";
-import { watchRoutes } from "./routes/watch.ts";
-import { trackRecordRoutes } from "./routes/track-record.ts";
-import { emailVerificationRoutes } from "./routes/email-verification.ts";
 import { signUpRoutes } from "./routes/sign-up.ts";
+import { statusRoutes } from "./routes/status.ts";
 import { telegramRoutes } from "./routes/telegram.ts";
+import { trackRecordRoutes } from "./routes/track-record.ts";
+import { watchRoutes } from "./routes/watch.ts";
 
 /** How paths that are not pages are answered (the API's JSON errors, owned by the server). */
 export interface WebFallbacks {
@@ -39,17 +40,41 @@ export function createWebApp(deps: WebDeps, fallbacks: Pick<WebFallbacks, "notFo
   const kit = createPageKit(deps);
   const app = new Hono<WebEnv>();
   app.use(pageSecurityHeaders(deps.config));
-  for (const routes of [assetRoutes, publicPageRoutes, signInRoutes, signUpRoutes, emailVerificationRoutes, passwordLinkRoutes, forgotPasswordRoutes, accountRoutes, accountSecurityRoutes, telegramRoutes, paymentRoutes, chartRoutes, watchRoutes, trackRecordRoutes, statusRoutes]) app.route("/", routes(kit));
+  for (const routes of [
+    assetRoutes,
+    publicPageRoutes,
+    signInRoutes,
+    signUpRoutes,
+    emailVerificationRoutes,
+    passwordLinkRoutes,
+    forgotPasswordRoutes,
+    accountRoutes,
+    accountSecurityRoutes,
+    telegramRoutes,
+    paymentRoutes,
+    chartRoutes,
+    watchRoutes,
+    trackRecordRoutes,
+    statusRoutes,
+  ])
+    app.route("/", routes(kit));
   app.notFound(() => fallbacks.notFound());
   app.onError((err, c) => {
     deps.logger.error({ err: errorSummary(err), path: c.req.path }, "web page failed");
-    return kit.page(c, 500, renderMessagePage(kit.publicCtx, "Something went wrong", "The page could not be built. Try again in a moment."));
+    return kit.page(
+      c,
+      500,
+      renderMessagePage(kit.publicCtx, "Something went wrong", "The page could not be built. Try again in a moment."),
+    );
   });
   return app;
 }
 
 /** The web app as a Node request handler for the Connect adapter's fallback. */
-export function createWebHandler(deps: WebDeps, fallbacks: WebFallbacks): (req: WebRequest, res: WebResponse) => Promise<void> {
+export function createWebHandler(
+  deps: WebDeps,
+  fallbacks: WebFallbacks,
+): (req: WebRequest, res: WebResponse) => Promise<void> {
   const app = createWebApp(deps, fallbacks);
   // The default overrideGlobalObjects: hono's bodyLimit builds a `new Request` from the adapter's
   // lightweight request, which only the adapter's Request subclass accepts (a chunked form was a 500).

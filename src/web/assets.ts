@@ -19,7 +19,14 @@ interface Asset {
   readonly hash: string;
 }
 
-export type AssetName = "app.css" | "account.js" | "telegram.js" | "chart.js" | "watch.js" | "favicon.svg" | "lightweight-charts.js";
+export type AssetName =
+  | "app.css"
+  | "account.js"
+  | "telegram.js"
+  | "chart.js"
+  | "watch.js"
+  | "favicon.svg"
+  | "lightweight-charts.js";
 
 export interface Assets {
   /** The URL of an asset, with its content hash. */
@@ -38,7 +45,12 @@ function lightweightChartsFile(): string {
 
 function load(file: string, type: string): Asset {
   const body = readFileSync(file);
-  return { body, gzip: gzipSync(body, { level: 9 }), type, hash: createHash("sha256").update(body).digest("hex").slice(0, 16) };
+  return {
+    body,
+    gzip: gzipSync(body, { level: 9 }),
+    type,
+    hash: createHash("sha256").update(body).digest("hex").slice(0, 16),
+  };
 }
 
 /** Reads every asset (call once, when the app is built). */
@@ -68,11 +80,16 @@ export function loadAssets(): Assets {
         // A hashed URL never changes content; an unversioned one must be revalidated.
         "cache-control": c.req.query("v") === asset.hash ? "public, max-age=31536000, immutable" : "no-cache",
       };
-      if (c.req.method !== "GET" && c.req.method !== "HEAD") return c.body(null, 405, { allow: "GET, HEAD", "content-length": "0" });
+      if (c.req.method !== "GET" && c.req.method !== "HEAD")
+        return c.body(null, 405, { allow: "GET, HEAD", "content-length": "0" });
       if (c.req.header("if-none-match") === etag) return c.body(null, 304, headers);
       const gzip = /\bgzip\b/.test(c.req.header("accept-encoding") ?? "");
       const body = gzip ? asset.gzip : asset.body;
-      return c.body(new Uint8Array(body), 200, { ...headers, ...(gzip ? { "content-encoding": "gzip" } : {}), "content-length": String(body.length) });
+      return c.body(new Uint8Array(body), 200, {
+        ...headers,
+        ...(gzip ? { "content-encoding": "gzip" } : {}),
+        "content-length": String(body.length),
+      });
     },
   };
 }

@@ -2,9 +2,10 @@
  * Pages around signing in: the sign-in form, the password setup form, and the plain message
  * pages (refused form, too many attempts, errors). Pure rendering.
  */
+
+import { MIN_PASSWORD_LENGTH } from "../accounts/sign-in/passwords.ts";
 import { CSRF_FIELD } from "./csrf.ts";
 import { html, layout, type SafeHtml } from "./html.ts";
-import { MIN_PASSWORD_LENGTH } from "../accounts/sign-in/passwords.ts";
 
 /** What every page needs from the request. */
 export interface PageContext {
@@ -12,14 +13,25 @@ export interface PageContext {
   readonly signedIn: { email: string; csrfToken: string } | null;
 }
 
-function notice(kind: "ok" | "error" | "warn", text: string | null | undefined, role: "status" | "alert" = kind === "error" ? "alert" : "status"): SafeHtml | "" {
+function notice(
+  kind: "ok" | "error" | "warn",
+  text: string | null | undefined,
+  role: "status" | "alert" = kind === "error" ? "alert" : "status",
+): SafeHtml | "" {
   return text ? html`<div class="notice ${kind}" role="${role}">${text}</div>` : "";
 }
 
 /** The sign-in form. `csrfToken` is the double-submit value also set as the `csrf` cookie. */
 export function renderSignInPage(
   ctx: PageContext,
-  form: { csrfToken: string; email?: string; next?: string | null; error?: string | null; info?: string | null; resetByMail: boolean },
+  form: {
+    csrfToken: string;
+    email?: string;
+    next?: string | null;
+    error?: string | null;
+    info?: string | null;
+    resetByMail: boolean;
+  },
 ): string {
   return layout(
     { title: "Sign in", stylesheet: ctx.stylesheet, signedIn: null },
@@ -31,17 +43,21 @@ ${notice("error", form.error)}
   ${form.next ? html`<input type="hidden" name="next" value="${form.next}">` : ""}
   <div>
     <label for="email">Email</label>
-    <input id="email" name="email" type="email" autocomplete="username" required maxlength="320" value="${form.email ?? ""}"${form.error ? "" : html` autofocus`}>
+    <input id="email" name="email" type="email" autocomplete="username" required maxlength="320"
+    value="${form.email ?? ""}"${form.error ? "" : html` autofocus`}>
   </div>
   <div>
     <label for="password">Password</label>
-    <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="1024"${form.error ? html` autofocus` : ""}>
+    <input id="password" name="password" type="password" autocomplete="current-password" required
+    maxlength="1024"${form.error ? html` autofocus` : ""}>
   </div>
   <div class="actions"><button type="submit">Sign in</button></div>
 </form>
-<p class="muted">New here? <a href="/signup">Create an account</a>. ${form.resetByMail
-      ? html`<a href="/forgot-password">Forgot password?</a>`
-      : "Forgot your password? Your operator sends you a one-time setup link."}</p>`,
+<p class="muted">New here? <a href="/signup">Create an account</a>. ${
+      form.resetByMail
+        ? html`<a href="/forgot-password">Forgot password?</a>`
+        : "Forgot your password? Your operator sends you a one-time setup link."
+    }</p>`,
   );
 }
 
@@ -49,11 +65,13 @@ ${notice("error", form.error)}
 function newPasswordFields(autofocus: boolean): SafeHtml {
   return html`<div>
     <label for="password">New password <span class="hint">At least ${MIN_PASSWORD_LENGTH} characters.</span></label>
-    <input id="password" name="password" type="password" autocomplete="new-password" required minlength="${MIN_PASSWORD_LENGTH}" maxlength="1024"${autofocus ? html` autofocus` : ""}>
+    <input id="password" name="password" type="password" autocomplete="new-password" required
+    minlength="${MIN_PASSWORD_LENGTH}" maxlength="1024"${autofocus ? html` autofocus` : ""}>
   </div>
   <div>
     <label for="confirm">Repeat the new password</label>
-    <input id="confirm" name="confirm" type="password" autocomplete="new-password" required minlength="${MIN_PASSWORD_LENGTH}" maxlength="1024">
+    <input id="confirm" name="confirm" type="password" autocomplete="new-password" required
+    minlength="${MIN_PASSWORD_LENGTH}" maxlength="1024">
   </div>`;
 }
 
@@ -61,12 +79,16 @@ function newPasswordFields(autofocus: boolean): SafeHtml {
  * The form behind a one-time password link (the token travels in a cookie, not in this page).
  * A reset link's member had a password; a setup link's may not have had one yet.
  */
-export function renderPasswordLinkPage(ctx: PageContext, form: { csrfToken: string; email: string; kind: "setup" | "reset"; action: string; error?: string | null }): string {
+export function renderPasswordLinkPage(
+  ctx: PageContext,
+  form: { csrfToken: string; email: string; kind: "setup" | "reset"; action: string; error?: string | null },
+): string {
   const title = form.kind === "reset" ? "Choose a new password" : "Choose a password";
   return layout(
     { title, stylesheet: ctx.stylesheet, signedIn: null },
     html`<h1>${title}</h1>
-<p>For the account <strong>${form.email}</strong>. This link works once; setting the password signs this account out on every device.</p>
+<p>For the account <strong>${form.email}</strong>. This link works once; setting the password signs this account out \
+on every device.</p>
 ${notice("error", form.error)}
 <form class="stack" method="post" action="${form.action}">
   <input type="hidden" name="${CSRF_FIELD}" value="${form.csrfToken}">
@@ -78,17 +100,22 @@ ${notice("error", form.error)}
 }
 
 /** "Forgot password?": the email form that asks for a reset link. */
-export function renderForgotPasswordPage(ctx: PageContext, form: { csrfToken: string; email?: string; error?: string | null }): string {
+export function renderForgotPasswordPage(
+  ctx: PageContext,
+  form: { csrfToken: string; email?: string; error?: string | null },
+): string {
   return layout(
     { title: "Reset your password", stylesheet: ctx.stylesheet, signedIn: null },
     html`<h1>Reset your password</h1>
-<p>Enter the email of your account. We send a link there that lets you choose a new password; it works once, for 1 hour.</p>
+<p>Enter the email of your account. We send a link there that lets you choose a new password; it works once, for 1 \
+hour.</p>
 ${notice("error", form.error)}
 <form class="stack" method="post" action="/forgot-password">
   <input type="hidden" name="${CSRF_FIELD}" value="${form.csrfToken}">
   <div>
     <label for="email">Email</label>
-    <input id="email" name="email" type="email" autocomplete="username" required maxlength="320" value="${form.email ?? ""}" autofocus>
+    <input id="email" name="email" type="email" autocomplete="username" required maxlength="320"
+    value="${form.email ?? ""}" autofocus>
   </div>
   <div class="actions"><button type="submit">Send the link</button></div>
 </form>
@@ -104,14 +131,19 @@ export function renderResetRequestedPage(ctx: PageContext, email: string): strin
   return layout(
     { title: "Check your email", stylesheet: ctx.stylesheet, signedIn: null },
     html`<h1>Check your email</h1>
-<div class="notice ok" role="status" id="reset-requested">If an account uses <strong>${email}</strong>, a link to choose a new password is on its way there. It works once, for 1 hour.</div>
-<p class="muted">No mail after a few minutes? Check the spam folder and the address you typed, then ask again. A few links per hour are sent at most.</p>
+<div class="notice ok" role="status" id="reset-requested">If an account uses <strong>${email}</strong>, a link to \
+choose a new password is on its way there. It works once, for 1 hour.</div>
+<p class="muted">No mail after a few minutes? Check the spam folder and the address you typed, then ask again. A few \
+links per hour are sent at most.</p>
 <p><a href="/signin">Back to sign in</a></p>`,
   );
 }
 
 /** A signed-in member's password change (the current password first). */
-export function renderChangePasswordPage(ctx: PageContext & { signedIn: { email: string; csrfToken: string } }, form: { error?: string | null; info?: string | null }): string {
+export function renderChangePasswordPage(
+  ctx: PageContext & { signedIn: { email: string; csrfToken: string } },
+  form: { error?: string | null; info?: string | null },
+): string {
   return layout(
     { title: "Change password", stylesheet: ctx.stylesheet, signedIn: ctx.signedIn },
     html`<h1>Change password</h1>
@@ -123,7 +155,8 @@ ${notice("error", form.error)}
   <input type="text" name="username" autocomplete="username" value="${ctx.signedIn.email}" hidden>
   <div>
     <label for="current">Current password</label>
-    <input id="current" name="current" type="password" autocomplete="current-password" required maxlength="1024" autofocus>
+    <input id="current" name="current" type="password" autocomplete="current-password" required maxlength="1024"
+    autofocus>
   </div>
   ${newPasswordFields(false)}
   <div class="actions"><button type="submit">Change password</button></div>
@@ -146,7 +179,12 @@ export function renderPasswordAndSessionsCard(csrfToken: string): SafeHtml {
 }
 
 /** A plain page with a heading, a message and a way on. */
-export function renderMessagePage(ctx: PageContext, title: string, message: string, link: { href: string; text: string } = { href: "/", text: "Go to the start page" }): string {
+export function renderMessagePage(
+  ctx: PageContext,
+  title: string,
+  message: string,
+  link: { href: string; text: string } = { href: "/", text: "Go to the start page" },
+): string {
   return layout(
     { title, stylesheet: ctx.stylesheet, signedIn: ctx.signedIn },
     html`<h1>${title}</h1>

@@ -4,16 +4,17 @@
  * the track record and the backtest at a chosen fee with its equity curve against buy-and-hold.
  * A banner says when the coin's feed is not live. Pure rendering over ChartData.
  */
-import { DEMO_DATA_LABEL } from "../market/provenance.ts";
-import type { Timeframe } from "../market/timeframes.ts";
-import type { SignalName } from "../market/snapshot.ts";
-import type { PageContext } from "./auth-pages.ts";
-import { HISTORY_ROWS, type ChartData } from "../track-record/chart-data.ts";
+
 import { ENDED_SIGNAL_DELAY_MS } from "../accounts/entitlement.ts";
+import { DEMO_DATA_LABEL } from "../market/provenance.ts";
+import type { SignalName } from "../market/snapshot.ts";
+import type { Timeframe } from "../market/timeframes.ts";
+import { ALLOWED_FEES_PCT, type BacktestResult, DEFAULT_FEE_PCT } from "../track-record/backtest.ts";
+import { type ChartData, HISTORY_ROWS } from "../track-record/chart-data.ts";
+import { directionOf, type SignalStats, type Trade } from "../track-record/track-record.ts";
+import type { PageContext } from "./auth-pages.ts";
 import { formatInteger, formatMyt, formatPercent, formatPrice } from "./format.ts";
 import { html, jsonScript, layout, type SafeHtml } from "./html.ts";
-import { directionOf, type SignalStats, type Trade } from "../track-record/track-record.ts";
-import { ALLOWED_FEES_PCT, DEFAULT_FEE_PCT, type BacktestResult } from "../track-record/backtest.ts";
 import type { CoinFeedStatus } from "./status-page.ts";
 
 type SignedInContext = PageContext & { signedIn: { email: string; csrfToken: string } };
@@ -46,7 +47,9 @@ export function formatFee(feePct: number): string {
 }
 
 /** The backtest's figures as both pages print them (so /track-record and the chart page agree to the character). */
-export function backtestFigures(bt: BacktestResult): Record<"trades" | "winRate" | "avgResult" | "total" | "buyHold" | "drawdown" | "buyHoldDrawdown", string> {
+export function backtestFigures(
+  bt: BacktestResult,
+): Record<"trades" | "winRate" | "avgResult" | "total" | "buyHold" | "drawdown" | "buyHoldDrawdown", string> {
   return {
     trades: formatInteger(bt.trades),
     winRate: bt.winRatePct === null ? "\u2013" : `${bt.winRatePct.toFixed(1)}%`,
@@ -79,24 +82,47 @@ function percentCell(value: number | null, label: string): SafeHtml {
 }
 
 /** Links to a coin's timeframes; a chosen fee goes along. */
-function tfLinks(symbol: string, timeframes: readonly Timeframe[], current: Timeframe | null, feePct: number = DEFAULT_FEE_PCT): SafeHtml {
+function tfLinks(
+  symbol: string,
+  timeframes: readonly Timeframe[],
+  current: Timeframe | null,
+  feePct: number = DEFAULT_FEE_PCT,
+): SafeHtml {
   return html`<ul class="tf-links">${timeframes.map(
-    (tf) => html`<li><a href="${chartPath(symbol, tf, feePct)}"${tf === current ? html` aria-current="page"` : ""}>${tf}</a></li>`,
+    (tf) =>
+      html`<li><a href="${chartPath(symbol, tf, feePct)}"${
+        tf === current
+          ? html` \
+aria-current="page"`
+          : ""
+      }>${tf}</a>
+        </li>`,
   )}</ul>`;
 }
 
 /** The list of coins with links to their timeframes. */
-export function renderChartIndexPage(ctx: SignedInContext, coins: ReadonlyArray<{ symbol: string; timeframes: readonly Timeframe[]; demo: boolean }>): string {
+export function renderChartIndexPage(
+  ctx: SignedInContext,
+  coins: ReadonlyArray<{ symbol: string; timeframes: readonly Timeframe[]; demo: boolean }>,
+): string {
   return layout(
     { title: "Charts", stylesheet: ctx.stylesheet, signedIn: ctx.signedIn, current: "charts" },
     html`<h1>Charts</h1>
-${coins.length === 0
-  ? html`<p>No coin has candles yet.</p>`
-  : html`<p>Signal history, win rates and a simple backtest per coin and timeframe.</p>
+${
+  coins.length === 0
+    ? html`<p>No coin has candles yet.</p>`
+    : html`<p>Signal history, win rates and a simple backtest per coin and timeframe.</p>
 <ul class="coin-list">${coins.map(
-    (c) => html`<li><h2>${c.symbol}${c.demo ? html` <span class="muted demo-label">(${DEMO_DATA_LABEL})</span>` : ""}</h2>\
+        (c) => html`<li>
+          <h2>${c.symbol}${
+            c.demo
+              ? html` <span class="muted \
+demo-label">(${DEMO_DATA_LABEL})</span>`
+              : ""
+          }</h2>\
 <nav aria-label="${c.symbol} timeframes">${tfLinks(c.symbol, c.timeframes, null)}</nav></li>`,
-  )}</ul>`}`,
+      )}</ul>`
+}`,
   );
 }
 
@@ -108,14 +134,20 @@ export type ChartAccess = { readonly current: true } | { readonly current: false
 
 /** Every figure of a demo coin's page comes from synthetic prices: the page says so before any of them. */
 function demoNotice(): SafeHtml {
-  return html`<p class="notice warn" id="demo-data" role="note"><strong>${capitalised(DEMO_DATA_LABEL)}.</strong> This coin's candles come from the demo feed, not from a market: its signals, levels, track record and backtest are samples that show how the pages work, not results.</p>`;
+  return html`<p class="notice warn" id="demo-data" role="note"><strong>${capitalised(DEMO_DATA_LABEL)}.</strong> This \
+coin's candles come from the demo feed, not from a market: its signals, levels, track record and backtest are samples \
+that show how the pages work, not results.</p>`;
 }
 
 const capitalised = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
 
 /** Why a viewer without current access sees no levels, and what the page shows instead. */
 function endedNotice(until: number): SafeHtml {
-  return html`<p class="notice warn" id="ended-only" role="status">The current signal, whether it is confirmed, its defense and the forming setup are for the node and founding-seat plans with an active subscription (here and through the API). This page shows the price history to the last close and the signals that ended at least ${ENDED_SIGNAL_DELAY_MS / 3_600_000} hours ago: the markers and every table below stand as of ${formatMyt(until)}. <a href="/account">Your plan</a>.</p>`;
+  return html`<p class="notice warn" id="ended-only" role="status">The current signal, whether it is confirmed, its \
+defense and the forming setup are for the node and founding-seat plans with an active subscription (here and through \
+the API). This page shows the price history to the last close and the signals that ended at least \
+${ENDED_SIGNAL_DELAY_MS / 3_600_000} hours ago: the markers and every table below stand as of ${formatMyt(until)}. \
+<a href="/account">Your plan</a>.</p>`;
 }
 
 function levelsSection(data: ChartData, access: ChartAccess): SafeHtml {
@@ -128,9 +160,12 @@ function levelsSection(data: ChartData, access: ChartAccess): SafeHtml {
   <dt>Signal</dt><dd id="current-signal">${signalBadge(levels.signal)}</dd>
   <dt>Close</dt><dd>${formatPrice(levels.close)}</dd>
   <dt>Defense</dt><dd>${levels.defense === null ? "none" : formatPrice(levels.defense)}</dd>
-  <dt>Arming</dt><dd>${arming === null
-    ? "no setup forming"
-    : html`${arming.dir === 1 ? "long" : "short"} setup, score ${arming.score}/10: trigger ${formatPrice(arming.trigger)}, invalidation ${formatPrice(arming.invalidation)}`}</dd>
+  <dt>Arming</dt><dd>${
+    arming === null
+      ? "no setup forming"
+      : html`${arming.dir === 1 ? "long" : "short"} setup, score ${arming.score}/10: trigger \
+${formatPrice(arming.trigger)}, invalidation ${formatPrice(arming.invalidation)}`
+  }</dd>
 </dl>`;
 }
 
@@ -166,13 +201,17 @@ results before fees.</p>
 function backtestSection(data: ChartData, bt: BacktestResult): SafeHtml {
   const open = bt.openTrade;
   const figures = backtestFigures(bt);
-  const period = bt.from === null || bt.to === null ? "no closed trade yet" : `${formatMyt(bt.from)} to ${formatMyt(bt.to)}`;
+  const period =
+    bt.from === null || bt.to === null ? "no closed trade yet" : `${formatMyt(bt.from)} to ${formatMyt(bt.to)}`;
   return html`<section aria-labelledby="backtest-h">
   <h2 id="backtest-h">Backtest</h2>
   <form method="get" action="/charts/${data.symbol}" class="fee-form">
     <input type="hidden" name="tf" value="${data.tf}">
     <label for="fee">Fee per side, % of the position</label>
-    <select id="fee" name="fee">${ALLOWED_FEES_PCT.map((fee) => html`<option value="${String(fee)}"${fee === bt.feePct ? html` selected` : ""}>${formatFee(fee)}</option>`)}</select>
+    <select id="fee" name="fee">${ALLOWED_FEES_PCT.map(
+      (fee) => html`<option
+      value="${String(fee)}"${fee === bt.feePct ? html` selected` : ""}>${formatFee(fee)}</option>`,
+    )}</select>
     <button type="submit">Recompute</button>
   </form>
   <dl class="facts" id="backtest" aria-labelledby="backtest-h">
@@ -187,18 +226,23 @@ function backtestSection(data: ChartData, bt: BacktestResult): SafeHtml {
     class="${signClass(bt.buyHoldPct)}">${figures.buyHold}</dd>
     <dt>Maximum drawdown</dt><dd id="backtest-drawdown">${figures.drawdown} <span class="muted">(buy and hold: \
 <span id="backtest-buyhold-drawdown">${figures.buyHoldDrawdown}</span>)</span></dd>
-    <dt>Open position</dt><dd>${open === null
-      ? "none"
-      : html`${signalBadge(open.signal)} since ${formatMyt(open.entryTime)} at ${formatPrice(open.entryPrice)}: ${formatPercent(open.resultPct)} at the last close before fees (not in the total)`}</dd>
+    <dt>Open position</dt><dd>${
+      open === null
+        ? "none"
+        : html`${signalBadge(open.signal)} since ${formatMyt(open.entryTime)} at ${formatPrice(open.entryPrice)}: \
+${formatPercent(open.resultPct)} at the last close before fees (not in the total)`
+    }</dd>
   </dl>
-  ${bt.curve.length === 0
-    ? ""
-    : html`<h3 id="equity-h">Equity against buy-and-hold</h3>
+  ${
+    bt.curve.length === 0
+      ? ""
+      : html`<h3 id="equity-h">Equity against buy-and-hold</h3>
   <div id="equity-chart" class="chart equity" role="img" aria-label="Line chart of the backtest's equity and of \
 buy-and-hold, both starting at 100 on ${formatMyt(bt.curve[0]!.time)}: the strategy ends at \
 ${(100 + (bt.totalPct ?? 0)).toFixed(1)}, buy-and-hold at ${(100 + (bt.buyHoldPct ?? 0)).toFixed(1)}."></div>
   <ul class="legend"><li><span class="swatch strategy"></span>strategy</li>
-  <li><span class="swatch buyhold"></span>buy and hold</li></ul>`}
+  <li><span class="swatch buyhold"></span>buy and hold</li></ul>`
+  }
   <p class="muted">One position at a time, entered and left at candle closes; a fee of ${formatFee(bt.feePct)} is paid \
 on each entry and each exit; a win is a trade above zero after fees. The drawdown is measured on the equity marked at \
 every close. <a href="/track-record#method">How it is computed</a>. Educational information, not investment advice.</p>
@@ -208,17 +252,28 @@ every close. <a href="/track-record#method">How it is computed</a>. Educational 
 /** Says when the coin's feed is not live: the chart and the numbers end at the last stored candle. */
 function staleBanner(symbol: string, status: CoinFeedStatus | null, now: number, staleAfterMs: number): SafeHtml {
   if (status === null || status.state === "live") return html``;
-  const last = status.lastCandleOpenTime === null ? "no closed candle yet" : `the last closed ${status.baseTf} candle opened ${formatMyt(status.lastCandleOpenTime)}`;
+  const last =
+    status.lastCandleOpenTime === null
+      ? "no closed candle yet"
+      : `the last closed ${status.baseTf} candle opened ${formatMyt(status.lastCandleOpenTime)}`;
   return status.state === "stale"
-    ? html`<p class="notice warn" id="stale-banner" role="status"><strong>${symbol} data is stale:</strong> no update has arrived since ${formatMyt(status.lastUpdateAt)}, more than ${formatMinutes(staleAfterMs)} before ${formatMyt(now)}; ${last}. The chart and the numbers below end there, and the API answers <code>stale</code> for ${symbol} until the feed resumes. See <a href="/status">feed status</a>.</p>`
-    : html`<p class="notice warn" id="stale-banner" role="status"><strong>${symbol} data is behind:</strong> ${last}, and the feed is still catching up. The chart and the numbers below end there. See <a href="/status">feed status</a>.</p>`;
+    ? html`<p class="notice warn" id="stale-banner" role="status"><strong>${symbol} data is stale:</strong> no update \
+has arrived since ${formatMyt(status.lastUpdateAt)}, more than ${formatMinutes(staleAfterMs)} before \
+${formatMyt(now)}; ${last}. The chart and the numbers below end there, and the API answers <code>stale</code> for \
+${symbol} until the feed resumes. See <a href="/status">feed status</a>.</p>`
+    : html`<p class="notice warn" id="stale-banner" role="status"><strong>${symbol} data is behind:</strong> ${last}, \
+and the feed is still catching up. The chart and the numbers below end there. See <a href="/status">feed \
+status</a>.</p>`;
 }
 
 function outcomeCell(trade: Trade | undefined): SafeHtml {
   if (trade === undefined) return html`<td data-label="Result">\u2013</td>`;
   if (trade.exitReason === "open") return html`<td data-label="Result">open, ${formatPercent(trade.resultPct)}</td>`;
-  const how = trade.exitReason === "defense" ? "defense" : trade.exitReason === "opposite" ? "opposite signal" : "invalidated";
-  return html`<td data-label="Result" class="${trade.resultPct > 0 ? "pos" : trade.resultPct < 0 ? "neg" : ""}">${formatPercent(trade.resultPct)} <span class="muted">(${how})</span></td>`;
+  const how =
+    trade.exitReason === "defense" ? "defense" : trade.exitReason === "opposite" ? "opposite signal" : "invalidated";
+  return html`<td data-label="Result"
+    class="${trade.resultPct > 0 ? "pos" : trade.resultPct < 0 ? "neg" : ""}">${formatPercent(trade.resultPct)} \
+<span class="muted">(${how})</span></td>`;
 }
 
 function historySection(data: ChartData): SafeHtml {
@@ -226,9 +281,11 @@ function historySection(data: ChartData): SafeHtml {
   const latest = data.events.slice(-HISTORY_ROWS).reverse();
   return html`<section aria-labelledby="history-h">
   <h2 id="history-h">Signal history</h2>
-  ${latest.length === 0
-    ? html`<p>No signal events stored for this timeframe yet.</p>`
-    : html`<p class="muted" id="history-note">The latest ${latest.length} of ${formatInteger(data.events.length)} signal changes, newest first. Times in MYT (candle open).</p>
+  ${
+    latest.length === 0
+      ? html`<p>No signal events stored for this timeframe yet.</p>`
+      : html`<p class="muted" id="history-note">The latest ${latest.length} of ${formatInteger(data.events.length)} \
+signal changes, newest first. Times in MYT (candle open).</p>
   <div class="table-wrap"><table id="history" class="stack" aria-labelledby="history-h" aria-describedby="history-note">
     <thead><tr><th scope="col">Candle</th><th scope="col" class="text">Signal</th><th scope="col">Close</th>
     <th scope="col">Defense</th><th scope="col">Result</th></tr></thead>
@@ -238,15 +295,24 @@ function historySection(data: ChartData): SafeHtml {
       <td data-label="Signal" class="text">${signalBadge(e.signal)}</td>
       <td data-label="Close">${formatPrice(e.price)}</td>
       <td data-label="Defense">${e.defense === null ? "\u2013" : formatPrice(e.defense)}</td>
-      ${directionOf(e.signal) === 0 ? html`<td data-label="Result">\u2013</td>` : outcomeCell(tradeAt.get(e.candleOpenTime))}
+      ${
+        directionOf(e.signal) === 0
+          ? html`<td
+        data-label="Result">\u2013</td>`
+          : outcomeCell(tradeAt.get(e.candleOpenTime))
+      }
     </tr>`,
     )}</tbody>
-  </table></div>`}
+  </table></div>`
+  }
 </section>`;
 }
 
 /** What chart.js draws: candles (with volume), markers, levels and the equity curve, with MYT-shifted times. */
-export function chartJson(data: ChartData, bt: BacktestResult): {
+export function chartJson(
+  data: ChartData,
+  bt: BacktestResult,
+): {
   intraday: boolean;
   candles: number[][];
   markers: Array<{ time: number; signal: SignalName }>;
@@ -257,14 +323,23 @@ export function chartJson(data: ChartData, bt: BacktestResult): {
   const t = (ms: number) => Math.floor(ms / 1000) + MYT_SHIFT_SECONDS;
   const levels = data.levels;
   const stride = Math.max(1, Math.ceil(bt.curve.length / EQUITY_POINTS));
-  const equity = bt.curve.filter((_, i) => i % stride === 0 || i === bt.curve.length - 1).map((p) => [t(p.time), round4(p.strategy * 100), round4(p.buyHold * 100)]);
+  const equity = bt.curve
+    .filter((_, i) => i % stride === 0 || i === bt.curve.length - 1)
+    .map((p) => [t(p.time), round4(p.strategy * 100), round4(p.buyHold * 100)]);
   return {
     intraday: data.tf !== "1d",
     candles: data.candles.map((c) => [t(c.openTime), c.open, c.high, c.low, c.close, c.volume]),
-    markers: data.events.filter((e) => e.candleOpenTime >= first).map((e) => ({ time: t(e.candleOpenTime), signal: e.signal })),
-    levels: levels === null
-      ? null
-      : { defense: levels.defense, trigger: levels.arming?.trigger ?? null, invalidation: levels.arming?.invalidation ?? null },
+    markers: data.events
+      .filter((e) => e.candleOpenTime >= first)
+      .map((e) => ({ time: t(e.candleOpenTime), signal: e.signal })),
+    levels:
+      levels === null
+        ? null
+        : {
+            defense: levels.defense,
+            trigger: levels.arming?.trigger ?? null,
+            invalidation: levels.arming?.invalidation ?? null,
+          },
     equity,
   };
 }
@@ -285,7 +360,13 @@ export function renderChartPage(
 ): string {
   const json = chartJson(data, bt);
   return layout(
-    { title: `${data.symbol} ${data.tf} chart`, stylesheet: ctx.stylesheet, signedIn: ctx.signedIn, current: "charts", scripts },
+    {
+      title: `${data.symbol} ${data.tf} chart`,
+      stylesheet: ctx.stylesheet,
+      signedIn: ctx.signedIn,
+      current: "charts",
+      scripts,
+    },
     html`<h1>${data.symbol} <span class="muted">${data.tf}</span></h1>
 <nav aria-label="Timeframes">${tfLinks(data.symbol, data.timeframes, data.tf, bt.feePct)}</nav>
 ${staleBanner(data.symbol, feed.status, feed.now, feed.staleAfterMs)}
@@ -296,9 +377,11 @@ ${data.demo ? demoNotice() : ""}
 </section>
 <section aria-labelledby="chart-h">
   <h2 id="chart-h">Chart</h2>
-  ${data.candles.length === 0
-    ? html`<p>No closed candles for this timeframe yet.</p>`
-    : html`<p id="chart-readout" class="readout muted">Point at a candle to read its open, high, low, close and volume.</p>
+  ${
+    data.candles.length === 0
+      ? html`<p>No closed candles for this timeframe yet.</p>`
+      : html`<p id="chart-readout" class="readout muted">Point at a candle to read its open, high, low, close and \
+volume.</p>
   <div id="chart" class="chart" role="img" aria-label="Candlestick chart of ${data.symbol} on ${data.tf} with a volume \
 pane: the last ${data.candles.length} candles with ${json.markers.length} signal \
 markers${access.current ? " and the current levels as lines" : ""}. The same information is in the tables below."></div>
@@ -307,15 +390,18 @@ markers${access.current ? " and the current levels as lines" : ""}. The same inf
     <li><span class="sig-long">L / L+</span> long / strong long</li>
     <li><span class="sig-short">S / S+</span> short / strong short</li>
     <li><span class="sig-none">\u00d7</span> invalidated (none)</li>
-    ${access.current
-      ? html`<li><span class="swatch defense"></span>defense</li>
+    ${
+      access.current
+        ? html`<li><span class="swatch defense"></span>defense</li>
     <li><span class="swatch trigger"></span>arming trigger</li>
     <li><span class="swatch invalidation"></span>arming invalidation</li>`
-      : ""}
+        : ""
+    }
   </ul>
   <p class="muted">Times in MYT. ${formatInteger(data.candles.length)} of ${formatInteger(data.totalCandles)} closed \
 candles shown. Charting by <a href="https://www.tradingview.com/">TradingView</a> Lightweight Charts\u2122.</p>
-  ${jsonScript("chart-data", json)}`}
+  ${jsonScript("chart-data", json)}`
+  }
 </section>
 ${backtestSection(data, bt)}
 ${trackRecordSection(data, access)}

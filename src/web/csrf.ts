@@ -25,7 +25,9 @@ export function sessionCsrfToken(csrfSecret: string): string {
  * replaces (null: the first key), so it stops matching once that key is replaced.
  */
 export function keyConfirmToken(csrfSecret: string, replacesKeyId: number | null): string {
-  return createHmac("sha256", csrfSecret).update(`signals-key-confirm-v1:${replacesKeyId ?? "none"}`).digest("base64url");
+  return createHmac("sha256", csrfSecret)
+    .update(`signals-key-confirm-v1:${replacesKeyId ?? "none"}`)
+    .digest("base64url");
 }
 
 /** True when the submitted token is the session's token. */

@@ -33,7 +33,8 @@ export const MAX_FORM_BYTES = 16 * 1024;
 
 /** Why an unconfirmed account's payment or key form is refused (403, code email_unverified). */
 export const EMAIL_UNVERIFIED_MESSAGE =
-  "This account's email address is not confirmed yet, so it cannot subscribe, buy Tokens or make an API key. Open the link we mailed when you signed up, or ask for a new one on your account page.";
+  "This account's email address is not confirmed yet, so it cannot subscribe, buy Tokens or make an " +
+  "API key. Open the link we mailed when you signed up, or ask for a new one on your account page.";
 
 interface GuardDeps {
   readonly config: Config;
@@ -136,7 +137,9 @@ export function createFormGuards(deps: GuardDeps, sessions: ReturnType<typeof cr
     return limited ?? refused;
   };
 
-  /** The CSRF token: the session's for a signed-in member, else the double-submit cookie's; compared in constant time. */
+  /**
+   * The CSRF token: the session's for a signed-in member, else the double-submit cookie's; compared in constant time.
+   */
   const csrf: MiddlewareHandler<WebEnv> = async (c, next) => {
     const submitted = c.get("form").get(CSRF_FIELD);
     const signed = c.get("signed");

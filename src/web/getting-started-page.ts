@@ -82,7 +82,13 @@ export function renderGettingStartedPage(ctx: PageContext, baseUrl: string): str
     html`<h1>Getting started</h1>
 <p class="lead">From a key to a program that reads signals once per candle close, in five minutes.</p>
 <ol class="steps">
-  <li>${ctx.signedIn ? html`On <a href="/account">your account page</a>` : html`<a href="/signup">Create an account</a>, confirm your email address if we mail you a link, then on your account page`}, choose a plan and create your API key. It is shown once: copy it.</li>
+  <li>${
+    ctx.signedIn
+      ? html`On <a href="/account">your account page</a>`
+      : html`<a href="/signup">Create an \
+account</a>, confirm your email address if we mail you a link, then on your account \
+page`
+  }, choose a plan and create your API key. It is shown once: copy it.</li>
   <li>Make the first call below. Each successful call uses 1 Token, however many coins it asks for.</li>
   <li>Read each coin's entry as described under “Reading an answer”, and ask again at the next candle close.</li>
 </ol>

@@ -44,7 +44,10 @@ export function html(strings: TemplateStringsArray, ...values: Fragment[]): Safe
  * CSP needs no exception. `<` is escaped so the text can never close the element.
  */
 export function jsonScript(id: string, data: unknown): SafeHtml {
-  const json = JSON.stringify(data).replace(/</g, "\\u003c").replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029");
+  const json = JSON.stringify(data)
+    .replace(/</g, "\\u003c")
+    .replace(/\u2028/g, "\\u2028")
+    .replace(/\u2029/g, "\\u2029");
   return new SafeHtml(`<script type="application/json" id="${escapeHtml(id)}">${json}</script>`);
 }
 
@@ -52,7 +55,16 @@ export function jsonScript(id: string, data: unknown): SafeHtml {
 const FAVICON_URL = "/assets/favicon.svg";
 
 /** The navigation's entries (signed in and signed out). */
-export type NavKey = "account" | "watch" | "charts" | "track-record" | "getting-started" | "pricing" | "docs" | "signin" | "home";
+export type NavKey =
+  | "account"
+  | "watch"
+  | "charts"
+  | "track-record"
+  | "getting-started"
+  | "pricing"
+  | "docs"
+  | "signin"
+  | "home";
 
 export interface LayoutOptions {
   readonly title: string;
@@ -85,7 +97,10 @@ const VISITOR_NAV: ReadonlyArray<{ key: NavKey; href: string; text: string }> = 
 
 /** The logo mark: two candles, one up, one down (inline, so it costs no request). */
 export const LOGO_MARK = new SafeHtml(
-  `<svg class="logo" viewBox="0 0 32 32" width="28" height="28" aria-hidden="true" focusable="false"><rect ` + `width="32" height="32" rx="7" class="logo-bg"/><path d="M10 6v20M22 6v20" class="logo-wick"/><rect ` + `x="6.5" y="11" width="7" height="10" rx="1" class="logo-up"/><rect x="18.5" ` + `y="9" width="7" height="9" rx="1" class="logo-down"/></svg>`,
+  `<svg class="logo" viewBox="0 0 32 32" width="28" height="28" aria-hidden="true" focusable="false"><rect ` +
+    `width="32" height="32" rx="7" class="logo-bg"/><path d="M10 6v20M22 6v20" class="logo-wick"/><rect ` +
+    `x="6.5" y="11" width="7" height="10" rx="1" class="logo-up"/><rect x="18.5" ` +
+    `y="9" width="7" height="9" rx="1" class="logo-down"/></svg>`,
 );
 
 const navItem = (entry: { key: NavKey; href: string; text: string }, current: NavKey | undefined) =>
@@ -118,8 +133,12 @@ export function layout(options: LayoutOptions, content: SafeHtml): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark">
-${options.refreshTo ? html`<meta http-equiv="refresh" content="0;url=${options.refreshTo}">
-` : ""}<title>${options.title} · Signals</title>
+${
+  options.refreshTo
+    ? html`<meta http-equiv="refresh" content="0;url=${options.refreshTo}">
+`
+    : ""
+}<title>${options.title} · Signals</title>
 <link rel="icon" href="${FAVICON_URL}" type="image/svg+xml">
 <link rel="stylesheet" href="${options.stylesheet}">
 ${(options.scripts ?? []).map((src) => html`<script src="${src}" defer></script>`)}

@@ -4,15 +4,16 @@
  * headline with its method linked, the plans and the way in. Server-rendered, no script, no
  * request to another site. Pure rendering: routes/public-pages.ts gathers the data.
  */
-import type { PageContext } from "./auth-pages.ts";
+
 import { ENDED_SIGNAL_DELAY_MS } from "../accounts/entitlement.ts";
 import { DEMO_DATA_LABEL } from "../market/provenance.ts";
 import { DEFAULT_LIVE_COSTS } from "../track-record/live-record.ts";
+import type { ExampleAnswer, Headline } from "../track-record/public-showcase.ts";
+import type { PageContext } from "./auth-pages.ts";
 import { formatFee } from "./chart-page.ts";
 import { formatInteger, formatMyt, formatMytDate, planName } from "./format.ts";
 import { html, layout, type SafeHtml } from "./html.ts";
-import { planPriceText, type Offer } from "./offer.ts";
-import type { ExampleAnswer, Headline } from "../track-record/public-showcase.ts";
+import { type Offer, planPriceText } from "./offer.ts";
 
 export interface LandingView {
   readonly example: ExampleAnswer | null;
@@ -25,17 +26,25 @@ const DELAY_HOURS = ENDED_SIGNAL_DELAY_MS / 3_600_000;
 /** The answer as a reader scans it: one line per top-level field, one per signal entry. */
 function compactJson(body: Record<string, unknown>): string {
   const lines = Object.entries(body).map(([key, value]) =>
-    Array.isArray(value) ? `  "${key}": [\n${value.map((v) => `    ${JSON.stringify(v)}`).join(",\n")}\n  ]` : `  "${key}": ${JSON.stringify(value)}`,
+    Array.isArray(value)
+      ? `  "${key}": [\n${value.map((v) => `    ${JSON.stringify(v)}`).join(",\n")}\n  ]`
+      : `  "${key}": ${JSON.stringify(value)}`,
   );
   return `{\n${lines.join(",\n")}\n}`;
 }
 
 function exampleSection(example: ExampleAnswer | null): SafeHtml {
   if (example === null) {
-    return html`<p class="muted">An example answer appears here once the first signal has ended at least ${DELAY_HOURS} hours ago.</p>`;
+    return html`<p class="muted">An example answer appears here once the first signal has ended at least \
+${DELAY_HOURS} hours ago.</p>`;
   }
   return html`<figure class="example">
-  ${example.demo ? html`<p class="demo-label" id="example-demo"><strong>${DEMO_DATA_LABEL}.</strong> This server has no real market data yet; the example comes from the demo feed.</p>` : ""}
+  ${
+    example.demo
+      ? html`<p class="demo-label" id="example-demo"><strong>${DEMO_DATA_LABEL}.</strong> This server has \
+no real market data yet; the example comes from the demo feed.</p>`
+      : ""
+  }
   <figcaption>An answer as the API gave it at ${formatMyt(example.asOf)} for \
 <code>symbols=${example.symbol},NEWCOIN&amp;tf=${example.tf}</code>. This signal has ended: current signals reach \
 paying members only. (<code>arming</code> is null here because past forming setups are not kept.)</figcaption>
@@ -44,7 +53,9 @@ paying members only. (<code>arming</code> is null here because past forming setu
 }
 
 function headlineSection(h: Headline): SafeHtml {
-  if (h.trades === 0) return html`<p>No live signal has ended yet, so there is no track record to show. <a href="/track-record#method">How it will be computed</a>.</p>`;
+  if (h.trades === 0)
+    return html`<p>No live signal has ended yet, so there is no track record to show. \
+<a href="/track-record#method">How it will be computed</a>.</p>`;
   const winRate = ((100 * h.wins) / h.trades).toFixed(1);
   const span = h.from !== null && h.to !== null ? `, ${formatMytDate(h.from)} to ${formatMytDate(h.to)}` : "";
   return html`<ul class="stats" id="headline">
@@ -75,10 +86,17 @@ function plansSection(offer: Offer): SafeHtml {
 /** The landing page. */
 export function renderLandingPage(ctx: PageContext, view: LandingView): string {
   const cta = ctx.signedIn
-    ? html`<a class="button" href="/account">Go to your account</a> <a class="button secondary" href="/watch">Open your watchlist</a>`
-    : html`<a class="button" href="/signup">Create an account</a> <a class="button secondary" href="/pricing">See pricing</a>`;
+    ? html`<a class="button" href="/account">Go to your account</a> <a class="button secondary"
+      href="/watch">Open your watchlist</a>`
+    : html`<a class="button" href="/signup">Create an account</a> <a class="button secondary"
+      href="/pricing">See pricing</a>`;
   return layout(
-    { title: "Market-structure signals for crypto", stylesheet: ctx.stylesheet, signedIn: ctx.signedIn, current: "home" },
+    {
+      title: "Market-structure signals for crypto",
+      stylesheet: ctx.stylesheet,
+      signedIn: ctx.signedIn,
+      current: "home",
+    },
     html`<section class="hero" aria-labelledby="hero-h">
   <h1 id="hero-h">Market-structure signals for crypto, as an API</h1>
   <p class="lead">One call returns the current break-of-structure signal for up to ${view.offer.limits.maxSymbols} \
@@ -112,4 +130,3 @@ each field. The full reference is in the <a href="/docs">API docs</a>.</p>
 </section>`,
   );
 }
-

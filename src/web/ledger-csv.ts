@@ -3,10 +3,22 @@
  * a quote, comma or line break, quotes doubled), one line per ledger row, oldest first, streamed
  * page by page as the rows are read. Columns: docs/decisions.md.
  */
-import { mytDay } from "../clock.ts";
-import type { LedgerRow } from "../billing/ledger-history.ts";
 
-export const LEDGER_CSV_COLUMNS = ["id", "time_utc", "day_myt", "kind", "tokens", "grant_delta", "pack_delta", "grant_after", "pack_after", "note"] as const;
+import type { LedgerRow } from "../billing/ledger-history.ts";
+import { mytDay } from "../clock.ts";
+
+export const LEDGER_CSV_COLUMNS = [
+  "id",
+  "time_utc",
+  "day_myt",
+  "kind",
+  "tokens",
+  "grant_delta",
+  "pack_delta",
+  "grant_after",
+  "pack_after",
+  "note",
+] as const;
 
 /** One CSV field. */
 export function csvField(value: string): string {
@@ -46,7 +58,10 @@ export function ledgerCsvLine(row: LedgerRow): string {
  * A read that fails mid-way ends the download broken (the status was sent long before), never
  * silently short: the stream errors, so the connection is reset, and `onError` hears why.
  */
-export function ledgerCsvStream(pages: AsyncGenerator<LedgerRow[]>, onError: (err: unknown) => void = () => {}): ReadableStream<Uint8Array> {
+export function ledgerCsvStream(
+  pages: AsyncGenerator<LedgerRow[]>,
+  onError: (err: unknown) => void = () => {},
+): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   return new ReadableStream<Uint8Array>({
     start(controller) {

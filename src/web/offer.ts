@@ -5,9 +5,9 @@
  * Read from configuration and Stripe, never written twice.
  */
 import type { Limits } from "../config.ts";
-import type { PlanPrice, PlanPrices } from "../payments/plan-prices.ts";
-import type { TokenPack } from "../payments/config.ts";
 import type { PaidPlan } from "../payments/checkout.ts";
+import type { TokenPack } from "../payments/config.ts";
+import type { PlanPrice, PlanPrices } from "../payments/plan-prices.ts";
 import { formatMoney } from "./billing-card.ts";
 import { formatInteger } from "./format.ts";
 
@@ -20,12 +20,22 @@ export interface Offer {
 }
 
 /** The offer now (plan prices from memory, or from Stripe at most every few minutes). */
-export async function loadOffer(deps: { planPrices: PlanPrices; paymentsOn: boolean; packs: readonly TokenPack[]; limits: Limits }): Promise<Offer> {
+export async function loadOffer(deps: {
+  planPrices: PlanPrices;
+  paymentsOn: boolean;
+  packs: readonly TokenPack[];
+  limits: Limits;
+}): Promise<Offer> {
   return {
     paymentsOn: deps.paymentsOn,
     plans: await deps.planPrices.all(),
     packs: deps.paymentsOn ? deps.packs : [],
-    limits: { dailyCap: deps.limits.dailyCap, monthlyGrant: deps.limits.monthlyGrant, maxSymbols: deps.limits.maxSymbols, lowBalancePct: deps.limits.lowBalancePct },
+    limits: {
+      dailyCap: deps.limits.dailyCap,
+      monthlyGrant: deps.limits.monthlyGrant,
+      maxSymbols: deps.limits.maxSymbols,
+      lowBalancePct: deps.limits.lowBalancePct,
+    },
   };
 }
 

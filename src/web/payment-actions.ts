@@ -5,14 +5,20 @@
  * which instead accepts nothing that Stripe has not signed.
  */
 import type { Logger } from "pino";
-import type { Config } from "../config.ts";
+import type { AccountSummary } from "../accounts/accounts.ts";
+import { mayCallPaidEndpoint, PAID_PLANS, viewerOf } from "../accounts/entitlement.ts";
 import type { Clock } from "../clock.ts";
+import type { Config } from "../config.ts";
 import type { DbHandle } from "../db/client.ts";
 import { errorBodyOf } from "../errors.ts";
 import { errorSummary } from "../logger.ts";
-import type { AccountSummary } from "../accounts/accounts.ts";
-import { mayCallPaidEndpoint, PAID_PLANS, viewerOf } from "../accounts/entitlement.ts";
-import { createPackCheckout, createPortalSession, createSubscriptionCheckout, type CheckoutDeps, type PaidPlan } from "../payments/checkout.ts";
+import {
+  type CheckoutDeps,
+  createPackCheckout,
+  createPortalSession,
+  createSubscriptionCheckout,
+  type PaidPlan,
+} from "../payments/checkout.ts";
 import type { StripeClient } from "../payments/stripe-client.ts";
 import { handleStripeWebhook, type WebhookAnswer } from "../payments/webhook.ts";
 import type { BillingView } from "./billing-card.ts";
@@ -27,7 +33,9 @@ export interface PaymentRouteDeps {
 }
 
 /** What a payment form post answers: a redirect (to Stripe or back), or a message page. */
-export type PaymentFormResult = { kind: "redirect"; location: string } | { kind: "message"; status: number; title: string; message: string };
+export type PaymentFormResult =
+  | { kind: "redirect"; location: string }
+  | { kind: "message"; status: number; title: string; message: string };
 
 const UNAVAILABLE: PaymentFormResult = {
   kind: "message",
@@ -36,25 +44,49 @@ const UNAVAILABLE: PaymentFormResult = {
   message: "Stripe could not be reached just now. Nothing was charged. Try again in a moment.",
 };
 const WEBHOOK_OFF = { status: 404 as const, body: { ...errorBodyOf("not_found", "No such route.") } };
-const OFF: PaymentFormResult = { kind: "message", status: 404, title: "Payments are off", message: "This service does not take payments." };
+const OFF: PaymentFormResult = {
+  kind: "message",
+  status: 404,
+  title: "Payments are off",
+  message: "This service does not take payments.",
+};
 
 function checkoutDeps(deps: PaymentRouteDeps): CheckoutDeps | null {
   const settings = deps.config.payments.stripe;
-  return deps.stripe && settings ? { db: deps.db, stripe: deps.stripe, settings, publicBaseUrl: deps.config.publicBaseUrl } : null;
+  return deps.stripe && settings
+    ? { db: deps.db, stripe: deps.stripe, settings, publicBaseUrl: deps.config.publicBaseUrl }
+    : null;
 }
 
 const isActivePaid = (summary: AccountSummary, now: number) => mayCallPaidEndpoint(viewerOf(summary, now));
 
 /** What the account page's payments card shows, or null when payments are off. */
-export function billingView(deps: PaymentRouteDeps, summary: AccountSummary, csrfToken: string, planPrices: BillingView["planPrices"]): BillingView | null {
+export function billingView(
+  deps: PaymentRouteDeps,
+  summary: AccountSummary,
+  csrfToken: string,
+  planPrices: BillingView["planPrices"],
+): BillingView | null {
   const settings = deps.config.payments.stripe;
   if (!deps.stripe || !settings) return null;
   const active = isActivePaid(summary, deps.clock());
   const plans = active ? [] : PAID_PLANS.filter((plan) => settings.prices[plan] !== null);
-  return { packs: deps.config.payments.tokenPacks, plans, planPrices, mayBuyPacks: active, hasCustomer: summary.stripeCustomerId !== null, csrfToken };
+  return {
+    packs: deps.config.payments.tokenPacks,
+    plans,
+    planPrices,
+    mayBuyPacks: active,
+    hasCustomer: summary.stripeCustomerId !== null,
+    csrfToken,
+  };
 }
 
-async function viaStripe(deps: PaymentRouteDeps, accountId: number, what: string, action: () => Promise<{ url: string }>): Promise<PaymentFormResult> {
+async function viaStripe(
+  deps: PaymentRouteDeps,
+  accountId: number,
+  what: string,
+  action: () => Promise<{ url: string }>,
+): Promise<PaymentFormResult> {
   try {
     const { url } = await action();
     deps.logger.info({ accountId }, `${what} started`);
@@ -66,30 +98,63 @@ async function viaStripe(deps: PaymentRouteDeps, accountId: number, what: string
 }
 
 /** "Buy": a Checkout Session for the chosen pack of the catalogue, for the session's account only. */
-export async function buyPack(deps: PaymentRouteDeps, account: AccountSummary, form: URLSearchParams): Promise<PaymentFormResult> {
+export async function buyPack(
+  deps: PaymentRouteDeps,
+  account: AccountSummary,
+  form: URLSearchParams,
+): Promise<PaymentFormResult> {
   const checkout = checkoutDeps(deps);
   if (!checkout) return OFF;
   const pack = deps.config.payments.tokenPacks.find((p) => p.id === form.get("pack"));
-  if (!pack) return { kind: "message", status: 400, title: "No such pack", message: "That Token pack is not on offer. Nothing was charged." };
+  if (!pack)
+    return {
+      kind: "message",
+      status: 400,
+      title: "No such pack",
+      message: "That Token pack is not on offer. Nothing was charged.",
+    };
   // Tokens are spent only by API calls: a plan that cannot make them is offered the plan, not a pack.
   if (!isActivePaid(account, deps.clock())) {
-    return { kind: "message", status: 403, title: "Subscribe first", message: "Token packs are spent by API calls, which need the node or founding-seat plan with " + "an active subscription. Choose a plan on your account page. Nothing was charged." };
+    return {
+      kind: "message",
+      status: 403,
+      title: "Subscribe first",
+      message:
+        "Token packs are spent by API calls, which need the node or founding-seat plan with " +
+        "an active subscription. Choose a plan on your account page. Nothing was charged.",
+    };
   }
   return viaStripe(deps, account.accountId, "pack checkout", () => createPackCheckout(checkout, account, pack));
 }
 
 /** "Subscribe": a Checkout Session in subscription mode, unless a paid plan is already active. */
-export async function subscribe(deps: PaymentRouteDeps, account: AccountSummary, form: URLSearchParams): Promise<PaymentFormResult> {
+export async function subscribe(
+  deps: PaymentRouteDeps,
+  account: AccountSummary,
+  form: URLSearchParams,
+): Promise<PaymentFormResult> {
   const checkout = checkoutDeps(deps);
   if (!checkout) return OFF;
   const plan = form.get("plan");
   if ((plan !== "node" && plan !== "founding_seat") || checkout.settings.prices[plan] === null) {
-    return { kind: "message", status: 400, title: "No such plan", message: "That plan is not on offer. Nothing was charged." };
+    return {
+      kind: "message",
+      status: 400,
+      title: "No such plan",
+      message: "That plan is not on offer. Nothing was charged.",
+    };
   }
   if (isActivePaid(account, deps.clock())) {
-    return { kind: "message", status: 409, title: "Already subscribed", message: "Your plan is active. Change or cancel it with Manage billing." };
+    return {
+      kind: "message",
+      status: 409,
+      title: "Already subscribed",
+      message: "Your plan is active. Change or cancel it with Manage billing.",
+    };
   }
-  return viaStripe(deps, account.accountId, "subscription checkout", () => createSubscriptionCheckout(checkout, account, plan as PaidPlan));
+  return viaStripe(deps, account.accountId, "subscription checkout", () =>
+    createSubscriptionCheckout(checkout, account, plan as PaidPlan),
+  );
 }
 
 /** "Manage billing": a Billing Portal session for the account's Stripe Customer. */
@@ -107,7 +172,15 @@ export async function stripeWebhookAnswer(
   const settings = deps.config.payments.stripe;
   if (!deps.stripe || !settings) return WEBHOOK_OFF;
   return handleStripeWebhook(
-    { db: deps.db, logger: deps.logger, limits: deps.config.limits, payments: deps.config.payments, now: deps.clock, stripe: deps.stripe, settings },
+    {
+      db: deps.db,
+      logger: deps.logger,
+      limits: deps.config.limits,
+      payments: deps.config.payments,
+      now: deps.clock,
+      stripe: deps.stripe,
+      settings,
+    },
     request,
   );
 }

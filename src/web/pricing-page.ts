@@ -7,7 +7,7 @@
 import type { PageContext } from "./auth-pages.ts";
 import { formatInteger, planName } from "./format.ts";
 import { html, layout, type SafeHtml } from "./html.ts";
-import { callsPerMonth, packText, planPriceText, type Offer } from "./offer.ts";
+import { callsPerMonth, type Offer, packText, planPriceText } from "./offer.ts";
 
 /** The specification's example: 8 coins in one call every 5 minutes. */
 const EXAMPLE_MINUTES = 5;
@@ -44,24 +44,29 @@ export function renderPricingPage(ctx: PageContext, offer: Offer): string {
     html`<h1>Pricing</h1>
 <p class="lead">A subscription gives the API, alerts and the live watchlist with a monthly grant of Tokens; Token \
 packs top it up and never expire.</p>
-${offer.paymentsOn
-  ? ""
-  : html`<p class="notice warn" id="payments-off">This server does not take payments. Plans are granted by its operator; ask them for an account.</p>`}
+${
+  offer.paymentsOn
+    ? ""
+    : html`<p class="notice warn" id="payments-off">This server does not take payments. Plans are granted by its \
+operator; ask them for an account.</p>`
+}
 <section aria-labelledby="plans-h">
   <h2 id="plans-h">Plans</h2>
   <ul class="plan-cards" id="plans">${offer.plans.map((p) => planCard(offer, p, ctx.signedIn !== null))}</ul>
   <p class="muted">Both plans give the same access; the founding seat is the early members' price. A subscription \
 renews monthly until you cancel it under Manage billing on your account page.</p>
 </section>
-${offer.packs.length > 0
-  ? html`<section aria-labelledby="packs-h">
+${
+  offer.packs.length > 0
+    ? html`<section aria-labelledby="packs-h">
   <h2 id="packs-h">Token packs</h2>
   <ul class="pack-list"
   id="packs">${offer.packs.map((pack) => html`<li data-pack="${pack.id}">${packText(pack)}</li>`)}</ul>
   <p>Packs never expire and are spent only once the month's grant is used up. They need an active plan to be spent: a \
 pack alone does not open the API.</p>
 </section>`
-  : ""}
+    : ""
+}
 <section aria-labelledby="billing-h">
   <h2 id="billing-h">How billing works</h2>
   <ul>
@@ -86,7 +91,13 @@ ${offer.limits.lowBalancePct}% of the grant you get one notice.</li>
 full ledger.</p>
 </section>
 <div class="actions">
-  ${ctx.signedIn ? html`<a class="button" href="/account">Your account</a>` : html`<a class="button" href="/signup">Create an account</a>`}
+  ${
+    ctx.signedIn
+      ? html`<a class="button" href="/account">Your \
+account</a>`
+      : html`<a class="button"
+    href="/signup">Create an account</a>`
+  }
   <a href="/getting-started">Getting started</a>
 </div>`,
   );

@@ -79,8 +79,14 @@ export function composeAlreadyMemberMail(links: { signIn: string; forgot: string
     "",
     "Did not try to sign up? Ignore this mail: nothing changed.",
   ].join("\n");
-  const body = html`<p>Someone (we hope you) tried to create a signals account with this address, but it has one already.</p>
-<p><a href="${links.signIn}">Sign in</a>${links.forgot ? html` or <a href="${links.forgot}">ask for a new password</a>` : ""}.</p>
+  const body = html`<p>Someone (we hope you) tried to create a signals account with this address, but it has one \
+already.</p>
+<p><a href="${links.signIn}">Sign in</a>${
+    links.forgot
+      ? html` or <a href="${links.forgot}">ask for a new \
+password</a>`
+      : ""
+  }.</p>
 <p>Did not try to sign up? Ignore this mail: nothing changed.</p>`;
   return { subject: "You already have an account", text, html: body.value };
 }

@@ -41,7 +41,8 @@ export function refuse(c: Context, ctx: PageContext): Response {
     renderMessagePage(
       ctx,
       "Form refused",
-      "This form did not come from this site, or it has expired. Nothing was changed. Go back, reload the page and try again.",
+      "This form did not come from this site, or it has expired. Nothing " +
+        "was changed. Go back, reload the page and try again.",
     ),
   );
 }

@@ -1,13 +1,17 @@
 /**
  * The public sign-up form. Pure rendering.
  */
+
+import { MIN_PASSWORD_LENGTH } from "../accounts/sign-in/passwords.ts";
 import type { PageContext } from "./auth-pages.ts";
 import { CSRF_FIELD } from "./csrf.ts";
 import { html, layout } from "./html.ts";
-import { MIN_PASSWORD_LENGTH } from "../accounts/sign-in/passwords.ts";
 
 /** The sign-up form; `csrfToken` is the double-submit value also set as the `csrf` cookie. */
-export function renderSignUpPage(ctx: PageContext, form: { csrfToken: string; email?: string; error?: string | null }): string {
+export function renderSignUpPage(
+  ctx: PageContext,
+  form: { csrfToken: string; email?: string; error?: string | null },
+): string {
   return layout(
     { title: "Create an account", stylesheet: ctx.stylesheet, signedIn: null },
     html`<h1>Create an account</h1>
@@ -57,7 +61,10 @@ after a few minutes? Look in the spam folder, or sign in and ask for the link ag
 }
 
 /** The page a confirmation link opens: one button, so a mail scanner's preview does not use the link. */
-export function renderVerifyEmailPage(ctx: PageContext, form: { csrfToken: string; token: string; email: string }): string {
+export function renderVerifyEmailPage(
+  ctx: PageContext,
+  form: { csrfToken: string; token: string; email: string },
+): string {
   return layout(
     { title: "Confirm your email", stylesheet: ctx.stylesheet, signedIn: ctx.signedIn },
     html`<h1>Confirm your email</h1>

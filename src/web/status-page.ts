@@ -7,11 +7,11 @@
  */
 import { sql } from "drizzle-orm";
 import type { DbHandle } from "../db/client.ts";
-import { isTimeframe, TIMEFRAME_MS } from "../market/timeframes.ts";
-import { formatMyt } from "./format.ts";
 import { DEMO_DATA_LABEL } from "../market/provenance.ts";
-import { html, layout } from "./html.ts";
+import { isTimeframe, TIMEFRAME_MS } from "../market/timeframes.ts";
 import type { PageContext } from "./auth-pages.ts";
+import { formatMyt } from "./format.ts";
+import { html, layout } from "./html.ts";
 
 export type FeedState = "live" | "stale" | "backfilling";
 
@@ -29,9 +29,14 @@ export interface CoinFeedStatus {
   demo: boolean;
 }
 
-
 /** The feed state of a coin from its times (pure). */
-export function feedState(now: number, lastUpdateAt: number, lastCandleOpenTime: number | null, baseMs: number, staleAfterMs: number): FeedState {
+export function feedState(
+  now: number,
+  lastUpdateAt: number,
+  lastCandleOpenTime: number | null,
+  baseMs: number,
+  staleAfterMs: number,
+): FeedState {
   if (now - lastUpdateAt > staleAfterMs) return "stale";
   // The candle after the last stored one should have closed by now (a minute of grace): catching up.
   if (lastCandleOpenTime === null || lastCandleOpenTime + 2 * baseMs + 60_000 < now) return "backfilling";
@@ -41,8 +46,20 @@ export function feedState(now: number, lastUpdateAt: number, lastCandleOpenTime:
 /**
  * Reads every coin's feed status from the store, sorted by symbol (or only `symbol`'s, for its chart page's banner).
  */
-export async function loadFeedStatus(db: DbHandle, now: number, staleAfterMs: number, symbol?: string): Promise<CoinFeedStatus[]> {
-  const rows = await db.rows<{ symbol: string; base_tf: string; last_update_ms: number; last_candle: number | null; leased: boolean; demo: boolean }>(sql`
+export async function loadFeedStatus(
+  db: DbHandle,
+  now: number,
+  staleAfterMs: number,
+  symbol?: string,
+): Promise<CoinFeedStatus[]> {
+  const rows = await db.rows<{
+    symbol: string;
+    base_tf: string;
+    last_update_ms: number;
+    last_candle: number | null;
+    leased: boolean;
+    demo: boolean;
+  }>(sql`
     SELECT c.symbol, c.base_tf, c.demo,
       (extract(epoch FROM c.last_update_at) * 1000)::float8 AS last_update_ms,
       (SELECT max(k.open_time) FROM candles k WHERE k.symbol = c.symbol AND k.tf = c.base_tf AND k.closed)::float8
@@ -52,7 +69,21 @@ export async function loadFeedStatus(db: DbHandle, now: number, staleAfterMs: nu
   return rows.map((r) => {
     const lastCandle = r.last_candle === null ? null : Number(r.last_candle);
     const lastUpdateAt = Number(r.last_update_ms);
-    return { symbol: r.symbol, baseTf: r.base_tf, state: feedState(now, lastUpdateAt, lastCandle, isTimeframe(r.base_tf) ? TIMEFRAME_MS[r.base_tf] : TIMEFRAME_MS["1h"], staleAfterMs), lastCandleOpenTime: lastCandle, lastUpdateAt, leased: Boolean(r.leased), demo: r.demo === true };
+    return {
+      symbol: r.symbol,
+      baseTf: r.base_tf,
+      state: feedState(
+        now,
+        lastUpdateAt,
+        lastCandle,
+        isTimeframe(r.base_tf) ? TIMEFRAME_MS[r.base_tf] : TIMEFRAME_MS["1h"],
+        staleAfterMs,
+      ),
+      lastCandleOpenTime: lastCandle,
+      lastUpdateAt,
+      leased: Boolean(r.leased),
+      demo: r.demo === true,
+    };
   });
 }
 
@@ -95,7 +126,11 @@ export async function loadContextDataStatus(db: DbHandle): Promise<ContextDataSt
       (SELECT max(time) FROM macro_points)::float8 AS macro_newest,
       (extract(epoch FROM (SELECT max(updated_at) FROM macro_points)) * 1000)::float8 AS macro_received,
       ${sql.join(
-        Object.entries(DATASET_TABLES).map(([name, table]) => sql`EXISTS (SELECT 1 FROM ${table} WHERE demo) AS ${sql.raw(`${name}_demo`)}, EXISTS (SELECT 1 FROM ${table} WHERE NOT demo) AS ${sql.raw(`${name}_real`)}`),
+        Object.entries(DATASET_TABLES).map(
+          ([name, table]) =>
+            sql`EXISTS (SELECT 1 FROM ${table} WHERE demo) AS ${sql.raw(`${name}_demo`)}, EXISTS (SELECT 1 FROM ${table}
+              WHERE NOT demo) AS ${sql.raw(`${name}_real`)}`,
+        ),
         sql`, `,
       )}`);
   const at = (v: number | string | boolean | null | undefined) => (v === null || v === undefined ? null : Number(v));
@@ -117,38 +152,55 @@ const CONTEXT_NOTES: Record<ContextDataStatus["dataset"], string> = {
 
 /** What a dataset is, as its rows' provenance allows saying: demo rows never pass for the real source. */
 export function contextNote(d: ContextDataStatus): string {
-  if (d.provenance.demo && !d.provenance.real) return `${DEMO_DATA_LABEL}: sample rows from the demo feed, not real figures`;
+  if (d.provenance.demo && !d.provenance.real)
+    return `${DEMO_DATA_LABEL}: sample rows from the demo feed, not real figures`;
   if (d.provenance.demo) return `${CONTEXT_NOTES[d.dataset]}; rows of the demo feed's coins are ${DEMO_DATA_LABEL}`;
   return CONTEXT_NOTES[d.dataset];
 }
 
 /** The /status page. */
-export function renderStatusPage(ctx: PageContext, coins: readonly CoinFeedStatus[], now: number, context: readonly ContextDataStatus[] = []): string {
+export function renderStatusPage(
+  ctx: PageContext,
+  coins: readonly CoinFeedStatus[],
+  now: number,
+  context: readonly ContextDataStatus[] = [],
+): string {
   return layout(
     { title: "Feed status", stylesheet: ctx.stylesheet, signedIn: ctx.signedIn },
     html`<h1>Feed status</h1>
 <p>Market data as this service receives it, at ${formatMyt(now)}. A stale coin is answered <code>stale</code> by the \
 API until its feed resumes.</p>
-${coins.length === 0
-  ? html`<p>No coin has received data yet.</p>`
-  : html`<table class="status">
+${
+  coins.length === 0
+    ? html`<p>No coin has received data yet.</p>`
+    : html`<table class="status">
 <thead><tr><th scope="col">Coin</th><th scope="col">Feed</th><th scope="col">Data</th>
 <th scope="col">Base timeframe</th><th scope="col">Last closed candle (open)</th><th scope="col">Last update</th>
 <th scope="col">Feeder</th></tr></thead>
 <tbody>${coins.map(
-    (c) => html`<tr data-symbol="${c.symbol}" data-state="${c.state}" data-demo="${String(c.demo)}"><th scope="row">${c.symbol}</th><td>${c.state}</td><td>${c.demo ? DEMO_DATA_LABEL : "real market"}</td><td>${c.baseTf}</td><td>${c.lastCandleOpenTime === null ? "none" : formatMyt(c.lastCandleOpenTime)}</td><td>${formatMyt(c.lastUpdateAt)}</td><td>${c.leased ? "leading" : "none"}</td></tr>`,
-  )}</tbody>
-</table>`}
-${context.length === 0
-  ? ""
-  : html`<h2>Context data</h2>
+        (c) =>
+          html`<tr data-symbol="${c.symbol}" data-state="${c.state}" data-demo="${String(c.demo)}">
+            <th scope="row">${c.symbol}</th><td>${c.state}</td><td>${c.demo ? DEMO_DATA_LABEL : "real market"}</td>
+            <td>${c.baseTf}</td><td>${c.lastCandleOpenTime === null ? "none" : formatMyt(c.lastCandleOpenTime)}</td>
+            <td>${formatMyt(c.lastUpdateAt)}</td><td>${c.leased ? "leading" : "none"}</td></tr>`,
+      )}</tbody>
+</table>`
+}
+${
+  context.length === 0
+    ? ""
+    : html`<h2>Context data</h2>
 <p>The free datasets the API serves, with the time of the newest stored row and when rows last arrived.</p>
 <table class="status">
 <thead><tr><th scope="col">Dataset</th><th scope="col">Newest row</th><th scope="col">Last received</th>
 <th scope="col">What it is</th></tr></thead>
 <tbody>${context.map(
-    (d) => html`<tr data-dataset="${d.dataset}"><th scope="row">${d.dataset}</th><td>${d.newestMs === null ? "none" : formatMyt(d.newestMs)}</td><td>${d.receivedMs === null ? "none" : formatMyt(d.receivedMs)}</td><td>${contextNote(d)}</td></tr>`,
-  )}</tbody>
-</table>`}`,
+        (d) =>
+          html`<tr data-dataset="${d.dataset}"><th scope="row">${d.dataset}</th>
+            <td>${d.newestMs === null ? "none" : formatMyt(d.newestMs)}</td>
+            <td>${d.receivedMs === null ? "none" : formatMyt(d.receivedMs)}</td><td>${contextNote(d)}</td></tr>`,
+      )}</tbody>
+</table>`
+}`,
   );
 }

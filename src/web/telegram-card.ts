@@ -12,9 +12,14 @@ import { html, type SafeHtml } from "./html.ts";
 export type TelegramTestResult = { readonly accepted: true } | { readonly accepted: false; readonly error: string };
 
 /** Why an account whose plan has no alerts gets none (the card's notice and the test alert's refusal). */
-export const NO_ALERTS_IN_PLAN = "Signal alerts, and so test alerts, are part of the node and founding-seat plans " + "with an active subscription. Subscribe on your account page to receive them.";
+export const NO_ALERTS_IN_PLAN =
+  "Signal alerts, and so test alerts, are part of the node and founding-seat plans " +
+  "with an active subscription. Subscribe on your account page to receive them.";
 /** Why a typed chat id gets no test alert. */
-export const UNPROVEN_CHAT = "Test alerts go only to a chat connected with the Connect Telegram button (you " + "press Start in that chat, which proves it is yours), never to a chat id typed " + "in the form. To send one, disconnect this chat and connect it with the button.";
+export const UNPROVEN_CHAT =
+  "Test alerts go only to a chat connected with the Connect Telegram button (you " +
+  "press Start in that chat, which proves it is yours), never to a chat id typed " +
+  "in the form. To send one, disconnect this chat and connect it with the button.";
 
 export interface TelegramView {
   /** A Connect button is offered: the bot's username is set and its updates are received. */
@@ -42,17 +47,23 @@ function stateLine(alerts: StoredAlertSettings | null): SafeHtml {
   const chat = alerts?.chatId ?? null;
   const chosen = alerts !== null && alerts.symbols.length > 0 && alerts.timeframes.length > 0;
   const what = chosen ? `${alerts.symbols.join(", ")} on ${alerts.timeframes.join(", ")}` : "";
-  if (chat !== null && chosen) return html`Alerts go to Telegram chat <code id="telegram-chat">${maskedChat(chat)}</code> for ${what}.`;
-  if (chat !== null) return html`Telegram chat <code id="telegram-chat">${maskedChat(chat)}</code> is connected. Choose coins and timeframes below to receive alerts.`;
+  if (chat !== null && chosen)
+    return html`Alerts go to Telegram chat <code id="telegram-chat">${maskedChat(chat)}</code> for ${what}.`;
+  if (chat !== null)
+    return html`Telegram chat <code id="telegram-chat">${maskedChat(chat)}</code> is connected. Choose coins and \
+timeframes below to receive alerts.`;
   if (chosen) return html`Telegram is not connected: alerts for ${what} are not sent until you connect a chat.`;
-  return html`Alerts are off. Connect Telegram and choose coins and timeframes to receive each new signal as it is confirmed.`;
+  return html`Alerts are off. Connect Telegram and choose coins and timeframes to receive each new signal as it is \
+confirmed.`;
 }
 
 function testResultNotice(result: TelegramTestResult | null): SafeHtml | string {
   if (result === null) return "";
   return result.accepted
-    ? html`<div class="notice ok" role="status" id="telegram-test-result">Telegram accepted the test alert: check the chat.</div>`
-    : html`<div class="notice error" role="alert" id="telegram-test-result">Telegram did not accept the test alert (${result.error}). If you blocked the bot or deleted the chat, connect Telegram again.</div>`;
+    ? html`<div class="notice ok" role="status" id="telegram-test-result">Telegram accepted the test alert: check the \
+chat.</div>`
+    : html`<div class="notice error" role="alert" id="telegram-test-result">Telegram did not accept the test alert \
+(${result.error}). If you blocked the bot or deleted the chat, connect Telegram again.</div>`;
 }
 
 const csrfInput = (csrfToken: string) => html`<input type="hidden" name="${CSRF_FIELD}" value="${csrfToken}">`;
@@ -62,14 +73,20 @@ function chatActions(view: AlertsCardView, csrfToken: string): SafeHtml | string
   if (view.alerts?.chatId != null) {
     const testable = telegram?.canSend === true && telegram.alertsInPlan && view.alerts.chatVerified;
     return html`<div class="actions">
-    ${testable ? html`<form method="post" action="/account/telegram/test">${csrfInput(csrfToken)}<button type="submit" id="telegram-test">Send a test alert</button></form>` : ""}
+    ${
+      testable
+        ? html`<form method="post" action="/account/telegram/test">${csrfInput(csrfToken)}<button type="submit"
+      id="telegram-test">Send a test alert</button></form>`
+        : ""
+    }
     <form method="post" action="/account/telegram/disconnect">${csrfInput(csrfToken)}<button type="submit"
     class="secondary" id="telegram-disconnect">Disconnect</button></form>
   </div>`;
   }
   if (!telegram?.connectable) return "";
   // A new tab for Telegram: this page stays open and notices the connection (telegram.js).
-  return html`<form method="post" action="/account/telegram/connect" target="_blank" rel="noopener" class="actions" id="telegram-connect-form">
+  return html`<form method="post" action="/account/telegram/connect" target="_blank" rel="noopener" class="actions"
+    id="telegram-connect-form">
     ${csrfInput(csrfToken)}<button type="submit" id="telegram-connect">Connect Telegram</button>
   </form>
   <p class="muted">Telegram opens our bot: press <strong>Start</strong> there. This page shows the connection by \
@@ -85,10 +102,16 @@ export function renderAlertsCard(view: AlertsCardView, csrfToken: string): SafeH
   const connected = view.alerts?.chatId != null;
   // The manual chat id is the fallback: folded away when a tap can connect (or a chat is connected).
   const manualOpen = form?.chatId || (!connected && !view.telegram?.connectable);
-  const unproven = connected && view.telegram?.canSend === true && view.telegram.alertsInPlan && !view.alerts!.chatVerified;
+  const unproven =
+    connected && view.telegram?.canSend === true && view.telegram.alertsInPlan && !view.alerts!.chatVerified;
   return html`<section class="card wide" aria-labelledby="alerts-h">
   <h2 id="alerts-h">Message-app alerts</h2>
-  ${view.telegram?.alertsInPlan === false ? html`<p class="notice warn" id="alerts-not-in-plan">${NO_ALERTS_IN_PLAN}</p>` : ""}
+  ${
+    view.telegram?.alertsInPlan === false
+      ? html`<p class="notice warn"
+    id="alerts-not-in-plan">${NO_ALERTS_IN_PLAN}</p>`
+      : ""
+  }
   <p id="telegram-state">${stateLine(view.alerts)}</p>
   ${unproven ? html`<p class="muted" id="telegram-unproven">${UNPROVEN_CHAT}</p>` : ""}
   ${testResultNotice(view.telegram?.testResult ?? null)}
@@ -104,7 +127,10 @@ export function renderAlertsCard(view: AlertsCardView, csrfToken: string): SafeH
     <fieldset>
       <legend>Timeframes</legend>
       <div class="checks">
-        ${TIMEFRAMES.map((tf) => html`<label><input type="checkbox" name="timeframes" value="${tf}"${chosen.includes(tf) ? html` checked` : ""}> ${tf}</label>`)}
+        ${TIMEFRAMES.map(
+          (tf) => html`<label><input type="checkbox" name="timeframes"
+          value="${tf}"${chosen.includes(tf) ? html` checked` : ""}> ${tf}</label>`,
+        )}
       </div>
     </fieldset>
     <details${manualOpen ? html` open` : ""}>
@@ -118,7 +144,12 @@ export function renderAlertsCard(view: AlertsCardView, csrfToken: string): SafeH
     </details>
     <div class="actions">
       <button type="submit" name="action" value="save">Save alert settings</button>
-      ${view.alerts ? html`<button type="submit" name="action" value="clear" class="secondary">Stop all alerts</button>` : ""}
+      ${
+        view.alerts
+          ? html`<button type="submit" name="action" value="clear"
+        class="secondary">Stop all alerts</button>`
+          : ""
+      }
     </div>
   </form>
 </section>`;

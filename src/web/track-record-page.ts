@@ -5,16 +5,22 @@
  * the method with its formulas and references. Backtests over imported history stay on the
  * member chart pages. Pure rendering.
  */
+
+import { ENDED_SIGNAL_DELAY_MS } from "../accounts/entitlement.ts";
+import type { PerformanceSummary } from "../performance/statistics.ts";
+import type { DailyChainHead } from "../track-record/event-log.ts";
+import {
+  DAYS_PER_YEAR,
+  type PortfolioFigures,
+  REGIME_LOOKBACK_DAYS,
+  type TimeframeConfidence,
+} from "../track-record/live-confidence.ts";
+import type { LiveCosts } from "../track-record/live-record.ts";
+import type { LiveRecordView, LiveSeriesView } from "../track-record/live-record-data.ts";
 import type { PageContext } from "./auth-pages.ts";
 import { signClass } from "./chart-page.ts";
-import type { DailyChainHead } from "../track-record/event-log.ts";
 import { formatInteger, formatMytDate, formatPercent } from "./format.ts";
 import { html, layout, type SafeHtml } from "./html.ts";
-import { DAYS_PER_YEAR, REGIME_LOOKBACK_DAYS, type PortfolioFigures, type TimeframeConfidence } from "../track-record/live-confidence.ts";
-import type { LiveRecordView, LiveSeriesView } from "../track-record/live-record-data.ts";
-import type { LiveCosts } from "../track-record/live-record.ts";
-import type { PerformanceSummary } from "../performance/statistics.ts";
-import { ENDED_SIGNAL_DELAY_MS } from "../accounts/entitlement.ts";
 
 const ENDED_SIGNAL_DELAY_HOURS = ENDED_SIGNAL_DELAY_MS / 3_600_000;
 const DASH = "\u2013";
@@ -25,17 +31,26 @@ const prob = (value: number): string => num(value, 3);
 
 /** The costs as the page states them. */
 export function costsText(costs: LiveCosts): string {
-  const funding = costs.shortFundingPctPer8h === 0 ? "no funding (none assumed: see the method)" : `funding of ${costs.shortFundingPctPer8h}% per 8 hours on shorts`;
+  const funding =
+    costs.shortFundingPctPer8h === 0
+      ? "no funding (none assumed: see the method)"
+      : `funding of ${costs.shortFundingPctPer8h}% per 8 hours on shorts`;
   return `${costs.feePct}% fee and ${costs.slippagePct}% slippage per side, ${funding}`;
 }
 
 function seriesRow(s: LiveSeriesView): SafeHtml {
   const { live } = s;
   const open = live.open;
-  const openCell = open === null ? DASH : html`${open.direction === 1 ? "long" : "short"} ${formatPercent((open.growth - 1) * 100)}`;
+  const openCell =
+    open === null ? DASH : html`${open.direction === 1 ? "long" : "short"} ${formatPercent((open.growth - 1) * 100)}`;
   return html`<tr data-series="${s.symbol}/${s.tf}">
     <th scope="row">${s.symbol} <span class="muted">${s.tf}</span></th>
-    <td data-label="Live since" class="text"${s.until === null ? "" : html` data-until="${s.until}"`}>${live.liveSince === null ? DASH : formatMytDate(live.liveSince)}</td>
+    <td data-label="Live since" class="text"${
+      s.until === null
+        ? ""
+        : html` \
+data-until="${s.until}"`
+    }>${live.liveSince === null ? DASH : formatMytDate(live.liveSince)}</td>
     <td data-label="Trades" data-field="trades">${formatInteger(live.trades.length)}</td>
     <td data-label="Win rate" data-field="winRate">${s.winRatePct === null ? DASH : `${s.winRatePct.toFixed(1)}%`}</td>
     <td data-label="Average per trade" data-field="avgResult"
@@ -51,7 +66,10 @@ function seriesRow(s: LiveSeriesView): SafeHtml {
 
 function winCell(f: PortfolioFigures): string {
   const w = f.winRate;
-  return w.trials === 0 ? DASH : `${(w.rate * 100).toFixed(1)}% (${(w.low * 100).toFixed(1)}–${(w.high * 100).toFixed(1)}%, ` + `${w.trials} trades)`;
+  return w.trials === 0
+    ? DASH
+    : `${(w.rate * 100).toFixed(1)}% (${(w.low * 100).toFixed(1)}–${(w.high * 100).toFixed(1)}%, ` +
+        `${w.trials} trades)`;
 }
 
 function summaryCells(s: PerformanceSummary): SafeHtml {
@@ -81,7 +99,12 @@ ${c.to ?? DASH})</td>
 }
 
 function splitRows(c: TimeframeConfidence): SafeHtml {
-  const row = (label: string, key: string, s: PerformanceSummary, win: string) => html`<tr data-tf="${c.tf}" data-split="${key}">
+  const row = (
+    label: string,
+    key: string,
+    s: PerformanceSummary,
+    win: string,
+  ) => html`<tr data-tf="${c.tf}" data-split="${key}">
     <th scope="row">${c.tf} <span class="muted">${label}</span></th>
     <td data-label="Days" data-field="days">${s.periods}</td>
     ${summaryCells(s)}
@@ -126,13 +149,25 @@ function chainSection(heads: readonly DailyChainHead[], signedIn: boolean): Safe
 published signal can be edited, removed or reordered without changing every hash after it. Each alert carries the \
 first 8 characters of its signal's hash. Below, each day's chain head (the hash of that day's last signal, MYT): \
 anyone can note it today and check any later copy of the log against it.</p>
-  ${signedIn
-    ? html`<p><a href="/track-record/log.jsonl" id="log-download" download>Download the full log</a> (JSON lines) and check it with <code>npx signals verify-log signal-log.jsonl</code>.</p>`
-    : html`<p>Members can download the full log here after <a href="/signin?next=%2Ftrack-record%2Flog.jsonl">signing in</a>, and check it with <code>npx signals verify-log</code>.</p>`}
-  ${heads.length === 0
-    ? html`<p>No live signal has been logged yet.</p>`
-    : html`<table id="chain-heads" class="stack"><thead><tr><th scope="col" class="text">Day (MYT)</th><th scope="col">Signals</th><th scope="col" class="text">Chain head</th></tr></thead>
-  <tbody>${heads.map((h) => html`<tr><td class="text">${h.day}</td><td>${h.events}</td><td class="text"><code>${h.head}</code></td></tr>`)}</tbody></table>`}
+  ${
+    signedIn
+      ? html`<p><a href="/track-record/log.jsonl" id="log-download"
+        download>Download the full log</a> (JSON lines) and check it with <code>npx signals verify-log \
+signal-log.jsonl</code>.</p>`
+      : html`<p>Members can download the full log here after \
+<a href="/signin?next=%2Ftrack-record%2Flog.jsonl">signing in</a>, and check it with <code>npx signals \
+verify-log</code>.</p>`
+  }
+  ${
+    heads.length === 0
+      ? html`<p>No live signal has been logged yet.</p>`
+      : html`<table id="chain-heads" class="stack"><thead><tr><th scope="col" class="text">Day (MYT)</th>
+        <th scope="col">Signals</th><th scope="col" class="text">Chain head</th></tr></thead>
+  <tbody>${heads.map(
+    (h) => html`<tr><td class="text">${h.day}</td><td>${h.events}</td>
+    <td class="text"><code>${h.head}</code></td></tr>`,
+  )}</tbody></table>`
+  }
 </section>`;
 }
 
@@ -184,7 +219,11 @@ are not part of the API.</p>
 }
 
 /** The public track record page. */
-export function renderTrackRecordPage(ctx: PageContext, view: LiveRecordView, heads: readonly DailyChainHead[]): string {
+export function renderTrackRecordPage(
+  ctx: PageContext,
+  view: LiveRecordView,
+  heads: readonly DailyChainHead[],
+): string {
   const shown = view.series.filter((s) => s.live.liveSince !== null);
   return layout(
     { title: "Track record", stylesheet: ctx.stylesheet, signedIn: ctx.signedIn },
@@ -192,14 +231,16 @@ export function renderTrackRecordPage(ctx: PageContext, view: LiveRecordView, he
 <p id="track-note">Only signals this service issued live, entered at the next candle's open, after \
 <strong id="stated-costs">${costsText(view.costs)}</strong>; signals count once they ended at least \
 ${ENDED_SIGNAL_DELAY_HOURS} hours ago. No backtest is mixed in. <a href="#method">How it is computed</a>.</p>
-${shown.length === 0
-  ? html`<p>No live signal has been recorded yet.</p>`
-  : html`<table id="public-track-record" class="stack" aria-describedby="track-note">
+${
+  shown.length === 0
+    ? html`<p>No live signal has been recorded yet.</p>`
+    : html`<table id="public-track-record" class="stack" aria-describedby="track-note">
   <thead><tr><th scope="col">Coin</th><th scope="col" class="text">Live since</th><th scope="col">Trades</th>
   <th scope="col">Win rate</th><th scope="col">Average per trade</th><th scope="col">Compounded</th>
   <th scope="col">Buy and hold</th><th scope="col">Max drawdown</th><th scope="col">Open position</th></tr></thead>
   <tbody>${shown.map(seriesRow)}</tbody>
-</table>`}
+</table>`
+}
 ${confidenceSection(view)}
 ${chainSection(heads, ctx.signedIn !== null)}
 ${methodSection(view.costs)}

@@ -23,7 +23,10 @@ export function renderUsageCard(days: readonly DailyUsage[]): SafeHtml {
   const bars = days.map((d, i) => {
     // A day with calls is at least one unit tall, so a single call stays visible beside a busy day.
     const height = d.calls === 0 ? 0 : Math.max(1, Math.round((d.calls / most) * HEIGHT * 100) / 100);
-    return html`<rect class="usage-bar" x="${(i * slot + GAP / 2).toFixed(2)}" y="${(HEIGHT - height).toFixed(2)}" width="${(slot - GAP).toFixed(2)}" height="${height.toFixed(2)}" data-day="${d.day}" data-calls="${d.calls}"><title>${shortDay(d.day)}: ${formatInteger(d.calls)} calls, ${formatInteger(d.tokens)} Tokens</title></rect>`;
+    return html`<rect class="usage-bar" x="${(i * slot + GAP / 2).toFixed(2)}" y="${(HEIGHT - height).toFixed(2)}"
+      width="${(slot - GAP).toFixed(2)}" height="${height.toFixed(2)}" data-day="${d.day}"
+      data-calls="${d.calls}"><title>${shortDay(d.day)}: ${formatInteger(d.calls)} calls, ${formatInteger(d.tokens)} \
+Tokens</title></rect>`;
   });
   const first = days[0]!;
   return html`<section class="card wide" aria-labelledby="history-h">
@@ -47,7 +50,11 @@ calls</span><span>today</span></figcaption>
     <table id="usage-days" class="stack">
       <thead><tr><th scope="col" class="text">Day (MYT)</th><th scope="col">Calls</th><th scope="col">Tokens spent</th>
       </tr></thead>
-      <tbody>${[...days].reverse().map((d) => html`<tr data-day="${d.day}"><td data-label="Day" class="text">${shortDay(d.day)}</td><td data-label="Calls">${formatInteger(d.calls)}</td><td data-label="Tokens spent">${formatInteger(d.tokens)}</td></tr>`)}</tbody>
+      <tbody>${[...days].reverse().map(
+        (d) => html`<tr data-day="${d.day}"><td data-label="Day"
+        class="text">${shortDay(d.day)}</td><td data-label="Calls">${formatInteger(d.calls)}</td>
+        <td data-label="Tokens spent">${formatInteger(d.tokens)}</td></tr>`,
+      )}</tbody>
     </table>
   </details>
 </section>`;

@@ -4,27 +4,47 @@
  * the server-sent events of /watch/stream, which carry the same rows rendered here. The form
  * below chooses the coins and timeframes. Pure rendering.
  */
-import type { PageContext } from "./auth-pages.ts";
-import { TIMEFRAMES } from "../market/timeframes.ts";
+
+import { MAX_WATCH_SYMBOLS, type WatchCell, type Watchlist } from "../accounts/watchlist.ts";
 import type { SignalName } from "../market/snapshot.ts";
+import { TIMEFRAMES } from "../market/timeframes.ts";
+import type { PageContext } from "./auth-pages.ts";
 import { CSRF_FIELD } from "./csrf.ts";
 import { formatMyt, formatPrice } from "./format.ts";
 import { html, layout, type SafeHtml } from "./html.ts";
-import { MAX_WATCH_SYMBOLS, type Watchlist, type WatchCell } from "../accounts/watchlist.ts";
 
 type SignedInContext = PageContext & { signedIn: { email: string; csrfToken: string } };
 
-const SIGNAL_TEXT: Record<SignalName, string> = { STRONG_LONG: "Strong long", LONG: "Long", SHORT: "Short", STRONG_SHORT: "Strong short", NONE: "None" };
-const SIGNAL_CLASS: Record<SignalName, string> = { STRONG_LONG: "sig-long", LONG: "sig-long", SHORT: "sig-short", STRONG_SHORT: "sig-short", NONE: "sig-none" };
-const REASON_TEXT = { unknown_symbol: "unknown coin", no_data: "no data yet", stale: "feed stale", invalid_symbol: "not a coin code" } as const;
+const SIGNAL_TEXT: Record<SignalName, string> = {
+  STRONG_LONG: "Strong long",
+  LONG: "Long",
+  SHORT: "Short",
+  STRONG_SHORT: "Strong short",
+  NONE: "None",
+};
+const SIGNAL_CLASS: Record<SignalName, string> = {
+  STRONG_LONG: "sig-long",
+  LONG: "sig-long",
+  SHORT: "sig-short",
+  STRONG_SHORT: "sig-short",
+  NONE: "sig-none",
+};
+const REASON_TEXT = {
+  unknown_symbol: "unknown coin",
+  no_data: "no data yet",
+  stale: "feed stale",
+  invalid_symbol: "not a coin code",
+} as const;
 
 /** The table's rows for these cells (also what each server-sent event carries). */
 export function renderWatchRows(cells: readonly WatchCell[]): SafeHtml {
   return html`${cells.map((cell) => {
     const key = `${cell.symbol}/${cell.tf}`;
     if (!cell.ok) {
-      return html`<tr data-cell="${key}" data-ok="false"><th scope="row">${cell.symbol} <span class="muted">${cell.tf}</span></th>
-  <td data-label="Signal" class="text" colspan="7" data-field="reason" data-value="${cell.reason}">${REASON_TEXT[cell.reason]}</td></tr>`;
+      return html`<tr data-cell="${key}" data-ok="false"><th scope="row">${cell.symbol} \
+<span class="muted">${cell.tf}</span></th>
+  <td data-label="Signal" class="text" colspan="7" data-field="reason"
+  data-value="${cell.reason}">${REASON_TEXT[cell.reason]}</td></tr>`;
     }
     const a = cell.arming;
     const arming = a === null ? "–" : `${a.dir === 1 ? "long" : "short"} ${a.score}/10 at ${formatPrice(a.trigger)}`;
@@ -45,7 +65,12 @@ export function renderWatchRows(cells: readonly WatchCell[]): SafeHtml {
   })}`;
 }
 
-function listForm(ctx: SignedInContext, list: Watchlist, error: string | null, input: { symbols: string; timeframes: readonly string[] } | null): SafeHtml {
+function listForm(
+  ctx: SignedInContext,
+  list: Watchlist,
+  error: string | null,
+  input: { symbols: string; timeframes: readonly string[] } | null,
+): SafeHtml {
   const symbols = input?.symbols ?? list.symbols.join(", ");
   const tfs = input?.timeframes ?? list.timeframes;
   return html`<section class="card" aria-labelledby="choose-h">
@@ -58,7 +83,10 @@ ETH</span></label>
     <input type="text" id="watch-symbols" name="symbols" value="${symbols}" autocomplete="off" spellcheck="false"
     required>
     <fieldset><legend>Timeframes</legend><div class="checks">
-      ${TIMEFRAMES.map((tf) => html`<label><input type="checkbox" name="timeframes" value="${tf}"${tfs.includes(tf) ? html` checked` : ""}> ${tf}</label>`)}
+      ${TIMEFRAMES.map(
+        (tf) => html`<label><input type="checkbox" name="timeframes"
+        value="${tf}"${tfs.includes(tf) ? html` checked` : ""}> ${tf}</label>`,
+      )}
     </div></fieldset>
     <div class="actions"><button type="submit">Save the watchlist</button></div>
   </form>
@@ -68,7 +96,14 @@ ETH</span></label>
 /** The watchlist page of a member who may see current signals. */
 export function renderWatchPage(
   ctx: SignedInContext,
-  view: { list: Watchlist; cells: readonly WatchCell[]; now: number; flash?: string | null; error?: string | null; input?: { symbols: string; timeframes: readonly string[] } | null },
+  view: {
+    list: Watchlist;
+    cells: readonly WatchCell[];
+    now: number;
+    flash?: string | null;
+    error?: string | null;
+    input?: { symbols: string; timeframes: readonly string[] } | null;
+  },
   scripts: readonly string[],
 ): string {
   return layout(

@@ -11,19 +11,24 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sql } from "drizzle-orm";
 import { create } from "@bufbuild/protobuf";
-import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
+import { type Client, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AdminService } from "../../gen/signals/v1/admin_pb.js";
-import { IngestService, PushCandlesRequestSchema, type PushCandlesRequest } from "../../gen/signals/v1/ingest_pb.js";
+import { IngestService, type PushCandlesRequest, PushCandlesRequestSchema } from "../../gen/signals/v1/ingest_pb.js";
+import { type DbHandle, openDb } from "../../src/db/client.ts";
 import type { Candle } from "../../src/engine/index.ts";
-import { openDb, type DbHandle } from "../../src/db/client.ts";
-import { FAKE_BOT_TOKEN, startFakeTelegram, type FakeTelegram, type ReceivedMessage } from "../support/fake-telegram.ts";
-import { childEnv, startServerProcess, type ServerProcess } from "../support/processes.ts";
-import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
+import {
+  FAKE_BOT_TOKEN,
+  type FakeTelegram,
+  type ReceivedMessage,
+  startFakeTelegram,
+} from "../support/fake-telegram.ts";
+import { childEnv, type ServerProcess, startServerProcess } from "../support/processes.ts";
 import { structureBreak } from "../support/structure-break.ts";
+import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
 
 const H = 3_600_000;
 const INTERNAL_TOKEN = "alert-crash-internal-token-0042";
@@ -120,17 +125,33 @@ describe(`a server killed between send and acknowledgement (${usingPostgres ? "P
   };
 
   function admin(server: ServerProcess): Client<typeof AdminService> {
-    return createClient(AdminService, createConnectTransport({ baseUrl: server.internalUrl, httpVersion: "1.1", interceptors: [bearer] }));
+    return createClient(
+      AdminService,
+      createConnectTransport({ baseUrl: server.internalUrl, httpVersion: "1.1", interceptors: [bearer] }),
+    );
   }
 
   /** Streams candles to the server's IngestService over gRPC, as a feeder does. */
-  async function push(server: ServerProcess, mode: "live" | "backfill", updates: Array<{ symbol: string; candle: Candle }>): Promise<void> {
+  async function push(
+    server: ServerProcess,
+    mode: "live" | "backfill",
+    updates: Array<{ symbol: string; candle: Candle }>,
+  ): Promise<void> {
     const sessionManager = new Http2SessionManager(server.internalUrl);
     sessions.push(sessionManager);
-    const client = createClient(IngestService, createGrpcTransport({ baseUrl: server.internalUrl, sessionManager, interceptors: [bearer] }));
+    const client = createClient(
+      IngestService,
+      createGrpcTransport({ baseUrl: server.internalUrl, sessionManager, interceptors: [bearer] }),
+    );
     async function* requests(): AsyncGenerator<PushCandlesRequest> {
       for (const { symbol, candle } of updates) {
-        yield create(PushCandlesRequestSchema, { symbol, tf: "1h", ...candle, openTime: BigInt(candle.openTime), closed: true });
+        yield create(PushCandlesRequestSchema, {
+          symbol,
+          tf: "1h",
+          ...candle,
+          openTime: BigInt(candle.openTime),
+          closed: true,
+        });
       }
     }
     const res = await client.pushCandles(requests(), { headers: { "x-ingest-mode": mode } });
@@ -148,14 +169,23 @@ describe(`a server killed between send and acknowledgement (${usingPostgres ? "P
     }
   }
 
-  const requestsFor = (symbol: string): ReceivedMessage[] => telegram.received.filter((m) => m.eventId === eventId(symbol));
+  const requestsFor = (symbol: string): ReceivedMessage[] =>
+    telegram.received.filter((m) => m.eventId === eventId(symbol));
 
-  it("re-sends the in-flight message once after the lease, " + "delivers the rest once, and then sends nothing more", async () => {
+  it("re-sends the in-flight message once after the lease, " +
+    "delivers the rest once, and then sends nothing more", async () => {
     const first = await startServer();
     const { account } = await admin(first).createAccount({ email: "crash@example.test", plan: "node" });
-    await admin(first).setAlerts({ accountId: account!.accountId, alerts: { chatId: CHAT, symbols: ["CZ", "CA", "CB", "CC"], timeframes: ["1h"] } });
+    await admin(first).setAlerts({
+      accountId: account!.accountId,
+      alerts: { chatId: CHAT, symbols: ["CZ", "CA", "CB", "CC"], timeframes: ["1h"] },
+    });
     // History is a backfill: its signal events are stored but alert nobody.
-    await push(first, "backfill", ["CZ", "CA", "CB", "CC"].flatMap((symbol) => history.map((candle) => ({ symbol, candle }))));
+    await push(
+      first,
+      "backfill",
+      ["CZ", "CA", "CB", "CC"].flatMap((symbol) => history.map((candle) => ({ symbol, candle }))),
+    );
 
     // CZ is delivered and acknowledged before the crash.
     await push(first, "live", [{ symbol: "CZ", candle: breaker }]);
@@ -198,7 +228,11 @@ describe(`a server killed between send and acknowledgement (${usingPostgres ? "P
     await push(second, "live", [{ symbol: "CC", candle: breaker }]);
     await telegram.waitForDelivered(4, LEASE_MS + 20_000);
 
-    const [again] = await until(() => (requestsFor("CA").length >= 2 ? [requestsFor("CA")[1]!] : null), "CA's re-send", LEASE_MS + 20_000);
+    const [again] = await until(
+      () => (requestsFor("CA").length >= 2 ? [requestsFor("CA")[1]!] : null),
+      "CA's re-send",
+      LEASE_MS + 20_000,
+    );
     // Not before the lease ran out; identical text, same event id.
     expect(again!.at).toBeGreaterThanOrEqual(ca.lease_ms!);
     expect(again!.text).toBe(hung!.text);
@@ -209,9 +243,19 @@ describe(`a server killed between send and acknowledgement (${usingPostgres ? "P
     const quietUntil = Math.max(...telegram.received.map((m) => m.at)) + LEASE_MS + 1_000;
     await new Promise((r) => setTimeout(r, quietUntil - Date.now()));
     const perEvent = (symbol: string) => telegram.received.filter((m) => m.eventId === eventId(symbol)).length;
-    expect({ CZ: perEvent("CZ"), CA: perEvent("CA"), CB: perEvent("CB"), CC: perEvent("CC") }).toEqual({ CZ: 1, CA: 2, CB: 1, CC: 1 });
+    expect({ CZ: perEvent("CZ"), CA: perEvent("CA"), CB: perEvent("CB"), CC: perEvent("CC") }).toEqual({
+      CZ: 1,
+      CA: 2,
+      CB: 1,
+      CC: 1,
+    });
     expect(telegram.received).toHaveLength(5);
-    expect(telegram.delivered.map((m) => m.eventId).sort()).toEqual([eventId("CA"), eventId("CB"), eventId("CC"), eventId("CZ")]);
+    expect(telegram.delivered.map((m) => m.eventId).sort()).toEqual([
+      eventId("CA"),
+      eventId("CB"),
+      eventId("CC"),
+      eventId("CZ"),
+    ]);
     for (const m of telegram.received) expect(m.text).toContain(`${PUBLIC_BASE_URL}/charts/`);
 
     expect(await second.stop()).toBe(0);

@@ -6,19 +6,25 @@
  * received (count, text, event id, spacing) and the outbox row in the database (attempts,
  * sent_at, failed_at, last_error).
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
 import { sql } from "drizzle-orm";
 import { pino } from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type AlertDelivery, startAlertDelivery } from "../../src/alerts/delivery.ts";
+import { parseAlertSettings, saveAlertSettings } from "../../src/alerts/settings.ts";
+import { loadConfig } from "../../src/config.ts";
+import type { DbHandle } from "../../src/db/client.ts";
 import type { Candle } from "../../src/engine/index.ts";
 import type { CandleUpdate } from "../../src/market/validate.ts";
-import type { DbHandle } from "../../src/db/client.ts";
-import { loadConfig } from "../../src/config.ts";
-import { parseAlertSettings, saveAlertSettings } from "../../src/alerts/settings.ts";
 import { backoffMs } from "../../src/retry.ts";
-import { startAlertDelivery, type AlertDelivery } from "../../src/alerts/delivery.ts";
-import { FAKE_BOT_TOKEN, startFakeTelegram, type FakeTelegram, type ReceivedMessage } from "../support/fake-telegram.ts";
-import { createTestClock, startTestServer, type TestServer } from "../support/test-server.ts";
+import {
+  FAKE_BOT_TOKEN,
+  type FakeTelegram,
+  type ReceivedMessage,
+  startFakeTelegram,
+} from "../support/fake-telegram.ts";
 import { structureBreak } from "../support/structure-break.ts";
+import { createTestClock, startTestServer, type TestServer } from "../support/test-server.ts";
 
 const H = 3_600_000;
 const { history, breaker } = structureBreak(Date.UTC(2026, 10, 12));
@@ -96,18 +102,33 @@ async function finishedRow(db: DbHandle, eventId: string, timeoutMs?: number): P
   );
 }
 
-const requestsTo = (telegram: FakeTelegram, chatId: string): ReceivedMessage[] => telegram.received.filter((m) => m.chatId === chatId);
+const requestsTo = (telegram: FakeTelegram, chatId: string): ReceivedMessage[] =>
+  telegram.received.filter((m) => m.chatId === chatId);
 
 /** Waits until `n` requests for `chatId` have reached the fake. */
-function requestsArrived(telegram: FakeTelegram, chatId: string, n: number, timeoutMs?: number): Promise<ReceivedMessage[]> {
-  return until(() => (requestsTo(telegram, chatId).length >= n ? requestsTo(telegram, chatId) : null), `${n} requests to chat ${chatId}`, timeoutMs);
+function requestsArrived(
+  telegram: FakeTelegram,
+  chatId: string,
+  n: number,
+  timeoutMs?: number,
+): Promise<ReceivedMessage[]> {
+  return until(
+    () => (requestsTo(telegram, chatId).length >= n ? requestsTo(telegram, chatId) : null),
+    `${n} requests to chat ${chatId}`,
+    timeoutMs,
+  );
 }
 
 /**
  * Nothing to await for "no further request": give the worker well over the longest delay it
  * could still use (a retry's backoff ceiling, an idle round), then the count must be unchanged.
  */
-async function expectNoMoreRequests(telegram: FakeTelegram, chatId: string, count: number, quietMs: number): Promise<void> {
+async function expectNoMoreRequests(
+  telegram: FakeTelegram,
+  chatId: string,
+  count: number,
+  quietMs: number,
+): Promise<void> {
   await new Promise((r) => setTimeout(r, quietMs));
   expect(requestsTo(telegram, chatId)).toHaveLength(count);
 }
@@ -134,9 +155,19 @@ let memberCounter = 0;
  * (no alert) and then its breaker closes live: exactly one outbox row, for this member.
  * Returns the event id the message must carry.
  */
-async function liveBreak(server: TestServer, symbol: string, chatId: string): Promise<{ eventId: string; accountId: number }> {
+async function liveBreak(
+  server: TestServer,
+  symbol: string,
+  chatId: string,
+): Promise<{ eventId: string; accountId: number }> {
   const { accountId } = await server.account({ email: `delivery${++memberCounter}@example.test` });
-  expect(await saveAlertSettings(server.db.handle, accountId, parseAlertSettings({ chatId, symbols: symbol, timeframes: "1h" }))).toBe(true);
+  expect(
+    await saveAlertSettings(
+      server.db.handle,
+      accountId,
+      parseAlertSettings({ chatId, symbols: symbol, timeframes: "1h" }),
+    ),
+  ).toBe(true);
   await server.feed!.ingest(
     history.map((c) => update(symbol, c)),
     { alerts: false },
@@ -188,9 +219,20 @@ describe("retries", () => {
     expectIdentical(requests, eventId);
     expect(requests[0]!.text).toContain("RA 1h: LONG");
     // After n failed attempts the delay is at least half the ceiling base·2^(n-1).
-    expect(requests[1]!.at - requests[0]!.at).toBeGreaterThanOrEqual(backoffMs(1, RETRY_BASE_MS, 10_000, "equal", () => 0));
-    expect(requests[2]!.at - requests[1]!.at).toBeGreaterThanOrEqual(backoffMs(2, RETRY_BASE_MS, 10_000, "equal", () => 0));
-    expect(row).toMatchObject({ kind: "signal_alert", chat_id: "1001", attempts: 3, failed_ms: null, lease_ms: null, last_error: "HTTP 500: scripted failure" });
+    expect(requests[1]!.at - requests[0]!.at).toBeGreaterThanOrEqual(
+      backoffMs(1, RETRY_BASE_MS, 10_000, "equal", () => 0),
+    );
+    expect(requests[2]!.at - requests[1]!.at).toBeGreaterThanOrEqual(
+      backoffMs(2, RETRY_BASE_MS, 10_000, "equal", () => 0),
+    );
+    expect(row).toMatchObject({
+      kind: "signal_alert",
+      chat_id: "1001",
+      attempts: 3,
+      failed_ms: null,
+      lease_ms: null,
+      last_error: "HTTP 500: scripted failure",
+    });
     expect(row.sent_ms).not.toBeNull();
     expect(telegram.delivered.filter((m) => m.chatId === "1001")).toHaveLength(1);
   });
@@ -203,47 +245,82 @@ describe("retries", () => {
     expect(requests).toHaveLength(2);
     expectIdentical(requests, eventId);
     // The first attempt was abandoned at the timeout, then the backoff ran.
-    expect(requests[1]!.at - requests[0]!.at).toBeGreaterThanOrEqual(SEND_TIMEOUT_MS + backoffMs(1, RETRY_BASE_MS, 10_000, "equal", () => 0));
-    expect(row).toMatchObject({ attempts: 2, failed_ms: null, lease_ms: null, last_error: `timeout after ${SEND_TIMEOUT_MS} ms` });
+    expect(requests[1]!.at - requests[0]!.at).toBeGreaterThanOrEqual(
+      SEND_TIMEOUT_MS + backoffMs(1, RETRY_BASE_MS, 10_000, "equal", () => 0),
+    );
+    expect(row).toMatchObject({
+      attempts: 2,
+      failed_ms: null,
+      lease_ms: null,
+      last_error: `timeout after ${SEND_TIMEOUT_MS} ms`,
+    });
     expect(row.sent_ms).not.toBeNull();
   });
 
   it("waits retry_after after a 429 before the next attempt", async () => {
-    telegram.script({ status: 429, body: { ok: false, error_code: 429, description: "Too Many Requests: retry after 1", parameters: { retry_after: 1 } } });
+    telegram.script({
+      status: 429,
+      body: {
+        ok: false,
+        error_code: 429,
+        description: "Too Many Requests: retry after 1",
+        parameters: { retry_after: 1 },
+      },
+    });
     const { eventId } = await liveBreak(server, "RC", "1003");
     const row = await finishedRow(server.db.handle, eventId);
     const requests = requestsTo(telegram, "1003");
     expect(requests).toHaveLength(2);
     expectIdentical(requests, eventId);
     expect(requests[1]!.at - requests[0]!.at).toBeGreaterThanOrEqual(1000);
-    expect(row).toMatchObject({ attempts: 2, failed_ms: null, last_error: "HTTP 429: Too Many Requests: retry after 1" });
+    expect(row).toMatchObject({
+      attempts: 2,
+      failed_ms: null,
+      last_error: "HTTP 429: Too Many Requests: retry after 1",
+    });
     expect(row.sent_ms).not.toBeNull();
   });
 
-  it("pauses every chat during a 429's retry_after (flood " + "control is per bot), without blocking the process", async () => {
-    telegram.script({ status: 429, body: { ok: false, error_code: 429, description: "Too Many Requests: retry after 2", parameters: { retry_after: 2 } } });
-    const blocked = watchEventLoop();
-    const first = await liveBreak(server, "RD", "1004");
-    const [limited] = await requestsArrived(telegram, "1004", 1);
-    // Another member's alert is written during the pause: it must wait for the pause too.
-    const second = await liveBreak(server, "RE", "1005");
-    const [held] = await requestsArrived(telegram, "1005", 1);
-    await finishedRow(server.db.handle, first.eventId);
-    await finishedRow(server.db.handle, second.eventId);
-    const maxStallMs = blocked();
-    expect(held!.at - limited!.at).toBeGreaterThanOrEqual(2000);
-    expect(requestsTo(telegram, "1004")).toHaveLength(2);
-    expect(requestsTo(telegram, "1005")).toHaveLength(1);
-    expect(requestsTo(telegram, "1004")[1]!.at - limited!.at).toBeGreaterThanOrEqual(2000);
-    // The pause is a wait, not a spin: timers, HTTP and the database keep being served.
-    expect(maxStallMs).toBeLessThan(1000);
-  });
+  it(
+    "pauses every chat during a 429's retry_after (flood " + "control is per bot), without blocking the process",
+    async () => {
+      telegram.script({
+        status: 429,
+        body: {
+          ok: false,
+          error_code: 429,
+          description: "Too Many Requests: retry after 2",
+          parameters: { retry_after: 2 },
+        },
+      });
+      const blocked = watchEventLoop();
+      const first = await liveBreak(server, "RD", "1004");
+      const [limited] = await requestsArrived(telegram, "1004", 1);
+      // Another member's alert is written during the pause: it must wait for the pause too.
+      const second = await liveBreak(server, "RE", "1005");
+      const [held] = await requestsArrived(telegram, "1005", 1);
+      await finishedRow(server.db.handle, first.eventId);
+      await finishedRow(server.db.handle, second.eventId);
+      const maxStallMs = blocked();
+      expect(held!.at - limited!.at).toBeGreaterThanOrEqual(2000);
+      expect(requestsTo(telegram, "1004")).toHaveLength(2);
+      expect(requestsTo(telegram, "1005")).toHaveLength(1);
+      expect(requestsTo(telegram, "1004")[1]!.at - limited!.at).toBeGreaterThanOrEqual(2000);
+      // The pause is a wait, not a spin: timers, HTTP and the database keep being served.
+      expect(maxStallMs).toBeLessThan(1000);
+    },
+  );
 
   it("records a 400 'chat not found' as failed at once, with no retry", async () => {
     telegram.script({ status: 400, body: { ok: false, error_code: 400, description: "Bad Request: chat not found" } });
     const { eventId } = await liveBreak(server, "RF", "1006");
     const row = await finishedRow(server.db.handle, eventId);
-    expect(row).toMatchObject({ attempts: 1, sent_ms: null, lease_ms: null, last_error: "HTTP 400: Bad Request: chat not found" });
+    expect(row).toMatchObject({
+      attempts: 1,
+      sent_ms: null,
+      lease_ms: null,
+      last_error: "HTTP 400: Bad Request: chat not found",
+    });
     expect(row.failed_ms).not.toBeNull();
     // A retry would have come within the backoff ceiling (100 ms); wait well past it.
     await expectNoMoreRequests(telegram, "1006", 1, 800);
@@ -251,10 +328,17 @@ describe("retries", () => {
   });
 
   it("records a 403 (bot blocked by the member) as failed at once, with no retry", async () => {
-    telegram.script({ status: 403, body: { ok: false, error_code: 403, description: "Forbidden: bot was blocked by the user" } });
+    telegram.script({
+      status: 403,
+      body: { ok: false, error_code: 403, description: "Forbidden: bot was blocked by the user" },
+    });
     const { eventId } = await liveBreak(server, "RG", "1007");
     const row = await finishedRow(server.db.handle, eventId);
-    expect(row).toMatchObject({ attempts: 1, sent_ms: null, last_error: "HTTP 403: Forbidden: bot was blocked by the user" });
+    expect(row).toMatchObject({
+      attempts: 1,
+      sent_ms: null,
+      last_error: "HTTP 403: Forbidden: bot was blocked by the user",
+    });
     await expectNoMoreRequests(telegram, "1007", 1, 500);
   });
 });
@@ -270,20 +354,32 @@ describe("which closes alert", () => {
 
   async function breakAt(symbol: string, clockMs: number, alerts = true): Promise<{ live: boolean; queued: number }> {
     const { accountId } = await server.account({ email: `which${++memberCounter}@example.test` });
-    await saveAlertSettings(server.db.handle, accountId, parseAlertSettings({ chatId: "4001", symbols: symbol, timeframes: "1h" }));
-    await server.feed!.ingest(history.map((c) => update(symbol, c)), { alerts: false });
+    await saveAlertSettings(
+      server.db.handle,
+      accountId,
+      parseAlertSettings({ chatId: "4001", symbols: symbol, timeframes: "1h" }),
+    );
+    await server.feed!.ingest(
+      history.map((c) => update(symbol, c)),
+      { alerts: false },
+    );
     server.clock.set(clockMs);
     await server.feed!.ingest([update(symbol, breaker)], { alerts });
-    const [event] = await server.db.handle.rows<{ live: boolean }>(sql`SELECT live FROM signal_events WHERE id = ${`${symbol}-1h-${breaker.openTime}`}`);
+    const [event] = await server.db.handle.rows<{ live: boolean }>(
+      sql`SELECT live FROM signal_events WHERE id = ${`${symbol}-1h-${breaker.openTime}`}`,
+    );
     expect(event).toBeDefined();
     return { live: event!.live, queued: (await outboxRows(server.db.handle, { accountId })).length };
   }
 
-  it("alerts a close received exactly ALERT_MAX_DELAY after " + "it happened, and stores a later one as history", async () => {
-    const close = breaker.openTime + H;
-    expect(await breakAt("LA", close + 300_000)).toEqual({ live: true, queued: 1 });
-    expect(await breakAt("LB", close + 300_001)).toEqual({ live: false, queued: 0 });
-  });
+  it(
+    "alerts a close received exactly ALERT_MAX_DELAY after " + "it happened, and stores a later one as history",
+    async () => {
+      const close = breaker.openTime + H;
+      expect(await breakAt("LA", close + 300_000)).toEqual({ live: true, queued: 1 });
+      expect(await breakAt("LB", close + 300_001)).toEqual({ live: false, queued: 0 });
+    },
+  );
 
   it("never alerts a backfill, however fresh its close", async () => {
     expect(await breakAt("LC", breaker.openTime + H + 1_000, false)).toEqual({ live: false, queued: 0 });
@@ -291,7 +387,11 @@ describe("which closes alert", () => {
 
   it("does not alert a member whose subscription has ended", async () => {
     const { accountId } = await server.account({ subscriptionUntil: new Date(breaker.openTime) });
-    await saveAlertSettings(server.db.handle, accountId, parseAlertSettings({ chatId: "4002", symbols: "LD", timeframes: "1h" }));
+    await saveAlertSettings(
+      server.db.handle,
+      accountId,
+      parseAlertSettings({ chatId: "4002", symbols: "LD", timeframes: "1h" }),
+    );
     expect(await breakAt("LD", breaker.openTime + H + 1_000)).toEqual({ live: true, queued: 1 });
     expect(await outboxRows(server.db.handle, { accountId })).toEqual([]);
     // Delivered: the two live closes, to the subscribed member only.
@@ -331,27 +431,36 @@ describe("giving up", () => {
     await telegram?.close();
   });
 
-  it(`records a message still failing after ALERT_GIVE_UP_AFTER ` + `as failed with its last error, and never sends it again`, async () => {
-    telegram.script(...Array.from({ length: 200 }, () => ({ status: 502 as const, body: { ok: false, error_code: 502, description: "Bad Gateway" } })));
-    const { eventId } = await liveBreak(server, "GA", "2001");
-    const row = await finishedRow(server.db.handle, eventId, 20_000);
-    expect(row.sent_ms).toBeNull();
-    expect(row.failed_ms).not.toBeNull();
-    expect(row.lease_ms).toBeNull();
-    // Given up around the deadline: not long before it (at most one retry delay early) nor long after.
-    expect(row.failed_ms! - row.created_ms).toBeGreaterThanOrEqual(GIVE_UP_S * 1000 - 300);
-    expect(row.failed_ms! - row.created_ms).toBeLessThan(GIVE_UP_S * 1000 + 5_000);
-    const requests = requestsTo(telegram, "2001");
-    expect(requests.length).toBeGreaterThanOrEqual(3);
-    expectIdentical(requests, eventId);
-    // Given up after the last failed send, or found expired when leased for one more (that
-    // lease counted an attempt but sent nothing): either way the error names the real sends.
-    expect(row.last_error).toBe(`gave up after ${requests.length} attempts; last error: HTTP 502: Bad Gateway`);
-    expect([requests.length, requests.length + 1]).toContain(row.attempts);
-    // Retries were never more than ALERT_RETRY_MAX_MS (300 ms) apart.
-    await expectNoMoreRequests(telegram, "2001", requests.length, 1_000);
-    expect(await outboxRows(server.db.handle, { eventId })).toEqual([row]);
-  });
+  it(
+    `records a message still failing after ALERT_GIVE_UP_AFTER ` +
+      `as failed with its last error, and never sends it again`,
+    async () => {
+      telegram.script(
+        ...Array.from({ length: 200 }, () => ({
+          status: 502 as const,
+          body: { ok: false, error_code: 502, description: "Bad Gateway" },
+        })),
+      );
+      const { eventId } = await liveBreak(server, "GA", "2001");
+      const row = await finishedRow(server.db.handle, eventId, 20_000);
+      expect(row.sent_ms).toBeNull();
+      expect(row.failed_ms).not.toBeNull();
+      expect(row.lease_ms).toBeNull();
+      // Given up around the deadline: not long before it (at most one retry delay early) nor long after.
+      expect(row.failed_ms! - row.created_ms).toBeGreaterThanOrEqual(GIVE_UP_S * 1000 - 300);
+      expect(row.failed_ms! - row.created_ms).toBeLessThan(GIVE_UP_S * 1000 + 5_000);
+      const requests = requestsTo(telegram, "2001");
+      expect(requests.length).toBeGreaterThanOrEqual(3);
+      expectIdentical(requests, eventId);
+      // Given up after the last failed send, or found expired when leased for one more (that
+      // lease counted an attempt but sent nothing): either way the error names the real sends.
+      expect(row.last_error).toBe(`gave up after ${requests.length} attempts; last error: HTTP 502: Bad Gateway`);
+      expect([requests.length, requests.length + 1]).toContain(row.attempts);
+      // Retries were never more than ALERT_RETRY_MAX_MS (300 ms) apart.
+      await expectNoMoreRequests(telegram, "2001", requests.length, 1_000);
+      expect(await outboxRows(server.db.handle, { eventId })).toEqual([row]);
+    },
+  );
 });
 
 describe("no TELEGRAM_BOT_TOKEN", () => {
@@ -378,11 +487,16 @@ describe("no TELEGRAM_BOT_TOKEN", () => {
     await new Promise((r) => setTimeout(r, 1_200));
     const waiting = await outboxRows(server.db.handle, {});
     expect(waiting.map((r) => r.event_id)).toEqual([a.eventId, b.eventId]);
-    for (const row of waiting) expect(row).toMatchObject({ attempts: 0, sent_ms: null, failed_ms: null, lease_ms: null, last_error: null });
+    for (const row of waiting)
+      expect(row).toMatchObject({ attempts: 0, sent_ms: null, failed_ms: null, lease_ms: null, last_error: null });
     expect(telegram.received).toHaveLength(0);
 
     // The operator sets the token and restarts delivery on the same database.
-    const config = loadConfig({ TELEGRAM_API_BASE: telegram.apiBase, TELEGRAM_BOT_TOKEN: FAKE_BOT_TOKEN, LOG_LEVEL: "silent" });
+    const config = loadConfig({
+      TELEGRAM_API_BASE: telegram.apiBase,
+      TELEGRAM_BOT_TOKEN: FAKE_BOT_TOKEN,
+      LOG_LEVEL: "silent",
+    });
     lateWorker = await startAlertDelivery(config, server.db.handle, pino({ level: "silent" }));
     const delivered = await telegram.waitForDelivered(2);
     expect(delivered.map((m) => [m.chatId, m.eventId])).toEqual([

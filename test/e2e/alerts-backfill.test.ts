@@ -18,22 +18,28 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { gunzipSync } from "node:zlib";
 import { create } from "@bufbuild/protobuf";
-import { createClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
+import { type Client, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { asc, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IngestService, PushCandlesRequestSchema } from "../../gen/signals/v1/ingest_pb.js";
-import { waitForOutboxIdle } from "../support/outbox.ts";
 import { saveAlertSettings } from "../../src/alerts/settings.ts";
 import { importCandles } from "../../src/cli/import-command.ts";
 import type { DbHandle } from "../../src/db/client.ts";
 import { outbox, signalEvents } from "../../src/db/schema.ts";
-import { createEngineState, readClosed, stepClosed, type Candle, type EngineState } from "../../src/engine/index.ts";
+import { type Candle, createEngineState, type EngineState, readClosed, stepClosed } from "../../src/engine/index.ts";
 import { TIMEFRAME_MS } from "../../src/market/timeframes.ts";
-import { startFakeTelegram, FAKE_BOT_TOKEN, type FakeTelegram } from "../support/fake-telegram.ts";
+import { FAKE_BOT_TOKEN, type FakeTelegram, startFakeTelegram } from "../support/fake-telegram.ts";
+import { waitForOutboxIdle } from "../support/outbox.ts";
 import { aggregateCandles, loadRealCandles, REAL_CANDLES_DIR, realCandlesAvailable } from "../support/real-candles.ts";
 import { createTestDb, type TestDb } from "../support/test-db.ts";
-import { createTestClock, INTERNAL_TOKEN, startTestServer, type TestClock, type TestServer } from "../support/test-server.ts";
+import {
+  createTestClock,
+  INTERNAL_TOKEN,
+  startTestServer,
+  type TestClock,
+  type TestServer,
+} from "../support/test-server.ts";
 
 const H = 3_600_000;
 const TFS = ["1h", "4h", "1d"] as const;
@@ -61,7 +67,8 @@ function internalTransport(server: TestServer): Transport {
 /** Pushes candles in one PushCandles call, in the default (live) mode unless told otherwise. */
 async function push(client: Client<typeof IngestService>, candles: Candle[], closed = true) {
   async function* requests() {
-    for (const c of candles) yield create(PushCandlesRequestSchema, { symbol: "BTC", tf: "1h", ...c, openTime: BigInt(c.openTime), closed });
+    for (const c of candles)
+      yield create(PushCandlesRequestSchema, { symbol: "BTC", tf: "1h", ...c, openTime: BigInt(c.openTime), closed });
   }
   const res = await client.pushCandles(requests());
   return { accepted: Number(res.accepted), rejected: Number(res.rejected), duplicates: Number(res.duplicates) };
@@ -93,7 +100,8 @@ function reference(hourly: Candle[]): Reference {
     for (const c of seriesOf(hourly, tf)) {
       const before = state.signalAt;
       stepClosed(state, c);
-      if (state.signalAt !== before) events.push({ id: `BTC-${tf}-${c.openTime}`, tf, signal: state.signal, live: false });
+      if (state.signalAt !== before)
+        events.push({ id: `BTC-${tf}-${c.openTime}`, tf, signal: state.signal, live: false });
     }
     states[tf] = state;
   }
@@ -117,7 +125,14 @@ function plan(history: Candle[]): Plan {
   const ref = reference(history);
   const last = history[history.length - 1]!;
   const close = 1.001 * Math.max(...TFS.map((tf) => ref.states[tf].swingHigh!));
-  const breaker: Candle = { openTime: BREAKER_OPEN, open: last.close, high: close, low: last.close, close, volume: 123 };
+  const breaker: Candle = {
+    openTime: BREAKER_OPEN,
+    open: last.close,
+    high: close,
+    low: last.close,
+    close,
+    volume: 123,
+  };
   return { ref, breaker, afterBreak: reference([...history, breaker]) };
 }
 
@@ -140,7 +155,12 @@ interface Scenario {
   plan: Plan;
 }
 
-const ENV = (telegram: FakeTelegram) => ({ TELEGRAM_API_BASE: telegram.apiBase, TELEGRAM_BOT_TOKEN: FAKE_BOT_TOKEN, ALERT_RETRY_BASE_MS: "20", ALERT_RETRY_MAX_MS: "200" });
+const ENV = (telegram: FakeTelegram) => ({
+  TELEGRAM_API_BASE: telegram.apiBase,
+  TELEGRAM_BOT_TOKEN: FAKE_BOT_TOKEN,
+  ALERT_RETRY_BASE_MS: "20",
+  ALERT_RETRY_MAX_MS: "200",
+});
 
 async function startScenario(clockAt: number, plan: Plan): Promise<Scenario> {
   const telegram = await startFakeTelegram();
@@ -158,7 +178,9 @@ async function startScenario(clockAt: number, plan: Plan): Promise<Scenario> {
   ];
   for (const m of members) {
     const { accountId, apiKey } = await server.account(m.until ? { subscriptionUntil: m.until } : {});
-    expect(await saveAlertSettings(db.handle, accountId, { chatId: m.chatId, symbols: m.symbols, timeframes: m.timeframes })).toBe(true);
+    expect(
+      await saveAlertSettings(db.handle, accountId, { chatId: m.chatId, symbols: m.symbols, timeframes: m.timeframes }),
+    ).toBe(true);
     keys[m.chatId] = apiKey;
   }
   return { telegram, clock, db, server, keys, plan };
@@ -173,12 +195,17 @@ async function stopScenario(s: Scenario | undefined, alreadyClosed = false): Pro
 
 /** Stored events, sorted by id (in JavaScript: the database's collation may differ). */
 async function eventRows(db: DbHandle) {
-  const rows = await db.db.select({ id: signalEvents.id, tf: signalEvents.tf, signal: signalEvents.signal, live: signalEvents.live }).from(signalEvents);
+  const rows = await db.db
+    .select({ id: signalEvents.id, tf: signalEvents.tf, signal: signalEvents.signal, live: signalEvents.live })
+    .from(signalEvents);
   return rows.sort((a, b) => a.id.localeCompare(b.id));
 }
 
 async function outboxRows(db: DbHandle) {
-  return db.db.select({ chatId: outbox.chatId, eventId: outbox.eventId, sent: sql<boolean>`${outbox.sentAt} IS NOT NULL` }).from(outbox).orderBy(asc(outbox.id));
+  return db.db
+    .select({ chatId: outbox.chatId, eventId: outbox.eventId, sent: sql<boolean>`${outbox.sentAt} IS NOT NULL` })
+    .from(outbox)
+    .orderBy(asc(outbox.id));
 }
 
 /**
@@ -206,17 +233,32 @@ async function expectSilentHistory(s: Scenario): Promise<void> {
 async function expectLiveBreakAlerts(s: Scenario): Promise<void> {
   const { ref, breaker, afterBreak } = s.plan;
   s.clock.set(BREAKER_OPEN + H + 5_000);
-  expect(await push(createClient(IngestService, internalTransport(s.server)), [breaker])).toEqual({ accepted: 1, rejected: 0, duplicates: 0 });
+  expect(await push(createClient(IngestService, internalTransport(s.server)), [breaker])).toEqual({
+    accepted: 1,
+    rejected: 0,
+    duplicates: 0,
+  });
   await s.telegram.waitForDelivered(4);
   await settle(s);
   const got = s.telegram.received.map((m) => `${m.chatId} ${m.eventId}`).sort();
-  expect(got).toEqual([`1001 ${breakIds["1d"]}`, `1001 ${breakIds["1h"]}`, `1001 ${breakIds["4h"]}`, `1002 ${breakIds["4h"]}`]);
+  expect(got).toEqual([
+    `1001 ${breakIds["1d"]}`,
+    `1001 ${breakIds["1h"]}`,
+    `1001 ${breakIds["4h"]}`,
+    `1002 ${breakIds["4h"]}`,
+  ]);
   expect(s.telegram.delivered).toHaveLength(4);
   // The three new events are live, and all that is new; the outbox rows are sent.
   const rows = await eventRows(s.db.handle);
-  expect(rows.filter((r) => r.live)).toEqual(TFS.map((tf) => ({ id: breakIds[tf], tf, signal: afterBreak.states[tf].signal, live: true })).sort((a, b) => a.id.localeCompare(b.id)));
+  expect(rows.filter((r) => r.live)).toEqual(
+    TFS.map((tf) => ({ id: breakIds[tf], tf, signal: afterBreak.states[tf].signal, live: true })).sort((a, b) =>
+      a.id.localeCompare(b.id),
+    ),
+  );
   expect(rows).toHaveLength(ref.events.length + 3);
-  expect((await outboxRows(s.db.handle)).map((r) => `${r.chatId} ${r.eventId} ${r.sent}`).sort()).toEqual(got.map((g) => `${g} true`));
+  expect((await outboxRows(s.db.handle)).map((r) => `${r.chatId} ${r.eventId} ${r.sent}`).sort()).toEqual(
+    got.map((g) => `${g} true`),
+  );
   await expectApiSignalIds(s);
 }
 
@@ -224,11 +266,22 @@ async function expectLiveBreakAlerts(s: Scenario): Promise<void> {
 async function expectApiSignalIds(s: Scenario): Promise<void> {
   const { breaker, afterBreak } = s.plan;
   for (const tf of TFS) {
-    const res = await fetch(`${s.server.baseUrl}/api/v1/signals?symbols=BTC&tf=${tf}`, { headers: { "x-api-key": s.keys["1001"]! } });
+    const res = await fetch(`${s.server.baseUrl}/api/v1/signals?symbols=BTC&tf=${tf}`, {
+      headers: { "x-api-key": s.keys["1001"]! },
+    });
     const body = (await res.json()) as { signals: Array<Record<string, unknown>> };
     expect(res.status, JSON.stringify(body)).toBe(200);
     const reading = readClosed(afterBreak.states[tf])!;
-    expect(body.signals[0], tf).toMatchObject({ symbol: "BTC", tf, ok: true, signal: reading.signal, confirmed: true, defense: reading.defense, price: breaker.close, signal_id: breakIds[tf] });
+    expect(body.signals[0], tf).toMatchObject({
+      symbol: "BTC",
+      tf,
+      ok: true,
+      signal: reading.signal,
+      confirmed: true,
+      defense: reading.defense,
+      price: breaker.close,
+      signal_id: breakIds[tf],
+    });
   }
 }
 
@@ -236,7 +289,11 @@ async function expectApiSignalIds(s: Scenario): Promise<void> {
 async function expectResendSilent(s: Scenario): Promise<void> {
   const before = { events: (await eventRows(s.db.handle)).length, received: s.telegram.received.length };
   const resend = [...s.plan.ref.history.slice(-2), s.plan.breaker];
-  expect(await push(createClient(IngestService, internalTransport(s.server)), resend)).toEqual({ accepted: 0, rejected: 0, duplicates: 3 });
+  expect(await push(createClient(IngestService, internalTransport(s.server)), resend)).toEqual({
+    accepted: 0,
+    rejected: 0,
+    duplicates: 3,
+  });
   await settle(s);
   expect({ events: (await eventRows(s.db.handle)).length, received: s.telegram.received.length }).toEqual(before);
   expect(await outboxRows(s.db.handle)).toHaveLength(4);
@@ -288,26 +345,33 @@ describe.runIf(realCandlesAvailable)("history never alerts (three years of real 
       await expectSilentHistory(s);
     });
 
-    it("the next live close that changes the signal sends one message per " + "subscribed timeframe that changed, with the API's signal_id", async () => {
-      await expectLiveBreakAlerts(s);
-    });
+    it(
+      "the next live close that changes the signal sends one message per " +
+        "subscribed timeframe that changed, with the API's signal_id",
+      async () => {
+        await expectLiveBreakAlerts(s);
+      },
+    );
 
     it("the feeder resending the same candles alerts nothing more", async () => {
       await expectResendSilent(s);
     });
 
-    it("a restart over the same database re-alerts nothing, answers " + "the same signal_id, and ignores the resend too", async () => {
-      serverClosed = true;
-      await s.server.close();
-      restarted = await startTestServer({ feed: true, clock: s.clock, db: s.db, env: ENV(s.telegram) });
-      const again: Scenario = { ...s, server: restarted };
-      // The new worker claims at start and then at least every second: give it two rounds.
-      await settle(again, 1_500);
-      expect(s.telegram.received).toHaveLength(4);
-      await expectApiSignalIds(again);
-      await expectResendSilent(again);
-      expect(s.telegram.received).toHaveLength(4);
-    });
+    it(
+      "a restart over the same database re-alerts nothing, answers " + "the same signal_id, and ignores the resend too",
+      async () => {
+        serverClosed = true;
+        await s.server.close();
+        restarted = await startTestServer({ feed: true, clock: s.clock, db: s.db, env: ENV(s.telegram) });
+        const again: Scenario = { ...s, server: restarted };
+        // The new worker claims at start and then at least every second: give it two rounds.
+        await settle(again, 1_500);
+        expect(s.telegram.received).toHaveLength(4);
+        await expectApiSignalIds(again);
+        await expectResendSilent(again);
+        expect(s.telegram.received).toHaveLength(4);
+      },
+    );
   });
 
   describe("B: the last 18 months pushed live (no ingest mode), the clock 10 minutes after the last close", () => {
@@ -321,13 +385,20 @@ describe.runIf(realCandlesAvailable)("history never alerts (three years of real 
     });
 
     it("stores thousands of events with live=false and sends nothing", async () => {
-      expect(await push(createClient(IngestService, internalTransport(s.server)), s.plan.ref.history)).toEqual({ accepted: 540 * 24, rejected: 0, duplicates: 0 });
+      expect(await push(createClient(IngestService, internalTransport(s.server)), s.plan.ref.history)).toEqual({
+        accepted: 540 * 24,
+        rejected: 0,
+        duplicates: 0,
+      });
       await expectSilentHistory(s);
     });
 
-    it("the same live push path alerts the next close that " + "changes the signal, once per subscribed timeframe", async () => {
-      await expectLiveBreakAlerts(s);
-      await expectResendSilent(s);
-    });
+    it(
+      "the same live push path alerts the next close that " + "changes the signal, once per subscribed timeframe",
+      async () => {
+        await expectLiveBreakAlerts(s);
+        await expectResendSilent(s);
+      },
+    );
   });
 });

@@ -104,33 +104,36 @@ describe("the API-key guard on every method and every protocol", () => {
     );
   });
 
-  it("refuses a missing, empty, malformed or regenerated key with 401 and its code, and serves a valid one", async () => {
-    const { accountId, apiKey: regenerated } = await server.account();
-    const { apiKey: valid } = await regenerateKey(server.db.handle, accountId, server.clock());
-    const cases: [key: string | null, reason: string][] = [
-      [null, "api_key_required"],
-      ["", "api_key_required"],
-      ["not-a-key", "invalid_api_key"],
-      [`sig_live_${"A".repeat(32)}`, "invalid_api_key"],
-      [regenerated, "invalid_api_key"],
-    ];
-    const seen: string[] = [];
-    const expected: string[] = [];
-    for (const protocol of protocols) {
-      for (const method of METHODS) {
-        const cell = `${protocol.name} ${method.parent.name}.${method.name}`;
-        for (const [key, reason] of cases) {
-          seen.push(`${cell} ${JSON.stringify(key)}: ${JSON.stringify(await protocol.call(method, key))}`);
-          expected.push(
-            `${cell} ${JSON.stringify(key)}: ${JSON.stringify({ status: "refused", reason, unauthenticated: true })}`,
-          );
+  it(
+    "refuses a missing, empty, malformed or regenerated " + "key with 401 and its code, and serves a valid one",
+    async () => {
+      const { accountId, apiKey: regenerated } = await server.account();
+      const { apiKey: valid } = await regenerateKey(server.db.handle, accountId, server.clock());
+      const cases: [key: string | null, reason: string][] = [
+        [null, "api_key_required"],
+        ["", "api_key_required"],
+        ["not-a-key", "invalid_api_key"],
+        [`sig_live_${"A".repeat(32)}`, "invalid_api_key"],
+        [regenerated, "invalid_api_key"],
+      ];
+      const seen: string[] = [];
+      const expected: string[] = [];
+      for (const protocol of protocols) {
+        for (const method of METHODS) {
+          const cell = `${protocol.name} ${method.parent.name}.${method.name}`;
+          for (const [key, reason] of cases) {
+            seen.push(`${cell} ${JSON.stringify(key)}: ${JSON.stringify(await protocol.call(method, key))}`);
+            expected.push(
+              `${cell} ${JSON.stringify(key)}: ${JSON.stringify({ status: "refused", reason, unauthenticated: true })}`,
+            );
+          }
+          seen.push(`${cell} valid: ${JSON.stringify(await protocol.call(method, valid))}`);
+          expected.push(`${cell} valid: ${JSON.stringify({ status: "ok" })}`);
         }
-        seen.push(`${cell} valid: ${JSON.stringify(await protocol.call(method, valid))}`);
-        expected.push(`${cell} valid: ${JSON.stringify({ status: "ok" })}`);
       }
-    }
-    expect(seen).toEqual(expected);
-  });
+      expect(seen).toEqual(expected);
+    },
+  );
 
   it("counts each refusal under its method and protocol", async () => {
     for (const protocol of protocols) for (const method of METHODS) await protocol.call(method, null);

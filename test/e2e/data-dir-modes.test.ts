@@ -5,7 +5,17 @@
  * directory with loose modes is repaired at the next start with its token kept, and a token file
  * that is a symbolic link stops the start instead of being followed.
  */
-import { chmodSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  lstatSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -39,7 +49,8 @@ function loosen(dir: string): number {
 describe("the embedded data directory's modes", () => {
   let root: string;
   let dataDir: string;
-  const env = () => childEnv({ DATA_DIR: dataDir, PORT: "0", INTERNAL_PORT: "0", DEMO_ACCOUNT: "false", LOG_LEVEL: "info" });
+  const env = () =>
+    childEnv({ DATA_DIR: dataDir, PORT: "0", INTERNAL_PORT: "0", DEMO_ACCOUNT: "false", LOG_LEVEL: "info" });
 
   beforeAll(() => {
     root = mkdtempSync(path.join(tmpdir(), "signals-modes-"));
@@ -69,7 +80,11 @@ describe("the embedded data directory's modes", () => {
     try {
       expect(looseModes(dataDir)).toEqual([]);
       expect(readFileSync(path.join(dataDir, "internal-token"), "utf8")).toBe(token);
-      expect(server.logs().some((l) => l.msg === "data directory files were readable or writable by other users; made private")).toBe(true);
+      expect(
+        server
+          .logs()
+          .some((l) => l.msg === "data directory files were readable or writable by other users; made private"),
+      ).toBe(true);
     } finally {
       await server.stop();
     }

@@ -3,13 +3,14 @@
  * answers with data, and every sample row says plainly that it is sample data. A restart adds
  * no second copy of the history rows.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
 import { pino } from "pino";
-import { collectStream, DATASETS } from "../../src/market-data/datasets.ts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDemoFeed } from "../../src/market/demo-feed.ts";
+import { collectStream, DATASETS } from "../../src/market-data/datasets.ts";
 import { demoDataRows, startDemoData } from "../../src/market-data/demo-data.ts";
-import { startTestServer, type TestServer } from "../support/test-server.ts";
 import { apiJson } from "../support/api-request.ts";
+import { startTestServer, type TestServer } from "../support/test-server.ts";
 
 let server: TestServer;
 let apiKey: string;
@@ -38,7 +39,13 @@ describe("demo feed", () => {
 
   it("every free endpoint answers with data, and each sample row is labelled as sample data", async () => {
     const movers = await apiJson(server.baseUrl, "/api/v1/movers?tf=1h", apiKey);
-    expect(movers.volume_leaders.map((r: { symbol: string }) => r.symbol).sort()).toEqual(["BNB", "BTC", "ETH", "SOL", "XRP"]);
+    expect(movers.volume_leaders.map((r: { symbol: string }) => r.symbol).sort()).toEqual([
+      "BNB",
+      "BTC",
+      "ETH",
+      "SOL",
+      "XRP",
+    ]);
     expect(movers.gainers.length + movers.losers.length).toBeGreaterThan(0);
 
     const derivatives = await apiJson(server.baseUrl, "/api/v1/derivatives", apiKey);

@@ -12,12 +12,19 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServerClient } from "../../src/feeder/server-client.ts";
-import { readInternalToken } from "../../src/server/internal-token.ts";
 import { STRIPE_WEBHOOK_EVENTS } from "../../src/payments/event-handlers.ts";
-import { startFakeSmtp, type FakeSmtp } from "../support/fake-smtp.ts";
-import { startFakeStripe, type FakeStripe } from "../support/fake-stripe.ts";
-import { FAKE_BOT_TOKEN, FAKE_BOT_USERNAME, startFakeTelegram, type FakeTelegram } from "../support/fake-telegram.ts";
-import { childEnv, freePort, runCli, startServerProcess, type CliResult, type ServerProcess } from "../support/processes.ts";
+import { readInternalToken } from "../../src/server/internal-token.ts";
+import { type FakeSmtp, startFakeSmtp } from "../support/fake-smtp.ts";
+import { type FakeStripe, startFakeStripe } from "../support/fake-stripe.ts";
+import { FAKE_BOT_TOKEN, FAKE_BOT_USERNAME, type FakeTelegram, startFakeTelegram } from "../support/fake-telegram.ts";
+import {
+  type CliResult,
+  childEnv,
+  freePort,
+  runCli,
+  type ServerProcess,
+  startServerProcess,
+} from "../support/processes.ts";
 import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
 
 type Line = { name: string; status: string; detail: string; fix: string; needed: boolean };
@@ -51,7 +58,13 @@ describe("signals doctor", () => {
   async function environment(vars: Record<string, string>): Promise<NodeJS.ProcessEnv> {
     const dataDir = mkdtempSync(path.join(tmpdir(), "signals-doctor-"));
     dirs.push(dataDir);
-    const base: Record<string, string> = { DATA_DIR: dataDir, PORT: "0", INTERNAL_PORT: String(await freePort()), LOG_LEVEL: "info", ...vars };
+    const base: Record<string, string> = {
+      DATA_DIR: dataDir,
+      PORT: "0",
+      INTERNAL_PORT: String(await freePort()),
+      LOG_LEVEL: "info",
+      ...vars,
+    };
     if (usingPostgres && vars.DEMO_FEED === "false") {
       const database = await createPostgresDatabase();
       drops.push(database.drop);
@@ -60,7 +73,8 @@ describe("signals doctor", () => {
     return childEnv(base);
   }
 
-  it("a fresh embedded start is not ready: demo feed on, " + "no Stripe, a loopback address; each with its fix", async () => {
+  it("a fresh embedded start is not ready: demo feed on, " +
+    "no Stripe, a loopback address; each with its fix", async () => {
     const env = await environment({});
     const server = await startServerProcess(env);
     servers.push(server);
@@ -72,7 +86,11 @@ describe("signals doctor", () => {
     expect(byName("server")).toMatchObject({ status: "ok" });
     expect(byName("database")).toMatchObject({ status: "ok" });
     expect(byName("database").detail).toMatch(/^reachable \(embedded PGlite\), (\d+) of \1 migrations applied$/);
-    expect(byName("demo feed")).toMatchObject({ status: "failing", needed: true, fix: "stop the server and start it with: DEMO_FEED=false npm start" });
+    expect(byName("demo feed")).toMatchObject({
+      status: "failing",
+      needed: true,
+      fix: "stop the server and start it with: DEMO_FEED=false npm start",
+    });
     expect(byName("feed BTC")).toMatchObject({ status: "ok" });
     expect(byName("public address")).toMatchObject({ status: "failing" });
     expect(byName("stripe key")).toMatchObject({ status: "missing", needed: true });
@@ -86,7 +104,9 @@ describe("signals doctor", () => {
     const demoFix = " +fix: stop the server and start it with: DEMO_FEED=false npm start$";
     expect(text.stdout).toMatch(new RegExp(demoCheck + demoFix, "m"));
     expect(text.stdout).toMatch(/^ok +database +reachable/m);
-    expect(text.stdout.trim().split("\n").at(-1)).toBe("not ready to sell: demo feed, public address, stripe key, stripe webhook secret");
+    expect(text.stdout.trim().split("\n").at(-1)).toBe(
+      "not ready to sell: demo feed, public address, stripe key, stripe webhook secret",
+    );
     await server.stop();
     servers.splice(servers.indexOf(server), 1);
     // With the server gone the doctor says so, and checks the database itself.
@@ -95,8 +115,13 @@ describe("signals doctor", () => {
     expect(alone.byName("database")).toMatchObject({ status: "ok" });
   }, 120_000);
 
-  it("a configured server with a live feed is ready to sell " + "(exit 0); each broken piece is named with its fix", async () => {
-    stripe.webhookEndpoints.push({ url: `${PUBLIC}/webhooks/stripe`, enabled_events: [...STRIPE_WEBHOOK_EVENTS], status: "enabled" });
+  it("a configured server with a live feed is ready to sell " +
+    "(exit 0); each broken piece is named with its fix", async () => {
+    stripe.webhookEndpoints.push({
+      url: `${PUBLIC}/webhooks/stripe`,
+      enabled_events: [...STRIPE_WEBHOOK_EVENTS],
+      status: "enabled",
+    });
     const env = await environment({
       DEMO_FEED: "false",
       DEMO_ACCOUNT: "false",
@@ -115,22 +140,39 @@ describe("signals doctor", () => {
     // A feeder pushes BTC (20 closed hourly candles and a forming one), with the server's token.
     const feeder = createServerClient(server.internalUrl, readInternalToken(env.DATA_DIR!)!, "doctor-test");
     const last = Math.floor(Date.now() / H) * H;
-    const candle = (i: number) => ({ openTime: last - (20 - i) * H, open: 100 + i, high: 102 + i, low: 99 + i, close: 101 + i, volume: 10 });
+    const candle = (i: number) => ({
+      openTime: last - (20 - i) * H,
+      open: 100 + i,
+      high: 102 + i,
+      low: 99 + i,
+      close: 101 + i,
+      volume: 10,
+    });
     await feeder.acquireLeases(["BTC"], 10 * 60_000);
-    const pushed = await feeder.push(Array.from({ length: 21 }, (_, i) => ({ symbol: "BTC", tf: "1h", candle: candle(i), closed: i < 20 })), "backfill");
+    const pushed = await feeder.push(
+      Array.from({ length: 21 }, (_, i) => ({ symbol: "BTC", tf: "1h", candle: candle(i), closed: i < 20 })),
+      "backfill",
+    );
     feeder.close();
     expect(pushed.rejections).toEqual([]);
 
     const ready = await runCli(["doctor", "--json"], env);
     const good = report(ready);
-    expect(good.checks.filter((c) => c.status !== "ok"), ready.stdout).toEqual([]);
+    expect(
+      good.checks.filter((c) => c.status !== "ok"),
+      ready.stdout,
+    ).toEqual([]);
     expect(ready.code).toBe(0);
     expect(good.byName("demo feed")).toMatchObject({ status: "ok", detail: "off" });
     expect(good.byName("feed BTC").detail).toMatch(/^last update \d+ s ago \(1h candles, led by feeder doctor-test\)$/);
     expect(good.byName("stripe key").detail).toBe("set (test mode: no real money moves)");
     expect(good.byName("stripe price node").detail).toBe("price_node_monthly: 49.00 USD every month");
-    expect(good.byName("stripe webhook endpoint").detail).toBe(`${PUBLIC}/webhooks/stripe, all ${STRIPE_WEBHOOK_EVENTS.length} events`);
-    expect(good.byName("smtp").detail).toMatch(/^127\.0\.0\.1:\d+ accepts our login; mails come from Signals <no-reply@signals\.example\.com>$/);
+    expect(good.byName("stripe webhook endpoint").detail).toBe(
+      `${PUBLIC}/webhooks/stripe, all ${STRIPE_WEBHOOK_EVENTS.length} events`,
+    );
+    expect(good.byName("smtp").detail).toMatch(
+      /^127\.0\.0\.1:\d+ accepts our login; mails come from Signals <no-reply@signals\.example\.com>$/,
+    );
     expect(good.byName("telegram bot").detail).toBe(`@${FAKE_BOT_USERNAME}`);
     expect((await runCli(["doctor"], env)).stdout.trim().split("\n").at(-1)).toBe("ready to sell");
     // The Stripe checks went through Stripe's API (the stripe library against the fake).
@@ -141,25 +183,46 @@ describe("signals doctor", () => {
     stripe.webhookEndpoints[0]!.enabled_events = STRIPE_WEBHOOK_EVENTS.filter((e) => e !== "charge.refunded");
     const noRefunds = report(await runCli(["doctor", "--json"], env));
     expect(noRefunds.ok).toBe(false);
-    expect(noRefunds.byName("stripe webhook endpoint")).toMatchObject({ status: "failing", detail: `${PUBLIC}/webhooks/stripe does not send charge.refunded`, fix: "add the events charge.refunded to it (Dashboard → Developers → Webhooks)" });
+    expect(noRefunds.byName("stripe webhook endpoint")).toMatchObject({
+      status: "failing",
+      detail: `${PUBLIC}/webhooks/stripe does not send charge.refunded`,
+      fix: "add the events charge.refunded to it (Dashboard → Developers → Webhooks)",
+    });
     stripe.webhookEndpoints.splice(0);
     const noEndpoint = report(await runCli(["doctor", "--json"], env));
     expect(noEndpoint.byName("stripe webhook endpoint").status).toBe("failing");
-    expect(noEndpoint.byName("stripe webhook endpoint").fix).toContain("stripe listen --forward-to 127.0.0.1:8080/webhooks/stripe");
+    expect(noEndpoint.byName("stripe webhook endpoint").fix).toContain(
+      "stripe listen --forward-to 127.0.0.1:8080/webhooks/stripe",
+    );
     await server.stop();
     servers.splice(servers.indexOf(server), 1);
 
     // Broken SMTP credentials and bot token, and a coin whose feed went quiet.
-    const broken = { ...env, SMTP_URL: smtp.url.replace("smtp-test-password", "wrong-password"), TELEGRAM_BOT_TOKEN: "999:not-the-bot", STALE_AFTER: "1" };
+    const broken = {
+      ...env,
+      SMTP_URL: smtp.url.replace("smtp-test-password", "wrong-password"),
+      TELEGRAM_BOT_TOKEN: "999:not-the-bot",
+      STALE_AFTER: "1",
+    };
     const restarted = await startServerProcess(broken);
     servers.push(restarted);
     const bad = await runCli(["doctor", "--json"], broken);
     expect(bad.code).toBe(1);
     const worse = report(bad);
-    expect(worse.byName("smtp")).toMatchObject({ status: "failing", needed: false, fix: "check SMTP_URL's host, port, user and password" });
+    expect(worse.byName("smtp")).toMatchObject({
+      status: "failing",
+      needed: false,
+      fix: "check SMTP_URL's host, port, user and password",
+    });
     expect(worse.byName("smtp").detail).not.toContain("wrong-password");
-    expect(worse.byName("telegram bot")).toMatchObject({ status: "failing", detail: "getMe refused: HTTP 401: Unauthorized" });
-    expect(worse.byName("feed BTC")).toMatchObject({ status: "failing", fix: "npx signals feed --symbols BTC   (or look at the running feeder's 127.0.0.1:9464/healthz)" });
+    expect(worse.byName("telegram bot")).toMatchObject({
+      status: "failing",
+      detail: "getMe refused: HTTP 401: Unauthorized",
+    });
+    expect(worse.byName("feed BTC")).toMatchObject({
+      status: "failing",
+      fix: "npx signals feed --symbols BTC   (or look at the running feeder's 127.0.0.1:9464/healthz)",
+    });
     expect(worse.byName("feed BTC").detail).toMatch(/: answered stale$/);
   }, 180_000);
 });

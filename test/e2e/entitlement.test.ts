@@ -12,18 +12,19 @@
  * current access sees the two signals before it, never a later one, the LONG, its defense or
  * the levels; a paid member sees all seven and the levels.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sql } from "drizzle-orm";
+
 import { ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
-import { SignalsService, Signal } from "../../gen/signals/v1/signals_pb.js";
-import { MarketDataService } from "../../gen/signals/v1/market_data_pb.js";
+import { sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
-import { adjustTokens } from "../../src/billing/tokens.ts";
+import { MarketDataService } from "../../gen/signals/v1/market_data_pb.js";
+import { Signal, SignalsService } from "../../gen/signals/v1/signals_pb.js";
 import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
+import { adjustTokens } from "../../src/billing/tokens.ts";
 import type { Candle } from "../../src/engine/index.ts";
 import type { CandleUpdate } from "../../src/market/validate.ts";
-import { FAKE_BOT_TOKEN, startFakeTelegram, webhookPost, type FakeTelegram } from "../support/fake-telegram.ts";
+import { FAKE_BOT_TOKEN, type FakeTelegram, startFakeTelegram, webhookPost } from "../support/fake-telegram.ts";
 import { structureBreak } from "../support/structure-break.ts";
 import { createTestClock, startTestServer, type TestServer } from "../support/test-server.ts";
 import { csrfTokenOf, WebClient, type WebResult } from "../support/web-client.ts";
@@ -59,19 +60,89 @@ interface Expected {
   readonly status: "no signal";
 }
 
-type Setup = { readonly plan: string; readonly subscription: "active" | "lapsed"; readonly tokens?: 0 } | "sign-up" | "signed out";
+type Setup =
+  | { readonly plan: string; readonly subscription: "active" | "lapsed"; readonly tokens?: 0 }
+  | "sign-up"
+  | "signed out";
 
 const ENDED_ONLY = { trackRecord: "ended", status: "no signal" } as const;
 /** The table, written out by hand from the product rule (docs/accounts.md, "Who sees what"). */
 const TABLE: ReadonlyArray<readonly [string, Setup, Expected]> = [
-  ["signed out", "signed out", { paid: "api_key_required", movers: "api_key_required", alert: false, testAlert: "sign in", chart: "sign in", ...ENDED_ONLY }],
-  ["free sign-up (no payment, no key)", "sign-up", { paid: "api_key_required", movers: "api_key_required", alert: false, testAlert: "not in plan", chart: "ended", ...ENDED_ONLY }],
-  ["basic, active", { plan: "basic", subscription: "active" }, { paid: "node_tier_required", movers: "rows", alert: false, testAlert: "not in plan", chart: "ended", ...ENDED_ONLY }],
-  ["node, lapsed", { plan: "node", subscription: "lapsed" }, { paid: "subscription_inactive", movers: "subscription_inactive", alert: false, testAlert: "not in plan", chart: "ended", ...ENDED_ONLY }],
-  ["founding_seat, lapsed", { plan: "founding_seat", subscription: "lapsed" }, { paid: "subscription_inactive", movers: "subscription_inactive", alert: false, testAlert: "not in plan", chart: "ended", ...ENDED_ONLY }],
-  ["node, active, 0 Tokens", { plan: "node", subscription: "active", tokens: 0 }, { paid: "insufficient_credits", movers: "rows", alert: true, testAlert: "sent", chart: "current", ...ENDED_ONLY }],
-  ["node, active", { plan: "node", subscription: "active" }, { paid: "signal", movers: "rows", alert: true, testAlert: "sent", chart: "current", ...ENDED_ONLY }],
-  ["founding_seat, active", { plan: "founding_seat", subscription: "active" }, { paid: "signal", movers: "rows", alert: true, testAlert: "sent", chart: "current", ...ENDED_ONLY }],
+  [
+    "signed out",
+    "signed out",
+    {
+      paid: "api_key_required",
+      movers: "api_key_required",
+      alert: false,
+      testAlert: "sign in",
+      chart: "sign in",
+      ...ENDED_ONLY,
+    },
+  ],
+  [
+    "free sign-up (no payment, no key)",
+    "sign-up",
+    {
+      paid: "api_key_required",
+      movers: "api_key_required",
+      alert: false,
+      testAlert: "not in plan",
+      chart: "ended",
+      ...ENDED_ONLY,
+    },
+  ],
+  [
+    "basic, active",
+    { plan: "basic", subscription: "active" },
+    {
+      paid: "node_tier_required",
+      movers: "rows",
+      alert: false,
+      testAlert: "not in plan",
+      chart: "ended",
+      ...ENDED_ONLY,
+    },
+  ],
+  [
+    "node, lapsed",
+    { plan: "node", subscription: "lapsed" },
+    {
+      paid: "subscription_inactive",
+      movers: "subscription_inactive",
+      alert: false,
+      testAlert: "not in plan",
+      chart: "ended",
+      ...ENDED_ONLY,
+    },
+  ],
+  [
+    "founding_seat, lapsed",
+    { plan: "founding_seat", subscription: "lapsed" },
+    {
+      paid: "subscription_inactive",
+      movers: "subscription_inactive",
+      alert: false,
+      testAlert: "not in plan",
+      chart: "ended",
+      ...ENDED_ONLY,
+    },
+  ],
+  [
+    "node, active, 0 Tokens",
+    { plan: "node", subscription: "active", tokens: 0 },
+    { paid: "insufficient_credits", movers: "rows", alert: true, testAlert: "sent", chart: "current", ...ENDED_ONLY },
+  ],
+  [
+    "node, active",
+    { plan: "node", subscription: "active" },
+    { paid: "signal", movers: "rows", alert: true, testAlert: "sent", chart: "current", ...ENDED_ONLY },
+  ],
+  [
+    "founding_seat, active",
+    { plan: "founding_seat", subscription: "active" },
+    { paid: "signal", movers: "rows", alert: true, testAlert: "sent", chart: "current", ...ENDED_ONLY },
+  ],
 ];
 
 interface Viewer {
@@ -100,10 +171,17 @@ async function signedInViewer(email: string, accountId: number): Promise<WebClie
 async function signUpViewer(email: string): Promise<{ web: WebClient; accountId: number }> {
   const web = new WebClient(server.baseUrl);
   const form = await web.get("/signup");
-  const res = await web.post("/signup", { csrf_token: csrfTokenOf(form.body), email, password: PASSWORD, confirm: PASSWORD });
+  const res = await web.post("/signup", {
+    csrf_token: csrfTokenOf(form.body),
+    email,
+    password: PASSWORD,
+    confirm: PASSWORD,
+  });
   expect(res.status).toBe(200);
   expect((await web.signIn(email, PASSWORD)).status).toBe(303);
-  const [row] = await server.db.handle.rows<{ id: string | number; plan: string; subscription_until: Date | null }>(sql`SELECT id, plan, subscription_until FROM accounts WHERE email = ${email}`);
+  const [row] = await server.db.handle.rows<{ id: string | number; plan: string; subscription_until: Date | null }>(
+    sql`SELECT id, plan, subscription_until FROM accounts WHERE email = ${email}`,
+  );
   expect(row).toMatchObject({ plan: "free", subscription_until: null });
   return { web, accountId: Number(row!.id) };
 }
@@ -142,9 +220,20 @@ beforeAll(async () => {
       const { web, accountId } = await signUpViewer(email);
       viewers.push({ name, expected, web, apiKey: null, accountId, chatId });
     } else {
-      const until = setup.subscription === "active" ? new Date(server.clock() + 30 * 24 * H) : new Date(server.clock() - H);
+      const until =
+        setup.subscription === "active" ? new Date(server.clock() + 30 * 24 * H) : new Date(server.clock() - H);
       const { accountId, apiKey } = await server.account({ email, plan: setup.plan, subscriptionUntil: until });
-      if (setup.tokens === 0) expect(await adjustTokens(server.db.handle, accountId, "adjustment", -server.config.limits.monthlyGrant, "empty for the test", server.config.limits)).toBe("ok");
+      if (setup.tokens === 0)
+        expect(
+          await adjustTokens(
+            server.db.handle,
+            accountId,
+            "adjustment",
+            -server.config.limits.monthlyGrant,
+            "empty for the test",
+            server.config.limits,
+          ),
+        ).toBe("ok");
       viewers.push({ name, expected, web: await signedInViewer(email, accountId), apiKey, accountId, chatId });
     }
   }
@@ -172,7 +261,11 @@ describe("alerts and test alerts", () => {
     const connect = await v.web.post("/account/telegram/connect", { csrf_token: await v.web.sessionCsrfToken() });
     expect(connect.status).toBe(303);
     const token = new RegExp(`^https://t\\.me/${BOT}\\?start=(.+)$`).exec(String(connect.headers.location))![1]!;
-    const res = await webhookPost(`${server.baseUrl}/webhooks/telegram`, WEBHOOK_SECRET, telegram.injectMessage(v.chatId, `/start ${token}`));
+    const res = await webhookPost(
+      `${server.baseUrl}/webhooks/telegram`,
+      WEBHOOK_SECRET,
+      telegram.injectMessage(v.chatId, `/start ${token}`),
+    );
     expect(res.status).toBe(200);
   }
 
@@ -181,18 +274,26 @@ describe("alerts and test alerts", () => {
     return v.web.post("/account/telegram/test", { csrf_token: csrf });
   }
 
-  const testAlertsTo = (chatId: number) => telegram.received.filter((m) => m.chatId === String(chatId) && m.text.startsWith("Test alert"));
+  const testAlertsTo = (chatId: number) =>
+    telegram.received.filter((m) => m.chatId === String(chatId) && m.text.startsWith("Test alert"));
 
   it("a test alert goes only to a chat proven through /start, and only on a plan with alerts", async () => {
     for (const v of members()) {
       // First a typed chat id: no proof that it is the member's, so no test alert for anyone.
-      const save = await v.web.post("/account/alerts", { csrf_token: await v.web.sessionCsrfToken(), chat_id: String(v.chatId + 100), symbols: "ZZA", timeframes: "1h" });
+      const save = await v.web.post("/account/alerts", {
+        csrf_token: await v.web.sessionCsrfToken(),
+        chat_id: String(v.chatId + 100),
+        symbols: "ZZA",
+        timeframes: "1h",
+      });
       expect(save.status, v.name).toBe(303);
       expect((await sendTestAlert(v)).status, v.name).toBe(v.expected.testAlert === "sent" ? 409 : 403);
       expect(testAlertsTo(v.chatId + 100), v.name).toEqual([]);
       // Then the one-tap connect: the chat is proven.
       await proveChat(v);
-      const [row] = await server.db.handle.rows<{ chat_id: string; chat_verified: boolean }>(sql`SELECT chat_id, chat_verified FROM alert_settings WHERE account_id = ${v.accountId}`);
+      const [row] = await server.db.handle.rows<{ chat_id: string; chat_verified: boolean }>(
+        sql`SELECT chat_id, chat_verified FROM alert_settings WHERE account_id = ${v.accountId}`,
+      );
       expect(row, v.name).toMatchObject({ chat_id: String(v.chatId), chat_verified: true });
     }
     for (const [name] of TABLE) {
@@ -211,18 +312,27 @@ describe("alerts and test alerts", () => {
       }
     }
     // Nothing went to a chat of a viewer whose plan has no alerts.
-    for (const v of viewers.filter((x) => x.expected.testAlert !== "sent")) expect(testAlertsTo(v.chatId), v.name).toEqual([]);
+    for (const v of viewers.filter((x) => x.expected.testAlert !== "sent"))
+      expect(testAlertsTo(v.chatId), v.name).toEqual([]);
     // The account page offers the button exactly where it works.
-    for (const v of members()) expect((await v.web.get("/account")).body.includes('id="telegram-test"'), v.name).toBe(v.expected.testAlert === "sent");
+    for (const v of members())
+      expect((await v.web.get("/account")).body.includes('id="telegram-test"'), v.name).toBe(
+        v.expected.testAlert === "sent",
+      );
   });
 
   it("the live signal is queued and delivered only to the members whose plan has alerts", async () => {
     const entitled = viewers.filter((v) => v.expected.alert);
     expect((await server.feed!.ingest([update(breaker)])).rejected).toBe(0);
     // The outbox rows are written in the candle's transaction: complete once ingest returns.
-    const queued = await server.db.handle.rows<{ account_id: string }>(sql`SELECT account_id::text FROM outbox WHERE kind = 'signal_alert' ORDER BY account_id`);
-    expect(queued.map((r) => Number(r.account_id)).sort((a, b) => a - b)).toEqual(entitled.map((v) => v.accountId!).sort((a, b) => a - b));
-    const alertsOf = (v: Viewer) => telegram.delivered.filter((m) => m.chatId === String(v.chatId) && m.eventId === `ZZA-1h-${LONG_AT}`);
+    const queued = await server.db.handle.rows<{ account_id: string }>(
+      sql`SELECT account_id::text FROM outbox WHERE kind = 'signal_alert' ORDER BY account_id`,
+    );
+    expect(queued.map((r) => Number(r.account_id)).sort((a, b) => a - b)).toEqual(
+      entitled.map((v) => v.accountId!).sort((a, b) => a - b),
+    );
+    const alertsOf = (v: Viewer) =>
+      telegram.delivered.filter((m) => m.chatId === String(v.chatId) && m.eventId === `ZZA-1h-${LONG_AT}`);
     await telegram.waitForDelivered(telegram.delivered.filter((m) => m.eventId === null).length + entitled.length);
     for (const v of viewers) expect(alertsOf(v), v.name).toHaveLength(v.expected.alert ? 1 : 0);
   });
@@ -234,18 +344,26 @@ describe.each(["Connect", "gRPC", "REST"] as const)("the paid endpoint over %s",
     let outcome: { signal: string; defense: number | null; confirmed: boolean } | string;
     if (protocol === "REST") {
       const res = await fetch(`${server.baseUrl}/api/v1/signals?symbols=ZZA&tf=1h`, { headers: headersOf(v) });
-      const body = (await res.json()) as { ok: boolean; error?: string; signals?: Array<{ signal: string; defense: number | null; confirmed: boolean }> };
+      const body = (await res.json()) as {
+        ok: boolean;
+        error?: string;
+        signals?: Array<{ signal: string; defense: number | null; confirmed: boolean }>;
+      };
       outcome = body.ok ? body.signals![0]! : body.error!;
     } else {
       try {
-        const res = await createClient(SignalsService, transports[protocol]).getSignals({ symbols: "ZZA", tf: "1h" }, { headers: headersOf(v) });
+        const res = await createClient(SignalsService, transports[protocol]).getSignals(
+          { symbols: "ZZA", tf: "1h" },
+          { headers: headersOf(v) },
+        );
         const entry = res.signals[0]!;
         outcome = { signal: Signal[entry.signal], defense: entry.defense ?? null, confirmed: entry.confirmed };
       } catch (err) {
         outcome = reasonOf(err);
       }
     }
-    if (v.expected.paid === "signal") expect(outcome).toMatchObject({ signal: "LONG", confirmed: true, defense: 142.5 });
+    if (v.expected.paid === "signal")
+      expect(outcome).toMatchObject({ signal: "LONG", confirmed: true, defense: 142.5 });
     else expect(outcome).toBe(v.expected.paid);
   });
 });
@@ -257,13 +375,27 @@ describe.each(["Connect", "gRPC", "REST"] as const)("the free movers over %s: ne
     if (protocol === "REST") {
       const res = await fetch(`${server.baseUrl}/api/v1/movers?tf=1h&limit=50`, { headers: headersOf(v) });
       const text = await res.text();
-      const body = JSON.parse(text) as { ok: boolean; error?: string; gainers?: object[]; losers?: object[]; volume_leaders?: object[] };
-      outcome = body.ok ? { rows: [...body.gainers!, ...body.losers!, ...body.volume_leaders!] as Array<Record<string, unknown>>, text } : body.error!;
+      const body = JSON.parse(text) as {
+        ok: boolean;
+        error?: string;
+        gainers?: object[];
+        losers?: object[];
+        volume_leaders?: object[];
+      };
+      outcome = body.ok
+        ? { rows: [...body.gainers!, ...body.losers!, ...body.volume_leaders!] as Array<Record<string, unknown>>, text }
+        : body.error!;
     } else {
       try {
-        const res = await createClient(MarketDataService, transports[protocol]).getMovers({ tf: "1h", limit: "50" }, { headers: headersOf(v) });
+        const res = await createClient(MarketDataService, transports[protocol]).getMovers(
+          { tf: "1h", limit: "50" },
+          { headers: headersOf(v) },
+        );
         const rows = [...res.gainers, ...res.losers, ...res.volumeLeaders] as unknown as Array<Record<string, unknown>>;
-        outcome = { rows, text: JSON.stringify(rows, (_k, value: unknown) => (typeof value === "bigint" ? String(value) : value)) };
+        outcome = {
+          rows,
+          text: JSON.stringify(rows, (_k, value: unknown) => (typeof value === "bigint" ? String(value) : value)),
+        };
       } catch (err) {
         outcome = reasonOf(err);
       }
@@ -296,7 +428,8 @@ describe("the chart page", () => {
     }
     expect(res.status).toBe(200);
     const json = chartJson(res.body);
-    const rows = (/<table id="history"[\s\S]*?<tbody>([\s\S]*?)<\/tbody>/.exec(res.body)?.[1] ?? "").match(/<tr>/g)?.length ?? 0;
+    const rows =
+      (/<table id="history"[\s\S]*?<tbody>([\s\S]*?)<\/tbody>/.exec(res.body)?.[1] ?? "").match(/<tr>/g)?.length ?? 0;
     if (v.expected.chart === "current") {
       expect(res.body).toContain('id="current-signal"');
       expect(res.body).toMatch(/<dt>Defense<\/dt><dd>142\.5<\/dd>/);

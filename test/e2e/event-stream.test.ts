@@ -12,21 +12,21 @@
  * event: seq order must still be commit order, or a tailing consumer skips the held event.
  */
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient, type Client, type Interceptor } from "@connectrpc/connect";
+import { type Client, Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { asc, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SignalEventsService, type SignalEvent } from "../../gen/signals/v1/events_pb.js";
+import { type SignalEvent, SignalEventsService } from "../../gen/signals/v1/events_pb.js";
 import { IngestService, PushCandlesRequestSchema } from "../../gen/signals/v1/ingest_pb.js";
 import { Signal } from "../../gen/signals/v1/signals_pb.js";
-import { openDb, type DbHandle } from "../../src/db/client.ts";
+import { type DbHandle, openDb } from "../../src/db/client.ts";
 import { signalEvents } from "../../src/db/schema.ts";
-import { createEngineState, stepClosed, type Candle } from "../../src/engine/index.ts";
+import { type Candle, createEngineState, stepClosed } from "../../src/engine/index.ts";
 import { demoCandles } from "../../src/market/demo-feed.ts";
 import { TIMEFRAME_MS } from "../../src/market/timeframes.ts";
+import { childEnv, type ServerProcess, startServerProcess } from "../support/processes.ts";
 import { aggregateCandles } from "../support/real-candles.ts";
 import { structureBreak } from "../support/structure-break.ts";
-import { childEnv, startServerProcess, type ServerProcess } from "../support/processes.ts";
 import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
 import { createTestClock, INTERNAL_TOKEN, startTestServer, type TestServer } from "../support/test-server.ts";
 
@@ -54,7 +54,10 @@ function transport(baseUrl: string, authorization: string | null) {
   return createGrpcTransport({ baseUrl, sessionManager, interceptors: [auth] });
 }
 
-function eventsClient(baseUrl: string, authorization: string | null = `Bearer ${INTERNAL_TOKEN}`): Client<typeof SignalEventsService> {
+function eventsClient(
+  baseUrl: string,
+  authorization: string | null = `Bearer ${INTERNAL_TOKEN}`,
+): Client<typeof SignalEventsService> {
   return createClient(SignalEventsService, transport(baseUrl, authorization));
 }
 
@@ -99,8 +102,16 @@ interface Hour {
 
 /** Every coin's hourly candles, hour by hour (one candle per coin per hour). */
 function hourlyCandles(startHour: number, hours: number): Hour[][] {
-  const series = Object.entries(COINS).map(([symbol, source]) => ({ symbol, candles: demoCandles(source, startHour + hours).slice(startHour) }));
-  return Array.from({ length: hours }, (_, i) => series.map(({ symbol, candles }) => ({ symbol, candle: { ...candles[i]!, openTime: START + (startHour + i) * H } })));
+  const series = Object.entries(COINS).map(([symbol, source]) => ({
+    symbol,
+    candles: demoCandles(source, startHour + hours).slice(startHour),
+  }));
+  return Array.from({ length: hours }, (_, i) =>
+    series.map(({ symbol, candles }) => ({
+      symbol,
+      candle: { ...candles[i]!, openTime: START + (startHour + i) * H },
+    })),
+  );
 }
 
 interface ExpectedEvent {
@@ -192,14 +203,28 @@ function withoutStreamFields(e: ReturnType<typeof fields>): ExpectedEvent {
 }
 
 /** Pushes one batch of hours (all coins, hour by hour) in one PushCandles call. */
-async function pushHours(client: Client<typeof IngestService>, hours: Hour[][], mode: "live" | "backfill"): Promise<number> {
+async function pushHours(
+  client: Client<typeof IngestService>,
+  hours: Hour[][],
+  mode: "live" | "backfill",
+): Promise<number> {
   async function* requests() {
     for (const hour of hours) {
-      for (const { symbol, candle } of hour) yield create(PushCandlesRequestSchema, { symbol, tf: "1h", ...candle, openTime: BigInt(candle.openTime), closed: true });
+      for (const { symbol, candle } of hour)
+        yield create(PushCandlesRequestSchema, {
+          symbol,
+          tf: "1h",
+          ...candle,
+          openTime: BigInt(candle.openTime),
+          closed: true,
+        });
     }
   }
   const res = await client.pushCandles(requests(), { headers: { "x-ingest-mode": mode } });
-  expect({ rejected: Number(res.rejected), duplicates: Number(res.duplicates) }).toEqual({ rejected: 0, duplicates: 0 });
+  expect({ rejected: Number(res.rejected), duplicates: Number(res.duplicates) }).toEqual({
+    rejected: 0,
+    duplicates: 0,
+  });
   return Number(res.accepted);
 }
 
@@ -211,10 +236,12 @@ let serverClosed = false;
 
 /** Hour indexes of the main production; the last batch is kept for the "quiet" tests. */
 const ALL_HOURS = hourlyCandles(0, HOURS);
-const BATCHES = Array.from({ length: HOURS / BATCH_HOURS }, (_, b) => ALL_HOURS.slice(b * BATCH_HOURS, (b + 1) * BATCH_HOURS));
+const BATCHES = Array.from({ length: HOURS / BATCH_HOURS }, (_, b) =>
+  ALL_HOURS.slice(b * BATCH_HOURS, (b + 1) * BATCH_HOURS),
+);
 /** Even batches are pushed live with the clock 1 s after their last close, odd ones as backfill. */
 const batchIsLive = (b: number) => b % 2 === 0;
-const batchLastClose = (b: number) => START + ((b + 1) * BATCH_HOURS) * H;
+const batchLastClose = (b: number) => START + (b + 1) * BATCH_HOURS * H;
 const EXPECTED = referenceEvents(ALL_HOURS, (closeTime) => {
   // A close alerts when its batch is live and it is within ALERT_MAX_DELAY (300 s) of the
   // clock: with the clock 1 s after the batch's last close, that is the batch's last hour.
@@ -228,7 +255,9 @@ const MAIN_EVENTS = EXPECTED.length - LAST_BATCH_EVENTS.length;
 
 async function pushBatch(client: Client<typeof IngestService>, b: number): Promise<void> {
   clock.set(batchLastClose(b) + 1_000);
-  expect(await pushHours(client, BATCHES[b]!, batchIsLive(b) ? "live" : "backfill")).toBe(BATCH_HOURS * Object.keys(COINS).length);
+  expect(await pushHours(client, BATCHES[b]!, batchIsLive(b) ? "live" : "backfill")).toBe(
+    BATCH_HOURS * Object.keys(COINS).length,
+  );
 }
 
 beforeAll(async () => {
@@ -239,13 +268,16 @@ afterAll(async () => {
 });
 
 describe("the premise", () => {
-  it("the synthetic candles change signals often, on every " + "timeframe, live and not, including in the last batch", () => {
-    const per = (tf: string) => EXPECTED.filter((e) => e.tf === tf).length;
-    expect(EXPECTED.length).toBeGreaterThan(200);
-    expect({ h1: per("1h") > 150, h4: per("4h") > 10, d1: per("1d") > 3 }).toEqual({ h1: true, h4: true, d1: true });
-    expect(EXPECTED.filter((e) => e.live).length).toBeGreaterThan(3);
-    expect(LAST_BATCH_EVENTS.length).toBeGreaterThan(0);
-  });
+  it(
+    "the synthetic candles change signals often, on every " + "timeframe, live and not, including in the last batch",
+    () => {
+      const per = (tf: string) => EXPECTED.filter((e) => e.tf === tf).length;
+      expect(EXPECTED.length).toBeGreaterThan(200);
+      expect({ h1: per("1h") > 150, h4: per("4h") > 10, d1: per("1d") > 3 }).toEqual({ h1: true, h4: true, d1: true });
+      expect(EXPECTED.filter((e) => e.live).length).toBeGreaterThan(3);
+      expect(LAST_BATCH_EVENTS.length).toBeGreaterThan(0);
+    },
+  );
 });
 
 describe("SignalEventsService authorization", () => {
@@ -255,13 +287,21 @@ describe("SignalEventsService authorization", () => {
     ["with the token but no Bearer scheme", INTERNAL_TOKEN],
   ] as const) {
     it(`StreamSignalEvents ${label} fails UNAUTHENTICATED`, async () => {
-      const err = await withTimeout(streamError(eventsClient(server.internalUrl, authorization).streamSignalEvents({ fromStart: true })), 10_000, "refusal");
+      const err = await withTimeout(
+        streamError(eventsClient(server.internalUrl, authorization).streamSignalEvents({ fromStart: true })),
+        10_000,
+        "refusal",
+      );
       expect(err?.code).toBe(Code.Unauthenticated);
     });
   }
 
   it("the public listener does not serve it, even with the token", async () => {
-    const err = await withTimeout(streamError(eventsClient(server.baseUrl).streamSignalEvents({ fromStart: true })), 10_000, "refusal");
+    const err = await withTimeout(
+      streamError(eventsClient(server.baseUrl).streamSignalEvents({ fromStart: true })),
+      10_000,
+      "refusal",
+    );
     expect(err?.code).toBe(Code.Unimplemented);
   });
 });
@@ -277,7 +317,12 @@ describe("the stream while a producer pushes candles", () => {
    * alone does not cancel a connect-node call: the HTTP/2 stream stays open until the session
    * ends, so a consumer that stops reading must abort.)
    */
-  async function readUntil(client: Client<typeof SignalEventsService>, request: { afterId?: string; fromStart?: boolean }, into: SignalEvent[], stop: (received: number) => boolean): Promise<number> {
+  async function readUntil(
+    client: Client<typeof SignalEventsService>,
+    request: { afterId?: string; fromStart?: boolean },
+    into: SignalEvent[],
+    stop: (received: number) => boolean,
+  ): Promise<number> {
     const controller = new AbortController();
     let received = 0;
     try {
@@ -291,69 +336,85 @@ describe("the stream while a producer pushes candles", () => {
     return received;
   }
 
-  it("a tailing consumer and a consumer that keeps disconnecting " + "and resuming each receive exactly the table, in seq order", async () => {
-    const client = eventsClient(server.internalUrl);
-    const ingest = ingestClient(server.internalUrl);
+  it(
+    "a tailing consumer and a consumer that keeps disconnecting " +
+      "and resuming each receive exactly the table, in seq order",
+    async () => {
+      const client = eventsClient(server.internalUrl);
+      const ingest = ingestClient(server.internalUrl);
 
-    // Consumer 1: from_start, reads until it has every event of the main production.
-    const tail = withTimeout(
-      readUntil(client, { fromStart: true }, tailed, () => tailed.length >= MAIN_EVENTS),
-      40_000,
-      "the tailing consumer",
-    );
-    // Both consumers are open and caught up (on the empty table) before the first commit.
-    await waitFor(() => server.events.waiting === 1, "the tailing consumer to wait");
+      // Consumer 1: from_start, reads until it has every event of the main production.
+      const tail = withTimeout(
+        readUntil(client, { fromStart: true }, tailed, () => tailed.length >= MAIN_EVENTS),
+        40_000,
+        "the tailing consumer",
+      );
+      // Both consumers are open and caught up (on the empty table) before the first commit.
+      await waitFor(() => server.events.waiting === 1, "the tailing consumer to wait");
 
-    // Consumer 2: reads a few events, aborts, resumes after the last id it saw. Every other
-    // time it stays away until the tailing consumer has seen 5 more events, so it resumes
-    // behind (the catch-up read) while the producer keeps committing.
-    const hopped: SignalEvent[] = [];
-    const resumes: { afterSeq: bigint; producerBatches: number; behindBy: number }[] = [];
-    const hopper = withTimeout(
-      (async () => {
-        const pieces = [1, 17, 5, 23, 2, 31];
-        let request: { afterId?: string; fromStart?: boolean } = { fromStart: true };
-        for (let piece = 0; hopped.length < MAIN_EVENTS; piece++) {
-          const want = pieces[piece % pieces.length]!;
-          await readUntil(client, request, hopped, (n) => n >= want || hopped.length >= MAIN_EVENTS);
-          if (hopped.length >= MAIN_EVENTS) break;
-          if (piece % 2 === 1 && !producer.done) {
-            const target = hopped.length + 5;
-            await waitFor(() => tailed.length >= target || producer.done, "the producer to commit more events", 30_000);
+      // Consumer 2: reads a few events, aborts, resumes after the last id it saw. Every other
+      // time it stays away until the tailing consumer has seen 5 more events, so it resumes
+      // behind (the catch-up read) while the producer keeps committing.
+      const hopped: SignalEvent[] = [];
+      const resumes: { afterSeq: bigint; producerBatches: number; behindBy: number }[] = [];
+      const hopper = withTimeout(
+        (async () => {
+          const pieces = [1, 17, 5, 23, 2, 31];
+          let request: { afterId?: string; fromStart?: boolean } = { fromStart: true };
+          for (let piece = 0; hopped.length < MAIN_EVENTS; piece++) {
+            const want = pieces[piece % pieces.length]!;
+            await readUntil(client, request, hopped, (n) => n >= want || hopped.length >= MAIN_EVENTS);
+            if (hopped.length >= MAIN_EVENTS) break;
+            if (piece % 2 === 1 && !producer.done) {
+              const target = hopped.length + 5;
+              await waitFor(
+                () => tailed.length >= target || producer.done,
+                "the producer to commit more events",
+                30_000,
+              );
+            }
+            const last = hopped[hopped.length - 1]!;
+            resumes.push({
+              afterSeq: last.seq,
+              producerBatches: producer.batches,
+              behindBy: tailed.length - hopped.length,
+            });
+            request = { afterId: last.id };
           }
-          const last = hopped[hopped.length - 1]!;
-          resumes.push({ afterSeq: last.seq, producerBatches: producer.batches, behindBy: tailed.length - hopped.length });
-          request = { afterId: last.id };
-        }
-      })(),
-      40_000,
-      "the resuming consumer",
-    );
+        })(),
+        40_000,
+        "the resuming consumer",
+      );
 
-    for (let b = 0; b < MAIN_BATCHES; b++) {
-      await pushBatch(ingest, b);
-      producer.batches = b + 1;
-    }
-    producer.done = true;
-    await Promise.all([tail, hopper]);
+      for (let b = 0; b < MAIN_BATCHES; b++) {
+        await pushBatch(ingest, b);
+        producer.batches = b + 1;
+      }
+      producer.done = true;
+      await Promise.all([tail, hopper]);
 
-    const table = await storedEvents(server.db.handle);
-    expect(table).toHaveLength(MAIN_EVENTS);
-    // No gap, no repeat, nothing reordered, and every field as stored.
-    expect(tailed.map(fields)).toEqual(table);
-    expect(hopped.map(fields)).toEqual(table);
-    // seq is strictly increasing along the stream (commit order).
-    expect(table.every((e, i) => i === 0 || e.seq > table[i - 1]!.seq)).toBe(true);
-    // The resumes really happened mid-production, some of them behind the head of the stream.
-    const midProduction = resumes.filter((r) => r.producerBatches < MAIN_BATCHES);
-    expect(midProduction.length).toBeGreaterThanOrEqual(3);
-    expect(resumes.filter((r) => r.behindBy >= 5 && r.producerBatches < MAIN_BATCHES).length).toBeGreaterThanOrEqual(1);
-    // Aborted streams do not linger on the server: nothing is waiting any more.
-    await waitFor(() => server.events.waiting === 0, "aborted streams to end on the server");
-  });
+      const table = await storedEvents(server.db.handle);
+      expect(table).toHaveLength(MAIN_EVENTS);
+      // No gap, no repeat, nothing reordered, and every field as stored.
+      expect(tailed.map(fields)).toEqual(table);
+      expect(hopped.map(fields)).toEqual(table);
+      // seq is strictly increasing along the stream (commit order).
+      expect(table.every((e, i) => i === 0 || e.seq > table[i - 1]!.seq)).toBe(true);
+      // The resumes really happened mid-production, some of them behind the head of the stream.
+      const midProduction = resumes.filter((r) => r.producerBatches < MAIN_BATCHES);
+      expect(midProduction.length).toBeGreaterThanOrEqual(3);
+      expect(resumes.filter((r) => r.behindBy >= 5 && r.producerBatches < MAIN_BATCHES).length).toBeGreaterThanOrEqual(
+        1,
+      );
+      // Aborted streams do not linger on the server: nothing is waiting any more.
+      await waitFor(() => server.events.waiting === 0, "aborted streams to end on the server");
+    },
+  );
 
   it("the events are the engine's: same ids, signals, prices, defenses, ATR%, times and live flags", async () => {
-    const stored = (await storedEvents(server.db.handle)).map(withoutStreamFields).sort((a, b) => a.id.localeCompare(b.id));
+    const stored = (await storedEvents(server.db.handle))
+      .map(withoutStreamFields)
+      .sort((a, b) => a.id.localeCompare(b.id));
     expect(stored).toEqual(EXPECTED.filter((e) => !LAST_BATCH_EVENTS.includes(e)));
     // Both live and not-live events went through.
     expect(new Set(stored.map((e) => e.live))).toEqual(new Set([true, false]));
@@ -361,42 +422,59 @@ describe("the stream while a producer pushes candles", () => {
 
   it("from_start replays every stored event in seq order", async () => {
     const replayed: SignalEvent[] = [];
-    await withTimeout(readUntil(eventsClient(server.internalUrl), { fromStart: true }, replayed, () => replayed.length >= MAIN_EVENTS), 20_000, "replay");
+    await withTimeout(
+      readUntil(eventsClient(server.internalUrl), { fromStart: true }, replayed, () => replayed.length >= MAIN_EVENTS),
+      20_000,
+      "replay",
+    );
     expect(replayed.map(fields)).toEqual(await storedEvents(server.db.handle));
   });
 
-  it("an empty after_id starts after the latest event and delivers " + "new commits as they happen (not at the next poll)", async () => {
-    const before = await storedEvents(server.db.handle);
-    const client = eventsClient(server.internalUrl);
-    const fresh: SignalEvent[] = [];
-    // after_id of the latest event and an empty after_id (without from_start) both start after it.
-    const latest: SignalEvent[] = [];
-    const reads = Promise.all([
-      readUntil(client, {}, fresh, () => fresh.length >= LAST_BATCH_EVENTS.length),
-      readUntil(client, { afterId: before[before.length - 1]!.id }, latest, () => latest.length >= LAST_BATCH_EVENTS.length),
-    ]);
-    const timedReads = withTimeout(reads, 20_000, "the new events");
-    await waitFor(() => server.events.waiting === 2, "both streams to wait");
-    expect(fresh).toHaveLength(0);
+  it(
+    "an empty after_id starts after the latest event and delivers " +
+      "new commits as they happen (not at the next poll)",
+    async () => {
+      const before = await storedEvents(server.db.handle);
+      const client = eventsClient(server.internalUrl);
+      const fresh: SignalEvent[] = [];
+      // after_id of the latest event and an empty after_id (without from_start) both start after it.
+      const latest: SignalEvent[] = [];
+      const reads = Promise.all([
+        readUntil(client, {}, fresh, () => fresh.length >= LAST_BATCH_EVENTS.length),
+        readUntil(
+          client,
+          { afterId: before[before.length - 1]!.id },
+          latest,
+          () => latest.length >= LAST_BATCH_EVENTS.length,
+        ),
+      ]);
+      const timedReads = withTimeout(reads, 20_000, "the new events");
+      await waitFor(() => server.events.waiting === 2, "both streams to wait");
+      expect(fresh).toHaveLength(0);
 
-    await pushBatch(ingestClient(server.internalUrl), MAIN_BATCHES);
-    const committedAt = Date.now();
-    await timedReads;
-    await waitFor(() => server.events.waiting === 0, "the finished streams to end on the server");
-    // The stream polls every 5 s without a notification; this arrived on the NOTIFY.
-    expect(Date.now() - committedAt).toBeLessThan(2_500);
+      await pushBatch(ingestClient(server.internalUrl), MAIN_BATCHES);
+      const committedAt = Date.now();
+      await timedReads;
+      await waitFor(() => server.events.waiting === 0, "the finished streams to end on the server");
+      // The stream polls every 5 s without a notification; this arrived on the NOTIFY.
+      expect(Date.now() - committedAt).toBeLessThan(2_500);
 
-    const after = await storedEvents(server.db.handle);
-    expect(after).toHaveLength(EXPECTED.length);
-    expect(after.slice(0, before.length)).toEqual(before);
-    expect(fresh.map(fields)).toEqual(after.slice(before.length));
-    expect(latest.map(fields)).toEqual(after.slice(before.length));
-    expect(after.map(withoutStreamFields).sort((a, b) => a.id.localeCompare(b.id))).toEqual(EXPECTED);
-  });
+      const after = await storedEvents(server.db.handle);
+      expect(after).toHaveLength(EXPECTED.length);
+      expect(after.slice(0, before.length)).toEqual(before);
+      expect(fresh.map(fields)).toEqual(after.slice(before.length));
+      expect(latest.map(fields)).toEqual(after.slice(before.length));
+      expect(after.map(withoutStreamFields).sort((a, b) => a.id.localeCompare(b.id))).toEqual(EXPECTED);
+    },
+  );
 
   it("an unknown after_id is NOT_FOUND", async () => {
     for (const afterId of ["SA-1h-1", "no such id", "x".repeat(500)]) {
-      const err = await withTimeout(streamError(eventsClient(server.internalUrl).streamSignalEvents({ afterId })), 10_000, "NOT_FOUND");
+      const err = await withTimeout(
+        streamError(eventsClient(server.internalUrl).streamSignalEvents({ afterId })),
+        10_000,
+        "NOT_FOUND",
+      );
       expect(err?.code, afterId).toBe(Code.NotFound);
     }
   });
@@ -425,7 +503,10 @@ describe("a server stop", () => {
         }
       })(),
     ];
-    await waitFor(() => server.events.waiting === 2 && received[0]!.length === table.length, "both streams to catch up and wait");
+    await waitFor(
+      () => server.events.waiting === 2 && received[0]!.length === table.length,
+      "both streams to catch up and wait",
+    );
     const stopping = Date.now();
     serverClosed = true;
     const closed = server.close();
@@ -453,7 +534,15 @@ describe.runIf(usingPostgres)("two server processes on one Postgres database", (
   beforeAll(async () => {
     const database = await createPostgresDatabase();
     drop = database.drop;
-    const env = childEnv({ DATABASE_URL: database.url, PORT: "0", INTERNAL_PORT: "0", INTERNAL_TOKEN: TOKEN, DEMO_ACCOUNT: "false", DEMO_FEED: "false", LOG_LEVEL: "info" });
+    const env = childEnv({
+      DATABASE_URL: database.url,
+      PORT: "0",
+      INTERNAL_PORT: "0",
+      INTERNAL_TOKEN: TOKEN,
+      DEMO_ACCOUNT: "false",
+      DEMO_FEED: "false",
+      LOG_LEVEL: "info",
+    });
     const results = await Promise.allSettled([startServerProcess(env), startServerProcess(env)]);
     for (const r of results) if (r.status === "fulfilled") started.push(r.value);
     for (const r of results) if (r.status === "rejected") throw r.reason;
@@ -465,98 +554,124 @@ describe.runIf(usingPostgres)("two server processes on one Postgres database", (
     await drop?.();
   });
 
-  it("events committed by A and by B at the same time reach a " + "consumer on each process in commit order, without gaps", async () => {
-    const [a, b] = started as [ServerProcess, ServerProcess];
-    // A writes SA..SC, B writes SD..SF, concurrently, 12 transactions of 24 hours each.
-    const STEP = 24;
-    const hours = hourlyCandles(0, 288);
-    const part = (symbols: string[]) => hours.map((h) => h.filter((x) => symbols.includes(x.symbol)));
-    const expected = referenceEvents(hours, () => false);
-    const streamOf = (p: ServerProcess) => createClient(SignalEventsService, transport(p.internalUrl, `Bearer ${TOKEN}`));
-    const onA: SignalEvent[] = [];
-    const onB: SignalEvent[] = [];
-    const read = async (p: ServerProcess, into: SignalEvent[]) => {
-      const controller = new AbortController();
-      try {
-        for await (const res of streamOf(p).streamSignalEvents({ fromStart: true }, { signal: controller.signal })) {
-          into.push(res.event!);
-          if (into.length >= expected.length) break;
+  it(
+    "events committed by A and by B at the same time reach a " +
+      "consumer on each process in commit order, without gaps",
+    async () => {
+      const [a, b] = started as [ServerProcess, ServerProcess];
+      // A writes SA..SC, B writes SD..SF, concurrently, 12 transactions of 24 hours each.
+      const STEP = 24;
+      const hours = hourlyCandles(0, 288);
+      const part = (symbols: string[]) => hours.map((h) => h.filter((x) => symbols.includes(x.symbol)));
+      const expected = referenceEvents(hours, () => false);
+      const streamOf = (p: ServerProcess) =>
+        createClient(SignalEventsService, transport(p.internalUrl, `Bearer ${TOKEN}`));
+      const onA: SignalEvent[] = [];
+      const onB: SignalEvent[] = [];
+      const read = async (p: ServerProcess, into: SignalEvent[]) => {
+        const controller = new AbortController();
+        try {
+          for await (const res of streamOf(p).streamSignalEvents({ fromStart: true }, { signal: controller.signal })) {
+            into.push(res.event!);
+            if (into.length >= expected.length) break;
+          }
+        } finally {
+          controller.abort();
         }
-      } finally {
-        controller.abort();
-      }
-    };
-    const reads = withTimeout(Promise.all([read(a, onA), read(b, onB)]), 40_000, "both consumers");
-    const produce = async (p: ServerProcess, symbols: string[]) => {
-      const ingest = ingestClient(p.internalUrl, TOKEN);
-      const mine = part(symbols);
-      for (let i = 0; i < mine.length; i += STEP) await pushHours(ingest, mine.slice(i, i + STEP), "live");
-    };
-    await Promise.all([produce(a, ["SA", "SB", "SC"]), produce(b, ["SD", "SE", "SF"])]);
-    await reads;
+      };
+      const reads = withTimeout(Promise.all([read(a, onA), read(b, onB)]), 40_000, "both consumers");
+      const produce = async (p: ServerProcess, symbols: string[]) => {
+        const ingest = ingestClient(p.internalUrl, TOKEN);
+        const mine = part(symbols);
+        for (let i = 0; i < mine.length; i += STEP) await pushHours(ingest, mine.slice(i, i + STEP), "live");
+      };
+      await Promise.all([produce(a, ["SA", "SB", "SC"]), produce(b, ["SD", "SE", "SF"])]);
+      await reads;
 
-    const table = await storedEvents(db!);
-    expect(table).toHaveLength(expected.length);
-    expect(onA.map(fields)).toEqual(table);
-    expect(onB.map(fields)).toEqual(table);
-    // Both writers' events are interleaved in the stream (they really were concurrent)...
-    const writers = table.map((e) => (["SA", "SB", "SC"].includes(e.symbol) ? "A" : "B"));
-    expect(writers.filter((w, i) => i > 0 && w !== writers[i - 1]).length).toBeGreaterThan(2);
-    // ...and are the engine's (candles from 2025 are far older than ALERT_MAX_DELAY: not live).
-    expect(table.map(withoutStreamFields).sort((x, y) => x.id.localeCompare(y.id))).toEqual(expected);
-  });
+      const table = await storedEvents(db!);
+      expect(table).toHaveLength(expected.length);
+      expect(onA.map(fields)).toEqual(table);
+      expect(onB.map(fields)).toEqual(table);
+      // Both writers' events are interleaved in the stream (they really were concurrent)...
+      const writers = table.map((e) => (["SA", "SB", "SC"].includes(e.symbol) ? "A" : "B"));
+      expect(writers.filter((w, i) => i > 0 && w !== writers[i - 1]).length).toBeGreaterThan(2);
+      // ...and are the engine's (candles from 2025 are far older than ALERT_MAX_DELAY: not live).
+      expect(table.map(withoutStreamFields).sort((x, y) => x.id.localeCompare(y.id))).toEqual(expected);
+    },
+  );
 
-  it("a writer that commits later than it took its seq holds back " + "the other process's later events: no consumer ever skips it", async () => {
-    const [a, b] = started as [ServerProcess, ServerProcess];
-    const slow = structureBreak(Date.UTC(2025, 3, 1));
-    const fast = structureBreak(Date.UTC(2025, 3, 1) + 2 * H);
-    const slowId = `SLOW-1h-${slow.breaker.openTime}`;
-    const fastId = `FAST-1h-${fast.breaker.openTime}`;
-    const push = (p: ServerProcess, symbol: string, candles: Candle[]) =>
-      pushHours(ingestClient(p.internalUrl, TOKEN), candles.map((candle) => [{ symbol, candle }]), "live");
-    await push(a, "SLOW", slow.history);
-    await push(b, "FAST", fast.history);
-    const history = await storedEvents(db!);
+  it(
+    "a writer that commits later than it took its seq holds back " +
+      "the other process's later events: no consumer ever skips it",
+    async () => {
+      const [a, b] = started as [ServerProcess, ServerProcess];
+      const slow = structureBreak(Date.UTC(2025, 3, 1));
+      const fast = structureBreak(Date.UTC(2025, 3, 1) + 2 * H);
+      const slowId = `SLOW-1h-${slow.breaker.openTime}`;
+      const fastId = `FAST-1h-${fast.breaker.openTime}`;
+      const push = (p: ServerProcess, symbol: string, candles: Candle[]) =>
+        pushHours(
+          ingestClient(p.internalUrl, TOKEN),
+          candles.map((candle) => [{ symbol, candle }]),
+          "live",
+        );
+      await push(a, "SLOW", slow.history);
+      await push(b, "FAST", fast.history);
+      const history = await storedEvents(db!);
 
-    // Consumers on both processes, tailing after the history.
-    const onA: SignalEvent[] = [];
-    const onB: SignalEvent[] = [];
-    const read = async (p: ServerProcess, into: SignalEvent[], deadline: number) => {
-      const controller = new AbortController();
-      const timer = setTimeout(() => controller.abort(), deadline - Date.now());
-      try {
-        for await (const res of createClient(SignalEventsService, transport(p.internalUrl, `Bearer ${TOKEN}`)).streamSignalEvents({ afterId: history[history.length - 1]!.id }, { signal: controller.signal })) {
-          into.push(res.event!);
-          if (into.length >= 2) break;
+      // Consumers on both processes, tailing after the history.
+      const onA: SignalEvent[] = [];
+      const onB: SignalEvent[] = [];
+      const read = async (p: ServerProcess, into: SignalEvent[], deadline: number) => {
+        const controller = new AbortController();
+        const timer = setTimeout(() => controller.abort(), deadline - Date.now());
+        try {
+          for await (const res of createClient(
+            SignalEventsService,
+            transport(p.internalUrl, `Bearer ${TOKEN}`),
+          ).streamSignalEvents({ afterId: history[history.length - 1]!.id }, { signal: controller.signal })) {
+            into.push(res.event!);
+            if (into.length >= 2) break;
+          }
+        } catch (err) {
+          if (ConnectError.from(err).code !== Code.Canceled) throw err;
+        } finally {
+          clearTimeout(timer);
+          controller.abort();
         }
-      } catch (err) {
-        if (ConnectError.from(err).code !== Code.Canceled) throw err;
-      } finally {
-        clearTimeout(timer);
-        controller.abort();
-      }
-    };
-    const deadline = Date.now() + 15_000;
-    const reads = Promise.all([read(a, onA, deadline), read(b, onB, deadline)]);
+      };
+      const deadline = Date.now() + 15_000;
+      const reads = Promise.all([read(a, onA, deadline), read(b, onB, deadline)]);
 
-    // Test scaffolding: SLOW's break event sleeps 1.5 s after getting its seq, before its commit.
-    await db!.rows(sql.raw(`
+      // Test scaffolding: SLOW's break event sleeps 1.5 s after getting its seq, before its commit.
+      await db!.rows(
+        sql.raw(`
       CREATE FUNCTION slow_event() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN IF NEW.id = '${slowId}' THEN PERFORM pg_sleep(1.5); END IF; RETURN NEW; END $$;
-      CREATE TRIGGER slow_event AFTER INSERT ON signal_events FOR EACH ROW EXECUTE FUNCTION slow_event();`));
-    try {
-      const slowPush = push(a, "SLOW", [slow.breaker]);
-      await waitFor(async () => (await db!.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event = 'PgSleep'`))[0]!.n === 1, "the slow writer to sleep");
-      await push(b, "FAST", [fast.breaker]);
-      await slowPush;
-    } finally {
-      await db!.rows(sql.raw("DROP TRIGGER slow_event ON signal_events; DROP FUNCTION slow_event();"));
-    }
-    await reads;
+      CREATE TRIGGER slow_event AFTER INSERT ON signal_events FOR EACH ROW EXECUTE FUNCTION slow_event();`),
+      );
+      try {
+        const slowPush = push(a, "SLOW", [slow.breaker]);
+        await waitFor(
+          async () =>
+            (
+              await db!.rows<{ n: number }>(
+                sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event = 'PgSleep'`,
+              )
+            )[0]!.n === 1,
+          "the slow writer to sleep",
+        );
+        await push(b, "FAST", [fast.breaker]);
+        await slowPush;
+      } finally {
+        await db!.rows(sql.raw("DROP TRIGGER slow_event ON signal_events; DROP FUNCTION slow_event();"));
+      }
+      await reads;
 
-    const table = await storedEvents(db!);
-    expect(table.slice(history.length).map((e) => e.id)).toEqual([slowId, fastId]);
-    expect(onA.map(fields)).toEqual(table.slice(history.length));
-    expect(onB.map(fields)).toEqual(table.slice(history.length));
-  });
+      const table = await storedEvents(db!);
+      expect(table.slice(history.length).map((e) => e.id)).toEqual([slowId, fastId]);
+      expect(onA.map(fields)).toEqual(table.slice(history.length));
+      expect(onB.map(fields)).toEqual(table.slice(history.length));
+    },
+  );
 });

@@ -11,12 +11,12 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Candle } from "../../src/engine/candle.ts";
 import { openDb } from "../../src/db/client.ts";
-import { readCandles } from "../../src/market/store.ts";
+import type { Candle } from "../../src/engine/candle.ts";
 import { PUSH_RETRY_MAX_MS } from "../../src/feeder/pusher.ts";
-import { startFakeExchange, type FakeExchange } from "../support/fake-exchange.ts";
-import { childEnv, freePort, runCli, startServerProcess, type ServerProcess } from "../support/processes.ts";
+import { readCandles } from "../../src/market/store.ts";
+import { type FakeExchange, startFakeExchange } from "../support/fake-exchange.ts";
+import { childEnv, freePort, runCli, type ServerProcess, startServerProcess } from "../support/processes.ts";
 import { spawnWatched, waitFor } from "../support/reliability.ts";
 import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
 
@@ -39,7 +39,8 @@ function series(base: number, n: number): Candle[] {
   let close = base;
   for (let i = 0; i < n; i++) {
     const open = close;
-    close = Math.round((open + Math.sin(i / 5) * base * 0.01 + (i % 7 === 0 ? -base * 0.004 : base * 0.001)) * 100) / 100;
+    close =
+      Math.round((open + Math.sin(i / 5) * base * 0.01 + (i % 7 === 0 ? -base * 0.004 : base * 0.001)) * 100) / 100;
     const high = Math.round((Math.max(open, close) + base * 0.002) * 100) / 100;
     const low = Math.round((Math.min(open, close) - base * 0.002) * 100) / 100;
     out.push({ openTime: i * H, open, high, low, close, volume: 100 + (i % 13) });
@@ -84,7 +85,11 @@ describe("a feeder under a server restart and a token rotation", () => {
       LOG_LEVEL: "info",
     });
     const { child, logs } = spawnWatched(["src/cli/bin.ts", "feed", "--symbols", COINS.join(",")], env);
-    const started = await waitFor(() => logs.find((l) => l.msg === "feeder started"), 30_000, "the feeder's start line");
+    const started = await waitFor(
+      () => logs.find((l) => l.msg === "feeder started"),
+      30_000,
+      "the feeder's start line",
+    );
     const port = Number(started.metricsPort);
     return {
       child,
@@ -95,13 +100,20 @@ describe("a feeder under a server restart and a token rotation", () => {
       },
       async pushedClosed() {
         const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-        return [...text.matchAll(/^feed_pushed_updates_total\{[^}]*state="closed"[^}]*\} (\d+)/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+        return [...text.matchAll(/^feed_pushed_updates_total\{[^}]*state="closed"[^}]*\} (\d+)/gm)].reduce(
+          (sum, m) => sum + Number(m[1]),
+          0,
+        );
       },
     };
   }
 
   /** Polls /healthz (ticking the market so the coins keep talking) until `want` holds. */
-  async function healthUntil(what: string, want: (h: Awaited<ReturnType<FeederProcess["healthz"]>>) => boolean, timeoutMs: number) {
+  async function healthUntil(
+    what: string,
+    want: (h: Awaited<ReturnType<FeederProcess["healthz"]>>) => boolean,
+    timeoutMs: number,
+  ) {
     let last: Awaited<ReturnType<FeederProcess["healthz"]>> | null = null;
     return waitFor(
       async () => {
@@ -119,23 +131,45 @@ describe("a feeder under a server restart and a token rotation", () => {
   async function storedClosed(base: string): Promise<Candle[]> {
     const db = await openDb({ databaseUrl, dataDir: serverDir, poolSize: 1 });
     try {
-      return (await readCandles(db, base, "1h")).map(({ openTime, open, high, low, close, volume }) => ({ openTime, open, high, low, close, volume }));
+      return (await readCandles(db, base, "1h")).map(({ openTime, open, high, low, close, volume }) => ({
+        openTime,
+        open,
+        high,
+        low,
+        close,
+        volume,
+      }));
     } finally {
       await db.close();
     }
   }
 
-  const leadingLines = (symbol: string) => feeder.logs().filter((l) => l.msg === "leading coin" && l.symbol === symbol).length;
+  const leadingLines = (symbol: string) =>
+    feeder.logs().filter((l) => l.msg === "leading coin" && l.symbol === symbol).length;
 
   beforeAll(async () => {
     // The server runs on the real clock and refuses candles from its future; the test closes a few
     // candles, so the fake's present starts well in the past.
     const startOpenTime = Math.floor(Date.now() / H) * H - 48 * H;
-    fake = await startFakeExchange({ coins: COINS.map((base, i) => ({ base, candles: series(i === 0 ? 30_000 : 2_000, HISTORY + 120) })), interval: "1h", intervalMs: H, history: HISTORY + 10, startOpenTime });
+    fake = await startFakeExchange({
+      coins: COINS.map((base, i) => ({ base, candles: series(i === 0 ? 30_000 : 2_000, HISTORY + 120) })),
+      interval: "1h",
+      intervalMs: H,
+      history: HISTORY + 10,
+      startOpenTime,
+    });
     for (const base of COINS) firstExpected.set(base, fake.closed(base).at(-HISTORY)!.openTime);
     serverDir = mkdtempSync(path.join(tmpdir(), "signals-restart-server-"));
     feederDir = mkdtempSync(path.join(tmpdir(), "signals-restart-feeder-"));
-    const vars: Record<string, string> = { DATA_DIR: serverDir, PORT: "0", INTERNAL_PORT: String(await freePort()), DEMO_FEED: "false", DEMO_ACCOUNT: "false", LOG_LEVEL: "info", STALE_AFTER: "7200" };
+    const vars: Record<string, string> = {
+      DATA_DIR: serverDir,
+      PORT: "0",
+      INTERNAL_PORT: String(await freePort()),
+      DEMO_FEED: "false",
+      DEMO_ACCOUNT: "false",
+      LOG_LEVEL: "info",
+      STALE_AFTER: "7200",
+    };
     if (usingPostgres) {
       const database = await createPostgresDatabase();
       dropDatabase = database.drop;
@@ -158,13 +192,20 @@ describe("a feeder under a server restart and a token rotation", () => {
   });
 
   it("is healthy once it leads and pushes", async () => {
-    const healthy = await healthUntil("a healthy feeder leading every coin", (h) => h.status === 200 && (h.body as unknown as { coins: { state: string }[] }).coins.every((c) => c.state === "live"), 30_000);
+    const healthy = await healthUntil(
+      "a healthy feeder leading every coin",
+      (h) =>
+        h.status === 200 &&
+        (h.body as unknown as { coins: { state: string }[] }).coins.every((c) => c.state === "live"),
+      30_000,
+    );
     expect(healthy.body).toMatchObject({ ok: true, causes: [] });
     expect(COINS.map(leadingLines)).toEqual([1, 1]);
     await waitFor(async () => (await feeder.pushedClosed()) >= HISTORY * COINS.length, 30_000, "the history pushed");
   });
 
-  it("a server restart: /healthz names the unreachable service meanwhile, " + "pushes resume within 30 s with the same token, and no candle is lost", async () => {
+  it("a server restart: /healthz names the unreachable service meanwhile, " +
+    "pushes resume within 30 s with the same token, and no candle is lost", async () => {
     const token = readFileSync(path.join(serverDir, "internal-token"), "utf8");
     const pushedBefore = await feeder.pushedClosed();
     await server.stop();
@@ -180,18 +221,27 @@ describe("a feeder under a server restart and a token rotation", () => {
     expect(readFileSync(path.join(serverDir, "internal-token"), "utf8")).toBe(token);
     await healthUntil("/healthz healthy again after the restart", (h) => h.status === 200, RESUME_MS);
     // Pushes resumed: the two candles per coin that closed meanwhile reached the service.
-    await waitFor(async () => (await feeder.pushedClosed()) >= pushedBefore + 2 * COINS.length, RESUME_MS, "the closes of the downtime pushed");
+    await waitFor(
+      async () => (await feeder.pushedClosed()) >= pushedBefore + 2 * COINS.length,
+      RESUME_MS,
+      "the closes of the downtime pushed",
+    );
     expect(Date.now() - backAt).toBeLessThan(RESUME_MS);
   }, 120_000);
 
-  it("a token rotation: /healthz fails naming the refusal, " + "and recovers when the feeder reads the new token", async () => {
+  it("a token rotation: /healthz fails naming the refusal, " +
+    "and recovers when the feeder reads the new token", async () => {
     const rotated = await runCli(["token", "rotate", "--json"], serverEnv);
     expect(rotated.code, rotated.stderr).toBe(0);
     expect(JSON.parse(rotated.stdout)).toMatchObject({ ok: true, rotated: true });
     const tokenFile = path.join(serverDir, "internal-token");
     expect(statSync(tokenFile).mode & 0o777).toBe(0o600);
     fake.closeCandles(COINS);
-    const refused = await healthUntil("/healthz naming the refused token", (h) => h.status === 503 && h.body.causes.includes("refused"), Math.min(30_000, NOTICE_MS));
+    const refused = await healthUntil(
+      "/healthz naming the refused token",
+      (h) => h.status === 503 && h.body.causes.includes("refused"),
+      Math.min(30_000, NOTICE_MS),
+    );
     expect(refused.body.message).toMatch(/refused the internal token/);
     fake.closeCandles(COINS);
     // The operator copies the new token to the feeder's machine; the feeder reads it at its next retry.
@@ -204,17 +254,27 @@ describe("a feeder under a server restart and a token rotation", () => {
     fake.tick(COINS);
     const expected = (base: string) => fake.closed(base).filter((c) => c.openTime >= firstExpected.get(base)!);
     if (usingPostgres) {
-      for (const base of COINS) await waitFor(async () => (await storedClosed(base)).length === expected(base).length, RESUME_MS, `${base} stored up to date`);
+      for (const base of COINS)
+        await waitFor(
+          async () => (await storedClosed(base)).length === expected(base).length,
+          RESUME_MS,
+          `${base} stored up to date`,
+        );
     } else {
       // The embedded database is the server's alone while it runs: wait for the API's price, then stop it and look.
       const { apiKey } = await (async () => {
-        const created = await runCli(["account", "create", "--email", "restart@example.com", "--plan", "node", "--json"], serverEnv);
+        const created = await runCli(
+          ["account", "create", "--email", "restart@example.com", "--plan", "node", "--json"],
+          serverEnv,
+        );
         return { apiKey: JSON.parse(created.stdout).api_key as string };
       })();
       await waitFor(
         async () => {
           fake.tick(COINS);
-          const res = await fetch(`${server.baseUrl}/api/v1/signals?symbols=${COINS.join(",")}&tf=1h`, { headers: { "x-api-key": apiKey } });
+          const res = await fetch(`${server.baseUrl}/api/v1/signals?symbols=${COINS.join(",")}&tf=1h`, {
+            headers: { "x-api-key": apiKey },
+          });
           const body = (await res.json()) as { signals: Array<{ price?: number }> };
           return COINS.every((base, i) => body.signals[i]?.price === fake.forming(base).close);
         },

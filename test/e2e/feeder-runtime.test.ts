@@ -22,7 +22,14 @@ describe.runIf(existsSync("/proc/self/cmdline"))("signals feed runtime", () => {
     // Nothing answers on port 9: the feeder logs that it cannot load the exchange's markets and retries.
     const child = spawn(NODE_BIN, [...nodeFlags, "src/cli/bin.ts", "feed", "--symbols", "BTC"], {
       cwd: PROJECT_ROOT,
-      env: childEnv({ INTERNAL_TOKEN: "test-internal-token-0123456789", FEED_SERVER: "http://127.0.0.1:9", FEED_REST_URL: "http://127.0.0.1:9", FEED_WS_URL: "ws://127.0.0.1:9", FEED_METRICS_PORT: "0", LOG_LEVEL: "warn" }),
+      env: childEnv({
+        INTERNAL_TOKEN: "test-internal-token-0123456789",
+        FEED_SERVER: "http://127.0.0.1:9",
+        FEED_REST_URL: "http://127.0.0.1:9",
+        FEED_WS_URL: "ws://127.0.0.1:9",
+        FEED_METRICS_PORT: "0",
+        LOG_LEVEL: "warn",
+      }),
       stdio: ["ignore", "pipe", "ignore"],
     });
     children.push(child);
@@ -35,7 +42,9 @@ describe.runIf(existsSync("/proc/self/cmdline"))("signals feed runtime", () => {
 
   it("re-executes itself with npm start's heap flags, keeping its pid", async () => {
     const args = await feed([]);
-    expect(args).toEqual(expect.arrayContaining(["--max-semi-space-size=8", "--heap-growing-percent=10", "feed", "--symbols", "BTC"]));
+    expect(args).toEqual(
+      expect.arrayContaining(["--max-semi-space-size=8", "--heap-growing-percent=10", "feed", "--symbols", "BTC"]),
+    );
   });
 
   it("keeps a young-generation size the operator gave", async () => {

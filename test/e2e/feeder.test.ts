@@ -5,22 +5,22 @@
  * exchange's closed candles (no gap, no duplicate) and that the API's entries equal the
  * engine run directly on those candles.
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { pino } from "pino";
+import { type ChildProcess, spawn } from "node:child_process";
 import { sql } from "drizzle-orm";
+import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cloneState, readForming, runSeries, type Candle } from "../../src/engine/index.ts";
-import { readCandles } from "../../src/market/store.ts";
 import { parseFeedConfig } from "../../src/config/feeder.ts";
-import { startFeeder, type Feeder } from "../../src/feeder/feeder.ts";
+import { type Candle, cloneState, readForming, runSeries } from "../../src/engine/index.ts";
+import { type Feeder, startFeeder } from "../../src/feeder/feeder.ts";
 import { createServerClient } from "../../src/feeder/server-client.ts";
-import { startFakeExchange, type FakeExchange } from "../support/fake-exchange.ts";
-import { loadRealCandles, realCandlesAvailable, type RealCoin } from "../support/real-candles.ts";
-import { referenceEntry } from "../support/reference-signal-id.ts";
-import { childEnv, NODE_BIN, PROJECT_ROOT, runCli } from "../support/processes.ts";
-import { createTestClock, INTERNAL_TOKEN, startTestServer, type TestServer } from "../support/test-server.ts";
-import { waitFor as pollUntil } from "../support/reliability.ts";
+import { readCandles } from "../../src/market/store.ts";
 import { apiJson } from "../support/api-request.ts";
+import { type FakeExchange, startFakeExchange } from "../support/fake-exchange.ts";
+import { childEnv, NODE_BIN, PROJECT_ROOT, runCli } from "../support/processes.ts";
+import { loadRealCandles, type RealCoin, realCandlesAvailable } from "../support/real-candles.ts";
+import { referenceEntry } from "../support/reference-signal-id.ts";
+import { waitFor as pollUntil } from "../support/reliability.ts";
+import { createTestClock, INTERNAL_TOKEN, startTestServer, type TestServer } from "../support/test-server.ts";
 
 const H = 3_600_000;
 const HISTORY = 120;
@@ -34,7 +34,8 @@ const children: ChildProcess[] = [];
 /** Where each coin's feeder started: its expected history begins HISTORY candles before. */
 const firstExpected = new Map<string, number>();
 
-const waitFor = (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 15_000) => pollUntil(check, timeoutMs, what);
+const waitFor = (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 15_000) =>
+  pollUntil(check, timeoutMs, what);
 
 function feedEnv(extra: Record<string, string> = {}): Record<string, string> {
   return {
@@ -73,12 +74,24 @@ function expectedClosed(base: string): Candle[] {
 }
 
 async function storedClosed(base: string): Promise<Candle[]> {
-  return (await readCandles(server.db.handle, base, "1h")).map(({ openTime, open, high, low, close, volume }) => ({ openTime, open, high, low, close, volume }));
+  return (await readCandles(server.db.handle, base, "1h")).map(({ openTime, open, high, low, close, volume }) => ({
+    openTime,
+    open,
+    high,
+    low,
+    close,
+    volume,
+  }));
 }
 
 async function caughtUp(base: string, withForming = true): Promise<void> {
   const want = expectedClosed(base);
-  await waitFor(`${base} stored up to ${want.at(-1)!.openTime}`, async () => (await storedClosed(base)).length === want.length && (!withForming || (await apiPrice(base)) === fake.forming(base).close));
+  await waitFor(
+    `${base} stored up to ${want.at(-1)!.openTime}`,
+    async () =>
+      (await storedClosed(base)).length === want.length &&
+      (!withForming || (await apiPrice(base)) === fake.forming(base).close),
+  );
 }
 
 async function signals(symbols: string[], tf = "1h"): Promise<Array<Record<string, unknown>>> {
@@ -105,7 +118,9 @@ async function expectExact(bases: string[]): Promise<void> {
   expect(await signals(bases)).toEqual(bases.map(engineEntry));
 }
 
-/** The fake only speaks when told to (a real market never pauses for 2 s): keep the coins talking until /healthz is 200. */
+/**
+ * The fake only speaks when told to (a real market never pauses for 2 s): keep the coins talking until /healthz is 200.
+ */
 async function waitForHealthy(f: Feeder): Promise<void> {
   await waitFor("a healthy feeder", async () => {
     fake.tick(["BTC", "ETH"]);
@@ -115,7 +130,14 @@ async function waitForHealthy(f: Feeder): Promise<void> {
 }
 
 function counter(f: Feeder, name: string, labels: Record<string, string>): Promise<number> {
-  return f.metrics.registry.getSingleMetric(name)!.get().then((m) => m.values.filter((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x)).reduce((s, v) => s + v.value, 0));
+  return f.metrics.registry
+    .getSingleMetric(name)!
+    .get()
+    .then((m) =>
+      m.values
+        .filter((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x))
+        .reduce((s, v) => s + v.value, 0),
+    );
 }
 
 describe.runIf(realCandlesAvailable)("signals feed against a fake Binance", () => {
@@ -137,45 +159,56 @@ describe.runIf(realCandlesAvailable)("signals feed against a fake Binance", () =
     await fake?.close();
   });
 
-  it("cold start: backfills the last FEED_HISTORY candles, then streams; forming updates are never stored as closed; an unlisted coin is skipped", async () => {
-    for (const base of ["BTC", "ETH"]) firstExpected.set(base, fake.closed(base).at(-HISTORY)!.openTime);
-    const f = await feeder(["BTC", "ETH", "NOPE"]);
-    await expectExact(["BTC", "ETH"]);
-    expect(f.coins().find((c) => c.symbol === "NOPE")!.state).toBe("unlisted");
-    // Forming updates stream; the stored history does not move until the exchange closes the candle.
-    fake.tick(["BTC", "ETH"]);
-    await waitFor("forming update", async () => (await apiPrice("BTC")) === fake.forming("BTC").close);
-    expect((await storedClosed("BTC")).length).toBe(HISTORY);
-    // The forming price may have come over REST: wait until both coins hear the stream (their
-    // subscriptions go out in grouped, paced messages), so the closes below arrive on it.
-    await waitFor("both streams live", () => {
+  it(
+    "cold start: backfills the last FEED_HISTORY candles, then streams; forming " +
+      "updates are never stored as closed; an unlisted coin is skipped",
+    async () => {
+      for (const base of ["BTC", "ETH"]) firstExpected.set(base, fake.closed(base).at(-HISTORY)!.openTime);
+      const f = await feeder(["BTC", "ETH", "NOPE"]);
+      await expectExact(["BTC", "ETH"]);
+      expect(f.coins().find((c) => c.symbol === "NOPE")!.state).toBe("unlisted");
+      // Forming updates stream; the stored history does not move until the exchange closes the candle.
       fake.tick(["BTC", "ETH"]);
-      return f.coins().filter((c) => c.symbol !== "NOPE").every((c) => c.lastMessageAt !== null);
-    });
-    // The exchange closes candles over the stream (x:true): each one is stored once, at once.
-    for (let i = 0; i < 3; i++) {
+      await waitFor("forming update", async () => (await apiPrice("BTC")) === fake.forming("BTC").close);
+      expect((await storedClosed("BTC")).length).toBe(HISTORY);
+      // The forming price may have come over REST: wait until both coins hear the stream (their
+      // subscriptions go out in grouped, paced messages), so the closes below arrive on it.
+      await waitFor("both streams live", () => {
+        fake.tick(["BTC", "ETH"]);
+        return f
+          .coins()
+          .filter((c) => c.symbol !== "NOPE")
+          .every((c) => c.lastMessageAt !== null);
+      });
+      // The exchange closes candles over the stream (x:true): each one is stored once, at once.
+      for (let i = 0; i < 3; i++) {
+        closeCandles(["BTC", "ETH"]);
+        fake.tick(["BTC", "ETH"]);
+        await expectExact(["BTC", "ETH"]);
+      }
+      expect(await counter(f, "feed_push_duplicates_total", {})).toBe(0);
+      expect(await counter(f, "feed_backfilled_candles_total", { symbol: "BTC" })).toBe(HISTORY);
+    },
+  );
+
+  it(
+    "no closing update from the exchange: the candle is closed when " +
+      "the next one begins, with its final values read over REST",
+    async () => {
+      const f = feeders[0]!;
+      const before = await counter(f, "feed_backfilled_candles_total", { symbol: "BTC" });
+      fake.withholdCloses("BTC", true);
+      fake.tick(["BTC"]);
+      await waitFor("forming update", async () => (await apiPrice("BTC")) === fake.forming("BTC").close);
+      const stored = (await storedClosed("BTC")).length;
       closeCandles(["BTC", "ETH"]);
       fake.tick(["BTC", "ETH"]);
       await expectExact(["BTC", "ETH"]);
-    }
-    expect(await counter(f, "feed_push_duplicates_total", {})).toBe(0);
-    expect(await counter(f, "feed_backfilled_candles_total", { symbol: "BTC" })).toBe(HISTORY);
-  });
-
-  it("no closing update from the exchange: the candle is closed when the next one begins, with its final values read over REST", async () => {
-    const f = feeders[0]!;
-    const before = await counter(f, "feed_backfilled_candles_total", { symbol: "BTC" });
-    fake.withholdCloses("BTC", true);
-    fake.tick(["BTC"]);
-    await waitFor("forming update", async () => (await apiPrice("BTC")) === fake.forming("BTC").close);
-    const stored = (await storedClosed("BTC")).length;
-    closeCandles(["BTC", "ETH"]);
-    fake.tick(["BTC", "ETH"]);
-    await expectExact(["BTC", "ETH"]);
-    expect((await storedClosed("BTC")).length).toBe(stored + 1);
-    expect(await counter(f, "feed_backfilled_candles_total", { symbol: "BTC" })).toBe(before + 1);
-    fake.withholdCloses("BTC", false);
-  });
+      expect((await storedClosed("BTC")).length).toBe(stored + 1);
+      expect(await counter(f, "feed_backfilled_candles_total", { symbol: "BTC" })).toBe(before + 1);
+      fake.withholdCloses("BTC", false);
+    },
+  );
 
   it("a dropped socket mid-candle: reconnects and backfills the candles closed meanwhile over REST", async () => {
     const f = feeders[0]!;
@@ -192,23 +225,31 @@ describe.runIf(realCandlesAvailable)("signals feed against a fake Binance", () =
     expect(await counter(f, "feed_push_duplicates_total", {})).toBe(0);
   });
 
-  it("a silent stream: resubscribed and backfilled after FEED_SILENCE; the forming candle is never closed by the clock", async () => {
-    const f = feeders[0]!;
-    fake.silence("ETH", true);
-    const before = await counter(f, "feed_reconnects_total", { symbol: "ETH" });
-    const storedBefore = (await storedClosed("ETH")).length;
-    await waitFor("silence detected", async () => (await counter(f, "feed_reconnects_total", { symbol: "ETH" })) > before, 6_000);
-    expect((await storedClosed("ETH")).length).toBe(storedBefore);
-    // The feeder's /healthz fails while a coin it leads is stale.
-    const unhealthy = await fetch(`http://127.0.0.1:${f.metricsPort}/healthz`);
-    expect(unhealthy.status).toBe(503);
-    expect(((await unhealthy.json()) as { stale: string[] }).stale).toContain("ETH");
-    closeCandles(["ETH"]);
-    fake.silence("ETH", false);
-    fake.tick(["ETH"]);
-    await expectExact(["ETH"]);
-    await waitForHealthy(f);
-  });
+  it(
+    "a silent stream: resubscribed and backfilled after FEED_SILENCE; " +
+      "the forming candle is never closed by the clock",
+    async () => {
+      const f = feeders[0]!;
+      fake.silence("ETH", true);
+      const before = await counter(f, "feed_reconnects_total", { symbol: "ETH" });
+      const storedBefore = (await storedClosed("ETH")).length;
+      await waitFor(
+        "silence detected",
+        async () => (await counter(f, "feed_reconnects_total", { symbol: "ETH" })) > before,
+        6_000,
+      );
+      expect((await storedClosed("ETH")).length).toBe(storedBefore);
+      // The feeder's /healthz fails while a coin it leads is stale.
+      const unhealthy = await fetch(`http://127.0.0.1:${f.metricsPort}/healthz`);
+      expect(unhealthy.status).toBe(503);
+      expect(((await unhealthy.json()) as { stale: string[] }).stale).toContain("ETH");
+      closeCandles(["ETH"]);
+      fake.silence("ETH", false);
+      fake.tick(["ETH"]);
+      await expectExact(["ETH"]);
+      await waitForHealthy(f);
+    },
+  );
 
   it("a 429 with Retry-After and a 5xx burst: backs off, never crashes, catches up", async () => {
     const f = feeders[0]!;
@@ -226,7 +267,10 @@ describe.runIf(realCandlesAvailable)("signals feed against a fake Binance", () =
     const f = feeders[0]!;
     const target = fake.closed("BTC").at(-3)!;
     const stored = (await storedClosed("BTC")).find((c) => c.openTime === target.openTime)!;
-    fake.revise("BTC", target.openTime, { close: target.close * 1.0001, high: Math.max(target.high, target.close * 1.0001) });
+    fake.revise("BTC", target.openTime, {
+      close: target.close * 1.0001,
+      high: Math.max(target.high, target.close * 1.0001),
+    });
     expect(await f.auditNow()).toBe(1);
     expect(await f.auditNow()).toBe(0);
     expect(await counter(f, "feed_candle_revisions_total", { symbol: "BTC" })).toBe(1);
@@ -237,22 +281,43 @@ describe.runIf(realCandlesAvailable)("signals feed against a fake Binance", () =
     const res = await fetch(`${server.baseUrl}/status`);
     expect(res.status).toBe(200);
     const page = await res.text();
-    expect(page).toMatch(/<tr data-symbol="BTC" data-state="live" data-demo="false"><th scope="row">BTC<\/th><td>live<\/td><td>real market<\/td><td>1h<\/td>/);
+    expect(page).toMatch(
+      /<tr data-symbol="BTC" data-state="live" data-demo="false"><th scope="row">BTC<\/th><td>live<\/td><td>real market<\/td><td>1h<\/td>/,
+    );
     expect(page).toMatch(/<tr data-symbol="ETH" data-state="live" data-demo="false">[^\n]*<td>leading<\/td><\/tr>/);
   });
 
-  it("derivatives: funding rate, open interest in USD and long/short ratio of the perpetual, venue named after the exchange", async () => {
-    const f = await feeder(["LINK", "NOPE"], { FEED_DATASETS: "derivatives", FEED_DERIVATIVES_EVERY: "0.5" });
-    await waitFor("derivatives stored", () => f.sources()[0]!.lastSuccessMs !== null);
-    const rows = await server.db.handle.rows<{ symbol: string; venue: string; funding_rate: number; open_interest_usd: number; long_short_ratio: number }>(
-      sql`SELECT symbol, venue, funding_rate, open_interest_usd, long_short_ratio FROM derivatives_readings ORDER BY symbol`,
-    );
-    const price = fake.forming("LINK").close;
-    expect(rows).toEqual([{ symbol: "LINK", venue: "binance", funding_rate: 0.0001, open_interest_usd: expect.closeTo(1000.5 * price, 6), long_short_ratio: 1.25 }]);
-    expect(f.coins().map((c) => c.state)).toEqual(["standby", "unlisted"]);
-    await f.stop();
-    feeders.splice(feeders.indexOf(f), 1);
-  });
+  it(
+    "derivatives: funding rate, open interest in USD and long/short " +
+      "ratio of the perpetual, venue named after the exchange",
+    async () => {
+      const f = await feeder(["LINK", "NOPE"], { FEED_DATASETS: "derivatives", FEED_DERIVATIVES_EVERY: "0.5" });
+      await waitFor("derivatives stored", () => f.sources()[0]!.lastSuccessMs !== null);
+      const rows = await server.db.handle.rows<{
+        symbol: string;
+        venue: string;
+        funding_rate: number;
+        open_interest_usd: number;
+        long_short_ratio: number;
+      }>(
+        sql`SELECT symbol, venue, funding_rate, open_interest_usd, long_short_ratio FROM derivatives_readings
+        ORDER BY symbol`,
+      );
+      const price = fake.forming("LINK").close;
+      expect(rows).toEqual([
+        {
+          symbol: "LINK",
+          venue: "binance",
+          funding_rate: 0.0001,
+          open_interest_usd: expect.closeTo(1000.5 * price, 6),
+          long_short_ratio: 1.25,
+        },
+      ]);
+      expect(f.coins().map((c) => c.state)).toEqual(["standby", "unlisted"]);
+      await f.stop();
+      feeders.splice(feeders.indexOf(f), 1);
+    },
+  );
 
   it("/healthz and /metrics on the feeder's loopback port", async () => {
     const f = feeders[0]!;
@@ -268,26 +333,40 @@ describe.runIf(realCandlesAvailable)("signals feed against a fake Binance", () =
     expect(standby.coins().map((c) => c.state)).toEqual(["standby", "standby"]);
     const intruder = createServerClient(server.internalUrl, INTERNAL_TOKEN, "intruder");
     const last = (await storedClosed("BTC")).at(-1)!;
-    const res = await intruder.push([{ symbol: "BTC", tf: "1h", candle: { ...fake.forming("BTC"), close: last.close }, closed: false }], "live");
+    const res = await intruder.push(
+      [{ symbol: "BTC", tf: "1h", candle: { ...fake.forming("BTC"), close: last.close }, closed: false }],
+      "live",
+    );
     intruder.close();
     expect(res.rejections).toEqual([{ symbol: "BTC", reason: "lease_not_held" }]);
     await standby.stop();
     feeders.splice(feeders.indexOf(standby), 1);
   });
 
-  it("hot failover: the leader is killed with SIGKILL, the standby takes over within FEED_FAILOVER and backfills with no gap and no duplicate", async () => {
+  it("hot failover: the leader is killed with SIGKILL, the standby takes over " +
+    "within FEED_FAILOVER and backfills with no gap and no duplicate", async () => {
     for (const f of feeders.splice(0)) await f.stop();
     const coins = ["SOL", "XRP"];
     for (const base of coins) firstExpected.set(base, fake.closed(base).at(-HISTORY)!.openTime);
     const spawnFeeder = () => {
-      const child = spawn(NODE_BIN, ["src/cli/bin.ts", "feed", "--symbols", coins.join(",")], { cwd: PROJECT_ROOT, env: childEnv(feedEnv({ LOG_LEVEL: "info" })), stdio: ["ignore", "pipe", "pipe"] });
+      const child = spawn(NODE_BIN, ["src/cli/bin.ts", "feed", "--symbols", coins.join(",")], {
+        cwd: PROJECT_ROOT,
+        env: childEnv(feedEnv({ LOG_LEVEL: "info" })),
+        stdio: ["ignore", "pipe", "pipe"],
+      });
       children.push(child);
       let out = "";
       child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
       return { child, logs: () => out };
     };
     const first = spawnFeeder();
-    await waitFor("first feeder leads", () => /"leading coin"/.test(first.logs()) && /"symbol":"XRP"[^\n]*"leading coin"|"leading coin"[^\n]*"symbol":"XRP"/.test(first.logs()), 20_000);
+    await waitFor(
+      "first feeder leads",
+      () =>
+        /"leading coin"/.test(first.logs()) &&
+        /"symbol":"XRP"[^\n]*"leading coin"|"leading coin"[^\n]*"symbol":"XRP"/.test(first.logs()),
+      20_000,
+    );
     const second = spawnFeeder();
     await waitFor("second feeder started", () => /"feeder started"/.test(second.logs()), 20_000);
     await expectExact(coins);

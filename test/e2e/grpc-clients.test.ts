@@ -9,30 +9,36 @@
  * grpc-status-details-bin trailer decoded as google.rpc.Status for grpc-js), the check order
  * when several refusals apply, and refused calls leaving balances, usage and ledger untouched.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import * as grpc from "@grpc/grpc-js";
+
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { AnySchema, anyIs, anyUnpack, type Any } from "@bufbuild/protobuf/wkt";
 import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
+import { type Any, AnySchema, anyIs, anyUnpack } from "@bufbuild/protobuf/wkt";
 import { ConnectError, createClient, type Transport } from "@connectrpc/connect";
-import { createConnectTransport, createGrpcTransport, createGrpcWebTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import {
+  createConnectTransport,
+  createGrpcTransport,
+  createGrpcWebTransport,
+  Http2SessionManager,
+} from "@connectrpc/connect-node";
+import * as grpc from "@grpc/grpc-js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type ErrorInfo, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+import {
+  type GetSignalsRequest,
   GetSignalsRequestSchema,
+  type GetSignalsResponse,
   GetSignalsResponseSchema,
   Signal,
   SignalsService,
-  type GetSignalsRequest,
-  type GetSignalsResponse,
 } from "../../gen/signals/v1/signals_pb.js";
-import { ErrorInfoSchema, type ErrorInfo } from "../../gen/google/rpc/error_details_pb.js";
 import { getAccountSummary, regenerateKey, setSubscription } from "../../src/accounts/accounts.ts";
 import { adjustTokens } from "../../src/billing/tokens.ts";
 import { nextMytMidnight } from "../../src/clock.ts";
 import type { SignalSnapshot } from "../../src/market/snapshot.ts";
 import type { Timeframe } from "../../src/market/timeframes.ts";
+import { apiRequest } from "../support/api-request.ts";
 import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
 import { startTestServer, type TestServer } from "../support/test-server.ts";
-import { apiRequest } from "../support/api-request.ts";
 
 const DEADLINE_MS = 10_000;
 const GRANT = 10_000;
@@ -52,7 +58,15 @@ const BTC_1H = {
   atrPct: 0.84,
   signalId: "BTC-1h-1795302000000",
 };
-const ETH_1H = { price: 3120.125, signal: "NONE" as const, confirmed: false, defense: null, arming: null, atrPct: 1.5, signalId: null };
+const ETH_1H = {
+  price: 3120.125,
+  signal: "NONE" as const,
+  confirmed: false,
+  defense: null,
+  arming: null,
+  atrPct: 1.5,
+  signalId: null,
+};
 
 const protocolSnapshot: SignalSnapshot = {
   lookup(symbol: string, tf: Timeframe) {
@@ -99,7 +113,8 @@ function decodeRpcStatus(bytes: Uint8Array): { code: number; message: string; de
     const [field, wireType] = reader.tag();
     if (field === 1 && wireType === WireType.Varint) status.code = reader.int32();
     else if (field === 2 && wireType === WireType.LengthDelimited) status.message = reader.string();
-    else if (field === 3 && wireType === WireType.LengthDelimited) status.details.push(fromBinary(AnySchema, reader.bytes()));
+    else if (field === 3 && wireType === WireType.LengthDelimited)
+      status.details.push(fromBinary(AnySchema, reader.bytes()));
     else reader.skip(wireType);
   }
   return status;
@@ -177,11 +192,16 @@ function grpcJsCaller(port: number): Caller {
         const settle = () => {
           if (++done === 2) finish(finalStatus!);
         };
-        const call = getSignals(create(GetSignalsRequestSchema, request), metadata, { deadline: Date.now() + DEADLINE_MS }, (err, res) => {
-          error = err;
-          response = res;
-          settle();
-        });
+        const call = getSignals(
+          create(GetSignalsRequestSchema, request),
+          metadata,
+          { deadline: Date.now() + DEADLINE_MS },
+          (err, res) => {
+            error = err;
+            response = res;
+            settle();
+          },
+        );
         call.on("metadata", (md: grpc.Metadata) => {
           initial = md;
         });
@@ -229,10 +249,20 @@ function allCallers(port: number): Caller[] {
   return [
     grpcJsCaller(port),
     h2("gRPC (connect-node createGrpcTransport)", (sessionManager) => createGrpcTransport({ baseUrl, sessionManager })),
-    connectCaller("Connect binary, HTTP/1.1", createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: true })),
-    connectCaller("Connect JSON, HTTP/1.1", createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: false })),
-    h2("Connect binary, HTTP/2", (sessionManager) => createConnectTransport({ baseUrl, httpVersion: "2", useBinaryFormat: true, sessionManager })),
-    h2("Connect JSON, HTTP/2", (sessionManager) => createConnectTransport({ baseUrl, httpVersion: "2", useBinaryFormat: false, sessionManager })),
+    connectCaller(
+      "Connect binary, HTTP/1.1",
+      createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: true }),
+    ),
+    connectCaller(
+      "Connect JSON, HTTP/1.1",
+      createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: false }),
+    ),
+    h2("Connect binary, HTTP/2", (sessionManager) =>
+      createConnectTransport({ baseUrl, httpVersion: "2", useBinaryFormat: true, sessionManager }),
+    ),
+    h2("Connect JSON, HTTP/2", (sessionManager) =>
+      createConnectTransport({ baseUrl, httpVersion: "2", useBinaryFormat: false, sessionManager }),
+    ),
     connectCaller("gRPC-Web, HTTP/1.1", createGrpcWebTransport({ baseUrl, httpVersion: "1.1" })),
   ];
 }
@@ -253,7 +283,14 @@ function normalise(r: GetSignalsResponse): Record<string, unknown> {
             signal: Signal[e.signal],
             confirmed: e.confirmed,
             defense: e.defense ?? null,
-            arming: e.arming ? { dir: e.arming.dir, score: e.arming.score, trigger: e.arming.trigger, invalidation: e.arming.invalidation } : null,
+            arming: e.arming
+              ? {
+                  dir: e.arming.dir,
+                  score: e.arming.score,
+                  trigger: e.arming.trigger,
+                  invalidation: e.arming.invalidation,
+                }
+              : null,
             atr_pct: e.atrPct,
             signal_id: e.signalId ?? null,
           }
@@ -265,8 +302,6 @@ function normalise(r: GetSignalsResponse): Record<string, unknown> {
   };
 }
 
-
-
 function expectSuccess(outcome: Outcome, protocol: string): Success {
   if (!outcome.ok) throw new Error(`${protocol}: expected success, got code ${outcome.code} reason ${outcome.reason}`);
   return outcome;
@@ -275,7 +310,13 @@ function expectSuccess(outcome: Outcome, protocol: string): Success {
 function expectRefusal(outcome: Outcome, protocol: string, code: number, reason: string): Failure {
   expect(outcome.ok, `${protocol}: call should be refused with ${reason}`).toBe(false);
   const failure = outcome as Failure;
-  expect({ protocol, code: failure.code, reason: failure.reason, domain: failure.domain, trailer: failure.metadata.get("x-error-code") }).toEqual({
+  expect({
+    protocol,
+    code: failure.code,
+    reason: failure.reason,
+    domain: failure.domain,
+    trailer: failure.metadata.get("x-error-code"),
+  }).toEqual({
     protocol,
     code,
     reason,
@@ -297,7 +338,16 @@ async function accountState(server: TestServer, accountId: number) {
 
 async function drain(server: TestServer, accountId: number, toLeave: number) {
   const { tokensLeft } = await getAccountSummary(server.db.handle, accountId, server.clock());
-  expect(await adjustTokens(server.db.handle, accountId, "adjustment", toLeave - tokensLeft, "test: drain", server.config.limits)).toBe("ok");
+  expect(
+    await adjustTokens(
+      server.db.handle,
+      accountId,
+      "adjustment",
+      toLeave - tokensLeft,
+      "test: drain",
+      server.config.limits,
+    ),
+  ).toBe("ok");
   expect((await getAccountSummary(server.db.handle, accountId, server.clock())).tokensLeft).toBe(toLeave);
 }
 
@@ -341,7 +391,18 @@ describe("SignalsService over gRPC, Connect and gRPC-Web", () => {
           atr_pct: 0.84,
           signal_id: "BTC-1h-1795302000000",
         },
-        { symbol: "ETH", tf: "1h", ok: true, price: 3120.125, signal: "NONE", confirmed: false, defense: null, arming: null, atr_pct: 1.5, signal_id: null },
+        {
+          symbol: "ETH",
+          tf: "1h",
+          ok: true,
+          price: 3120.125,
+          signal: "NONE",
+          confirmed: false,
+          defense: null,
+          arming: null,
+          atr_pct: 1.5,
+          signal_id: null,
+        },
         { symbol: "B-D", tf: "1h", ok: false, reason: "invalid_symbol" },
         { symbol: "NEWCOIN", tf: "1h", ok: false, reason: "unknown_symbol" },
         { symbol: "OLDCOIN", tf: "1h", ok: false, reason: "stale" },
@@ -372,7 +433,10 @@ describe("SignalsService over gRPC, Connect and gRPC-Web", () => {
   it("falls back to 4h, keeps request order and answers no_data / invalid_symbol on every protocol", async () => {
     const { apiKey } = await server.account();
     for (const [i, caller] of callers.entries()) {
-      const outcome = expectSuccess(await caller.call(apiKey, { symbols: "eth,B-D,btc,BTCUSDT,x_y", tf: "2h" }), caller.name);
+      const outcome = expectSuccess(
+        await caller.call(apiKey, { symbols: "eth,B-D,btc,BTCUSDT,x_y", tf: "2h" }),
+        caller.name,
+      );
       expect({ protocol: caller.name, ...normalise(outcome.response) }).toEqual({
         protocol: caller.name,
         ok: true,
@@ -397,9 +461,10 @@ describe("SignalsService over gRPC, Connect and gRPC-Web", () => {
     for (const caller of callers) {
       const outcome = expectSuccess(await caller.call(apiKey, {}), caller.name);
       expect(outcome.response.tf, caller.name).toBe("4h");
-      expect(outcome.response.signals.map((s) => `${s.symbol}/${s.tf}/${s.reason}`), caller.name).toEqual(
-        ["BTC", "ETH", "SOL", "BNB", "XRP"].map((s) => `${s}/4h/no_data`),
-      );
+      expect(
+        outcome.response.signals.map((s) => `${s.symbol}/${s.tf}/${s.reason}`),
+        caller.name,
+      ).toEqual(["BTC", "ETH", "SOL", "BNB", "XRP"].map((s) => `${s}/4h/no_data`));
     }
   });
 
@@ -419,10 +484,16 @@ describe("SignalsService over gRPC, Connect and gRPC-Web", () => {
   });
 
   describe("the error table", () => {
-    async function refusedEverywhere(apiKey: string | null, code: number, reason: string, accountId?: number): Promise<Failure[]> {
+    async function refusedEverywhere(
+      apiKey: string | null,
+      code: number,
+      reason: string,
+      accountId?: number,
+    ): Promise<Failure[]> {
       const before = accountId === undefined ? null : await accountState(server, accountId);
       const failures: Failure[] = [];
-      for (const caller of callers) failures.push(expectRefusal(await caller.call(apiKey, { symbols: "BTC" }), caller.name, code, reason));
+      for (const caller of callers)
+        failures.push(expectRefusal(await caller.call(apiKey, { symbols: "BTC" }), caller.name, code, reason));
       if (accountId !== undefined) expect(await accountState(server, accountId)).toEqual(before);
       return failures;
     }
@@ -443,31 +514,42 @@ describe("SignalsService over gRPC, Connect and gRPC-Web", () => {
 
     it("answers PERMISSION_DENIED node_tier_required for a plan other than node / founding_seat", async () => {
       const { accountId, apiKey } = await server.account({ plan: "pro" });
-      await adjustTokens(server.db.handle, accountId, "pack", 50, "test: credits do not buy access", server.config.limits);
+      await adjustTokens(
+        server.db.handle,
+        accountId,
+        "pack",
+        50,
+        "test: credits do not buy access",
+        server.config.limits,
+      );
       await refusedEverywhere(apiKey, PERMISSION_DENIED, "node_tier_required", accountId);
       const founding = await server.account({ plan: "founding_seat" });
       const ok = expectSuccess(await callers[0]!.call(founding.apiKey), "founding_seat");
       expect(ok.response.tier).toBe("node");
     });
 
-    it("answers PERMISSION_DENIED subscription_inactive once the subscription has ended, and serves again after renewal", async () => {
-      const expired = await server.account({ subscriptionUntil: new Date(server.clock() - 1000) });
-      await refusedEverywhere(expired.apiKey, PERMISSION_DENIED, "subscription_inactive", expired.accountId);
+    it(
+      "answers PERMISSION_DENIED subscription_inactive once the " +
+        "subscription has ended, and serves again after renewal",
+      async () => {
+        const expired = await server.account({ subscriptionUntil: new Date(server.clock() - 1000) });
+        await refusedEverywhere(expired.apiKey, PERMISSION_DENIED, "subscription_inactive", expired.accountId);
 
-      // The end instant itself is already inactive: move the clock onto it.
-      const until = server.clock() + 3_600_000;
-      const { accountId, apiKey } = await server.account({ subscriptionUntil: new Date(until) });
-      const start = server.clock();
-      try {
-        expectSuccess(await callers[0]!.call(apiKey), "before the end");
-        server.clock.set(until);
-        await refusedEverywhere(apiKey, PERMISSION_DENIED, "subscription_inactive", accountId);
-        await setSubscription(server.db.handle, accountId, new Date(until + 86_400_000), server.clock());
-        expectSuccess(await callers[0]!.call(apiKey), "after renewal");
-      } finally {
-        server.clock.set(start);
-      }
-    });
+        // The end instant itself is already inactive: move the clock onto it.
+        const until = server.clock() + 3_600_000;
+        const { accountId, apiKey } = await server.account({ subscriptionUntil: new Date(until) });
+        const start = server.clock();
+        try {
+          expectSuccess(await callers[0]!.call(apiKey), "before the end");
+          server.clock.set(until);
+          await refusedEverywhere(apiKey, PERMISSION_DENIED, "subscription_inactive", accountId);
+          await setSubscription(server.db.handle, accountId, new Date(until + 86_400_000), server.clock());
+          expectSuccess(await callers[0]!.call(apiKey), "after renewal");
+        } finally {
+          server.clock.set(start);
+        }
+      },
+    );
 
     it("answers RESOURCE_EXHAUSTED insufficient_credits when grant and packs are empty", async () => {
       const { accountId, apiKey } = await server.account();
@@ -480,11 +562,17 @@ describe("SignalsService over gRPC, Connect and gRPC-Web", () => {
       expect(again.response.creditsLeft).toBe(1n);
     });
 
-    it("checks plan before subscription before credits (pro AND expired AND no Tokens → node_tier_required)", async () => {
-      const { accountId, apiKey } = await server.account({ plan: "pro", subscriptionUntil: new Date(server.clock() - 1000) });
-      expect((await accountState(server, accountId)).creditsLeft).toBe(0); // other plans get no grant
-      await refusedEverywhere(apiKey, PERMISSION_DENIED, "node_tier_required", accountId);
-    });
+    it(
+      "checks plan before subscription before credits (pro " + "AND expired AND no Tokens → node_tier_required)",
+      async () => {
+        const { accountId, apiKey } = await server.account({
+          plan: "pro",
+          subscriptionUntil: new Date(server.clock() - 1000),
+        });
+        expect((await accountState(server, accountId)).creditsLeft).toBe(0); // other plans get no grant
+        await refusedEverywhere(apiKey, PERMISSION_DENIED, "node_tier_required", accountId);
+      },
+    );
 
     it("checks subscription before credits (expired AND no Tokens → subscription_inactive)", async () => {
       const { accountId, apiKey } = await server.account({ subscriptionUntil: new Date(server.clock() - 1000) });
@@ -516,33 +604,37 @@ describe("the daily cap over gRPC, Connect and gRPC-Web (DAILY_CAP=3)", () => {
     }
   }
 
-  it("answers RESOURCE_EXHAUSTED rate_limited with Retry-After once the cap is reached, free of charge, until 00:00 MYT", async () => {
-    const { accountId, apiKey } = await server.account();
-    await useUpTheCap(apiKey);
-    const before = await accountState(server, accountId);
-    expect(before.callsToday).toBe(3);
-    expect(before.charges).toBe(3);
-    const resetSeconds = String((nextMytMidnight(server.clock()) - server.clock()) / 1000);
-    for (const caller of callers) {
-      const failure = expectRefusal(await caller.call(apiKey), caller.name, RESOURCE_EXHAUSTED, "rate_limited");
-      expect({
-        protocol: caller.name,
-        remaining: failure.metadata.get("ratelimit-remaining"),
-        retryAfter: failure.metadata.get("retry-after"),
-      }).toEqual({ protocol: caller.name, remaining: "0", retryAfter: resetSeconds });
-    }
-    expect(await accountState(server, accountId)).toEqual(before);
+  it(
+    "answers RESOURCE_EXHAUSTED rate_limited with Retry-After " +
+      "once the cap is reached, free of charge, until 00:00 MYT",
+    async () => {
+      const { accountId, apiKey } = await server.account();
+      await useUpTheCap(apiKey);
+      const before = await accountState(server, accountId);
+      expect(before.callsToday).toBe(3);
+      expect(before.charges).toBe(3);
+      const resetSeconds = String((nextMytMidnight(server.clock()) - server.clock()) / 1000);
+      for (const caller of callers) {
+        const failure = expectRefusal(await caller.call(apiKey), caller.name, RESOURCE_EXHAUSTED, "rate_limited");
+        expect({
+          protocol: caller.name,
+          remaining: failure.metadata.get("ratelimit-remaining"),
+          retryAfter: failure.metadata.get("retry-after"),
+        }).toEqual({ protocol: caller.name, remaining: "0", retryAfter: resetSeconds });
+      }
+      expect(await accountState(server, accountId)).toEqual(before);
 
-    const start = server.clock();
-    try {
-      server.clock.set(nextMytMidnight(start));
-      const next = expectSuccess(await callers[0]!.call(apiKey), "next MYT day");
-      expect(next.headers.get("ratelimit-remaining")).toBe("2");
-      expect(next.response.creditsLeft).toBe(BigInt(GRANT - 4));
-    } finally {
-      server.clock.set(start);
-    }
-  });
+      const start = server.clock();
+      try {
+        server.clock.set(nextMytMidnight(start));
+        const next = expectSuccess(await callers[0]!.call(apiKey), "next MYT day");
+        expect(next.headers.get("ratelimit-remaining")).toBe("2");
+        expect(next.response.creditsLeft).toBe(BigInt(GRANT - 4));
+      } finally {
+        server.clock.set(start);
+      }
+    },
+  );
 
   it("checks credits before the cap (no Tokens AND cap reached → insufficient_credits)", async () => {
     const { accountId, apiKey } = await server.account();
@@ -550,7 +642,8 @@ describe("the daily cap over gRPC, Connect and gRPC-Web (DAILY_CAP=3)", () => {
     await useUpTheCap(apiKey);
     const state = await accountState(server, accountId);
     expect({ credits: state.creditsLeft, calls: state.callsToday }).toEqual({ credits: 0, calls: 3 });
-    for (const caller of callers) expectRefusal(await caller.call(apiKey), caller.name, RESOURCE_EXHAUSTED, "insufficient_credits");
+    for (const caller of callers)
+      expectRefusal(await caller.call(apiKey), caller.name, RESOURCE_EXHAUSTED, "insufficient_credits");
     expect(await accountState(server, accountId)).toEqual(state);
   });
 
@@ -559,7 +652,8 @@ describe("the daily cap over gRPC, Connect and gRPC-Web (DAILY_CAP=3)", () => {
     await useUpTheCap(apiKey);
     await setSubscription(server.db.handle, accountId, new Date(server.clock() - 1), server.clock());
     const state = await accountState(server, accountId);
-    for (const caller of callers) expectRefusal(await caller.call(apiKey), caller.name, PERMISSION_DENIED, "subscription_inactive");
+    for (const caller of callers)
+      expectRefusal(await caller.call(apiKey), caller.name, PERMISSION_DENIED, "subscription_inactive");
     expect(await accountState(server, accountId)).toEqual(state);
   });
 });

@@ -11,17 +11,23 @@
  */
 import net from "node:net";
 import { sql } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pino } from "pino";
 import { Registry } from "prom-client";
-import { parseContextSourcesConfig, startContextSources, type ContextSources } from "../../src/feeder/sources/index.ts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServerClient, type ServerClient } from "../../src/feeder/server-client.ts";
 import { httpGet } from "../../src/feeder/sources/http-get.ts";
-import { MAX_FEED_BYTES, MAX_ITEMS_PER_FEED, NEWS_PUSH_BATCH, newsId, parseFeed } from "../../src/feeder/sources/news.ts";
-import { rss, startFakeNews, type FakeNews } from "../support/fake-news.ts";
+import { type ContextSources, parseContextSourcesConfig, startContextSources } from "../../src/feeder/sources/index.ts";
+import {
+  MAX_FEED_BYTES,
+  MAX_ITEMS_PER_FEED,
+  NEWS_PUSH_BATCH,
+  newsId,
+  parseFeed,
+} from "../../src/feeder/sources/news.ts";
+import { apiJson } from "../support/api-request.ts";
+import { type FakeNews, rss, startFakeNews } from "../support/fake-news.ts";
 import { waitFor as pollUntil } from "../support/reliability.ts";
 import { createTestClock, INTERNAL_TOKEN, startTestServer, type TestServer } from "../support/test-server.ts";
-import { apiJson } from "../support/api-request.ts";
 
 const NOW = Date.parse("2026-11-15T04:00:00Z");
 const clock = createTestClock(NOW);
@@ -32,7 +38,10 @@ function feedOf(name: string, count: number): string {
   const item = (i: number) =>
     `<item><title>${name} ${i}</title><link>https://news.example/${name}/${i}</link>` +
     `<pubDate>${new Date(base - i * 60_000).toUTCString()}</pubDate></item>`;
-  return rss(name, Array.from({ length: count }, (_, i) => item(i)));
+  return rss(
+    name,
+    Array.from({ length: count }, (_, i) => item(i)),
+  );
 }
 const HUGE_ITEMS = 50_001;
 const MANY_ITEMS = 1_200;
@@ -64,10 +73,13 @@ function redirects(): Record<string, string> {
   };
 }
 
-const waitFor = (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 20_000) => pollUntil(check, timeoutMs, () => `${what}: ${JSON.stringify(sources?.statuses())}`, 20);
+const waitFor = (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 20_000) =>
+  pollUntil(check, timeoutMs, () => `${what}: ${JSON.stringify(sources?.statuses())}`, 20);
 
 async function storedNewsIds(): Promise<string[]> {
-  return ((await apiJson(server.baseUrl, "/api/v1/news?limit=100", apiKey)).items as Array<{ id: string }>).map((i) => i.id);
+  return ((await apiJson(server.baseUrl, "/api/v1/news?limit=100", apiKey)).items as Array<{ id: string }>).map(
+    (i) => i.id,
+  );
 }
 
 beforeAll(async () => {
@@ -83,9 +95,18 @@ beforeAll(async () => {
   news.route("/good.xml", { body: goodFeed });
   news.route("/huge.xml", { body: hugeFeed });
   news.route("/many.xml", { body: manyFeed });
-  for (const [path, location] of Object.entries(redirects())) news.route(path, { status: 302, body: "", headers: { location } });
-  const config = parseContextSourcesConfig({ NEWS_FEEDS: ["/good.xml", "/huge.xml", "/many.xml", ...Object.keys(redirects())].map((p) => news.baseUrl + p).join(","), SOURCE_TIMEOUT: "5" });
-  const logger = pino({ level: "info" }, { write: (line: string) => void logLines.push(JSON.parse(line) as Record<string, unknown>) });
+  for (const [path, location] of Object.entries(redirects()))
+    news.route(path, { status: 302, body: "", headers: { location } });
+  const config = parseContextSourcesConfig({
+    NEWS_FEEDS: ["/good.xml", "/huge.xml", "/many.xml", ...Object.keys(redirects())]
+      .map((p) => news.baseUrl + p)
+      .join(","),
+    SOURCE_TIMEOUT: "5",
+  });
+  const logger = pino(
+    { level: "info" },
+    { write: (line: string) => void logLines.push(JSON.parse(line) as Record<string, unknown>) },
+  );
   sources = startContextSources({
     datasets: ["news"],
     config,
@@ -107,54 +128,83 @@ afterAll(async () => {
 });
 
 describe("redirects (item 8)", () => {
-  it("a feed redirecting to the internal /metrics or to loopback " + "is not followed; the good feed's item is stored", async () => {
-    const failing = () => logLines.filter((l) => l.msg === "news feed failed");
-    await waitFor("every redirecting feed reported", () => Object.keys(redirects()).every((path) => failing().some((l) => String(l.feed).endsWith(path))));
-    await waitFor("the good item", async () => (await storedNewsIds()).includes(newsId(GOOD.link)));
-    for (const path of Object.keys(redirects())) {
-      const line = failing().find((l) => String(l.feed).endsWith(path));
-      expect(line, path).toBeDefined();
-      expect(String(line!.err), path).toMatch(/^redirect to .* not followed/);
-      expect(news.served(path)).toEqual([302]);
-    }
-    expect(canaryConnections).toBe(0);
-    expect(await storedNewsIds()).toContain(newsId(GOOD.link));
-  });
+  it(
+    "a feed redirecting to the internal /metrics or to loopback " + "is not followed; the good feed's item is stored",
+    async () => {
+      const failing = () => logLines.filter((l) => l.msg === "news feed failed");
+      await waitFor("every redirecting feed reported", () =>
+        Object.keys(redirects()).every((path) => failing().some((l) => String(l.feed).endsWith(path))),
+      );
+      await waitFor("the good item", async () => (await storedNewsIds()).includes(newsId(GOOD.link)));
+      for (const path of Object.keys(redirects())) {
+        const line = failing().find((l) => String(l.feed).endsWith(path));
+        expect(line, path).toBeDefined();
+        expect(String(line!.err), path).toMatch(/^redirect to .* not followed/);
+        expect(news.served(path)).toEqual([302]);
+      }
+      expect(canaryConnections).toBe(0);
+      expect(await storedNewsIds()).toContain(newsId(GOOD.link));
+    },
+  );
 
-  it("each hop is checked: a redirect chain that ends on loopback " + "is refused at that hop, and no chain is longer than 3", async () => {
-    news.route("/hop1.xml", { status: 302, body: "", headers: { location: `${news.baseUrl}/hop2.xml` } });
-    // The first hop is to the same http origin: not https, so already refused.
-    await expect(httpGet(`${news.baseUrl}/hop1.xml`, { timeoutMs: 5_000 })).rejects.toThrow(/not followed: only https/);
-    expect(news.served("/hop2.xml")).toEqual([]);
-    // A redirect without Location is handed back as it is (the caller reports the status).
-    news.route("/no-location.xml", { status: 302, body: "" });
-    expect((await httpGet(`${news.baseUrl}/no-location.xml`, { timeoutMs: 5_000 })).status).toBe(302);
-    expect(canaryConnections).toBe(0);
-  });
+  it(
+    "each hop is checked: a redirect chain that ends on loopback " +
+      "is refused at that hop, and no chain is longer than 3",
+    async () => {
+      news.route("/hop1.xml", { status: 302, body: "", headers: { location: `${news.baseUrl}/hop2.xml` } });
+      // The first hop is to the same http origin: not https, so already refused.
+      await expect(httpGet(`${news.baseUrl}/hop1.xml`, { timeoutMs: 5_000 })).rejects.toThrow(
+        /not followed: only https/,
+      );
+      expect(news.served("/hop2.xml")).toEqual([]);
+      // A redirect without Location is handed back as it is (the caller reports the status).
+      news.route("/no-location.xml", { status: 302, body: "" });
+      expect((await httpGet(`${news.baseUrl}/no-location.xml`, { timeoutMs: 5_000 })).status).toBe(302);
+      expect(canaryConnections).toBe(0);
+    },
+  );
 });
 
 describe("large feeds (item 7)", () => {
   const storedIdsLike = async (prefix: string) =>
-    (await server.db.handle.rows<{ url: string }>(sql`SELECT url FROM news_items WHERE url LIKE ${`https://news.example/${prefix}/%`}`)).map((r) => r.url);
+    (
+      await server.db.handle.rows<{ url: string }>(
+        sql`SELECT url FROM news_items WHERE url LIKE ${`https://news.example/${prefix}/%`}`,
+      )
+    ).map((r) => r.url);
 
-  it("a 50,001-item feed is refused by its size, the good feed's item " + "is stored, and a 1,200-item feed gives its 500 newest in batches", async () => {
-    expect(Buffer.byteLength(hugeFeed)).toBeGreaterThan(MAX_FEED_BYTES);
-    expect(Buffer.byteLength(manyFeed)).toBeLessThan(MAX_FEED_BYTES);
-    const failing = () => logLines.filter((l) => l.msg === "news feed failed" && String(l.feed).endsWith("/huge.xml"));
-    await waitFor("the huge feed refused", () => failing().length > 0);
-    expect(String(failing()[0]!.err)).toMatch(/larger than 1048576 bytes/);
-    await waitFor("the good item and the many feed", async () => (await storedNewsIds()).includes(newsId(GOOD.link)) && (await storedIdsLike("many")).length === MAX_ITEMS_PER_FEED);
-    const many = await storedIdsLike("many");
-    expect(many).toHaveLength(MAX_ITEMS_PER_FEED);
-    // The newest: items 0 … 499 (one a minute back from 03:00).
-    expect(new Set(many)).toEqual(new Set(Array.from({ length: MAX_ITEMS_PER_FEED }, (_, i) => `https://news.example/many/${i}`)));
-    expect(await storedIdsLike("huge")).toEqual([]);
-    const pushes = logLines.filter((l) => l.msg === "news pushed" && String(l.feed).endsWith("/many.xml")).map((l) => l.items);
-    expect(pushes).toEqual([200, 200, 100]);
-    expect(Math.max(...(pushes as number[]))).toBeLessThanOrEqual(NEWS_PUSH_BATCH);
-    figures.hugeFeedBytes = Buffer.byteLength(hugeFeed);
-    figures.manyFeedBytes = Buffer.byteLength(manyFeed);
-  });
+  it(
+    "a 50,001-item feed is refused by its size, the good feed's item " +
+      "is stored, and a 1,200-item feed gives its 500 newest in batches",
+    async () => {
+      expect(Buffer.byteLength(hugeFeed)).toBeGreaterThan(MAX_FEED_BYTES);
+      expect(Buffer.byteLength(manyFeed)).toBeLessThan(MAX_FEED_BYTES);
+      const failing = () =>
+        logLines.filter((l) => l.msg === "news feed failed" && String(l.feed).endsWith("/huge.xml"));
+      await waitFor("the huge feed refused", () => failing().length > 0);
+      expect(String(failing()[0]!.err)).toMatch(/larger than 1048576 bytes/);
+      await waitFor(
+        "the good item and the many feed",
+        async () =>
+          (await storedNewsIds()).includes(newsId(GOOD.link)) &&
+          (await storedIdsLike("many")).length === MAX_ITEMS_PER_FEED,
+      );
+      const many = await storedIdsLike("many");
+      expect(many).toHaveLength(MAX_ITEMS_PER_FEED);
+      // The newest: items 0 … 499 (one a minute back from 03:00).
+      expect(new Set(many)).toEqual(
+        new Set(Array.from({ length: MAX_ITEMS_PER_FEED }, (_, i) => `https://news.example/many/${i}`)),
+      );
+      expect(await storedIdsLike("huge")).toEqual([]);
+      const pushes = logLines
+        .filter((l) => l.msg === "news pushed" && String(l.feed).endsWith("/many.xml"))
+        .map((l) => l.items);
+      expect(pushes).toEqual([200, 200, 100]);
+      expect(Math.max(...(pushes as number[]))).toBeLessThanOrEqual(NEWS_PUSH_BATCH);
+      figures.hugeFeedBytes = Buffer.byteLength(hugeFeed);
+      figures.manyFeedBytes = Buffer.byteLength(manyFeed);
+    },
+  );
 
   it("a feed at the byte cap still parses whole (its parse time is the CPU the cap bounds; recorded)", () => {
     // The most items that fit in MAX_FEED_BYTES with this item shape.

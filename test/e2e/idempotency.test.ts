@@ -3,17 +3,18 @@
  * and is not charged again, over REST and gRPC, also when the copies arrive at once; a key
  * reused for a different request is refused; refusals are not remembered.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SignalsService } from "../../gen/signals/v1/signals_pb.js";
-import { startTestServer, type TestServer } from "../support/test-server.ts";
-import { fixedSnapshot, SAMPLE_READINGS } from "../support/fixed-snapshot.ts";
-import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
-import { adjustTokens } from "../../src/billing/tokens.ts";
 import { regenerateKey } from "../../src/accounts/accounts.ts";
 import { purgeExpiredIdempotentCalls } from "../../src/billing/idempotent-charge.ts";
+import { adjustTokens } from "../../src/billing/tokens.ts";
 import { apiRequest } from "../support/api-request.ts";
+import { fixedSnapshot, SAMPLE_READINGS } from "../support/fixed-snapshot.ts";
+import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
+import { startTestServer, type TestServer } from "../support/test-server.ts";
 
 let server: TestServer;
 
@@ -26,7 +27,11 @@ afterAll(async () => {
 
 /** A paid call with `key` (and an Idempotency-Key when given), checked against the OpenAPI document. */
 const signals = (query: string, key: string, idempotencyKey?: string) =>
-  apiRequest(server.baseUrl, `/api/v1/signals${query}`, { key, headers: idempotencyKey === undefined ? {} : { "idempotency-key": idempotencyKey }, contract: true });
+  apiRequest(server.baseUrl, `/api/v1/signals${query}`, {
+    key,
+    headers: idempotencyKey === undefined ? {} : { "idempotency-key": idempotencyKey },
+    contract: true,
+  });
 
 const charges = async (accountId: number) => (await ledgerCheck(server.db.handle, accountId)).charges;
 
@@ -126,7 +131,10 @@ describe("Idempotency-Key over gRPC", () => {
     const headers = { "x-api-key": apiKey, "idempotency-key": "grpc-1" };
     const first = await client.getSignals({ symbols: "BTC,SOL", tf: "1h" }, { headers });
     let replayed: string | null = null;
-    const second = await client.getSignals({ symbols: "BTC,SOL", tf: "1h" }, { headers, onHeader: (h) => (replayed = h.get("idempotent-replayed")) });
+    const second = await client.getSignals(
+      { symbols: "BTC,SOL", tf: "1h" },
+      { headers, onHeader: (h) => (replayed = h.get("idempotent-replayed")) },
+    );
     expect(second).toEqual(first);
     expect(replayed).toBe("true");
     expect(await charges(accountId)).toBe(1);

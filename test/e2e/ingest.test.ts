@@ -13,24 +13,24 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { gunzipSync } from "node:zlib";
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient, type Client, type Interceptor } from "@connectrpc/connect";
+import { type Client, Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { IngestService, PushCandlesRequestSchema, type PushCandlesRequest } from "../../gen/signals/v1/ingest_pb.js";
-import { readClosed, readForming, runSeries, type Candle } from "../../src/engine/index.ts";
-import { referenceEntry } from "../support/reference-signal-id.ts";
-import { structureBreak } from "../support/structure-break.ts";
+import { IngestService, type PushCandlesRequest, PushCandlesRequestSchema } from "../../gen/signals/v1/ingest_pb.js";
+import { openDb } from "../../src/db/client.ts";
+import { type Candle, readClosed, readForming, runSeries } from "../../src/engine/index.ts";
 import { readCandleFile } from "../../src/market/csv-candles.ts";
 import { MarketFeed } from "../../src/market/feed.ts";
-import type { CandleUpdate } from "../../src/market/validate.ts";
-import { openDb } from "../../src/db/client.ts";
 import { readCandles } from "../../src/market/store.ts";
-import { aggregateCandles, parseCandleCsv } from "../support/real-candles.ts";
-import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
-import { childEnv, runCli } from "../support/processes.ts";
-import { INTERNAL_TOKEN, startTestServer, type TestServer } from "../support/test-server.ts";
+import type { CandleUpdate } from "../../src/market/validate.ts";
 import { apiJson } from "../support/api-request.ts";
+import { childEnv, runCli } from "../support/processes.ts";
+import { aggregateCandles, parseCandleCsv } from "../support/real-candles.ts";
+import { referenceEntry } from "../support/reference-signal-id.ts";
+import { structureBreak } from "../support/structure-break.ts";
+import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
+import { INTERNAL_TOKEN, startTestServer, type TestServer } from "../support/test-server.ts";
 
 const H = 3_600_000;
 const CANDLE_DIR = fileURLToPath(new URL("../../../shared/data/candles/", import.meta.url));
@@ -67,7 +67,9 @@ function request(u: CandleUpdate): PushCandlesRequest {
   return create(PushCandlesRequestSchema, { ...u, openTime: BigInt(u.openTime) });
 }
 
-async function* requests(updates: Iterable<CandleUpdate> | AsyncIterable<CandleUpdate>): AsyncGenerator<PushCandlesRequest> {
+async function* requests(
+  updates: Iterable<CandleUpdate> | AsyncIterable<CandleUpdate>,
+): AsyncGenerator<PushCandlesRequest> {
   for await (const u of updates) yield request(u);
 }
 
@@ -82,7 +84,12 @@ async function* take<T>(source: AsyncIterable<T>, n: number): AsyncGenerator<T> 
 const update = (symbol: string, c: Candle, closed = true): CandleUpdate => ({ symbol, tf: "1h", closed, ...c });
 
 /** The response as plain numbers. */
-function counts(res: { accepted: bigint; rejected: bigint; duplicates: bigint; rejections: Array<{ index: bigint; symbol: string; reason: string }> }) {
+function counts(res: {
+  accepted: bigint;
+  rejected: bigint;
+  duplicates: bigint;
+  rejections: Array<{ index: bigint; symbol: string; reason: string }>;
+}) {
   return {
     accepted: Number(res.accepted),
     rejected: Number(res.rejected),
@@ -119,7 +126,11 @@ describe.runIf(existsSync(BTC_FILE) && existsSync(ETH_FILE))("real candles pushe
     };
     const btc = expected(BTC_FILE, slices.BTC, "BTC");
     const eth = expected(ETH_FILE, slices.ETH, "ETH");
-    expect(await getSignals("BTC,ETH,DOGE", "4h")).toEqual([btc, eth, { symbol: "DOGE", tf: "4h", ok: false, reason: "unknown_symbol" }]);
+    expect(await getSignals("BTC,ETH,DOGE", "4h")).toEqual([
+      btc,
+      eth,
+      { symbol: "DOGE", tf: "4h", ok: false, reason: "unknown_symbol" },
+    ]);
     // 15m cannot be built from 1h candles.
     expect(await getSignals("BTC", "15m")).toEqual([{ symbol: "BTC", tf: "15m", ok: false, reason: "no_data" }]);
   });
@@ -147,33 +158,56 @@ describe("a structure break pushed over gRPC", () => {
     expect(e).toMatchObject({ confirmed: true, price: candles[candles.length - 1]!.close });
   });
 
-  it("a forming candle whose close breaks the swing high shows confirmed:false with the new signal at the forming close", async () => {
-    const res = await authorized().pushCandles(requests([update("ZZB", breaker, false)]));
-    expect(counts(res)).toEqual({ accepted: 1, rejected: 0, duplicates: 0, rejections: [] });
-    const [e] = await getSignals("ZZB", "1h");
-    expect(e).toMatchObject({ ok: true, signal: "LONG", confirmed: false, price: breaker.close });
-    expect(e).toEqual(entry("ZZB", "1h", closed, readForming(closed, breaker)));
-  });
+  it(
+    "a forming candle whose close breaks the swing high shows " +
+      "confirmed:false with the new signal at the forming close",
+    async () => {
+      const res = await authorized().pushCandles(requests([update("ZZB", breaker, false)]));
+      expect(counts(res)).toEqual({ accepted: 1, rejected: 0, duplicates: 0, rejections: [] });
+      const [e] = await getSignals("ZZB", "1h");
+      expect(e).toMatchObject({ ok: true, signal: "LONG", confirmed: false, price: breaker.close });
+      expect(e).toEqual(entry("ZZB", "1h", closed, readForming(closed, breaker)));
+    },
+  );
 
   it("the same candle once closed shows confirmed:true and the same signal", async () => {
     const forming = (await getSignals("ZZB", "1h"))[0]!;
     const res = await authorized().pushCandles(requests([update("ZZB", breaker, true)]));
     expect(counts(res)).toEqual({ accepted: 1, rejected: 0, duplicates: 0, rejections: [] });
     const [e] = await getSignals("ZZB", "1h");
-    expect(e).toMatchObject({ ok: true, signal: "LONG", confirmed: true, price: breaker.close, defense: forming.defense });
+    expect(e).toMatchObject({
+      ok: true,
+      signal: "LONG",
+      confirmed: true,
+      price: breaker.close,
+      defense: forming.defense,
+    });
     const afterBreak = runSeries([...candles, breaker]);
     expect(e).toEqual(entry("ZZB", "1h", afterBreak, readClosed(afterBreak)!));
     expect(e!.signal_id).toBe(`ZZB-1h-${breaker.openTime}`);
     // A new feed over the same store (a restart) answers the same.
     // (Without LISTEN: it must show what load() rebuilt, not follow the server's later commits.)
     const quiet = { ...server.db.handle, listen: async () => {} };
-    const restarted = new MarketFeed({ db: quiet, clock: server.clock, logger: pino({ level: "silent" }), staleAfterMs: server.config.staleAfterMs, alertMaxDelayMs: server.config.alerts.maxDelayMs });
+    const restarted = new MarketFeed({
+      db: quiet,
+      clock: server.clock,
+      logger: pino({ level: "silent" }),
+      staleAfterMs: server.config.staleAfterMs,
+      alertMaxDelayMs: server.config.alerts.maxDelayMs,
+    });
     await restarted.load();
-    for (const tf of ["1h", "4h", "1d"] as const) expect(restarted.lookup("ZZB", tf, server.clock()), tf).toEqual(server.feed!.lookup("ZZB", tf, server.clock()));
+    for (const tf of ["1h", "4h", "1d"] as const)
+      expect(restarted.lookup("ZZB", tf, server.clock()), tf).toEqual(server.feed!.lookup("ZZB", tf, server.clock()));
   });
 
   it("a stream with bad rows gets its counts and reasons back over gRPC", async () => {
-    const next: Candle = { ...breaker, openTime: breaker.openTime + H, open: breaker.close, low: breaker.close - 1, high: breaker.close + 1 };
+    const next: Candle = {
+      ...breaker,
+      openTime: breaker.openTime + H,
+      open: breaker.close,
+      low: breaker.close - 1,
+      high: breaker.close + 1,
+    };
     const res = await authorized().pushCandles(
       requests([
         update("ZZB", candles[10]!), // history: duplicate
@@ -243,7 +277,10 @@ describe("IngestService authorization", () => {
   });
 
   it("with the token, the same push is accepted", async () => {
-    expect(counts(await authorized().pushCandles(requests([update("ZZA", c)])))).toMatchObject({ accepted: 1, rejected: 0 });
+    expect(counts(await authorized().pushCandles(requests([update("ZZA", c)])))).toMatchObject({
+      accepted: 1,
+      rejected: 0,
+    });
     expect(server.feed!.symbols()).toContain("ZZA");
   });
 });
@@ -275,23 +312,40 @@ describe(`signals candles import (${usingPostgres ? "Postgres" : "embedded PGlit
     const rows: Candle[] = Array.from({ length: 30 }, (_, i) => {
       const open = 100 + i;
       const close = open + (i % 3 === 0 ? -0.5 : 0.75);
-      return { openTime: start + i * H, open, high: Math.max(open, close) + 0.25, low: Math.min(open, close) - 0.25, close, volume: 1 + i };
+      return {
+        openTime: start + i * H,
+        open,
+        high: Math.max(open, close) + 0.25,
+        low: Math.min(open, close) - 0.25,
+        close,
+        volume: 1 + i,
+      };
     });
-    // File 1: a header (with extra columns), ISO times in two spellings, rows 0..19 and a bad row (high < low) at data row 7.
-    const iso = (t: number, i: number) => (i % 2 === 0 ? new Date(t).toISOString() : new Date(t + 3 * H).toISOString().replace("T", " ").replace(".000Z", "+03:00"));
+    // File 1: a header (with extra columns), ISO times in two spellings, rows 0..19 and a bad row (high < low) at data
+    // row 7.
+    const iso = (t: number, i: number) =>
+      i % 2 === 0
+        ? new Date(t).toISOString()
+        : new Date(t + 3 * H).toISOString().replace("T", " ").replace(".000Z", "+03:00");
     const csvLines = ["open_time,open,high,low,close,volume,close_time,returns"];
     rows.slice(0, 20).forEach((c, i) => {
       if (i === 7) csvLines.push(`${iso(c.openTime, i)},${c.open},${c.low - 1},${c.low},${c.close},${c.volume},x,0`);
       else csvLines.push(`${iso(c.openTime, i)},${c.open},${c.high},${c.low},${c.close},${c.volume},x,0`);
     });
     const csvFile = path.join(dir, "zzz.csv");
-    writeFileSync(csvFile, csvLines.join("\n") + "\n");
+    writeFileSync(csvFile, `${csvLines.join("\n")}\n`);
     // File 2: Binance klines, no header, epoch ms: the corrected row 7, then rows 15..29 (15..19 are already stored).
     const klineRows = [rows[7]!, ...rows.slice(15)];
     const klineFile = path.join(dir, "zzz-klines.csv");
-    writeFileSync(klineFile, klineRows.map((c) => `${c.openTime},${c.open},${c.high},${c.low},${c.close},${c.volume},${c.openTime + H - 1},0,10,0,0,0`).join("\n") + "\n");
+    writeFileSync(
+      klineFile,
+      `${klineRows.map((c) => `${c.openTime},${c.open},${c.high},${c.low},${c.close},${c.volume},${c.openTime + H - 1},0,10,0,0,0`).join("\n")}\n`,
+    );
 
-    const first = await runCli(["candles", "import", "--file", csvFile, "--symbol", "zzz", "--tf", "1h", "--json"], env);
+    const first = await runCli(
+      ["candles", "import", "--file", csvFile, "--symbol", "zzz", "--tf", "1h", "--json"],
+      env,
+    );
     expect({ code: first.code, stderr: first.stderr }).toEqual({ code: 0, stderr: "" });
     expect(JSON.parse(first.stdout)).toEqual({
       ok: true,
@@ -304,10 +358,22 @@ describe(`signals candles import (${usingPostgres ? "Postgres" : "embedded PGlit
       rejections: [{ index: 7, reason: "high_below_low" }],
     });
 
-    const second = await runCli(["candles", "import", "--file", klineFile, "--symbol", "ZZZ", "--tf", "1h", "--json"], env);
+    const second = await runCli(
+      ["candles", "import", "--file", klineFile, "--symbol", "ZZZ", "--tf", "1h", "--json"],
+      env,
+    );
     expect({ code: second.code, stderr: second.stderr }).toEqual({ code: 0, stderr: "" });
     // Row 7 comes before the stored history's end: a duplicate (history is immutable), like 15..19.
-    expect(JSON.parse(second.stdout)).toEqual({ ok: true, file: klineFile, symbol: "ZZZ", tf: "1h", accepted: 10, rejected: 0, duplicates: 6, rejections: [] });
+    expect(JSON.parse(second.stdout)).toEqual({
+      ok: true,
+      file: klineFile,
+      symbol: "ZZZ",
+      tf: "1h",
+      accepted: 10,
+      rejected: 0,
+      duplicates: 6,
+      rejections: [],
+    });
 
     // The store holds rows 0..29 except the rejected row 7, exactly.
     const handle = await openDb({ databaseUrl, dataDir: path.join(dir, "data") });

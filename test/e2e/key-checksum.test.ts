@@ -6,10 +6,11 @@
  * with a valid checksum but unknown does reach the database (the counter works); a key issued
  * before checksums keeps working until it is regenerated.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sql } from "drizzle-orm";
+
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import { sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SignalsService } from "../../gen/signals/v1/signals_pb.js";
 import { UsageService } from "../../gen/signals/v1/usage_pb.js";
 import { regenerateKey } from "../../src/accounts/accounts.ts";
@@ -59,26 +60,36 @@ async function rest(path: string, key: string) {
 }
 
 describe("checksum keys", () => {
-  it("a random key of the right shape with a bad checksum: 401 invalid_api_key " + "with no database query, on REST, Connect and gRPC", async () => {
-    const grpc = createGrpcTransport({ baseUrl: server.baseUrl });
-    const signals = createClient(SignalsService, grpc);
-    const usage = createClient(UsageService, createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "1.1" }));
-    await rest("/api/v1/usage", generateApiKey()); // any lazy start-up work happens now
-    const before = queries;
-    for (let i = 0; i < 30; i++) {
-      for (const path of ["/api/v1/signals?symbols=BTC", "/api/v1/usage", "/api/v1/news", "/api/v1/movers"]) {
-        const r = await rest(path, badChecksumKey());
-        expect({ status: r.status, error: r.body.error }).toEqual({ status: 401, error: "invalid_api_key" });
+  it(
+    "a random key of the right shape with a bad checksum: 401 invalid_api_key " +
+      "with no database query, on REST, Connect and gRPC",
+    async () => {
+      const grpc = createGrpcTransport({ baseUrl: server.baseUrl });
+      const signals = createClient(SignalsService, grpc);
+      const usage = createClient(UsageService, createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "1.1" }));
+      await rest("/api/v1/usage", generateApiKey()); // any lazy start-up work happens now
+      const before = queries;
+      for (let i = 0; i < 30; i++) {
+        for (const path of ["/api/v1/signals?symbols=BTC", "/api/v1/usage", "/api/v1/news", "/api/v1/movers"]) {
+          const r = await rest(path, badChecksumKey());
+          expect({ status: r.status, error: r.body.error }).toEqual({ status: 401, error: "invalid_api_key" });
+        }
+        // GetSignals over gRPC, GetUsage over Connect (HTTP/1.1).
+        for (const call of [
+          () => signals.getSignals({ symbols: "BTC" }, { headers: { "x-api-key": badChecksumKey() } }),
+          () => usage.getUsage({}, { headers: { "x-api-key": badChecksumKey() } }),
+        ]) {
+          const err = await call().then(
+            () => null,
+            (e: unknown) => ConnectError.from(e),
+          );
+          expect(err?.code).toBe(Code.Unauthenticated);
+          expect(err?.metadata.get("x-error-code")).toBe("invalid_api_key");
+        }
       }
-      // GetSignals over gRPC, GetUsage over Connect (HTTP/1.1).
-      for (const call of [() => signals.getSignals({ symbols: "BTC" }, { headers: { "x-api-key": badChecksumKey() } }), () => usage.getUsage({}, { headers: { "x-api-key": badChecksumKey() } })]) {
-        const err = await call().then(() => null, (e: unknown) => ConnectError.from(e));
-        expect(err?.code).toBe(Code.Unauthenticated);
-        expect(err?.metadata.get("x-error-code")).toBe("invalid_api_key");
-      }
-    }
-    expect(queries - before).toBe(0);
-  });
+      expect(queries - before).toBe(0);
+    },
+  );
 
   it("a key with a valid checksum that is not ours reaches the database (the counter counts)", async () => {
     const before = queries;
@@ -92,7 +103,10 @@ describe("checksum keys", () => {
     const legacy = `sig_live_${"Lg7".repeat(10)}Q9`;
     expect(isLegacyApiKey(legacy)).toBe(true);
     // As an account from before the change has it: the hash of a 41-character key.
-    await db.handle.rows(sql`UPDATE api_keys SET key_hash = ${hashApiKey(legacy)}, display_prefix = ${legacy.slice(0, 13)} WHERE account_id = ${accountId} AND revoked_at IS NULL`);
+    await db.handle.rows(
+      sql`UPDATE api_keys SET key_hash = ${hashApiKey(legacy)}, display_prefix = ${legacy.slice(0, 13)}
+        WHERE account_id = ${accountId} AND revoked_at IS NULL`,
+    );
     expect((await rest("/api/v1/signals", legacy)).status).toBe(200);
     expect((await rest("/api/v1/usage", legacy)).status).toBe(200);
     const { apiKey } = await regenerateKey(db.handle, accountId, server.clock());

@@ -3,21 +3,23 @@
  * no process may serve from a stale view of keys or subscriptions, and the check-and-charge
  * stays exact when calls for one account arrive at both processes at once.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sql } from "drizzle-orm";
-import { Code, ConnectError, createClient, type Client, type Interceptor } from "@connectrpc/connect";
+
+import { type Client, Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
-import { AdminService } from "../../gen/signals/v1/admin_pb.js";
+import { sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
-import { openDb, type DbHandle } from "../../src/db/client.ts";
-import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
-import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
-import { childEnv, startServerProcess, type ServerProcess } from "../support/processes.ts";
+import { AdminService } from "../../gen/signals/v1/admin_pb.js";
+import { type DbHandle, openDb } from "../../src/db/client.ts";
 import { apiRequest } from "../support/api-request.ts";
+import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
+import { childEnv, type ServerProcess, startServerProcess } from "../support/processes.ts";
+import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
 
 const INTERNAL_TOKEN = "multi-process-internal-token-42";
 
-const callRest = (server: ServerProcess, apiKey: string) => apiRequest(server.baseUrl, "/api/v1/signals?symbols=BTC,ETH&tf=1h", { key: apiKey });
+const callRest = (server: ServerProcess, apiKey: string) =>
+  apiRequest(server.baseUrl, "/api/v1/signals?symbols=BTC,ETH&tf=1h", { key: apiKey });
 
 function adminClient(server: ServerProcess, token: string | null): Client<typeof AdminService> {
   const interceptors: Interceptor[] =
@@ -29,7 +31,10 @@ function adminClient(server: ServerProcess, token: string | null): Client<typeof
             return next(req);
           },
         ];
-  return createClient(AdminService, createConnectTransport({ baseUrl: server.internalUrl, httpVersion: "1.1", interceptors }));
+  return createClient(
+    AdminService,
+    createConnectTransport({ baseUrl: server.internalUrl, httpVersion: "1.1", interceptors }),
+  );
 }
 
 let emailCounter = 0;
@@ -45,7 +50,10 @@ describe.runIf(usingPostgres)("two server processes on one Postgres database", (
   let adminA: Client<typeof AdminService>;
 
   const newAccount = async () => {
-    const { account, apiKey } = await adminA.createAccount({ email: `multi${++emailCounter}@example.test`, plan: "node" });
+    const { account, apiKey } = await adminA.createAccount({
+      email: `multi${++emailCounter}@example.test`,
+      plan: "node",
+    });
     return { accountId: account!.accountId, apiKey };
   };
 
@@ -96,7 +104,10 @@ describe.runIf(usingPostgres)("two server processes on one Postgres database", (
     expect(await callRest(b, apiKey)).toMatchObject({ status: 200 });
 
     await adminA.setSubscription({ accountId, until: new Date(Date.now() - 1000).toISOString() });
-    expect(await callRest(b, apiKey)).toMatchObject({ status: 403, body: { ok: false, error: "subscription_inactive" } });
+    expect(await callRest(b, apiKey)).toMatchObject({
+      status: 403,
+      body: { ok: false, error: "subscription_inactive" },
+    });
 
     await adminA.setSubscription({ accountId, until: new Date(Date.now() + 30 * 86_400_000).toISOString() });
     expect(await callRest(b, apiKey)).toMatchObject({ status: 200, body: { ok: true, credits_left: 9_998 } });
@@ -115,9 +126,15 @@ describe.runIf(usingPostgres)("two server processes on one Postgres database", (
     );
     const ok = results.filter((r) => r.status === 200);
     const refused = results.filter((r) => r.status === 402);
-    expect({ ok: ok.length, refused: refused.length, other: results.length - ok.length - refused.length }).toEqual({ ok: 100, refused: 200, other: 0 });
+    expect({ ok: ok.length, refused: refused.length, other: results.length - ok.length - refused.length }).toEqual({
+      ok: 100,
+      refused: 200,
+      other: 0,
+    });
     // Each charged call saw its own balance: no Token counted twice, none lost.
-    expect(ok.map((r) => r.body.credits_left as number).sort((x, y) => x - y)).toEqual(Array.from({ length: 100 }, (_, i) => i));
+    expect(ok.map((r) => r.body.credits_left as number).sort((x, y) => x - y)).toEqual(
+      Array.from({ length: 100 }, (_, i) => i),
+    );
     expect(new Set(refused.map((r) => r.body.error))).toEqual(new Set(["insufficient_credits"]));
     // Both processes charged.
     expect(new Set(ok.map((r) => r.server))).toEqual(new Set(["A", "B"]));
@@ -126,7 +143,11 @@ describe.runIf(usingPostgres)("two server processes on one Postgres database", (
     expect({ credits: account?.creditsLeft, calls: account?.callsToday }).toEqual({ credits: 0n, calls: 100n });
     const check = await ledgerCheck(db!, Number(accountId));
     expect(ledgerBalances(check)).toBe(true);
-    expect({ charges: check.charges, grant: check.grantBalance, pack: check.packBalance }).toEqual({ charges: 100, grant: 0, pack: 0 });
+    expect({ charges: check.charges, grant: check.grantBalance, pack: check.packBalance }).toEqual({
+      charges: 100,
+      grant: 0,
+      pack: 0,
+    });
   });
 
   it("refuses AdminService calls on the internal listener without the bearer token", async () => {
@@ -143,7 +164,9 @@ describe.runIf(usingPostgres)("two server processes on one Postgres database", (
         expect(err!.findDetails(ErrorInfoSchema)[0]?.reason).toBe("unauthorized");
       }
     }
-    const rows = await db!.rows<{ n: string | number }>(sql`SELECT count(*) AS n FROM accounts WHERE email LIKE 'intruder%'`);
+    const rows = await db!.rows<{ n: string | number }>(
+      sql`SELECT count(*) AS n FROM accounts WHERE email LIKE 'intruder%'`,
+    );
     expect(Number(rows[0]!.n)).toBe(0);
   });
 

@@ -12,10 +12,10 @@
  *  4. guessed paths (REST and RPC) answer 404, and the chart page refuses an API key alone.
  */
 import { readdirSync } from "node:fs";
-import { fileURLToPath, pathToFileURL } from "node:url";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import type { DescEnum, DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { httpRouteOf } from "../../src/server/rest.ts";
 import { datasetFixture, feedCoins, H, storeDatasets } from "../support/market-data-fixtures.ts";
 import { jsonKeys } from "../support/proto-json.ts";
@@ -55,9 +55,21 @@ function namesOf(message: DescMessage, into = new Set<string>(), visited = new S
   for (const field of message.fields) {
     into.add(field.name);
     into.add(field.jsonName);
-    const nested = field.fieldKind === "message" ? field.message : field.fieldKind === "list" && field.listKind === "message" ? field.message : field.fieldKind === "map" && field.mapKind === "message" ? field.message : undefined;
+    const nested =
+      field.fieldKind === "message"
+        ? field.message
+        : field.fieldKind === "list" && field.listKind === "message"
+          ? field.message
+          : field.fieldKind === "map" && field.mapKind === "message"
+            ? field.message
+            : undefined;
     if (nested) namesOf(nested, into, visited);
-    const en: DescEnum | undefined = field.fieldKind === "enum" ? field.enum : field.fieldKind === "list" && field.listKind === "enum" ? field.enum : undefined;
+    const en: DescEnum | undefined =
+      field.fieldKind === "enum"
+        ? field.enum
+        : field.fieldKind === "list" && field.listKind === "enum"
+          ? field.enum
+          : undefined;
     if (en) {
       into.add(en.name);
       for (const v of en.values) into.add(v.name);
@@ -92,7 +104,7 @@ beforeAll(async () => {
   await storeDatasets(server, datasetFixture(now));
   ({ apiKey } = await server.account());
   for (const service of await allServices()) {
-    for (const method of service.methods) (await isServed(method) ? served : notServed).push(method);
+    for (const method of service.methods) ((await isServed(method)) ? served : notServed).push(method);
   }
 });
 afterAll(async () => {
@@ -101,39 +113,73 @@ afterAll(async () => {
 
 describe("no API path exposes the track record", () => {
   it("the detector recognises track-record names (so the checks below can fail)", () => {
-    for (const name of ["signal_history", "history", "win_rate", "winRate", "wins", "backtest", "track_record", "trades", "pnl", "result", "GetSignalHistory", "performance"]) {
+    for (const name of [
+      "signal_history",
+      "history",
+      "win_rate",
+      "winRate",
+      "wins",
+      "backtest",
+      "track_record",
+      "trades",
+      "pnl",
+      "result",
+      "GetSignalHistory",
+      "performance",
+    ]) {
       expect(FORBIDDEN.test(name), name).toBe(true);
     }
-    for (const name of ["signals", "signal_id", "updated_at", "change_24h_pct", "volume_leaders", "credits_left", "rank", "window", "next_cursor"]) {
+    for (const name of [
+      "signals",
+      "signal_id",
+      "updated_at",
+      "change_24h_pct",
+      "volume_leaders",
+      "credits_left",
+      "rank",
+      "window",
+      "next_cursor",
+    ]) {
       expect(FORBIDDEN.test(name), name).toBe(false);
     }
   });
 
-  it("the public port serves exactly SignalsService, MarketDataService, " + "UsageService, the health service and server reflection", () => {
-    const names = (ms: DescMethod[]) => ms.map((m) => `${m.parent.typeName}/${m.name}`).sort();
-    expect(names(served)).toEqual([
-      "grpc.health.v1.Health/Check",
-      "grpc.health.v1.Health/Watch",
-      "grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
-      "grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
-      "signals.v1.MarketDataService/GetDerivatives",
-      "signals.v1.MarketDataService/GetFundamentals",
-      "signals.v1.MarketDataService/GetMacro",
-      "signals.v1.MarketDataService/GetMovers",
-      "signals.v1.MarketDataService/GetNews",
-      "signals.v1.SignalsService/GetSignals",
-      "signals.v1.UsageService/GetUsage",
-    ]);
-    // Internal services (the signal event stream among them) are not reachable there.
-    expect(new Set(notServed.map((m) => m.parent.typeName))).toEqual(
-      new Set(["signals.v1.AdminService", "signals.v1.IngestService", "signals.v1.DataIngestService", "signals.v1.FeederService", "signals.v1.SignalEventsService"]),
-    );
-  });
+  it(
+    "the public port serves exactly SignalsService, MarketDataService, " +
+      "UsageService, the health service and server reflection",
+    () => {
+      const names = (ms: DescMethod[]) => ms.map((m) => `${m.parent.typeName}/${m.name}`).sort();
+      expect(names(served)).toEqual([
+        "grpc.health.v1.Health/Check",
+        "grpc.health.v1.Health/Watch",
+        "grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+        "grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+        "signals.v1.MarketDataService/GetDerivatives",
+        "signals.v1.MarketDataService/GetFundamentals",
+        "signals.v1.MarketDataService/GetMacro",
+        "signals.v1.MarketDataService/GetMovers",
+        "signals.v1.MarketDataService/GetNews",
+        "signals.v1.SignalsService/GetSignals",
+        "signals.v1.UsageService/GetUsage",
+      ]);
+      // Internal services (the signal event stream among them) are not reachable there.
+      expect(new Set(notServed.map((m) => m.parent.typeName))).toEqual(
+        new Set([
+          "signals.v1.AdminService",
+          "signals.v1.IngestService",
+          "signals.v1.DataIngestService",
+          "signals.v1.FeederService",
+          "signals.v1.SignalEventsService",
+        ]),
+      );
+    },
+  );
 
   it("no served method, message, field or enum is named like a track record", () => {
     for (const method of served) {
       expect(method.name).not.toMatch(FORBIDDEN);
-      for (const name of [...namesOf(method.input), ...namesOf(method.output)]) expect(name, `${method.parent.typeName}/${method.name}: ${name}`).not.toMatch(FORBIDDEN);
+      for (const name of [...namesOf(method.input), ...namesOf(method.output)])
+        expect(name, `${method.parent.typeName}/${method.name}: ${name}`).not.toMatch(FORBIDDEN);
     }
   });
 
@@ -162,13 +208,17 @@ describe("no API path exposes the track record", () => {
       }
     }
     // The premise: real data came back (a signal with its id, rows of every dataset).
-    const signals = (await (await fetch(`${server.baseUrl}/api/v1/signals?symbols=ZZB&tf=1h`, { headers: { "x-api-key": apiKey } })).json()) as { signals: Array<{ signal_id: string | null }> };
+    const signals = (await (
+      await fetch(`${server.baseUrl}/api/v1/signals?symbols=ZZB&tf=1h`, { headers: { "x-api-key": apiKey } })
+    ).json()) as { signals: Array<{ signal_id: string | null }> };
     expect(signals.signals[0]!.signal_id).toMatch(/^ZZB-1h-/);
     for (const method of served.filter((m) => m.methodKind === "unary")) {
       const res = await fetch(`${server.baseUrl}/${method.parent.typeName}/${method.name}`, {
         method: "POST",
         headers: { "content-type": "application/json", "connect-protocol-version": "1", "x-api-key": apiKey },
-        body: JSON.stringify(method.name === "GetSignals" || method.name === "GetMovers" ? { tf: "1h", symbols: "ZZB" } : {}),
+        body: JSON.stringify(
+          method.name === "GetSignals" || method.name === "GetMovers" ? { tf: "1h", symbols: "ZZB" } : {},
+        ),
       });
       expect(res.status, method.name).toBe(200);
       for (const key of jsonKeys(await res.json())) expect(key, method.name).not.toMatch(FORBIDDEN);
@@ -201,7 +251,14 @@ describe("no API path exposes the track record", () => {
       }
     }
     for (const service of ["signals.v1.SignalsService", "signals.v1.MarketDataService"]) {
-      for (const rpc of ["GetTrackRecord", "GetHistory", "GetSignalHistory", "GetWinRates", "GetBacktest", "ListSignals"]) {
+      for (const rpc of [
+        "GetTrackRecord",
+        "GetHistory",
+        "GetSignalHistory",
+        "GetWinRates",
+        "GetBacktest",
+        "ListSignals",
+      ]) {
         const res = await fetch(`${server.baseUrl}/${service}/${rpc}`, {
           method: "POST",
           headers: { "content-type": "application/json", "connect-protocol-version": "1", "x-api-key": apiKey },
@@ -213,13 +270,20 @@ describe("no API path exposes the track record", () => {
     }
   });
 
-  it("the chart pages (where the track record lives) do not accept an " + "API key: without a session they send the browser to sign in", async () => {
-    for (const p of ["/charts/ZZB?tf=1h", "/charts/ZZB", "/charts"]) {
-      const res = await fetch(`${server.baseUrl}${p}`, { headers: { "x-api-key": apiKey, accept: "application/json" }, redirect: "manual" });
-      const text = await res.text();
-      expect(res.status, p).toBe(303);
-      expect(res.headers.get("location"), p).toMatch(/^\/signin/);
-      expect(text).not.toMatch(/win rate|backtest/i);
-    }
-  });
+  it(
+    "the chart pages (where the track record lives) do not accept an " +
+      "API key: without a session they send the browser to sign in",
+    async () => {
+      for (const p of ["/charts/ZZB?tf=1h", "/charts/ZZB", "/charts"]) {
+        const res = await fetch(`${server.baseUrl}${p}`, {
+          headers: { "x-api-key": apiKey, accept: "application/json" },
+          redirect: "manual",
+        });
+        const text = await res.text();
+        expect(res.status, p).toBe(303);
+        expect(res.headers.get("location"), p).toMatch(/^\/signin/);
+        expect(text).not.toMatch(/win rate|backtest/i);
+      }
+    },
+  );
 });

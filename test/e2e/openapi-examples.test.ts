@@ -32,8 +32,12 @@ describe("the OpenAPI examples", () => {
       for (const [status, response] of Object.entries(responses)) {
         const examples = response.content["application/json"].examples as Json | undefined;
         expect(examples, `${p} ${status}`).toBeDefined();
-        expect(Object.keys(examples!).sort(), `${p} ${status}`).toEqual(status === "200" ? ["ok"] : [...tables[Number(status)]!].sort());
-        const validate = ajv.getSchema(`doc#/paths/${p.replace(/\//g, "~1")}/get/responses/${status}/content/application~1json/schema`)!;
+        expect(Object.keys(examples!).sort(), `${p} ${status}`).toEqual(
+          status === "200" ? ["ok"] : [...tables[Number(status)]!].sort(),
+        );
+        const validate = ajv.getSchema(
+          `doc#/paths/${p.replace(/\//g, "~1")}/get/responses/${status}/content/application~1json/schema`,
+        )!;
         for (const [name, example] of Object.entries(examples!)) {
           expect(validate(example.value), `${p} ${status} ${name}: ${JSON.stringify(validate.errors)}`).toBe(true);
           if (status !== "200") expect(example.value.error, `${p} ${status}`).toBe(name);
@@ -68,7 +72,13 @@ describe("the OpenAPI examples", () => {
 
 describe("the proto comments' error tables", () => {
   it("become Markdown tables, continuation lines joined to their row", () => {
-    const lines = ["Errors, in the order they are checked:", "  401 api_key_required      UNAUTHENTICATED     no key sent", "  400 bad_request           INVALID_ARGUMENT    a filter value (such a", "                                                call counts)", "After."];
+    const lines = [
+      "Errors, in the order they are checked:",
+      "  401 api_key_required      UNAUTHENTICATED     no key sent",
+      "  400 bad_request           INVALID_ARGUMENT    a filter value (such a",
+      "                                                call counts)",
+      "After.",
+    ];
     expect(renderErrorTables(lines)).toEqual([
       "Errors, in the order they are checked:",
       "",
@@ -81,6 +91,8 @@ describe("the proto comments' error tables", () => {
     ]);
     const doc = openApiDocument();
     const tag = (doc.tags as Json[]).find((t) => t.name === "SignalsService")!;
-    expect(tag.description).toContain("| 402 | `insufficient_credits` | `RESOURCE_EXHAUSTED` | no Tokens left in grant or packs |");
+    expect(tag.description).toContain(
+      "| 402 | `insufficient_credits` | `RESOURCE_EXHAUSTED` | no Tokens left in grant or packs |",
+    );
   });
 });

@@ -6,17 +6,18 @@
  * answer validates against the document (test/support/openapi-contract.ts) and every documented
  * status occurs.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
 import SwaggerParser from "@apidevtools/swagger-parser";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MoverSchema } from "../../gen/signals/v1/market_data_pb.js";
 import { regenerateKey, setSubscription } from "../../src/accounts/accounts.ts";
 import { adjustTokens } from "../../src/billing/tokens.ts";
 import { ERROR_CODES } from "../../src/errors.ts";
-import { MoverSchema } from "../../gen/signals/v1/market_data_pb.js";
-import { httpRouteOf } from "../../src/server/rest.ts";
 import { PUBLIC_REST_SERVICES, publicOpenApiDocument } from "../../src/server/public-api.ts";
-import { expectMatchesOpenApi, openApiDocument, seenStatuses } from "../support/openapi-contract.ts";
-import { rawHttp1, type RawAnswer } from "../support/raw-http.ts";
+import { httpRouteOf } from "../../src/server/rest.ts";
 import { apiRequest } from "../support/api-request.ts";
+import { expectMatchesOpenApi, openApiDocument, seenStatuses } from "../support/openapi-contract.ts";
+import { type RawAnswer, rawHttp1 } from "../support/raw-http.ts";
 import { createTestDb, type TestDb } from "../support/test-db.ts";
 import { startTestServer, type TestServer } from "../support/test-server.ts";
 
@@ -26,7 +27,16 @@ let server: TestServer;
 
 beforeAll(async () => {
   db = await createTestDb();
-  server = await startTestServer({ db, env: { DAILY_CAP: "2", FREE_RATE_LIMIT: "4", HEADERS_TIMEOUT: "1", REQUEST_TIMEOUT: "2", FAILED_KEY_LIMIT: "100000" } });
+  server = await startTestServer({
+    db,
+    env: {
+      DAILY_CAP: "2",
+      FREE_RATE_LIMIT: "4",
+      HEADERS_TIMEOUT: "1",
+      REQUEST_TIMEOUT: "2",
+      FAILED_KEY_LIMIT: "100000",
+    },
+  });
 });
 afterAll(async () => {
   await server?.close();
@@ -35,7 +45,8 @@ afterAll(async () => {
 });
 
 /** `method` on the server, checked against the OpenAPI document. */
-const call = (method: string, pathAndQuery: string, headers: Record<string, string> = {}) => apiRequest(server.baseUrl, pathAndQuery, { method, headers, contract: true });
+const call = (method: string, pathAndQuery: string, headers: Record<string, string> = {}) =>
+  apiRequest(server.baseUrl, pathAndQuery, { method, headers, contract: true });
 
 /** A raw HTTP/1.1 exchange on `path`, checked against the document. */
 async function raw(method: string, path: string, head: string, extra: string[] = []): Promise<RawAnswer> {
@@ -63,13 +74,17 @@ describe("the OpenAPI document", () => {
     delete broken.paths["/api/v1/signals"].get.responses["200"].description;
     await expect(SwaggerParser.validate(broken as never)).rejects.toThrow();
     const badRef = structuredClone(doc);
-    badRef.paths["/api/v1/usage"].get.responses["200"].content["application/json"].schema = { $ref: "#/components/schemas/Nope" };
+    badRef.paths["/api/v1/usage"].get.responses["200"].content["application/json"].schema = {
+      $ref: "#/components/schemas/Nope",
+    };
     await expect(SwaggerParser.validate(badRef as never)).rejects.toThrow();
   });
 
   it("covers exactly the annotated public methods, the x-api-key scheme and every error code", () => {
     const doc = openApiDocument();
-    const routes = PUBLIC_REST_SERVICES.flatMap(({ service }) => service.methods.map(httpRouteOf).filter((r) => r !== null));
+    const routes = PUBLIC_REST_SERVICES.flatMap(({ service }) =>
+      service.methods.map(httpRouteOf).filter((r) => r !== null),
+    );
     expect(Object.keys(doc.paths).sort()).toEqual(routes.map((r) => r!.path).sort());
     for (const r of routes) expect(Object.keys(doc.paths[r!.path]), r!.path).toEqual([r!.verb.toLowerCase()]);
     expect(doc.components.securitySchemes.ApiKey).toMatchObject({ type: "apiKey", in: "header", name: "x-api-key" });
@@ -81,7 +96,16 @@ describe("the OpenAPI document", () => {
     }
     expect(doc.paths["/api/v1/signals"].get.parameters.map((p: Json) => p.name)).toContain("Idempotency-Key");
     // Movers carry no signal (the paid product): the field is gone from the schema, and its number is reserved.
-    expect(Object.keys(doc.components.schemas.Mover.properties).sort()).toEqual(["change_24h_pct", "change_pct", "demo", "price", "symbol", "updated_at", "volume", "volume_24h"]);
+    expect(Object.keys(doc.components.schemas.Mover.properties).sort()).toEqual([
+      "change_24h_pct",
+      "change_pct",
+      "demo",
+      "price",
+      "symbol",
+      "updated_at",
+      "volume",
+      "volume_24h",
+    ]);
     expect(doc.components.schemas.Mover.required).not.toContain("signal");
     // `demo` marks the demo feed's coins and readings; it is written only when true, so it is optional.
     expect(doc.components.schemas.Mover.required).not.toContain("demo");
@@ -89,7 +113,21 @@ describe("the OpenAPI document", () => {
     expect(doc.components.schemas.SignalEntry.oneOf[0].properties.demo.type).toBe("boolean");
     expect(MoverSchema.proto.reservedName).toEqual(["signal"]);
     expect(MoverSchema.proto.reservedRange.map((r) => [r.start, r.end])).toEqual([[7, 8]]);
-    expect(doc.components.schemas.GetUsageResponse.required).toEqual(expect.arrayContaining(["credits_left", "grant_credits", "pack_credits", "calls_today", "daily_cap", "daily_reset_ts", "daily_reset_at", "next_grant_ts", "next_grant_at", "plan", "subscription_until"]));
+    expect(doc.components.schemas.GetUsageResponse.required).toEqual(
+      expect.arrayContaining([
+        "credits_left",
+        "grant_credits",
+        "pack_credits",
+        "calls_today",
+        "daily_cap",
+        "daily_reset_ts",
+        "daily_reset_at",
+        "next_grant_ts",
+        "next_grant_at",
+        "plan",
+        "subscription_until",
+      ]),
+    );
   });
 });
 
@@ -97,30 +135,52 @@ describe("a walk over every operation", () => {
   it("valid and invalid input, every documented status provoked, every answer valid", async () => {
     const doc = openApiDocument();
     const ops = Object.entries(doc.paths as Json).map(([path, item]) => ({ path, op: item.get as Json }));
-    const kindOf = (path: string) => (path === "/api/v1/signals" ? "paid" : path === "/api/v1/usage" ? "usage" : "free");
+    const kindOf = (path: string) =>
+      path === "/api/v1/signals" ? "paid" : path === "/api/v1/usage" ? "usage" : "free";
     for (const { path, op } of ops) {
       const kind = kindOf(path);
       const params: Json[] = op.parameters.filter((p: Json) => p.in === "query");
-      const valid = params.filter((p) => p.example !== undefined).map((p) => `${p.name}=${encodeURIComponent(p.example)}`).join("&");
+      const valid = params
+        .filter((p) => p.example !== undefined)
+        .map((p) => `${p.name}=${encodeURIComponent(p.example)}`)
+        .join("&");
       // Valid input (every documented example parameter), and unknown parameters (ignored).
       const k = await key();
       expect((await call("GET", `${path}?${valid}`, { "x-api-key": k })).status).toBe(200);
       expect((await call("GET", `${path}?unknown=1&${valid}`, { "x-api-key": k })).status).toBe(200);
       // Invalid input.
       if (kind === "free") {
-        for (const bad of ["limit=abc", "limit=0", ...(params.some((p) => p.name === "cursor") ? ["cursor=not-ours"] : []), ...(params.some((p) => p.name === "since") ? ["since=yesterday"] : [])]) {
-          expect((await call("GET", `${path}?${bad}`, { "x-api-key": await key() })).body.error, bad).toBe("bad_request");
+        for (const bad of [
+          "limit=abc",
+          "limit=0",
+          ...(params.some((p) => p.name === "cursor") ? ["cursor=not-ours"] : []),
+          ...(params.some((p) => p.name === "since") ? ["since=yesterday"] : []),
+        ]) {
+          expect((await call("GET", `${path}?${bad}`, { "x-api-key": await key() })).body.error, bad).toBe(
+            "bad_request",
+          );
         }
       }
       if (kind === "paid") {
         expect((await call("GET", path, { "x-api-key": k, "idempotency-key": "x".repeat(300) })).status).toBe(400);
         const idem = await key();
-        expect((await call("GET", `${path}?symbols=BTC`, { "x-api-key": idem, "idempotency-key": "walk-1" })).status).toBe(200);
-        expect((await call("GET", `${path}?symbols=ETH`, { "x-api-key": idem, "idempotency-key": "walk-1" })).status).toBe(422);
+        expect(
+          (await call("GET", `${path}?symbols=BTC`, { "x-api-key": idem, "idempotency-key": "walk-1" })).status,
+        ).toBe(200);
+        expect(
+          (await call("GET", `${path}?symbols=ETH`, { "x-api-key": idem, "idempotency-key": "walk-1" })).status,
+        ).toBe(422);
         const basic = await key({ plan: "basic" });
         expect((await call("GET", path, { "x-api-key": basic })).body.error).toBe("node_tier_required");
         const drained = await server.account();
-        await adjustTokens(server.db.handle, drained.accountId, "adjustment", -server.config.limits.monthlyGrant, "walk: empty", server.config.limits);
+        await adjustTokens(
+          server.db.handle,
+          drained.accountId,
+          "adjustment",
+          -server.config.limits.monthlyGrant,
+          "walk: empty",
+          server.config.limits,
+        );
         expect((await call("GET", path, { "x-api-key": drained.apiKey })).status).toBe(402);
       }
       // Keys.
@@ -149,11 +209,17 @@ describe("a walk over every operation", () => {
     // The database goes away under the server: 503, nothing charged.
     const keys = await Promise.all(ops.map(() => key()));
     await db.handle.close();
-    for (const [i, { path }] of ops.entries()) expect((await call("GET", path, { "x-api-key": keys[i]! })).body.error).toBe("unavailable");
+    for (const [i, { path }] of ops.entries())
+      expect((await call("GET", path, { "x-api-key": keys[i]! })).body.error).toBe("unavailable");
 
     for (const { path, op } of ops) {
-      const documented = Object.keys(op.responses).map(Number).sort((a, b) => a - b);
-      expect([...(seenStatuses.get(`GET ${path}`) ?? [])].sort((a, b) => a - b), path).toEqual(documented);
+      const documented = Object.keys(op.responses)
+        .map(Number)
+        .sort((a, b) => a - b);
+      expect(
+        [...(seenStatuses.get(`GET ${path}`) ?? [])].sort((a, b) => a - b),
+        path,
+      ).toEqual(documented);
     }
   });
 });

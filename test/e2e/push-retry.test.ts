@@ -5,7 +5,7 @@
  * nothing is lost. The calls go to a real server over the internal listener; only the loss of
  * the answer is simulated, by a client that forwards each call and then fails it.
  */
-import { ConnectError, Code } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Candle } from "../../src/engine/candle.ts";
@@ -22,7 +22,14 @@ function candles(count: number, firstOpen: number, base: number): Candle[] {
   return Array.from({ length: count }, (_, i) => {
     const open = base + i;
     const close = base + i + (i % 3 === 0 ? -0.5 : 0.75);
-    return { openTime: firstOpen + i * M15, open, high: Math.max(open, close) + 1, low: Math.min(open, close) - 1, close, volume: 10 + i };
+    return {
+      openTime: firstOpen + i * M15,
+      open,
+      high: Math.max(open, close) + 1,
+      low: Math.min(open, close) - 1,
+      close,
+      volume: 10 + i,
+    };
   });
 }
 
@@ -90,7 +97,9 @@ describe("retrying a push whose outcome is unknown", () => {
 
   async function expectStored(symbol: string, expected: Candle[]) {
     const stored = await readCandles(server.db.handle, symbol, "15m");
-    expect(stored.map((c) => [c.openTime, c.open, c.high, c.low, c.close, c.volume])).toEqual(expected.map((c) => [c.openTime, c.open, c.high, c.low, c.close, c.volume]));
+    expect(stored.map((c) => [c.openTime, c.open, c.high, c.low, c.close, c.volume])).toEqual(
+      expected.map((c) => [c.openTime, c.open, c.high, c.low, c.close, c.volume]),
+    );
   }
 
   it("does not send again a push the service stored before its answer was lost", async () => {

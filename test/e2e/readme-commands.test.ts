@@ -15,9 +15,9 @@ import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } fr
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { EXCLUDED, readmeShellCommands, scenarioCommands, SCENARIO } from "../support/readme-commands.ts";
-import type { StepResult } from "../support/readme-runner.ts";
 import { NODE_BIN, PROJECT_ROOT } from "../support/processes.ts";
+import { EXCLUDED, readmeShellCommands, SCENARIO, scenarioCommands } from "../support/readme-commands.ts";
+import type { StepResult } from "../support/readme-runner.ts";
 
 const README = readFileSync(path.join(PROJECT_ROOT, "README.md"), "utf8");
 const dirs: string[] = [];
@@ -31,7 +31,12 @@ function projectCopy(): string {
   dirs.push(root);
   const copy = path.join(root, "signals");
   mkdirSync(copy);
-  const files = execFileSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], { cwd: PROJECT_ROOT, encoding: "utf8" }).split("\0").filter(Boolean);
+  const files = execFileSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], {
+    cwd: PROJECT_ROOT,
+    encoding: "utf8",
+  })
+    .split("\0")
+    .filter(Boolean);
   for (const file of files) {
     try {
       mkdirSync(path.dirname(path.join(copy, file)), { recursive: true });
@@ -61,14 +66,31 @@ describe("the README's shell commands", () => {
     expect(inReadme.length).toBeGreaterThan(40);
     const covered = new Set([...scenarioCommands(), ...Object.keys(EXCLUDED)]);
     const uncovered = inReadme.filter((c) => !covered.has(c));
-    expect(uncovered, "README commands the test neither runs nor excludes (add them to test/support/readme-commands.ts)").toEqual([]);
+    expect(
+      uncovered,
+      "README commands the test neither runs nor excludes (add them to test/support/readme-commands.ts)",
+    ).toEqual([]);
     const stale = [...covered].filter((c) => !inReadme.includes(c));
     expect(stale, "commands the test lists that the README no longer has").toEqual([]);
     for (const [command, reason] of Object.entries(EXCLUDED)) expect(reason.length, command).toBeGreaterThan(30);
   });
 
   it("the parser keeps continuation lines and here-documents whole and skips comment lines", () => {
-    const text = ["```sh", "# a comment", "a \\", "  b", "cat > f <<'X'", "line", "X", "c   # trailing", "```", "", "  ```sh", "  indented", "  ```"].join("\n");
+    const text = [
+      "```sh",
+      "# a comment",
+      "a \\",
+      "  b",
+      "cat > f <<'X'",
+      "line",
+      "X",
+      "c   # trailing",
+      "```",
+      "",
+      "  ```sh",
+      "  indented",
+      "  ```",
+    ].join("\n");
     expect(readmeShellCommands(text)).toEqual(["a \\\n  b", "cat > f <<'X'\nline\nX", "c   # trailing", "indented"]);
   });
 
@@ -77,7 +99,18 @@ describe("the README's shell commands", () => {
     async () => {
       const copy = projectCopy();
       const resultsFile = path.join(path.dirname(copy), "results.json");
-      const runner = spawn("unshare", ["--map-root-user", "--net", NODE_BIN, path.join(PROJECT_ROOT, "test/support/readme-runner.ts"), copy, resultsFile], { cwd: PROJECT_ROOT, stdio: ["ignore", "pipe", "pipe"] });
+      const runner = spawn(
+        "unshare",
+        [
+          "--map-root-user",
+          "--net",
+          NODE_BIN,
+          path.join(PROJECT_ROOT, "test/support/readme-runner.ts"),
+          copy,
+          resultsFile,
+        ],
+        { cwd: PROJECT_ROOT, stdio: ["ignore", "pipe", "pipe"] },
+      );
       let log = "";
       runner.stdout.setEncoding("utf8").on("data", (d: string) => (log += d));
       runner.stderr.setEncoding("utf8").on("data", (d: string) => (log += d));
@@ -90,13 +123,16 @@ describe("the README's shell commands", () => {
         const result = byStep.get(index);
         const command = "run" in step ? step.run : step.start;
         expect(result, `not run: ${command}`).toBeDefined();
-        const shown = `${command}\n--- exit ${result!.code}, stdout:\n${result!.stdout.slice(-3000)}\n--- ` + `stderr:\n${result!.stderr.slice(-3000)}`;
+        const shown =
+          `${command}\n--- exit ${result!.code}, stdout:\n${result!.stdout.slice(-3000)}\n--- ` +
+          `stderr:\n${result!.stderr.slice(-3000)}`;
         if ("start" in step) {
           expect.soft(result!.ready, `${shown}\n${result!.error ?? ""}`).toBe(true);
           continue;
         }
         expect.soft(result!.code, shown).toBe(step.expect?.code ?? 0);
-        for (const pattern of step.expect?.stdout ?? []) expect.soft(result!.stdout.trimEnd(), `${shown}\n--- expected ${pattern}`).toMatch(pattern);
+        for (const pattern of step.expect?.stdout ?? [])
+          expect.soft(result!.stdout.trimEnd(), `${shown}\n--- expected ${pattern}`).toMatch(pattern);
       }
     },
     15 * 60_000,

@@ -46,7 +46,11 @@ describe("README examples", () => {
     const file = path.join(ROOT, `.readme-client-${process.pid}.ts`);
     writeFileSync(file, tsExample!);
     try {
-      const { stdout } = await run(NODE, [file], { cwd: ROOT, env: { PATH: process.env.PATH ?? "", KEY: apiKey, SIGNALS_URL: server.baseUrl }, timeout: 30_000 });
+      const { stdout } = await run(NODE, [file], {
+        cwd: ROOT,
+        env: { PATH: process.env.PATH ?? "", KEY: apiKey, SIGNALS_URL: server.baseUrl },
+        timeout: 30_000,
+      });
       const [first = "", second = ""] = stdout.trim().split("\n");
       // 10,000 granted, one call charged; the test server's snapshot is empty (no_data).
       expect(first).toBe(`9999 [ [ 'BTC', 'no_data' ], [ 'ETH', 'no_data' ] ]`);
@@ -69,13 +73,23 @@ describe("README examples", () => {
       for (const [, route, params] of calls) {
         const op = doc.paths[route!]?.get;
         expect(op, route).toBeDefined();
-        const documented = new Set(op.parameters.filter((p: { in: string }) => p.in === "query").map((p: { name: string }) => p.name));
-        for (const [, name] of (params ?? "").matchAll(/"(\w+)":/g)) expect(documented.has(name), `${route} ${name}`).toBe(true);
+        const documented = new Set(
+          op.parameters.filter((p: { in: string }) => p.in === "query").map((p: { name: string }) => p.name),
+        );
+        for (const [, name] of (params ?? "").matchAll(/"(\w+)":/g))
+          expect(documented.has(name), `${route} ${name}`).toBe(true);
       }
       expect(pyExample).toContain('{"x-api-key": os.environ["KEY"]}');
       if (pythonHasRequests) {
-        const { stdout } = await run("python3", [file], { env: { PATH: process.env.PATH ?? "", KEY: apiKey, SIGNALS_URL: server.baseUrl }, timeout: 30_000 });
-        expect(stdout.trim().split("\n")).toEqual(["BTC no_data", "ETH no_data", "9998 9998 2 2026-11-16T00:00:00+08:00"]);
+        const { stdout } = await run("python3", [file], {
+          env: { PATH: process.env.PATH ?? "", KEY: apiKey, SIGNALS_URL: server.baseUrl },
+          timeout: 30_000,
+        });
+        expect(stdout.trim().split("\n")).toEqual([
+          "BTC no_data",
+          "ETH no_data",
+          "9998 9998 2 2026-11-16T00:00:00+08:00",
+        ]);
       }
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -40,15 +40,36 @@ describe("gRPC server reflection", () => {
     const services = await bufCurl("--protocol", "grpc", "--http2-prior-knowledge", "--list-services", server.baseUrl);
     expect(services.code, services.stderr).toBe(0);
     expect(services.stdout.trim().split("\n").sort()).toEqual(
-      ["grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection", "signals.v1.MarketDataService", "signals.v1.SignalsService", "signals.v1.UsageService"].sort(),
+      [
+        "grpc.health.v1.Health",
+        "grpc.reflection.v1.ServerReflection",
+        "grpc.reflection.v1alpha.ServerReflection",
+        "signals.v1.MarketDataService",
+        "signals.v1.SignalsService",
+        "signals.v1.UsageService",
+      ].sort(),
     );
     const methods = await bufCurl("--protocol", "grpc", "--http2-prior-knowledge", "--list-methods", server.baseUrl);
     expect(methods.stdout).toContain("signals.v1.SignalsService/GetSignals");
     expect(methods.stdout).toContain("signals.v1.UsageService/GetUsage");
     expect(methods.stdout).not.toMatch(/AdminService|IngestService|FeederService/);
-    const call = await bufCurl("--protocol", "grpc", "--http2-prior-knowledge", "-H", `x-api-key: ${apiKey}`, "-d", '{"symbols":"BTC,ETH","tf":"1h"}', `${server.baseUrl}/signals.v1.SignalsService/GetSignals`);
+    const call = await bufCurl(
+      "--protocol",
+      "grpc",
+      "--http2-prior-knowledge",
+      "-H",
+      `x-api-key: ${apiKey}`,
+      "-d",
+      '{"symbols":"BTC,ETH","tf":"1h"}',
+      `${server.baseUrl}/signals.v1.SignalsService/GetSignals`,
+    );
     expect(call.code, call.stderr).toBe(0);
-    const body = JSON.parse(call.stdout) as { ok: boolean; tf: string; creditsLeft: string; signals: Array<{ symbol: string; signal?: string; price?: number }> };
+    const body = JSON.parse(call.stdout) as {
+      ok: boolean;
+      tf: string;
+      creditsLeft: string;
+      signals: Array<{ symbol: string; signal?: string; price?: number }>;
+    };
     expect(body).toMatchObject({ ok: true, tf: "1h", creditsLeft: "9999" });
     expect(body.signals.map((s) => [s.symbol, s.signal, s.price])).toEqual([
       ["BTC", "SIGNAL_LONG", 64210.5],
@@ -57,16 +78,41 @@ describe("gRPC server reflection", () => {
   }, 120_000);
 
   it("the older v1alpha protocol answers too", async () => {
-    const call = await bufCurl("--protocol", "grpc", "--http2-prior-knowledge", "--reflect-protocol", "grpc-v1alpha", "-H", `x-api-key: ${apiKey}`, "-d", "{}", `${server.baseUrl}/signals.v1.UsageService/GetUsage`);
+    const call = await bufCurl(
+      "--protocol",
+      "grpc",
+      "--http2-prior-knowledge",
+      "--reflect-protocol",
+      "grpc-v1alpha",
+      "-H",
+      `x-api-key: ${apiKey}`,
+      "-d",
+      "{}",
+      `${server.baseUrl}/signals.v1.UsageService/GetUsage`,
+    );
     expect(call.code, call.stderr).toBe(0);
     expect(JSON.parse(call.stdout)).toMatchObject({ ok: true, plan: "node" });
   }, 60_000);
 
   it("the internal listener reflects its own services, only with the bearer token", async () => {
-    const refused = await bufCurl("--protocol", "grpc", "--http2-prior-knowledge", "--list-services", server.internalUrl);
+    const refused = await bufCurl(
+      "--protocol",
+      "grpc",
+      "--http2-prior-knowledge",
+      "--list-services",
+      server.internalUrl,
+    );
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toMatch(/not authenticated/i);
-    const listed = await bufCurl("--protocol", "grpc", "--http2-prior-knowledge", "--reflect-header", `authorization: Bearer ${INTERNAL_TOKEN}`, "--list-services", server.internalUrl);
+    const listed = await bufCurl(
+      "--protocol",
+      "grpc",
+      "--http2-prior-knowledge",
+      "--reflect-header",
+      `authorization: Bearer ${INTERNAL_TOKEN}`,
+      "--list-services",
+      server.internalUrl,
+    );
     expect(listed.code, listed.stderr).toBe(0);
     expect(listed.stdout).toContain("signals.v1.AdminService");
     expect(listed.stdout).toContain("signals.v1.FeederService");
@@ -76,9 +122,22 @@ describe("gRPC server reflection", () => {
 
 describe("the .proto files on /docs", () => {
   it("are listed in the OpenAPI document and served as text, the public ones only", async () => {
-    const doc = (await (await fetch(`${server.baseUrl}/api/v1/openapi.json`)).json()) as { info: { description: string } };
+    const doc = (await (await fetch(`${server.baseUrl}/api/v1/openapi.json`)).json()) as {
+      info: { description: string };
+    };
     const listed = [...doc.info.description.matchAll(/\]\(\/docs\/proto\/([^)]+)\)/g)].map((m) => m[1]!);
-    expect(listed).toEqual(expect.arrayContaining(["signals/v1/signals.proto", "signals/v1/market_data.proto", "signals/v1/usage.proto", "signals/v1/errors.proto", "grpc/health/v1/health.proto", "google/api/annotations.proto", "google/api/http.proto", "google/rpc/error_details.proto"]));
+    expect(listed).toEqual(
+      expect.arrayContaining([
+        "signals/v1/signals.proto",
+        "signals/v1/market_data.proto",
+        "signals/v1/usage.proto",
+        "signals/v1/errors.proto",
+        "grpc/health/v1/health.proto",
+        "google/api/annotations.proto",
+        "google/api/http.proto",
+        "google/rpc/error_details.proto",
+      ]),
+    );
     expect(listed.some((name) => /admin|ingest|feeder|events/.test(name))).toBe(false);
     for (const name of listed) {
       const res = await fetch(`${server.baseUrl}/docs/proto/${name}`);

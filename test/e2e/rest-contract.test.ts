@@ -5,16 +5,16 @@
  */
 import http2 from "node:http2";
 import net from "node:net";
+import { type DescMessage, ScalarType } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ScalarType, type DescMessage } from "@bufbuild/protobuf";
-import { GetSignalsResponseSchema, SignalEntrySchema, ArmingSchema, Signal } from "../../gen/signals/v1/signals_pb.js";
 import { ErrorBodySchema } from "../../gen/signals/v1/errors_pb.js";
-import { startTestServer, type TestServer } from "../support/test-server.ts";
-import { fixedSnapshot, SAMPLE_READINGS } from "../support/fixed-snapshot.ts";
-import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
+import { ArmingSchema, GetSignalsResponseSchema, Signal, SignalEntrySchema } from "../../gen/signals/v1/signals_pb.js";
 import { getAccountSummary } from "../../src/accounts/accounts.ts";
 import { adjustTokens } from "../../src/billing/tokens.ts";
-import { apiRequest, type ApiAnswer } from "../support/api-request.ts";
+import { type ApiAnswer, apiRequest } from "../support/api-request.ts";
+import { fixedSnapshot, SAMPLE_READINGS } from "../support/fixed-snapshot.ts";
+import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
+import { startTestServer, type TestServer } from "../support/test-server.ts";
 
 let server: TestServer;
 
@@ -26,7 +26,8 @@ afterAll(async () => {
 });
 
 /** A paid call, checked against the OpenAPI document. */
-const signals = (query: string, key?: string, headers: Record<string, string> = {}) => apiRequest(server.baseUrl, `/api/v1/signals${query}`, { key, headers, contract: true });
+const signals = (query: string, key?: string, headers: Record<string, string> = {}) =>
+  apiRequest(server.baseUrl, `/api/v1/signals${query}`, { key, headers, contract: true });
 
 /** The JSON type the contract prescribes for a proto field. */
 function jsonTypeOf(schema: DescMessage, name: string): string {
@@ -53,8 +54,18 @@ describe("200 body", () => {
     const { accountId, apiKey } = await server.account();
     const r = await signals("?symbols=BTC,ETH,NEWCOIN&tf=1h", apiKey);
     expect(r.status).toBe(200);
-    expectMatchesSchema(r.body, GetSignalsResponseSchema, GetSignalsResponseSchema.fields.map((f) => f.name));
-    expect(r.body).toMatchObject({ ok: true, tf: "1h", tier: "node", billing: "1 energy credit per call (node / founding seats only)", credits_left: 9_999 });
+    expectMatchesSchema(
+      r.body,
+      GetSignalsResponseSchema,
+      GetSignalsResponseSchema.fields.map((f) => f.name),
+    );
+    expect(r.body).toMatchObject({
+      ok: true,
+      tf: "1h",
+      tier: "node",
+      billing: "1 energy credit per call (node / founding seats only)",
+      credits_left: 9_999,
+    });
     expect(r.body.ts).toBe(server.clock());
     expect(Number.isInteger(r.body.ts)).toBe(true);
     const [btc, eth, unknown] = r.body.signals;
@@ -62,10 +73,22 @@ describe("200 body", () => {
     const readingFields = SignalEntrySchema.fields.map((f) => f.name).filter((n) => n !== "reason" && n !== "demo");
     expectMatchesSchema(btc, SignalEntrySchema, readingFields);
     expect(btc).toEqual({
-      symbol: "BTC", tf: "1h", ok: true, price: 64210.5, signal: "LONG", confirmed: true, defense: 63120,
-      arming: { dir: -1, score: 6, trigger: 63500, invalidation: 64890 }, atr_pct: 0.84, signal_id: "BTC-1h-1795302000000",
+      symbol: "BTC",
+      tf: "1h",
+      ok: true,
+      price: 64210.5,
+      signal: "LONG",
+      confirmed: true,
+      defense: 63120,
+      arming: { dir: -1, score: 6, trigger: 63500, invalidation: 64890 },
+      atr_pct: 0.84,
+      signal_id: "BTC-1h-1795302000000",
     });
-    expectMatchesSchema(btc.arming, ArmingSchema, ArmingSchema.fields.map((f) => f.name));
+    expectMatchesSchema(
+      btc.arming,
+      ArmingSchema,
+      ArmingSchema.fields.map((f) => f.name),
+    );
     expect(eth).toMatchObject({ signal: "NONE", defense: null, arming: null, signal_id: null });
     expect(unknown).toEqual({ symbol: "NEWCOIN", tf: "1h", ok: false, reason: "unknown_symbol" });
     expect((await getAccountSummary(server.db.handle, accountId, server.clock())).tokensLeft).toBe(9_999);
@@ -82,7 +105,16 @@ describe("200 body", () => {
   it("returns entries in request order, one per accepted symbol, 8 at most, for 1 Token", async () => {
     const { accountId, apiKey } = await server.account();
     const r = await signals("?symbols=xrp,%20btc,eth,,BTC,a1,a2,a3,a4,a5,a6,a7&tf=1h", apiKey);
-    expect(r.body.signals.map((e: { symbol: string }) => e.symbol)).toEqual(["XRP", "BTC", "ETH", "A1", "A2", "A3", "A4", "A5"]);
+    expect(r.body.signals.map((e: { symbol: string }) => e.symbol)).toEqual([
+      "XRP",
+      "BTC",
+      "ETH",
+      "A1",
+      "A2",
+      "A3",
+      "A4",
+      "A5",
+    ]);
     expect(r.body.credits_left).toBe(9_999);
     const check = await ledgerCheck(server.db.handle, accountId);
     expect(check.charges).toBe(1);
@@ -105,7 +137,8 @@ describe("200 body", () => {
       const r = await signals(query, apiKey);
       expect(r.status).toBe(200);
       expect(r.body.tf).toBe("4h");
-      if (query === "") expect(r.body.signals.map((e: { symbol: string }) => e.symbol)).toEqual(["BTC", "ETH", "SOL", "BNB", "XRP"]);
+      if (query === "")
+        expect(r.body.signals.map((e: { symbol: string }) => e.symbol)).toEqual(["BTC", "ETH", "SOL", "BNB", "XRP"]);
       expect(r.body.signals.every((e: { tf: string }) => e.tf === "4h")).toBe(true);
     }
   });
@@ -143,7 +176,14 @@ describe("error table", () => {
 
   it("401 invalid_api_key for unknown, malformed and odd-character keys", async () => {
     const { apiKey } = await server.account();
-    for (const key of ["sig_live_" + "A".repeat(32), "nonsense", apiKey + "x", "sig_live_ÄÖÜ", "'; DROP TABLE accounts;--", "k".repeat(4000)]) {
+    for (const key of [
+      `sig_live_${"A".repeat(32)}`,
+      "nonsense",
+      `${apiKey}x`,
+      "sig_live_ÄÖÜ",
+      "'; DROP TABLE accounts;--",
+      "k".repeat(4000),
+    ]) {
       expectError(await signals("?symbols=BTC", key), 401, "invalid_api_key");
     }
   });
@@ -170,7 +210,7 @@ describe("error table", () => {
   it("refused calls are not charged and do not count toward the cap", async () => {
     const { accountId } = await server.account({ plan: "pro" });
     const before = await ledgerCheck(server.db.handle, accountId);
-    for (let i = 0; i < 5; i++) await signals("", "sig_live_" + "B".repeat(32));
+    for (let i = 0; i < 5; i++) await signals("", `sig_live_${"B".repeat(32)}`);
     expect(await ledgerCheck(server.db.handle, accountId)).toEqual(before);
   });
 
@@ -209,7 +249,11 @@ describe("concurrency", () => {
     const { accountId, apiKey } = await server.account();
     await adjustTokens(server.db.handle, accountId, "adjustment", -9_900, "leave 100", server.config.limits);
     const statuses = await Promise.all(
-      Array.from({ length: 300 }, () => fetch(`${server.baseUrl}/api/v1/signals`, { headers: { "x-api-key": apiKey } }).then(async (r) => (await r.arrayBuffer(), r.status))),
+      Array.from({ length: 300 }, () =>
+        fetch(`${server.baseUrl}/api/v1/signals`, { headers: { "x-api-key": apiKey } }).then(
+          async (r) => (await r.arrayBuffer(), r.status),
+        ),
+      ),
     );
     expect(statuses.filter((s) => s === 200)).toHaveLength(100);
     expect(statuses.filter((s) => s === 402)).toHaveLength(200);
@@ -259,13 +303,13 @@ describe("hostile input", () => {
   it("never answers 5xx to odd query strings", async () => {
     const { apiKey } = await server.account();
     const queries = [
-      "?symbols=" + "A,".repeat(3000),
+      `?symbols=${"A,".repeat(3000)}`,
       "?symbols=%00%FF%FE",
       "?symbols=%E2%82%AC,%F0%9F%92%A9",
       "?symbols=%ZZ",
       "?tf=%00&tf=%FF",
-      "?symbols=BTC&symbols=ETH&symbols=" + "x".repeat(5000),
-      "?" + "&".repeat(2000),
+      `?symbols=BTC&symbols=ETH&symbols=${"x".repeat(5000)}`,
+      `?${"&".repeat(2000)}`,
       "?symbols[]=BTC&__proto__=1&constructor=2",
     ];
     for (const q of queries) {
@@ -279,12 +323,20 @@ describe("hostile input", () => {
   it("accepts a 10 KB header and refuses oversized header blocks with 431, not 5xx", async () => {
     const { apiKey } = await server.account();
     expect((await signals("", apiKey, { "x-padding": "p".repeat(10 * 1024) })).status).toBe(200);
-    const status = await raw(`GET /api/v1/signals HTTP/1.1\r\nHost: x\r\nx-api-key: ${apiKey}\r\nx-big: ${"q".repeat(64 * 1024)}\r\n\r\n`);
+    const status = await raw(
+      `GET /api/v1/signals HTTP/1.1\r\nHost: x\r\nx-api-key: ${apiKey}\r\nx-big: ${"q".repeat(64 * 1024)}\r\n\r\n`,
+    );
     expect(status).toMatch(/^HTTP\/1\.1 431/);
   });
 
   it("answers a binary key header with 401 and garbage requests with 400", async () => {
-    const keyStatus = await raw(Buffer.concat([Buffer.from("GET /api/v1/signals HTTP/1.1\r\nHost: x\r\nx-api-key: "), Buffer.from([0x80, 0xff, 0xfe]), Buffer.from("\r\nConnection: close\r\n\r\n")]));
+    const keyStatus = await raw(
+      Buffer.concat([
+        Buffer.from("GET /api/v1/signals HTTP/1.1\r\nHost: x\r\nx-api-key: "),
+        Buffer.from([0x80, 0xff, 0xfe]),
+        Buffer.from("\r\nConnection: close\r\n\r\n"),
+      ]),
+    );
     expect(keyStatus).toMatch(/^HTTP\/1\.1 401/);
     expect(await raw(Buffer.from([0x16, 0x03, 0x01, 0x00, 0xff, 0x01, 0x00]))).toMatch(/^(HTTP\/1\.1 400|closed)/);
     expect(await raw("GARBAGE\r\n\r\n")).toMatch(/^HTTP\/1\.1 400/);

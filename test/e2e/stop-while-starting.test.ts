@@ -13,7 +13,15 @@ const UNREACHABLE_DATABASE = "postgres://postgres@127.0.0.1:1/postgres";
 describe("a stop while starting", () => {
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
     it(`${signal}: the lines logged so far reach stdout, and the process ends by the signal`, async () => {
-      const p = spawnServer(childEnv({ DATABASE_URL: UNREACHABLE_DATABASE, WORKERS: "1", PORT: "0", INTERNAL_PORT: "0", LOG_LEVEL: "info" }));
+      const p = spawnServer(
+        childEnv({
+          DATABASE_URL: UNREACHABLE_DATABASE,
+          WORKERS: "1",
+          PORT: "0",
+          INTERNAL_PORT: "0",
+          LOG_LEVEL: "info",
+        }),
+      );
       try {
         await waitFor(() => p.logs.some((l) => l.msg === "database not reachable; retrying"), 30_000, "a retry line");
         // "close" comes after the last of stdout was read ("exit" may come before it).

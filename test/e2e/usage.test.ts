@@ -4,24 +4,26 @@
  * monthly grant reported before it is written, 200 usage calls that change nothing (balances,
  * ledger, calls_today), the key error table, any plan, the shared free rate limit, and gRPC parity.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sql } from "drizzle-orm";
+
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { GetUsageResponseSchema, UsageService } from "../../gen/signals/v1/usage_pb.js";
-import { ErrorBodySchema } from "../../gen/signals/v1/errors_pb.js";
+import { sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { ErrorBodySchema } from "../../gen/signals/v1/errors_pb.js";
+import { GetUsageResponseSchema, UsageService } from "../../gen/signals/v1/usage_pb.js";
 import { regenerateKey, setSubscription } from "../../src/accounts/accounts.ts";
 import { adjustTokens } from "../../src/billing/tokens.ts";
+import { apiRequest } from "../support/api-request.ts";
 import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
 import { expectProtoJson } from "../support/proto-json.ts";
 import { startTestServer, type TestServer } from "../support/test-server.ts";
-import { apiRequest } from "../support/api-request.ts";
 
 type Json = Record<string, any>;
 
 /** A GET on `server`, checked against the OpenAPI document. */
-const checkedGet = (server: TestServer, path: string, key?: string) => apiRequest(server.baseUrl, path, { key, contract: true });
+const checkedGet = (server: TestServer, path: string, key?: string) =>
+  apiRequest(server.baseUrl, path, { key, contract: true });
 
 const expectError = (r: { status: number; body: Json }, status: number, code: string) => {
   expect({ status: r.status, error: r.body.error }, JSON.stringify(r.body)).toEqual({ status, error: code });
@@ -122,7 +124,14 @@ describe("GET /api/v1/usage", () => {
       server.clock.set(Date.parse("2026-11-30T16:30:00Z"));
       const before = await footprint(server, accountId);
       const usage = await checkedGet(server, "/api/v1/usage", apiKey);
-      expect(usage.body).toMatchObject({ grant_credits: 10_000, pack_credits: 5, credits_left: 10_005, calls_today: 0, next_grant_at: "2027-01-01T00:00:00+08:00", daily_reset_at: "2026-12-02T00:00:00+08:00" });
+      expect(usage.body).toMatchObject({
+        grant_credits: 10_000,
+        pack_credits: 5,
+        credits_left: 10_005,
+        calls_today: 0,
+        next_grant_at: "2027-01-01T00:00:00+08:00",
+        daily_reset_at: "2026-12-02T00:00:00+08:00",
+      });
       expect(await footprint(server, accountId)).toBe(before);
       const paid = await checkedGet(server, "/api/v1/signals", apiKey);
       expect(paid.body.credits_left).toBe(10_004);
@@ -137,7 +146,13 @@ describe("GET /api/v1/usage", () => {
     const r = await checkedGet(server, "/api/v1/usage", apiKey);
     expect(r.status).toBe(200);
     expectProtoJson(r.body, GetUsageResponseSchema);
-    expect(r.body).toMatchObject({ plan: "basic", credits_left: 0, grant_credits: 0, next_grant_ts: null, next_grant_at: null });
+    expect(r.body).toMatchObject({
+      plan: "basic",
+      credits_left: 0,
+      grant_credits: 0,
+      next_grant_ts: null,
+      next_grant_at: null,
+    });
     expectError(await checkedGet(server, "/api/v1/signals", apiKey), 403, "node_tier_required");
   });
 

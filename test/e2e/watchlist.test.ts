@@ -9,25 +9,31 @@
  * the close the lead was pushed within 2 s.
  */
 import http from "node:http";
-import { pino } from "pino";
 import { create } from "@bufbuild/protobuf";
 import { createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
-import { AdminService } from "../../gen/signals/v1/admin_pb.js";
-import { IngestService, PushCandlesRequestSchema, type PushCandlesRequest } from "../../gen/signals/v1/ingest_pb.js";
-import type { Candle } from "../../src/engine/index.ts";
-import type { DbHandle } from "../../src/db/client.ts";
-import type { ServerProcess } from "../support/processes.ts";
-import { usingPostgres } from "../support/test-db.ts";
-import { startWorkersServers, type WorkersServers } from "../support/workers-servers.ts";
-import { connectionOwners } from "../support/socket-owners.ts";
+import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createServer, type Server } from "../../src/server/create-server.ts";
-import { createSession } from "../../src/accounts/sign-in/sessions.ts";
-import { getWatchlist, MAX_WATCH_SYMBOLS, parseWatchlist, saveWatchlist, WatchlistError } from "../../src/accounts/watchlist.ts";
+import { AdminService } from "../../gen/signals/v1/admin_pb.js";
+import { IngestService, type PushCandlesRequest, PushCandlesRequestSchema } from "../../gen/signals/v1/ingest_pb.js";
 import { getAccountSummary } from "../../src/accounts/accounts.ts";
+import { createSession } from "../../src/accounts/sign-in/sessions.ts";
+import {
+  getWatchlist,
+  MAX_WATCH_SYMBOLS,
+  parseWatchlist,
+  saveWatchlist,
+  WatchlistError,
+} from "../../src/accounts/watchlist.ts";
+import type { DbHandle } from "../../src/db/client.ts";
+import type { Candle } from "../../src/engine/index.ts";
+import { createServer, type Server } from "../../src/server/create-server.ts";
+import type { ServerProcess } from "../support/processes.ts";
+import { connectionOwners } from "../support/socket-owners.ts";
 import { structureBreak } from "../support/structure-break.ts";
-import { INTERNAL_TOKEN, startTestServer, createTestClock, type TestServer } from "../support/test-server.ts";
+import { usingPostgres } from "../support/test-db.ts";
+import { createTestClock, INTERNAL_TOKEN, startTestServer, type TestServer } from "../support/test-server.ts";
+import { startWorkersServers, type WorkersServers } from "../support/workers-servers.ts";
 
 const H = 3_600_000;
 const COIN = "WLX";
@@ -77,7 +83,13 @@ describe("live watchlist across a lead and a follower on one database", () => {
     // Every candle of the series is recent enough not to be stale at the test clock.
     clock.set(breaker.openTime + H + 60_000);
     lead = await startTestServer({ feed: true, clock });
-    follower = createServer(lead.config, { db: lead.db.handle, clock, logger: pino({ level: "silent" }), internalToken: INTERNAL_TOKEN, role: "follower" });
+    follower = createServer(lead.config, {
+      db: lead.db.handle,
+      clock,
+      logger: pino({ level: "silent" }),
+      internalToken: INTERNAL_TOKEN,
+      role: "follower",
+    });
     followerUrl = `http://127.0.0.1:${(await follower.start()).port}`;
     member = await lead.account({ plan: "node" });
     const { token } = await createSession(lead.db.handle, member.accountId, clock(), lead.config.sessionTtlMs);
@@ -98,31 +110,38 @@ describe("live watchlist across a lead and a follower on one database", () => {
     return new EventReader(res.body!);
   };
 
-  it("a close pushed to the lead reaches the follower's stream within " + "2 s, equal to the follower's API answer, and costs no Token", async () => {
-    const stream = await openStream(followerUrl);
-    let before = (await stream.next("cells"))!.cells[0];
-    // The follower may not have followed the history's notice yet: its reload wakes the stream.
-    while (before?.ok === false) before = (await stream.next("cells"))!.cells[0];
-    expect(before).toMatchObject({ symbol: COIN, tf: "1h", ok: true });
-    const tokensBefore = (await getAccountSummary(lead.db.handle, member.accountId, clock())).tokensLeft;
+  it(
+    "a close pushed to the lead reaches the follower's stream within " +
+      "2 s, equal to the follower's API answer, and costs no Token",
+    async () => {
+      const stream = await openStream(followerUrl);
+      let before = (await stream.next("cells"))!.cells[0];
+      // The follower may not have followed the history's notice yet: its reload wakes the stream.
+      while (before?.ok === false) before = (await stream.next("cells"))!.cells[0];
+      expect(before).toMatchObject({ symbol: COIN, tf: "1h", ok: true });
+      const tokensBefore = (await getAccountSummary(lead.db.handle, member.accountId, clock())).tokensLeft;
 
-    const pushedAt = performance.now();
-    await lead.feed!.ingest([{ symbol: COIN, tf: "1h", ...breaker, closed: true }]);
-    const after = (await stream.next("cells"))!.cells[0];
-    const elapsed = performance.now() - pushedAt;
-    expect(elapsed).toBeLessThan(2_000);
-    expect(after.price).toBe(breaker.close);
-    expect(after.signal).toBe("LONG");
-    expect(after.changed_at).toBe(breaker.openTime + H);
+      const pushedAt = performance.now();
+      await lead.feed!.ingest([{ symbol: COIN, tf: "1h", ...breaker, closed: true }]);
+      const after = (await stream.next("cells"))!.cells[0];
+      const elapsed = performance.now() - pushedAt;
+      expect(elapsed).toBeLessThan(2_000);
+      expect(after.price).toBe(breaker.close);
+      expect(after.signal).toBe("LONG");
+      expect(after.changed_at).toBe(breaker.openTime + H);
 
-    // The view cost nothing; the API call below costs its one Token.
-    expect((await getAccountSummary(lead.db.handle, member.accountId, clock())).tokensLeft).toBe(tokensBefore);
-    const api = await fetch(`${followerUrl}/api/v1/signals?symbols=${COIN}&tf=1h`, { headers: { "x-api-key": member.apiKey } });
-    expect(api.status).toBe(200);
-    const entry = ((await api.json()) as { signals: Record<string, unknown>[] }).signals[0]!;
-    for (const field of ["symbol", "tf", "ok", "price", "signal", "confirmed", "defense", "arming", "atr_pct"]) expect([field, after[field]]).toEqual([field, entry[field]]);
-    await stream.cancel();
-  });
+      // The view cost nothing; the API call below costs its one Token.
+      expect((await getAccountSummary(lead.db.handle, member.accountId, clock())).tokensLeft).toBe(tokensBefore);
+      const api = await fetch(`${followerUrl}/api/v1/signals?symbols=${COIN}&tf=1h`, {
+        headers: { "x-api-key": member.apiKey },
+      });
+      expect(api.status).toBe(200);
+      const entry = ((await api.json()) as { signals: Record<string, unknown>[] }).signals[0]!;
+      for (const field of ["symbol", "tf", "ok", "price", "signal", "confirmed", "defense", "arming", "atr_pct"])
+        expect([field, after[field]]).toEqual([field, entry[field]]);
+      await stream.cancel();
+    },
+  );
 
   it("one stream per session: a second stream ends the first", async () => {
     const first = await openStream(lead.baseUrl);
@@ -150,12 +169,18 @@ describe("live watchlist across a lead and a follower on one database", () => {
     expect(() => parseWatchlist("BTC", [])).toThrow(WatchlistError);
     expect(() => parseWatchlist("BTC-USD", ["1h"])).toThrow(WatchlistError);
     await saveWatchlist(lead.db.handle, member.accountId, parseWatchlist("eth, btc, eth", ["4h", "1h"]), clock());
-    expect(await getWatchlist(lead.db.handle, member.accountId)).toEqual({ symbols: ["ETH", "BTC"], timeframes: ["1h", "4h"] });
+    expect(await getWatchlist(lead.db.handle, member.accountId)).toEqual({
+      symbols: ["ETH", "BTC"],
+      timeframes: ["1h", "4h"],
+    });
   });
 });
 
 /** A stream opened on its own connection (so the kernel hands each to whichever worker is free). */
-function openRawStream(url: string, cookie: string): Promise<{ reader: EventReader; localPort: number; close: () => void }> {
+function openRawStream(
+  url: string,
+  cookie: string,
+): Promise<{ reader: EventReader; localPort: number; close: () => void }> {
   return new Promise((resolve, reject) => {
     const req = http.get(url, { headers: { cookie }, agent: false }, (res) => {
       if (res.statusCode !== 200) return reject(new Error(`stream answered ${res.statusCode}`));
@@ -194,16 +219,29 @@ describe.runIf(usingPostgres)("live watchlist with WORKERS=2", () => {
 
   async function push(candles: Candle[]): Promise<void> {
     const sessionManager = new Http2SessionManager(server.internalUrl);
-    const client = createClient(IngestService, createGrpcTransport({ baseUrl: server.internalUrl, sessionManager, interceptors: [bearer] }));
+    const client = createClient(
+      IngestService,
+      createGrpcTransport({ baseUrl: server.internalUrl, sessionManager, interceptors: [bearer] }),
+    );
     async function* requests(): AsyncGenerator<PushCandlesRequest> {
-      for (const candle of candles) yield create(PushCandlesRequestSchema, { symbol: COIN, tf: "1h", ...candle, openTime: BigInt(candle.openTime), closed: true });
+      for (const candle of candles)
+        yield create(PushCandlesRequestSchema, {
+          symbol: COIN,
+          tf: "1h",
+          ...candle,
+          openTime: BigInt(candle.openTime),
+          closed: true,
+        });
     }
     await client.pushCandles(requests(), { headers: { "x-ingest-mode": "backfill" } });
     sessionManager.abort();
   }
 
   it("streams on both workers see a close pushed to the lead within 2 s", async () => {
-    const admin = createClient(AdminService, createConnectTransport({ baseUrl: server.internalUrl, httpVersion: "1.1", interceptors: [bearer] }));
+    const admin = createClient(
+      AdminService,
+      createConnectTransport({ baseUrl: server.internalUrl, httpVersion: "1.1", interceptors: [bearer] }),
+    );
     const created = await admin.createAccount({ email: "watch-workers@example.test", plan: "node" });
     const accountId = Number(created.account!.accountId);
     await saveWatchlist(db, accountId, { symbols: [COIN], timeframes: ["1h"] }, Date.now());
@@ -227,7 +265,8 @@ describe.runIf(usingPostgres)("live watchlist with WORKERS=2", () => {
     await push([breaker]);
     const updates = await Promise.all(streams.map((s) => s.reader.next("cells")));
     expect(performance.now() - pushed).toBeLessThan(2_000);
-    for (const update of updates) expect(update!.cells[0]).toMatchObject({ symbol: COIN, price: breaker.close, signal: "LONG" });
+    for (const update of updates)
+      expect(update!.cells[0]).toMatchObject({ symbol: COIN, price: breaker.close, signal: "LONG" });
     for (const s of streams) s.close();
   }, 120_000);
 });

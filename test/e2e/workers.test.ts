@@ -8,25 +8,26 @@
  * restarted by the primary without a wrong charge; SIGTERM drains them all. On the embedded
  * database WORKERS=2 is refused as a configuration error.
  */
-import http from "node:http";
+
 import { mkdtempSync, rmSync } from "node:fs";
+import http from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
+import { type Client, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AdminService } from "../../gen/signals/v1/admin_pb.js";
-import { openDb, type DbHandle } from "../../src/db/client.ts";
-import { pushClosedCandles, type CoinCandle } from "../support/ingest-push.ts";
-import { FAKE_BOT_TOKEN, startFakeTelegram, type FakeTelegram } from "../support/fake-telegram.ts";
-import { childEnv, runServerToExit, startServerProcess, type ServerProcess } from "../support/processes.ts";
-import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
-import { structureBreak } from "../support/structure-break.ts";
-import { connectionOwners } from "../support/socket-owners.ts";
+import { type DbHandle, openDb } from "../../src/db/client.ts";
+import { FAKE_BOT_TOKEN, type FakeTelegram, startFakeTelegram } from "../support/fake-telegram.ts";
 import { httpGet, Tally } from "../support/http-load.ts";
+import { type CoinCandle, pushClosedCandles } from "../support/ingest-push.ts";
 import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
+import { childEnv, runServerToExit, type ServerProcess, startServerProcess } from "../support/processes.ts";
 import { awayFromMytMidnight, waitFor } from "../support/reliability.ts";
+import { connectionOwners } from "../support/socket-owners.ts";
+import { structureBreak } from "../support/structure-break.ts";
+import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
 import { WebClient } from "../support/web-client.ts";
 
 const H = 3_600_000;
@@ -56,7 +57,10 @@ describe("WORKERS on the embedded database", () => {
     try {
       const exit = await runServerToExit(childEnv({ DATA_DIR: dataDir, WORKERS: "2", PORT: "0", INTERNAL_PORT: "0" }));
       expect(exit.code).toBe(2);
-      expect(exit.stderr).toBe("signals: configuration error: WORKERS above 1 needs DATABASE_URL: " + "the embedded database (PGlite) is opened by one process only\n");
+      expect(exit.stderr).toBe(
+        "signals: configuration error: WORKERS above 1 needs DATABASE_URL: " +
+          "the embedded database (PGlite) is opened by one process only\n",
+      );
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
@@ -99,7 +103,10 @@ describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on on
       }),
       90_000,
     );
-    admin = createClient(AdminService, createConnectTransport({ baseUrl: server.internalUrl, httpVersion: "1.1", interceptors: [bearer] }));
+    admin = createClient(
+      AdminService,
+      createConnectTransport({ baseUrl: server.internalUrl, httpVersion: "1.1", interceptors: [bearer] }),
+    );
     db = await openDb({ databaseUrl: database.url, dataDir: "memory://", poolSize: 2 });
     const created = await admin.createAccount({ email: "workers@example.test", plan: "node" });
     account = { accountId: Number(created.account!.accountId), apiKey: created.apiKey };
@@ -114,47 +121,78 @@ describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on on
 
   /** Streams candles to the internal listener's IngestService over gRPC, as a feeder does. */
   async function push(mode: "live" | "backfill", updates: CoinCandle[]): Promise<void> {
-    expect(await pushClosedCandles(server.internalUrl, INTERNAL_TOKEN, mode, "1h", updates)).toBe(BigInt(updates.length));
+    expect(await pushClosedCandles(server.internalUrl, INTERNAL_TOKEN, mode, "1h", updates)).toBe(
+      BigInt(updates.length),
+    );
   }
 
-  it("the primary forks two workers; calls on one port are answered by " + "both, and the follower answers the candles the lead was pushed", async () => {
-    expect(server.workerPids).toHaveLength(2);
-    expect(new Set([server.pid, ...server.workerPids]).size).toBe(3);
-    await admin.setAlerts({ accountId: BigInt(account.accountId), alerts: { chatId: CHAT, symbols: COINS, timeframes: ["1h"] } });
-    await push("backfill", COINS.flatMap((symbol) => history.map((candle) => ({ symbol, candle }))));
+  it(
+    "the primary forks two workers; calls on one port are answered by " +
+      "both, and the follower answers the candles the lead was pushed",
+    async () => {
+      expect(server.workerPids).toHaveLength(2);
+      expect(new Set([server.pid, ...server.workerPids]).size).toBe(3);
+      await admin.setAlerts({
+        accountId: BigInt(account.accountId),
+        alerts: { chatId: CHAT, symbols: COINS, timeframes: ["1h"] },
+      });
+      await push(
+        "backfill",
+        COINS.flatMap((symbol) => history.map((candle) => ({ symbol, candle }))),
+      );
 
-    const call = (agent: http.Agent) => httpGet(`${server.baseUrl}/api/v1/signals?symbols=${COINS.join(",")}&tf=1h`, { "x-api-key": account.apiKey }, agent, 20_000);
-    const allOk = (body: string) => (JSON.parse(body) as { signals: Array<{ ok: boolean }> }).signals.every((s) => s.ok);
-    // Rounds of 24 new connections until both workers hold some: the workers take connections
-    // from the kernel's queue as they are free (SCHED_NONE), so one round may go to one worker.
-    const seen = new Map<number, number>();
-    for (let round = 0; round < 20 && seen.size < 2; round++) {
-      const agent = new http.Agent({ keepAlive: true, maxSockets: 24 });
-      try {
-        // Every answer, whichever worker gave it, reads the pushed coins (the follower reloads
-        // them on the lead's market_updated notification).
-        const answers = await waitFor(async () => {
-          const got = await Promise.all(Array.from({ length: 24 }, () => call(agent)));
-          return got.every((a) => a.status === 200 && allOk(a.body)) ? got : null;
-        }, 15_000, "every worker to answer the pushed coins");
-        expect(answers).toHaveLength(24);
-        for (const pid of connectionOwners(server.port, server.workerPids).values()) seen.set(pid, (seen.get(pid) ?? 0) + 1);
-      } finally {
-        agent.destroy();
+      const call = (agent: http.Agent) =>
+        httpGet(
+          `${server.baseUrl}/api/v1/signals?symbols=${COINS.join(",")}&tf=1h`,
+          { "x-api-key": account.apiKey },
+          agent,
+          20_000,
+        );
+      const allOk = (body: string) =>
+        (JSON.parse(body) as { signals: Array<{ ok: boolean }> }).signals.every((s) => s.ok);
+      // Rounds of 24 new connections until both workers hold some: the workers take connections
+      // from the kernel's queue as they are free (SCHED_NONE), so one round may go to one worker.
+      const seen = new Map<number, number>();
+      for (let round = 0; round < 20 && seen.size < 2; round++) {
+        const agent = new http.Agent({ keepAlive: true, maxSockets: 24 });
+        try {
+          // Every answer, whichever worker gave it, reads the pushed coins (the follower reloads
+          // them on the lead's market_updated notification).
+          const answers = await waitFor(
+            async () => {
+              const got = await Promise.all(Array.from({ length: 24 }, () => call(agent)));
+              return got.every((a) => a.status === 200 && allOk(a.body)) ? got : null;
+            },
+            15_000,
+            "every worker to answer the pushed coins",
+          );
+          expect(answers).toHaveLength(24);
+          for (const pid of connectionOwners(server.port, server.workerPids).values())
+            seen.set(pid, (seen.get(pid) ?? 0) + 1);
+        } finally {
+          agent.destroy();
+        }
       }
-    }
-    console.log(`[workers figures] connections held per worker: ${JSON.stringify(Object.fromEntries(seen))}`);
-    expect(new Set(seen.keys())).toEqual(new Set(server.workerPids));
-  });
+      console.log(`[workers figures] connections held per worker: ${JSON.stringify(Object.fromEntries(seen))}`);
+      expect(new Set(seen.keys())).toEqual(new Set(server.workerPids));
+    },
+  );
 
   it("alerts are sent exactly once, all by the lead's outbox worker", async () => {
-    await push("live", COINS.map((symbol) => ({ symbol, candle: breaker })));
+    await push(
+      "live",
+      COINS.map((symbol) => ({ symbol, candle: breaker })),
+    );
     await telegram.waitForDelivered(COINS.length, 20_000);
     // Time for a second delivery worker (if there were one) to send anything again.
     await sleep(3_000);
-    expect(telegram.received.map((m) => m.eventId).sort()).toEqual(COINS.map((symbol) => `${symbol}-1h-${breakerOpen}`).sort());
+    expect(telegram.received.map((m) => m.eventId).sort()).toEqual(
+      COINS.map((symbol) => `${symbol}-1h-${breakerOpen}`).sort(),
+    );
     // The lead's own counter (its internal /metrics) accounts for every message.
-    const metrics = await (await fetch(`${server.internalUrl}/metrics`, { headers: { authorization: `Bearer ${INTERNAL_TOKEN}` } })).text();
+    const metrics = await (
+      await fetch(`${server.internalUrl}/metrics`, { headers: { authorization: `Bearer ${INTERNAL_TOKEN}` } })
+    ).text();
     expect(metrics).toMatch(new RegExp(`^signals_alert_deliveries\\{result="sent"\\} ${COINS.length}$`, "m"));
   });
 
@@ -171,7 +209,9 @@ describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on on
     for (let round = 0; round < 10 && seen.size < 2; round++) {
       const agent = new http.Agent({ keepAlive: true, maxSockets: 12 });
       try {
-        const answers = await Promise.all(Array.from({ length: 12 }, () => httpGet(`${server.baseUrl}/charts/WA?tf=1h`, { cookie }, agent, 20_000)));
+        const answers = await Promise.all(
+          Array.from({ length: 12 }, () => httpGet(`${server.baseUrl}/charts/WA?tf=1h`, { cookie }, agent, 20_000)),
+        );
         statuses.push(...answers.map((a) => a.status));
         for (const pid of connectionOwners(server.port, server.workerPids).values()) seen.add(pid);
       } finally {
@@ -183,54 +223,81 @@ describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on on
     expect(statuses.filter((st) => st === 429)).toHaveLength(statuses.length - PAGE_VIEWS_PER_DAY);
   });
 
-  it("kill -9 of the follower, then of the lead, under load: each is restarted, " + "every 200 is charged once, no charge without a call that reached a worker", async () => {
-    const before = (await ledgerCheck(db, account.accountId)).charges;
-    const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
-    const tally = new Tally();
-    let cutOff = 0;
-    let stop = false;
-    const loops = Array.from({ length: 16 }, async () => {
-      while (!stop) {
-        try {
-          tally.add(String((await httpGet(`${server.baseUrl}/api/v1/signals?symbols=WA`, { "x-api-key": account.apiKey }, agent, 20_000)).status));
-        } catch (err) {
-          if (/ECONNREFUSED/.test(String(err))) tally.add("refused");
-          else cutOff++;
-          await sleep(20);
+  it(
+    "kill -9 of the follower, then of the lead, under load: each is restarted, " +
+      "every 200 is charged once, no charge without a call that reached a worker",
+    async () => {
+      const before = (await ledgerCheck(db, account.accountId)).charges;
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
+      const tally = new Tally();
+      let cutOff = 0;
+      let stop = false;
+      const loops = Array.from({ length: 16 }, async () => {
+        while (!stop) {
+          try {
+            tally.add(
+              String(
+                (
+                  await httpGet(
+                    `${server.baseUrl}/api/v1/signals?symbols=WA`,
+                    { "x-api-key": account.apiKey },
+                    agent,
+                    20_000,
+                  )
+                ).status,
+              ),
+            );
+          } catch (err) {
+            if (/ECONNREFUSED/.test(String(err))) tally.add("refused");
+            else cutOff++;
+            await sleep(20);
+          }
         }
+      });
+      const restarted = () => server.logs().filter((l) => l.msg === "worker restarted");
+      const [leadPid, followerPid] = server.workerPids as [number, number];
+      for (const [n, pid] of [
+        [1, followerPid],
+        [2, leadPid],
+      ] as const) {
+        await sleep(1_000);
+        process.kill(pid, "SIGKILL");
+        await waitFor(
+          () => restarted().length === n,
+          30_000,
+          () => `restart ${n}; logs: ${JSON.stringify(server.logs().slice(-5))}`,
+        );
       }
-    });
-    const restarted = () => server.logs().filter((l) => l.msg === "worker restarted");
-    const [leadPid, followerPid] = server.workerPids as [number, number];
-    for (const [n, pid] of [[1, followerPid], [2, leadPid]] as const) {
       await sleep(1_000);
-      process.kill(pid, "SIGKILL");
-      await waitFor(() => restarted().length === n, 30_000, () => `restart ${n}; logs: ${JSON.stringify(server.logs().slice(-5))}`);
-    }
-    await sleep(1_000);
-    stop = true;
-    await Promise.all(loops);
-    agent.destroy();
+      stop = true;
+      await Promise.all(loops);
+      agent.destroy();
 
-    const check = await ledgerCheck(db, account.accountId);
-    const charges = check.charges - before;
-    const ok = tally.get("200");
-    const figures = { answers: tally.toObject(), cutOff, charges, restarts: restarted().map((l) => l.pid) };
-    console.log(`[workers figures] kill -9: ${JSON.stringify(figures)}`);
-    // The surviving worker answers everything while the other restarts: only 200s.
-    expect(Object.keys(tally.toObject())).toEqual(["200"]);
-    expect(ok).toBeGreaterThan(0);
-    expect(charges).toBeGreaterThanOrEqual(ok);
-    expect(charges).toBeLessThanOrEqual(ok + cutOff);
-    expect(ledgerBalances(check)).toBe(true);
-    // Both replacements are new processes; the lead came back on the same internal port.
-    const newPids = restarted().map((l) => Number(l.pid));
-    expect(newPids.every((pid) => alive(pid) && !server.workerPids.includes(pid))).toBe(true);
-    expect((await admin.getAccount({ accountId: BigInt(account.accountId) })).account?.accountId).toBe(BigInt(account.accountId));
-  });
+      const check = await ledgerCheck(db, account.accountId);
+      const charges = check.charges - before;
+      const ok = tally.get("200");
+      const figures = { answers: tally.toObject(), cutOff, charges, restarts: restarted().map((l) => l.pid) };
+      console.log(`[workers figures] kill -9: ${JSON.stringify(figures)}`);
+      // The surviving worker answers everything while the other restarts: only 200s.
+      expect(Object.keys(tally.toObject())).toEqual(["200"]);
+      expect(ok).toBeGreaterThan(0);
+      expect(charges).toBeGreaterThanOrEqual(ok);
+      expect(charges).toBeLessThanOrEqual(ok + cutOff);
+      expect(ledgerBalances(check)).toBe(true);
+      // Both replacements are new processes; the lead came back on the same internal port.
+      const newPids = restarted().map((l) => Number(l.pid));
+      expect(newPids.every((pid) => alive(pid) && !server.workerPids.includes(pid))).toBe(true);
+      expect((await admin.getAccount({ accountId: BigInt(account.accountId) })).account?.accountId).toBe(
+        BigInt(account.accountId),
+      );
+    },
+  );
 
   it("SIGTERM to the primary drains every worker and exits 0", async () => {
-    const workers = server.logs().filter((l) => l.msg === "worker restarted").map((l) => Number(l.pid));
+    const workers = server
+      .logs()
+      .filter((l) => l.msg === "worker restarted")
+      .map((l) => Number(l.pid));
     expect(workers).toHaveLength(2);
     expect(await server.stop()).toBe(0);
     expect(workers.filter(alive)).toEqual([]);

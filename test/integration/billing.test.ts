@@ -2,15 +2,16 @@
  * The Token ledger and the check-and-charge function on a real database (PGlite by default,
  * Postgres with DATABASE_URL), with an injected clock for MYT day and month boundaries.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
 import { sql } from "drizzle-orm";
-import { createTestDb, type TestDb } from "../support/test-db.ts";
-import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
-import { loadConfig, type Limits } from "../../src/config.ts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAccount, getAccountSummary } from "../../src/accounts/accounts.ts";
 import { hashApiKey } from "../../src/accounts/api-key.ts";
 import { chargeBatch, chargeCall, createChargeBatcher } from "../../src/billing/charge.ts";
 import { adjustTokens, applyMonthlyGrant } from "../../src/billing/tokens.ts";
+import { type Limits, loadConfig } from "../../src/config.ts";
+import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
+import { createTestDb, type TestDb } from "../support/test-db.ts";
 
 const limits: Limits = loadConfig({}).limits;
 const NOV_15 = Date.parse("2026-11-15T04:00:00Z");
@@ -28,7 +29,12 @@ afterAll(async () => {
 });
 
 async function newAccount(plan = "node", now = NOV_15, until = new Date(now + 60 * 86400_000)) {
-  const { summary, apiKey } = await createAccount(tdb.handle, { email: `b${++n}@example.test`, plan, subscriptionUntil: until }, limits, now);
+  const { summary, apiKey } = await createAccount(
+    tdb.handle,
+    { email: `b${++n}@example.test`, plan, subscriptionUntil: until },
+    limits,
+    now,
+  );
   return { id: summary.accountId, keyHash: hashApiKey(apiKey) };
 }
 
@@ -76,9 +82,13 @@ describe("monthly grant", () => {
 
   it("applies each month's grant once, however many calls race for it", async () => {
     const { id, keyHash } = await newAccount();
-    const results = await Promise.all(Array.from({ length: 20 }, () => chargeCall(tdb.handle, keyHash, limits, FIRST_MS_OF_DEC_MYT)));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, () => chargeCall(tdb.handle, keyHash, limits, FIRST_MS_OF_DEC_MYT)),
+    );
     expect(results.every((r) => r.outcome === "ok")).toBe(true);
-    const [grants] = await tdb.handle.rows<{ n: string | number }>(sql`SELECT count(*) AS n FROM ledger_entries WHERE account_id = ${id} AND kind = 'grant'`);
+    const [grants] = await tdb.handle.rows<{ n: string | number }>(
+      sql`SELECT count(*) AS n FROM ledger_entries WHERE account_id = ${id} AND kind = 'grant'`,
+    );
     expect(Number(grants!.n)).toBe(2);
     expect((await getAccountSummary(tdb.handle, id, FIRST_MS_OF_DEC_MYT)).tokensLeft).toBe(10_000 - 20);
     await expectLedgerSums(id);
@@ -102,7 +112,15 @@ describe("charge_call", () => {
   it("charges exactly 1 Token and counts the call", async () => {
     const { id, keyHash } = await newAccount();
     const r = await chargeCall(tdb.handle, keyHash, limits, NOV_15);
-    expect(r).toEqual({ market: null, outcome: "ok", accountId: id, plan: "node", tokensLeft: 9_999, callsToday: 1, lowBalanceCrossed: false });
+    expect(r).toEqual({
+      market: null,
+      outcome: "ok",
+      accountId: id,
+      plan: "node",
+      tokensLeft: 9_999,
+      callsToday: 1,
+      lowBalanceCrossed: false,
+    });
     expect((await expectLedgerSums(id)).charges).toBe(1);
   });
 
@@ -112,7 +130,9 @@ describe("charge_call", () => {
   });
 
   it("refuses an unknown key", async () => {
-    expect((await chargeCall(tdb.handle, hashApiKey(`sig_live_${"x".repeat(32)}`), limits, NOV_15)).outcome).toBe("invalid_api_key");
+    expect((await chargeCall(tdb.handle, hashApiKey(`sig_live_${"x".repeat(32)}`), limits, NOV_15)).outcome).toBe(
+      "invalid_api_key",
+    );
   });
 
   it("checks in the contract's order and changes nothing when refusing", async () => {
@@ -151,21 +171,30 @@ describe("charge_call", () => {
     const tight = { ...limits, dailyCap: 3 };
     const { keyHash } = await newAccount();
     const beforeMidnight = Date.parse("2026-11-15T15:59:59Z");
-    for (let i = 1; i <= 3; i++) expect(await chargeCall(tdb.handle, keyHash, tight, beforeMidnight)).toMatchObject({ outcome: "ok", callsToday: i });
+    for (let i = 1; i <= 3; i++)
+      expect(await chargeCall(tdb.handle, keyHash, tight, beforeMidnight)).toMatchObject({
+        outcome: "ok",
+        callsToday: i,
+      });
     const refused = await chargeCall(tdb.handle, keyHash, tight, beforeMidnight);
     expect(refused).toMatchObject({ outcome: "rate_limited", callsToday: 3, tokensLeft: 9_997 });
-    expect(await chargeCall(tdb.handle, keyHash, tight, Date.parse("2026-11-15T16:00:00Z"))).toMatchObject({ outcome: "ok", callsToday: 1 });
+    expect(await chargeCall(tdb.handle, keyHash, tight, Date.parse("2026-11-15T16:00:00Z"))).toMatchObject({
+      outcome: "ok",
+      callsToday: 1,
+    });
   });
 
   it("flags the low-balance crossing once per crossing and re-arms at or above the threshold", async () => {
     const { id, keyHash } = await newAccount();
     await setBalance(id, 1_501);
     const crossings: boolean[] = [];
-    for (let i = 0; i < 3; i++) crossings.push((await chargeCall(tdb.handle, keyHash, limits, NOV_15)).lowBalanceCrossed);
+    for (let i = 0; i < 3; i++)
+      crossings.push((await chargeCall(tdb.handle, keyHash, limits, NOV_15)).lowBalanceCrossed);
     expect(crossings).toEqual([false, true, false]); // 1500 (not below), 1499 (crossed), 1498
     expect(await adjustTokens(tdb.handle, id, "pack", 3, "pack of 3", limits)).toBe("ok"); // 1501: re-armed
     crossings.length = 0;
-    for (let i = 0; i < 3; i++) crossings.push((await chargeCall(tdb.handle, keyHash, limits, NOV_15)).lowBalanceCrossed);
+    for (let i = 0; i < 3; i++)
+      crossings.push((await chargeCall(tdb.handle, keyHash, limits, NOV_15)).lowBalanceCrossed);
     expect(crossings).toEqual([false, true, false]);
     await expectLedgerSums(id);
   });
@@ -173,7 +202,9 @@ describe("charge_call", () => {
   it("is exact under concurrency: 300 calls on 100 Tokens give 100 charges", async () => {
     const { id, keyHash } = await newAccount();
     await setBalance(id, 100);
-    const results = await Promise.all(Array.from({ length: 300 }, () => chargeCall(tdb.handle, keyHash, limits, NOV_15)));
+    const results = await Promise.all(
+      Array.from({ length: 300 }, () => chargeCall(tdb.handle, keyHash, limits, NOV_15)),
+    );
     const outcomes = results.map((r) => r.outcome);
     expect(outcomes.filter((o) => o === "ok")).toHaveLength(100);
     expect(outcomes.filter((o) => o === "insufficient_credits")).toHaveLength(200);
@@ -206,7 +237,9 @@ describe("grouped charges", () => {
     const accountsUnderTest = await Promise.all([newAccount(), newAccount(), newAccount()]);
     for (const acc of accountsUnderTest) await setBalance(acc.id, 20);
     const charge = createChargeBatcher(tdb.handle, limits);
-    const results = await Promise.all(Array.from({ length: 150 }, (_, i) => charge(accountsUnderTest[i % 3]!.keyHash, NOV_15)));
+    const results = await Promise.all(
+      Array.from({ length: 150 }, (_, i) => charge(accountsUnderTest[i % 3]!.keyHash, NOV_15)),
+    );
     expect(results.filter((r) => r.outcome === "ok")).toHaveLength(60);
     expect(results.filter((r) => r.outcome === "insufficient_credits")).toHaveLength(90);
     for (const acc of accountsUnderTest) {
@@ -221,7 +254,10 @@ describe("grouped charges", () => {
     // The database connection drops while the group's statement is in flight, and the database
     // stays unreachable: the outcome cannot be resolved in time (test/reliability/db-faults.test.ts
     // covers the resolution itself).
-    const failing = { ...tdb.handle, prepared: () => Promise.reject(new Error("connection lost")) } as typeof tdb.handle;
+    const failing = {
+      ...tdb.handle,
+      prepared: () => Promise.reject(new Error("connection lost")),
+    } as typeof tdb.handle;
     const charge = createChargeBatcher(failing, limits, { resolveWithinMs: 100, retryEveryMs: 20 });
     const outcomes = await Promise.allSettled([charge(keyHash, NOV_15), charge(keyHash, NOV_15)]);
     expect(outcomes.every((o) => o.status === "rejected")).toBe(true);
@@ -232,35 +268,66 @@ describe("grouped charges", () => {
 describe("a process behind the store's market version", () => {
   // Coins with market versions as a market transaction leaves them (market/store.ts raises them).
   beforeAll(async () => {
-    await tdb.handle.rows(sql`INSERT INTO coins (symbol, base_tf, last_update_at, version) VALUES ('VERA', '1h', now(), 3), ('VERB', '1h', now(), 5)`);
+    await tdb.handle.rows(
+      sql`INSERT INTO coins (symbol, base_tf, last_update_at, version) VALUES ('VERA', '1h', now(), 3), ('VERB', '1h',
+        now(), 5)`,
+    );
   });
 
-  it("is refused 'behind' with the store's versions of the coins " + "it is behind on, and charged nothing, grouped or alone", async () => {
-    const { id, keyHash } = await newAccount();
-    const before = await ledgerCheck(tdb.handle, id);
-    const grouped = await chargeBatch(tdb.handle, [{ keyHash, now: NOV_15, known: { VERA: 2, VERB: 5, NEWCOIN: 0 } }], limits);
-    const charge = createChargeBatcher(tdb.handle, limits);
-    const batched = await charge(keyHash, NOV_15, undefined, { VERA: 3, VERB: 4 });
-    expect(grouped[0]).toMatchObject({ outcome: "behind", market: { VERA: 3 }, tokensLeft: null, callsToday: null });
-    expect(batched).toMatchObject({ outcome: "behind", market: { VERB: 5 } });
-    expect(await ledgerCheck(tdb.handle, id)).toEqual(before);
-    const [row] = await tdb.handle.rows<{ calls_today: number }>(sql`SELECT calls_today FROM accounts WHERE id = ${id}`);
-    expect(Number(row!.calls_today)).toBe(0);
-  });
+  it(
+    "is refused 'behind' with the store's versions of the coins " +
+      "it is behind on, and charged nothing, grouped or alone",
+    async () => {
+      const { id, keyHash } = await newAccount();
+      const before = await ledgerCheck(tdb.handle, id);
+      const grouped = await chargeBatch(
+        tdb.handle,
+        [{ keyHash, now: NOV_15, known: { VERA: 2, VERB: 5, NEWCOIN: 0 } }],
+        limits,
+      );
+      const charge = createChargeBatcher(tdb.handle, limits);
+      const batched = await charge(keyHash, NOV_15, undefined, { VERA: 3, VERB: 4 });
+      expect(grouped[0]).toMatchObject({ outcome: "behind", market: { VERA: 3 }, tokensLeft: null, callsToday: null });
+      expect(batched).toMatchObject({ outcome: "behind", market: { VERB: 5 } });
+      expect(await ledgerCheck(tdb.handle, id)).toEqual(before);
+      const [row] = await tdb.handle.rows<{ calls_today: number }>(
+        sql`SELECT calls_today FROM accounts WHERE id = ${id}`,
+      );
+      expect(Number(row!.calls_today)).toBe(0);
+    },
+  );
 
-  it("is charged once its versions are the store's (or newer), " + "and a call without versions is never refused for them", async () => {
-    const { id, keyHash } = await newAccount();
-    const results = await chargeBatch(tdb.handle, [{ keyHash, now: NOV_15, known: { VERA: 3, VERB: 6 } }, { keyHash, now: NOV_15, known: null }, { keyHash, now: NOV_15 }], limits);
-    expect(results.map((r) => [r.outcome, r.market])).toEqual([["ok", null], ["ok", null], ["ok", null]]);
-    expect((await expectLedgerSums(id)).charges).toBe(3);
-  });
+  it(
+    "is charged once its versions are the store's (or newer), " +
+      "and a call without versions is never refused for them",
+    async () => {
+      const { id, keyHash } = await newAccount();
+      const results = await chargeBatch(
+        tdb.handle,
+        [
+          { keyHash, now: NOV_15, known: { VERA: 3, VERB: 6 } },
+          { keyHash, now: NOV_15, known: null },
+          { keyHash, now: NOV_15 },
+        ],
+        limits,
+      );
+      expect(results.map((r) => [r.outcome, r.market])).toEqual([
+        ["ok", null],
+        ["ok", null],
+        ["ok", null],
+      ]);
+      expect((await expectLedgerSums(id)).charges).toBe(3);
+    },
+  );
 });
 
 describe("ledger", () => {
   it("is append-only", async () => {
     const { id } = await newAccount();
     const refusal = (err: unknown) => /append-only/.test(String((err as { cause?: Error }).cause?.message ?? err));
-    await expect(tdb.handle.rows(sql`UPDATE ledger_entries SET grant_delta = 0 WHERE account_id = ${id}`)).rejects.toSatisfy(refusal);
+    await expect(
+      tdb.handle.rows(sql`UPDATE ledger_entries SET grant_delta = 0 WHERE account_id = ${id}`),
+    ).rejects.toSatisfy(refusal);
     await expect(tdb.handle.rows(sql`DELETE FROM ledger_entries WHERE account_id = ${id}`)).rejects.toSatisfy(refusal);
     expect(ledgerBalances(await ledgerCheck(tdb.handle, id))).toBe(true);
   });
@@ -283,8 +350,15 @@ describe("ledger", () => {
   });
 
   it("stores only a hash of the key", async () => {
-    const { summary, apiKey } = await createAccount(tdb.handle, { email: `h${++n}@example.test`, plan: "node", subscriptionUntil: new Date(NOV_15 + 1e9) }, limits, NOV_15);
-    const rows = await tdb.handle.rows<Record<string, unknown>>(sql`SELECT * FROM api_keys WHERE account_id = ${summary.accountId}`);
+    const { summary, apiKey } = await createAccount(
+      tdb.handle,
+      { email: `h${++n}@example.test`, plan: "node", subscriptionUntil: new Date(NOV_15 + 1e9) },
+      limits,
+      NOV_15,
+    );
+    const rows = await tdb.handle.rows<Record<string, unknown>>(
+      sql`SELECT * FROM api_keys WHERE account_id = ${summary.accountId}`,
+    );
     expect(JSON.stringify(rows)).not.toContain(apiKey);
     expect(JSON.stringify(rows)).not.toContain(apiKey.slice(9, 20));
     expect(rows[0]!.key_hash).toBe(hashApiKey(apiKey));

@@ -41,7 +41,10 @@ describe("failed-key budget in the database", () => {
 
   it("is exact under concurrency and shared by every throttle on the database (one per process)", async () => {
     const { clock } = throttle();
-    const processes = Array.from({ length: 4 }, () => new FailedKeyThrottle({ limit: 20, windowMs: 60_000, clock, db: db.handle }));
+    const processes = Array.from(
+      { length: 4 },
+      () => new FailedKeyThrottle({ limit: 20, windowMs: 60_000, clock, db: db.handle }),
+    );
     const waits = await Promise.all(Array.from({ length: 200 }, (_, i) => processes[i % 4]!.recordFailure("10.0.0.2")));
     expect(waits.filter((w) => w === 0)).toHaveLength(20);
     expect(waits.filter((w) => w > 0)).toHaveLength(180);
@@ -75,7 +78,14 @@ describe("failed-key budget in the database", () => {
   it("purges windows that ended", async () => {
     const { clock, t } = throttle(5, 1000);
     await t.recordFailure("10.9.9.9");
-    const count = async () => Number((await db.handle.rows<{ n: number | string }>(sql`SELECT count(*) AS n FROM failed_key_windows WHERE address = '10.9.9.9'`))[0]!.n);
+    const count = async () =>
+      Number(
+        (
+          await db.handle.rows<{ n: number | string }>(
+            sql`SELECT count(*) AS n FROM failed_key_windows WHERE address = '10.9.9.9'`,
+          )
+        )[0]!.n,
+      );
     expect(await count()).toBe(1);
     clock.advance(1001);
     await purgeFailedKeyWindows(db.handle, clock(), 1000);

@@ -17,7 +17,9 @@ afterAll(async () => {
 
 describe("feed leases", () => {
   it("twenty feeders racing for one coin: exactly one holds it", async () => {
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => acquireLease(db.handle, `feeder-${i}`, "RACE", 10_000)));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => acquireLease(db.handle, `feeder-${i}`, "RACE", 10_000)),
+    );
     const winners = results.filter((r) => r.held);
     expect(winners).toHaveLength(1);
     for (const r of results) expect(r.holder).toBe(winners[0]!.holder);

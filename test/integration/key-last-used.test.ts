@@ -5,9 +5,9 @@
  */
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { apiRequest } from "../support/api-request.ts";
 import { createTestDb, type TestDb } from "../support/test-db.ts";
 import { INTERNAL_TOKEN, startTestServer, type TestServer } from "../support/test-server.ts";
-import { apiRequest } from "../support/api-request.ts";
 
 describe("API key last used, written in batches", () => {
   let db: TestDb;
@@ -17,7 +17,8 @@ describe("API key last used, written in batches", () => {
 
   const lastUsed = async (): Promise<number | null> => {
     const [row] = await db.handle.rows<{ at: number | string | null }>(
-      sql`SELECT floor(extract(epoch FROM last_used_at) * 1000)::float8 AS at FROM api_keys WHERE account_id = ${accountId} AND revoked_at IS NULL`,
+      sql`SELECT floor(extract(epoch FROM last_used_at) * 1000)::float8 AS at FROM api_keys
+        WHERE account_id = ${accountId} AND revoked_at IS NULL`,
     );
     return row!.at === null ? null : Number(row!.at);
   };
@@ -34,7 +35,9 @@ describe("API key last used, written in batches", () => {
   });
 
   it("writes nothing while calls come in, and the newest time when the server stops", async () => {
-    const statementsBefore = await db.handle.rows<{ n: string | number }>(sql`SELECT count(*) AS n FROM api_keys WHERE last_used_at IS NOT NULL`);
+    const statementsBefore = await db.handle.rows<{ n: string | number }>(
+      sql`SELECT count(*) AS n FROM api_keys WHERE last_used_at IS NOT NULL`,
+    );
     expect(Number(statementsBefore[0]!.n)).toBe(0);
     for (let i = 0; i < 10; i++) expect(await statusOf("/api/v1/signals?symbols=BTC&tf=4h")).toBe(200);
     server.clock.advance(90_000);
@@ -43,12 +46,16 @@ describe("API key last used, written in batches", () => {
     const free = await server.account({ plan: "free" });
     expect(await statusOf("/api/v1/signals?symbols=BTC&tf=4h", free.apiKey)).toBe(403);
     expect(await lastUsed()).toBeNull();
-    const metrics = await (await fetch(`${server.internalUrl}/metrics`, { headers: { authorization: `Bearer ${INTERNAL_TOKEN}` } })).text();
+    const metrics = await (
+      await fetch(`${server.internalUrl}/metrics`, { headers: { authorization: `Bearer ${INTERNAL_TOKEN}` } })
+    ).text();
     expect(metrics).toMatch(/^signals_api_key_last_used_flushes_total 0$/m);
     const newest = server.clock();
     await server.close();
     expect(await lastUsed()).toBe(newest);
-    const [freeKey] = await db.handle.rows<{ at: unknown }>(sql`SELECT last_used_at AS at FROM api_keys WHERE account_id = ${free.accountId}`);
+    const [freeKey] = await db.handle.rows<{ at: unknown }>(
+      sql`SELECT last_used_at AS at FROM api_keys WHERE account_id = ${free.accountId}`,
+    );
     expect(freeKey!.at).toBeNull();
   });
 });

@@ -4,14 +4,15 @@
  * ledger for the CSV (and the CSV itself, parsed back), and "last used" written in batches.
  * Every expectation is computed here from the seeded rows, not by the code under test.
  */
-import { sql } from "drizzle-orm";
+
 import { parse } from "csv-parse/sync";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sql } from "drizzle-orm";
 import { Counter, Registry } from "prom-client";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAccount } from "../../src/accounts/accounts.ts";
 import { hashApiKey } from "../../src/accounts/api-key.ts";
 import { activeKeyTimes, KeyLastUsed } from "../../src/accounts/key-last-used.ts";
-import { allLedgerRows, dailyUsage, ledgerPage, type LedgerLine } from "../../src/billing/ledger-history.ts";
+import { allLedgerRows, dailyUsage, type LedgerLine, ledgerPage } from "../../src/billing/ledger-history.ts";
 import { mytDay } from "../../src/clock.ts";
 import { loadConfig } from "../../src/config.ts";
 import { LEDGER_CSV_COLUMNS, ledgerCsvStream } from "../../src/web/ledger-csv.ts";
@@ -37,7 +38,13 @@ describe("ledger history: per-day usage, the paged ledger, the CSV, last used", 
   let anaKey: string;
   const seeded: Seeded[] = [];
 
-  async function insert(accountId: number, kind: string, at: number, delta: number, reason: string | null = null): Promise<void> {
+  async function insert(
+    accountId: number,
+    kind: string,
+    at: number,
+    delta: number,
+    reason: string | null = null,
+  ): Promise<void> {
     const [row] = await db.handle.rows<{ id: number | string }>(sql`
       INSERT INTO ledger_entries (account_id, kind, grant_delta, pack_delta, grant_after, pack_after, reason,
       created_at)
@@ -48,15 +55,39 @@ describe("ledger history: per-day usage, the paged ledger, the CSV, last used", 
 
   beforeAll(async () => {
     db = await createTestDb();
-    const a = await createAccount(db.handle, { email: "ana@example.test", plan: "node", subscriptionUntil: new Date(NOW + 30 * DAY) }, limits, NOW - 40 * DAY);
+    const a = await createAccount(
+      db.handle,
+      { email: "ana@example.test", plan: "node", subscriptionUntil: new Date(NOW + 30 * DAY) },
+      limits,
+      NOW - 40 * DAY,
+    );
     ana = a.summary.accountId;
     anaKey = a.apiKey;
-    bob = (await createAccount(db.handle, { email: "bob@example.test", plan: "node", subscriptionUntil: new Date(NOW + 30 * DAY) }, limits, NOW - 40 * DAY)).summary.accountId;
+    bob = (
+      await createAccount(
+        db.handle,
+        { email: "bob@example.test", plan: "node", subscriptionUntil: new Date(NOW + 30 * DAY) },
+        limits,
+        NOW - 40 * DAY,
+      )
+    ).summary.accountId;
     // The grant createAccount wrote is Ana's first row.
-    const [grant] = await db.handle.rows<{ id: number | string; at: number | string; delta: number | string; reason: string | null }>(
-      sql`SELECT id, floor(extract(epoch FROM created_at) * 1000)::float8 AS at, grant_delta AS delta, reason FROM ledger_entries WHERE account_id = ${ana}`,
+    const [grant] = await db.handle.rows<{
+      id: number | string;
+      at: number | string;
+      delta: number | string;
+      reason: string | null;
+    }>(
+      sql`SELECT id, floor(extract(epoch FROM created_at) * 1000)::float8 AS at, grant_delta AS delta, reason
+        FROM ledger_entries WHERE account_id = ${ana}`,
     );
-    seeded.push({ id: Number(grant!.id), kind: "grant", at: Number(grant!.at), delta: Number(grant!.delta), reason: grant!.reason });
+    seeded.push({
+      id: Number(grant!.id),
+      kind: "grant",
+      at: Number(grant!.at),
+      delta: Number(grant!.delta),
+      reason: grant!.reason,
+    });
     // 40 days back to today: some days busy, some empty, in time order (ids follow time).
     for (let d = 40; d >= 0; d--) {
       const dayStart = Date.parse(`${mytDay(NOW - d * DAY)}T00:00:00+08:00`);
@@ -80,7 +111,8 @@ describe("ledger history: per-day usage, the paged ledger, the CSV, last used", 
   /** Ana's charges per MYT day, from the seeded rows. */
   function expectedCallsByDay(): Map<string, number> {
     const byDay = new Map<string, number>();
-    for (const r of seeded.filter((s) => s.kind === "charge")) byDay.set(mytDay(r.at), (byDay.get(mytDay(r.at)) ?? 0) + 1);
+    for (const r of seeded.filter((s) => s.kind === "charge"))
+      byDay.set(mytDay(r.at), (byDay.get(mytDay(r.at)) ?? 0) + 1);
     return byDay;
   }
 
@@ -104,36 +136,45 @@ describe("ledger history: per-day usage, the paged ledger, the CSV, last used", 
     expect(threeDaysAgo.calls).toBeGreaterThan(0);
   });
 
-  it("pages the ledger newest first: every grant, pack and " + "adjustment once, each day's charges as one line", async () => {
-    const seen: LedgerLine[] = [];
-    let before: number | null = null;
-    let pages = 0;
-    do {
-      const page = await ledgerPage(db.handle, ana, before, 7);
-      expect(page.lines.length).toBeLessThanOrEqual(7);
-      seen.push(...page.lines);
-      before = page.older;
-      pages++;
-    } while (before !== null && pages < 100);
-    expect(pages).toBeGreaterThan(3);
-    const ids = seen.map((l) => l.id);
-    expect(ids).toEqual([...ids].sort((x, y) => y - x));
-    expect(new Set(ids).size).toBe(ids.length);
-    const entries = seen.filter((l) => l.type === "entry");
-    expect(entries.map((e) => e.id).sort((x, y) => x - y)).toEqual(seeded.filter((s) => s.kind !== "charge").map((s) => s.id));
-    const pack = entries.find((e) => e.kind === "pack")!;
-    expect(pack).toMatchObject({ tokens: 5000, reason: 'Stripe "pack", 5,000 Tokens' });
-    const chargeLines = seen.filter((l) => l.type === "charges");
-    expect(new Map(chargeLines.map((l) => [l.day, l.calls]))).toEqual(expectedCallsByDay());
-    for (const line of chargeLines) {
-      expect(line.tokens).toBe(-line.calls);
-      // The line stands where the day's last charge stands.
-      expect(line.id).toBe(Math.max(...seeded.filter((s) => s.kind === "charge" && mytDay(s.at) === line.day).map((s) => s.id)));
-    }
-  });
+  it(
+    "pages the ledger newest first: every grant, pack and " + "adjustment once, each day's charges as one line",
+    async () => {
+      const seen: LedgerLine[] = [];
+      let before: number | null = null;
+      let pages = 0;
+      do {
+        const page = await ledgerPage(db.handle, ana, before, 7);
+        expect(page.lines.length).toBeLessThanOrEqual(7);
+        seen.push(...page.lines);
+        before = page.older;
+        pages++;
+      } while (before !== null && pages < 100);
+      expect(pages).toBeGreaterThan(3);
+      const ids = seen.map((l) => l.id);
+      expect(ids).toEqual([...ids].sort((x, y) => y - x));
+      expect(new Set(ids).size).toBe(ids.length);
+      const entries = seen.filter((l) => l.type === "entry");
+      expect(entries.map((e) => e.id).sort((x, y) => x - y)).toEqual(
+        seeded.filter((s) => s.kind !== "charge").map((s) => s.id),
+      );
+      const pack = entries.find((e) => e.kind === "pack")!;
+      expect(pack).toMatchObject({ tokens: 5000, reason: 'Stripe "pack", 5,000 Tokens' });
+      const chargeLines = seen.filter((l) => l.type === "charges");
+      expect(new Map(chargeLines.map((l) => [l.day, l.calls]))).toEqual(expectedCallsByDay());
+      for (const line of chargeLines) {
+        expect(line.tokens).toBe(-line.calls);
+        // The line stands where the day's last charge stands.
+        expect(line.id).toBe(
+          Math.max(...seeded.filter((s) => s.kind === "charge" && mytDay(s.at) === line.day).map((s) => s.id)),
+        );
+      }
+    },
+  );
 
   it("never shows another account's rows, whatever `before` says", async () => {
-    const [bobsRow] = await db.handle.rows<{ id: number | string }>(sql`SELECT max(id) AS id FROM ledger_entries WHERE account_id = ${bob}`);
+    const [bobsRow] = await db.handle.rows<{ id: number | string }>(
+      sql`SELECT max(id) AS id FROM ledger_entries WHERE account_id = ${bob}`,
+    );
     const page = await ledgerPage(db.handle, ana, Number(bobsRow!.id), 500);
     const anaIds = new Set(seeded.map((s) => s.id));
     for (const line of page.lines.filter((l) => l.type === "entry")) expect(anaIds.has(line.id)).toBe(true);

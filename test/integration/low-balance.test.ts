@@ -5,21 +5,22 @@
  * so it exists exactly when that charge committed. Then end to end: REST calls crossing the
  * threshold give one message at a fake Telegram, and a member with no chat gets none.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
 import { sql } from "drizzle-orm";
-import { createTestDb, usingPostgres, type TestDb } from "../support/test-db.ts";
-import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
-import { loadConfig, type Limits } from "../../src/config.ts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAccount, getAccountSummary } from "../../src/accounts/accounts.ts";
 import { hashApiKey } from "../../src/accounts/api-key.ts";
+import { parseAlertSettings, saveAlertSettings } from "../../src/alerts/settings.ts";
 import { chargeBatch, chargeCall, createChargeBatcher } from "../../src/billing/charge.ts";
 import { adjustTokens, applyMonthlyGrant, lowBalanceThreshold } from "../../src/billing/tokens.ts";
-import { parseAlertSettings, saveAlertSettings } from "../../src/alerts/settings.ts";
-import { resultRows, openDb, type DbHandle } from "../../src/db/client.ts";
 import { mytDay, mytMonth } from "../../src/clock.ts";
-import { FAKE_BOT_TOKEN, startFakeTelegram, type FakeTelegram } from "../support/fake-telegram.ts";
-import { startTestServer, type TestServer } from "../support/test-server.ts";
+import { type Limits, loadConfig } from "../../src/config.ts";
+import { type DbHandle, openDb, resultRows } from "../../src/db/client.ts";
 import { apiJson } from "../support/api-request.ts";
+import { FAKE_BOT_TOKEN, type FakeTelegram, startFakeTelegram } from "../support/fake-telegram.ts";
+import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
+import { createTestDb, type TestDb, usingPostgres } from "../support/test-db.ts";
+import { startTestServer, type TestServer } from "../support/test-server.ts";
 
 const limits: Limits = loadConfig({}).limits;
 const THRESHOLD = 1_500;
@@ -48,12 +49,20 @@ afterAll(async () => {
 async function newAccount(options: { chatId?: string; plan?: string; until?: Date } = {}) {
   const { summary, apiKey } = await createAccount(
     tdb.handle,
-    { email: `low${++n}@example.test`, plan: options.plan ?? "node", subscriptionUntil: options.until ?? new Date(NOV_15 + 60 * 86_400_000) },
+    {
+      email: `low${++n}@example.test`,
+      plan: options.plan ?? "node",
+      subscriptionUntil: options.until ?? new Date(NOV_15 + 60 * 86_400_000),
+    },
     limits,
     NOV_15,
   );
   if (options.chatId) {
-    await saveAlertSettings(tdb.handle, summary.accountId, parseAlertSettings({ chatId: options.chatId, symbols: "BTC", timeframes: "4h" }));
+    await saveAlertSettings(
+      tdb.handle,
+      summary.accountId,
+      parseAlertSettings({ chatId: options.chatId, symbols: "BTC", timeframes: "4h" }),
+    );
   }
   return { id: summary.accountId, keyHash: hashApiKey(apiKey) };
 }
@@ -61,7 +70,8 @@ async function newAccount(options: { chatId?: string; plan?: string; until?: Dat
 /** Sets the balance with a ledger adjustment (adjustments never write a notice themselves). */
 async function setBalance(db: DbHandle, id: number, credits: number, now = NOV_15) {
   const s = await getAccountSummary(db, id, now);
-  if (credits !== s.tokensLeft) expect(await adjustTokens(db, id, "adjustment", credits - s.tokensLeft, "test setup", limits)).toBe("ok");
+  if (credits !== s.tokensLeft)
+    expect(await adjustTokens(db, id, "adjustment", credits - s.tokensLeft, "test setup", limits)).toBe("ok");
 }
 
 async function notices(db: DbHandle, accountId: number): Promise<Notice[]> {
@@ -94,7 +104,13 @@ describe("the low-balance notice", () => {
     const [to1499] = await charge(keyHash);
     expect(to1499).toMatchObject({ outcome: "ok", tokensLeft: 1_499, lowBalanceCrossed: true });
     const [notice] = await notices(tdb.handle, id);
-    expect(notice).toMatchObject({ kind: "low_balance", chat_id: "777", event_id: null, payload: { credits_left: 1_499, threshold: THRESHOLD }, attempts: 0 });
+    expect(notice).toMatchObject({
+      kind: "low_balance",
+      chat_id: "777",
+      event_id: null,
+      payload: { credits_left: 1_499, threshold: THRESHOLD },
+      attempts: 0,
+    });
 
     // Further charges below the threshold: still exactly one notice.
     const below = await charge(keyHash, 5);
@@ -152,7 +168,10 @@ describe("the low-balance notice", () => {
     await setBalance(tdb.handle, id, 201);
     await chargeCall(tdb.handle, keyHash, small, NOV_15); // 200
     expect(await notices(tdb.handle, id)).toHaveLength(0);
-    expect(await chargeCall(tdb.handle, keyHash, small, NOV_15)).toMatchObject({ tokensLeft: 199, lowBalanceCrossed: true });
+    expect(await chargeCall(tdb.handle, keyHash, small, NOV_15)).toMatchObject({
+      tokensLeft: 199,
+      lowBalanceCrossed: true,
+    });
     expect((await notices(tdb.handle, id)).map((x) => x.payload)).toEqual([{ credits_left: 199, threshold: 200 }]);
   });
 
@@ -163,7 +182,9 @@ describe("the low-balance notice", () => {
     const results = await Promise.all(Array.from({ length: 60 }, () => charger(keyHash, NOV_15)));
     expect(results.filter((r) => r.outcome === "ok")).toHaveLength(60);
     expect(results.filter((r) => r.lowBalanceCrossed).map((r) => r.tokensLeft)).toEqual([1_499]);
-    expect((await notices(tdb.handle, id)).map((x) => x.payload)).toEqual([{ credits_left: 1_499, threshold: THRESHOLD }]);
+    expect((await notices(tdb.handle, id)).map((x) => x.payload)).toEqual([
+      { credits_left: 1_499, threshold: THRESHOLD },
+    ]);
   });
 
   it("is captured with a null chat id when the member has no alert settings", async () => {
@@ -171,7 +192,11 @@ describe("the low-balance notice", () => {
     await setBalance(tdb.handle, id, 1_500);
     await charge(keyHash);
     expect(await notices(tdb.handle, id)).toEqual([
-      expect.objectContaining({ kind: "low_balance", chat_id: null, payload: { credits_left: 1_499, threshold: THRESHOLD } }),
+      expect.objectContaining({
+        kind: "low_balance",
+        chat_id: null,
+        payload: { credits_left: 1_499, threshold: THRESHOLD },
+      }),
     ]);
   });
 });
@@ -192,9 +217,13 @@ describe("the notice and its charge are one transaction", () => {
     const rollback = new Error("the request failed after the charge");
     await expect(
       tdb.handle.db.transaction(async (tx) => {
-        const [row] = resultRows<{ outcome: string; low_balance_crossed: boolean }>(await tx.execute(chargeSql(keyHash)));
+        const [row] = resultRows<{ outcome: string; low_balance_crossed: boolean }>(
+          await tx.execute(chargeSql(keyHash)),
+        );
         expect(row).toMatchObject({ outcome: "ok", low_balance_crossed: true });
-        const inside = resultRows<Record<string, unknown>>(await tx.execute(sql`SELECT id, payload FROM outbox WHERE account_id = ${id}`));
+        const inside = resultRows<Record<string, unknown>>(
+          await tx.execute(sql`SELECT id, payload FROM outbox WHERE account_id = ${id}`),
+        );
         seenInside = inside as unknown as Notice[];
         if (usingPostgres) {
           // Another connection does not see the notice before the charge commits.
@@ -221,22 +250,37 @@ describe("the notice and its charge are one transaction", () => {
     const tight: Limits = { ...limits, dailyCap: 1 };
     const capped = await newAccount({ chatId: "791" });
     await setBalance(tdb.handle, capped.id, 1_501);
-    expect(await chargeCall(tdb.handle, capped.keyHash, tight, NOV_15)).toMatchObject({ outcome: "ok", tokensLeft: 1_500 });
-    expect(await chargeCall(tdb.handle, capped.keyHash, tight, NOV_15)).toMatchObject({ outcome: "rate_limited", lowBalanceCrossed: false });
+    expect(await chargeCall(tdb.handle, capped.keyHash, tight, NOV_15)).toMatchObject({
+      outcome: "ok",
+      tokensLeft: 1_500,
+    });
+    expect(await chargeCall(tdb.handle, capped.keyHash, tight, NOV_15)).toMatchObject({
+      outcome: "rate_limited",
+      lowBalanceCrossed: false,
+    });
     expect(await notices(tdb.handle, capped.id)).toEqual([]);
     // The next MYT day the same call is charged and crosses.
-    expect(await chargeCall(tdb.handle, capped.keyHash, tight, NOV_15 + 86_400_000)).toMatchObject({ outcome: "ok", lowBalanceCrossed: true });
+    expect(await chargeCall(tdb.handle, capped.keyHash, tight, NOV_15 + 86_400_000)).toMatchObject({
+      outcome: "ok",
+      lowBalanceCrossed: true,
+    });
     expect(await notices(tdb.handle, capped.id)).toHaveLength(1);
 
     const lapsed = await newAccount({ chatId: "792", until: new Date(NOV_15 - 1000) });
     await setBalance(tdb.handle, lapsed.id, 1_500);
-    expect((await charge(lapsed.keyHash))[0]).toMatchObject({ outcome: "subscription_inactive", lowBalanceCrossed: false });
+    expect((await charge(lapsed.keyHash))[0]).toMatchObject({
+      outcome: "subscription_inactive",
+      lowBalanceCrossed: false,
+    });
     expect(await notices(tdb.handle, lapsed.id)).toEqual([]);
 
     // Below the threshold but never notified (an adjustment took it there), and empty.
     const empty = await newAccount({ chatId: "793" });
     await setBalance(tdb.handle, empty.id, 0);
-    expect((await charge(empty.keyHash))[0]).toMatchObject({ outcome: "insufficient_credits", lowBalanceCrossed: false });
+    expect((await charge(empty.keyHash))[0]).toMatchObject({
+      outcome: "insufficient_credits",
+      lowBalanceCrossed: false,
+    });
     expect(await notices(tdb.handle, empty.id)).toEqual([]);
   });
 
@@ -258,7 +302,9 @@ describe("the notice and its charge are one transaction", () => {
       ["invalid_api_key", null, false],
       ["ok", 1_498, false],
     ]);
-    expect((await notices(tdb.handle, a.id)).map((x) => x.payload)).toEqual([{ credits_left: 1_499, threshold: THRESHOLD }]);
+    expect((await notices(tdb.handle, a.id)).map((x) => x.payload)).toEqual([
+      { credits_left: 1_499, threshold: THRESHOLD },
+    ]);
     expect(await notices(tdb.handle, b.id)).toEqual([]);
   });
 });
@@ -269,7 +315,9 @@ describe("end to end: REST calls crossing the threshold", () => {
 
   beforeAll(async () => {
     telegram = await startFakeTelegram();
-    server = await startTestServer({ env: { TELEGRAM_API_BASE: telegram.apiBase, TELEGRAM_BOT_TOKEN: FAKE_BOT_TOKEN, ALERT_RETRY_BASE_MS: "50" } });
+    server = await startTestServer({
+      env: { TELEGRAM_API_BASE: telegram.apiBase, TELEGRAM_BOT_TOKEN: FAKE_BOT_TOKEN, ALERT_RETRY_BASE_MS: "50" },
+    });
   });
   afterAll(async () => {
     await server?.close();
@@ -280,21 +328,34 @@ describe("end to end: REST calls crossing the threshold", () => {
     return (await apiJson(server.baseUrl, "/api/v1/signals?symbols=BTC&tf=1h", apiKey)).credits_left as number;
   }
 
-  async function finished(accountId: number): Promise<{ sent: boolean; failed: boolean; attempts: number; last_error: string | null }[]> {
+  async function finished(
+    accountId: number,
+  ): Promise<{ sent: boolean; failed: boolean; attempts: number; last_error: string | null }[]> {
     const deadline = Date.now() + 15_000;
     for (;;) {
-      const rows = await server.db.handle.rows<{ sent: boolean; failed: boolean; attempts: number | string; last_error: string | null }>(sql`
+      const rows = await server.db.handle.rows<{
+        sent: boolean;
+        failed: boolean;
+        attempts: number | string;
+        last_error: string | null;
+      }>(sql`
         SELECT sent_at IS NOT NULL AS sent, failed_at IS NOT NULL AS failed, attempts, last_error FROM outbox
         WHERE account_id = ${accountId} ORDER BY id`);
-      if (rows.length > 0 && rows.every((r) => r.sent || r.failed)) return rows.map((r) => ({ ...r, attempts: Number(r.attempts) }));
-      if (Date.now() > deadline) throw new Error(`outbox rows of account ${accountId} not finished: ${JSON.stringify(rows)}`);
+      if (rows.length > 0 && rows.every((r) => r.sent || r.failed))
+        return rows.map((r) => ({ ...r, attempts: Number(r.attempts) }));
+      if (Date.now() > deadline)
+        throw new Error(`outbox rows of account ${accountId} not finished: ${JSON.stringify(rows)}`);
       await new Promise((r) => setTimeout(r, 15));
     }
   }
 
   it("sends the member exactly one message, with the credits left", async () => {
     const { accountId, apiKey } = await server.account();
-    await saveAlertSettings(server.db.handle, accountId, parseAlertSettings({ chatId: "-1009001", symbols: "BTC", timeframes: "1h" }));
+    await saveAlertSettings(
+      server.db.handle,
+      accountId,
+      parseAlertSettings({ chatId: "-1009001", symbols: "BTC", timeframes: "1h" }),
+    );
     await setBalance(server.db.handle, accountId, 1_502, server.clock());
     const left = [];
     for (let i = 0; i < 6; i++) left.push(await call(apiKey));
@@ -313,7 +374,12 @@ describe("end to end: REST calls crossing the threshold", () => {
     await setBalance(server.db.handle, accountId, 1_500, server.clock());
     expect(await call(apiKey)).toBe(1_499);
     const [row] = await finished(accountId);
-    expect(row).toEqual({ sent: false, failed: true, attempts: 1, last_error: "no chat id configured for this account" });
+    expect(row).toEqual({
+      sent: false,
+      failed: true,
+      attempts: 1,
+      last_error: "no chat id configured for this account",
+    });
     expect(telegram.received).toHaveLength(requestsBefore);
   });
 });

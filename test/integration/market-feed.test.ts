@@ -11,18 +11,18 @@ import { gunzipSync } from "node:zlib";
 import { sql } from "drizzle-orm";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readClosed, readForming, restoreState, runSeries, type Candle, type Reading } from "../../src/engine/index.ts";
+import { loadConfig } from "../../src/config.ts";
+import type { DbHandle } from "../../src/db/client.ts";
+import { type Candle, type Reading, readClosed, readForming, restoreState, runSeries } from "../../src/engine/index.ts";
 import { readCandleFile } from "../../src/market/csv-candles.ts";
 import { MarketFeed } from "../../src/market/feed.ts";
-import { countCandles, readCandles } from "../../src/market/store.ts";
-import type { CandleUpdate } from "../../src/market/validate.ts";
-import { loadConfig } from "../../src/config.ts";
-import { TIMEFRAMES } from "../../src/market/timeframes.ts";
 import type { SnapshotLookup } from "../../src/market/snapshot.ts";
-import type { DbHandle } from "../../src/db/client.ts";
-import { createTestDb, usingPostgres, type TestDb } from "../support/test-db.ts";
-import { createTestClock, type TestClock } from "../support/test-server.ts";
+import { countCandles, readCandles } from "../../src/market/store.ts";
+import { TIMEFRAMES } from "../../src/market/timeframes.ts";
+import type { CandleUpdate } from "../../src/market/validate.ts";
 import { referenceSignalId } from "../support/reference-signal-id.ts";
+import { createTestDb, type TestDb, usingPostgres } from "../support/test-db.ts";
+import { createTestClock, type TestClock } from "../support/test-server.ts";
 
 const CANDLE_DIR = fileURLToPath(new URL("../../../shared/data/candles/", import.meta.url));
 const BTC_FILE = `${CANDLE_DIR}BTCUSDT_1h.csv.gz`;
@@ -52,7 +52,13 @@ function quietHandle(): DbHandle {
 }
 
 function newFeed(clock: TestClock): MarketFeed {
-  return new MarketFeed({ db: quietHandle(), clock, logger, staleAfterMs: STALE_AFTER_MS, alertMaxDelayMs: ALERT_MAX_DELAY_MS });
+  return new MarketFeed({
+    db: quietHandle(),
+    clock,
+    logger,
+    staleAfterMs: STALE_AFTER_MS,
+    alertMaxDelayMs: ALERT_MAX_DELAY_MS,
+  });
 }
 
 async function loadedFeed(clock: TestClock): Promise<MarketFeed> {
@@ -71,7 +77,14 @@ function parseCsvGz(file: string): Candle[] {
   expect(lines[0]).toMatch(/^open_time,open,high,low,close,volume/);
   return lines.slice(1).map((line) => {
     const f = line.split(",");
-    return { openTime: Date.parse(f[0]!.replace(" ", "T")), open: +f[1]!, high: +f[2]!, low: +f[3]!, close: +f[4]!, volume: +f[5]! };
+    return {
+      openTime: Date.parse(f[0]!.replace(" ", "T")),
+      open: +f[1]!,
+      high: +f[2]!,
+      low: +f[3]!,
+      close: +f[4]!,
+      volume: +f[5]!,
+    };
   });
 }
 
@@ -82,19 +95,31 @@ function aggregate(base: readonly Candle[], tfMs: number): { closed: Candle[]; p
     const start = Math.floor(c.openTime / tfMs) * tfMs;
     const cur = out[out.length - 1];
     if (cur && cur.openTime === start) {
-      out[out.length - 1] = { ...cur, high: Math.max(cur.high, c.high), low: Math.min(cur.low, c.low), close: c.close, volume: cur.volume + c.volume };
+      out[out.length - 1] = {
+        ...cur,
+        high: Math.max(cur.high, c.high),
+        low: Math.min(cur.low, c.low),
+        close: c.close,
+        volume: cur.volume + c.volume,
+      };
     } else {
       out.push({ ...c, openTime: start });
     }
   }
   const last = base[base.length - 1];
   const lastBucket = out[out.length - 1];
-  if (last && lastBucket && last.openTime + H !== lastBucket.openTime + tfMs) return { closed: out.slice(0, -1), partial: lastBucket };
+  if (last && lastBucket && last.openTime + H !== lastBucket.openTime + tfMs)
+    return { closed: out.slice(0, -1), partial: lastBucket };
   return { closed: out, partial: null };
 }
 
 /** What lookup() must answer for a 1h coin whose closed candles are `base` (plus a forming 1h candle). */
-function expectedLookup(symbol: string, base: readonly Candle[], tf: "1h" | "4h" | "1d", forming1h: Candle | null = null): SnapshotLookup {
+function expectedLookup(
+  symbol: string,
+  base: readonly Candle[],
+  tf: "1h" | "4h" | "1d",
+  forming1h: Candle | null = null,
+): SnapshotLookup {
   let closed: Candle[];
   let forming: Candle | null;
   if (tf === "1h") {
@@ -110,7 +135,10 @@ function expectedLookup(symbol: string, base: readonly Candle[], tf: "1h" | "4h"
   if (closed.length < 14) return { ok: false, reason: "no_data" };
   const state = runSeries(closed);
   const reading: Reading = forming ? readForming(state, forming) : readClosed(state)!;
-  return { ok: true, reading: { ...reading, atrPct: reading.atrPct!, signalId: referenceSignalId(symbol, tf, state, reading) } };
+  return {
+    ok: true,
+    reading: { ...reading, atrPct: reading.atrPct!, signalId: referenceSignalId(symbol, tf, state, reading) },
+  };
 }
 
 async function* take<T>(source: AsyncIterable<T>, n: number): AsyncGenerator<T> {
@@ -144,7 +172,14 @@ function walk(seed: number, count: number, start: number): Candle[] {
   for (let i = 0; i < count; i++) {
     const open = price;
     const close = open * (1 + (rand() - 0.5) * 0.05);
-    out.push({ openTime: start + i * H, open, high: Math.max(open, close) * (1 + rand() * 0.01), low: Math.min(open, close) * (1 - rand() * 0.01), close, volume: rand() * 100 });
+    out.push({
+      openTime: start + i * H,
+      open,
+      high: Math.max(open, close) * (1 + rand() * 0.01),
+      low: Math.min(open, close) * (1 - rand() * 0.01),
+      close,
+      volume: rand() * 100,
+    });
     price = close;
   }
   return out;
@@ -153,7 +188,8 @@ function walk(seed: number, count: number, start: number): Candle[] {
 /** Every stored candle row of a symbol, normalised. */
 async function storedRows(symbol: string) {
   const rows = await db.handle.rows<Record<string, unknown>>(
-    sql`SELECT tf, open_time, open, high, low, close, volume, closed FROM candles WHERE symbol = ${symbol} ORDER BY tf, open_time`,
+    sql`SELECT tf, open_time, open, high, low, close, volume, closed FROM candles WHERE symbol = ${symbol} ORDER BY tf,
+      open_time`,
   );
   return rows.map((r) => ({
     tf: String(r.tf),
@@ -180,185 +216,226 @@ function expectedRows(base: readonly Candle[]) {
 
 // ------------------------------------------------------------------------------------------
 
-describe.runIf(existsSync(BTC_FILE) && existsSync(ETH_FILE))(`real BTC and ETH 1h candles (${usingPostgres ? "Postgres" : "PGlite"})`, () => {
-  const clock = createTestClock();
-  const ETH_SLICE = 3_003; // ends at 10:00 UTC: a 3-hour partial 4h bucket and a partial day
-  let btc: Candle[];
-  let eth: Candle[];
-  let feed: MarketFeed;
+describe.runIf(existsSync(BTC_FILE) && existsSync(ETH_FILE))(
+  `real BTC and ETH 1h candles (${usingPostgres ? "Postgres" : "PGlite"})`,
+  () => {
+    const clock = createTestClock();
+    const ETH_SLICE = 3_003; // ends at 10:00 UTC: a 3-hour partial 4h bucket and a partial day
+    let btc: Candle[];
+    let eth: Candle[];
+    let feed: MarketFeed;
 
-  beforeAll(async () => {
-    btc = parseCsvGz(BTC_FILE);
-    eth = parseCsvGz(ETH_FILE);
-    feed = await loadedFeed(clock);
-  });
-
-  it("imported through readCandleFile, give 1h/4h/1d readings equal to the engine run directly", async () => {
-    const btcSummary = await feed.ingest(readCandleFile(BTC_FILE, "BTC", "1h"));
-    expect(btcSummary).toEqual({ accepted: btc.length, rejected: 0, duplicates: 0, rejections: [], reasons: {} });
-    // A lower-case symbol is upper-cased on receipt.
-    const ethSummary = await feed.ingest(take(readCandleFile(ETH_FILE, "eth", "1h"), ETH_SLICE));
-    expect(ethSummary).toEqual({ accepted: ETH_SLICE, rejected: 0, duplicates: 0, rejections: [], reasons: {} });
-    expect(feed.symbols()).toEqual(["BTC", "ETH"]);
-
-    const ethSlice = eth.slice(0, ETH_SLICE);
-    expect(aggregate(ethSlice, TF_MS["4h"]).partial).not.toBeNull();
-    expect(aggregate(btc, TF_MS["1d"]).partial).not.toBeNull();
-    for (const [symbol, candles] of [["BTC", btc], ["ETH", ethSlice]] as const) {
-      for (const tf of ["1h", "4h", "1d"] as const) {
-        const expected = expectedLookup(symbol, candles, tf);
-        expect(expected.ok, `${symbol} ${tf}`).toBe(true);
-        expect(feed.lookup(symbol, tf, clock()), `${symbol} ${tf}`).toEqual(expected);
-      }
-      expect(feed.lookup(symbol, "15m", clock())).toEqual({ ok: false, reason: "no_data" });
-      expect(feed.lookup(symbol, "30m", clock())).toEqual({ ok: false, reason: "no_data" });
-    }
-
-    // The store holds exactly the candles, closed derived ones and the partial buckets.
-    expect(await readCandles(db.handle, "BTC", "1h")).toEqual(btc);
-    expect(await readCandles(db.handle, "BTC", "1d")).toEqual(aggregate(btc, TF_MS["1d"]).closed);
-    expect(await storedRows("ETH")).toEqual(expectedRows(ethSlice));
-    expect(await countCandles(db.handle, ["BTC"])).toEqual({
-      "1h": btc.length,
-      "4h": aggregate(btc, TF_MS["4h"]).closed.length + 1,
-      "1d": aggregate(btc, TF_MS["1d"]).closed.length + 1,
+    beforeAll(async () => {
+      btc = parseCsvGz(BTC_FILE);
+      eth = parseCsvGz(ETH_FILE);
+      feed = await loadedFeed(clock);
     });
-  });
 
-  it("are rebuilt by a new feed from the store: identical lookups for every timeframe", async () => {
-    const restarted = await loadedFeed(clock);
-    expect(restarted.symbols()).toEqual(["BTC", "ETH"]);
-    for (const symbol of ["BTC", "ETH", "SOL"]) expect(allLookups(restarted, symbol, clock()), symbol).toEqual(allLookups(feed, symbol, clock()));
-    // The checkpoints are the engine states themselves.
-    const [row] = await db.handle.rows<{ state: unknown }>(sql`SELECT state FROM series_state WHERE symbol = 'BTC' AND tf = '4h'`);
-    const state = typeof row!.state === "string" ? JSON.parse(row!.state) : row!.state;
-    expect(restoreState(state)).toEqual(runSeries(aggregate(btc, TF_MS["4h"]).closed));
-  });
+    it("imported through readCandleFile, give 1h/4h/1d readings equal to the engine run directly", async () => {
+      const btcSummary = await feed.ingest(readCandleFile(BTC_FILE, "BTC", "1h"));
+      expect(btcSummary).toEqual({ accepted: btc.length, rejected: 0, duplicates: 0, rejections: [], reasons: {} });
+      // A lower-case symbol is upper-cased on receipt.
+      const ethSummary = await feed.ingest(take(readCandleFile(ETH_FILE, "eth", "1h"), ETH_SLICE));
+      expect(ethSummary).toEqual({ accepted: ETH_SLICE, rejected: 0, duplicates: 0, rejections: [], reasons: {} });
+      expect(feed.symbols()).toEqual(["BTC", "ETH"]);
 
-  it("after forming updates, restart gives identical lookups, " + "and both feeds stay equal as candles keep coming", async () => {
-    const next = eth[ETH_SLICE]!; // 11:00 UTC, the last hour of the 08:00 4h bucket
-    const after = eth[ETH_SLICE + 1]!;
-    const early: Candle = { ...next, high: Math.max(next.open, next.low), close: next.low, volume: next.volume / 3 };
-    const s = await feed.ingest([closedUpdate("ETH", early, false), closedUpdate("ETH", next, false)]);
-    expect(s).toMatchObject({ accepted: 2, rejected: 0, duplicates: 0 });
-    const base = eth.slice(0, ETH_SLICE);
-    for (const tf of ["1h", "4h", "1d"] as const) expect(feed.lookup("ETH", tf, clock()), tf).toEqual(expectedLookup("ETH", base, tf, next));
+      const ethSlice = eth.slice(0, ETH_SLICE);
+      expect(aggregate(ethSlice, TF_MS["4h"]).partial).not.toBeNull();
+      expect(aggregate(btc, TF_MS["1d"]).partial).not.toBeNull();
+      for (const [symbol, candles] of [
+        ["BTC", btc],
+        ["ETH", ethSlice],
+      ] as const) {
+        for (const tf of ["1h", "4h", "1d"] as const) {
+          const expected = expectedLookup(symbol, candles, tf);
+          expect(expected.ok, `${symbol} ${tf}`).toBe(true);
+          expect(feed.lookup(symbol, tf, clock()), `${symbol} ${tf}`).toEqual(expected);
+        }
+        expect(feed.lookup(symbol, "15m", clock())).toEqual({ ok: false, reason: "no_data" });
+        expect(feed.lookup(symbol, "30m", clock())).toEqual({ ok: false, reason: "no_data" });
+      }
 
-    const restarted = await loadedFeed(clock);
-    for (const symbol of ["BTC", "ETH"]) expect(allLookups(restarted, symbol, clock()), symbol).toEqual(allLookups(feed, symbol, clock()));
+      // The store holds exactly the candles, closed derived ones and the partial buckets.
+      expect(await readCandles(db.handle, "BTC", "1h")).toEqual(btc);
+      expect(await readCandles(db.handle, "BTC", "1d")).toEqual(aggregate(btc, TF_MS["1d"]).closed);
+      expect(await storedRows("ETH")).toEqual(expectedRows(ethSlice));
+      expect(await countCandles(db.handle, ["BTC"])).toEqual({
+        "1h": btc.length,
+        "4h": aggregate(btc, TF_MS["4h"]).closed.length + 1,
+        "1d": aggregate(btc, TF_MS["1d"]).closed.length + 1,
+      });
+    });
 
-    // A newer forming candle implicitly closes `next`; restart again in that state.
-    await feed.ingest([closedUpdate("ETH", after, false)]);
-    const restarted2 = await loadedFeed(clock);
-    expect(allLookups(restarted2, "ETH", clock())).toEqual(allLookups(feed, "ETH", clock()));
-    for (const tf of ["1h", "4h", "1d"] as const) expect(feed.lookup("ETH", tf, clock()), tf).toEqual(expectedLookup("ETH", eth.slice(0, ETH_SLICE + 1), tf, after));
+    it("are rebuilt by a new feed from the store: identical lookups for every timeframe", async () => {
+      const restarted = await loadedFeed(clock);
+      expect(restarted.symbols()).toEqual(["BTC", "ETH"]);
+      for (const symbol of ["BTC", "ETH", "SOL"])
+        expect(allLookups(restarted, symbol, clock()), symbol).toEqual(allLookups(feed, symbol, clock()));
+      // The checkpoints are the engine states themselves.
+      const [row] = await db.handle.rows<{ state: unknown }>(
+        sql`SELECT state FROM series_state WHERE symbol = 'BTC' AND tf = '4h'`,
+      );
+      const state = typeof row!.state === "string" ? JSON.parse(row!.state) : row!.state;
+      expect(restoreState(state)).toEqual(runSeries(aggregate(btc, TF_MS["4h"]).closed));
+    });
 
-    // The same further candles into the original feed and the restarted one: still identical,
-    // and equal to the engine on the whole series (the partial buckets were restored exactly).
-    const more = eth.slice(ETH_SLICE + 1, ETH_SLICE + 40).map((c) => closedUpdate("ETH", c));
-    await restarted2.ingest(more);
-    await feed.ingest(more);
-    expect(allLookups(restarted2, "ETH", clock())).toEqual(allLookups(feed, "ETH", clock()));
-    for (const tf of ["1h", "4h", "1d"] as const) expect(feed.lookup("ETH", tf, clock()), tf).toEqual(expectedLookup("ETH", eth.slice(0, ETH_SLICE + 40), tf));
-    expect(await storedRows("ETH")).toEqual(expectedRows(eth.slice(0, ETH_SLICE + 40)));
-  });
+    it(
+      "after forming updates, restart gives identical lookups, " + "and both feeds stay equal as candles keep coming",
+      async () => {
+        const next = eth[ETH_SLICE]!; // 11:00 UTC, the last hour of the 08:00 4h bucket
+        const after = eth[ETH_SLICE + 1]!;
+        const early: Candle = {
+          ...next,
+          high: Math.max(next.open, next.low),
+          close: next.low,
+          volume: next.volume / 3,
+        };
+        const s = await feed.ingest([closedUpdate("ETH", early, false), closedUpdate("ETH", next, false)]);
+        expect(s).toMatchObject({ accepted: 2, rejected: 0, duplicates: 0 });
+        const base = eth.slice(0, ETH_SLICE);
+        for (const tf of ["1h", "4h", "1d"] as const)
+          expect(feed.lookup("ETH", tf, clock()), tf).toEqual(expectedLookup("ETH", base, tf, next));
 
-  it("re-imported, are all duplicates and change nothing", async () => {
-    const before = allLookups(feed, "ETH", clock());
-    const rowsBefore = await storedRows("ETH");
-    const summary = await feed.ingest(take(readCandleFile(ETH_FILE, "ETH", "1h"), ETH_SLICE));
-    expect(summary).toEqual({ accepted: 0, rejected: 0, duplicates: ETH_SLICE, rejections: [], reasons: {} });
-    expect(allLookups(feed, "ETH", clock())).toEqual(before);
-    expect(await storedRows("ETH")).toEqual(rowsBefore);
-    expect(allLookups(await loadedFeed(clock), "ETH", clock())).toEqual(before);
-  });
-});
+        const restarted = await loadedFeed(clock);
+        for (const symbol of ["BTC", "ETH"])
+          expect(allLookups(restarted, symbol, clock()), symbol).toEqual(allLookups(feed, symbol, clock()));
+
+        // A newer forming candle implicitly closes `next`; restart again in that state.
+        await feed.ingest([closedUpdate("ETH", after, false)]);
+        const restarted2 = await loadedFeed(clock);
+        expect(allLookups(restarted2, "ETH", clock())).toEqual(allLookups(feed, "ETH", clock()));
+        for (const tf of ["1h", "4h", "1d"] as const)
+          expect(feed.lookup("ETH", tf, clock()), tf).toEqual(
+            expectedLookup("ETH", eth.slice(0, ETH_SLICE + 1), tf, after),
+          );
+
+        // The same further candles into the original feed and the restarted one: still identical,
+        // and equal to the engine on the whole series (the partial buckets were restored exactly).
+        const more = eth.slice(ETH_SLICE + 1, ETH_SLICE + 40).map((c) => closedUpdate("ETH", c));
+        await restarted2.ingest(more);
+        await feed.ingest(more);
+        expect(allLookups(restarted2, "ETH", clock())).toEqual(allLookups(feed, "ETH", clock()));
+        for (const tf of ["1h", "4h", "1d"] as const)
+          expect(feed.lookup("ETH", tf, clock()), tf).toEqual(expectedLookup("ETH", eth.slice(0, ETH_SLICE + 40), tf));
+        expect(await storedRows("ETH")).toEqual(expectedRows(eth.slice(0, ETH_SLICE + 40)));
+      },
+    );
+
+    it("re-imported, are all duplicates and change nothing", async () => {
+      const before = allLookups(feed, "ETH", clock());
+      const rowsBefore = await storedRows("ETH");
+      const summary = await feed.ingest(take(readCandleFile(ETH_FILE, "ETH", "1h"), ETH_SLICE));
+      expect(summary).toEqual({ accepted: 0, rejected: 0, duplicates: ETH_SLICE, rejections: [], reasons: {} });
+      expect(allLookups(feed, "ETH", clock())).toEqual(before);
+      expect(await storedRows("ETH")).toEqual(rowsBefore);
+      expect(allLookups(await loadedFeed(clock), "ETH", clock())).toEqual(before);
+    });
+  },
+);
 
 describe(`bad data (${usingPostgres ? "Postgres" : "PGlite"})`, () => {
-  it("bad rows mixed into a stream are rejected with reasons and " + "counts; good rows are applied; no trace of the bad ones", async () => {
-    const clock = createTestClock();
-    const feed = await loadedFeed(clock);
-    // 2026-01-01 00:00 UTC onwards, with 2026-01-02 19:00 (the last hour of a 4h bucket) missing: a gap.
-    const all = walk(5, 90, Date.UTC(2026, 0, 1));
-    const good = all.filter((_, i) => i !== 43);
-    const stream: CandleUpdate[] = [];
-    const bad: Array<{ index: number; symbol: string; reason: string }> = [];
-    let duplicates = 0;
-    const addBad = (u: CandleUpdate, reason: string) => {
-      bad.push({ index: stream.length, symbol: u.symbol.toUpperCase(), reason });
-      stream.push(u);
-    };
-    for (let i = 0; i < good.length; i++) {
-      const c = good[i]!;
-      const u = closedUpdate("mix", c); // lower case: upper-cased on receipt
-      // Bad variants of the candle about to arrive: were any applied, its values would show.
-      if (i === 5) addBad({ ...u, close: Number.NaN }, "non_finite_value");
-      if (i === 6) addBad({ ...u, high: Number.POSITIVE_INFINITY }, "non_finite_value");
-      if (i === 7) addBad({ ...u, open: -c.open }, "non_positive_price");
-      if (i === 8) addBad({ ...u, low: 0 }, "non_positive_price");
-      if (i === 9) addBad({ ...u, high: c.low * 0.9 }, "high_below_low");
-      if (i === 10) addBad({ ...u, open: c.high * 1.01 }, "open_outside_range");
-      if (i === 11) addBad({ ...u, close: c.low * 0.99 }, "close_outside_range");
-      if (i === 12) addBad({ ...u, volume: -1 }, "negative_volume");
-      if (i === 13) addBad({ ...u, tf: "2h" }, "unknown_timeframe");
-      if (i === 14) addBad({ ...u, openTime: c.openTime + 60_000 }, "misaligned_open_time");
-      if (i === 15) addBad({ ...u, openTime: Date.UTC(2030, 0, 1) }, "future_open_time");
-      if (i === 16) addBad({ ...u, symbol: "MIX/USDT" }, "invalid_symbol");
-      if (i === 17) addBad({ ...u, tf: "4h", openTime: Date.UTC(2026, 0, 1, 16) }, "not_base_timeframe");
-      if (i === 18) addBad({ ...u, open: Number.NaN, high: -1, low: 5, close: 1 }, "non_finite_value");
-      stream.push(u);
-      // Earlier than the previous row of the stream.
-      if (i === 30) addBad(closedUpdate("MIX", { ...good[25]!, close: good[25]!.low }), "out_of_order");
-      // A forming update at the last closed candle: out of order too.
-      if (i === 31) addBad(closedUpdate("MIX", { ...c, close: c.high }, false), "out_of_order");
-      // The same time again, closed, different values: a duplicate, ignored (history is immutable).
-      if (i === 32) {
-        stream.push(closedUpdate("MIX", { ...c, high: c.high * 2, close: c.high * 1.5 }));
-        duplicates++;
+  it(
+    "bad rows mixed into a stream are rejected with reasons and " +
+      "counts; good rows are applied; no trace of the bad ones",
+    async () => {
+      const clock = createTestClock();
+      const feed = await loadedFeed(clock);
+      // 2026-01-01 00:00 UTC onwards, with 2026-01-02 19:00 (the last hour of a 4h bucket) missing: a gap.
+      const all = walk(5, 90, Date.UTC(2026, 0, 1));
+      const good = all.filter((_, i) => i !== 43);
+      const stream: CandleUpdate[] = [];
+      const bad: Array<{ index: number; symbol: string; reason: string }> = [];
+      let duplicates = 0;
+      const addBad = (u: CandleUpdate, reason: string) => {
+        bad.push({ index: stream.length, symbol: u.symbol.toUpperCase(), reason });
+        stream.push(u);
+      };
+      for (let i = 0; i < good.length; i++) {
+        const c = good[i]!;
+        const u = closedUpdate("mix", c); // lower case: upper-cased on receipt
+        // Bad variants of the candle about to arrive: were any applied, its values would show.
+        if (i === 5) addBad({ ...u, close: Number.NaN }, "non_finite_value");
+        if (i === 6) addBad({ ...u, high: Number.POSITIVE_INFINITY }, "non_finite_value");
+        if (i === 7) addBad({ ...u, open: -c.open }, "non_positive_price");
+        if (i === 8) addBad({ ...u, low: 0 }, "non_positive_price");
+        if (i === 9) addBad({ ...u, high: c.low * 0.9 }, "high_below_low");
+        if (i === 10) addBad({ ...u, open: c.high * 1.01 }, "open_outside_range");
+        if (i === 11) addBad({ ...u, close: c.low * 0.99 }, "close_outside_range");
+        if (i === 12) addBad({ ...u, volume: -1 }, "negative_volume");
+        if (i === 13) addBad({ ...u, tf: "2h" }, "unknown_timeframe");
+        if (i === 14) addBad({ ...u, openTime: c.openTime + 60_000 }, "misaligned_open_time");
+        if (i === 15) addBad({ ...u, openTime: Date.UTC(2030, 0, 1) }, "future_open_time");
+        if (i === 16) addBad({ ...u, symbol: "MIX/USDT" }, "invalid_symbol");
+        if (i === 17) addBad({ ...u, tf: "4h", openTime: Date.UTC(2026, 0, 1, 16) }, "not_base_timeframe");
+        if (i === 18) addBad({ ...u, open: Number.NaN, high: -1, low: 5, close: 1 }, "non_finite_value");
+        stream.push(u);
+        // Earlier than the previous row of the stream.
+        if (i === 30) addBad(closedUpdate("MIX", { ...good[25]!, close: good[25]!.low }), "out_of_order");
+        // A forming update at the last closed candle: out of order too.
+        if (i === 31) addBad(closedUpdate("MIX", { ...c, close: c.high }, false), "out_of_order");
+        // The same time again, closed, different values: a duplicate, ignored (history is immutable).
+        if (i === 32) {
+          stream.push(closedUpdate("MIX", { ...c, high: c.high * 2, close: c.high * 1.5 }));
+          duplicates++;
+        }
       }
-    }
-    // A symbol never seen whose only rows are bad.
-    addBad(closedUpdate("NEVER", { ...good[0]!, high: 0.5 * good[0]!.low }), "high_below_low");
+      // A symbol never seen whose only rows are bad.
+      addBad(closedUpdate("NEVER", { ...good[0]!, high: 0.5 * good[0]!.low }), "high_below_low");
 
-    const summary = await feed.ingest(stream);
-    const reasons: Record<string, number> = {};
-    for (const b of bad) reasons[b.reason] = (reasons[b.reason] ?? 0) + 1;
-    expect(summary).toEqual({ accepted: good.length, rejected: bad.length, duplicates, rejections: bad, reasons });
-    expect(summary.reasons).toMatchObject({ non_finite_value: 3, out_of_order: 2, non_positive_price: 2 });
+      const summary = await feed.ingest(stream);
+      const reasons: Record<string, number> = {};
+      for (const b of bad) reasons[b.reason] = (reasons[b.reason] ?? 0) + 1;
+      expect(summary).toEqual({ accepted: good.length, rejected: bad.length, duplicates, rejections: bad, reasons });
+      expect(summary.reasons).toMatchObject({ non_finite_value: 3, out_of_order: 2, non_positive_price: 2 });
 
-    // The store: exactly the good candles and what they build, nothing else.
-    expect(await storedRows("MIX")).toEqual(expectedRows(good));
-    expect(await storedRows("NEVER")).toEqual([]);
-    expect(await db.handle.rows(sql`SELECT symbol FROM coins WHERE symbol IN ('NEVER', 'MIX/USDT')`)).toEqual([]);
-    expect(await db.handle.rows(sql`SELECT symbol FROM candles WHERE symbol IN ('NEVER', 'MIX/USDT')`)).toEqual([]);
-    // The state: the engine on the good candles, in memory, in the checkpoint and after a restart.
-    for (const tf of ["1h", "4h", "1d"] as const) expect(feed.lookup("MIX", tf, clock()), tf).toEqual(expectedLookup("MIX", good, tf));
-    const [row] = await db.handle.rows<{ state: unknown }>(sql`SELECT state FROM series_state WHERE symbol = 'MIX' AND tf = '1h'`);
-    expect(restoreState(typeof row!.state === "string" ? JSON.parse(row!.state) : row!.state)).toEqual(runSeries(good));
-    expect(allLookups(await loadedFeed(clock), "MIX", clock())).toEqual(allLookups(feed, "MIX", clock()));
-    expect(feed.lookup("NEVER", "1h", clock())).toEqual({ ok: false, reason: "unknown_symbol" });
-  });
+      // The store: exactly the good candles and what they build, nothing else.
+      expect(await storedRows("MIX")).toEqual(expectedRows(good));
+      expect(await storedRows("NEVER")).toEqual([]);
+      expect(await db.handle.rows(sql`SELECT symbol FROM coins WHERE symbol IN ('NEVER', 'MIX/USDT')`)).toEqual([]);
+      expect(await db.handle.rows(sql`SELECT symbol FROM candles WHERE symbol IN ('NEVER', 'MIX/USDT')`)).toEqual([]);
+      // The state: the engine on the good candles, in memory, in the checkpoint and after a restart.
+      for (const tf of ["1h", "4h", "1d"] as const)
+        expect(feed.lookup("MIX", tf, clock()), tf).toEqual(expectedLookup("MIX", good, tf));
+      const [row] = await db.handle.rows<{ state: unknown }>(
+        sql`SELECT state FROM series_state WHERE symbol = 'MIX' AND tf = '1h'`,
+      );
+      expect(restoreState(typeof row!.state === "string" ? JSON.parse(row!.state) : row!.state)).toEqual(
+        runSeries(good),
+      );
+      expect(allLookups(await loadedFeed(clock), "MIX", clock())).toEqual(allLookups(feed, "MIX", clock()));
+      expect(feed.lookup("NEVER", "1h", clock())).toEqual({ ok: false, reason: "unknown_symbol" });
+    },
+  );
 
-  it("a row earlier than the previous row of the stream is " + "out_of_order, even when that time was never stored", async () => {
-    const clock = createTestClock();
-    const feed = await loadedFeed(clock);
-    const c = walk(6, 6, Date.UTC(2026, 1, 1));
-    const summary = await feed.ingest([c[0]!, c[1]!, c[3]!, c[2]!, c[4]!, c[1]!].map((x) => closedUpdate("ORD", x)));
-    expect(summary).toEqual({
-      accepted: 4,
-      rejected: 2,
-      duplicates: 0,
-      rejections: [
-        { index: 3, symbol: "ORD", reason: "out_of_order" },
-        { index: 5, symbol: "ORD", reason: "out_of_order" },
-      ],
-      reasons: { out_of_order: 2 },
-    });
-    // Hour 2 stays a gap: it arrived after hour 3.
-    expect((await readCandles(db.handle, "ORD", "1h")).map((x) => x.openTime)).toEqual([c[0]!, c[1]!, c[3]!, c[4]!].map((x) => x.openTime));
-    // In a later stream, the stored history is what counts: hour 2 is now a duplicate.
-    expect(await feed.ingest([closedUpdate("ORD", c[2]!)])).toMatchObject({ accepted: 0, rejected: 0, duplicates: 1 });
-  });
+  it(
+    "a row earlier than the previous row of the stream is " + "out_of_order, even when that time was never stored",
+    async () => {
+      const clock = createTestClock();
+      const feed = await loadedFeed(clock);
+      const c = walk(6, 6, Date.UTC(2026, 1, 1));
+      const summary = await feed.ingest([c[0]!, c[1]!, c[3]!, c[2]!, c[4]!, c[1]!].map((x) => closedUpdate("ORD", x)));
+      expect(summary).toEqual({
+        accepted: 4,
+        rejected: 2,
+        duplicates: 0,
+        rejections: [
+          { index: 3, symbol: "ORD", reason: "out_of_order" },
+          { index: 5, symbol: "ORD", reason: "out_of_order" },
+        ],
+        reasons: { out_of_order: 2 },
+      });
+      // Hour 2 stays a gap: it arrived after hour 3.
+      expect((await readCandles(db.handle, "ORD", "1h")).map((x) => x.openTime)).toEqual(
+        [c[0]!, c[1]!, c[3]!, c[4]!].map((x) => x.openTime),
+      );
+      // In a later stream, the stored history is what counts: hour 2 is now a duplicate.
+      expect(await feed.ingest([closedUpdate("ORD", c[2]!)])).toMatchObject({
+        accepted: 0,
+        rejected: 0,
+        duplicates: 1,
+      });
+    },
+  );
 
   it("a higher timeframe pushed for a coin fed at 1h is not_base_timeframe and changes nothing", async () => {
     const clock = createTestClock();
@@ -367,8 +444,16 @@ describe(`bad data (${usingPostgres ? "Postgres" : "PGlite"})`, () => {
     await feed.ingest(base.map((c) => closedUpdate("TFX", c)));
     const before = allLookups(feed, "TFX", clock());
     const rows = await storedRows("TFX");
-    const fourHour: CandleUpdate = { ...closedUpdate("TFX", base[0]!), tf: "4h", openTime: base[base.length - 1]!.openTime + 4 * H - (base[base.length - 1]!.openTime % (4 * H)) };
-    const summary = await feed.ingest([fourHour, { ...fourHour, tf: "1d", openTime: Date.UTC(2026, 2, 3) }, { ...fourHour, tf: "15m" }]);
+    const fourHour: CandleUpdate = {
+      ...closedUpdate("TFX", base[0]!),
+      tf: "4h",
+      openTime: base[base.length - 1]!.openTime + 4 * H - (base[base.length - 1]!.openTime % (4 * H)),
+    };
+    const summary = await feed.ingest([
+      fourHour,
+      { ...fourHour, tf: "1d", openTime: Date.UTC(2026, 2, 3) },
+      { ...fourHour, tf: "15m" },
+    ]);
     expect(summary).toEqual({
       accepted: 0,
       rejected: 3,
@@ -393,7 +478,13 @@ describe(`a batch the store cannot commit (${usingPostgres ? "Postgres" : "PGlit
       failNext = false;
       return Promise.reject(new Error("store unavailable"));
     }) as typeof real.transaction;
-    const feed = new MarketFeed({ db: { ...quietHandle(), db: failing }, clock, logger, staleAfterMs: STALE_AFTER_MS, alertMaxDelayMs: ALERT_MAX_DELAY_MS });
+    const feed = new MarketFeed({
+      db: { ...quietHandle(), db: failing },
+      clock,
+      logger,
+      staleAfterMs: STALE_AFTER_MS,
+      alertMaxDelayMs: ALERT_MAX_DELAY_MS,
+    });
     await feed.load();
     const c = walk(10, 30, Date.UTC(2026, 5, 1)).map((x) => closedUpdate("FLK", x));
     await feed.ingest(c.slice(0, 20));
@@ -438,12 +529,21 @@ describe(`freshness and missing data (${usingPostgres ? "Postgres" : "PGlite"})`
     // The freshness survives a restart: it is read from the store, not reset.
     expect(allLookups(await loadedFeed(clock), "STL", clock())).toEqual(allLookups(feed, "STL", clock()));
     // A rejected update is not a sign of life.
-    expect(await feed.ingest([{ ...closedUpdate("STL", base[0]!), tf: "1h", close: -1 }])).toMatchObject({ rejected: 1 });
+    expect(await feed.ingest([{ ...closedUpdate("STL", base[0]!), tf: "1h", close: -1 }])).toMatchObject({
+      rejected: 1,
+    });
     expect(feed.lookup("STL", "1h", clock())).toEqual({ ok: false, reason: "stale" });
 
     // A forming update refreshes it; its close is the price.
     const last = base[base.length - 1]!;
-    const forming: Candle = { openTime: last.openTime + H, open: last.close, high: last.close * 1.01, low: last.close * 0.995, close: last.close * 1.005, volume: 1 };
+    const forming: Candle = {
+      openTime: last.openTime + H,
+      open: last.close,
+      high: last.close * 1.01,
+      low: last.close * 0.995,
+      close: last.close * 1.005,
+      volume: 1,
+    };
     await feed.ingest([closedUpdate("STL", forming, false)]);
     const now = feed.lookup("STL", "1h", clock());
     expect(now).toEqual(expectedLookup("STL", base, "1h", forming));
@@ -453,26 +553,38 @@ describe(`freshness and missing data (${usingPostgres ? "Postgres" : "PGlite"})`
     expect(feed.lookup("STL", "4h", clock())).toEqual({ ok: false, reason: "stale" });
   });
 
-  it("never-seen coins are unknown_symbol; known coins without " + "enough candles for a timeframe are no_data", async () => {
-    const clock = createTestClock();
-    const feed = await loadedFeed(clock);
-    for (const tf of TIMEFRAMES) expect(feed.lookup("NOPE", tf, clock()), tf).toEqual({ ok: false, reason: "unknown_symbol" });
+  it(
+    "never-seen coins are unknown_symbol; known coins without " + "enough candles for a timeframe are no_data",
+    async () => {
+      const clock = createTestClock();
+      const feed = await loadedFeed(clock);
+      for (const tf of TIMEFRAMES)
+        expect(feed.lookup("NOPE", tf, clock()), tf).toEqual({ ok: false, reason: "unknown_symbol" });
 
-    // Hours 00..12 of a day: 13 closed candles, ATR(14) not defined yet.
-    const base = walk(9, 40, Date.UTC(2026, 4, 1));
-    await feed.ingest(base.slice(0, 13).map((c) => closedUpdate("FEW", c)));
-    for (const tf of TIMEFRAMES) expect(feed.lookup("FEW", tf, clock()), tf).toEqual({ ok: false, reason: "no_data" });
-    expect(allLookups(await loadedFeed(clock), "FEW", clock())).toEqual(allLookups(feed, "FEW", clock()));
+      // Hours 00..12 of a day: 13 closed candles, ATR(14) not defined yet.
+      const base = walk(9, 40, Date.UTC(2026, 4, 1));
+      await feed.ingest(base.slice(0, 13).map((c) => closedUpdate("FEW", c)));
+      for (const tf of TIMEFRAMES)
+        expect(feed.lookup("FEW", tf, clock()), tf).toEqual({ ok: false, reason: "no_data" });
+      expect(allLookups(await loadedFeed(clock), "FEW", clock())).toEqual(allLookups(feed, "FEW", clock()));
 
-    // A forming 14th candle is not history: still no data, on every timeframe.
-    const forming14: Candle = { ...base[13]!, close: base[13]!.open, high: Math.max(base[13]!.high, base[13]!.open), volume: 0.5 };
-    await feed.ingest([closedUpdate("FEW", forming14, false)]);
-    for (const tf of TIMEFRAMES) expect(feed.lookup("FEW", tf, clock()), tf).toEqual({ ok: false, reason: "no_data" });
+      // A forming 14th candle is not history: still no data, on every timeframe.
+      const forming14: Candle = {
+        ...base[13]!,
+        close: base[13]!.open,
+        high: Math.max(base[13]!.high, base[13]!.open),
+        volume: 0.5,
+      };
+      await feed.ingest([closedUpdate("FEW", forming14, false)]);
+      for (const tf of TIMEFRAMES)
+        expect(feed.lookup("FEW", tf, clock()), tf).toEqual({ ok: false, reason: "no_data" });
 
-    // The 14th closed candle defines ATR on 1h; 4h (3 closed + a partial) and 1d still have no data.
-    await feed.ingest([closedUpdate("FEW", base[13]!)]);
-    expect(feed.lookup("FEW", "1h", clock())).toEqual(expectedLookup("FEW", base.slice(0, 14), "1h"));
-    expect(feed.lookup("FEW", "1h", clock()).ok).toBe(true);
-    for (const tf of ["15m", "30m", "4h", "1d"] as const) expect(feed.lookup("FEW", tf, clock()), tf).toEqual({ ok: false, reason: "no_data" });
-  });
+      // The 14th closed candle defines ATR on 1h; 4h (3 closed + a partial) and 1d still have no data.
+      await feed.ingest([closedUpdate("FEW", base[13]!)]);
+      expect(feed.lookup("FEW", "1h", clock())).toEqual(expectedLookup("FEW", base.slice(0, 14), "1h"));
+      expect(feed.lookup("FEW", "1h", clock()).ok).toBe(true);
+      for (const tf of ["15m", "30m", "4h", "1d"] as const)
+        expect(feed.lookup("FEW", tf, clock()), tf).toEqual({ ok: false, reason: "no_data" });
+    },
+  );
 });

@@ -4,16 +4,17 @@
  * database that fails for a while. Real workers over a real database and a fake Bot API over
  * HTTP; the only fault injected is the database handle refusing queries.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+
 import { sql } from "drizzle-orm";
 import { pino } from "pino";
-import { createTestDb, type TestDb } from "../support/test-db.ts";
-import { loadConfig, type Config } from "../../src/config.ts";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createAccount } from "../../src/accounts/accounts.ts";
-import type { DbHandle } from "../../src/db/client.ts";
 import { OutboxWorker } from "../../src/alerts/outbox-worker.ts";
 import { createTelegramSender } from "../../src/alerts/telegram.ts";
-import { FAKE_BOT_TOKEN, startFakeTelegram, type FakeTelegram } from "../support/fake-telegram.ts";
+import { type Config, loadConfig } from "../../src/config.ts";
+import type { DbHandle } from "../../src/db/client.ts";
+import { FAKE_BOT_TOKEN, type FakeTelegram, startFakeTelegram } from "../support/fake-telegram.ts";
+import { createTestDb, type TestDb } from "../support/test-db.ts";
 
 const logger = pino({ level: "silent" });
 let tdb: TestDb;
@@ -27,7 +28,12 @@ beforeAll(async () => {
   const limits = loadConfig({}).limits;
   ({
     summary: { accountId },
-  } = await createAccount(tdb.handle, { email: "worker@example.test", plan: "node", subscriptionUntil: new Date(Date.now() + 86_400_000) }, limits, Date.now()));
+  } = await createAccount(
+    tdb.handle,
+    { email: "worker@example.test", plan: "node", subscriptionUntil: new Date(Date.now() + 86_400_000) },
+    limits,
+    Date.now(),
+  ));
 });
 
 afterEach(async () => {
@@ -40,7 +46,11 @@ afterAll(async () => {
 });
 
 function worker(config: Config, db: DbHandle = tdb.handle): OutboxWorker {
-  const sender = createTelegramSender({ apiBase: config.alerts.telegramApiBase, botToken: FAKE_BOT_TOKEN, timeoutMs: config.alerts.sendTimeoutMs });
+  const sender = createTelegramSender({
+    apiBase: config.alerts.telegramApiBase,
+    botToken: FAKE_BOT_TOKEN,
+    timeoutMs: config.alerts.sendTimeoutMs,
+  });
   const w = new OutboxWorker({ db, logger, sender, alerts: config.alerts, publicBaseUrl: config.publicBaseUrl });
   workers.push(w);
   return w;
@@ -65,7 +75,11 @@ describe("several workers on one database", () => {
   it("never sends a message twice when one chat's queue takes longer than a lease to send", async () => {
     // Lease = 2 × 1000 + 5000 = 7 s. Forty messages to one chat go out one after the other at
     // 200 ms each: 8 s for the batch, so the last ones wait in the queue past their lease.
-    const config = loadConfig({ TELEGRAM_API_BASE: telegram.apiBase, TELEGRAM_BOT_TOKEN: FAKE_BOT_TOKEN, ALERT_SEND_TIMEOUT_MS: "1000" });
+    const config = loadConfig({
+      TELEGRAM_API_BASE: telegram.apiBase,
+      TELEGRAM_BOT_TOKEN: FAKE_BOT_TOKEN,
+      ALERT_SEND_TIMEOUT_MS: "1000",
+    });
     const COUNT = 40;
     telegram.scriptFor("6001", ...Array.from({ length: COUNT }, () => ({ status: 200, delayMs: 200 })));
     await queueNotices("6001", COUNT, 100);
@@ -76,7 +90,8 @@ describe("several workers on one database", () => {
     const second = worker(config);
     await second.start();
     const deadline = Date.now() + 30_000;
-    while ((await rowsOf("6001")).some((r) => !r.sent) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while ((await rowsOf("6001")).some((r) => !r.sent) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
     const rows = await rowsOf("6001");
     expect(rows.every((r) => r.sent && !r.failed)).toBe(true);
     const texts = telegram.received.filter((m) => m.chatId === "6001").map((m) => /(\d+) left/.exec(m.text)![1]);
@@ -93,7 +108,11 @@ describe("several workers on one database", () => {
 
 describe("a database that fails for a while", () => {
   it("waits between rounds instead of spinning, and delivers once the database is back", async () => {
-    const config = loadConfig({ TELEGRAM_API_BASE: telegram.apiBase, TELEGRAM_BOT_TOKEN: FAKE_BOT_TOKEN, ALERT_SEND_TIMEOUT_MS: "1000" });
+    const config = loadConfig({
+      TELEGRAM_API_BASE: telegram.apiBase,
+      TELEGRAM_BOT_TOKEN: FAKE_BOT_TOKEN,
+      ALERT_SEND_TIMEOUT_MS: "1000",
+    });
     let down = true;
     let queries = 0;
     const flaky: DbHandle = {
@@ -115,8 +134,11 @@ describe("a database that fails for a while", () => {
     expect(telegram.received.filter((m) => m.chatId === "6002")).toHaveLength(0);
     down = false;
     const deadline = Date.now() + 10_000;
-    while ((await rowsOf("6002")).some((r) => !r.sent) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    while ((await rowsOf("6002")).some((r) => !r.sent) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 20));
     expect(await rowsOf("6002")).toEqual([{ sent: true, failed: false, attempts: expect.anything() }]);
-    expect(telegram.delivered.filter((m) => m.chatId === "6002").map((m) => /(\d+) left/.exec(m.text)![1])).toEqual(["900"]);
+    expect(telegram.delivered.filter((m) => m.chatId === "6002").map((m) => /(\d+) left/.exec(m.text)![1])).toEqual([
+      "900",
+    ]);
   });
 });

@@ -70,13 +70,17 @@ beforeAll(async () => {
   };
   const at = (ms: number) => new Date(ms).toISOString();
   await handle.rows(
-    sql`INSERT INTO password_setup_tokens (token_hash, account_id, expires_at) VALUES (${hashToken(tokens.setup)}, ${ids.setup}, ${at(NOW + 24 * HOUR)}::timestamptz)`,
+    sql`INSERT INTO password_setup_tokens (token_hash, account_id, expires_at) VALUES (${hashToken(tokens.setup)},
+      ${ids.setup}, ${at(NOW + 24 * HOUR)}::timestamptz)`,
   );
   await handle.rows(
-    sql`INSERT INTO password_setup_tokens (token_hash, account_id, expires_at, used_at) VALUES (${hashToken(tokens.usedSetup)}, ${ids.usedSetup}, ${at(NOW + 24 * HOUR)}::timestamptz, ${at(NOW - HOUR)}::timestamptz)`,
+    sql`INSERT INTO password_setup_tokens (token_hash, account_id, expires_at, used_at)
+      VALUES (${hashToken(tokens.usedSetup)}, ${ids.usedSetup}, ${at(NOW + 24 * HOUR)}::timestamptz,
+      ${at(NOW - HOUR)}::timestamptz)`,
   );
   await handle.rows(
-    sql`INSERT INTO password_resets (token_hash, account_id, created_at, expires_at) VALUES (${hashToken(tokens.reset)}, ${ids.reset}, ${at(NOW)}::timestamptz, ${at(NOW + HOUR)}::timestamptz)`,
+    sql`INSERT INTO password_resets (token_hash, account_id, created_at, expires_at) VALUES (${hashToken(tokens.reset)},
+      ${ids.reset}, ${at(NOW)}::timestamptz, ${at(NOW + HOUR)}::timestamptz)`,
   );
   await migrateDb(handle);
 }, 120_000);

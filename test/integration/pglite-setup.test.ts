@@ -26,7 +26,8 @@ const facts = async (dataDir: string) => {
   try {
     await migrateDb(handle);
     const [row] = await handle.rows<{ version: string; shared_buffers: string; accounts: number }>(
-      sql`SELECT version() AS version, current_setting('shared_buffers') AS shared_buffers, (SELECT count(*)::int FROM accounts) AS accounts`,
+      sql`SELECT version() AS version, current_setting('shared_buffers') AS shared_buffers, (SELECT count(*)::int
+        FROM accounts) AS accounts`,
     );
     return row!;
   } finally {

@@ -8,7 +8,7 @@ import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { TelegramUpdate } from "../../src/alerts/telegram-updates.ts";
 import { UpdatePoller } from "../../src/alerts/update-poller.ts";
-import { FAKE_BOT_TOKEN, startFakeTelegram, type FakeTelegram } from "../support/fake-telegram.ts";
+import { FAKE_BOT_TOKEN, type FakeTelegram, startFakeTelegram } from "../support/fake-telegram.ts";
 import { waitFor } from "../support/reliability.ts";
 
 describe("UpdatePoller (getUpdates long polling)", () => {
@@ -25,7 +25,14 @@ describe("UpdatePoller (getUpdates long polling)", () => {
   });
 
   function startPoller(handle: (update: TelegramUpdate) => Promise<void>): UpdatePoller {
-    poller = new UpdatePoller({ apiBase: telegram.apiBase, botToken: FAKE_BOT_TOKEN, logger: pino({ level: "silent" }), handle, retryBaseMs: 20, retryMaxMs: 100 });
+    poller = new UpdatePoller({
+      apiBase: telegram.apiBase,
+      botToken: FAKE_BOT_TOKEN,
+      logger: pino({ level: "silent" }),
+      handle,
+      retryBaseMs: 20,
+      retryMaxMs: 100,
+    });
     poller.start();
     return poller;
   }
@@ -41,7 +48,9 @@ describe("UpdatePoller (getUpdates long polling)", () => {
     await waitFor(() => seen.length >= 3 || null, 5000, "the third update");
     expect(seen).toEqual(["/start a", "/start b", "/start c"]);
     expect(telegram.updatesRequests[0]!.offset).toBeUndefined();
-    expect(telegram.updatesRequests.slice(1).every((r) => r.offset !== undefined && r.offset > first.update_id)).toBe(true);
+    expect(telegram.updatesRequests.slice(1).every((r) => r.offset !== undefined && r.offset > first.update_id)).toBe(
+      true,
+    );
     // The long poll asks Telegram to hold the request.
     expect(telegram.updatesRequests[0]!.timeout).toBe(25);
   });
@@ -58,7 +67,14 @@ describe("UpdatePoller (getUpdates long polling)", () => {
   });
 
   it("retries failed requests (500, 409) with backoff and then receives the update", async () => {
-    telegram.scriptUpdates({ status: 500 }, { status: 409, body: { ok: false, error_code: 409, description: "Conflict: terminated by other getUpdates request" } }, { status: 200, body: { ok: false } });
+    telegram.scriptUpdates(
+      { status: 500 },
+      {
+        status: 409,
+        body: { ok: false, error_code: 409, description: "Conflict: terminated by other getUpdates request" },
+      },
+      { status: 200, body: { ok: false } },
+    );
     const seen: string[] = [];
     startPoller(async (u) => void seen.push(u.message!.text!));
     telegram.injectMessage(1, "/start late");

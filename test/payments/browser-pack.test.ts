@@ -5,13 +5,20 @@
  * `checkout.session.completed` arrives, and the account page then shows the new balance and a
  * pack ledger row; the API's credits_left agrees. Skips when Chromium is not installed.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
 import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
 import { chromiumAvailable, launchChromium, RESULTS_DIR } from "../support/browser.ts";
+import {
+  completedPackSession,
+  deliver,
+  type FakeStripe,
+  signedEvent,
+  startFakeStripe,
+} from "../support/fake-stripe.ts";
 import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
 import { createTestClock, startTestServer, type TestServer } from "../support/test-server.ts";
-import { completedPackSession, deliver, signedEvent, startFakeStripe, type FakeStripe } from "../support/fake-stripe.ts";
 
 declare const window: any;
 declare const document: any;
@@ -36,7 +43,9 @@ describe.skipIf(!chromiumAvailable)("buying a Token pack in headless Chromium", 
     await context.addInitScript(() => {
       const w = window as { cspViolations: string[] };
       w.cspViolations = [];
-      document.addEventListener("securitypolicyviolation", (e: { violatedDirective: string; blockedURI: string }) => w.cspViolations.push(`${e.violatedDirective} ${e.blockedURI}`));
+      document.addEventListener("securitypolicyviolation", (e: { violatedDirective: string; blockedURI: string }) =>
+        w.cspViolations.push(`${e.violatedDirective} ${e.blockedURI}`),
+      );
     });
     page = await context.newPage();
   });
@@ -50,10 +59,16 @@ describe.skipIf(!chromiumAvailable)("buying a Token pack in headless Chromium", 
     await page.goto(`${server.baseUrl}/signin`);
     await page.getByLabel("Email").fill(EMAIL);
     await page.getByLabel("Password").fill(PASSWORD);
-    await Promise.all([page.waitForURL(`${server.baseUrl}/account`), page.getByRole("button", { name: "Sign in" }).click()]);
+    await Promise.all([
+      page.waitForURL(`${server.baseUrl}/account`),
+      page.getByRole("button", { name: "Sign in" }).click(),
+    ]);
     expect(await page.locator("#tokens-left").textContent()).toBe("10,000");
 
-    await Promise.all([page.waitForURL(/\/c\/pay\/cs_test_/), page.getByRole("button", { name: "Buy 5,000 Tokens" }).click()]);
+    await Promise.all([
+      page.waitForURL(/\/c\/pay\/cs_test_/),
+      page.getByRole("button", { name: "Buy 5,000 Tokens" }).click(),
+    ]);
     expect(await page.locator("#fake-stripe").textContent()).toBe("Stripe test page");
     const session = stripe.checkoutSessions.at(-1)!;
     expect(page.url()).toBe(session.url);
@@ -64,7 +79,11 @@ describe.skipIf(!chromiumAvailable)("buying a Token pack in headless Chromium", 
     expect(await page.locator("#tokens-left").textContent()).toBe("10,000");
     expect(await page.getByRole("status").first().textContent()).toContain("Stripe is confirming your payment");
 
-    const delivery = signedEvent("checkout.session.completed", completedPackSession(session, { paymentIntent: "pi_test_browser" }), { timestampS: Math.floor(server.clock() / 1000) });
+    const delivery = signedEvent(
+      "checkout.session.completed",
+      completedPackSession(session, { paymentIntent: "pi_test_browser" }),
+      { timestampS: Math.floor(server.clock() / 1000) },
+    );
     expect((await deliver(server.baseUrl, delivery)).status).toBe(200);
 
     await page.reload();
@@ -76,7 +95,9 @@ describe.skipIf(!chromiumAvailable)("buying a Token pack in headless Chromium", 
     expect(newest).toContain(session.id);
     await page.screenshot({ path: `${RESULTS_DIR}payments-pack-bought.png`, fullPage: true });
 
-    const api = await fetch(`${server.baseUrl}/api/v1/signals?symbols=BTC`, { headers: { "x-api-key": account.apiKey } });
+    const api = await fetch(`${server.baseUrl}/api/v1/signals?symbols=BTC`, {
+      headers: { "x-api-key": account.apiKey },
+    });
     expect(((await api.json()) as { credits_left: number }).credits_left).toBe(14_999);
     expect(await page.evaluate(() => (window as { cspViolations: string[] }).cspViolations)).toEqual([]);
     expect(ledgerBalances(await ledgerCheck(server.db.handle, account.accountId))).toBe(true);

@@ -12,23 +12,34 @@
  */
 import http from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sql } from "drizzle-orm";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
-import { SignalsService } from "../../gen/signals/v1/signals_pb.js";
+import { sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
-import { openDb, type DbHandle } from "../../src/db/client.ts";
+import { SignalsService } from "../../gen/signals/v1/signals_pb.js";
 import { createAccount } from "../../src/accounts/accounts.ts";
 import { hashApiKey } from "../../src/accounts/api-key.ts";
 import { type ChargeResult, createChargeBatcher } from "../../src/billing/charge.ts";
 import { loadConfig } from "../../src/config.ts";
-import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
-import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
-import { childEnv, hasStackTrace, startServerProcess, type ServerProcess } from "../support/processes.ts";
-import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.ts";
+import { type DbHandle, openDb } from "../../src/db/client.ts";
 import { httpGet, Tally } from "../support/http-load.ts";
-import { adminSql, FULL, lockAccountRow, killHard, leakIn, listeningOf, spawnServer, terminateBackends, waitFor, withApplicationName } from "../support/reliability.ts";
+import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
+import { childEnv, hasStackTrace, type ServerProcess, startServerProcess } from "../support/processes.ts";
+import {
+  adminSql,
+  FULL,
+  killHard,
+  leakIn,
+  listeningOf,
+  lockAccountRow,
+  spawnServer,
+  terminateBackends,
+  waitFor,
+  withApplicationName,
+} from "../support/reliability.ts";
+import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.ts";
+import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
 
 const SUT = "signals-under-test";
 const INTERNAL_TOKEN = "db-faults-internal-token-0123";
@@ -50,17 +61,30 @@ interface LoadResult {
 function startLoad(server: ServerProcess, apiKey: string, restLoops: number, grpcLoops: number) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: restLoops });
   const sessions = new Http2SessionManager(server.baseUrl);
-  const grpcClient = createClient(SignalsService, createGrpcTransport({ baseUrl: server.baseUrl, sessionManager: sessions }));
+  const grpcClient = createClient(
+    SignalsService,
+    createGrpcTransport({ baseUrl: server.baseUrl, sessionManager: sessions }),
+  );
   const result: LoadResult = { rest: new Tally(), grpc: new Tally(), violations: [] };
   let stopped = false;
   const restLoop = async () => {
     while (!stopped) {
       try {
-        const res = await httpGet(`${server.baseUrl}/api/v1/signals?symbols=BTC,ETH&tf=1h`, { "x-api-key": apiKey }, agent, 20_000);
+        const res = await httpGet(
+          `${server.baseUrl}/api/v1/signals?symbols=BTC,ETH&tf=1h`,
+          { "x-api-key": apiKey },
+          agent,
+          20_000,
+        );
         result.rest.add(String(res.status));
         if (res.status === 200) continue;
         const body = JSON.parse(res.body) as Record<string, unknown>;
-        const ok = res.status === 503 && body.ok === false && body.error === "unavailable" && typeof body.message === "string" && Object.keys(body).length === 3;
+        const ok =
+          res.status === 503 &&
+          body.ok === false &&
+          body.error === "unavailable" &&
+          typeof body.message === "string" &&
+          Object.keys(body).length === 3;
         if (!ok) result.violations.push(`REST ${res.status} ${res.body.slice(0, 200)}`);
         const leak = leakIn(res.body);
         if (leak) result.violations.push(`REST body leaks ${leak}: ${res.body.slice(0, 200)}`);
@@ -72,13 +96,17 @@ function startLoad(server: ServerProcess, apiKey: string, restLoops: number, grp
   const grpcLoop = async () => {
     while (!stopped) {
       try {
-        await grpcClient.getSignals({ symbols: "BTC", tf: "1h" }, { headers: { "x-api-key": apiKey }, timeoutMs: 20_000 });
+        await grpcClient.getSignals(
+          { symbols: "BTC", tf: "1h" },
+          { headers: { "x-api-key": apiKey }, timeoutMs: 20_000 },
+        );
         result.grpc.add("OK");
       } catch (e) {
         const err = ConnectError.from(e);
         const reason = err.findDetails(ErrorInfoSchema)[0]?.reason;
         result.grpc.add(`${Code[err.code]}:${reason}`);
-        if (err.code !== Code.Unavailable || reason !== "unavailable") result.violations.push(`gRPC ${Code[err.code]} ${reason} ${err.rawMessage.slice(0, 200)}`);
+        if (err.code !== Code.Unavailable || reason !== "unavailable")
+          result.violations.push(`gRPC ${Code[err.code]} ${reason} ${err.rawMessage.slice(0, 200)}`);
         const leak = leakIn(err.rawMessage);
         if (leak) result.violations.push(`gRPC message leaks ${leak}: ${err.rawMessage.slice(0, 200)}`);
       }
@@ -106,7 +134,16 @@ describe.runIf(usingPostgres)("database faults under load (one server process be
   let server: ServerProcess;
 
   const newAccount = async () => {
-    const { summary, apiKey } = await createAccount(db, { email: `f${Math.random()}@example.test`, plan: "node", subscriptionUntil: new Date(Date.now() + 30 * 86_400_000) }, limits, Date.now());
+    const { summary, apiKey } = await createAccount(
+      db,
+      {
+        email: `f${Math.random()}@example.test`,
+        plan: "node",
+        subscriptionUntil: new Date(Date.now() + 30 * 86_400_000),
+      },
+      limits,
+      Date.now(),
+    );
     return { accountId: summary.accountId, apiKey, grant: summary.tokensLeft };
   };
 
@@ -142,66 +179,121 @@ describe.runIf(usingPostgres)("database faults under load (one server process be
     await drop?.();
   });
 
-  it("cuts of every connection and terminated backends under load: " + "only 200 or 503, and charges equal the 200s exactly", async () => {
-    const { accountId, apiKey } = await newAccount();
-    const load = startLoad(server, apiKey, FULL ? 64 : 32, FULL ? 8 : 4);
-    const rounds = FULL ? 60 : 12;
-    let cuts = 0;
-    let terminated = 0;
-    await sleep(500);
-    for (let i = 0; i < rounds; i++) {
-      if (i % 2 === 0) cuts += proxy.cutAll();
-      else terminated += await terminateBackends(admin, SUT);
-      await sleep(300 + Math.floor(Math.random() * 300));
-    }
-    // Faults over: the process heals without a restart.
-    const healed = Date.now();
-    await waitFor(async () => (await httpGet(`${server.baseUrl}/api/v1/signals?symbols=BTC`, { "x-api-key": apiKey }, new http.Agent(), 5_000)).status === 200, 10_000, "a 200 after the faults");
-    figures.cutsRecoveryMs = Date.now() - healed;
-    await sleep(500);
-    const { rest, grpc, violations } = await load.stop();
+  it(
+    "cuts of every connection and terminated backends under load: " +
+      "only 200 or 503, and charges equal the 200s exactly",
+    async () => {
+      const { accountId, apiKey } = await newAccount();
+      const load = startLoad(server, apiKey, FULL ? 64 : 32, FULL ? 8 : 4);
+      const rounds = FULL ? 60 : 12;
+      let cuts = 0;
+      let terminated = 0;
+      await sleep(500);
+      for (let i = 0; i < rounds; i++) {
+        if (i % 2 === 0) cuts += proxy.cutAll();
+        else terminated += await terminateBackends(admin, SUT);
+        await sleep(300 + Math.floor(Math.random() * 300));
+      }
+      // Faults over: the process heals without a restart.
+      const healed = Date.now();
+      await waitFor(
+        async () =>
+          (
+            await httpGet(
+              `${server.baseUrl}/api/v1/signals?symbols=BTC`,
+              { "x-api-key": apiKey },
+              new http.Agent(),
+              5_000,
+            )
+          ).status === 200,
+        10_000,
+        "a 200 after the faults",
+      );
+      figures.cutsRecoveryMs = Date.now() - healed;
+      await sleep(500);
+      const { rest, grpc, violations } = await load.stop();
 
-    expect(violations.slice(0, 10)).toEqual([]);
-    expect(Object.keys(rest.toObject()).every((s) => s === "200" || s === "503")).toBe(true);
-    const check = await ledgerCheck(db, accountId);
-    // The recovery probe above was charged too.
-    const answered200 = rest.get("200") + grpc.get("OK") + 1;
-    figures.cuts = { restCalls: rest.total(), grpcCalls: grpc.total(), rest: rest.toObject(), grpc: grpc.toObject(), connectionsCut: cuts, backendsTerminated: terminated, charges: check.charges, answered200 };
-    expect(cuts + terminated).toBeGreaterThan(rounds);
-    expect(check.charges).toBe(answered200);
-    expect(ledgerBalances(check)).toBe(true);
-  });
+      expect(violations.slice(0, 10)).toEqual([]);
+      expect(Object.keys(rest.toObject()).every((s) => s === "200" || s === "503")).toBe(true);
+      const check = await ledgerCheck(db, accountId);
+      // The recovery probe above was charged too.
+      const answered200 = rest.get("200") + grpc.get("OK") + 1;
+      figures.cuts = {
+        restCalls: rest.total(),
+        grpcCalls: grpc.total(),
+        rest: rest.toObject(),
+        grpc: grpc.toObject(),
+        connectionsCut: cuts,
+        backendsTerminated: terminated,
+        charges: check.charges,
+        answered200,
+      };
+      expect(cuts + terminated).toBeGreaterThan(rounds);
+      expect(check.charges).toBe(answered200);
+      expect(ledgerBalances(check)).toBe(true);
+    },
+  );
 
-  it("the database unreachable for seconds: 503 while it is down, " + "the internal /healthz says so, service resumes alone", async () => {
-    const { accountId, apiKey } = await newAccount();
-    const load = startLoad(server, apiKey, 32, 4);
-    await sleep(500);
-    await proxy.refuse();
-    const cut = proxy.cutAll();
-    const downFor = FULL ? 10_000 : 2_500;
-    const downSince = Date.now();
-    const health = await fetch(`${server.internalUrl}/healthz`);
-    expect(health.status).toBe(503);
-    expect(await health.json()).toEqual({ ok: false, database: "unavailable" });
-    await sleep(Math.max(0, downFor - (Date.now() - downSince)));
-    const during = { rest: load.result.rest.toObject(), grpc: load.result.grpc.toObject() };
-    await proxy.accept();
-    const back = Date.now();
-    await waitFor(async () => (await fetch(`${server.internalUrl}/healthz`)).status === 200, 10_000, "/healthz 200 again");
-    await waitFor(async () => (await httpGet(`${server.baseUrl}/api/v1/signals?symbols=BTC`, { "x-api-key": apiKey }, new http.Agent(), 5_000)).status === 200, 10_000, "a 200 after the outage");
-    figures.outageRecoveryMs = Date.now() - back;
-    await sleep(500);
-    const { rest, grpc, violations } = await load.stop();
+  it(
+    "the database unreachable for seconds: 503 while it is down, " +
+      "the internal /healthz says so, service resumes alone",
+    async () => {
+      const { accountId, apiKey } = await newAccount();
+      const load = startLoad(server, apiKey, 32, 4);
+      await sleep(500);
+      await proxy.refuse();
+      const cut = proxy.cutAll();
+      const downFor = FULL ? 10_000 : 2_500;
+      const downSince = Date.now();
+      const health = await fetch(`${server.internalUrl}/healthz`);
+      expect(health.status).toBe(503);
+      expect(await health.json()).toEqual({ ok: false, database: "unavailable" });
+      await sleep(Math.max(0, downFor - (Date.now() - downSince)));
+      const during = { rest: load.result.rest.toObject(), grpc: load.result.grpc.toObject() };
+      await proxy.accept();
+      const back = Date.now();
+      await waitFor(
+        async () => (await fetch(`${server.internalUrl}/healthz`)).status === 200,
+        10_000,
+        "/healthz 200 again",
+      );
+      await waitFor(
+        async () =>
+          (
+            await httpGet(
+              `${server.baseUrl}/api/v1/signals?symbols=BTC`,
+              { "x-api-key": apiKey },
+              new http.Agent(),
+              5_000,
+            )
+          ).status === 200,
+        10_000,
+        "a 200 after the outage",
+      );
+      figures.outageRecoveryMs = Date.now() - back;
+      await sleep(500);
+      const { rest, grpc, violations } = await load.stop();
 
-    expect(violations.slice(0, 10)).toEqual([]);
-    // Callers were told, not left hanging: 503s while the database was away.
-    expect(rest.get("503") + grpc.get("Unavailable:unavailable")).toBeGreaterThan(0);
-    const check = await ledgerCheck(db, accountId);
-    const answered200 = rest.get("200") + grpc.get("OK") + 1;
-    figures.outage = { downForMs: downFor, connectionsCut: cut, restCalls: rest.total(), grpcCalls: grpc.total(), rest: rest.toObject(), grpc: grpc.toObject(), duringOutage: during, charges: check.charges, answered200 };
-    expect(check.charges).toBe(answered200);
-    expect(ledgerBalances(check)).toBe(true);
-  });
+      expect(violations.slice(0, 10)).toEqual([]);
+      // Callers were told, not left hanging: 503s while the database was away.
+      expect(rest.get("503") + grpc.get("Unavailable:unavailable")).toBeGreaterThan(0);
+      const check = await ledgerCheck(db, accountId);
+      const answered200 = rest.get("200") + grpc.get("OK") + 1;
+      figures.outage = {
+        downForMs: downFor,
+        connectionsCut: cut,
+        restCalls: rest.total(),
+        grpcCalls: grpc.total(),
+        rest: rest.toObject(),
+        grpc: grpc.toObject(),
+        duringOutage: during,
+        charges: check.charges,
+        answered200,
+      };
+      expect(check.charges).toBe(answered200);
+      expect(ledgerBalances(check)).toBe(true);
+    },
+  );
 
   it("leaves no error line with a stack trace, and the process never restarted", () => {
     const lines = server.logs();
@@ -226,7 +318,11 @@ describe.runIf(usingPostgres)("a charge whose connection breaks before its answe
     const { migrateDb } = await import("../../src/db/client.ts");
     await migrateDb(direct);
     proxy = await startTcpProxy("127.0.0.1", Number(new URL(database.url).port || 5432));
-    viaProxy = await openDb({ databaseUrl: withApplicationName(proxy.urlFor(database.url), SUT), dataDir: "memory://", poolSize: 2 });
+    viaProxy = await openDb({
+      databaseUrl: withApplicationName(proxy.urlFor(database.url), SUT),
+      dataDir: "memory://",
+      poolSize: 2,
+    });
     admin = adminSql(database.url);
   });
   afterAll(async () => {
@@ -241,49 +337,74 @@ describe.runIf(usingPostgres)("a charge whose connection breaks before its answe
 
   /** Waits until the server-side statement of the charge is blocked on the row lock. */
   const blockedOnLock = () =>
-    waitFor(async () => {
-      const [row] = await admin<{ n: number }[]>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = ${SUT} AND wait_event_type = 'Lock'`;
-      return row!.n > 0;
-    }, 10_000, "the charge to wait on the row lock");
+    waitFor(
+      async () => {
+        const [row] = await admin<
+          { n: number }[]
+        >`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = ${SUT} AND wait_event_type = 'Lock'`;
+        return row!.n > 0;
+      },
+      10_000,
+      "the charge to wait on the row lock",
+    );
   const orphanGone = () =>
-    waitFor(async () => {
-      const [row] = await admin<{ n: number }[]>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = ${SUT} AND state = 'active'`;
-      return row!.n === 0;
-    }, 10_000, "the cut-off statement to finish");
+    waitFor(
+      async () => {
+        const [row] = await admin<
+          { n: number }[]
+        >`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = ${SUT} AND state = 'active'`;
+        return row!.n === 0;
+      },
+      10_000,
+      "the cut-off statement to finish",
+    );
 
   async function setup() {
-    const { summary, apiKey } = await createAccount(direct, { email: `a${Math.random()}@example.test`, plan: "node", subscriptionUntil: new Date(Date.now() + 86_400_000) }, limits, Date.now());
+    const { summary, apiKey } = await createAccount(
+      direct,
+      { email: `a${Math.random()}@example.test`, plan: "node", subscriptionUntil: new Date(Date.now() + 86_400_000) },
+      limits,
+      Date.now(),
+    );
     return { accountId: summary.accountId, keyHash: hashApiKey(apiKey), before: summary.tokensLeft };
   }
 
-  it("slow but answering (a row lock held past answerWithinMs): the caller gets its real answer, charged once, and the pool is kept", async () => {
-    const { accountId, keyHash, before } = await setup();
-    let probes = 0;
-    let abandoned = 0;
-    const watched: DbHandle = {
-      ...viaProxy,
-      reachable: (withinMs) => (probes++, viaProxy.reachable(withinMs)),
-      abandonConnections: () => void abandoned++,
-    };
-    const charge = createChargeBatcher(watched, limits, { answerWithinMs: 100, resolveWithinMs: 10_000, retryEveryMs: 50 });
-    const lock = await lockAccount(accountId);
-    let result;
-    try {
-      const call = charge(keyHash, Date.now());
-      await blockedOnLock();
-      // Three times past the bound, each time with the database answering a fresh connection.
-      await waitFor(() => probes >= 3, 10_000, "three probes of the database");
-      await lock.release();
-      result = await call;
-    } finally {
-      await lock.release();
-    }
-    expect(result).toMatchObject({ outcome: "ok", accountId, tokensLeft: before - 1 });
-    expect(abandoned).toBe(0);
-    const check = await ledgerCheck(direct, accountId);
-    expect(check.charges).toBe(1);
-    expect(ledgerBalances(check)).toBe(true);
-  });
+  it(
+    "slow but answering (a row lock held past answerWithinMs): the caller " +
+      "gets its real answer, charged once, and the pool is kept",
+    async () => {
+      const { accountId, keyHash, before } = await setup();
+      let probes = 0;
+      let abandoned = 0;
+      const watched: DbHandle = {
+        ...viaProxy,
+        reachable: (withinMs) => (probes++, viaProxy.reachable(withinMs)),
+        abandonConnections: () => void abandoned++,
+      };
+      const charge = createChargeBatcher(watched, limits, {
+        answerWithinMs: 100,
+        resolveWithinMs: 10_000,
+        retryEveryMs: 50,
+      });
+      const lock = await lockAccount(accountId);
+      let result;
+      try {
+        const call = charge(keyHash, Date.now());
+        await blockedOnLock();
+        // Three times past the bound, each time with the database answering a fresh connection.
+        await waitFor(() => probes >= 3, 10_000, "three probes of the database");
+        await lock.release();
+        result = await call;
+      } finally {
+        await lock.release();
+      }
+      expect(result).toMatchObject({ outcome: "ok", accountId, tokensLeft: before - 1 });
+      expect(abandoned).toBe(0);
+      const check = await ledgerCheck(direct, accountId);
+      expect(check.charges).toBe(1);
+      expect(ledgerBalances(check)).toBe(true);
+    },
+  );
 
   it("committed after all: the caller gets its real answer, charged once", async () => {
     const { accountId, keyHash, before } = await setup();
@@ -297,7 +418,11 @@ describe.runIf(usingPostgres)("a charge whose connection breaks before its answe
       await proxy.refuse();
       proxy.cutAll();
       await lock.release();
-      await waitFor(async () => (await ledgerCheck(direct, accountId)).charges === 1, 10_000, "the orphaned statement to commit");
+      await waitFor(
+        async () => (await ledgerCheck(direct, accountId)).charges === 1,
+        10_000,
+        "the orphaned statement to commit",
+      );
       await proxy.accept();
       result = await call;
     } finally {
@@ -310,29 +435,34 @@ describe.runIf(usingPostgres)("a charge whose connection breaks before its answe
     expect(ledgerBalances(check)).toBe(true);
   });
 
-  it("not committed yet: the attempt is fenced off, the caller " + "gets 503, and the statement can never commit later", async () => {
-    const { accountId, keyHash } = await setup();
-    const charge = createChargeBatcher(viaProxy, limits, { resolveWithinMs: 10_000, retryEveryMs: 50 });
-    const lock = await lockAccount(accountId);
-    try {
-      const call = charge(keyHash, Date.now()).then(
-        () => "answered",
-        () => "refused",
-      );
-      await blockedOnLock();
-      proxy.cutAll();
-      expect(await call).toBe("refused");
-    } finally {
-      // Only now may the cut-off statement go on: its own attempt insert meets the fence.
-      await lock.release();
-    }
-    await orphanGone();
-    const check = await ledgerCheck(direct, accountId);
-    expect(check.charges).toBe(0);
-    expect(ledgerBalances(check)).toBe(true);
-    const [fence] = await admin<{ n: number }[]>`SELECT count(*)::int AS n FROM charge_attempts WHERE results IS NULL`;
-    expect(fence!.n).toBeGreaterThanOrEqual(1);
-  });
+  it(
+    "not committed yet: the attempt is fenced off, the caller " + "gets 503, and the statement can never commit later",
+    async () => {
+      const { accountId, keyHash } = await setup();
+      const charge = createChargeBatcher(viaProxy, limits, { resolveWithinMs: 10_000, retryEveryMs: 50 });
+      const lock = await lockAccount(accountId);
+      try {
+        const call = charge(keyHash, Date.now()).then(
+          () => "answered",
+          () => "refused",
+        );
+        await blockedOnLock();
+        proxy.cutAll();
+        expect(await call).toBe("refused");
+      } finally {
+        // Only now may the cut-off statement go on: its own attempt insert meets the fence.
+        await lock.release();
+      }
+      await orphanGone();
+      const check = await ledgerCheck(direct, accountId);
+      expect(check.charges).toBe(0);
+      expect(ledgerBalances(check)).toBe(true);
+      const [fence] = await admin<
+        { n: number }[]
+      >`SELECT count(*)::int AS n FROM charge_attempts WHERE results IS NULL`;
+      expect(fence!.n).toBeGreaterThanOrEqual(1);
+    },
+  );
 
   it("unknown for longer than the caller waits: 503, and the charge that committed later is refunded", async () => {
     const { accountId, keyHash, before } = await setup();
@@ -350,15 +480,26 @@ describe.runIf(usingPostgres)("a charge whose connection breaks before its answe
       expect(await call).toBe("refused");
       expect(Date.now() - started).toBeLessThan(5_000);
       await lock.release();
-      await waitFor(async () => (await ledgerCheck(direct, accountId)).charges === 1, 10_000, "the orphaned statement to commit");
+      await waitFor(
+        async () => (await ledgerCheck(direct, accountId)).charges === 1,
+        10_000,
+        "the orphaned statement to commit",
+      );
     } finally {
       await lock.release();
       await proxy.accept();
     }
-    const refunds = await waitFor(async () => {
-      const rows = await direct.rows<{ n: number | string }>(sql`SELECT count(*) AS n FROM ledger_entries WHERE account_id = ${accountId} AND kind = 'adjustment' AND reason LIKE 'refund:%'`);
-      return Number(rows[0]!.n);
-    }, 15_000, "the refund");
+    const refunds = await waitFor(
+      async () => {
+        const rows = await direct.rows<{ n: number | string }>(
+          sql`SELECT count(*) AS n FROM ledger_entries WHERE account_id = ${accountId} AND kind = 'adjustment'
+            AND reason LIKE 'refund:%'`,
+        );
+        return Number(rows[0]!.n);
+      },
+      15_000,
+      "the refund",
+    );
     expect(refunds).toBe(1);
     const check = await ledgerCheck(direct, accountId);
     expect(check.grantBalance + check.packBalance).toBe(before);
@@ -372,14 +513,30 @@ describe.runIf(usingPostgres)("start-up while the database is down", () => {
     const proxy = await startTcpProxy("127.0.0.1", Number(new URL(database.url).port || 5432));
     await proxy.refuse();
     const p = spawnServer(
-      childEnv({ ...ENV, DATABASE_URL: proxy.urlFor(database.url), PORT: "0", INTERNAL_PORT: "0", INTERNAL_TOKEN, DEMO_ACCOUNT: "false", LOG_LEVEL: "info" }),
+      childEnv({
+        ...ENV,
+        DATABASE_URL: proxy.urlFor(database.url),
+        PORT: "0",
+        INTERNAL_PORT: "0",
+        INTERNAL_TOKEN,
+        DEMO_ACCOUNT: "false",
+        LOG_LEVEL: "info",
+      }),
     );
     const db = await openDb({ databaseUrl: database.url, dataDir: "memory://", poolSize: 1 });
     try {
-      await waitFor(() => p.logs.filter((l) => l.msg === "database not reachable; retrying").length >= 3, 20_000, "three retry lines");
+      await waitFor(
+        () => p.logs.filter((l) => l.msg === "database not reachable; retrying").length >= 3,
+        20_000,
+        "three retry lines",
+      );
       expect(p.child.exitCode).toBeNull();
       const retry = p.logs.find((l) => l.msg === "database not reachable; retrying")!;
-      expect(retry).toMatchObject({ level: 40, retryInMs: expect.any(Number), err: { message: expect.stringContaining("ECONNREFUSED") } });
+      expect(retry).toMatchObject({
+        level: 40,
+        retryInMs: expect.any(Number),
+        err: { message: expect.stringContaining("ECONNREFUSED") },
+      });
       expect(p.logs.some((l) => l.msg === "listening")).toBe(false);
       await proxy.accept();
       const at = Date.now();
@@ -387,8 +544,15 @@ describe.runIf(usingPostgres)("start-up while the database is down", () => {
       figures.startupWaitMs = Date.now() - at;
       const { migrateDb } = await import("../../src/db/client.ts");
       await migrateDb(db);
-      const { apiKey } = await createAccount(db, { email: "late@example.test", plan: "node", subscriptionUntil: new Date(Date.now() + 86_400_000) }, limits, Date.now());
-      const res = await fetch(`http://127.0.0.1:${port}/api/v1/signals?symbols=BTC`, { headers: { "x-api-key": apiKey } });
+      const { apiKey } = await createAccount(
+        db,
+        { email: "late@example.test", plan: "node", subscriptionUntil: new Date(Date.now() + 86_400_000) },
+        limits,
+        Date.now(),
+      );
+      const res = await fetch(`http://127.0.0.1:${port}/api/v1/signals?symbols=BTC`, {
+        headers: { "x-api-key": apiKey },
+      });
       expect(res.status).toBe(200);
       expect(hasStackTrace(p.stderr())).toBe(false);
       expect(p.logs.filter((l) => l.level === 60)).toEqual([]);

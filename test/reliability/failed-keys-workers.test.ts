@@ -4,13 +4,14 @@
  * before 429 (before: 200 × 401 for a budget of 100, each worker counting its own), and IPv6
  * callers count per /64 (before: per address, so rotating through a /64 bought a fresh budget).
  */
-import http from "node:http";
+
 import { randomBytes } from "node:crypto";
+import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generateApiKey } from "../../src/accounts/api-key.ts";
 import { httpGet } from "../support/http-load.ts";
-import { connectionOwners } from "../support/socket-owners.ts";
 import type { ServerProcess } from "../support/processes.ts";
+import { connectionOwners } from "../support/socket-owners.ts";
 import { usingPostgres } from "../support/test-db.ts";
 import { startWorkersServers, type WorkersServers } from "../support/workers-servers.ts";
 
@@ -42,7 +43,12 @@ describe.runIf(usingPostgres)("failed-key budget with WORKERS=2 on PostgreSQL", 
   });
 
   const call = (agent: http.Agent, headers: Record<string, string> = {}) =>
-    httpGet(`${server.baseUrl}/api/v1/signals?symbols=BTC`, { "x-api-key": generateApiKey(), ...headers }, agent, 60_000);
+    httpGet(
+      `${server.baseUrl}/api/v1/signals?symbols=BTC`,
+      { "x-api-key": generateApiKey(), ...headers },
+      agent,
+      60_000,
+    );
 
   it("300 random keys at once from one address: at most the budget of 401 across both workers, then 429", async () => {
     // Connections first, until both workers hold some (the workers take connections from the
@@ -52,7 +58,9 @@ describe.runIf(usingPostgres)("failed-key budget with WORKERS=2 on PostgreSQL", 
     let connectionsPerWorker: number[] = [];
     for (let round = 0; round < 20 && flooder === undefined; round++) {
       const agent = new http.Agent({ keepAlive: true, localAddress: "127.0.0.31", maxSockets: 300 });
-      const opened = await Promise.all(Array.from({ length: 300 }, () => httpGet(`${server.baseUrl}/api/v1/signals`, {}, agent, 60_000)));
+      const opened = await Promise.all(
+        Array.from({ length: 300 }, () => httpGet(`${server.baseUrl}/api/v1/signals`, {}, agent, 60_000)),
+      );
       expect(opened.every((a) => a.status === 401 && a.body.includes("api_key_required"))).toBe(true);
       const owners = [...connectionOwners(server.port, server.workerPids).values()];
       connectionsPerWorker = server.workerPids.map((pid) => owners.filter((o) => o === pid).length);
@@ -64,7 +72,14 @@ describe.runIf(usingPostgres)("failed-key budget with WORKERS=2 on PostgreSQL", 
     const after = await Promise.all(Array.from({ length: 50 }, () => call(flooder!)));
     flooder!.destroy();
     const count = (list: typeof wave, s: number) => list.filter((a) => a.status === s).length;
-    figures.wave = { limit: LIMIT, calls: wave.length, answered401: count(wave, 401), answered429: count(wave, 429), after429: count(after, 429), connectionsPerWorker };
+    figures.wave = {
+      limit: LIMIT,
+      calls: wave.length,
+      answered401: count(wave, 401),
+      answered429: count(wave, 429),
+      after429: count(after, 429),
+      connectionsPerWorker,
+    };
     expect(count(wave, 401) + count(wave, 429)).toBe(300);
     expect(count(wave, 401)).toBe(LIMIT);
     expect(count(after, 429)).toBe(50);

@@ -39,7 +39,12 @@ beforeAll(async () => {
   }) as typeof handle.rows;
   server = await startTestServer({
     db,
-    env: { IDLE_TIMEOUT: String(IDLE_S), GOAWAY_GRACE: String(GRACE_S), STREAM_MAX_LIFE: String(LIFE_S), STREAMS_PER_ADDRESS: String(STREAMS_PER_ADDRESS) },
+    env: {
+      IDLE_TIMEOUT: String(IDLE_S),
+      GOAWAY_GRACE: String(GRACE_S),
+      STREAM_MAX_LIFE: String(LIFE_S),
+      STREAMS_PER_ADDRESS: String(STREAMS_PER_ADDRESS),
+    },
   });
   shortLived = await startTestServer({ env: { IDLE_TIMEOUT: "600", STREAM_MAX_LIFE: String(SHORT_LIFE_S) } });
 });
@@ -53,9 +58,16 @@ afterAll(async () => {
 /** An empty HealthCheckRequest in a gRPC frame (uncompressed, length 0). */
 const EMPTY_REQUEST = Buffer.from([0, 0, 0, 0, 0]);
 
-function connect(localAddress = "127.0.0.1", settings: http2.Settings = {}, target: TestServer = server): http2.ClientHttp2Session {
+function connect(
+  localAddress = "127.0.0.1",
+  settings: http2.Settings = {},
+  target: TestServer = server,
+): http2.ClientHttp2Session {
   const url = new URL(target.baseUrl);
-  const session = http2.connect(target.baseUrl, { settings, createConnection: () => net.connect({ host: url.hostname, port: Number(url.port), localAddress }) });
+  const session = http2.connect(target.baseUrl, {
+    settings,
+    createConnection: () => net.connect({ host: url.hostname, port: Number(url.port), localAddress }),
+  });
   session.on("error", () => {});
   return session;
 }
@@ -69,7 +81,12 @@ interface Watch {
 }
 
 function watch(session: http2.ClientHttp2Session): Watch {
-  const stream = session.request({ ":method": "POST", ":path": "/grpc.health.v1.Health/Watch", "content-type": "application/grpc", te: "trailers" });
+  const stream = session.request({
+    ":method": "POST",
+    ":path": "/grpc.health.v1.Health/Watch",
+    "content-type": "application/grpc",
+    te: "trailers",
+  });
   stream.on("error", () => {});
   stream.end(EMPTY_REQUEST);
   const first = new Promise<boolean>((resolve) => {
@@ -99,8 +116,15 @@ describe("HTTP/2 streams on the public listener", () => {
     const sessions = Array.from({ length: 2 }, () => connect("127.0.0.42"));
     const watches = sessions.flatMap((s) => Array.from({ length: 70 }, () => watch(s)));
     const firsts = await Promise.all(watches.map((w) => w.first));
-    const refused = (await Promise.all(watches.filter((_, i) => !firsts[i]).map((w) => w.closed))).filter((code) => code === http2.constants.NGHTTP2_REFUSED_STREAM);
-    figures.perAddress = { limit: STREAMS_PER_ADDRESS, tried: watches.length, admitted: firsts.filter(Boolean).length, refused: refused.length };
+    const refused = (await Promise.all(watches.filter((_, i) => !firsts[i]).map((w) => w.closed))).filter(
+      (code) => code === http2.constants.NGHTTP2_REFUSED_STREAM,
+    );
+    figures.perAddress = {
+      limit: STREAMS_PER_ADDRESS,
+      tried: watches.length,
+      admitted: firsts.filter(Boolean).length,
+      refused: refused.length,
+    };
     expect(firsts.filter(Boolean)).toHaveLength(STREAMS_PER_ADDRESS);
     expect(refused).toHaveLength(watches.length - STREAMS_PER_ADDRESS);
     const other = connect("127.0.0.43");
@@ -130,7 +154,12 @@ describe("HTTP/2 streams on the public listener", () => {
     const w = watch(session);
     expect(await w.first).toBe(true);
     const [goawayMs, closedMs] = [await goaway, await closed];
-    figures.idleWithStream = { idleMs: IDLE_S * 1000, graceMs: GRACE_S * 1000, goawayAtMs: goawayMs, closedAtMs: closedMs };
+    figures.idleWithStream = {
+      idleMs: IDLE_S * 1000,
+      graceMs: GRACE_S * 1000,
+      goawayAtMs: goawayMs,
+      closedAtMs: closedMs,
+    };
     expect(goawayMs).toBeGreaterThanOrEqual(IDLE_S * 1000 - 50);
     // Closed by the grace, not by the stream's maximum life.
     expect(closedMs).toBeLessThan(LIFE_S * 1000);

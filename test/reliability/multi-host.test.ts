@@ -17,31 +17,37 @@
  * host's link address to it (test/support/tcp-proxy.ts) instead of changing its configuration.
  */
 import http from "node:http";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import postgres from "postgres";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AdminService } from "../../gen/signals/v1/admin_pb.js";
-import { FAKE_BOT_TOKEN, startFakeTelegram, type FakeTelegram } from "../support/fake-telegram.ts";
-import { startFakeExchange, type FakeExchange } from "../support/fake-exchange.ts";
-import { loadRealCandles, realCandlesAvailable, type RealCoin } from "../support/real-candles.ts";
-import { childEnv } from "../support/processes.ts";
-import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
-import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.ts";
+import { type FakeExchange, startFakeExchange } from "../support/fake-exchange.ts";
+import { FAKE_BOT_TOKEN, type FakeTelegram, startFakeTelegram } from "../support/fake-telegram.ts";
 import { httpGet } from "../support/http-load.ts";
-import { createTestNetwork, netnsUnavailableReason, namespacePids, type TestNetwork } from "../support/netns.ts";
-import { listeningOf, spawnWatched, waitFor, type WatchedProcess } from "../support/reliability.ts";
+import { createTestNetwork, namespacePids, netnsUnavailableReason, type TestNetwork } from "../support/netns.ts";
+import { childEnv } from "../support/processes.ts";
+import { loadRealCandles, type RealCoin, realCandlesAvailable } from "../support/real-candles.ts";
+import { listeningOf, spawnWatched, type WatchedProcess, waitFor } from "../support/reliability.ts";
+import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.ts";
+import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
 
 const H = 3_600_000;
 const INTERNAL_TOKEN = "multi-host-internal-token-28";
 const COINS: RealCoin[] = ["BTC", "ETH", "SOL", "XRP", "ADA", "DOGE"];
 const HISTORY = 150;
-/** Closes the exchange may still make: the market starts this many hours in the past, so no candle is ever in the future. */
+/**
+ * Closes the exchange may still make: the market starts this many hours in the past, so no candle is ever in the
+ * future.
+ */
 const FUTURE = 30;
 /** FEED_FAILOVER in seconds: leases last 2/3 of it and are renewed every 1/9. */
 const FEED_FAILOVER_S = 9;
 const REQUEST_TIMEOUT_S = 30;
-/** The longest any call may take (the servers' REQUEST_TIMEOUT): a close reaches every live host, and its alerts the Bot API, well within it. */
+/**
+ * The longest any call may take (the servers' REQUEST_TIMEOUT): a close reaches every live host, and its alerts the Bot
+ * API, well within it.
+ */
 const SETTLE_MS = REQUEST_TIMEOUT_S * 1000;
 const CHATS = ["2801", "2802"];
 /**
@@ -81,337 +87,458 @@ const bearer: Interceptor = (next) => (req) => {
 
 if (skipReason !== null) console.log(`[multi-host] skipped: ${skipReason}`);
 
-describe.skipIf(skipReason !== null)(`several hosts on one database${skipReason ? ` (skipped: ${skipReason})` : ""}`, () => {
-  let net: TestNetwork;
-  let database: { url: string; drop: () => Promise<void> };
-  const proxies: TcpProxy[] = [];
-  let telegram: FakeTelegram;
-  let exchange: FakeExchange;
-  let sql: postgres.Sql;
-  const servers = new Map<"a" | "b", { p: WatchedProcess; baseUrl: string; internalUrl: string }>();
-  const feeders = new Map<"a" | "b", { p: WatchedProcess; id: string }>();
-  const figures: Record<string, unknown> = {};
+describe.skipIf(skipReason !== null)(
+  `several hosts on one database${skipReason ? ` (skipped: ${skipReason})` : ""}`,
+  () => {
+    let net: TestNetwork;
+    let database: { url: string; drop: () => Promise<void> };
+    const proxies: TcpProxy[] = [];
+    let telegram: FakeTelegram;
+    let exchange: FakeExchange;
+    let sql: postgres.Sql;
+    const servers = new Map<"a" | "b", { p: WatchedProcess; baseUrl: string; internalUrl: string }>();
+    const feeders = new Map<"a" | "b", { p: WatchedProcess; id: string }>();
+    const figures: Record<string, unknown> = {};
 
-  beforeAll(async () => {
-    net = createTestNetwork([
-      { name: "a", databaseLink: true },
-      { name: "b", databaseLink: true },
-      { name: "feed", databaseLink: false },
-    ]);
-    database = await createPostgresDatabase();
-    const target = new URL(database.url);
-    sql = postgres(database.url, { max: 2, onnotice: () => {} });
-    telegram = await startFakeTelegram(FAKE_BOT_TOKEN, net.rootAddress);
-    const formingOpen = Math.floor(Date.now() / H) * H - FUTURE * H;
-    exchange = await startFakeExchange({
-      coins: COINS.map((base) => ({ base, candles: loadRealCandles(base)!.slice(-(HISTORY + 60 + SERIES_END), -SERIES_END) })),
-      interval: "1h",
-      intervalMs: H,
-      history: HISTORY + 20,
-      startOpenTime: formingOpen,
-      host: net.rootAddress,
-    });
-    const serverEnv = (host: "a" | "b", databaseUrl: string) =>
+    beforeAll(async () => {
+      net = createTestNetwork([
+        { name: "a", databaseLink: true },
+        { name: "b", databaseLink: true },
+        { name: "feed", databaseLink: false },
+      ]);
+      database = await createPostgresDatabase();
+      const target = new URL(database.url);
+      sql = postgres(database.url, { max: 2, onnotice: () => {} });
+      telegram = await startFakeTelegram(FAKE_BOT_TOKEN, net.rootAddress);
+      const formingOpen = Math.floor(Date.now() / H) * H - FUTURE * H;
+      exchange = await startFakeExchange({
+        coins: COINS.map((base) => ({
+          base,
+          candles: loadRealCandles(base)!.slice(-(HISTORY + 60 + SERIES_END), -SERIES_END),
+        })),
+        interval: "1h",
+        intervalMs: H,
+        history: HISTORY + 20,
+        startOpenTime: formingOpen,
+        host: net.rootAddress,
+      });
+      const serverEnv = (host: "a" | "b", databaseUrl: string) =>
+        childEnv({
+          DATABASE_URL: databaseUrl,
+          HOST: net.host(host).address,
+          PORT: "0",
+          INTERNAL_HOST: net.host(host).address,
+          INTERNAL_PORT: "0",
+          INTERNAL_TOKEN,
+          DEMO_ACCOUNT: "false",
+          DEMO_FEED: "false",
+          LOG_LEVEL: "info",
+          DB_POOL_SIZE: "4",
+          FAILED_KEY_LIMIT: "1000000",
+          DAILY_CAP: "10000000",
+          MONTHLY_GRANT: "100000000",
+          STALE_AFTER: String(7 * 24 * 3600),
+          ALERT_MAX_DELAY: String(7 * 24 * 3600),
+          REQUEST_TIMEOUT: String(REQUEST_TIMEOUT_S),
+          TELEGRAM_API_BASE: telegram.apiBase,
+          TELEGRAM_BOT_TOKEN: FAKE_BOT_TOKEN,
+        });
+      for (const host of ["a", "b"] as const) {
+        const proxy = await startTcpProxy(
+          target.hostname,
+          Number(target.port || 5432),
+          net.host(host).databaseAddress!,
+        );
+        proxies.push(proxy);
+        const p = spawnWatched(["src/main.ts"], serverEnv(host, proxy.urlFor(database.url)), net.launcher(host));
+        const { port, internalPort } = await listeningOf(p, 90_000).catch((err: unknown) => {
+          throw new Error(`server ${host} did not start: ${String(err)}\n${p.stdout()}\n${p.stderr()}`);
+        });
+        const address = net.host(host).address;
+        servers.set(host, {
+          p,
+          baseUrl: `http://${address}:${port}`,
+          internalUrl: `http://${address}:${internalPort}`,
+        });
+      }
+    }, 180_000);
+
+    afterAll(async () => {
+      console.log(`[multi-host figures] ${JSON.stringify(figures)}`);
+      net?.destroy();
+      await Promise.all([...servers.values(), ...feeders.values()].map((s) => s.p.exited));
+      await Promise.all(proxies.map((p) => p.close()));
+      await sql?.end({ timeout: 1 });
+      await telegram?.close();
+      await exchange?.close();
+      await database?.drop();
+    }, 60_000);
+
+    const feedEnv = (server: "a" | "b") =>
       childEnv({
-        DATABASE_URL: databaseUrl,
-        HOST: net.host(host).address,
-        PORT: "0",
-        INTERNAL_HOST: net.host(host).address,
-        INTERNAL_PORT: "0",
+        FEED_REST_URL: exchange.restUrl,
+        FEED_WS_URL: exchange.wsUrl,
+        FEED_SERVER: servers.get(server)!.internalUrl,
+        FEED_SYMBOLS: COINS.join(","),
+        FEED_TF: "1h",
+        FEED_HISTORY: String(HISTORY),
+        FEED_FAILOVER: String(FEED_FAILOVER_S),
+        FEED_METRICS_PORT: "0",
+        FEED_DATASETS: "candles",
         INTERNAL_TOKEN,
-        DEMO_ACCOUNT: "false",
-        DEMO_FEED: "false",
         LOG_LEVEL: "info",
-        DB_POOL_SIZE: "4",
-        FAILED_KEY_LIMIT: "1000000",
-        DAILY_CAP: "10000000",
-        MONTHLY_GRANT: "100000000",
-        STALE_AFTER: String(7 * 24 * 3600),
-        ALERT_MAX_DELAY: String(7 * 24 * 3600),
-        REQUEST_TIMEOUT: String(REQUEST_TIMEOUT_S),
-        TELEGRAM_API_BASE: telegram.apiBase,
-        TELEGRAM_BOT_TOKEN: FAKE_BOT_TOKEN,
       });
-    for (const host of ["a", "b"] as const) {
-      const proxy = await startTcpProxy(target.hostname, Number(target.port || 5432), net.host(host).databaseAddress!);
-      proxies.push(proxy);
-      const p = spawnWatched(["src/main.ts"], serverEnv(host, proxy.urlFor(database.url)), net.launcher(host));
-      const { port, internalPort } = await listeningOf(p, 90_000).catch((err: unknown) => {
-        throw new Error(`server ${host} did not start: ${String(err)}\n${p.stdout()}\n${p.stderr()}`);
-      });
-      const address = net.host(host).address;
-      servers.set(host, { p, baseUrl: `http://${address}:${port}`, internalUrl: `http://${address}:${internalPort}` });
-    }
-  }, 180_000);
 
-  afterAll(async () => {
-    console.log(`[multi-host figures] ${JSON.stringify(figures)}`);
-    net?.destroy();
-    await Promise.all([...servers.values(), ...feeders.values()].map((s) => s.p.exited));
-    await Promise.all(proxies.map((p) => p.close()));
-    await sql?.end({ timeout: 1 });
-    await telegram?.close();
-    await exchange?.close();
-    await database?.drop();
-  }, 60_000);
-
-  const feedEnv = (server: "a" | "b") =>
-    childEnv({
-      FEED_REST_URL: exchange.restUrl,
-      FEED_WS_URL: exchange.wsUrl,
-      FEED_SERVER: servers.get(server)!.internalUrl,
-      FEED_SYMBOLS: COINS.join(","),
-      FEED_TF: "1h",
-      FEED_HISTORY: String(HISTORY),
-      FEED_FAILOVER: String(FEED_FAILOVER_S),
-      FEED_METRICS_PORT: "0",
-      FEED_DATASETS: "candles",
-      INTERNAL_TOKEN,
-      LOG_LEVEL: "info",
-    });
-
-  async function startFeeder(server: "a" | "b"): Promise<void> {
-    const p = spawnWatched(["src/cli/bin.ts", "feed"], feedEnv(server), net.launcher("feed"));
-    const started = await waitFor(() => p.logs.find((l) => l.msg === "feeder started"), 60_000, () => `feeder via ${server} to start: ${p.stdout()} ${p.stderr()}`);
-    feeders.set(server, { p, id: String(started.feederId) });
-  }
-
-  async function leaseHolders(): Promise<Map<string, string>> {
-    const rows = await sql<{ symbol: string; holder: string }[]>`SELECT symbol, holder FROM feed_leases WHERE expires_at > now()`;
-    return new Map(rows.map((r) => [r.symbol, r.holder]));
-  }
-
-  async function unsentAlerts(): Promise<number> {
-    const [row] = await sql<{ n: string }[]>`SELECT count(*) AS n FROM outbox WHERE sent_at IS NULL AND failed_at IS NULL`;
-    return Number(row!.n);
-  }
-
-  it("cut off from the database a host answers 503 and never stale; killed, the other host answers everything, alerts go out once and feeder leases pass over within FEED_FAILOVER", async () => {
-    const started = Date.now();
-    const a = servers.get("a")!;
-    const b = servers.get("b")!;
-    const admin = createClient(AdminService, createConnectTransport({ baseUrl: a.internalUrl, httpVersion: "1.1", interceptors: [bearer] }));
-    const alpha = await admin.createAccount({ email: "alpha@example.test", plan: "node" });
-    const beta = await admin.createAccount({ email: "beta@example.test", plan: "node" });
-    // The test's own look at what the hosts answer is billed to an account of its own.
-    const watcher = await admin.createAccount({ email: "watcher@example.test", plan: "node" });
-    for (const [i, chatId] of CHATS.entries()) {
-      const member = await admin.createAccount({ email: `member${i}@example.test`, plan: "node" });
-      await admin.setAlerts({ accountId: member.account!.accountId, alerts: { chatId, symbols: COINS, timeframes: ["1h"] } });
+    async function startFeeder(server: "a" | "b"): Promise<void> {
+      const p = spawnWatched(["src/cli/bin.ts", "feed"], feedEnv(server), net.launcher("feed"));
+      const started = await waitFor(
+        () => p.logs.find((l) => l.msg === "feeder started"),
+        60_000,
+        () => `feeder via ${server} to start: ${p.stdout()} ${p.stderr()}`,
+      );
+      feeders.set(server, { p, id: String(started.feederId) });
     }
 
-    // The feeder host: one feeder through each server host; the one through A leads every coin.
-    await startFeeder("a");
-    await waitFor(async () => [...(await leaseHolders()).values()].filter((h) => h === feeders.get("a")!.id).length === COINS.length, SETTLE_MS, "the feeder through A to lead every coin");
-    await startFeeder("b");
+    async function leaseHolders(): Promise<Map<string, string>> {
+      const rows = await sql<
+        { symbol: string; holder: string }[]
+      >`SELECT symbol, holder FROM feed_leases WHERE expires_at > now()`;
+      return new Map(rows.map((r) => [r.symbol, r.holder]));
+    }
 
-    const btcPrice = async (host: "a" | "b"): Promise<number | null> => {
-      const agent = new http.Agent({ keepAlive: false });
-      try {
-        const r = await httpGet(`${servers.get(host)!.baseUrl}/api/v1/signals?symbols=BTC&tf=1h`, { "x-api-key": watcher.apiKey }, agent, 10_000);
-        return r.status === 200 ? ((JSON.parse(r.body) as { signals: Array<{ price?: number }> }).signals[0]?.price ?? null) : null;
-      } catch {
-        return null;
-      } finally {
-        agent.destroy();
-      }
-    };
-    /** Every BTC price each forming candle has shown, by its open time (to tell an old candle's price from the current one). */
-    const formingPrices = new Map<number, Set<number>>();
-    const noteForming = () => {
-      const forming = exchange.forming("BTC");
-      formingPrices.set(forming.openTime, (formingPrices.get(forming.openTime) ?? new Set()).add(forming.close));
-    };
-    let tickedAt = 0;
-    /**
-     * Whether `hosts` answer the forming candle. Meanwhile the market keeps talking (an update a
-     * second, as a real exchange's stream does), so a feeder that subscribed after a close still
-     * hears of the next candle and fills the gap.
-     */
-    const answersForming = (hosts: ReadonlyArray<"a" | "b">) => async () => {
-      if (Date.now() - tickedAt >= 1_000) {
-        exchange.tick();
-        noteForming();
-        tickedAt = Date.now();
-      }
-      for (const host of hosts) if ((await btcPrice(host)) !== exchange.forming("BTC").close) return false;
-      return true;
-    };
-    /** One close on every coin, then until `hosts` answer the new forming candle and every alert is out. */
-    const closeAndWait = async (hosts: ReadonlyArray<"a" | "b">, timeoutMs: number) => {
-      exchange.closeCandles();
-      noteForming();
-      await waitFor(answersForming(hosts), timeoutMs, () => `hosts ${hosts.join(",")} to answer the forming BTC ${exchange.forming("BTC").close}`);
-      await waitFor(async () => (await unsentAlerts()) === 0, timeoutMs, "every alert delivered");
-    };
-    await waitFor(answersForming(["a", "b"]), 60_000, "both hosts to answer the exchange's forming candle");
-    figures.setupMs = Date.now() - started;
+    async function unsentAlerts(): Promise<number> {
+      const [row] = await sql<
+        { n: string }[]
+      >`SELECT count(*) AS n FROM outbox WHERE sent_at IS NULL AND failed_at IS NULL`;
+      return Number(row!.n);
+    }
 
-    // Load: callers on both hosts, each on keep-alive connections. Callers of A send an
-    // Idempotency-Key and retry a call that got no answer at B (no load balancer: the client does it).
-    const calls: Call[] = [];
-    /** Calls sent and not answered yet. */
-    const inFlight = new Set<{ host: "a" | "b"; startedAt: number }>();
-    let stopping = false;
-    let job = 0;
-    const callOnce = async (host: "a" | "b", apiKey: string, agent: http.Agent, idempotencyKey: string | null): Promise<Call> => {
-      const startedAt = Date.now();
-      const headers: Record<string, string> = { "x-api-key": apiKey };
-      if (idempotencyKey) headers["idempotency-key"] = idempotencyKey;
-      const sent = { host, startedAt };
-      inFlight.add(sent);
-      try {
-        const r = await httpGet(`${servers.get(host)!.baseUrl}/api/v1/signals?symbols=${COINS.join(",")}&tf=1h`, headers, agent, (REQUEST_TIMEOUT_S + 10) * 1000);
-        const body = JSON.parse(r.body) as { signals?: Array<{ price?: number }>; error?: string; message?: string };
-        const price = r.status === 200 ? (body.signals?.[0]?.price ?? null) : null;
-        return { host, status: r.status, startedAt, endedAt: Date.now(), price, replayed: r.headers["idempotent-replayed"] === "true", error: body.error ?? null, message: body.message ?? null };
-      } catch (err) {
-        return { host, status: null, startedAt, endedAt: Date.now(), price: null, replayed: false, error: String((err as Error).message ?? err), message: null };
-      } finally {
-        inFlight.delete(sent);
+    it("cut off from the database a host answers 503 and never stale; killed, the other host answers " +
+      "everything, alerts go out once and feeder leases pass over within FEED_FAILOVER", async () => {
+      const started = Date.now();
+      const a = servers.get("a")!;
+      const b = servers.get("b")!;
+      const admin = createClient(
+        AdminService,
+        createConnectTransport({ baseUrl: a.internalUrl, httpVersion: "1.1", interceptors: [bearer] }),
+      );
+      const alpha = await admin.createAccount({ email: "alpha@example.test", plan: "node" });
+      const beta = await admin.createAccount({ email: "beta@example.test", plan: "node" });
+      // The test's own look at what the hosts answer is billed to an account of its own.
+      const watcher = await admin.createAccount({ email: "watcher@example.test", plan: "node" });
+      for (const [i, chatId] of CHATS.entries()) {
+        const member = await admin.createAccount({ email: `member${i}@example.test`, plan: "node" });
+        await admin.setAlerts({
+          accountId: member.account!.accountId,
+          alerts: { chatId, symbols: COINS, timeframes: ["1h"] },
+        });
       }
-    };
-    const jobs: Array<{ key: string; answers: Call[] }> = [];
-    const callerOfA = async () => {
-      const agents = { a: new http.Agent({ keepAlive: true, maxSockets: 1 }), b: new http.Agent({ keepAlive: true, maxSockets: 1 }) };
-      while (!stopping) {
-        const entry = { key: `mh-job-${++job}`, answers: [] as Call[] };
-        jobs.push(entry);
-        let answer = await callOnce("a", alpha.apiKey, agents.a, entry.key);
-        entry.answers.push(answer);
-        while (answer.status === null || answer.status === 503) {
-          answer = await callOnce("b", alpha.apiKey, agents.b, entry.key);
-          entry.answers.push(answer);
-        }
-        calls.push(...entry.answers);
-      }
-      agents.a.destroy();
-      agents.b.destroy();
-    };
-    const callerOfB = async () => {
-      const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-      while (!stopping) calls.push(await callOnce("b", beta.apiKey, agent, null));
-      agent.destroy();
-    };
-    const load = Promise.all([...Array.from({ length: WORKERS_PER_HOST }, callerOfA), ...Array.from({ length: WORKERS_PER_HOST }, callerOfB)]);
 
-    try {
-      // 1. Both hosts up: the market moves, both answer it, alerts go out.
-      await closeAndWait(["a", "b"], SETTLE_MS);
-      await closeAndWait(["a", "b"], SETTLE_MS);
-      const alertsBeforeCut = telegram.delivered.length;
-      // Each host's connections to the database run through its own relay.
-      figures.databaseConnections = { a: proxies[0]!.stats().open, b: proxies[1]!.stats().open };
-
-      // 2. B cut off from the database while the market moves on through A.
-      const candleBeforeCut = exchange.forming("BTC").openTime;
-      net.cutDatabase("b");
-      const cutAt = Date.now();
-      await closeAndWait(["a"], SETTLE_MS);
-      // The cut holds until the calls B had in flight when it began are answered and each of B's
-      // callers has had an answer to a call sent after it: all of them before the request timeout.
-      const answeredSinceCut = () => calls.filter((c) => c.host === "b" && c.startedAt > cutAt).length;
+      // The feeder host: one feeder through each server host; the one through A leads every coin.
+      await startFeeder("a");
       await waitFor(
-        () => [...inFlight].every((c) => c.host !== "b" || c.startedAt > cutAt) && answeredSinceCut() >= WORKERS_PER_HOST,
-        REQUEST_TIMEOUT_S * 1000,
-        () => `B's callers answered during the cut (${answeredSinceCut()} so far; in flight since ${[...inFlight].filter((c) => c.host === "b").map((c) => Date.now() - c.startedAt)} ms)`,
+        async () =>
+          [...(await leaseHolders()).values()].filter((h) => h === feeders.get("a")!.id).length === COINS.length,
+        SETTLE_MS,
+        "the feeder through A to lead every coin",
       );
-      const candleAfterCut = exchange.forming("BTC").openTime;
-      expect(candleAfterCut).toBeGreaterThan(candleBeforeCut);
-      net.restoreDatabase("b");
-      const restoredAt = Date.now();
-      await waitFor(() => calls.some((c) => c.host === "b" && c.status === 200 && c.startedAt > restoredAt), REQUEST_TIMEOUT_S * 1000, "a 200 from B after the link returned");
-      figures.recoveredAfterMs = calls.find((c) => c.host === "b" && c.status === 200 && c.startedAt > restoredAt)!.endedAt - restoredAt;
-      await waitFor(answersForming(["a", "b"]), SETTLE_MS, "both hosts to answer the latest close");
-      const cutCalls = calls.filter((c) => c.host === "b" && c.startedAt > cutAt && c.endedAt < restoredAt);
-      figures.connectionsOfBAfterCut = proxies[1]!.stats();
-      figures.cut = { from: cutAt, to: restoredAt, ms: restoredAt - cutAt, callsToB: cutCalls.length, statuses: tally(cutCalls.map((c) => String(c.status))), slowestAnswerMs: Math.max(...cutCalls.map((c) => c.endedAt - c.startedAt)) };
-      // Nothing B could not charge was answered 200, and B never answered the market it missed.
-      expect(cutCalls.filter((c) => c.status === 200)).toEqual([]);
-      expect(cutCalls.filter((c) => c.status !== 503)).toEqual([]);
-      expect(new Set(cutCalls.map((c) => c.error))).toEqual(new Set(["unavailable"]));
-      expect(Math.max(...cutCalls.map((c) => c.endedAt - c.startedAt))).toBeLessThan(REQUEST_TIMEOUT_S * 1000);
-      const olderPrices = new Set([...formingPrices].filter(([openTime]) => openTime < candleAfterCut).flatMap(([, prices]) => [...prices]));
-      expect([...formingPrices.get(candleAfterCut)!].filter((p) => olderPrices.has(p))).toEqual([]);
-      expect(calls.filter((c) => c.host === "b" && c.status === 200 && c.startedAt > restoredAt && olderPrices.has(c.price!))).toEqual([]);
+      await startFeeder("b");
 
-      // 3. A killed mid-load, with no alert between its send and its acknowledgement (that
-      // repeat is what at-least-once allows; test/e2e/alert-crash.test.ts covers it).
-      await waitFor(async () => (await unsentAlerts()) === 0, SETTLE_MS, "no alert pending before the kill");
-      const alertsBeforeKill = telegram.delivered.length;
-      const killedFeederId = feeders.get("a")!.id;
-      const pids = net.killHost("a");
-      const killedAt = Date.now();
-      expect(pids.length).toBeGreaterThan(0);
-      await waitFor(() => namespacePids(net.host("a").ns).length === 0, 10_000, "host A's processes gone");
-      const holders = await waitFor(
-        async () => {
-          const now = await leaseHolders();
-          return now.size === COINS.length && [...now.values()].every((h) => h === feeders.get("b")!.id) ? now : null;
-        },
-        FEED_FAILOVER_S * 1000 * 2,
-        "the standby feeder to hold every lease",
-        25,
-      );
-      const failoverMs = Date.now() - killedAt;
-      figures.leaseFailoverMs = failoverMs;
-      expect(holders.size).toBe(COINS.length);
-      expect([...holders.values()]).not.toContain(killedFeederId);
-      expect(failoverMs).toBeLessThanOrEqual(FEED_FAILOVER_S * 1000);
-      await closeAndWait(["b"], SETTLE_MS);
-      await closeAndWait(["b"], SETTLE_MS);
-      figures.alerts = { beforeCut: alertsBeforeCut, beforeKill: alertsBeforeKill, afterKill: telegram.delivered.length - alertsBeforeKill };
-    } finally {
-      stopping = true;
-      await load;
-    }
+      const btcPrice = async (host: "a" | "b"): Promise<number | null> => {
+        const agent = new http.Agent({ keepAlive: false });
+        try {
+          const r = await httpGet(
+            `${servers.get(host)!.baseUrl}/api/v1/signals?symbols=BTC&tf=1h`,
+            { "x-api-key": watcher.apiKey },
+            agent,
+            10_000,
+          );
+          return r.status === 200
+            ? ((JSON.parse(r.body) as { signals: Array<{ price?: number }> }).signals[0]?.price ?? null)
+            : null;
+        } catch {
+          return null;
+        } finally {
+          agent.destroy();
+        }
+      };
+      /**
+       * Every BTC price each forming candle has shown, by its open time (to tell an old candle's price from the current
+       * one).
+       */
+      const formingPrices = new Map<number, Set<number>>();
+      const noteForming = () => {
+        const forming = exchange.forming("BTC");
+        formingPrices.set(forming.openTime, (formingPrices.get(forming.openTime) ?? new Set()).add(forming.close));
+      };
+      let tickedAt = 0;
+      /**
+       * Whether `hosts` answer the forming candle. Meanwhile the market keeps talking (an update a
+       * second, as a real exchange's stream does), so a feeder that subscribed after a close still
+       * hears of the next candle and fills the gap.
+       */
+      const answersForming = (hosts: ReadonlyArray<"a" | "b">) => async () => {
+        if (Date.now() - tickedAt >= 1_000) {
+          exchange.tick();
+          noteForming();
+          tickedAt = Date.now();
+        }
+        for (const host of hosts) if ((await btcPrice(host)) !== exchange.forming("BTC").close) return false;
+        return true;
+      };
+      /** One close on every coin, then until `hosts` answer the new forming candle and every alert is out. */
+      const closeAndWait = async (hosts: ReadonlyArray<"a" | "b">, timeoutMs: number) => {
+        exchange.closeCandles();
+        noteForming();
+        await waitFor(
+          answersForming(hosts),
+          timeoutMs,
+          () => `hosts ${hosts.join(",")} to answer the forming BTC ${exchange.forming("BTC").close}`,
+        );
+        await waitFor(async () => (await unsentAlerts()) === 0, timeoutMs, "every alert delivered");
+      };
+      await waitFor(answersForming(["a", "b"]), 60_000, "both hosts to answer the exchange's forming candle");
+      figures.setupMs = Date.now() - started;
 
-    // Every call to B answered 200 outside the cut; every job of A's callers ended in one 200.
-    const { cut } = figures as { cut: { from: number; to: number } };
-    const bCalls = calls.filter((c) => c.host === "b" && !jobs.some((j) => j.answers.includes(c)));
-    const jobsOk = jobs.filter((j) => j.answers.at(-1)?.status === 200);
-    figures.calls = {
-      toB: bCalls.length,
-      toBStatuses: tally(bCalls.map((c) => String(c.status))),
-      toBCatchUp503: bCalls.filter((c) => c.status === 503 && c.message === CATCH_UP_MESSAGE).length,
-      jobsOfA: jobs.length,
-      jobsAnsweredByB: jobs.filter((j) => j.answers.length > 1).length,
-      replayed: jobs.filter((j) => j.answers.at(-1)?.replayed).length,
-    };
-    expect(bCalls.filter((c) => c.status !== 200 && c.status !== 503)).toEqual([]);
-    // B's "database unavailable" 503s all came while it was cut off (calls in flight when the cut
-    // began included). The other 503 is a process that could not catch up with a close within
-    // CATCH_UP_MS (allowed, never charged; a loaded machine shows a few after each close).
-    const catchUp = (c: Call) => c.status === 503 && c.message === CATCH_UP_MESSAGE;
-    expect(bCalls.filter((c) => c.status === 503 && !catchUp(c) && !(c.endedAt >= cut.from && c.startedAt < cut.to))).toEqual([]);
-    expect(jobsOk.length).toBe(jobs.length);
+      // Load: callers on both hosts, each on keep-alive connections. Callers of A send an
+      // Idempotency-Key and retry a call that got no answer at B (no load balancer: the client does it).
+      const calls: Call[] = [];
+      /** Calls sent and not answered yet. */
+      const inFlight = new Set<{ host: "a" | "b"; startedAt: number }>();
+      let stopping = false;
+      let job = 0;
+      const callOnce = async (
+        host: "a" | "b",
+        apiKey: string,
+        agent: http.Agent,
+        idempotencyKey: string | null,
+      ): Promise<Call> => {
+        const startedAt = Date.now();
+        const headers: Record<string, string> = { "x-api-key": apiKey };
+        if (idempotencyKey) headers["idempotency-key"] = idempotencyKey;
+        const sent = { host, startedAt };
+        inFlight.add(sent);
+        try {
+          const r = await httpGet(
+            `${servers.get(host)!.baseUrl}/api/v1/signals?symbols=${COINS.join(",")}&tf=1h`,
+            headers,
+            agent,
+            (REQUEST_TIMEOUT_S + 10) * 1000,
+          );
+          const body = JSON.parse(r.body) as { signals?: Array<{ price?: number }>; error?: string; message?: string };
+          const price = r.status === 200 ? (body.signals?.[0]?.price ?? null) : null;
+          return {
+            host,
+            status: r.status,
+            startedAt,
+            endedAt: Date.now(),
+            price,
+            replayed: r.headers["idempotent-replayed"] === "true",
+            error: body.error ?? null,
+            message: body.message ?? null,
+          };
+        } catch (err) {
+          return {
+            host,
+            status: null,
+            startedAt,
+            endedAt: Date.now(),
+            price: null,
+            replayed: false,
+            error: String((err as Error).message ?? err),
+            message: null,
+          };
+        } finally {
+          inFlight.delete(sent);
+        }
+      };
+      const jobs: Array<{ key: string; answers: Call[] }> = [];
+      const callerOfA = async () => {
+        const agents = {
+          a: new http.Agent({ keepAlive: true, maxSockets: 1 }),
+          b: new http.Agent({ keepAlive: true, maxSockets: 1 }),
+        };
+        while (!stopping) {
+          const entry = { key: `mh-job-${++job}`, answers: [] as Call[] };
+          jobs.push(entry);
+          let answer = await callOnce("a", alpha.apiKey, agents.a, entry.key);
+          entry.answers.push(answer);
+          while (answer.status === null || answer.status === 503) {
+            answer = await callOnce("b", alpha.apiKey, agents.b, entry.key);
+            entry.answers.push(answer);
+          }
+          calls.push(...entry.answers);
+        }
+        agents.a.destroy();
+        agents.b.destroy();
+      };
+      const callerOfB = async () => {
+        const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+        while (!stopping) calls.push(await callOnce("b", beta.apiKey, agent, null));
+        agent.destroy();
+      };
+      const load = Promise.all([
+        ...Array.from({ length: WORKERS_PER_HOST }, callerOfA),
+        ...Array.from({ length: WORKERS_PER_HOST }, callerOfB),
+      ]);
 
-    // The ledger: charges equal the 200s each account's callers received.
-    const charges = async (accountId: bigint) => {
-      const [row] = await sql<{ charges: string; refunds: string }[]>`
-        SELECT count(*) FILTER (WHERE kind = 'charge') AS charges, count(*) FILTER (WHERE kind = 'adjustment' AND reason LIKE 'refund:%') AS refunds
+      try {
+        // 1. Both hosts up: the market moves, both answer it, alerts go out.
+        await closeAndWait(["a", "b"], SETTLE_MS);
+        await closeAndWait(["a", "b"], SETTLE_MS);
+        const alertsBeforeCut = telegram.delivered.length;
+        // Each host's connections to the database run through its own relay.
+        figures.databaseConnections = { a: proxies[0]!.stats().open, b: proxies[1]!.stats().open };
+
+        // 2. B cut off from the database while the market moves on through A.
+        const candleBeforeCut = exchange.forming("BTC").openTime;
+        net.cutDatabase("b");
+        const cutAt = Date.now();
+        await closeAndWait(["a"], SETTLE_MS);
+        // The cut holds until the calls B had in flight when it began are answered and each of B's
+        // callers has had an answer to a call sent after it: all of them before the request timeout.
+        const answeredSinceCut = () => calls.filter((c) => c.host === "b" && c.startedAt > cutAt).length;
+        await waitFor(
+          () =>
+            [...inFlight].every((c) => c.host !== "b" || c.startedAt > cutAt) && answeredSinceCut() >= WORKERS_PER_HOST,
+          REQUEST_TIMEOUT_S * 1000,
+          () =>
+            `B's callers answered during the cut (${answeredSinceCut()} so far; in flight since ` +
+            `${[...inFlight].filter((c) => c.host === "b").map((c) => Date.now() - c.startedAt)} ms)`,
+        );
+        const candleAfterCut = exchange.forming("BTC").openTime;
+        expect(candleAfterCut).toBeGreaterThan(candleBeforeCut);
+        net.restoreDatabase("b");
+        const restoredAt = Date.now();
+        await waitFor(
+          () => calls.some((c) => c.host === "b" && c.status === 200 && c.startedAt > restoredAt),
+          REQUEST_TIMEOUT_S * 1000,
+          "a 200 from B after the link returned",
+        );
+        figures.recoveredAfterMs =
+          calls.find((c) => c.host === "b" && c.status === 200 && c.startedAt > restoredAt)!.endedAt - restoredAt;
+        await waitFor(answersForming(["a", "b"]), SETTLE_MS, "both hosts to answer the latest close");
+        const cutCalls = calls.filter((c) => c.host === "b" && c.startedAt > cutAt && c.endedAt < restoredAt);
+        figures.connectionsOfBAfterCut = proxies[1]!.stats();
+        figures.cut = {
+          from: cutAt,
+          to: restoredAt,
+          ms: restoredAt - cutAt,
+          callsToB: cutCalls.length,
+          statuses: tally(cutCalls.map((c) => String(c.status))),
+          slowestAnswerMs: Math.max(...cutCalls.map((c) => c.endedAt - c.startedAt)),
+        };
+        // Nothing B could not charge was answered 200, and B never answered the market it missed.
+        expect(cutCalls.filter((c) => c.status === 200)).toEqual([]);
+        expect(cutCalls.filter((c) => c.status !== 503)).toEqual([]);
+        expect(new Set(cutCalls.map((c) => c.error))).toEqual(new Set(["unavailable"]));
+        expect(Math.max(...cutCalls.map((c) => c.endedAt - c.startedAt))).toBeLessThan(REQUEST_TIMEOUT_S * 1000);
+        const olderPrices = new Set(
+          [...formingPrices].filter(([openTime]) => openTime < candleAfterCut).flatMap(([, prices]) => [...prices]),
+        );
+        expect([...formingPrices.get(candleAfterCut)!].filter((p) => olderPrices.has(p))).toEqual([]);
+        expect(
+          calls.filter(
+            (c) => c.host === "b" && c.status === 200 && c.startedAt > restoredAt && olderPrices.has(c.price!),
+          ),
+        ).toEqual([]);
+
+        // 3. A killed mid-load, with no alert between its send and its acknowledgement (that
+        // repeat is what at-least-once allows; test/e2e/alert-crash.test.ts covers it).
+        await waitFor(async () => (await unsentAlerts()) === 0, SETTLE_MS, "no alert pending before the kill");
+        const alertsBeforeKill = telegram.delivered.length;
+        const killedFeederId = feeders.get("a")!.id;
+        const pids = net.killHost("a");
+        const killedAt = Date.now();
+        expect(pids.length).toBeGreaterThan(0);
+        await waitFor(() => namespacePids(net.host("a").ns).length === 0, 10_000, "host A's processes gone");
+        const holders = await waitFor(
+          async () => {
+            const now = await leaseHolders();
+            return now.size === COINS.length && [...now.values()].every((h) => h === feeders.get("b")!.id) ? now : null;
+          },
+          FEED_FAILOVER_S * 1000 * 2,
+          "the standby feeder to hold every lease",
+          25,
+        );
+        const failoverMs = Date.now() - killedAt;
+        figures.leaseFailoverMs = failoverMs;
+        expect(holders.size).toBe(COINS.length);
+        expect([...holders.values()]).not.toContain(killedFeederId);
+        expect(failoverMs).toBeLessThanOrEqual(FEED_FAILOVER_S * 1000);
+        await closeAndWait(["b"], SETTLE_MS);
+        await closeAndWait(["b"], SETTLE_MS);
+        figures.alerts = {
+          beforeCut: alertsBeforeCut,
+          beforeKill: alertsBeforeKill,
+          afterKill: telegram.delivered.length - alertsBeforeKill,
+        };
+      } finally {
+        stopping = true;
+        await load;
+      }
+
+      // Every call to B answered 200 outside the cut; every job of A's callers ended in one 200.
+      const { cut } = figures as { cut: { from: number; to: number } };
+      const bCalls = calls.filter((c) => c.host === "b" && !jobs.some((j) => j.answers.includes(c)));
+      const jobsOk = jobs.filter((j) => j.answers.at(-1)?.status === 200);
+      figures.calls = {
+        toB: bCalls.length,
+        toBStatuses: tally(bCalls.map((c) => String(c.status))),
+        toBCatchUp503: bCalls.filter((c) => c.status === 503 && c.message === CATCH_UP_MESSAGE).length,
+        jobsOfA: jobs.length,
+        jobsAnsweredByB: jobs.filter((j) => j.answers.length > 1).length,
+        replayed: jobs.filter((j) => j.answers.at(-1)?.replayed).length,
+      };
+      expect(bCalls.filter((c) => c.status !== 200 && c.status !== 503)).toEqual([]);
+      // B's "database unavailable" 503s all came while it was cut off (calls in flight when the cut
+      // began included). The other 503 is a process that could not catch up with a close within
+      // CATCH_UP_MS (allowed, never charged; a loaded machine shows a few after each close).
+      const catchUp = (c: Call) => c.status === 503 && c.message === CATCH_UP_MESSAGE;
+      expect(
+        bCalls.filter((c) => c.status === 503 && !catchUp(c) && !(c.endedAt >= cut.from && c.startedAt < cut.to)),
+      ).toEqual([]);
+      expect(jobsOk.length).toBe(jobs.length);
+
+      // The ledger: charges equal the 200s each account's callers received.
+      const charges = async (accountId: bigint) => {
+        const [row] = await sql<{ charges: string; refunds: string }[]>`
+        SELECT count(*) FILTER (WHERE kind = 'charge') AS charges, count(*) FILTER (WHERE kind = 'adjustment'
+        AND reason LIKE 'refund:%') AS refunds
           FROM ledger_entries WHERE account_id = ${Number(accountId)}`;
-      return Number(row!.charges) - Number(row!.refunds);
-    };
-    const betaOk = bCalls.filter((c) => c.status === 200).length;
-    figures.ledger = { alpha: { charged: await charges(alpha.account!.accountId), answered200: jobsOk.length }, beta: { charged: await charges(beta.account!.accountId), answered200: betaOk } };
-    expect(await charges(beta.account!.accountId)).toBe(betaOk);
-    expect(await charges(alpha.account!.accountId)).toBe(jobsOk.length);
+        return Number(row!.charges) - Number(row!.refunds);
+      };
+      const betaOk = bCalls.filter((c) => c.status === 200).length;
+      figures.ledger = {
+        alpha: { charged: await charges(alpha.account!.accountId), answered200: jobsOk.length },
+        beta: { charged: await charges(beta.account!.accountId), answered200: betaOk },
+      };
+      expect(await charges(beta.account!.accountId)).toBe(betaOk);
+      expect(await charges(alpha.account!.accountId)).toBe(jobsOk.length);
 
-    // Alerts: each outbox row sent, and each reached the Bot API exactly once.
-    const rows = await sql<{ chat_id: string; event_id: string; sent: boolean }[]>`SELECT chat_id, event_id, sent_at IS NOT NULL AS sent FROM outbox WHERE kind = 'signal_alert'`;
-    const delivered = telegram.delivered.map((m) => `${m.chatId} ${m.eventId}`);
-    expect(rows.every((r) => r.sent)).toBe(true);
-    expect(delivered.sort()).toEqual(rows.map((r) => `${r.chat_id} ${r.event_id}`).sort());
-    expect(new Set(delivered).size).toBe(delivered.length);
-    // And none was lost: every live signal event has its alert to each member's chat.
-    const events = await sql<{ id: string }[]>`SELECT id FROM signal_events WHERE live AND tf = '1h'`;
-    figures.liveSignalEvents = events.length;
-    expect(events.length).toBeGreaterThan(0);
-    for (const chatId of CHATS) expect(rows.filter((r) => r.chat_id === chatId).map((r) => r.event_id).sort()).toEqual(events.map((e) => e.id).sort());
-    figures.wallMs = Date.now() - started;
-  }, 240_000);
-});
+      // Alerts: each outbox row sent, and each reached the Bot API exactly once.
+      const rows = await sql<
+        { chat_id: string; event_id: string; sent: boolean }[]
+      >`SELECT chat_id, event_id, sent_at IS NOT NULL AS sent FROM outbox WHERE kind = 'signal_alert'`;
+      const delivered = telegram.delivered.map((m) => `${m.chatId} ${m.eventId}`);
+      expect(rows.every((r) => r.sent)).toBe(true);
+      expect(delivered.sort()).toEqual(rows.map((r) => `${r.chat_id} ${r.event_id}`).sort());
+      expect(new Set(delivered).size).toBe(delivered.length);
+      // And none was lost: every live signal event has its alert to each member's chat.
+      const events = await sql<{ id: string }[]>`SELECT id FROM signal_events WHERE live AND tf = '1h'`;
+      figures.liveSignalEvents = events.length;
+      expect(events.length).toBeGreaterThan(0);
+      for (const chatId of CHATS)
+        expect(
+          rows
+            .filter((r) => r.chat_id === chatId)
+            .map((r) => r.event_id)
+            .sort(),
+        ).toEqual(events.map((e) => e.id).sort());
+      figures.wallMs = Date.now() - started;
+    }, 240_000);
+  },
+);
 
 function tally(values: string[]): Record<string, number> {
   const out: Record<string, number> = {};

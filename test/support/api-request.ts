@@ -29,7 +29,11 @@ export interface ApiRequestOptions {
 }
 
 /** `method` (GET by default) on `baseUrl` + `pathAndQuery`; resolves with the whole answer. */
-export async function apiRequest(baseUrl: string, pathAndQuery: string, options: ApiRequestOptions = {}): Promise<ApiAnswer> {
+export async function apiRequest(
+  baseUrl: string,
+  pathAndQuery: string,
+  options: ApiRequestOptions = {},
+): Promise<ApiAnswer> {
   const method = options.method ?? "GET";
   const headers = { ...(options.key ? { "x-api-key": options.key } : {}), ...options.headers };
   const res = await fetch(`${baseUrl}${pathAndQuery}`, { method, headers });

@@ -67,7 +67,13 @@ export function addSeriesStats(into: EngineStats, candles: readonly Candle[]): E
 }
 
 /** The four headline ratios: candles per signal change, NONE share, STRONG share, armed share. */
-export function headline(s: EngineStats): { candlesPerChange: number; nonePct: number; strongPctOfChanges: number; strongPctOfAllBreaks: number; armedPct: number } {
+export function headline(s: EngineStats): {
+  candlesPerChange: number;
+  nonePct: number;
+  strongPctOfChanges: number;
+  strongPctOfAllBreaks: number;
+  armedPct: number;
+} {
   return {
     candlesPerChange: s.readings / s.signalChanges,
     nonePct: (100 * s.none) / s.readings,

@@ -10,5 +10,8 @@ export type EngineVariant = { readonly name: string; readonly params: Partial<En
 export const ENGINE_VARIANTS: readonly EngineVariant[] = [
   { name: "MS-1", params: {} },
   { name: "MS-2 4h", params: MS2_PARAMS["4h"] },
-  { name: "all MS-2 options", params: { breakBufferAtr: 0.5, trailDefense: true, withTrendOnly: true, majorPivotHalfWidth: 6 } },
+  {
+    name: "all MS-2 options",
+    params: { breakBufferAtr: 0.5, trailDefense: true, withTrendOnly: true, majorPivotHalfWidth: 6 },
+  },
 ];

@@ -11,7 +11,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { WebSocketServer, type WebSocket } from "ws";
+import { type WebSocket, WebSocketServer } from "ws";
 import type { Candle } from "../../src/engine/candle.ts";
 
 export interface FakeCoin {
@@ -94,7 +94,9 @@ export interface FakeExchange {
   closeCandles(bases?: readonly string[]): void;
   /** Changes a closed candle in the REST history only (a revision the audit must find). */
   revise(base: string, openTime: number, change: Partial<Candle>): void;
-  /** Stops (true) or resumes sending a coin's closing update (x:true): only the next candle's updates show the close. */
+  /**
+   * Stops (true) or resumes sending a coin's closing update (x:true): only the next candle's updates show the close.
+   */
   withholdCloses(base: string, withhold: boolean): void;
   /** Stops (true) or resumes streaming a coin; its socket stays open. */
   silence(base: string, silent: boolean): void;
@@ -123,11 +125,31 @@ function retime(candles: readonly Candle[], history: number, formingOpen: number
 function partial(c: Candle, f: number): Candle {
   if (f >= 1) return { ...c };
   const close = round(c.open + (c.close - c.open) * f);
-  return { openTime: c.openTime, open: c.open, high: Math.max(c.open, close), low: Math.min(c.open, close), close, volume: round(c.volume * f) };
+  return {
+    openTime: c.openTime,
+    open: c.open,
+    high: Math.max(c.open, close),
+    low: Math.min(c.open, close),
+    close,
+    volume: round(c.volume * f),
+  };
 }
 
 function klineRow(c: Candle, intervalMs: number): unknown[] {
-  return [c.openTime, String(c.open), String(c.high), String(c.low), String(c.close), String(c.volume), c.openTime + intervalMs - 1, "0", 1, "0", "0", "0"];
+  return [
+    c.openTime,
+    String(c.open),
+    String(c.high),
+    String(c.low),
+    String(c.close),
+    String(c.volume),
+    c.openTime + intervalMs - 1,
+    "0",
+    1,
+    "0",
+    "0",
+    "0",
+  ];
 }
 
 function spotSymbolInfo(id: string, base: string) {
@@ -183,7 +205,15 @@ export async function startFakeExchange(options: FakeExchangeOptions): Promise<F
   const coins = new Map<string, CoinState>();
   for (const coin of options.coins) {
     const id = `${coin.base}USDT`;
-    coins.set(id, { base: coin.base, id, series: retime(coin.candles, options.history, formingOpen, intervalMs), cursor: options.history, revealed: 0.25, silent: false, withholdCloses: false });
+    coins.set(id, {
+      base: coin.base,
+      id,
+      series: retime(coin.candles, options.history, formingOpen, intervalMs),
+      cursor: options.history,
+      revealed: 0.25,
+      silent: false,
+      withholdCloses: false,
+    });
   }
   const byBase = (base: string) => {
     const c = coins.get(`${base}USDT`);
@@ -225,7 +255,11 @@ export async function startFakeExchange(options: FakeExchangeOptions): Promise<F
     if (end !== null) rows = rows.filter((c) => c.openTime <= Number(end));
     if (start !== null) rows = rows.filter((c) => c.openTime >= Number(start)).slice(0, limit);
     else rows = rows.slice(-limit);
-    sendJson(res, 200, rows.map((c) => klineRow(c, intervalMs)));
+    sendJson(
+      res,
+      200,
+      rows.map((c) => klineRow(c, intervalMs)),
+    );
   }
 
   function futures(url: URL, res: ServerResponse): boolean {
@@ -235,10 +269,26 @@ export async function startFakeExchange(options: FakeExchangeOptions): Promise<F
     const price = (c: CoinState) => served(c).at(-1)!.close;
     switch (url.pathname) {
       case "/fapi/v1/exchangeInfo":
-        sendJson(res, 200, { timezone: "UTC", serverTime: now(), rateLimits: [], exchangeFilters: [], assets: [], symbols: symbols.map((c) => futuresSymbolInfo(c.id, c.base)) });
+        sendJson(res, 200, {
+          timezone: "UTC",
+          serverTime: now(),
+          rateLimits: [],
+          exchangeFilters: [],
+          assets: [],
+          symbols: symbols.map((c) => futuresSymbolInfo(c.id, c.base)),
+        });
         return true;
       case "/fapi/v1/premiumIndex": {
-        const row = (c: CoinState) => ({ symbol: c.id, markPrice: String(price(c)), indexPrice: String(price(c)), estimatedSettlePrice: String(price(c)), lastFundingRate: "0.00010000", interestRate: "0.00010000", nextFundingTime: now() + 3_600_000, time: now() });
+        const row = (c: CoinState) => ({
+          symbol: c.id,
+          markPrice: String(price(c)),
+          indexPrice: String(price(c)),
+          estimatedSettlePrice: String(price(c)),
+          lastFundingRate: "0.00010000",
+          interestRate: "0.00010000",
+          nextFundingTime: now() + 3_600_000,
+          time: now(),
+        });
         sendJson(res, 200, one ? row(one) : symbols.map(row));
         return true;
       }
@@ -248,11 +298,28 @@ export async function startFakeExchange(options: FakeExchangeOptions): Promise<F
         return true;
       case "/futures/data/globalLongShortAccountRatio":
         if (!one) sendJson(res, 400, { code: -1121, msg: "Invalid symbol." });
-        else sendJson(res, 200, [{ symbol: one.id, longShortRatio: "1.2500", longAccount: "0.5556", shortAccount: "0.4444", timestamp: now() - 300_000 }]);
+        else
+          sendJson(res, 200, [
+            {
+              symbol: one.id,
+              longShortRatio: "1.2500",
+              longAccount: "0.5556",
+              shortAccount: "0.4444",
+              timestamp: now() - 300_000,
+            },
+          ]);
         return true;
       case "/futures/data/openInterestHist":
         if (!one) sendJson(res, 400, { code: -1121, msg: "Invalid symbol." });
-        else sendJson(res, 200, [{ symbol: one.id, sumOpenInterest: "1000.5", sumOpenInterestValue: String(1000.5 * price(one)), timestamp: now() - 300_000 }]);
+        else
+          sendJson(res, 200, [
+            {
+              symbol: one.id,
+              sumOpenInterest: "1000.5",
+              sumOpenInterestValue: String(1000.5 * price(one)),
+              timestamp: now() - 300_000,
+            },
+          ]);
         return true;
       default:
         return false;
@@ -268,12 +335,27 @@ export async function startFakeExchange(options: FakeExchangeOptions): Promise<F
       res.writeHead(fault.status, { "content-type": "text/html", ...fault.headers });
       return res.end(`<html><body>${fault.status} Service Unavailable</body></html>`);
     }
-    if (fault) return sendJson(res, fault.status, fault.body ?? { code: -1003, msg: "Too many requests; current limit of IP is 6000 request weight per 1 MINUTE." }, fault.headers);
+    if (fault)
+      return sendJson(
+        res,
+        fault.status,
+        fault.body ?? {
+          code: -1003,
+          msg: "Too many requests; current limit of IP is 6000 request weight per 1 MINUTE.",
+        },
+        fault.headers,
+      );
     switch (url.pathname) {
       case "/api/v3/time":
         return sendJson(res, 200, { serverTime: now() });
       case "/api/v3/exchangeInfo":
-        return sendJson(res, 200, { timezone: "UTC", serverTime: now(), rateLimits: [], exchangeFilters: [], symbols: [...coins.values()].map((c) => spotSymbolInfo(c.id, c.base)) });
+        return sendJson(res, 200, {
+          timezone: "UTC",
+          serverTime: now(),
+          rateLimits: [],
+          exchangeFilters: [],
+          symbols: [...coins.values()].map((c) => spotSymbolInfo(c.id, c.base)),
+        });
       case "/api/v3/klines":
         return klines(url, res);
       default:
@@ -341,7 +423,25 @@ export async function startFakeExchange(options: FakeExchangeOptions): Promise<F
       e: "kline",
       E: Date.now(),
       s: c.id,
-      k: { t: candle.openTime, T: candle.openTime + intervalMs - 1, s: c.id, i: interval, f: 1, L: 2, o: String(candle.open), c: String(candle.close), h: String(candle.high), l: String(candle.low), v: String(candle.volume), n: 2, x: final, q: "0", V: "0", Q: "0", B: "0" },
+      k: {
+        t: candle.openTime,
+        T: candle.openTime + intervalMs - 1,
+        s: c.id,
+        i: interval,
+        f: 1,
+        L: 2,
+        o: String(candle.open),
+        c: String(candle.close),
+        h: String(candle.high),
+        l: String(candle.low),
+        v: String(candle.volume),
+        n: 2,
+        x: final,
+        q: "0",
+        V: "0",
+        Q: "0",
+        B: "0",
+      },
     });
     for (const socket of subscribers.get(name) ?? []) if (socket.readyState === socket.OPEN) socket.send(message);
   }
@@ -398,7 +498,16 @@ export async function startFakeExchange(options: FakeExchangeOptions): Promise<F
       faults.push(...more);
     },
     connections: () => connections,
-    wsStats: () => ({ connections, open: wss.clients.size, maxOpen, maxStreamsOnOneConnection, maxIncomingInOneSecond, controlMessages, maxStreamsInOneMessage, breaches: [...breaches] }),
+    wsStats: () => ({
+      connections,
+      open: wss.clients.size,
+      maxOpen,
+      maxStreamsOnOneConnection,
+      maxIncomingInOneSecond,
+      controlMessages,
+      maxStreamsInOneMessage,
+      breaches: [...breaches],
+    }),
     async close() {
       for (const socket of wss.clients) socket.terminate();
       await new Promise<void>((resolve) => wss.close(() => resolve()));

@@ -31,7 +31,12 @@ export async function startFakeHttp(handle: (req: RecordedRequest) => FakeAnswer
   const pending = new Set<NodeJS.Timeout>();
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? "/", "http://fake");
-    const recorded: RecordedRequest = { method: req.method ?? "GET", path: url.pathname, query: url.searchParams, headers: req.headers };
+    const recorded: RecordedRequest = {
+      method: req.method ?? "GET",
+      path: url.pathname,
+      query: url.searchParams,
+      headers: req.headers,
+    };
     requests.push(recorded);
     const answer = handle(recorded);
     const send = () => {

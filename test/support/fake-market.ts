@@ -19,7 +19,14 @@ export function priceScale(i: number): number {
 }
 
 function scaled(c: Candle, factor: number): Candle {
-  return { openTime: c.openTime, open: significant(c.open * factor), high: significant(c.high * factor), low: significant(c.low * factor), close: significant(c.close * factor), volume: c.volume };
+  return {
+    openTime: c.openTime,
+    open: significant(c.open * factor),
+    high: significant(c.high * factor),
+    low: significant(c.low * factor),
+    close: significant(c.close * factor),
+    volume: c.volume,
+  };
 }
 
 /**
@@ -35,6 +42,9 @@ export function realMarket(count: number, candlesPerCoin: number, firstIndex = 0
     const group = Math.floor(i / REAL_COINS.length);
     const offset = (group * STRETCH) % Math.max(1, series.length - candlesPerCoin);
     const factor = priceScale(i);
-    return { base: `${real}${group}`, candles: series.slice(offset, offset + candlesPerCoin).map((c) => scaled(c, factor)) };
+    return {
+      base: `${real}${group}`,
+      candles: series.slice(offset, offset + candlesPerCoin).map((c) => scaled(c, factor)),
+    };
   });
 }

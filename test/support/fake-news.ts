@@ -3,7 +3,7 @@
  * 1.1) with ETag / Last-Modified and conditional GETs (304), and faults on demand (a status,
  * a delay). Each path's feed can be replaced during a test.
  */
-import { startFakeHttp, type FakeAnswer, type FakeHttp } from "./fake-http.ts";
+import { type FakeAnswer, type FakeHttp, startFakeHttp } from "./fake-http.ts";
 
 export interface FeedRoute {
   status?: number;
@@ -32,14 +32,20 @@ export async function startFakeNews(): Promise<FakeNews> {
     const answer = ((): FakeAnswer => {
       if (!route) return { status: 404, body: "not found" };
       const status = route.status ?? 200;
-      const headers: Record<string, string> = { "content-type": route.contentType ?? "application/rss+xml; charset=utf-8" };
+      const headers: Record<string, string> = {
+        "content-type": route.contentType ?? "application/rss+xml; charset=utf-8",
+      };
       if (route.etag) headers.etag = route.etag;
       if (route.lastModified) headers["last-modified"] = route.lastModified;
       Object.assign(headers, route.headers);
       // Conditional GET as RFC 9110 says: If-None-Match wins over If-Modified-Since.
       const inm = req.headers["if-none-match"];
       const ims = req.headers["if-modified-since"];
-      const notModified = status === 200 && (inm !== undefined ? route.etag !== undefined && inm === route.etag : ims !== undefined && route.lastModified !== undefined && ims === route.lastModified);
+      const notModified =
+        status === 200 &&
+        (inm !== undefined
+          ? route.etag !== undefined && inm === route.etag
+          : ims !== undefined && route.lastModified !== undefined && ims === route.lastModified);
       if (notModified) return { status: 304, headers: route.etag ? { etag: route.etag } : {}, delayMs: route.delayMs };
       return { status, body: route.body ?? "", headers, delayMs: route.delayMs };
     })();
@@ -69,5 +75,10 @@ export function atom(title: string, entries: string[]): string {
 
 /** A JSON Feed 1.1 document. */
 export function jsonFeed(title: string, items: unknown[]): string {
-  return JSON.stringify({ version: "https://jsonfeed.org/version/1.1", title, home_page_url: "https://publisher.example/", items });
+  return JSON.stringify({
+    version: "https://jsonfeed.org/version/1.1",
+    title,
+    home_page_url: "https://publisher.example/",
+    items,
+  });
 }

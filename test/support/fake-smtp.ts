@@ -3,8 +3,9 @@
  * parsed with `mailparser`. It asks for the user and password of its URL (plain AUTH is allowed
  * without TLS on loopback), so the service's SMTP_URL credentials are exercised too.
  */
+
+import { type ParsedMail, simpleParser } from "mailparser";
 import { SMTPServer } from "smtp-server";
-import { simpleParser, type ParsedMail } from "mailparser";
 import { waitFor } from "./reliability.ts";
 
 export interface FakeSmtp {

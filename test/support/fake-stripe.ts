@@ -10,9 +10,10 @@
  * Webhook events in Stripe's shapes and signed as Stripe signs them are built by the helpers
  * at the end (signedEvent, the *Object builders).
  */
+
+import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { randomBytes } from "node:crypto";
 import Stripe from "stripe";
 
 export const FAKE_STRIPE_SECRET_KEY = "sk_test_fake_0123456789abcdef";
@@ -113,13 +114,22 @@ export async function startFakeStripe(): Promise<FakeStripe> {
     const created = Math.floor(Date.now() / 1000);
     let body: unknown;
     if (req.method === "POST" && url.pathname === "/v1/customers") {
-      const customer = { id: newId("cus"), object: "customer", email: form.email ?? null, metadata: metadataOf(form), created, livemode: false };
+      const customer = {
+        id: newId("cus"),
+        object: "customer",
+        email: form.email ?? null,
+        metadata: metadataOf(form),
+        created,
+        livemode: false,
+      };
       customers.push({ id: customer.id, email: form.email ?? "", metadata: customer.metadata });
       body = customer;
     } else if (req.method === "POST" && url.pathname === "/v1/checkout/sessions") {
       const id = newId("cs");
       const mode = form.mode ?? "payment";
-      const amountTotal = form["line_items[0][price_data][unit_amount]"] ? Number(form["line_items[0][price_data][unit_amount]"]) : null;
+      const amountTotal = form["line_items[0][price_data][unit_amount]"]
+        ? Number(form["line_items[0][price_data][unit_amount]"])
+        : null;
       const currency = form["line_items[0][price_data][currency]"] ?? null;
       const session = {
         id,
@@ -141,27 +151,66 @@ export async function startFakeStripe(): Promise<FakeStripe> {
         expires_at: created + 24 * 3600,
         livemode: false,
       };
-      checkoutSessions.push({ id, url: session.url, form, customer: session.customer, mode, metadata: session.metadata, amountTotal, currency });
+      checkoutSessions.push({
+        id,
+        url: session.url,
+        form,
+        customer: session.customer,
+        mode,
+        metadata: session.metadata,
+        amountTotal,
+        currency,
+      });
       body = session;
     } else if (req.method === "POST" && url.pathname === "/v1/billing_portal/sessions") {
       const id = newId("bps");
-      const session = { id, object: "billing_portal.session", customer: form.customer, return_url: form.return_url ?? null, url: `${base}/p/session/${id}`, created, livemode: false };
+      const session = {
+        id,
+        object: "billing_portal.session",
+        customer: form.customer,
+        return_url: form.return_url ?? null,
+        url: `${base}/p/session/${id}`,
+        created,
+        livemode: false,
+      };
       portalSessions.push({ id, url: session.url, customer: form.customer ?? "", returnUrl: form.return_url ?? "" });
       body = session;
     } else if (req.method === "GET" && url.pathname.startsWith("/v1/prices/")) {
       const id = decodeURIComponent(url.pathname.slice("/v1/prices/".length));
       const amounts: Record<string, number> = { [PRICE_NODE]: 4900, [PRICE_FOUNDING_SEAT]: 2900 };
-      if (amounts[id] === undefined) return send(res, 404, { error: { type: "invalid_request_error", code: "resource_missing", message: `No such price: '${id}'` } });
-      body = { id, object: "price", active: true, currency: "usd", unit_amount: amounts[id], recurring: { interval: "month", interval_count: 1 }, type: "recurring", livemode: false, created };
+      if (amounts[id] === undefined)
+        return send(res, 404, {
+          error: { type: "invalid_request_error", code: "resource_missing", message: `No such price: '${id}'` },
+        });
+      body = {
+        id,
+        object: "price",
+        active: true,
+        currency: "usd",
+        unit_amount: amounts[id],
+        recurring: { interval: "month", interval_count: 1 },
+        type: "recurring",
+        livemode: false,
+        created,
+      };
     } else if (req.method === "GET" && url.pathname === "/v1/webhook_endpoints") {
       body = {
         object: "list",
         url: "/v1/webhook_endpoints",
         has_more: false,
-        data: webhookEndpoints.map((e, i) => ({ id: `we_test_${i}`, object: "webhook_endpoint", api_version: null, livemode: false, created, ...e })),
+        data: webhookEndpoints.map((e, i) => ({
+          id: `we_test_${i}`,
+          object: "webhook_endpoint",
+          api_version: null,
+          livemode: false,
+          created,
+          ...e,
+        })),
       };
     } else {
-      return send(res, 404, { error: { type: "invalid_request_error", message: `Unrecognized request URL (${req.method}: ${url.pathname}).` } });
+      return send(res, 404, {
+        error: { type: "invalid_request_error", message: `Unrecognized request URL (${req.method}: ${url.pathname}).` },
+      });
     }
     if (cacheKey) idempotent.set(cacheKey, body);
     send(res, 200, body);
@@ -225,12 +274,19 @@ export function signedEvent(
     request: { id: null, idempotency_key: null },
     type,
   });
-  const signature = signer.webhooks.generateTestHeaderString({ payload, secret: options.secret ?? FAKE_WEBHOOK_SECRET, timestamp: options.timestampS });
+  const signature = signer.webhooks.generateTestHeaderString({
+    payload,
+    secret: options.secret ?? FAKE_WEBHOOK_SECRET,
+    timestamp: options.timestampS,
+  });
   return { eventId, payload, signature };
 }
 
 /** A completed Checkout Session (payment mode) for a session the fake created. */
-export function completedPackSession(session: CheckoutSessionRecord, options: { paymentStatus?: "paid" | "unpaid"; paymentIntent?: string } = {}): Record<string, unknown> {
+export function completedPackSession(
+  session: CheckoutSessionRecord,
+  options: { paymentStatus?: "paid" | "unpaid"; paymentIntent?: string } = {},
+): Record<string, unknown> {
   return {
     id: session.id,
     object: "checkout.session",
@@ -250,7 +306,10 @@ export function completedPackSession(session: CheckoutSessionRecord, options: { 
 }
 
 /** A completed Checkout Session in subscription mode. */
-export function completedSubscriptionSession(session: CheckoutSessionRecord, subscriptionId: string): Record<string, unknown> {
+export function completedSubscriptionSession(
+  session: CheckoutSessionRecord,
+  subscriptionId: string,
+): Record<string, unknown> {
   return {
     id: session.id,
     object: "checkout.session",
@@ -290,8 +349,15 @@ export function paidInvoice(input: {
     amount,
     currency: "usd",
     period: { start: input.periodStartS, end: input.periodEndS },
-    pricing: { type: "price_details", price_details: { price, product: "prod_test_signals" }, unit_amount_decimal: String(amount) },
-    parent: { type: "subscription_item_details", subscription_item_details: { subscription: input.subscription, proration: amount < 0 } },
+    pricing: {
+      type: "price_details",
+      price_details: { price, product: "prod_test_signals" },
+      unit_amount_decimal: String(amount),
+    },
+    parent: {
+      type: "subscription_item_details",
+      subscription_item_details: { subscription: input.subscription, proration: amount < 0 },
+    },
     quantity: 1,
   });
   return {
@@ -309,7 +375,11 @@ export function paidInvoice(input: {
     period_start: input.periodStartS,
     period_end: input.periodStartS,
     status_transitions: { paid_at: input.paidAtS, finalized_at: input.periodStartS },
-    parent: { type: "subscription_details", subscription_details: { subscription: input.subscription, metadata: input.metadata ?? {} }, quote_details: null },
+    parent: {
+      type: "subscription_details",
+      subscription_details: { subscription: input.subscription, metadata: input.metadata ?? {} },
+      quote_details: null,
+    },
     lines: {
       object: "list",
       has_more: false,
@@ -320,7 +390,18 @@ export function paidInvoice(input: {
 }
 
 /** A Subscription object (items carry the period since API 2025-03-31). */
-export function subscriptionObject(input: { id: string; customer: string; price: string; status: string; periodStartS: number; periodEndS: number; createdS: number; endedAtS?: number | null; canceledAtS?: number | null; metadata?: Record<string, string> }): Record<string, unknown> {
+export function subscriptionObject(input: {
+  id: string;
+  customer: string;
+  price: string;
+  status: string;
+  periodStartS: number;
+  periodEndS: number;
+  createdS: number;
+  endedAtS?: number | null;
+  canceledAtS?: number | null;
+  metadata?: Record<string, string>;
+}): Record<string, unknown> {
   return {
     id: input.id,
     object: "subscription",
@@ -335,14 +416,28 @@ export function subscriptionObject(input: { id: string; customer: string; price:
     items: {
       object: "list",
       has_more: false,
-      data: [{ id: newId("si"), object: "subscription_item", price: { id: input.price, object: "price", recurring: { interval: "month" } }, quantity: 1, current_period_start: input.periodStartS, current_period_end: input.periodEndS }],
+      data: [
+        {
+          id: newId("si"),
+          object: "subscription_item",
+          price: { id: input.price, object: "price", recurring: { interval: "month" } },
+          quantity: 1,
+          current_period_start: input.periodStartS,
+          current_period_end: input.periodEndS,
+        },
+      ],
     },
     livemode: false,
   };
 }
 
 /** A refunded Charge (amount_refunded is cumulative, as Stripe reports it). */
-export function refundedCharge(input: { paymentIntent: string; amount: number; amountRefunded: number; currency?: string }): Record<string, unknown> {
+export function refundedCharge(input: {
+  paymentIntent: string;
+  amount: number;
+  amountRefunded: number;
+  currency?: string;
+}): Record<string, unknown> {
   return {
     id: newId("ch"),
     object: "charge",
@@ -357,13 +452,33 @@ export function refundedCharge(input: { paymentIntent: string; amount: number; a
 }
 
 /** A new Dispute on a charge. */
-export function disputeObject(input: { paymentIntent: string; charge?: string; amount: number }): Record<string, unknown> {
-  return { id: newId("du"), object: "dispute", amount: input.amount, currency: "usd", charge: input.charge ?? newId("ch"), payment_intent: input.paymentIntent, reason: "fraudulent", status: "needs_response", livemode: false };
+export function disputeObject(input: {
+  paymentIntent: string;
+  charge?: string;
+  amount: number;
+}): Record<string, unknown> {
+  return {
+    id: newId("du"),
+    object: "dispute",
+    amount: input.amount,
+    currency: "usd",
+    charge: input.charge ?? newId("ch"),
+    payment_intent: input.paymentIntent,
+    reason: "fraudulent",
+    status: "needs_response",
+    livemode: false,
+  };
 }
 
 /** POSTs a delivery to the service's webhook route, as Stripe does. */
-export async function deliver(baseUrl: string, delivery: { payload: string; signature: string | null }): Promise<{ status: number; body: Record<string, unknown> }> {
-  const headers: Record<string, string> = { "content-type": "application/json; charset=utf-8", "user-agent": "Stripe/1.0 (+https://stripe.com/docs/webhooks)" };
+export async function deliver(
+  baseUrl: string,
+  delivery: { payload: string; signature: string | null },
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const headers: Record<string, string> = {
+    "content-type": "application/json; charset=utf-8",
+    "user-agent": "Stripe/1.0 (+https://stripe.com/docs/webhooks)",
+  };
   if (delivery.signature !== null) headers["stripe-signature"] = delivery.signature;
   const res = await fetch(`${baseUrl}/webhooks/stripe`, { method: "POST", headers, body: delivery.payload });
   const text = await res.text();

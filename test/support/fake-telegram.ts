@@ -6,7 +6,7 @@
  * arrives or `timeout` seconds pass), `offset` confirming and dropping the updates before it.
  * getMe answers the bot (FAKE_BOT_USERNAME) for the right token and 401 for any other.
  */
-import { createServer, request, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, request, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
 export const FAKE_BOT_TOKEN = "123456:TEST-fake-bot-token";
@@ -30,7 +30,13 @@ export type Reply = { status: number; body?: unknown; headers?: Record<string, s
 /** A message update as Telegram sends it, from a member's private chat. */
 export interface FakeUpdate {
   update_id: number;
-  message: { message_id: number; date: number; chat: { id: number; type: "private" }; from: { id: number; is_bot: false; first_name: string }; text: string };
+  message: {
+    message_id: number;
+    date: number;
+    chat: { id: number; type: "private" };
+    from: { id: number; is_bot: false; first_name: string };
+    text: string;
+  };
 }
 
 /** One getUpdates request as the fake saw it. */
@@ -70,9 +76,16 @@ export interface FakeTelegram {
  * Delivers an update to a webhook as Telegram does: a JSON POST carrying the secret token header
  * (none when null). A new connection each time: a refused oversized body closes its connection.
  */
-export function webhookPost(url: string, secret: string | null, update: unknown): Promise<{ status: number; body: unknown }> {
+export function webhookPost(
+  url: string,
+  secret: string | null,
+  update: unknown,
+): Promise<{ status: number; body: unknown }> {
   const payload = typeof update === "string" ? update : JSON.stringify(update);
-  const headers: Record<string, string | number> = { "content-type": "application/json", "content-length": Buffer.byteLength(payload) };
+  const headers: Record<string, string | number> = {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(payload),
+  };
   if (secret !== null) headers["x-telegram-bot-api-secret-token"] = secret;
   return new Promise((resolve, reject) => {
     const req = request(url, { method: "POST", headers, agent: false }, (res) => {
@@ -87,7 +100,9 @@ export function webhookPost(url: string, secret: string | null, update: unknown)
       }, reject);
     });
     // The server may answer (413, 401) and close before the whole body is written.
-    req.on("error", (err: NodeJS.ErrnoException) => (err.code === "EPIPE" || err.code === "ECONNRESET" ? undefined : reject(err)));
+    req.on("error", (err: NodeJS.ErrnoException) =>
+      err.code === "EPIPE" || err.code === "ECONNRESET" ? undefined : reject(err),
+    );
     req.end(payload);
   });
 }
@@ -131,10 +146,15 @@ export async function startFakeTelegram(token = FAKE_BOT_TOKEN, host = "127.0.0.
     try {
       parsed = JSON.parse(body) as typeof parsed;
     } catch {
-      res.writeHead(400, { "content-type": "application/json" }).end(JSON.stringify({ ok: false, error_code: 400, description: "Bad Request: invalid JSON" }));
+      res
+        .writeHead(400, { "content-type": "application/json" })
+        .end(JSON.stringify({ ok: false, error_code: 400, description: "Bad Request: invalid JSON" }));
       return;
     }
-    const request: UpdatesRequest = { offset: parsed.offset, timeout: Math.max(0, Math.min(50, Number(parsed.timeout ?? 0))) };
+    const request: UpdatesRequest = {
+      offset: parsed.offset,
+      timeout: Math.max(0, Math.min(50, Number(parsed.timeout ?? 0))),
+    };
     updatesRequests.push(request);
     const scripted = updatesReplies.shift();
     if (scripted === "hang") {
@@ -142,7 +162,11 @@ export async function startFakeTelegram(token = FAKE_BOT_TOKEN, host = "127.0.0.
       return;
     }
     if (scripted !== undefined) {
-      res.writeHead(scripted.status, { "content-type": "application/json" }).end(JSON.stringify(scripted.body ?? { ok: false, error_code: scripted.status, description: "scripted failure" }));
+      res
+        .writeHead(scripted.status, { "content-type": "application/json" })
+        .end(
+          JSON.stringify(scripted.body ?? { ok: false, error_code: scripted.status, description: "scripted failure" }),
+        );
       return;
     }
     // An offset confirms every update before it: Telegram forgets them.
@@ -162,7 +186,9 @@ export async function startFakeTelegram(token = FAKE_BOT_TOKEN, host = "127.0.0.
       });
     }
     if (res.destroyed) return;
-    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ok: true, result: pendingUpdates.slice() }));
+    res
+      .writeHead(200, { "content-type": "application/json" })
+      .end(JSON.stringify({ ok: true, result: pendingUpdates.slice() }));
   }
 
   const server = createServer((req, res) => {
@@ -170,26 +196,47 @@ export async function startFakeTelegram(token = FAKE_BOT_TOKEN, host = "127.0.0.
       const body = await readBody(req);
       if (req.method === "POST" && req.url === `/bot${token}/getUpdates`) return answerGetUpdates(body, res);
       if (req.method === "POST" && req.url === `/bot${token}/getMe`) {
-        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ok: true, result: { id: Number(token.split(":")[0]) || 1, is_bot: true, first_name: "Signals Alerts", username: FAKE_BOT_USERNAME } }));
+        res.writeHead(200, { "content-type": "application/json" }).end(
+          JSON.stringify({
+            ok: true,
+            result: {
+              id: Number(token.split(":")[0]) || 1,
+              is_bot: true,
+              first_name: "Signals Alerts",
+              username: FAKE_BOT_USERNAME,
+            },
+          }),
+        );
         return;
       }
       if (req.method === "POST" && /^\/bot[^/]+\/getMe$/.test(req.url ?? "")) {
-        res.writeHead(401, { "content-type": "application/json" }).end(JSON.stringify({ ok: false, error_code: 401, description: "Unauthorized" }));
+        res
+          .writeHead(401, { "content-type": "application/json" })
+          .end(JSON.stringify({ ok: false, error_code: 401, description: "Unauthorized" }));
         return;
       }
       if (req.method !== "POST" || req.url !== `/bot${token}/sendMessage`) {
-        res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ ok: false, error_code: 404, description: "Not Found" }));
+        res
+          .writeHead(404, { "content-type": "application/json" })
+          .end(JSON.stringify({ ok: false, error_code: 404, description: "Not Found" }));
         return;
       }
       let parsed: { chat_id?: unknown; text?: unknown };
       try {
         parsed = JSON.parse(body) as typeof parsed;
       } catch {
-        res.writeHead(400).end(JSON.stringify({ ok: false, error_code: 400, description: "Bad Request: invalid JSON" }));
+        res
+          .writeHead(400)
+          .end(JSON.stringify({ ok: false, error_code: 400, description: "Bad Request: invalid JSON" }));
         return;
       }
       const text = String(parsed.text ?? "");
-      const message: ReceivedMessage = { chatId: String(parsed.chat_id), text, eventId: /^Signal (\S+)$/m.exec(text)?.[1] ?? null, at: Date.now() };
+      const message: ReceivedMessage = {
+        chatId: String(parsed.chat_id),
+        text,
+        eventId: /^Signal (\S+)$/m.exec(text)?.[1] ?? null,
+        at: Date.now(),
+      };
       received.push(message);
       for (const listener of arrivalListeners) listener(message);
       const reply = chatReplies.get(message.chatId)?.shift() ?? replies.shift() ?? { status: 200 };
@@ -199,7 +246,11 @@ export async function startFakeTelegram(token = FAKE_BOT_TOKEN, host = "127.0.0.
       }
       if (reply.delayMs) await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
       if (reply.status === 200) delivered.push(message);
-      const answer = reply.body ?? (reply.status === 200 ? { ok: true, result: { message_id: received.length, chat: { id: parsed.chat_id }, text } } : { ok: false, error_code: reply.status, description: "scripted failure" });
+      const answer =
+        reply.body ??
+        (reply.status === 200
+          ? { ok: true, result: { message_id: received.length, chat: { id: parsed.chat_id }, text } }
+          : { ok: false, error_code: reply.status, description: "scripted failure" });
       res.writeHead(reply.status, { "content-type": "application/json", ...reply.headers }).end(JSON.stringify(answer));
     })();
   });
@@ -219,17 +270,31 @@ export async function startFakeTelegram(token = FAKE_BOT_TOKEN, host = "127.0.0.
       chatReplies.set(chatId, [...(chatReplies.get(chatId) ?? []), ...more]);
     },
     waitForDelivered(n, timeoutMs = 10_000) {
-      return waitUntil(() => (delivered.length >= n ? delivered.slice() : null), timeoutMs, `${n} delivered messages (have ${delivered.length})`);
+      return waitUntil(
+        () => (delivered.length >= n ? delivered.slice() : null),
+        timeoutMs,
+        `${n} delivered messages (have ${delivered.length})`,
+      );
     },
     waitForReceived(n, timeoutMs = 10_000) {
-      return waitUntil(() => (received.length >= n ? received.slice() : null), timeoutMs, `${n} received requests (have ${received.length})`);
+      return waitUntil(
+        () => (received.length >= n ? received.slice() : null),
+        timeoutMs,
+        `${n} received requests (have ${received.length})`,
+      );
     },
     pendingUpdates,
     updatesRequests,
     injectMessage(chatId, text) {
       const update: FakeUpdate = {
         update_id: nextUpdateId++,
-        message: { message_id: nextUpdateId, date: Math.floor(Date.now() / 1000), chat: { id: chatId, type: "private" }, from: { id: chatId, is_bot: false, first_name: "Member" }, text },
+        message: {
+          message_id: nextUpdateId,
+          date: Math.floor(Date.now() / 1000),
+          chat: { id: chatId, type: "private" },
+          from: { id: chatId, is_bot: false, first_name: "Member" },
+          text,
+        },
       };
       pendingUpdates.push(update);
       for (const wake of [...pollers]) wake();

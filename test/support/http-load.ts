@@ -13,14 +13,26 @@ export interface Answer {
 }
 
 /** GET `url`; resolves with the answer, or rejects when the connection fails or the timeout passes. */
-export function httpGet(url: string, headers: Record<string, string>, agent: http.Agent, timeoutMs = 30_000): Promise<Answer> {
+export function httpGet(
+  url: string,
+  headers: Record<string, string>,
+  agent: http.Agent,
+  timeoutMs = 30_000,
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = http.get(url, { headers, agent }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
       // Read now: an agent takes the socket back (res.socket becomes null) once the body ends.
       const localPort = res.socket.localPort;
-      res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks).toString("utf8"), localPort }));
+      res.on("end", () =>
+        resolve({
+          status: res.statusCode!,
+          headers: res.headers,
+          body: Buffer.concat(chunks).toString("utf8"),
+          localPort,
+        }),
+      );
       res.on("error", reject);
     });
     req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));

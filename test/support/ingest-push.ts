@@ -5,7 +5,7 @@
 import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
-import { IngestService, PushCandlesRequestSchema, type PushCandlesRequest } from "../../gen/signals/v1/ingest_pb.js";
+import { IngestService, type PushCandlesRequest, PushCandlesRequestSchema } from "../../gen/signals/v1/ingest_pb.js";
 import type { Candle } from "../../src/engine/index.ts";
 
 /** One closed candle of a coin. */
@@ -15,13 +15,26 @@ export interface CoinCandle {
 }
 
 /** Pushes closed candles of timeframe `tf` in one stream; returns how many the server accepted. */
-export async function pushClosedCandles(internalUrl: string, token: string, mode: "live" | "backfill", tf: string, updates: readonly CoinCandle[]): Promise<bigint> {
+export async function pushClosedCandles(
+  internalUrl: string,
+  token: string,
+  mode: "live" | "backfill",
+  tf: string,
+  updates: readonly CoinCandle[],
+): Promise<bigint> {
   const sessionManager = new Http2SessionManager(internalUrl);
   try {
     const bearer = { authorization: `Bearer ${token}` };
     const client = createClient(IngestService, createGrpcTransport({ baseUrl: internalUrl, sessionManager }));
     async function* requests(): AsyncGenerator<PushCandlesRequest> {
-      for (const { symbol, candle } of updates) yield create(PushCandlesRequestSchema, { symbol, tf, ...candle, openTime: BigInt(candle.openTime), closed: true });
+      for (const { symbol, candle } of updates)
+        yield create(PushCandlesRequestSchema, {
+          symbol,
+          tf,
+          ...candle,
+          openTime: BigInt(candle.openTime),
+          closed: true,
+        });
     }
     const res = await client.pushCandles(requests(), { headers: { ...bearer, "x-ingest-mode": mode } });
     return res.accepted;

@@ -44,6 +44,7 @@ export function ledgerBalances(check: LedgerCheck): boolean {
   return (
     check.grantSum === check.grantBalance &&
     check.packSum === check.packBalance &&
-    (check.lastGrantAfter === null || (check.lastGrantAfter === check.grantBalance && check.lastPackAfter === check.packBalance))
+    (check.lastGrantAfter === null ||
+      (check.lastGrantAfter === check.grantBalance && check.lastPackAfter === check.packBalance))
   );
 }

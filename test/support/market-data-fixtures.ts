@@ -5,19 +5,31 @@
  */
 import { pino } from "pino";
 import type { Candle } from "../../src/engine/index.ts";
-import { pushDataset } from "../../src/market-data/ingest-service.ts";
-import type { DerivativesInput, FundamentalsInput, MacroInput, NewsInput } from "../../src/market-data/datasets.ts";
 import type { Timeframe } from "../../src/market/timeframes.ts";
+import type { DerivativesInput, FundamentalsInput, MacroInput, NewsInput } from "../../src/market-data/datasets.ts";
+import { pushDataset } from "../../src/market-data/ingest-service.ts";
 import type { TestServer } from "./test-server.ts";
 
 export const H = 3_600_000;
 
 /** `n` hourly candles ending with the one that opens at `lastOpen`, from a close function. */
-export function hourly(n: number, lastOpen: number, close: (i: number) => number, volume: (i: number) => number): Candle[] {
+export function hourly(
+  n: number,
+  lastOpen: number,
+  close: (i: number) => number,
+  volume: (i: number) => number,
+): Candle[] {
   return Array.from({ length: n }, (_, i) => {
     const open = i === 0 ? close(0) * 0.995 : close(i - 1);
     const c = close(i);
-    return { openTime: lastOpen - (n - 1 - i) * H, open, high: Math.max(open, c) * 1.002, low: Math.min(open, c) * 0.998, close: c, volume: volume(i) };
+    return {
+      openTime: lastOpen - (n - 1 - i) * H,
+      open,
+      high: Math.max(open, c) * 1.002,
+      low: Math.min(open, c) * 0.998,
+      close: c,
+      volume: volume(i),
+    };
   });
 }
 
@@ -37,7 +49,10 @@ export async function feedCoins(server: TestServer, coins: CoinFixture[], staleB
   const now = server.clock();
   if (staleBy) server.clock.set(now - staleBy);
   try {
-    const updates = coins.flatMap((c) => [...c.closed.map((k) => ({ symbol: c.symbol, tf: "1h", ...k, closed: true })), ...(c.forming ? [{ symbol: c.symbol, tf: "1h", ...c.forming, closed: false }] : [])]);
+    const updates = coins.flatMap((c) => [
+      ...c.closed.map((k) => ({ symbol: c.symbol, tf: "1h", ...k, closed: true })),
+      ...(c.forming ? [{ symbol: c.symbol, tf: "1h", ...c.forming, closed: false }] : []),
+    ]);
     const summary = await server.feed!.ingest(updates, { alerts: false });
     if (summary.rejected > 0) throw new Error(`fixture candles rejected: ${JSON.stringify(summary.rejections)}`);
   } finally {
@@ -66,7 +81,11 @@ export function expectedMover(c: CoinFixture, tf: Timeframe, updatedAt: number):
   } else if (tf === "4h") {
     // The last complete 4h bucket of closed hourly candles.
     const buckets = new Map<number, Candle[]>();
-    for (const k of c.closed) buckets.set(Math.floor(k.openTime / (4 * H)) * 4 * H, [...(buckets.get(Math.floor(k.openTime / (4 * H)) * 4 * H) ?? []), k]);
+    for (const k of c.closed)
+      buckets.set(Math.floor(k.openTime / (4 * H)) * 4 * H, [
+        ...(buckets.get(Math.floor(k.openTime / (4 * H)) * 4 * H) ?? []),
+        k,
+      ]);
     const complete = [...buckets.entries()].filter(([, ks]) => ks.length === 4).sort((a, b) => a[0] - b[0]);
     const ks = complete.at(-1)?.[1];
     last = ks ? { open: ks[0]!.open, close: ks[3]!.close, volume: ks.reduce((s, k) => s + k.volume, 0) } : null;
@@ -97,17 +116,59 @@ export interface DatasetFixture {
 export function datasetFixture(now: number): DatasetFixture {
   return {
     derivatives: [
-      { symbol: "BTC", venue: "binance-futures", time: now - 60_000, fundingRate: 0.0001, openInterestUsd: 9.5e9, longShortRatio: 1.12 },
+      {
+        symbol: "BTC",
+        venue: "binance-futures",
+        time: now - 60_000,
+        fundingRate: 0.0001,
+        openInterestUsd: 9.5e9,
+        longShortRatio: 1.12,
+      },
       { symbol: "BTC", venue: "okx", time: now - 120_000, fundingRate: -0.00005 },
       { symbol: "ETH", venue: "binance-futures", time: now - 60_000, openInterestUsd: 4.2e9, longShortRatio: 0.93 },
       { symbol: "SOL", venue: "bybit", time: now - 7 * 24 * H, fundingRate: 0.0003, longShortRatio: 1.5 },
     ],
     news: [
-      { id: "n-1", time: now - 5 * H, title: "Bitcoin headline", source: "Wire A", url: "https://example.com/1", coins: ["BTC"] },
-      { id: "n-2", time: now - 4 * H, title: "Ether and Solana headline", source: "Wire B", url: "https://example.com/2", coins: ["ETH", "SOL"] },
-      { id: "n-3", time: now - 3 * H, title: "Macro headline", source: "Wire A", url: "https://example.com/3", coins: [] },
-      { id: "n-4", time: now - 3 * H, title: "Second item at the same time", source: "Wire C", url: "http://example.com/4", coins: ["BTC", "ETH"] },
-      { id: "n-5", time: now - 30 * 24 * H, title: "Old item", source: "Wire A", url: "https://example.com/5", coins: ["XRP"] },
+      {
+        id: "n-1",
+        time: now - 5 * H,
+        title: "Bitcoin headline",
+        source: "Wire A",
+        url: "https://example.com/1",
+        coins: ["BTC"],
+      },
+      {
+        id: "n-2",
+        time: now - 4 * H,
+        title: "Ether and Solana headline",
+        source: "Wire B",
+        url: "https://example.com/2",
+        coins: ["ETH", "SOL"],
+      },
+      {
+        id: "n-3",
+        time: now - 3 * H,
+        title: "Macro headline",
+        source: "Wire A",
+        url: "https://example.com/3",
+        coins: [],
+      },
+      {
+        id: "n-4",
+        time: now - 3 * H,
+        title: "Second item at the same time",
+        source: "Wire C",
+        url: "http://example.com/4",
+        coins: ["BTC", "ETH"],
+      },
+      {
+        id: "n-5",
+        time: now - 30 * 24 * H,
+        title: "Old item",
+        source: "Wire A",
+        url: "https://example.com/5",
+        coins: ["XRP"],
+      },
     ],
     macro: [0, 1, 2].flatMap((m) => [
       { series: "US CPI YoY", time: now - (m + 1) * 30 * 24 * H, value: 3 - m * 0.1, unit: "%", source: "BLS" },
@@ -128,7 +189,14 @@ export function datasetFixture(now: number): DatasetFixture {
         athTime: Date.parse("2025-10-06T18:57:42.558Z"),
       },
       { symbol: "ETH", time: now - H, circulatingSupply: 120.4e6, marketCapUsd: 3.8e11, source: "coingecko" },
-      { symbol: "SOL", time: now - 40 * 24 * H, circulatingSupply: 4.6e8, marketCapUsd: 6.9e10, rank: 5, source: "coingecko" },
+      {
+        symbol: "SOL",
+        time: now - 40 * 24 * H,
+        circulatingSupply: 4.6e8,
+        marketCapUsd: 6.9e10,
+        rank: 5,
+        source: "coingecko",
+      },
     ],
   };
 }

@@ -16,12 +16,15 @@ const PGLITE_PACKAGE = path.join(PROJECT_ROOT, "node_modules/@electric-sql/pglit
 
 /** Every file under the migrations folder, sorted, with its contents, hashed with PGlite's version. */
 function migrationsHash(): string {
-  const hash = createHash("sha256").update((JSON.parse(readFileSync(PGLITE_PACKAGE, "utf8")) as { version: string }).version);
+  const hash = createHash("sha256").update(
+    (JSON.parse(readFileSync(PGLITE_PACKAGE, "utf8")) as { version: string }).version,
+  );
   const files = readdirSync(migrationsFolder, { recursive: true, withFileTypes: true })
     .filter((entry) => entry.isFile())
     .map((entry) => path.join(entry.parentPath, entry.name))
     .sort();
-  for (const file of files) hash.update(path.relative(migrationsFolder, file)).update("\0").update(readFileSync(file)).update("\0");
+  for (const file of files)
+    hash.update(path.relative(migrationsFolder, file)).update("\0").update(readFileSync(file)).update("\0");
   return hash.digest("hex").slice(0, 16);
 }
 
@@ -48,7 +51,9 @@ export async function makeMigratedTemplate(): Promise<void> {
 
 let template: Blob | undefined;
 
-/** The tarball, read once per test process; undefined when it was not made (the database then migrates from scratch). */
+/**
+ * The tarball, read once per test process; undefined when it was not made (the database then migrates from scratch).
+ */
 export function migratedTemplate(): Blob | undefined {
   if (template) return template;
   const file = migratedTemplatePath();

@@ -58,7 +58,10 @@ export function namespacePids(ns: string): number[] {
 function namespaces(): string[] {
   const run = spawnSync("ip", ["netns", "list"], { encoding: "utf8" });
   if (run.status !== 0) return [];
-  return run.stdout.split("\n").map((line) => line.trim().split(/\s+/)[0] ?? "").filter((name) => name.length > 0);
+  return run.stdout
+    .split("\n")
+    .map((line) => line.trim().split(/\s+/)[0] ?? "")
+    .filter((name) => name.length > 0);
 }
 
 /** Removes namespaces left by earlier runs whose creating process is gone (and kills what ran in them). */
@@ -80,8 +83,11 @@ export function netnsUnavailableReason(): string | null {
   const probe = `${PREFIX}${process.pid}-probe`;
   const add = spawnSync("ip", ["netns", "add", probe], { encoding: "utf8" });
   if (add.error) return `cannot run ip (iproute2): ${add.error.message}`;
-  if (add.status !== 0) return `cannot create a network namespace (ip netns add: ${add.stderr.trim() || `exit ${add.status}`}); needs root`;
-  const veth = spawnSync("ip", ["-n", probe, "link", "add", "p0", "type", "veth", "peer", "name", "p1"], { encoding: "utf8" });
+  if (add.status !== 0)
+    return `cannot create a network namespace (ip netns add: ${add.stderr.trim() || `exit ${add.status}`}); needs root`;
+  const veth = spawnSync("ip", ["-n", probe, "link", "add", "p0", "type", "veth", "peer", "name", "p1"], {
+    encoding: "utf8",
+  });
   spawnSync("ip", ["netns", "del", probe]);
   if (veth.status !== 0) return `cannot create a veth pair (${veth.stderr.trim()})`;
   return null;

@@ -50,7 +50,8 @@ export function expectMatchesOpenApi(method: string, url: string, answer: RestAn
   const path = new URL(url, "http://x").pathname;
   const status = answer.status;
   expect(status, `${method} ${path}: no status`).not.toBeNull();
-  const get = (name: string) => (answer.headers instanceof Headers ? answer.headers.get(name) : (answer.headers[name.toLowerCase()] ?? null));
+  const get = (name: string) =>
+    answer.headers instanceof Headers ? answer.headers.get(name) : (answer.headers[name.toLowerCase()] ?? null);
   expect(get("content-type"), `${method} ${path} ${status}: content-type`).toMatch(/^application\/json/);
   const item = doc.paths[path] as Json | undefined;
   let schemaRef: string;
@@ -64,7 +65,8 @@ export function expectMatchesOpenApi(method: string, url: string, answer: RestAn
     if (!item[method.toLowerCase()]) expect(status, `${method} ${path}: a method the path does not have`).toBe(405);
     for (const [name, h] of Object.entries((response!.headers ?? {}) as Json)) {
       if (h.required) expect(get(name), `${method} ${path} ${status}: header ${name}`).not.toBeNull();
-      if (h.required && h.schema?.type === "integer") expect(get(name), `${method} ${path} ${status}: header ${name}`).toMatch(/^\d+$/);
+      if (h.required && h.schema?.type === "integer")
+        expect(get(name), `${method} ${path} ${status}: header ${name}`).toMatch(/^\d+$/);
     }
     const key = `${verb.toUpperCase()} ${path}`;
     const seen = seenStatuses.get(key) ?? new Set<number>();
@@ -76,5 +78,9 @@ export function expectMatchesOpenApi(method: string, url: string, answer: RestAn
   const validate = ajv.getSchema(schemaRef);
   expect(validate, schemaRef).toBeDefined();
   const ok = validate!(answer.body);
-  expect(ok, `${method} ${path} ${status}: ${JSON.stringify(validate!.errors?.slice(0, 3))} ` + `in ${JSON.stringify(answer.body).slice(0, 300)}`).toBe(true);
+  expect(
+    ok,
+    `${method} ${path} ${status}: ${JSON.stringify(validate!.errors?.slice(0, 3))} ` +
+      `in ${JSON.stringify(answer.body).slice(0, 300)}`,
+  ).toBe(true);
 }

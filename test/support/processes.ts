@@ -2,7 +2,7 @@
  * Real child processes for end-to-end tests: the `signals` CLI and `src/main.ts` servers, run on
  * the project's Node 24 (node_modules/.bin/node, native type stripping) with a clean environment.
  */
-import { spawn, type ChildProcess, type ChildProcessByStdio } from "node:child_process";
+import { type ChildProcess, type ChildProcessByStdio, spawn } from "node:child_process";
 import { createServer } from "node:net";
 import type { Readable, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
@@ -40,7 +40,12 @@ export interface CliResult {
  * Collects a child's output until it exits; kills it and rejects with `what` after timeoutMs.
  * `onStdout` sees the output so far after each chunk.
  */
-function runToExit(child: ChildProcessByStdio<Writable | null, Readable, Readable>, timeoutMs: number, what: string, onStdout?: (stdout: string) => void): Promise<CliResult> {
+function runToExit(
+  child: ChildProcessByStdio<Writable | null, Readable, Readable>,
+  timeoutMs: number,
+  what: string,
+  onStdout?: (stdout: string) => void,
+): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     let stdout = "";
     let stderr = "";
@@ -66,13 +71,26 @@ function runToExit(child: ChildProcessByStdio<Writable | null, Readable, Readabl
 
 /** Runs `signals <args>` (src/cli/bin.ts) to completion. */
 export function runCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 45_000): Promise<CliResult> {
-  const child = spawn(NODE_BIN, ["src/cli/bin.ts", ...args], { cwd: PROJECT_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(NODE_BIN, ["src/cli/bin.ts", ...args], {
+    cwd: PROJECT_ROOT,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   return runToExit(child, timeoutMs, `signals ${args.join(" ")} did not finish`);
 }
 
 /** Runs `signals <args>` with `input` on its standard input (a pipe, closed after the input). */
-export function runCliWithInput(args: string[], env: NodeJS.ProcessEnv, input: string, timeoutMs = 45_000): Promise<CliResult> {
-  const child = spawn(NODE_BIN, ["src/cli/bin.ts", ...args], { cwd: PROJECT_ROOT, env, stdio: ["pipe", "pipe", "pipe"] });
+export function runCliWithInput(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  input: string,
+  timeoutMs = 45_000,
+): Promise<CliResult> {
+  const child = spawn(NODE_BIN, ["src/cli/bin.ts", ...args], {
+    cwd: PROJECT_ROOT,
+    env,
+    stdio: ["pipe", "pipe", "pipe"],
+  });
   child.stdin.end(input);
   return runToExit(child, timeoutMs, `signals ${args.join(" ")} did not finish`);
 }

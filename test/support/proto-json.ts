@@ -4,9 +4,10 @@
  * enums as names, optional scalars and messages null when unset, lists as arrays), nested
  * messages checked the same way.
  */
-import { writtenOnlyWhenTrue } from "../../src/server/rest-json.ts";
-import { ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf";
+
+import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf";
 import { expect } from "vitest";
+import { writtenOnlyWhenTrue } from "../../src/server/rest-json.ts";
 
 /** The JSON types a field may take. */
 export function jsonTypesOf(field: DescField): string[] {
@@ -20,14 +21,30 @@ export function jsonTypesOf(field: DescField): string[] {
   return ["number", ...nullable];
 }
 
-const INTEGER_SCALARS = new Set([ScalarType.INT32, ScalarType.INT64, ScalarType.UINT32, ScalarType.UINT64, ScalarType.SINT32, ScalarType.SINT64, ScalarType.FIXED32, ScalarType.FIXED64, ScalarType.SFIXED32, ScalarType.SFIXED64]);
+const INTEGER_SCALARS = new Set([
+  ScalarType.INT32,
+  ScalarType.INT64,
+  ScalarType.UINT32,
+  ScalarType.UINT64,
+  ScalarType.SINT32,
+  ScalarType.SINT64,
+  ScalarType.FIXED32,
+  ScalarType.FIXED64,
+  ScalarType.SFIXED32,
+  ScalarType.SFIXED64,
+]);
 
 const typeOf = (v: unknown) => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v);
 
 /**
  * Asserts that `value` is the REST JSON of a message of `schema`; returns how many nulls it saw per path (coverage).
  */
-export function expectProtoJson(value: unknown, schema: DescMessage, path = schema.name, seen: Map<string, Set<string>> = new Map()): Map<string, Set<string>> {
+export function expectProtoJson(
+  value: unknown,
+  schema: DescMessage,
+  path = schema.name,
+  seen: Map<string, Set<string>> = new Map(),
+): Map<string, Set<string>> {
   expect(typeOf(value), path).toBe("object");
   const object = value as Record<string, unknown>;
   // A field written only when true (the `demo` marks) is absent when false, and true when present.
@@ -41,13 +58,17 @@ export function expectProtoJson(value: unknown, schema: DescMessage, path = sche
     const kinds = seen.get(`${schema.name}.${field.name}`) ?? new Set<string>();
     kinds.add(typeOf(v));
     seen.set(`${schema.name}.${field.name}`, kinds);
-    if (field.fieldKind === "scalar" && INTEGER_SCALARS.has(field.scalar) && typeof v === "number") expect(Number.isInteger(v), `${where} is an integer`).toBe(true);
+    if (field.fieldKind === "scalar" && INTEGER_SCALARS.has(field.scalar) && typeof v === "number")
+      expect(Number.isInteger(v), `${where} is an integer`).toBe(true);
     if (field.fieldKind === "message" && v !== null) expectProtoJson(v, field.message, where, seen);
     if (field.fieldKind === "list") {
       (v as unknown[]).forEach((item, i) => {
         if (field.listKind === "message") expectProtoJson(item, field.message, `${where}[${i}]`, seen);
         else if (field.listKind === "enum") expect(typeof item, `${where}[${i}]`).toBe("string");
-        else expect(typeOf(item), `${where}[${i}]`).toBe(field.scalar === ScalarType.STRING ? "string" : field.scalar === ScalarType.BOOL ? "boolean" : "number");
+        else
+          expect(typeOf(item), `${where}[${i}]`).toBe(
+            field.scalar === ScalarType.STRING ? "string" : field.scalar === ScalarType.BOOL ? "boolean" : "number",
+          );
       });
     }
   }

@@ -22,7 +22,12 @@ export interface RawAnswer {
  * Writes `pieces` on a fresh HTTP/1.1 connection (with `pauseMs` between them) and reads until
  * one whole answer, the server closing, or `timeoutMs`.
  */
-export function rawHttp1(port: number, pieces: Array<string | Buffer>, timeoutMs = 10_000, pauseMs = 0): Promise<RawAnswer> {
+export function rawHttp1(
+  port: number,
+  pieces: Array<string | Buffer>,
+  timeoutMs = 10_000,
+  pauseMs = 0,
+): Promise<RawAnswer> {
   return new Promise((resolve) => {
     const started = Date.now();
     const socket = net.connect(port, "127.0.0.1");
@@ -42,7 +47,14 @@ export function rawHttp1(port: number, pieces: Array<string | Buffer>, timeoutMs
         if (colon > 0) headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
       }
       const match = /^HTTP\/1\.[01] (\d{3})/.exec(statusLine);
-      resolve({ status: match ? Number(match[1]) : null, head, headers, body: split >= 0 ? data.subarray(split + 4).toString("utf8") : "", end, ms: Date.now() - started });
+      resolve({
+        status: match ? Number(match[1]) : null,
+        head,
+        headers,
+        body: split >= 0 ? data.subarray(split + 4).toString("utf8") : "",
+        end,
+        ms: Date.now() - started,
+      });
     };
     const timer = setTimeout(() => finish("timeout"), timeoutMs);
     socket.on("data", (chunk: Buffer) => {
@@ -75,7 +87,11 @@ export function rawHttp2(
 ): Promise<RawAnswer & { rstCode: number | undefined }> {
   return new Promise((resolve) => {
     const started = Date.now();
-    const session = http2.connect(`http://127.0.0.1:${port}`, { maxHeaderListPairs: 10_000, maxSendHeaderBlockLength: 1 << 20, settings: { maxHeaderListSize: 1 << 20 } });
+    const session = http2.connect(`http://127.0.0.1:${port}`, {
+      maxHeaderListPairs: 10_000,
+      maxSendHeaderBlockLength: 1 << 20,
+      settings: { maxHeaderListSize: 1 << 20 },
+    });
     session.on("error", () => {});
     const stream = session.request(headers, { endStream: options.endStream ?? options.body === undefined });
     let status: number | null = null;
@@ -88,7 +104,15 @@ export function rawHttp2(
       clearTimeout(timer);
       const rstCode = stream.rstCode;
       session.destroy();
-      resolve({ status, head: "", headers: responseHeaders, body: Buffer.concat(chunks).toString("utf8"), end, rstCode, ms: Date.now() - started });
+      resolve({
+        status,
+        head: "",
+        headers: responseHeaders,
+        body: Buffer.concat(chunks).toString("utf8"),
+        end,
+        rstCode,
+        ms: Date.now() - started,
+      });
     };
     const timer = setTimeout(() => finish("timeout"), options.timeoutMs ?? 10_000);
     stream.on("response", (h) => {

@@ -11,10 +11,10 @@
  * Usage: node test/support/readme-runner.ts <project copy> <results.json>
  * Writes one result per step: the command, its exit code, its output, how long it took.
  */
-import { spawn, execFileSync, type ChildProcess } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
-import { deflateRawSync, crc32 } from "node:zlib";
+import { crc32, deflateRawSync } from "node:zlib";
 import type { Candle } from "../../src/engine/candle.ts";
 import { startFakeExchange } from "./fake-exchange.ts";
 import { startFakeStripe } from "./fake-stripe.ts";
@@ -79,11 +79,26 @@ function binanceMonthCsv(): string {
   let close = 0.4512;
   for (let i = 0; i < 31 * 24; i++) {
     const open = close;
-    close = Math.round((open * (1 + Math.sin(i / 9) * 0.004 + (i % 11 === 0 ? -0.003 : 0.0007))) * 10_000) / 10_000;
+    close = Math.round(open * (1 + Math.sin(i / 9) * 0.004 + (i % 11 === 0 ? -0.003 : 0.0007)) * 10_000) / 10_000;
     const high = Math.round(Math.max(open, close) * 1.002 * 10_000) / 10_000;
     const low = Math.round(Math.min(open, close) * 0.998 * 10_000) / 10_000;
     const t = start + i * 3_600_000;
-    rows.push([t, open.toFixed(4), high.toFixed(4), low.toFixed(4), close.toFixed(4), "1834567.2", t + 3_599_999, "827113.12", 4312, "912345.1", "411234.5", "0"].join(","));
+    rows.push(
+      [
+        t,
+        open.toFixed(4),
+        high.toFixed(4),
+        low.toFixed(4),
+        close.toFixed(4),
+        "1834567.2",
+        t + 3_599_999,
+        "827113.12",
+        4312,
+        "912345.1",
+        "411234.5",
+        "0",
+      ].join(","),
+    );
   }
   return `${rows.join("\n")}\n`;
 }
@@ -95,7 +110,14 @@ function fakeSeries(base: number, n: number): Candle[] {
   for (let i = 0; i < n; i++) {
     const open = close;
     close = Math.round(open * (1 + Math.sin(i / 6) * 0.003) * 100) / 100;
-    out.push({ openTime: i * M15, open, high: Math.round(Math.max(open, close) * 1.001 * 100) / 100, low: Math.round(Math.min(open, close) * 0.999 * 100) / 100, close, volume: 50 + (i % 9) });
+    out.push({
+      openTime: i * M15,
+      open,
+      high: Math.round(Math.max(open, close) * 1.001 * 100) / 100,
+      low: Math.round(Math.min(open, close) * 0.999 * 100) / 100,
+      close,
+      volume: 50 + (i % 9),
+    });
   }
   return out;
 }
@@ -120,12 +142,26 @@ async function main(): Promise<void> {
   if (!project || !resultsFile) throw new Error("usage: readme-runner.ts <project copy> <results.json>");
   // A new network namespace starts with its loopback down.
   execFileSync("ip", ["link", "set", "lo", "up"]);
-  const exchange = await startFakeExchange({ coins: [["BTC", 60_000], ["ETH", 3_000], ["SOL", 150]].map(([base, price]) => ({ base: String(base), candles: fakeSeries(Number(price), 400) })), interval: "15m", intervalMs: M15, history: 300 });
+  const exchange = await startFakeExchange({
+    coins: [
+      ["BTC", 60_000],
+      ["ETH", 3_000],
+      ["SOL", 150],
+    ].map(([base, price]) => ({ base: String(base), candles: fakeSeries(Number(price), 400) })),
+    interval: "15m",
+    intervalMs: M15,
+    history: 300,
+  });
   const telegram = await startFakeTelegram("123456789:your-token-from-BotFather");
   const stripe = await startFakeStripe();
   const state = path.join(project, ".readme-shell-state");
   writeFileSync(state, "");
-  const env = childEnv({ FEED_REST_URL: exchange.restUrl, FEED_WS_URL: exchange.wsUrl, TELEGRAM_API_BASE: telegram.apiBase, STRIPE_API_BASE: stripe.apiBase });
+  const env = childEnv({
+    FEED_REST_URL: exchange.restUrl,
+    FEED_WS_URL: exchange.wsUrl,
+    TELEGRAM_API_BASE: telegram.apiBase,
+    STRIPE_API_BASE: stripe.apiBase,
+  });
   delete env.WORKERS;
   const results: StepResult[] = [];
   const running = new Map<string, { child: ChildProcess; output: () => string }>();
@@ -134,9 +170,13 @@ async function main(): Promise<void> {
 
   for (const [index, step] of SCENARIO.entries()) {
     const started = Date.now();
-    const record = (r: Omit<StepResult, "step" | "ms">) => results.push({ step: index, ms: Date.now() - started, ...r });
+    const record = (r: Omit<StepResult, "step" | "ms">) =>
+      results.push({ step: index, ms: Date.now() - started, ...r });
     if ("standIn" in step) {
-      writeFileSync(path.join(project, step.file), oneFileZip(step.file.replace(/\.zip$/, ".csv"), Buffer.from(binanceMonthCsv())));
+      writeFileSync(
+        path.join(project, step.file),
+        oneFileZip(step.file.replace(/\.zip$/, ".csv"), Buffer.from(binanceMonthCsv())),
+      );
       continue;
     }
     if ("stop" in step) {
@@ -159,11 +199,17 @@ async function main(): Promise<void> {
       await exited;
       clearTimeout(timer);
       // The next server needs the ports: wait until nothing answers on them.
-      for (let i = 0; i < 100 && (await urlAnswers("http://127.0.0.1:8081/healthz")); i++) await new Promise((r) => setTimeout(r, 100));
+      for (let i = 0; i < 100 && (await urlAnswers("http://127.0.0.1:8081/healthz")); i++)
+        await new Promise((r) => setTimeout(r, 100));
       continue;
     }
     const command = "run" in step ? step.run : step.start;
-    const child = spawn("bash", ["-c", shell(command, "run" in step)], { cwd: project, env, detached: true, stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn("bash", ["-c", shell(command, "run" in step)], {
+      cwd: project,
+      env,
+      detached: true,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     child.stdout!.setEncoding("utf8").on("data", (d: string) => (stdout += d));

@@ -4,7 +4,20 @@ import { gunzipSync } from "node:zlib";
 import type { Candle } from "../../src/engine/candle.ts";
 
 /** The twelve coins of real Binance 1h candles in the shared data folder (DESIGN.md §7). */
-export const REAL_COINS = ["ADA", "BNB", "BTC", "DOGE", "DOT", "ETH", "LINK", "LTC", "MATIC", "SOL", "TRX", "XRP"] as const;
+export const REAL_COINS = [
+  "ADA",
+  "BNB",
+  "BTC",
+  "DOGE",
+  "DOT",
+  "ETH",
+  "LINK",
+  "LTC",
+  "MATIC",
+  "SOL",
+  "TRX",
+  "XRP",
+] as const;
 
 /** A coin code from REAL_COINS. */
 export type RealCoin = (typeof REAL_COINS)[number];
@@ -54,7 +67,8 @@ export function parseCandleCsv(text: string): Candle[] {
       close: Number(f[4]),
       volume: Number(f[5]),
     };
-    if (!Number.isFinite(openTime) || !Number.isFinite(candle.close)) throw new Error(`bad candle line ${i + 1}: ${line}`);
+    if (!Number.isFinite(openTime) || !Number.isFinite(candle.close))
+      throw new Error(`bad candle line ${i + 1}: ${line}`);
     out.push(candle);
   }
   return out;
@@ -74,7 +88,8 @@ function load1h(coin: RealCoin): Candle[] | null {
 /** Aggregates candles into UTC-aligned buckets of `periodMs` (first open, last close, extremes, summed volume). */
 export function aggregateCandles(candles: readonly Candle[], periodMs: number): Candle[] {
   const out: Candle[] = [];
-  let current: { openTime: number; open: number; high: number; low: number; close: number; volume: number } | null = null;
+  let current: { openTime: number; open: number; high: number; low: number; close: number; volume: number } | null =
+    null;
   for (const c of candles) {
     // Epoch 0 is a UTC midnight, so flooring to the period gives UTC 4h / 1d boundaries.
     const bucket = Math.floor(c.openTime / periodMs) * periodMs;

@@ -6,7 +6,12 @@ import type { EngineState, Reading } from "../../src/engine/index.ts";
 import { signalEventId } from "../../src/market/signal-events.ts";
 import type { Timeframe } from "../../src/market/timeframes.ts";
 
-export function referenceSignalId(symbol: string, tf: Timeframe, closedState: EngineState, reading: Reading): string | null {
+export function referenceSignalId(
+  symbol: string,
+  tf: Timeframe,
+  closedState: EngineState,
+  reading: Reading,
+): string | null {
   return reading.confirmed && closedState.signalAt !== null ? signalEventId(symbol, tf, closedState.signalAt) : null;
 }
 
@@ -20,7 +25,9 @@ export function referenceEntry(symbol: string, tf: Timeframe, state: EngineState
     signal: r.signal,
     confirmed: r.confirmed,
     defense: r.defense,
-    arming: r.arming ? { dir: r.arming.dir, score: r.arming.score, trigger: r.arming.trigger, invalidation: r.arming.invalidation } : null,
+    arming: r.arming
+      ? { dir: r.arming.dir, score: r.arming.score, trigger: r.arming.trigger, invalidation: r.arming.invalidation }
+      : null,
     atr_pct: r.atrPct,
     signal_id: referenceSignalId(symbol, tf, state, r),
   };

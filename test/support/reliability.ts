@@ -3,7 +3,7 @@
  * contain, waiting for conditions, the MYT day boundary, server processes whose start-up we
  * watch line by line, and PostgreSQL backends of one database.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
 import postgres from "postgres";
 import { nextMytMidnight } from "../../src/clock.ts";
@@ -34,12 +34,18 @@ export function leakIn(text: string): string | null {
  * Polls `check` every `everyMs` until it is truthy or `timeoutMs` passes (then throws `what`;
  * a function is asked at that moment, so the message can show the state the wait ended in).
  */
-export async function waitFor<T>(check: () => T | Promise<T>, timeoutMs: number, what: string | (() => string), everyMs = 50): Promise<NonNullable<T>> {
+export async function waitFor<T>(
+  check: () => T | Promise<T>,
+  timeoutMs: number,
+  what: string | (() => string),
+  everyMs = 50,
+): Promise<NonNullable<T>> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
     if (value) return value as NonNullable<T>;
-    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${typeof what === "function" ? what() : what}`);
+    if (Date.now() > until)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${typeof what === "function" ? what() : what}`);
     await sleep(everyMs);
   }
 }
@@ -94,14 +100,24 @@ export function spawnWatched(args: string[], env: NodeJS.ProcessEnv, launcher: r
     }
   });
   child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (err += chunk));
-  const exited = new Promise<number | string | null>((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal)));
+  const exited = new Promise<number | string | null>((resolve) =>
+    child.once("exit", (code, signal) => resolve(code ?? signal)),
+  );
   return { child, logs, stdout: () => out, stderr: () => err, exited };
 }
 
 /** The "listening" line of a watched process, with its ports, once it is there. */
-export async function listeningOf(p: WatchedProcess, timeoutMs: number): Promise<{ port: number; internalPort: number; internalHost: string; host: string }> {
+export async function listeningOf(
+  p: WatchedProcess,
+  timeoutMs: number,
+): Promise<{ port: number; internalPort: number; internalHost: string; host: string }> {
   const line = await waitFor(() => p.logs.find((l) => l.msg === "listening"), timeoutMs, "the listening line", 25);
-  return { port: Number(line.port), internalPort: Number(line.internalPort), internalHost: String(line.internalHost), host: String(line.host) };
+  return {
+    port: Number(line.port),
+    internalPort: Number(line.internalPort),
+    internalHost: String(line.internalHost),
+    host: String(line.host),
+  };
 }
 
 /** SIGKILL if still running, and wait for the exit. */
@@ -132,7 +148,10 @@ export function withApplicationName(url: string, name: string): string {
 }
 
 /** Holds an account's row lock from another connection (as a concurrent charge would) until `release()`. */
-export async function lockAccountRow(admin: postgres.Sql, accountId: number): Promise<{ release: () => Promise<void> }> {
+export async function lockAccountRow(
+  admin: postgres.Sql,
+  accountId: number,
+): Promise<{ release: () => Promise<void> }> {
   let release!: () => void;
   const released = new Promise<void>((r) => (release = r));
   let locked!: () => void;

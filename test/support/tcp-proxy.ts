@@ -24,7 +24,11 @@ export interface TcpProxy {
 }
 
 /** Starts a proxy on listenHost (127.0.0.1 unless given; a free port) forwarding to targetHost:targetPort. */
-export async function startTcpProxy(targetHost: string, targetPort: number, listenHost = "127.0.0.1"): Promise<TcpProxy> {
+export async function startTcpProxy(
+  targetHost: string,
+  targetPort: number,
+  listenHost = "127.0.0.1",
+): Promise<TcpProxy> {
   const pairs = new Set<{ client: net.Socket; upstream: net.Socket }>();
   let accepted = 0;
   let cut = 0;

@@ -5,7 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import postgres from "postgres";
-import { openDb, migrateDb, type DbHandle } from "../../src/db/client.ts";
+import { type DbHandle, migrateDb, openDb } from "../../src/db/client.ts";
 import { migratedTemplate } from "./migrated-pglite.ts";
 
 export const usingPostgres = Boolean(process.env.DATABASE_URL);

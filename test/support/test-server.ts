@@ -3,15 +3,15 @@
  * tests with real clients. It is the production server (createServer), as main.ts starts it.
  */
 import { pino } from "pino";
-import { createLogger } from "../../src/logger.ts";
-import { loadConfig, type Config } from "../../src/config.ts";
-import { createServer } from "../../src/server/create-server.ts";
 import { createAccount } from "../../src/accounts/accounts.ts";
-import { emptySnapshot, type SignalSnapshot } from "../../src/market/snapshot.ts";
-import type { MarketFeed } from "../../src/market/feed.ts";
-import { createTestDb, type TestDb } from "./test-db.ts";
-import type { SignalEventHub } from "../../src/events/event-hub.ts";
 import type { AlertDelivery } from "../../src/alerts/delivery.ts";
+import { type Config, loadConfig } from "../../src/config.ts";
+import type { SignalEventHub } from "../../src/events/event-hub.ts";
+import { createLogger } from "../../src/logger.ts";
+import type { MarketFeed } from "../../src/market/feed.ts";
+import { emptySnapshot, type SignalSnapshot } from "../../src/market/snapshot.ts";
+import { createServer } from "../../src/server/create-server.ts";
+import { createTestDb, type TestDb } from "./test-db.ts";
 
 export const INTERNAL_TOKEN = "test-internal-token-0123456789";
 
@@ -44,7 +44,11 @@ export interface TestServer {
   /** Wakes this server's internal signal event streams (`waiting` counts the tailing ones). */
   readonly events: SignalEventHub;
   /** Creates an account and returns its id and key. */
-  account(input?: { plan?: string; email?: string; subscriptionUntil?: Date }): Promise<{ accountId: number; apiKey: string }>;
+  account(input?: {
+    plan?: string;
+    email?: string;
+    subscriptionUntil?: Date;
+  }): Promise<{ accountId: number; apiKey: string }>;
   close(): Promise<void>;
 }
 

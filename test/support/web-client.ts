@@ -43,14 +43,27 @@ export class WebClient {
   }
 
   /** A request; cookies of the jar are sent and Set-Cookie updates the jar. Redirects are not followed. */
-  request(method: string, path: string, options: { headers?: Record<string, string>; body?: string | Buffer } = {}): Promise<WebResult> {
+  request(
+    method: string,
+    path: string,
+    options: { headers?: Record<string, string>; body?: string | Buffer } = {},
+  ): Promise<WebResult> {
     const url = new URL(path, this.baseUrl);
     const headers: Record<string, string> = { ...options.headers };
-    if (this.cookies.size > 0 && headers.cookie === undefined) headers.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; ");
+    if (this.cookies.size > 0 && headers.cookie === undefined)
+      headers.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; ");
     if (options.body !== undefined) headers["content-length"] = String(Buffer.byteLength(options.body));
     return new Promise((resolve, reject) => {
       const req = http.request(
-        { host: url.hostname, port: url.port, path: url.pathname + url.search, method, headers, localAddress: this.localAddress, agent: false },
+        {
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname + url.search,
+          method,
+          headers,
+          localAddress: this.localAddress,
+          agent: false,
+        },
         (res) => {
           const chunks: Buffer[] = [];
           res.on("data", (chunk: Buffer) => chunks.push(chunk));
@@ -64,7 +77,12 @@ export class WebClient {
               if (expired) this.cookies.delete(name);
               else this.cookies.set(name, pair.slice(eq + 1));
             }
-            resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8"), setCookies });
+            resolve({
+              status: res.statusCode ?? 0,
+              headers: res.headers,
+              body: Buffer.concat(chunks).toString("utf8"),
+              setCookies,
+            });
           });
           res.on("error", reject);
         },
@@ -79,10 +97,18 @@ export class WebClient {
   }
 
   /** POSTs an urlencoded form (repeated fields as arrays). */
-  post(path: string, fields: Record<string, string | string[]>, headers: Record<string, string> = {}): Promise<WebResult> {
+  post(
+    path: string,
+    fields: Record<string, string | string[]>,
+    headers: Record<string, string> = {},
+  ): Promise<WebResult> {
     const form = new URLSearchParams();
-    for (const [name, value] of Object.entries(fields)) for (const v of Array.isArray(value) ? value : [value]) form.append(name, v);
-    return this.request("POST", path, { headers: { "content-type": "application/x-www-form-urlencoded", ...headers }, body: form.toString() });
+    for (const [name, value] of Object.entries(fields))
+      for (const v of Array.isArray(value) ? value : [value]) form.append(name, v);
+    return this.request("POST", path, {
+      headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
+      body: form.toString(),
+    });
   }
 
   /**
@@ -92,7 +118,8 @@ export class WebClient {
   async openPasswordLink(link: string): Promise<WebResult> {
     const opened = await this.get(link);
     const path = link.split("?")[0]!;
-    if (opened.status !== 303 || opened.headers.location !== path) throw new Error(`${path} answered ${opened.status} ${String(opened.headers.location)}`);
+    if (opened.status !== 303 || opened.headers.location !== path)
+      throw new Error(`${path} answered ${opened.status} ${String(opened.headers.location)}`);
     return this.get(path);
   }
 

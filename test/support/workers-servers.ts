@@ -4,12 +4,20 @@
  * small direct connection for the test to look at the rows. Each server resolves once its
  * "listening" line names the ports (processes.ts); the deadline only bounds a start that hangs.
  */
-import { openDb, type DbHandle } from "../../src/db/client.ts";
-import { childEnv, startServerProcess, type ServerProcess } from "./processes.ts";
+import { type DbHandle, openDb } from "../../src/db/client.ts";
+import { childEnv, type ServerProcess, startServerProcess } from "./processes.ts";
 import { createPostgresDatabase } from "./test-db.ts";
 
 /** What every such server runs with: ports from the OS, no demo account or feed, JSON logs, a small pool. */
-const BASE_VARS = { WORKERS: "2", PORT: "0", INTERNAL_PORT: "0", DEMO_ACCOUNT: "false", DEMO_FEED: "false", LOG_LEVEL: "info", DB_POOL_SIZE: "4" };
+const BASE_VARS = {
+  WORKERS: "2",
+  PORT: "0",
+  INTERNAL_PORT: "0",
+  DEMO_ACCOUNT: "false",
+  DEMO_FEED: "false",
+  LOG_LEVEL: "info",
+  DB_POOL_SIZE: "4",
+};
 
 export interface WorkersServers {
   readonly databaseUrl: string;
@@ -25,7 +33,11 @@ export interface WorkersServers {
  * Starts one server per entry of `servers` (each entry's variables over `env` over the base
  * ones), one after the other, on a new database. On a failed start, what was started is closed.
  */
-export async function startWorkersServers(options: { internalToken: string; env?: Record<string, string>; servers?: Array<Record<string, string>> }): Promise<WorkersServers> {
+export async function startWorkersServers(options: {
+  internalToken: string;
+  env?: Record<string, string>;
+  servers?: Array<Record<string, string>>;
+}): Promise<WorkersServers> {
   const database = await createPostgresDatabase();
   const servers: ServerProcess[] = [];
   let db: DbHandle | null = null;
@@ -36,7 +48,13 @@ export async function startWorkersServers(options: { internalToken: string; env?
   };
   try {
     for (const vars of options.servers ?? [{}]) {
-      const env = childEnv({ ...BASE_VARS, DATABASE_URL: database.url, INTERNAL_TOKEN: options.internalToken, ...options.env, ...vars });
+      const env = childEnv({
+        ...BASE_VARS,
+        DATABASE_URL: database.url,
+        INTERNAL_TOKEN: options.internalToken,
+        ...options.env,
+        ...vars,
+      });
       servers.push(await startServerProcess(env, 90_000));
     }
     db = await openDb({ databaseUrl: database.url, dataDir: "memory://", poolSize: 2 });

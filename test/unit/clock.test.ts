@@ -14,11 +14,17 @@ describe("Malaysia time (UTC+8, no DST)", () => {
     expect(mytMonth(at("2026-12-31T16:00:00.000Z"))).toBe("2027-01-01");
   });
   it("gives each instant its own day when calls move back and forth across midnight", () => {
-    const instants = ["2026-11-15T15:59:59.999Z", "2026-11-15T16:00:00.000Z", "2026-11-15T15:00:00.000Z", "1999-12-31T16:00:00.000Z", "2026-11-16T01:00:00.000Z"];
+    const instants = [
+      "2026-11-15T15:59:59.999Z",
+      "2026-11-15T16:00:00.000Z",
+      "2026-11-15T15:00:00.000Z",
+      "1999-12-31T16:00:00.000Z",
+      "2026-11-16T01:00:00.000Z",
+    ];
     for (const iso of [...instants, ...instants.reverse()]) {
       const expected = new Date(at(iso) + 8 * 3600_000).toISOString().slice(0, 10);
       expect(mytDay(at(iso))).toBe(expected);
-      expect(mytMonth(at(iso))).toBe(expected.slice(0, 8) + "01");
+      expect(mytMonth(at(iso))).toBe(`${expected.slice(0, 8)}01`);
     }
   });
   it("finds the next local midnight", () => {

@@ -1,7 +1,14 @@
 import { availableParallelism } from "node:os";
 import { describe, expect, it } from "vitest";
+import {
+  API_KEY_PREFIX,
+  displayPrefix,
+  generateApiKey,
+  hashApiKey,
+  isWellFormedApiKey,
+  secretsEqual,
+} from "../../src/accounts/api-key.ts";
 import { ConfigError, loadConfig } from "../../src/config.ts";
-import { API_KEY_PREFIX, displayPrefix, generateApiKey, hashApiKey, isWellFormedApiKey, secretsEqual } from "../../src/accounts/api-key.ts";
 
 describe("configuration", () => {
   it("has the specification's defaults", () => {
@@ -13,25 +20,43 @@ describe("configuration", () => {
     expect(config.limits).toEqual({ dailyCap: 2000, monthlyGrant: 10_000, lowBalancePct: 15, maxSymbols: 8 });
     expect(Object.isFrozen(config)).toBe(true);
   });
-  it("runs one server process on the embedded database and one per core on Postgres, unless WORKERS says otherwise", () => {
-    expect(loadConfig({}).workers).toBe(1);
-    expect(loadConfig({ WORKERS: "1" }).workers).toBe(1);
-    expect(loadConfig({ DATABASE_URL: "postgres://h/db" }).workers).toBe(availableParallelism());
-    expect(loadConfig({ DATABASE_URL: "postgres://h/db", WORKERS: "3" }).workers).toBe(3);
-    expect(loadConfig({}).workerRole).toBeNull();
-    expect(loadConfig({ DATABASE_URL: "postgres://h/db", SIGNALS_WORKER_ROLE: "follower" }).workerRole).toBe("follower");
-  });
+  it(
+    "runs one server process on the embedded database and one " + "per core on Postgres, unless WORKERS says otherwise",
+    () => {
+      expect(loadConfig({}).workers).toBe(1);
+      expect(loadConfig({ WORKERS: "1" }).workers).toBe(1);
+      expect(loadConfig({ DATABASE_URL: "postgres://h/db" }).workers).toBe(availableParallelism());
+      expect(loadConfig({ DATABASE_URL: "postgres://h/db", WORKERS: "3" }).workers).toBe(3);
+      expect(loadConfig({}).workerRole).toBeNull();
+      expect(loadConfig({ DATABASE_URL: "postgres://h/db", SIGNALS_WORKER_ROLE: "follower" }).workerRole).toBe(
+        "follower",
+      );
+    },
+  );
   it("receives Telegram updates by polling once the bot token and username are set, unless told otherwise", () => {
-    expect(loadConfig({}).alerts).toMatchObject({ telegramUpdates: "off", telegramBotUsername: null, telegramWebhookSecret: null });
+    expect(loadConfig({}).alerts).toMatchObject({
+      telegramUpdates: "off",
+      telegramBotUsername: null,
+      telegramWebhookSecret: null,
+    });
     expect(loadConfig({ TELEGRAM_BOT_TOKEN: "123456:abcdefgh" }).alerts.telegramUpdates).toBe("off");
     const bot = { TELEGRAM_BOT_TOKEN: "123456:abcdefgh", TELEGRAM_BOT_USERNAME: "@SignalsBot" };
     expect(loadConfig(bot).alerts).toMatchObject({ telegramUpdates: "polling", telegramBotUsername: "SignalsBot" });
     expect(loadConfig({ ...bot, TELEGRAM_UPDATES: "off" }).alerts.telegramUpdates).toBe("off");
     const secret = "0123456789abcdef_-";
-    expect(loadConfig({ ...bot, TELEGRAM_UPDATES: "Webhook", TELEGRAM_WEBHOOK_SECRET: secret }).alerts).toMatchObject({ telegramUpdates: "webhook", telegramWebhookSecret: secret });
+    expect(loadConfig({ ...bot, TELEGRAM_UPDATES: "Webhook", TELEGRAM_WEBHOOK_SECRET: secret }).alerts).toMatchObject({
+      telegramUpdates: "webhook",
+      telegramWebhookSecret: secret,
+    });
   });
   it("reads every limit from the environment", () => {
-    const config = loadConfig({ DAILY_CAP: "5", MONTHLY_GRANT: "100", LOW_BALANCE_PCT: "20", MAX_SYMBOLS: "3", PORT: "9000" });
+    const config = loadConfig({
+      DAILY_CAP: "5",
+      MONTHLY_GRANT: "100",
+      LOW_BALANCE_PCT: "20",
+      MAX_SYMBOLS: "3",
+      PORT: "9000",
+    });
     expect(config.limits).toEqual({ dailyCap: 5, monthlyGrant: 100, lowBalancePct: 20, maxSymbols: 3 });
     expect(config.port).toBe(9000);
   });
@@ -48,12 +73,18 @@ describe("configuration", () => {
     [{ HOST: "bad host" }, /HOST/],
     [{ WORKERS: "0", DATABASE_URL: "postgres://h/db" }, /WORKERS must be a whole number between 1 and 64/],
     [{ WORKERS: "two", DATABASE_URL: "postgres://h/db" }, /WORKERS/],
-    [{ WORKERS: "2" }, /^WORKERS above 1 needs DATABASE_URL: the embedded database \(PGlite\) is opened by one process only$/],
+    [
+      { WORKERS: "2" },
+      /^WORKERS above 1 needs DATABASE_URL: the embedded database \(PGlite\) is opened by one process only$/,
+    ],
     [{ SIGNALS_WORKER_ROLE: "boss" }, /SIGNALS_WORKER_ROLE/],
     [{ TELEGRAM_BOT_USERNAME: "no spaces bot" }, /TELEGRAM_BOT_USERNAME/],
     [{ TELEGRAM_UPDATES: "push" }, /TELEGRAM_UPDATES/],
     [{ TELEGRAM_UPDATES: "polling", TELEGRAM_BOT_TOKEN: "123456:abcdefgh" }, /TELEGRAM_BOT_USERNAME/],
-    [{ TELEGRAM_UPDATES: "webhook", TELEGRAM_BOT_TOKEN: "123456:abcdefgh", TELEGRAM_BOT_USERNAME: "SignalsBot" }, /TELEGRAM_WEBHOOK_SECRET/],
+    [
+      { TELEGRAM_UPDATES: "webhook", TELEGRAM_BOT_TOKEN: "123456:abcdefgh", TELEGRAM_BOT_USERNAME: "SignalsBot" },
+      /TELEGRAM_WEBHOOK_SECRET/,
+    ],
     [{ TELEGRAM_WEBHOOK_SECRET: "short" }, /TELEGRAM_WEBHOOK_SECRET/],
   ])("refuses %o with a one-line reason", (env, reason) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
@@ -74,7 +105,8 @@ describe("API keys", () => {
     expect(new Set(keys).size).toBe(keys.length);
     const counts = new Map<string, number>();
     // The random part only (the checksum's first digit is at most "4": 2^32 < 5·62^5).
-    for (const key of keys) for (const ch of key.slice(API_KEY_PREFIX.length, -6)) counts.set(ch, (counts.get(ch) ?? 0) + 1);
+    for (const key of keys)
+      for (const ch of key.slice(API_KEY_PREFIX.length, -6)) counts.set(ch, (counts.get(ch) ?? 0) + 1);
     expect(counts.size).toBe(62);
     const expected = (2000 * 30) / 62;
     for (const n of counts.values()) expect(Math.abs(n - expected)).toBeLessThan(expected * 0.3);
@@ -87,7 +119,14 @@ describe("API keys", () => {
   });
   it("reject odd shapes before any database work", () => {
     const key = generateApiKey();
-    for (const bad of ["", key + "x", key.slice(0, -1), key.replace("sig_live_", "sig_test_"), key.slice(0, -1) + "!", " " + key]) {
+    for (const bad of [
+      "",
+      `${key}x`,
+      key.slice(0, -1),
+      key.replace("sig_live_", "sig_test_"),
+      `${key.slice(0, -1)}!`,
+      ` ${key}`,
+    ]) {
       expect(isWellFormedApiKey(bad)).toBe(false);
     }
   });

@@ -11,16 +11,16 @@
  */
 import path from "node:path";
 import { sql } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { readCandleFile } from "../../src/market/csv-candles.ts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
+import { nextMytMonthStart } from "../../src/clock.ts";
+import { readCandleFile } from "../../src/market/csv-candles.ts";
+import { formatMyt } from "../../src/web/format.ts";
 import { chromiumAvailable, launchChromium, RESULTS_DIR } from "../support/browser.ts";
 import { REAL_CANDLES_DIR, realCandlesAvailable } from "../support/real-candles.ts";
 import { usingPostgres } from "../support/test-db.ts";
 import { createTestClock, startTestServer, type TestServer } from "../support/test-server.ts";
-import { nextMytMonthStart } from "../../src/clock.ts";
-import { formatMyt } from "../../src/web/format.ts";
 
 // Callbacks given to page.evaluate run in the browser. The project's tsconfig has no DOM lib
 // (it clashes with Node's types), so the few browser globals they use are declared loosely.
@@ -72,7 +72,9 @@ describe.skipIf(!chromiumAvailable)("web pages in headless Chromium", () => {
     await context.addInitScript(() => {
       const w = window as unknown as { cspViolations: string[] };
       w.cspViolations = [];
-      document.addEventListener("securitypolicyviolation", (e: { violatedDirective: string; blockedURI: string }) => w.cspViolations.push(`${e.violatedDirective} ${e.blockedURI}`));
+      document.addEventListener("securitypolicyviolation", (e: { violatedDirective: string; blockedURI: string }) =>
+        w.cspViolations.push(`${e.violatedDirective} ${e.blockedURI}`),
+      );
     });
     context.on("request", (request) => requests.push(request.url()));
     context.on("response", (response) => {
@@ -129,7 +131,12 @@ describe.skipIf(!chromiumAvailable)("web pages in headless Chromium", () => {
 
   it("gives every form field a label", async () => {
     const unlabelled = await page.$$eval("input:not([type=hidden]):not([hidden]), meter", (elements) =>
-      elements.filter((el) => (el as { labels: unknown[] | null }).labels === null || (el as { labels: unknown[] }).labels.length === 0).map((el) => el.outerHTML),
+      elements
+        .filter(
+          (el) =>
+            (el as { labels: unknown[] | null }).labels === null || (el as { labels: unknown[] }).labels.length === 0,
+        )
+        .map((el) => el.outerHTML),
     );
     expect(unlabelled).toEqual([]);
   });
@@ -138,7 +145,9 @@ describe.skipIf(!chromiumAvailable)("web pages in headless Chromium", () => {
     const icon = await page.$eval("link[rel=icon]", (link: any) => link.href as string);
     expect(icon).toBe(`${server.baseUrl}/assets/favicon.svg`);
     for (const pathname of ["/signin", "/signup", "/status", "/charts"]) {
-      expect(await (await fetch(`${server.baseUrl}${pathname}`)).text(), pathname).toContain('<link rel="icon" href="/assets/favicon.svg" type="image/svg+xml">');
+      expect(await (await fetch(`${server.baseUrl}${pathname}`)).text(), pathname).toContain(
+        '<link rel="icon" href="/assets/favicon.svg" type="image/svg+xml">',
+      );
     }
     for (const url of [icon, `${server.baseUrl}/favicon.ico`]) {
       const res = await fetch(url);
@@ -165,7 +174,9 @@ describe.skipIf(!chromiumAvailable)("web pages in headless Chromium", () => {
     await page.getByRole("link", { name: "Regenerate key…" }).click();
     await page.waitForURL(`${server.baseUrl}/account/key`);
     expect(await page.getByRole("alert").textContent()).toContain("stops working at once");
-    confirmForm = await page.$$eval("form[action='/account/key'] input[type=hidden]", (inputs) => Object.fromEntries(inputs.map((i: any) => [i.name as string, i.value as string])));
+    confirmForm = await page.$$eval("form[action='/account/key'] input[type=hidden]", (inputs) =>
+      Object.fromEntries(inputs.map((i: any) => [i.name as string, i.value as string])),
+    );
     // POST -> 303 -> GET: the page that shows the key is not the answer to the POST.
     const [posted, response] = await Promise.all([
       page.waitForResponse((r) => r.url() === `${server.baseUrl}/account/key` && r.request().method() === "POST"),
@@ -181,12 +192,22 @@ describe.skipIf(!chromiumAvailable)("web pages in headless Chromium", () => {
     await page.getByRole("button", { name: "Copy key" }).click();
     await page.waitForFunction(() => document.getElementById("copy-status")?.textContent !== "");
     expect(await page.locator("#copy-status").textContent()).toBe("Copied to the clipboard.");
-    expect(await page.evaluate(() => (navigator as unknown as { clipboard: { readText(): Promise<string> } }).clipboard.readText())).toBe(newKey);
+    expect(
+      await page.evaluate(() =>
+        (navigator as unknown as { clipboard: { readText(): Promise<string> } }).clipboard.readText(),
+      ),
+    ).toBe(newKey);
     await page.screenshot({ path: path.join(RESULTS_DIR, `new-key-once-${DB_SUFFIX}.png`) });
   });
 
   it("a reload or Back of the one-time page neither shows the key again nor regenerates it", async () => {
-    const activeHashes = async () => (await server.db.handle.rows<{ key_hash: string }>(sql`SELECT key_hash FROM api_keys WHERE revoked_at IS NULL AND key_hash = encode(sha256(convert_to(${newKey}, 'UTF8')), 'hex')`)).length;
+    const activeHashes = async () =>
+      (
+        await server.db.handle.rows<{ key_hash: string }>(
+          sql`SELECT key_hash FROM api_keys WHERE revoked_at IS NULL AND key_hash = encode(sha256(convert_to(${newKey},
+            'UTF8')), 'hex')`,
+        )
+      ).length;
     expect(await activeHashes()).toBe(1);
     const reloaded = await page.reload();
     expect(reloaded!.status()).toBe(410);
@@ -245,7 +266,9 @@ describe.skipIf(!chromiumAvailable)("web pages in headless Chromium", () => {
     await page.waitForURL(/\/account\?alerts-saved$/);
     expect(await page.getByRole("status").first().textContent()).toBe("Alert settings saved.");
     // The page shows the chat's last digits only.
-    expect(await page.locator("#alerts-h + p").textContent()).toContain("\u2022\u2022\u2022\u20226789 for BTC, ETH on 4h");
+    expect(await page.locator("#alerts-h + p").textContent()).toContain(
+      "\u2022\u2022\u2022\u20226789 for BTC, ETH on 4h",
+    );
   });
 
   describe.runIf(realCandlesAvailable)("chart page with real BTC candles", () => {
@@ -278,7 +301,10 @@ describe.skipIf(!chromiumAvailable)("web pages in headless Chromium", () => {
       expect(drawn.colours).toBeGreaterThan(20);
       expect(drawn.long).toBeGreaterThan(500);
       expect(drawn.short).toBeGreaterThan(500);
-      const chartData = JSON.parse((await page.locator("#chart-data").textContent())!) as { markers: unknown[]; levels: Record<string, number | null> | null };
+      const chartData = JSON.parse((await page.locator("#chart-data").textContent())!) as {
+        markers: unknown[];
+        levels: Record<string, number | null> | null;
+      };
       expect(chartData.markers.length).toBeGreaterThan(10);
       expect(chartData.levels).not.toBeNull();
       expect(await page.locator("#levels").textContent()).toContain("MYT");
@@ -286,7 +312,8 @@ describe.skipIf(!chromiumAvailable)("web pages in headless Chromium", () => {
 
     it("shows the track record computed from the stored events: one trade per directional event", async () => {
       const [counts] = await server.db.handle.rows<{ directional: number; longs: number }>(
-        sql`SELECT count(*) FILTER (WHERE signal <> 'NONE')::int AS directional, count(*) FILTER (WHERE signal = 'LONG')::int AS longs
+        sql`SELECT count(*) FILTER (WHERE signal <> 'NONE')::int AS directional, count(*)
+          FILTER (WHERE signal = 'LONG')::int AS longs
               FROM signal_events WHERE symbol = 'BTC' AND tf = '4h'`,
       );
       expect(counts!.directional).toBeGreaterThan(50);
@@ -300,20 +327,28 @@ describe.skipIf(!chromiumAvailable)("web pages in headless Chromium", () => {
       expect(await page.locator("#history tbody tr").count()).toBe(30);
       await page.screenshot({ path: path.join(RESULTS_DIR, `chart-page-full-${DB_SUFFIX}.png`), fullPage: true });
       // The part worth a picture: levels, chart, track record and backtest.
-      await page.screenshot({ path: path.join(RESULTS_DIR, `chart-page-${DB_SUFFIX}.png`), fullPage: true, clip: { x: 0, y: 0, width: 1280, height: 1560 } });
+      await page.screenshot({
+        path: path.join(RESULTS_DIR, `chart-page-${DB_SUFFIX}.png`),
+        fullPage: true,
+        clip: { x: 0, y: 0, width: 1280, height: 1560 },
+      });
     });
 
     it("opens the chart signed in from a link on another site (SameSite=Strict cookie)", async () => {
       const other = await context.newPage();
       await other.route("http://elsewhere.test/**", (route) =>
-        route.fulfill({ contentType: "text/html", body: `<a id="go" href="${server.baseUrl}/charts/BTC?tf=1d">BTC 1d</a>` }),
+        route.fulfill({
+          contentType: "text/html",
+          body: `<a id="go" href="${server.baseUrl}/charts/BTC?tf=1d">BTC 1d</a>`,
+        }),
       );
       // Request headers, not response bodies: a body read after its page has already moved on
       // (the reload page refreshes at once) is gone, which made this test flaky under load.
       const chartUrl = `${server.baseUrl}/charts/BTC?tf=1d`;
       const navigations: Promise<{ cookie: boolean }>[] = [];
       other.on("request", (r) => {
-        if (r.url() === chartUrl && r.isNavigationRequest()) navigations.push(r.allHeaders().then((h) => ({ cookie: (h.cookie ?? "").includes("sid=") })));
+        if (r.url() === chartUrl && r.isNavigationRequest())
+          navigations.push(r.allHeaders().then((h) => ({ cookie: (h.cookie ?? "").includes("sid=") })));
       });
       await other.goto("http://elsewhere.test/alert");
       await other.click("#go");
@@ -329,16 +364,31 @@ describe.skipIf(!chromiumAvailable)("web pages in headless Chromium", () => {
   });
 
   it("fits a phone screen (390 px): no page scrolls sideways, and no table hides columns behind a scroll", async () => {
-    const phoneOptions = { viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true };
+    const phoneOptions = {
+      viewport: { width: 390, height: 844 },
+      deviceScaleFactor: 2,
+      isMobile: true,
+      hasTouch: true,
+    };
     async function expectFits(p: Page, label: string): Promise<void> {
       if (new URL(p.url()).pathname.startsWith("/charts/")) await p.waitForSelector("#chart[data-chart-ready]");
       expect(await p.evaluate(() => document.documentElement.scrollWidth), label).toBeLessThanOrEqual(390);
       // Nothing inside the page scrolls sideways either (a scrolling table wrapper would).
       const scrollers = await p.$$eval("body *", (elements) =>
-        elements.filter((e: any) => e.scrollWidth > e.clientWidth + 1 && ["auto", "scroll"].includes(getComputedStyle(e).overflowX) && e.tagName !== "CANVAS").map((e: any) => e.id || e.className || e.tagName),
+        elements
+          .filter(
+            (e: any) =>
+              e.scrollWidth > e.clientWidth + 1 &&
+              ["auto", "scroll"].includes(getComputedStyle(e).overflowX) &&
+              e.tagName !== "CANVAS",
+          )
+          .map((e: any) => e.id || e.className || e.tagName),
       );
       expect(scrollers, label).toEqual([]);
-      await p.screenshot({ path: path.join(RESULTS_DIR, `phone-${label.replace(/[^a-z0-9]+/gi, "-")}-${DB_SUFFIX}.png`), fullPage: true });
+      await p.screenshot({
+        path: path.join(RESULTS_DIR, `phone-${label.replace(/[^a-z0-9]+/gi, "-")}-${DB_SUFFIX}.png`),
+        fullPage: true,
+      });
     }
 
     // Signed out: the public pages (the charts ask to sign in first).
@@ -353,13 +403,22 @@ describe.skipIf(!chromiumAvailable)("web pages in headless Chromium", () => {
     // Signed in: the account, the key confirmation, the new key's page, the charts and /status.
     const phone = await browser.newContext({ ...phoneOptions, storageState: await context.storageState() });
     const p = await phone.newPage();
-    for (const pathname of ["/account", "/account/key", "/charts", ...(realCandlesAvailable ? ["/charts/BTC?tf=4h"] : []), "/status"]) {
+    for (const pathname of [
+      "/account",
+      "/account/key",
+      "/charts",
+      ...(realCandlesAvailable ? ["/charts/BTC?tf=4h"] : []),
+      "/status",
+    ]) {
       expect((await p.goto(`${server.baseUrl}${pathname}`))!.status(), pathname).toBe(200);
       if (pathname === "/account") expect(await p.locator("#ledger tbody tr").count()).toBeGreaterThan(0);
       await expectFits(p, pathname);
     }
     await p.goto(`${server.baseUrl}/account/key`);
-    await Promise.all([p.waitForURL(`${server.baseUrl}/account/key/new`), p.getByRole("button", { name: "Regenerate the key now" }).click()]);
+    await Promise.all([
+      p.waitForURL(`${server.baseUrl}/account/key/new`),
+      p.getByRole("button", { name: "Regenerate the key now" }).click(),
+    ]);
     expect(await p.locator("#new-key").textContent()).toMatch(/^sig_live_/);
     await expectFits(p, "/account/key/new");
     await phone.close();
@@ -374,14 +433,23 @@ describe.skipIf(!chromiumAvailable)("web pages in headless Chromium", () => {
     await page.waitForURL(`${server.baseUrl}/signin?signed-out`);
     expect(await page.getByRole("status").textContent()).toBe("You are signed out.");
     // The old cookie value no longer opens anything.
-    const res = await fetch(`${server.baseUrl}/account`, { headers: { cookie: `sid=${sid.value}` }, redirect: "manual" });
+    const res = await fetch(`${server.baseUrl}/account`, {
+      headers: { cookie: `sid=${sid.value}` },
+      redirect: "manual",
+    });
     expect(res.status).toBe(303);
     expect(res.headers.get("location")).toBe("/signin");
   });
 
   it("loaded nothing from elsewhere, broke no CSP rule, and sent no full key except on the one-time page", async () => {
     expect(await cspViolations()).toEqual([]);
-    const foreign = requests.filter((url) => !url.startsWith(server.baseUrl) && !url.startsWith("http://elsewhere.test/") && !url.startsWith("data:") && url !== "about:blank");
+    const foreign = requests.filter(
+      (url) =>
+        !url.startsWith(server.baseUrl) &&
+        !url.startsWith("http://elsewhere.test/") &&
+        !url.startsWith("data:") &&
+        url !== "about:blank",
+    );
     expect(foreign).toEqual([]);
     const seen = await Promise.all(responses);
     expect(seen.length).toBeGreaterThan(10);
@@ -389,12 +457,16 @@ describe.skipIf(!chromiumAvailable)("web pages in headless Chromium", () => {
     expect(withKey.map((r) => `${r.method} ${new URL(r.url).pathname}`)).toEqual(["GET /account/key/new"]);
     // Twice in that one page: in its box and in the first call's curl line.
     expect(withKey[0]!.body.match(FULL_KEY)).toEqual([newKey, newKey]);
-    for (const r of seen.filter((s) => s.url.startsWith(server.baseUrl) && (s.headers["content-type"] ?? "").startsWith("text/html"))) {
+    for (const r of seen.filter(
+      (s) => s.url.startsWith(server.baseUrl) && (s.headers["content-type"] ?? "").startsWith("text/html"),
+    )) {
       expect(r.headers["cache-control"], r.url).toBe("no-store");
       expect(r.headers["content-security-policy"], r.url).toContain("script-src 'self'");
       expect(r.headers["x-frame-options"]).toBe("DENY");
     }
     // The chart library is served by this server, from node_modules (when a chart page was shown).
-    expect(requests.some((url) => url.startsWith(`${server.baseUrl}/assets/lightweight-charts.js?v=`))).toBe(realCandlesAvailable);
+    expect(requests.some((url) => url.startsWith(`${server.baseUrl}/assets/lightweight-charts.js?v=`))).toBe(
+      realCandlesAvailable,
+    );
   });
 });

@@ -7,19 +7,20 @@
  * numbers; /track-record needs no session and states its costs; neither page
  * scrolls sideways on a phone.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import path from "node:path";
 import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
 import { readCandleFile } from "../../src/market/csv-candles.ts";
 import type { CandleUpdate } from "../../src/market/validate.ts";
-import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
 import { runBacktest } from "../../src/track-record/backtest.ts";
 import { loadChartData } from "../../src/track-record/chart-data.ts";
 import { backtestFigures } from "../../src/web/chart-page.ts";
 import { formatMyt, formatPrice } from "../../src/web/format.ts";
-import path from "node:path";
 import { chromiumAvailable, launchChromium, RESULTS_DIR } from "../support/browser.ts";
-import { usingPostgres } from "../support/test-db.ts";
 import { REAL_CANDLES_DIR, realCandlesAvailable } from "../support/real-candles.ts";
+import { usingPostgres } from "../support/test-db.ts";
 import { createTestClock, startTestServer, type TestServer } from "../support/test-server.ts";
 
 // Callbacks given to page.evaluate run in the browser (the project's tsconfig has no DOM lib).
@@ -42,7 +43,10 @@ describe.runIf(chromiumAvailable && realCandlesAvailable)("chart page and /track
     const all: CandleUpdate[] = [];
     for await (const c of readCandleFile(`${REAL_CANDLES_DIR}BTCUSDT_1h.csv.gz`, "BTC", "1h")) all.push(c);
     // The clock stands just after the last real candle closed: the feed is live.
-    server = await startTestServer({ feed: true, clock: createTestClock(all[all.length - 1]!.openTime + H + 5 * 60_000) });
+    server = await startTestServer({
+      feed: true,
+      clock: createTestClock(all[all.length - 1]!.openTime + H + 5 * 60_000),
+    });
     expect((await server.feed!.ingest(all)).rejected).toBe(0);
     const account = await server.account({ email: EMAIL });
     await setMemberPassword(server.db.handle, account.accountId, PASSWORD);
@@ -69,7 +73,13 @@ describe.runIf(chromiumAvailable && realCandlesAvailable)("chart page and /track
     await openChart("/charts/BTC?tf=1h");
     const drawn = await page.evaluate(() => {
       const { chart, candles, volume } = window.signalsChart;
-      return { panes: chart.panes().length, paneHeights: chart.panes().map((p: any) => p.getHeight()), candles: candles.data().length, volumes: volume.data().filter((v: any) => v.value > 0).length, volumePane: volume.getPane().paneIndex() };
+      return {
+        panes: chart.panes().length,
+        paneHeights: chart.panes().map((p: any) => p.getHeight()),
+        candles: candles.data().length,
+        volumes: volume.data().filter((v: any) => v.value > 0).length,
+        volumePane: volume.getPane().paneIndex(),
+      };
     });
     expect(drawn).toMatchObject({ panes: 2, candles: 1500, volumes: 1500, volumePane: 1 });
     expect(drawn.paneHeights[1]).toBeGreaterThan(60);
@@ -85,14 +95,21 @@ describe.runIf(chromiumAvailable && realCandlesAvailable)("chart page and /track
         const { chart, candles: series } = window.signalsChart;
         const box = document.getElementById("chart").getBoundingClientRect();
         const bar = series.data().find((b: any) => b.time === time);
-        return { x: box.left + chart.timeScale().timeToCoordinate(time), y: box.top + series.priceToCoordinate((bar.high + bar.low) / 2) };
+        return {
+          x: box.left + chart.timeScale().timeToCoordinate(time),
+          y: box.top + series.priceToCoordinate((bar.high + bar.low) / 2),
+        };
       }, c[0]!);
       await page.mouse.move(point.x, point.y);
       const openTimeMs = (c[0]! - 8 * 3600) * 1000;
-      const expected = `${formatMyt(openTimeMs)} \u00b7 O ${formatPrice(c[1]!)} \u00b7 H ${formatPrice(c[2]!)} \u00b7 ` + `L ${formatPrice(c[3]!)} \u00b7 C ${formatPrice(c[4]!)} \u00b7 V ${volumeFormat.format(c[5]!)}`;
+      const expected =
+        `${formatMyt(openTimeMs)} \u00b7 O ${formatPrice(c[1]!)} \u00b7 H ${formatPrice(c[2]!)} \u00b7 ` +
+        `L ${formatPrice(c[3]!)} \u00b7 C ${formatPrice(c[4]!)} \u00b7 V ${volumeFormat.format(c[5]!)}`;
       await expect.poll(() => page.locator("#chart-readout").textContent()).toBe(expected);
     }
-    expect(await page.locator("#chart-readout").textContent()).toMatch(/^\d{1,2} [A-Z][a-z]{2} 20\d\d \d\d:\d\d MYT · O \d{1,3}(,\d{3})+\.\d{2} /);
+    expect(await page.locator("#chart-readout").textContent()).toMatch(
+      /^\d{1,2} [A-Z][a-z]{2} 20\d\d \d\d:\d\d MYT · O \d{1,3}(,\d{3})+\.\d{2} /,
+    );
   });
 
   it("labels the time axis with dates and the price axis with thousands separators", async () => {
@@ -112,7 +129,15 @@ describe.runIf(chromiumAvailable && realCandlesAvailable)("chart page and /track
         visibleLow: candles.priceScale().getVisibleRange()?.from ?? null,
       };
     });
-    expect(labels).toMatchObject({ price: "66,123.40", small: "0.5000", day: "16 Jun", month: "Jun 2024", year: "2024", time: "14:00", crosshairTime: "16 Jun 2024 14:00" });
+    expect(labels).toMatchObject({
+      price: "66,123.40",
+      small: "0.5000",
+      day: "16 Jun",
+      month: "Jun 2024",
+      year: "2024",
+      time: "14:00",
+      crosshairTime: "16 Jun 2024 14:00",
+    });
     // BTC's axis shows prices above a thousand, so its labels do carry separators.
     expect(labels.visibleLow).toBeGreaterThan(1000);
   });
@@ -123,7 +148,13 @@ describe.runIf(chromiumAvailable && realCandlesAvailable)("chart page and /track
     const equity = await page.evaluate(() => {
       const e = window.signalsChart.equity;
       const data = JSON.parse(document.getElementById("chart-data").textContent).equity;
-      return { points: data.length, first: data[0], canvases: document.querySelectorAll("#equity-chart canvas").length, width: document.getElementById("equity-chart").getBoundingClientRect().width, series: e !== null };
+      return {
+        points: data.length,
+        first: data[0],
+        canvases: document.querySelectorAll("#equity-chart canvas").length,
+        width: document.getElementById("equity-chart").getBoundingClientRect().width,
+        series: e !== null,
+      };
     });
     expect(equity.series).toBe(true);
     expect(equity.points).toBeGreaterThan(100);
@@ -134,8 +165,14 @@ describe.runIf(chromiumAvailable && realCandlesAvailable)("chart page and /track
     expect(equity.first[2]).toBeCloseTo(99.9, 4);
     await page.mouse.move(600, 300);
     // The part worth a picture: levels, chart, backtest and equity curve.
-    await page.screenshot({ path: path.join(RESULTS_DIR, `chart-page-${DB_SUFFIX}.png`), fullPage: true, clip: { x: 0, y: 0, width: 1280, height: 2000 } });
-    expect(await page.locator("#backtest-drawdown").textContent()).toMatch(/^(\u2212\d+\.\d{2}%|0\.00%) \(buy and hold: \u2212\d+\.\d{2}%\)$/);
+    await page.screenshot({
+      path: path.join(RESULTS_DIR, `chart-page-${DB_SUFFIX}.png`),
+      fullPage: true,
+      clip: { x: 0, y: 0, width: 1280, height: 2000 },
+    });
+    expect(await page.locator("#backtest-drawdown").textContent()).toMatch(
+      /^(\u2212\d+\.\d{2}%|0\.00%) \(buy and hold: \u2212\d+\.\d{2}%\)$/,
+    );
   });
 
   it("recomputes the numbers at a fee chosen in the form, as the backtest module does", async () => {
@@ -154,35 +191,55 @@ describe.runIf(chromiumAvailable && realCandlesAvailable)("chart page and /track
     expect(await page.locator("#backtest-total").textContent()).not.toBe(before);
     expect(await page.locator("#fee").inputValue()).toBe("0.5");
     // Switching the timeframe keeps the chosen fee.
-    expect(await page.getByRole("link", { name: "1d", exact: true }).getAttribute("href")).toBe("/charts/BTC?tf=1d&fee=0.5");
+    expect(await page.getByRole("link", { name: "1d", exact: true }).getAttribute("href")).toBe(
+      "/charts/BTC?tf=1d&fee=0.5",
+    );
   });
 
-  it("shows /track-record without a session: the live record " + "with its stated costs, not the chart page's backtest", async () => {
-    const visitor = await browser.newContext();
-    const v = await visitor.newPage();
-    expect((await v.goto(`${server.baseUrl}/track-record`))!.status()).toBe(200);
-    // A desktop window does not scroll sideways either.
-    expect(await v.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(1280);
-    await v.screenshot({ path: path.join(RESULTS_DIR, `track-record-${DB_SUFFIX}.png`), fullPage: true });
-    expect(await v.locator("#stated-costs").textContent()).toContain("0.1% fee and 0.03% slippage per side");
-    expect(await v.locator("#method").textContent()).toContain("Bailey & López de Prado");
-    await visitor.close();
-  });
+  it(
+    "shows /track-record without a session: the live record " + "with its stated costs, not the chart page's backtest",
+    async () => {
+      const visitor = await browser.newContext();
+      const v = await visitor.newPage();
+      expect((await v.goto(`${server.baseUrl}/track-record`))!.status()).toBe(200);
+      // A desktop window does not scroll sideways either.
+      expect(await v.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(1280);
+      await v.screenshot({ path: path.join(RESULTS_DIR, `track-record-${DB_SUFFIX}.png`), fullPage: true });
+      expect(await v.locator("#stated-costs").textContent()).toContain("0.1% fee and 0.03% slippage per side");
+      expect(await v.locator("#method").textContent()).toContain("Bailey & López de Prado");
+      await visitor.close();
+    },
+  );
 
   it("fits a phone (390 × 844): neither page scrolls sideways", async () => {
-    const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, storageState: await page.context().storageState() });
+    const phone = await browser.newContext({
+      viewport: { width: 390, height: 844 },
+      deviceScaleFactor: 2,
+      isMobile: true,
+      hasTouch: true,
+      storageState: await page.context().storageState(),
+    });
     const p = await phone.newPage();
     for (const pathname of ["/track-record", "/charts/BTC?tf=1h"]) {
       expect((await p.goto(`${server.baseUrl}${pathname}`))!.status(), pathname).toBe(200);
       if (pathname.startsWith("/charts/")) await p.waitForSelector("#equity-chart[data-chart-ready]");
       expect(await p.evaluate(() => document.documentElement.scrollWidth), pathname).toBeLessThanOrEqual(390);
       const scrollers = await p.$$eval("body *", (elements) =>
-        elements.filter((e: any) => e.scrollWidth > e.clientWidth + 1 && ["auto", "scroll"].includes(getComputedStyle(e).overflowX) && e.tagName !== "CANVAS").map((e: any) => e.id || e.className || e.tagName),
+        elements
+          .filter(
+            (e: any) =>
+              e.scrollWidth > e.clientWidth + 1 &&
+              ["auto", "scroll"].includes(getComputedStyle(e).overflowX) &&
+              e.tagName !== "CANVAS",
+          )
+          .map((e: any) => e.id || e.className || e.tagName),
       );
       expect(scrollers, pathname).toEqual([]);
       // The picture shows the chart itself (for the chart page) rather than the header.
       if (pathname.startsWith("/charts/")) await p.evaluate(() => document.getElementById("chart-h").scrollIntoView());
-      await p.screenshot({ path: path.join(RESULTS_DIR, `phone-${pathname.replace(/[^a-z0-9]+/gi, "-")}-${DB_SUFFIX}.png`) });
+      await p.screenshot({
+        path: path.join(RESULTS_DIR, `phone-${pathname.replace(/[^a-z0-9]+/gi, "-")}-${DB_SUFFIX}.png`),
+      });
     }
     await phone.close();
   });

@@ -6,10 +6,10 @@
  * /status names each coin's provenance, and the free movers rank the real coin only.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
 import { demoCandles } from "../../src/market/demo-feed.ts";
 import { DEMO_DATA_LABEL } from "../../src/market/provenance.ts";
 import type { CandleUpdate } from "../../src/market/validate.ts";
-import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
 import { computeLiveRecord, loadLiveInputs } from "../../src/track-record/live-record-data.ts";
 import { loadRealCandles } from "../support/real-candles.ts";
 import { createTestClock, startTestServer, type TestServer } from "../support/test-server.ts";
@@ -26,15 +26,21 @@ describe("demo and real coins on one server's pages", () => {
   beforeAll(async () => {
     const demo = demoCandles("XRP", 3_000);
     const end = demo.at(-1)!.openTime + Q;
-    const real = loadRealCandles("BTC", "1h")!.slice(-700).map((c, i, all) => ({ ...c, openTime: end - (all.length - i) * H }));
+    const real = loadRealCandles("BTC", "1h")!
+      .slice(-700)
+      .map((c, i, all) => ({ ...c, openTime: end - (all.length - i) * H }));
     const clock = createTestClock(end + 60_000);
     server = await startTestServer({ feed: true, clock });
-    const closed = (symbol: string, tf: "15m" | "1h") => (c: (typeof demo)[number]): CandleUpdate => ({ symbol, tf, ...c, closed: true });
+    const closed =
+      (symbol: string, tf: "15m" | "1h") =>
+      (c: (typeof demo)[number]): CandleUpdate => ({ symbol, tf, ...c, closed: true });
     expect((await server.feed!.ingest(demo.map(closed("XRP", "15m")), { alerts: false, demo: true })).rejected).toBe(0);
     // BTC's history is imported, then its last 200 hours are pushed as they close, so its signals
     // are live and the public (live-only) track record has a real series to show.
     const LIVE_HOURS = 200;
-    expect((await server.feed!.ingest(real.slice(0, -LIVE_HOURS).map(closed("BTC", "1h")), { alerts: false })).rejected).toBe(0);
+    expect(
+      (await server.feed!.ingest(real.slice(0, -LIVE_HOURS).map(closed("BTC", "1h")), { alerts: false })).rejected,
+    ).toBe(0);
     for (const candle of real.slice(-LIVE_HOURS)) {
       clock.set(candle.openTime + H + 60_000);
       expect((await server.feed!.ingest([closed("BTC", "1h")(candle)])).rejected).toBe(0);
@@ -61,7 +67,9 @@ describe("demo and real coins on one server's pages", () => {
     expect(btc.status).toBe(200);
     expect(btc.body).not.toMatch(/demo-data|synthetic/i);
     const list = await member.get("/charts");
-    expect(list.body).toMatch(new RegExp(`<h2>XRP <span class="muted demo-label">\\(${DEMO_DATA_LABEL}\\)</span></h2>`));
+    expect(list.body).toMatch(
+      new RegExp(`<h2>XRP <span class="muted demo-label">\\(${DEMO_DATA_LABEL}\\)</span></h2>`),
+    );
     expect(list.body).toContain("<h2>BTC</h2>");
   });
 
@@ -73,29 +81,49 @@ describe("demo and real coins on one server's pages", () => {
 
   it("names each coin's provenance on /status", async () => {
     const body = await (await fetch(`${server.baseUrl}/status`)).text();
-    expect(body).toMatch(new RegExp(`data-symbol="XRP"[^>]*data-demo="true"><th scope="row">XRP</th><td>[a-z]+</td><td>${DEMO_DATA_LABEL}</td>`));
-    expect(body).toMatch(/data-symbol="BTC"[^>]*data-demo="false"><th scope="row">BTC<\/th><td>[a-z]+<\/td><td>real market<\/td>/);
+    expect(body).toMatch(
+      new RegExp(
+        `data-symbol="XRP"[^>]*data-demo="true"><th scope="row">XRP</th><td>[a-z]+</td><td>${DEMO_DATA_LABEL}</td>`,
+      ),
+    );
+    expect(body).toMatch(
+      /data-symbol="BTC"[^>]*data-demo="false"><th scope="row">BTC<\/th><td>[a-z]+<\/td><td>real market<\/td>/,
+    );
   });
 
   it("the paid API marks the demo coin's reading only, and the movers rank the real coin only", async () => {
-    const signals = (await (await fetch(`${server.baseUrl}/api/v1/signals?symbols=BTC,XRP&tf=1h`, { headers: { "x-api-key": apiKey } })).json()) as { signals: Array<Record<string, unknown>> };
-    expect(signals.signals.map((e) => [e.symbol, e.ok, e.demo])).toEqual([["BTC", true, undefined], ["XRP", true, true]]);
-    const movers = (await (await fetch(`${server.baseUrl}/api/v1/movers?tf=1h`, { headers: { "x-api-key": apiKey } })).json()) as { volume_leaders: Array<{ symbol: string }> };
+    const signals = (await (
+      await fetch(`${server.baseUrl}/api/v1/signals?symbols=BTC,XRP&tf=1h`, { headers: { "x-api-key": apiKey } })
+    ).json()) as { signals: Array<Record<string, unknown>> };
+    expect(signals.signals.map((e) => [e.symbol, e.ok, e.demo])).toEqual([
+      ["BTC", true, undefined],
+      ["XRP", true, true],
+    ]);
+    const movers = (await (
+      await fetch(`${server.baseUrl}/api/v1/movers?tf=1h`, { headers: { "x-api-key": apiKey } })
+    ).json()) as { volume_leaders: Array<{ symbol: string }> };
     expect(movers.volume_leaders.map((m) => m.symbol)).toEqual(["BTC"]);
   });
 
-  it("the landing page's example comes from the real coin and " + "its headline from the public live record, real data only", async () => {
-    const body = await (await fetch(`${server.baseUrl}/`)).text();
-    const example = JSON.parse(body.match(/<pre class="code" tabindex="0" id="example-answer"><code>([\s\S]*?)<\/code><\/pre>/)![1]!.replaceAll("&quot;", '"')) as { signals: Array<Record<string, unknown>> };
-    expect(example.signals[0]).toMatchObject({ symbol: "BTC", ok: true });
-    expect(example.signals[0]).not.toHaveProperty("demo");
-    expect(body).not.toContain('id="example-demo"');
-    // The headline pools what /track-record shows everyone: the live record of real series only.
-    const record = computeLiveRecord(await loadLiveInputs(server.db.handle), server.clock());
-    expect(record.series.map((s) => s.symbol)).not.toContain("XRP");
-    const trades = record.series.reduce((n, s) => n + s.live.trades.length, 0);
-    if (trades === 0) expect(body).toContain("No live signal has ended yet");
-    else expect(body).toMatch(new RegExp(`data-field="trades">${trades.toLocaleString("en-US")}<`));
-  });
+  it(
+    "the landing page's example comes from the real coin and " +
+      "its headline from the public live record, real data only",
+    async () => {
+      const body = await (await fetch(`${server.baseUrl}/`)).text();
+      const example = JSON.parse(
+        body
+          .match(/<pre class="code" tabindex="0" id="example-answer"><code>([\s\S]*?)<\/code><\/pre>/)![1]!
+          .replaceAll("&quot;", '"'),
+      ) as { signals: Array<Record<string, unknown>> };
+      expect(example.signals[0]).toMatchObject({ symbol: "BTC", ok: true });
+      expect(example.signals[0]).not.toHaveProperty("demo");
+      expect(body).not.toContain('id="example-demo"');
+      // The headline pools what /track-record shows everyone: the live record of real series only.
+      const record = computeLiveRecord(await loadLiveInputs(server.db.handle), server.clock());
+      expect(record.series.map((s) => s.symbol)).not.toContain("XRP");
+      const trades = record.series.reduce((n, s) => n + s.live.trades.length, 0);
+      if (trades === 0) expect(body).toContain("No live signal has ended yet");
+      else expect(body).toMatch(new RegExp(`data-field="trades">${trades.toLocaleString("en-US")}<`));
+    },
+  );
 });
-

@@ -5,8 +5,8 @@
  * samples; no request goes to another host and the page's CSP is never violated.
  */
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromiumAvailable, launchChromium, RESULTS_DIR } from "../support/browser.ts";
 import { startTestServer, type TestServer } from "../support/test-server.ts";
 
@@ -35,7 +35,9 @@ describe.skipIf(!chromiumAvailable)("/docs in headless Chromium", () => {
     await context.addInitScript(() => {
       const w = window as unknown as { cspViolations: string[] };
       w.cspViolations = [];
-      document.addEventListener("securitypolicyviolation", (e: { violatedDirective: string; blockedURI: string }) => w.cspViolations.push(`${e.violatedDirective} ${e.blockedURI}`));
+      document.addEventListener("securitypolicyviolation", (e: { violatedDirective: string; blockedURI: string }) =>
+        w.cspViolations.push(`${e.violatedDirective} ${e.blockedURI}`),
+      );
     });
     const page = await context.newPage();
     const errors: string[] = [];
@@ -45,7 +47,16 @@ describe.skipIf(!chromiumAvailable)("/docs in headless Chromium", () => {
     expect(res?.headers()["content-security-policy"]).toContain("default-src 'none'");
     await page.waitForFunction(() => document.body.innerText.includes("GetUsage"), undefined, { timeout: 30_000 });
     const text = await page.locator("body").innerText();
-    for (const op of ["GetSignals", "GetMovers", "GetDerivatives", "GetNews", "GetMacro", "GetFundamentals", "GetUsage"]) expect(text).toContain(op);
+    for (const op of [
+      "GetSignals",
+      "GetMovers",
+      "GetDerivatives",
+      "GetNews",
+      "GetMacro",
+      "GetFundamentals",
+      "GetUsage",
+    ])
+      expect(text).toContain(op);
     for (const route of ["/api/v1/signals", "/api/v1/usage"]) expect(text).toContain(route);
     // The code samples: curl, TypeScript (connect-es) and Python (requests).
     for (const label of ["curl", "TypeScript (connect-es)", "Python (requests)"]) expect(text, label).toContain(label);
@@ -58,7 +69,9 @@ describe.skipIf(!chromiumAvailable)("/docs in headless Chromium", () => {
     await page.waitForFunction(() => document.body.innerText.includes("requests.get("), undefined, { timeout: 10_000 });
     await page.screenshot({ path: path.join(RESULTS_DIR, "docs-page.png") });
     const origin = new URL(server.baseUrl).origin;
-    const foreign = requests.filter((u) => !u.startsWith("data:") && !u.startsWith("blob:") && new URL(u).origin !== origin);
+    const foreign = requests.filter(
+      (u) => !u.startsWith("data:") && !u.startsWith("blob:") && new URL(u).origin !== origin,
+    );
     expect(foreign).toEqual([]);
     expect(failed).toEqual([]);
     expect(await page.evaluate(() => (window as unknown as { cspViolations: string[] }).cspViolations)).toEqual([]);

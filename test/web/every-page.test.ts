@@ -12,15 +12,15 @@
  */
 import { AxeBuilder } from "@axe-core/playwright";
 import { pino } from "pino";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, BrowserContext, Page, Response } from "playwright-core";
-import { createSession } from "../../src/accounts/sign-in/sessions.ts";
-import { SESSION_COOKIE } from "../../src/web/page-kit.ts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
 import { createPasswordLink } from "../../src/accounts/sign-in/password-links.ts";
+import { createSession } from "../../src/accounts/sign-in/sessions.ts";
 import { startDemoFeed } from "../../src/market/demo-feed.ts";
+import { SESSION_COOKIE } from "../../src/web/page-kit.ts";
 import { chromiumAvailable, launchChromium } from "../support/browser.ts";
-import { startFakeStripe, type FakeStripe } from "../support/fake-stripe.ts";
+import { type FakeStripe, startFakeStripe } from "../support/fake-stripe.ts";
 import { createTestClock, startTestServer, type TestServer } from "../support/test-server.ts";
 
 // Callbacks given to page.evaluate run in the browser (the project's tsconfig has no DOM lib).
@@ -60,7 +60,11 @@ describe.skipIf(!chromiumAvailable)("every page in light and dark, with no netwo
   beforeAll(async () => {
     stripe = await startFakeStripe();
     // An SMTP address (never used here: no mail is asked for) so the "Forgot password?" pages exist.
-    server = await startTestServer({ env: { ...stripe.env(), SMTP_URL: "smtp://127.0.0.1:9", MAIL_FROM: "Signals <no-reply@example.test>" }, feed: true, clock: createTestClock(Date.now()) });
+    server = await startTestServer({
+      env: { ...stripe.env(), SMTP_URL: "smtp://127.0.0.1:9", MAIL_FROM: "Signals <no-reply@example.test>" },
+      feed: true,
+      clock: createTestClock(Date.now()),
+    });
     // The demo feed's synthetic candles and their signal events: a chart with markers and levels.
     // Its hourly tick never comes during the test.
     stopDemoFeed = await startDemoFeed(server.feed!, server.clock, pino({ level: "silent" }), 3_600_000);
@@ -69,7 +73,9 @@ describe.skipIf(!chromiumAvailable)("every page in light and dark, with no netwo
     await setMemberPassword(server.db.handle, accountId, PASSWORD);
     // A few paid calls, so the ledger table has rows.
     for (let i = 0; i < 3; i++) {
-      const res = await fetch(`${server.baseUrl}/api/v1/signals?symbols=BTC&tf=1h`, { headers: { "x-api-key": account.apiKey } });
+      const res = await fetch(`${server.baseUrl}/api/v1/signals?symbols=BTC&tf=1h`, {
+        headers: { "x-api-key": account.apiKey },
+      });
       expect(res.status).toBe(200);
     }
     const other = await server.account({ email: "link.member@example.test" });
@@ -89,7 +95,10 @@ describe.skipIf(!chromiumAvailable)("every page in light and dark, with no netwo
   const press = (path: string, button: string, expectedUrl: RegExp) => async (page: Page) => {
     await page.goto(`${server.baseUrl}${path}`);
     const [response] = await Promise.all([
-      page.waitForResponse((r) => expectedUrl.test(r.url()) && r.request().isNavigationRequest() && !(r.status() >= 300 && r.status() < 400)),
+      page.waitForResponse(
+        (r) =>
+          expectedUrl.test(r.url()) && r.request().isNavigationRequest() && !(r.status() >= 300 && r.status() < 400),
+      ),
       page.getByRole("button", { name: button }).click(),
     ]);
     await page.waitForLoadState("load");
@@ -122,13 +131,21 @@ describe.skipIf(!chromiumAvailable)("every page in light and dark, with no netwo
         await page.goto(`${server.baseUrl}/signin`);
         await page.getByLabel("Email").fill(EMAIL);
         await page.getByLabel("Password").fill("not the password at all");
-        const [response] = await Promise.all([page.waitForResponse((r) => r.request().method() === "POST"), page.getByRole("button", { name: "Sign in" }).click()]);
+        const [response] = await Promise.all([
+          page.waitForResponse((r) => r.request().method() === "POST"),
+          page.getByRole("button", { name: "Sign in" }).click(),
+        ]);
         await page.waitForLoadState("load");
         return response;
       },
     },
     { name: "sign up", member: false, status: 200, open: goto("/signup") },
-    { name: "set a password", member: false, status: 200, open: (page) => page.goto(`${server.baseUrl}/setup-password?token=${setupToken}`) },
+    {
+      name: "set a password",
+      member: false,
+      status: 200,
+      open: (page) => page.goto(`${server.baseUrl}/setup-password?token=${setupToken}`),
+    },
     { name: "invalid password link", member: false, status: 404, open: goto("/setup-password?token=not-a-token") },
     { name: "forgot password", member: false, status: 200, open: goto("/forgot-password") },
     { name: "status", member: false, status: 200, open: goto("/status") },
@@ -138,7 +155,12 @@ describe.skipIf(!chromiumAvailable)("every page in light and dark, with no netwo
     { name: "account, payment notice", member: true, status: 200, open: goto("/account?checkout=success") },
     { name: "change password", member: true, status: 200, open: goto("/account/password") },
     { name: "key confirmation", member: true, status: 200, open: goto("/account/key") },
-    { name: "new key, shown once", member: true, status: 200, open: press("/account/key", "Regenerate the key now", /\/account\/key\/new$/) },
+    {
+      name: "new key, shown once",
+      member: true,
+      status: 200,
+      open: press("/account/key", "Regenerate the key now", /\/account\/key\/new$/),
+    },
     { name: "new key, already shown", member: true, status: 410, open: goto("/account/key/new") },
     {
       name: "payments unavailable",
@@ -165,10 +187,15 @@ describe.skipIf(!chromiumAvailable)("every page in light and dark, with no netwo
 
   /** A context in `scheme` that lets only the server's own origin through and records what else happened. */
   async function schemeContext(scheme: Scheme, member: boolean): Promise<SchemeContext> {
-    const context: BrowserContext = await browser.newContext({ colorScheme: scheme, viewport: { width: 1280, height: 900 } });
+    const context: BrowserContext = await browser.newContext({
+      colorScheme: scheme,
+      viewport: { width: 1280, height: 900 },
+    });
     if (member) {
       const { token } = await createSession(server.db.handle, accountId, server.clock(), server.config.sessionTtlMs);
-      await context.addCookies([{ name: SESSION_COOKIE, value: token, url: server.baseUrl, httpOnly: true, sameSite: "Strict" }]);
+      await context.addCookies([
+        { name: SESSION_COOKIE, value: token, url: server.baseUrl, httpOnly: true, sameSite: "Strict" },
+      ]);
     }
     const origin = new URL(server.baseUrl).origin;
     const problems: string[] = [];
@@ -180,7 +207,8 @@ describe.skipIf(!chromiumAvailable)("every page in light and dark, with no netwo
     });
     context.on("requestfailed", (request) => {
       // The watchlist's event stream never ends by itself: leaving the page cuts it (as it should).
-      if (new URL(request.url()).pathname === "/watch/stream" && request.failure()?.errorText === "net::ERR_ABORTED") return;
+      if (new URL(request.url()).pathname === "/watch/stream" && request.failure()?.errorText === "net::ERR_ABORTED")
+        return;
       problems.push(`failed ${request.url()} ${request.failure()?.errorText}`);
     });
     context.on("console", (message) => {
@@ -216,11 +244,15 @@ describe.skipIf(!chromiumAvailable)("every page in light and dark, with no netwo
           // axe ran its rules (a page that failed to load would give it nothing to check).
           expect(results.passes.length).toBeGreaterThan(10);
           const serious = results.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
-          expect(serious.map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`)).toEqual([]);
+          expect(
+            serious.map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`),
+          ).toEqual([]);
           // Chromium notes a document's own error status on the console (this page's, checked above).
           const ownStatus = `console Failed to load resource: the server responded with a status of ${visit.status} `;
           const problems = [...visitor.problems.splice(0), ...member.problems.splice(0)];
-          expect(problems.filter((p) => !(p.startsWith(ownStatus) && p.endsWith(` at ${response!.url()}`)))).toEqual([]);
+          expect(problems.filter((p) => !(p.startsWith(ownStatus) && p.endsWith(` at ${response!.url()}`)))).toEqual(
+            [],
+          );
         });
       }
     });

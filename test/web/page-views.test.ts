@@ -6,11 +6,12 @@
  * the window ends. A member without current access is never counted (their pages carry no
  * current signal), and simultaneous views are counted exactly.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
 import { sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
 import { nextMytMidnight } from "../../src/clock.ts";
 import type { CandleUpdate } from "../../src/market/validate.ts";
-import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
 import { structureBreak } from "../support/structure-break.ts";
 import { createTestClock, startTestServer, type TestServer } from "../support/test-server.ts";
 import { WebClient } from "../support/web-client.ts";
@@ -28,7 +29,9 @@ let first: TestServer;
 let second: TestServer;
 let n = 0;
 
-async function member(plan: string): Promise<{ accountId: number; signIn: (server: TestServer) => Promise<WebClient> }> {
+async function member(
+  plan: string,
+): Promise<{ accountId: number; signIn: (server: TestServer) => Promise<WebClient> }> {
   const email = `pacer${++n}@example.test`;
   const { accountId } = await first.account({ email, plan });
   await setMemberPassword(first.db.handle, accountId, PASSWORD);
@@ -93,7 +96,9 @@ describe("page views of the current signal", () => {
     const web = await (await member("founding_seat")).signIn(first);
     const clients = [web, new WebClient(second.baseUrl)];
     for (const [name, value] of web.cookies) clients[1]!.cookies.set(name, value);
-    const statuses = await Promise.all(Array.from({ length: 12 }, (_, i) => view(clients[i % 2]!).then((r) => r.status)));
+    const statuses = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => view(clients[i % 2]!).then((r) => r.status)),
+    );
     expect(statuses.filter((s) => s === 200)).toHaveLength(PER_MINUTE);
     expect(statuses.filter((s) => s === 429)).toHaveLength(12 - PER_MINUTE);
   });
@@ -107,6 +112,8 @@ describe("page views of the current signal", () => {
       expect(res.status).toBe(200);
       expect(res.body).toContain('id="ended-only"');
     }
-    expect(await first.db.handle.rows(sql`SELECT 1 FROM page_view_windows WHERE view_key = ${`account:${m.accountId}`}`)).toEqual([]);
+    expect(
+      await first.db.handle.rows(sql`SELECT 1 FROM page_view_windows WHERE view_key = ${`account:${m.accountId}`}`),
+    ).toEqual([]);
   });
 });

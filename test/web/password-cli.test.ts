@@ -11,8 +11,15 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  type CliResult,
+  childEnv,
+  runCli,
+  runCliWithInput,
+  type ServerProcess,
+  startServerProcess,
+} from "../support/processes.ts";
 import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
-import { childEnv, runCli, runCliWithInput, startServerProcess, type CliResult, type ServerProcess } from "../support/processes.ts";
 import { csrfTokenOf, WebClient } from "../support/web-client.ts";
 
 const PUBLIC_BASE_URL = "https://signals.example.test";
@@ -57,7 +64,11 @@ describe(`signals account password (${usingPostgres ? "Postgres" : "embedded PGl
   });
 
   it("refuses a password under 10 characters, an empty standard input and an unknown account", async () => {
-    const short = await runCliWithInput(["account", "password", "--account", String(accountId), "--json"], env, "too short\n");
+    const short = await runCliWithInput(
+      ["account", "password", "--account", String(accountId), "--json"],
+      env,
+      "too short\n",
+    );
     expect(short.code).toBe(1);
     expect(jsonOf(short)).toMatchObject({ ok: false, error: "bad_request" });
     expect(short.stderr).toContain("at least 10 characters");
@@ -65,20 +76,35 @@ describe(`signals account password (${usingPostgres ? "Postgres" : "embedded PGl
     expect(empty.code).toBe(2);
     expect(jsonOf(empty)).toMatchObject({ ok: false, error: "usage" });
     expect(empty.stderr).toContain("no password on standard input");
-    const unknown = await runCliWithInput(["account", "password", "--account", "999999", "--json"], env, `${FIRST_PASSWORD}\n`);
+    const unknown = await runCliWithInput(
+      ["account", "password", "--account", "999999", "--json"],
+      env,
+      `${FIRST_PASSWORD}\n`,
+    );
     expect(unknown.code).toBe(1);
     expect(jsonOf(unknown)).toMatchObject({ ok: false, error: "not_found" });
   });
 
   it("sets the password from standard input (first line only) and never echoes it", async () => {
-    const set = await runCliWithInput(["account", "password", "--account", String(accountId), "--json"], env, `${FIRST_PASSWORD}\nsecond line ignored\n`);
+    const set = await runCliWithInput(
+      ["account", "password", "--account", String(accountId), "--json"],
+      env,
+      `${FIRST_PASSWORD}\nsecond line ignored\n`,
+    );
     expect({ code: set.code, stderr: set.stderr }).toEqual({ code: 0, stderr: "" });
     expect(jsonOf(set)).toMatchObject({ account_id: accountId, email: EMAIL, sessions_revoked: 0 });
     expect(set.stdout).not.toContain(FIRST_PASSWORD);
   });
 
   it("lets the member sign in on a server process with that password (and not with the refused ones)", async () => {
-    server = await startServerProcess({ ...env, PORT: "0", INTERNAL_PORT: "0", LOG_LEVEL: "info", DEMO_ACCOUNT: "false", DEMO_FEED: "false" });
+    server = await startServerProcess({
+      ...env,
+      PORT: "0",
+      INTERNAL_PORT: "0",
+      LOG_LEVEL: "info",
+      DEMO_ACCOUNT: "false",
+      DEMO_FEED: "false",
+    });
     expect((await new WebClient(server.baseUrl).signIn(EMAIL, "too short")).status).toBe(401);
     const member = new WebClient(server.baseUrl);
     expect((await member.signIn(EMAIL, FIRST_PASSWORD)).status).toBe(303);
@@ -87,35 +113,47 @@ describe(`signals account password (${usingPostgres ? "Postgres" : "embedded PGl
     expect(page.body).toContain(EMAIL);
   });
 
-  it("--link prints a one-time setup link under PUBLIC_BASE_URL (through the running server on the embedded database)", async () => {
-    const before = Date.now();
-    const made = await runCli(["account", "password", "--account", String(accountId), "--link", "--json"], env);
-    expect({ code: made.code, stderr: made.stderr }).toEqual({ code: 0, stderr: "" });
-    const result = jsonOf(made);
-    const link = new URL(result.setup_link as string);
-    expect(link.origin).toBe(PUBLIC_BASE_URL);
-    expect(link.pathname).toBe("/setup-password");
-    expect(link.searchParams.get("token")).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    const expires = Date.parse(result.expires_at as string);
-    expect(expires - before).toBeGreaterThan(24 * 3600_000 - 60_000);
-    expect(expires - before).toBeLessThanOrEqual(24 * 3600_000 + 60_000);
+  it(
+    "--link prints a one-time setup link under PUBLIC_BASE_URL " +
+      "(through the running server on the embedded database)",
+    async () => {
+      const before = Date.now();
+      const made = await runCli(["account", "password", "--account", String(accountId), "--link", "--json"], env);
+      expect({ code: made.code, stderr: made.stderr }).toEqual({ code: 0, stderr: "" });
+      const result = jsonOf(made);
+      const link = new URL(result.setup_link as string);
+      expect(link.origin).toBe(PUBLIC_BASE_URL);
+      expect(link.pathname).toBe("/setup-password");
+      expect(link.searchParams.get("token")).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      const expires = Date.parse(result.expires_at as string);
+      expect(expires - before).toBeGreaterThan(24 * 3600_000 - 60_000);
+      expect(expires - before).toBeLessThanOrEqual(24 * 3600_000 + 60_000);
 
-    // The member opens it on the real server (same path and query) and chooses a password.
-    const client = new WebClient(server!.baseUrl);
-    const form = await client.openPasswordLink(link.pathname + link.search);
-    expect(form.status).toBe(200);
-    expect(form.body).toContain(EMAIL);
-    const done = await client.post("/setup-password", { csrf_token: csrfTokenOf(form.body), password: LINK_PASSWORD, confirm: LINK_PASSWORD });
-    expect(done.status).toBe(303);
-    expect((await client.get(link.pathname + link.search)).status).toBe(404);
-    expect((await new WebClient(server!.baseUrl).signIn(EMAIL, FIRST_PASSWORD)).status).toBe(401);
-    linkSession = new WebClient(server!.baseUrl);
-    expect((await linkSession.signIn(EMAIL, LINK_PASSWORD)).status).toBe(303);
-  });
+      // The member opens it on the real server (same path and query) and chooses a password.
+      const client = new WebClient(server!.baseUrl);
+      const form = await client.openPasswordLink(link.pathname + link.search);
+      expect(form.status).toBe(200);
+      expect(form.body).toContain(EMAIL);
+      const done = await client.post("/setup-password", {
+        csrf_token: csrfTokenOf(form.body),
+        password: LINK_PASSWORD,
+        confirm: LINK_PASSWORD,
+      });
+      expect(done.status).toBe(303);
+      expect((await client.get(link.pathname + link.search)).status).toBe(404);
+      expect((await new WebClient(server!.baseUrl).signIn(EMAIL, FIRST_PASSWORD)).status).toBe(401);
+      linkSession = new WebClient(server!.baseUrl);
+      expect((await linkSession.signIn(EMAIL, LINK_PASSWORD)).status).toBe(303);
+    },
+  );
 
   it("setting a password again signs out the member's web sessions", async () => {
     expect((await linkSession.get("/account")).status).toBe(200);
-    const set = await runCliWithInput(["account", "password", "--account", String(accountId)], env, `${FIRST_PASSWORD}\n`);
+    const set = await runCliWithInput(
+      ["account", "password", "--account", String(accountId)],
+      env,
+      `${FIRST_PASSWORD}\n`,
+    );
     expect({ code: set.code, stderr: set.stderr }).toEqual({ code: 0, stderr: "" });
     expect(set.stdout).toContain("Web password set; 1 web session(s) signed out.");
     expect((await linkSession.get("/account")).status).toBe(303);
@@ -125,6 +163,8 @@ describe(`signals account password (${usingPostgres ? "Postgres" : "embedded PGl
   it("prints the link in plain text without --json", async () => {
     const made = await runCli(["account", "password", "--account", String(accountId), "--link"], env);
     expect(made.code).toBe(0);
-    expect(made.stdout).toMatch(/Password setup link \(works once, until \d{4}-\d{2}-\d{2}T[\d:.]+Z; send it to the member privately\):\n {2}https:\/\/signals\.example\.test\/setup-password\?token=[A-Za-z0-9_-]{43}\n/);
+    expect(made.stdout).toMatch(
+      /Password setup link \(works once, until \d{4}-\d{2}-\d{2}T[\d:.]+Z; send it to the member privately\):\n {2}https:\/\/signals\.example\.test\/setup-password\?token=[A-Za-z0-9_-]{43}\n/,
+    );
   });
 });

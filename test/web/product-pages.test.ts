@@ -11,15 +11,22 @@
  * (every-page.test.ts checks the same pages for axe, other origins and console errors.)
  */
 import { pino } from "pino";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { startDemoFeed } from "../../src/market/demo-feed.ts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSession } from "../../src/accounts/sign-in/sessions.ts";
-import { SESSION_COOKIE } from "../../src/web/page-kit.ts";
 import { saveWatchlist } from "../../src/accounts/watchlist.ts";
+import { startDemoFeed } from "../../src/market/demo-feed.ts";
+import { SESSION_COOKIE } from "../../src/web/page-kit.ts";
 import { chromiumAvailable, launchChromium } from "../support/browser.ts";
-import { startFakeSmtp, type FakeSmtp } from "../support/fake-smtp.ts";
-import { deliver, paidInvoice, PRICE_NODE, signedEvent, startFakeStripe, type FakeStripe } from "../support/fake-stripe.ts";
+import { type FakeSmtp, startFakeSmtp } from "../support/fake-smtp.ts";
+import {
+  deliver,
+  type FakeStripe,
+  PRICE_NODE,
+  paidInvoice,
+  signedEvent,
+  startFakeStripe,
+} from "../support/fake-stripe.ts";
 import { structureBreak } from "../support/structure-break.ts";
 import { createTestClock, startTestServer, type TestServer } from "../support/test-server.ts";
 
@@ -43,7 +50,11 @@ describe.skipIf(!chromiumAvailable)("the product pages in a browser", () => {
   beforeAll(async () => {
     stripe = await startFakeStripe();
     smtp = await startFakeSmtp();
-    server = await startTestServer({ env: { ...stripe.env(), SMTP_URL: smtp.url, MAIL_FROM: "Signals <no-reply@example.test>" }, feed: true, clock: createTestClock(now) });
+    server = await startTestServer({
+      env: { ...stripe.env(), SMTP_URL: smtp.url, MAIL_FROM: "Signals <no-reply@example.test>" },
+      feed: true,
+      clock: createTestClock(now),
+    });
     stopDemoFeed = await startDemoFeed(server.feed!, server.clock, pino({ level: "silent" }), 3_600_000);
     await server.feed!.ingest(history.map((c) => ({ symbol: WATCH_COIN, tf: "1h", ...c, closed: true })));
     browser = await launchChromium();
@@ -65,7 +76,8 @@ describe.skipIf(!chromiumAvailable)("the product pages in a browser", () => {
     const problems: string[] = [];
     await context.route("**/*", (route) => {
       const url = route.request().url();
-      if (url.startsWith("data:") || new URL(url).origin === origin || new URL(url).origin === stripeOrigin) return route.continue();
+      if (url.startsWith("data:") || new URL(url).origin === origin || new URL(url).origin === stripeOrigin)
+        return route.continue();
       problems.push(`blocked ${url}`);
       return route.abort("blockedbyclient");
     });
@@ -78,7 +90,9 @@ describe.skipIf(!chromiumAvailable)("the product pages in a browser", () => {
   async function memberContext(accountId: number, width: number, height = 900): Promise<BrowserContext> {
     const context = await browser.newContext({ viewport: { width, height } });
     const { token } = await createSession(server.db.handle, accountId, server.clock(), server.config.sessionTtlMs);
-    await context.addCookies([{ name: SESSION_COOKIE, value: token, url: server.baseUrl, httpOnly: true, sameSite: "Strict" }]);
+    await context.addCookies([
+      { name: SESSION_COOKIE, value: token, url: server.baseUrl, httpOnly: true, sameSite: "Strict" },
+    ]);
     return context;
   }
 
@@ -86,84 +100,124 @@ describe.skipIf(!chromiumAvailable)("the product pages in a browser", () => {
   async function signIn(page: Page, email: string): Promise<void> {
     await page.getByLabel("Email").fill(email);
     await page.getByLabel("Password").fill(PASSWORD);
-    await Promise.all([page.waitForURL(`${server.baseUrl}/account`), page.getByRole("button", { name: "Sign in" }).click()]);
+    await Promise.all([
+      page.waitForURL(`${server.baseUrl}/account`),
+      page.getByRole("button", { name: "Sign in" }).click(),
+    ]);
   }
 
-  it("landing → pricing → sign-up → mailed link → sign in → subscribe " + "→ key → the page's curl line makes a paid call", async () => {
-    const { context, problems } = await strictContext();
-    const page = await context.newPage();
-    await page.goto(`${server.baseUrl}/`);
-    // The example is the API's JSON, and its signal came into force more than a day ago (an ended one).
-    const example = JSON.parse((await page.locator("#example-answer").textContent())!) as { ts: number; signals: Array<{ ok: boolean; confirmed?: boolean }> };
-    expect(example.signals[0]).toMatchObject({ ok: true, confirmed: true });
-    expect(example.ts).toBeLessThanOrEqual(server.clock() - 24 * H);
-    await Promise.all([page.waitForURL(`${server.baseUrl}/pricing`), page.getByRole("link", { name: "See pricing" }).click()]);
-    // The fake Stripe's node Price is 4900 usd a month; the pack catalogue is the default one.
-    expect(await page.locator('[data-plan="node"] [data-field="price"]').textContent()).toBe("USD 49.00 / month");
-    expect(await page.locator("#packs").textContent()).toContain("5,000 Tokens for USD 25.00");
-    expect(await page.locator("#example-share").textContent()).toBe("86%");
+  it(
+    "landing → pricing → sign-up → mailed link → sign in → subscribe " +
+      "→ key → the page's curl line makes a paid call",
+    async () => {
+      const { context, problems } = await strictContext();
+      const page = await context.newPage();
+      await page.goto(`${server.baseUrl}/`);
+      // The example is the API's JSON, and its signal came into force more than a day ago (an ended one).
+      const example = JSON.parse((await page.locator("#example-answer").textContent())!) as {
+        ts: number;
+        signals: Array<{ ok: boolean; confirmed?: boolean }>;
+      };
+      expect(example.signals[0]).toMatchObject({ ok: true, confirmed: true });
+      expect(example.ts).toBeLessThanOrEqual(server.clock() - 24 * H);
+      await Promise.all([
+        page.waitForURL(`${server.baseUrl}/pricing`),
+        page.getByRole("link", { name: "See pricing" }).click(),
+      ]);
+      // The fake Stripe's node Price is 4900 usd a month; the pack catalogue is the default one.
+      expect(await page.locator('[data-plan="node"] [data-field="price"]').textContent()).toBe("USD 49.00 / month");
+      expect(await page.locator("#packs").textContent()).toContain("5,000 Tokens for USD 25.00");
+      expect(await page.locator("#example-share").textContent()).toBe("86%");
 
-    await Promise.all([page.waitForURL(/\/signup$/), page.getByRole("link", { name: "Sign up for Node" }).click()]);
-    const email = `funnel-${process.pid}@example.test`;
-    await page.getByLabel("Email").fill(email);
-    await page.locator("#password").fill(PASSWORD);
-    await page.getByLabel("Repeat the password").fill(PASSWORD);
-    await page.getByRole("button", { name: "Create account" }).click();
-    await page.getByRole("heading", { name: "Check your mail" }).waitFor();
-    const mail = await smtp.mailTo(email);
+      await Promise.all([page.waitForURL(/\/signup$/), page.getByRole("link", { name: "Sign up for Node" }).click()]);
+      const email = `funnel-${process.pid}@example.test`;
+      await page.getByLabel("Email").fill(email);
+      await page.locator("#password").fill(PASSWORD);
+      await page.getByLabel("Repeat the password").fill(PASSWORD);
+      await page.getByRole("button", { name: "Create account" }).click();
+      await page.getByRole("heading", { name: "Check your mail" }).waitFor();
+      const mail = await smtp.mailTo(email);
 
-    // Signed in before confirming: asked to confirm, offered a new link, and nothing to pay or a key.
-    await page.goto(`${server.baseUrl}/signin`);
-    await signIn(page, email);
-    expect(await page.getByText("Confirm your email address.").count()).toBe(1);
-    expect(await page.getByRole("button", { name: "Mail the link again" }).count()).toBe(1);
-    expect(await page.getByRole("button", { name: /^(Subscribe|Buy)/ }).count()).toBe(0);
-    expect(await page.getByRole("link", { name: /Create key|Regenerate key/ }).count()).toBe(0);
-    // (Asked with the context's cookies outside the page: a 403 document would log a console error.)
-    expect((await page.request.get(`${server.baseUrl}/account/key`, { maxRedirects: 0 })).status()).toBe(403);
-    await Promise.all([page.waitForURL(/\/signin\?signed-out$/), page.getByRole("button", { name: "Sign out", exact: true }).click()]);
+      // Signed in before confirming: asked to confirm, offered a new link, and nothing to pay or a key.
+      await page.goto(`${server.baseUrl}/signin`);
+      await signIn(page, email);
+      expect(await page.getByText("Confirm your email address.").count()).toBe(1);
+      expect(await page.getByRole("button", { name: "Mail the link again" }).count()).toBe(1);
+      expect(await page.getByRole("button", { name: /^(Subscribe|Buy)/ }).count()).toBe(0);
+      expect(await page.getByRole("link", { name: /Create key|Regenerate key/ }).count()).toBe(0);
+      // (Asked with the context's cookies outside the page: a 403 document would log a console error.)
+      expect((await page.request.get(`${server.baseUrl}/account/key`, { maxRedirects: 0 })).status()).toBe(403);
+      await Promise.all([
+        page.waitForURL(/\/signin\?signed-out$/),
+        page.getByRole("button", { name: "Sign out", exact: true }).click(),
+      ]);
 
-    // The mailed link opens a page with one button; confirmed, the sign-in page says so.
-    const link = /\/verify-email\?token=[A-Za-z0-9_-]+/.exec(mail.text ?? "")?.[0];
-    expect(link).toBeDefined();
-    await page.goto(`${server.baseUrl}${link}`);
-    await Promise.all([page.waitForURL(/\/signin\?email-verified$/), page.getByRole("button", { name: "Confirm", exact: true }).click()]);
-    expect(await page.getByText("Your email address is confirmed.").count()).toBe(1);
-    await signIn(page, email);
-    expect(await page.getByText("Confirm your email address.").count()).toBe(0);
+      // The mailed link opens a page with one button; confirmed, the sign-in page says so.
+      const link = /\/verify-email\?token=[A-Za-z0-9_-]+/.exec(mail.text ?? "")?.[0];
+      expect(link).toBeDefined();
+      await page.goto(`${server.baseUrl}${link}`);
+      await Promise.all([
+        page.waitForURL(/\/signin\?email-verified$/),
+        page.getByRole("button", { name: "Confirm", exact: true }).click(),
+      ]);
+      expect(await page.getByText("Your email address is confirmed.").count()).toBe(1);
+      await signIn(page, email);
+      expect(await page.getByText("Confirm your email address.").count()).toBe(0);
 
-    // A free plan: told what it can do, offered the plan with its price, never Buy Tokens or Create key.
-    expect(await page.locator("#upgrade").count()).toBe(1);
-    expect(await page.getByRole("button", { name: /^Buy / }).count()).toBe(0);
-    expect(await page.getByRole("link", { name: /Create key/ }).count()).toBe(0);
-    const subscribe = page.getByRole("button", { name: "Subscribe: Node · USD 49.00 / month" });
-    await Promise.all([page.waitForURL(/\/c\/pay\/cs_test_/), subscribe.click()]);
-    const session = stripe.checkoutSessions.at(-1)!;
-    const start = Math.floor(server.clock() / 1000);
-    const invoice = paidInvoice({ customer: session.customer!, subscription: "sub_funnel", price: PRICE_NODE, periodStartS: start, periodEndS: start + 30 * DAY_S, paidAtS: start, billingReason: "subscription_create" });
-    expect((await deliver(server.baseUrl, signedEvent("invoice.paid", invoice, { timestampS: start, createdS: start }))).status).toBe(200);
+      // A free plan: told what it can do, offered the plan with its price, never Buy Tokens or Create key.
+      expect(await page.locator("#upgrade").count()).toBe(1);
+      expect(await page.getByRole("button", { name: /^Buy / }).count()).toBe(0);
+      expect(await page.getByRole("link", { name: /Create key/ }).count()).toBe(0);
+      const subscribe = page.getByRole("button", { name: "Subscribe: Node · USD 49.00 / month" });
+      await Promise.all([page.waitForURL(/\/c\/pay\/cs_test_/), subscribe.click()]);
+      const session = stripe.checkoutSessions.at(-1)!;
+      const start = Math.floor(server.clock() / 1000);
+      const invoice = paidInvoice({
+        customer: session.customer!,
+        subscription: "sub_funnel",
+        price: PRICE_NODE,
+        periodStartS: start,
+        periodEndS: start + 30 * DAY_S,
+        paidAtS: start,
+        billingReason: "subscription_create",
+      });
+      expect(
+        (await deliver(server.baseUrl, signedEvent("invoice.paid", invoice, { timestampS: start, createdS: start })))
+          .status,
+      ).toBe(200);
 
-    await page.goto(`${server.baseUrl}/account`);
-    expect(await page.locator("#upgrade").count()).toBe(0);
-    await Promise.all([page.waitForURL(/\/account\/key$/), page.getByRole("link", { name: "Create key…" }).click()]);
-    await Promise.all([page.waitForURL(/\/account\/key\/new$/), page.getByRole("button", { name: "Create the key now" }).click()]);
-    const curl = (await page.locator("#first-call").textContent())!;
-    const [, key, url] = /^curl -s -H 'x-api-key: (\S+)' '(\S+)'$/.exec(curl)!;
-    expect(key).toBe(await page.locator("#new-key").textContent());
-    expect(url!.startsWith(server.config.publicBaseUrl)).toBe(true);
-    expect(new URL(url!).pathname + new URL(url!).search).toBe("/api/v1/signals?symbols=BTC,ETH&tf=4h");
-    const res = await fetch(`${server.baseUrl}${new URL(url!).pathname}${new URL(url!).search}`, { headers: { "x-api-key": key! } });
-    expect(res.status).toBe(200);
-    const body = (await res.json()) as { ok: boolean; credits_left: number };
-    expect(body.ok).toBe(true);
-    expect(body.credits_left).toBe(server.config.limits.monthlyGrant - 1);
-    expect(problems).toEqual([]);
-    await context.close();
-  });
+      await page.goto(`${server.baseUrl}/account`);
+      expect(await page.locator("#upgrade").count()).toBe(0);
+      await Promise.all([page.waitForURL(/\/account\/key$/), page.getByRole("link", { name: "Create key…" }).click()]);
+      await Promise.all([
+        page.waitForURL(/\/account\/key\/new$/),
+        page.getByRole("button", { name: "Create the key now" }).click(),
+      ]);
+      const curl = (await page.locator("#first-call").textContent())!;
+      const [, key, url] = /^curl -s -H 'x-api-key: (\S+)' '(\S+)'$/.exec(curl)!;
+      expect(key).toBe(await page.locator("#new-key").textContent());
+      expect(url!.startsWith(server.config.publicBaseUrl)).toBe(true);
+      expect(new URL(url!).pathname + new URL(url!).search).toBe("/api/v1/signals?symbols=BTC,ETH&tf=4h");
+      const res = await fetch(`${server.baseUrl}${new URL(url!).pathname}${new URL(url!).search}`, {
+        headers: { "x-api-key": key! },
+      });
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { ok: boolean; credits_left: number };
+      expect(body.ok).toBe(true);
+      expect(body.credits_left).toBe(server.config.limits.monthlyGrant - 1);
+      expect(problems).toEqual([]);
+      await context.close();
+    },
+  );
 
   it("the watchlist changes within 2 s of a pushed close, equal to the API's answer at that moment", async () => {
     const member = await server.account({ plan: "node" });
-    await saveWatchlist(server.db.handle, member.accountId, { symbols: [WATCH_COIN, "BTC"], timeframes: ["1h"] }, server.clock());
+    await saveWatchlist(
+      server.db.handle,
+      member.accountId,
+      { symbols: [WATCH_COIN, "BTC"], timeframes: ["1h"] },
+      server.clock(),
+    );
     const context = await memberContext(member.accountId, 1280);
     const page = await context.newPage();
     await page.goto(`${server.baseUrl}/watch`);
@@ -174,11 +228,19 @@ describe.skipIf(!chromiumAvailable)("the product pages in a browser", () => {
 
     const pushed = performance.now();
     await server.feed!.ingest([{ symbol: WATCH_COIN, tf: "1h", ...breaker, closed: true }]);
-    await page.waitForSelector(`tr[data-cell="${WATCH_COIN}/1h"] [data-field="price"][data-value="${breaker.close}"]`, { timeout: 2_000 });
+    await page.waitForSelector(`tr[data-cell="${WATCH_COIN}/1h"] [data-field="price"][data-value="${breaker.close}"]`, {
+      timeout: 2_000,
+    });
     expect(performance.now() - pushed).toBeLessThan(2_000);
 
-    const shown = await cell.evaluate((row: any) => Object.fromEntries([...row.querySelectorAll("[data-field]")].map((td: any) => [td.dataset.field, td.dataset.value])));
-    const api = await fetch(`${server.baseUrl}/api/v1/signals?symbols=${WATCH_COIN}&tf=1h`, { headers: { "x-api-key": member.apiKey } });
+    const shown = await cell.evaluate((row: any) =>
+      Object.fromEntries(
+        [...row.querySelectorAll("[data-field]")].map((td: any) => [td.dataset.field, td.dataset.value]),
+      ),
+    );
+    const api = await fetch(`${server.baseUrl}/api/v1/signals?symbols=${WATCH_COIN}&tf=1h`, {
+      headers: { "x-api-key": member.apiKey },
+    });
     const entry = ((await api.json()) as { signals: Record<string, unknown>[] }).signals[0]!;
     expect(shown).toMatchObject({
       signal: entry.signal,
@@ -192,7 +254,19 @@ describe.skipIf(!chromiumAvailable)("the product pages in a browser", () => {
     await context.close();
   });
 
-  const PAGES = ["/", "/pricing", "/getting-started", "/signin", "/signup", "/status", "/track-record", "/account", "/watch", "/charts", "/charts/BTC?tf=1h"];
+  const PAGES = [
+    "/",
+    "/pricing",
+    "/getting-started",
+    "/signin",
+    "/signup",
+    "/status",
+    "/track-record",
+    "/account",
+    "/watch",
+    "/charts",
+    "/charts/BTC?tf=1h",
+  ];
   for (const width of [390, 1280]) {
     it(`no page scrolls sideways at ${width} px`, async () => {
       const member = await server.account({ plan: "node" });
@@ -203,7 +277,10 @@ describe.skipIf(!chromiumAvailable)("the product pages in a browser", () => {
         for (const ctx of [context, visitor]) {
           const page = await ctx.newPage();
           await page.goto(`${server.baseUrl}${path}`);
-          const { scroll, client } = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth }));
+          const { scroll, client } = await page.evaluate(() => ({
+            scroll: document.documentElement.scrollWidth,
+            client: document.documentElement.clientWidth,
+          }));
           if (scroll > client) wide.push(`${path} (${ctx === context ? "member" : "visitor"}): ${scroll} > ${client}`);
           await page.close();
         }

@@ -6,8 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSession } from "../../src/accounts/sign-in/sessions.ts";
-import { SESSION_COOKIE } from "../../src/web/page-kit.ts";
 import { BILLING_TEXT } from "../../src/signals/service.ts";
+import { SESSION_COOKIE } from "../../src/web/page-kit.ts";
 import { runCli } from "../support/processes.ts";
 import { createTestClock, startTestServer, type TestServer } from "../support/test-server.ts";
 

@@ -10,9 +10,9 @@ import http from "node:http";
 import { PassThrough } from "node:stream";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_THROTTLE } from "../../src/accounts/attempt-throttle.ts";
 import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
 import { createPasswordLink } from "../../src/accounts/sign-in/password-links.ts";
-import { DEFAULT_THROTTLE } from "../../src/accounts/attempt-throttle.ts";
 import type { CandleUpdate } from "../../src/market/validate.ts";
 import { startTestServer, type TestServer } from "../support/test-server.ts";
 import { csrfTokenOf, keyConfirmFormOf, setCookieOf, WebClient, type WebResult } from "../support/web-client.ts";
@@ -36,7 +36,17 @@ function zigzagCandles(symbol: string, count: number, end: number): CandleUpdate
     const step = Math.sin(i / 7) * 2 + Math.sin(i / 23) * 3;
     const open = price;
     const close = Math.max(10, price + step);
-    out.push({ symbol, tf: "1h", openTime: start + i * HOUR, open, high: Math.max(open, close) + 1, low: Math.min(open, close) - 1, close, volume: 10, closed: true });
+    out.push({
+      symbol,
+      tf: "1h",
+      openTime: start + i * HOUR,
+      open,
+      high: Math.max(open, close) + 1,
+      low: Math.min(open, close) - 1,
+      close,
+      volume: 10,
+      closed: true,
+    });
     price = close;
   }
   return out;
@@ -65,7 +75,9 @@ async function signedIn(who: { email: string; password: string }, localAddress?:
 }
 
 async function activeKeyHashes(accountId: number): Promise<string[]> {
-  const rows = await server.db.handle.rows<{ key_hash: string }>(sql`SELECT key_hash FROM api_keys WHERE account_id = ${accountId} AND revoked_at IS NULL`);
+  const rows = await server.db.handle.rows<{ key_hash: string }>(
+    sql`SELECT key_hash FROM api_keys WHERE account_id = ${accountId} AND revoked_at IS NULL`,
+  );
   return rows.map((r) => r.key_hash);
 }
 
@@ -82,17 +94,27 @@ describe("session cookie", () => {
   it("is HttpOnly, SameSite=Strict, Path=/ with the configured lifetime, and not Secure over plain HTTP", async () => {
     const client = new WebClient(server.baseUrl);
     const form = await client.get("/signin");
-    expect(setCookieOf(form, "csrf")).toMatch(/^csrf=[A-Za-z0-9_-]{43}; Max-Age=7200; Path=\/; HttpOnly; SameSite=Strict$/);
-    const res = await client.post("/signin", { csrf_token: csrfTokenOf(form.body), email: ANA.email, password: ANA.password });
+    expect(setCookieOf(form, "csrf")).toMatch(
+      /^csrf=[A-Za-z0-9_-]{43}; Max-Age=7200; Path=\/; HttpOnly; SameSite=Strict$/,
+    );
+    const res = await client.post("/signin", {
+      csrf_token: csrfTokenOf(form.body),
+      email: ANA.email,
+      password: ANA.password,
+    });
     expect(res.status).toBe(303);
     expect(res.headers.location).toBe("/account");
-    expect(setCookieOf(res, "sid")).toMatch(/^sid=[A-Za-z0-9_-]{43}; Max-Age=604800; Path=\/; HttpOnly; SameSite=Strict$/);
+    expect(setCookieOf(res, "sid")).toMatch(
+      /^sid=[A-Za-z0-9_-]{43}; Max-Age=604800; Path=\/; HttpOnly; SameSite=Strict$/,
+    );
   });
 
   it("is stored only as a SHA-256 hash, with its own CSRF secret", async () => {
     const client = await signedIn(ANA);
     const token = client.cookies.get("sid")!;
-    const rows = await server.db.handle.rows<{ token_hash: string; csrf_secret: string }>(sql`SELECT token_hash, csrf_secret FROM web_sessions`);
+    const rows = await server.db.handle.rows<{ token_hash: string; csrf_secret: string }>(
+      sql`SELECT token_hash, csrf_secret FROM web_sessions`,
+    );
     expect(rows.some((r) => r.token_hash === token || r.csrf_secret === token)).toBe(false);
     expect(rows.map((r) => r.token_hash)).toContain(createHash("sha256").update(token).digest("hex"));
   });
@@ -149,12 +171,40 @@ describe("CSRF: a POST without a valid token, or from another origin, is refused
     const form = await client.get("/signin");
     const token = csrfTokenOf(form.body);
     expectRefused(await client.post("/signin", { email: ANA.email, password: ANA.password }));
-    expectRefused(await client.post("/signin", { csrf_token: token.replace(/.$/, (c) => (c === "A" ? "B" : "A")), email: ANA.email, password: ANA.password }));
-    expectRefused(await new WebClient(server.baseUrl).post("/signin", { csrf_token: token, email: ANA.email, password: ANA.password }));
-    expectRefused(await client.post("/signin", { csrf_token: token, email: ANA.email, password: ANA.password }, { origin: "http://evil.test" }));
-    expectRefused(await client.post("/signin", { csrf_token: token, email: ANA.email, password: ANA.password }, { origin: "null" }));
+    expectRefused(
+      await client.post("/signin", {
+        csrf_token: token.replace(/.$/, (c) => (c === "A" ? "B" : "A")),
+        email: ANA.email,
+        password: ANA.password,
+      }),
+    );
+    expectRefused(
+      await new WebClient(server.baseUrl).post("/signin", {
+        csrf_token: token,
+        email: ANA.email,
+        password: ANA.password,
+      }),
+    );
+    expectRefused(
+      await client.post(
+        "/signin",
+        { csrf_token: token, email: ANA.email, password: ANA.password },
+        { origin: "http://evil.test" },
+      ),
+    );
+    expectRefused(
+      await client.post("/signin", { csrf_token: token, email: ANA.email, password: ANA.password }, { origin: "null" }),
+    );
     // The same form with its token, from our own origin, works.
-    expect((await client.post("/signin", { csrf_token: token, email: ANA.email, password: ANA.password }, { origin: server.baseUrl })).status).toBe(303);
+    expect(
+      (
+        await client.post(
+          "/signin",
+          { csrf_token: token, email: ANA.email, password: ANA.password },
+          { origin: server.baseUrl },
+        )
+      ).status,
+    ).toBe(303);
   });
 
   it("key regeneration: no token, another member's token, or a foreign origin leave the key as it was", async () => {
@@ -165,15 +215,25 @@ describe("CSRF: a POST without a valid token, or from another origin, is refused
     expectRefused(await anaClient.post("/account/key", { confirm: "yes" }));
     expectRefused(await anaClient.post("/account/key", { confirm: "yes", csrf_token: "" }));
     expectRefused(await anaClient.post("/account/key", { confirm: "yes", csrf_token: bobToken }));
-    expectRefused(await anaClient.post("/account/key", { confirm: "yes", csrf_token: await anaClient.sessionCsrfToken() }, { origin: "http://evil.test" }));
+    expectRefused(
+      await anaClient.post(
+        "/account/key",
+        { confirm: "yes", csrf_token: await anaClient.sessionCsrfToken() },
+        { origin: "http://evil.test" },
+      ),
+    );
     expect(await activeKeyHashes(ana.accountId)).toEqual(before);
     expect(await restStatus(ana.apiKey)).toBe(200);
   });
 
   it("alert settings and sign-out without a token change nothing", async () => {
     const client = await signedIn(ANA);
-    expectRefused(await client.post("/account/alerts", { chat_id: "123456789", symbols: "BTC", timeframes: "4h", action: "save" }));
-    const [settings] = await server.db.handle.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM alert_settings WHERE account_id = ${ana.accountId}`);
+    expectRefused(
+      await client.post("/account/alerts", { chat_id: "123456789", symbols: "BTC", timeframes: "4h", action: "save" }),
+    );
+    const [settings] = await server.db.handle.rows<{ n: number }>(
+      sql`SELECT count(*)::int AS n FROM alert_settings WHERE account_id = ${ana.accountId}`,
+    );
     expect(settings!.n).toBe(0);
     expectRefused(await client.post("/signout", {}));
     expect((await client.get("/account")).status).toBe(200);
@@ -191,8 +251,12 @@ describe("CSRF: a POST without a valid token, or from another origin, is refused
     const { token } = await createPasswordLink(server.db.handle, bob.accountId, "setup", server.clock());
     const client = new WebClient(server.baseUrl);
     expect((await client.openPasswordLink(`/setup-password?token=${token}`)).status).toBe(200);
-    expectRefused(await client.post("/setup-password", { password: "a brand new password", confirm: "a brand new password" }));
-    const [row] = await server.db.handle.rows<{ used: boolean }>(sql`SELECT used_at IS NOT NULL AS used FROM password_links WHERE account_id = ${bob.accountId}`);
+    expectRefused(
+      await client.post("/setup-password", { password: "a brand new password", confirm: "a brand new password" }),
+    );
+    const [row] = await server.db.handle.rows<{ used: boolean }>(
+      sql`SELECT used_at IS NOT NULL AS used FROM password_links WHERE account_id = ${bob.accountId}`,
+    );
     expect(row!.used).toBe(false);
     expect((await new WebClient(server.baseUrl).signIn(BOB.email, BOB.password)).status).toBe(303);
   });
@@ -202,13 +266,25 @@ describe("full keys", () => {
   it("appear in no page and no API answer, except the one response right after regeneration (no-store)", async () => {
     const client = await signedIn(ANA);
     const { token: setupToken } = await createPasswordLink(server.db.handle, ana.accountId, "setup", server.clock());
-    const pages = ["/", "/signin", "/account", "/account/key", "/charts", "/charts/ZIG?tf=1h", "/charts/ZIG?tf=4h", "/charts/NOPE", `/setup-password?token=${setupToken}`];
+    const pages = [
+      "/",
+      "/signin",
+      "/account",
+      "/account/key",
+      "/charts",
+      "/charts/ZIG?tf=1h",
+      "/charts/ZIG?tf=4h",
+      "/charts/NOPE",
+      `/setup-password?token=${setupToken}`,
+    ];
     for (const path of pages) {
       const res = await client.get(path);
       expect(res.status, path).toBeLessThan(500);
       expect(res.body.match(FULL_KEY), path).toBeNull();
     }
-    const api = await fetch(`${server.baseUrl}/api/v1/signals?symbols=ZIG&tf=1h`, { headers: { "x-api-key": ana.apiKey } });
+    const api = await fetch(`${server.baseUrl}/api/v1/signals?symbols=ZIG&tf=1h`, {
+      headers: { "x-api-key": ana.apiKey },
+    });
     expect((await api.text()).match(FULL_KEY)).toBeNull();
 
     const { posted, shown: regenerated } = await client.regenerateKey();
@@ -244,7 +320,9 @@ describe("full keys", () => {
     expect(client.cookies.get("key_reveal")).toBe(revealCookie);
     expect(revealCookie).toMatch(/^[A-Za-z0-9_-]{43}$/);
     // What waits in the database is neither the key nor the token.
-    const [waiting] = await server.db.handle.rows<{ token_hash: string; sealed_key: string }>(sql`SELECT token_hash, sealed_key FROM key_reveals WHERE account_id = ${ana.accountId}`);
+    const [waiting] = await server.db.handle.rows<{ token_hash: string; sealed_key: string }>(
+      sql`SELECT token_hash, sealed_key FROM key_reveals WHERE account_id = ${ana.accountId}`,
+    );
     expect(waiting!.sealed_key).not.toMatch(/sig_live_/);
     expect(waiting!.token_hash).not.toContain(revealCookie);
     // Another member holding the token opens nothing (and does not use it up).
@@ -261,7 +339,9 @@ describe("full keys", () => {
     const first = await client.get("/account/key/new");
     expect(first.status).toBe(200);
     const key = first.body.match(FULL_KEY)![0];
-    expect(await server.db.handle.rows(sql`SELECT 1 FROM key_reveals WHERE account_id = ${ana.accountId}`)).toHaveLength(0);
+    expect(
+      await server.db.handle.rows(sql`SELECT 1 FROM key_reveals WHERE account_id = ${ana.accountId}`),
+    ).toHaveLength(0);
     client.cookies.set("key_reveal", revealCookie);
     const again = await client.get("/account/key/new");
     expect(again.status).toBe(410);
@@ -290,7 +370,11 @@ describe("members are isolated", () => {
   it("a member sees only their own account and ledger, whatever the URL says", async () => {
     for (let i = 0; i < 7; i++) expect(await restStatus(bob.apiKey)).toBe(200);
     const client = await signedIn(ANA);
-    for (const path of ["/account", `/account?account=${bob.accountId}`, `/account?account_id=${bob.accountId}&email=${BOB.email}`]) {
+    for (const path of [
+      "/account",
+      `/account?account=${bob.accountId}`,
+      `/account?account_id=${bob.accountId}&email=${BOB.email}`,
+    ]) {
       const page = await client.get(path);
       expect(page.status).toBe(200);
       expect(page.body).toContain(ANA.email);
@@ -299,9 +383,13 @@ describe("members are isolated", () => {
     const page = await client.get("/account");
     // Ledger lines: each non-charge row, and one line per MYT day of charges.
     const anaRows = await server.db.handle.rows<{ n: number }>(sql`
-      SELECT (count(*) FILTER (WHERE kind <> 'charge') + count(DISTINCT (created_at AT TIME ZONE 'Asia/Kuala_Lumpur')::date) FILTER (WHERE kind = 'charge'))::int AS n
+      SELECT (count(*) FILTER (WHERE kind <> 'charge') + count(DISTINCT (created_at AT TIME ZONE
+      'Asia/Kuala_Lumpur')::date) FILTER (WHERE kind = 'charge'))::int AS n
         FROM ledger_entries WHERE account_id = ${ana.accountId}`);
-    const shownRows = page.body.split('id="ledger"')[1]!.split("</tbody>")[0]!.match(/<tr class="(entry|charges)">/g)!.length;
+    const shownRows = page.body
+      .split('id="ledger"')[1]!
+      .split("</tbody>")[0]!
+      .match(/<tr class="(entry|charges)">/g)!.length;
     expect(shownRows).toBe(Math.min(20, anaRows[0]!.n));
     // Bob's seven calls left his balance at 9,993: that number is nowhere on Ana's page.
     expect(page.body).not.toContain("9,993");
@@ -327,14 +415,22 @@ describe("members are isolated", () => {
 
 describe("passwords and sign-in", () => {
   it("stores the password as a self-describing scrypt hash, never in clear", async () => {
-    const [row] = await server.db.handle.rows<{ password_hash: string }>(sql`SELECT password_hash FROM member_passwords WHERE account_id = ${ana.accountId}`);
+    const [row] = await server.db.handle.rows<{ password_hash: string }>(
+      sql`SELECT password_hash FROM member_passwords WHERE account_id = ${ana.accountId}`,
+    );
     expect(row!.password_hash).toMatch(/^scrypt\$131072\$8\$1\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{43}$/);
     expect(row!.password_hash).not.toContain(ANA.password);
   });
 
   it("answers an unknown email and a wrong password the same way", async () => {
-    const unknown = await new WebClient(server.baseUrl, { localAddress: "127.0.0.3" }).signIn("nobody@example.test", "whatever password");
-    const wrong = await new WebClient(server.baseUrl, { localAddress: "127.0.0.3" }).signIn(ANA.email, "a wrong password");
+    const unknown = await new WebClient(server.baseUrl, { localAddress: "127.0.0.3" }).signIn(
+      "nobody@example.test",
+      "whatever password",
+    );
+    const wrong = await new WebClient(server.baseUrl, { localAddress: "127.0.0.3" }).signIn(
+      ANA.email,
+      "a wrong password",
+    );
     expect(unknown.status).toBe(401);
     expect(wrong.status).toBe(401);
     expect(unknown.body).toContain("The email or password is not correct.");
@@ -355,7 +451,9 @@ describe("passwords and sign-in", () => {
     // Another email from the same address is blocked too: the budget is the address's.
     expect((await attacker.signIn(BOB.email, BOB.password)).status).toBe(429);
     // The member, from their own address, signs in at once.
-    expect((await new WebClient(server.baseUrl, { localAddress: "127.0.0.1" }).signIn(ANA.email, ANA.password)).status).toBe(303);
+    expect(
+      (await new WebClient(server.baseUrl, { localAddress: "127.0.0.1" }).signIn(ANA.email, ANA.password)).status,
+    ).toBe(303);
     // After the window, the address may try again.
     server.clock.advance(DEFAULT_THROTTLE.windowMs + 1000);
     try {
@@ -387,19 +485,33 @@ describe("one-time password setup link", () => {
     expect(page.status).toBe(200);
     expect(page.body).toContain("carol@example.test");
     const csrf = csrfTokenOf(page.body);
-    const differ = await client.post("/setup-password", { csrf_token: csrf, password: "carol's new password", confirm: "another password!" });
+    const differ = await client.post("/setup-password", {
+      csrf_token: csrf,
+      password: "carol's new password",
+      confirm: "another password!",
+    });
     expect(differ.status).toBe(400);
     const short = await client.post("/setup-password", { csrf_token: csrf, password: "short", confirm: "short" });
     expect(short.status).toBe(400);
     expect(short.body).toContain("at least 10 characters");
-    const done = await client.post("/setup-password", { csrf_token: csrf, password: "carol's new password", confirm: "carol's new password" });
+    const done = await client.post("/setup-password", {
+      csrf_token: csrf,
+      password: "carol's new password",
+      confirm: "carol's new password",
+    });
     expect(done.status).toBe(303);
     expect(done.headers.location).toBe("/signin?password-set");
     expect((await carolSession.get("/account")).status).toBe(303);
-    expect((await new WebClient(server.baseUrl).signIn("carol@example.test", "carol's first password")).status).toBe(401);
+    expect((await new WebClient(server.baseUrl).signIn("carol@example.test", "carol's first password")).status).toBe(
+      401,
+    );
     expect((await new WebClient(server.baseUrl).signIn("carol@example.test", "carol's new password")).status).toBe(303);
     expect((await client.get(`/setup-password?token=${token}`)).status).toBe(404);
-    const reuse = await client.post("/setup-password", { csrf_token: csrf, password: "a third password!!", confirm: "a third password!!" });
+    const reuse = await client.post("/setup-password", {
+      csrf_token: csrf,
+      password: "a third password!!",
+      confirm: "a third password!!",
+    });
     expect(reuse.status).toBe(404);
     expect((await new WebClient(server.baseUrl).signIn("carol@example.test", "a third password!!")).status).toBe(401);
   });
@@ -416,7 +528,9 @@ describe("one-time password setup link", () => {
     } finally {
       server.clock.advance(-(24 * HOUR + 1000));
     }
-    const [stored] = await server.db.handle.rows<{ token_hash: string }>(sql`SELECT token_hash FROM password_links WHERE account_id = ${bob.accountId}`);
+    const [stored] = await server.db.handle.rows<{ token_hash: string }>(
+      sql`SELECT token_hash FROM password_links WHERE account_id = ${bob.accountId}`,
+    );
     expect(stored!.token_hash).toBe(createHash("sha256").update(second).digest("hex"));
   });
 });
@@ -425,7 +539,9 @@ describe("HTTP details", () => {
   it("sends the security headers with every page", async () => {
     const res = await new WebClient(server.baseUrl).get("/signin");
     expect(res.headers["content-security-policy"]).toBe(
-      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self' https://checkout.stripe.com https://billing.stripe.com; frame-ancestors 'none'; base-uri 'none'",
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+        "form-action 'self' https://checkout.stripe.com https://billing.stripe.com; " +
+        "frame-ancestors 'none'; base-uri 'none'",
     );
     expect(res.headers["x-content-type-options"]).toBe("nosniff");
     expect(res.headers["referrer-policy"]).toBe("same-origin");
@@ -439,11 +555,21 @@ describe("HTTP details", () => {
     expect(wrongMethod.status).toBe(405);
     expect(wrongMethod.headers.allow).toBe("POST");
     const token = await client.sessionCsrfToken();
-    const big = await client.post("/account/alerts", { csrf_token: token, chat_id: "1".repeat(20_000), symbols: "BTC", timeframes: "1h" });
+    const big = await client.post("/account/alerts", {
+      csrf_token: token,
+      chat_id: "1".repeat(20_000),
+      symbols: "BTC",
+      timeframes: "1h",
+    });
     expect(big.status).toBe(413);
-    const json = await client.request("POST", "/account/alerts", { headers: { "content-type": "application/json" }, body: JSON.stringify({ csrf_token: token }) });
+    const json = await client.request("POST", "/account/alerts", {
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ csrf_token: token }),
+    });
     expect(json.status).toBe(415);
-    const [settings] = await server.db.handle.rows<{ chat_id: string }>(sql`SELECT chat_id FROM alert_settings WHERE account_id = ${ana.accountId}`);
+    const [settings] = await server.db.handle.rows<{ chat_id: string }>(
+      sql`SELECT chat_id FROM alert_settings WHERE account_id = ${ana.accountId}`,
+    );
     expect(settings!.chat_id).toBe("987654321");
   });
 
@@ -454,7 +580,14 @@ describe("HTTP details", () => {
       new Promise<number>((resolve, reject) => {
         const cookie = [...client.cookies].map(([k, v]) => `${k}=${v}`).join("; ");
         const req = http.request(
-          { host: "127.0.0.1", port: server.port, path: "/account/alerts", method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", cookie }, agent: false },
+          {
+            host: "127.0.0.1",
+            port: server.port,
+            path: "/account/alerts",
+            method: "POST",
+            headers: { "content-type": "application/x-www-form-urlencoded", cookie },
+            agent: false,
+          },
           (res) => {
             res.resume();
             resolve(res.statusCode ?? 0);
@@ -465,9 +598,20 @@ describe("HTTP details", () => {
         for (let i = 0; i < body.length; i += 1000) req.write(body.slice(i, i + 1000));
         req.end();
       });
-    expect(await postChunked({ csrf_token: token, chat_id: "1".repeat(20_000), symbols: "BTC", timeframes: "1h" })).toBe(413);
-    const [before] = await server.db.handle.rows<{ chat_id: string; symbols: string[]; timeframes: string[] }>(sql`SELECT chat_id, symbols, timeframes FROM alert_settings WHERE account_id = ${ana.accountId}`);
-    expect(await postChunked({ csrf_token: token, chat_id: before!.chat_id, symbols: before!.symbols.join(","), timeframes: before!.timeframes[0]! })).toBe(303);
+    expect(
+      await postChunked({ csrf_token: token, chat_id: "1".repeat(20_000), symbols: "BTC", timeframes: "1h" }),
+    ).toBe(413);
+    const [before] = await server.db.handle.rows<{ chat_id: string; symbols: string[]; timeframes: string[] }>(
+      sql`SELECT chat_id, symbols, timeframes FROM alert_settings WHERE account_id = ${ana.accountId}`,
+    );
+    expect(
+      await postChunked({
+        csrf_token: token,
+        chat_id: before!.chat_id,
+        symbols: before!.symbols.join(","),
+        timeframes: before!.timeframes[0]!,
+      }),
+    ).toBe(303);
     expect(await postChunked({ csrf_token: "wrong", chat_id: "1", symbols: "BTC", timeframes: "1h" })).toBe(403);
   });
 
@@ -492,7 +636,15 @@ describe("logs", () => {
     await new Promise((resolve) => setTimeout(resolve, 50));
     const text = logLines.join("\n");
     expect(text).toContain("member signed in");
-    for (const secret of [ANA.password, BOB.password, "a wrong password for the log", client.cookies.get("sid")!, token, ana.apiKey, bob.apiKey]) {
+    for (const secret of [
+      ANA.password,
+      BOB.password,
+      "a wrong password for the log",
+      client.cookies.get("sid")!,
+      token,
+      ana.apiKey,
+      bob.apiKey,
+    ]) {
       expect(text.includes(secret), `log mentions a secret`).toBe(false);
     }
     expect(text.match(FULL_KEY)).toBeNull();

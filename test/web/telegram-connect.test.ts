@@ -8,14 +8,14 @@
  */
 import { createHash } from "node:crypto";
 import { sql } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, BrowserContext, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
 import { CONNECT_TOKEN_TTL_MS } from "../../src/alerts/telegram-connect.ts";
 import { START_REPLIES } from "../../src/alerts/telegram-updates.ts";
-import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
 import { TEST_ALERT_THROTTLE } from "../../src/web/routes/telegram.ts";
 import { chromiumAvailable, launchChromium } from "../support/browser.ts";
-import { FAKE_BOT_TOKEN, startFakeTelegram, webhookPost, type FakeTelegram } from "../support/fake-telegram.ts";
+import { FAKE_BOT_TOKEN, type FakeTelegram, startFakeTelegram, webhookPost } from "../support/fake-telegram.ts";
 import { waitFor } from "../support/reliability.ts";
 import { createTestClock, startTestServer, type TestServer } from "../support/test-server.ts";
 import { csrfTokenOf, WebClient } from "../support/web-client.ts";
@@ -31,12 +31,15 @@ const LINK = new RegExp(`^https://t\\.me/${BOT}\\?start=([A-Za-z0-9_-]{43})$`);
 const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
 
 async function boundChat(server: TestServer, accountId: number): Promise<string | null | undefined> {
-  const [row] = await server.db.handle.rows<{ chat_id: string | null }>(sql`SELECT chat_id FROM alert_settings WHERE account_id = ${accountId}`);
+  const [row] = await server.db.handle.rows<{ chat_id: string | null }>(
+    sql`SELECT chat_id FROM alert_settings WHERE account_id = ${accountId}`,
+  );
   return row?.chat_id;
 }
 
 /** The messages the fake received for one chat. */
-const messagesTo = (telegram: FakeTelegram, chatId: number) => telegram.received.filter((m) => m.chatId === String(chatId));
+const messagesTo = (telegram: FakeTelegram, chatId: number) =>
+  telegram.received.filter((m) => m.chatId === String(chatId));
 
 describe.skipIf(!chromiumAvailable)("Connect Telegram in one tap (getUpdates polling)", () => {
   let telegram: FakeTelegram;
@@ -52,7 +55,13 @@ describe.skipIf(!chromiumAvailable)("Connect Telegram in one tap (getUpdates pol
     telegram = await startFakeTelegram();
     server = await startTestServer({
       clock: createTestClock(Date.now()),
-      env: { TELEGRAM_BOT_TOKEN: FAKE_BOT_TOKEN, TELEGRAM_API_BASE: telegram.apiBase, TELEGRAM_BOT_USERNAME: BOT, ALERT_RETRY_BASE_MS: "50", ALERT_RETRY_MAX_MS: "200" },
+      env: {
+        TELEGRAM_BOT_TOKEN: FAKE_BOT_TOKEN,
+        TELEGRAM_API_BASE: telegram.apiBase,
+        TELEGRAM_BOT_USERNAME: BOT,
+        ALERT_RETRY_BASE_MS: "50",
+        ALERT_RETRY_MAX_MS: "200",
+      },
     });
     accountId = (await server.account({ email: EMAIL })).accountId;
     await setMemberPassword(server.db.handle, accountId, PASSWORD);
@@ -79,7 +88,10 @@ describe.skipIf(!chromiumAvailable)("Connect Telegram in one tap (getUpdates pol
 
   /** Presses Connect Telegram; returns the token of the t.me link the new tab opened. */
   async function pressConnect(): Promise<string> {
-    const [tab] = await Promise.all([context.waitForEvent("page"), page.getByRole("button", { name: "Connect Telegram" }).click()]);
+    const [tab] = await Promise.all([
+      context.waitForEvent("page"),
+      page.getByRole("button", { name: "Connect Telegram" }).click(),
+    ]);
     await tab.waitForURL(LINK);
     const found = LINK.exec(tab.url())![1]!;
     await tab.close();
@@ -93,7 +105,8 @@ describe.skipIf(!chromiumAvailable)("Connect Telegram in one tap (getUpdates pol
     token = await pressConnect();
     expect(tmeRequests).toEqual([`https://t.me/${BOT}?start=${token}`]);
     const rows = await server.db.handle.rows<{ token_hash: string; account_id: string; expires_ms: number }>(
-      sql`SELECT token_hash, account_id::text, (extract(epoch FROM expires_at) * 1000)::float8 AS expires_ms FROM telegram_connect_tokens`,
+      sql`SELECT token_hash, account_id::text, (extract(epoch FROM expires_at) * 1000)::float8 AS expires_ms
+        FROM telegram_connect_tokens`,
     );
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ token_hash: sha256(token), account_id: String(accountId) });
@@ -109,7 +122,11 @@ describe.skipIf(!chromiumAvailable)("Connect Telegram in one tap (getUpdates pol
     expect(await page.locator("#telegram-chat").textContent()).toBe("\u2022\u2022\u2022\u20224242");
     expect(await page.content()).not.toContain(String(CHAT));
     expect(await boundChat(server, accountId)).toBe(String(CHAT));
-    const [reply] = await waitFor(() => (messagesTo(telegram, CHAT).length > 0 ? messagesTo(telegram, CHAT) : null), 5000, "the bot's reply");
+    const [reply] = await waitFor(
+      () => (messagesTo(telegram, CHAT).length > 0 ? messagesTo(telegram, CHAT) : null),
+      5000,
+      "the bot's reply",
+    );
     expect(reply!.text).toBe(START_REPLIES.connected(EMAIL));
     expect(await server.db.handle.rows(sql`SELECT 1 FROM telegram_connect_tokens`)).toHaveLength(0);
   });
@@ -117,7 +134,11 @@ describe.skipIf(!chromiumAvailable)("Connect Telegram in one tap (getUpdates pol
   it("the token works once: a second /start with it binds nothing and says so", async () => {
     const other = 515151;
     telegram.injectMessage(other, `/start ${token}`);
-    const [reply] = await waitFor(() => (messagesTo(telegram, other).length > 0 ? messagesTo(telegram, other) : null), 5000, "the refusal");
+    const [reply] = await waitFor(
+      () => (messagesTo(telegram, other).length > 0 ? messagesTo(telegram, other) : null),
+      5000,
+      "the refusal",
+    );
     expect(reply!.text).toBe(START_REPLIES.unknown);
     expect(await boundChat(server, accountId)).toBe(String(CHAT));
     // The poller confirmed both updates to Telegram (offset past them).
@@ -129,7 +150,9 @@ describe.skipIf(!chromiumAvailable)("Connect Telegram in one tap (getUpdates pol
     await page.getByLabel("4h").check();
     await page.getByRole("button", { name: "Save alert settings" }).click();
     await page.waitForURL(/\/account\?alerts-saved$/);
-    expect(await page.locator("#telegram-state").textContent()).toBe("Alerts go to Telegram chat \u2022\u2022\u2022\u20224242 for BTC on 4h.");
+    expect(await page.locator("#telegram-state").textContent()).toBe(
+      "Alerts go to Telegram chat \u2022\u2022\u2022\u20224242 for BTC on 4h.",
+    );
     expect(await boundChat(server, accountId)).toBe(String(CHAT));
   });
 
@@ -148,7 +171,10 @@ describe.skipIf(!chromiumAvailable)("Connect Telegram in one tap (getUpdates pol
   });
 
   it("shows Telegram's refusal when the bot was blocked (403)", async () => {
-    telegram.scriptFor(String(CHAT), { status: 403, body: { ok: false, error_code: 403, description: "Forbidden: bot was blocked by the user" } });
+    telegram.scriptFor(String(CHAT), {
+      status: 403,
+      body: { ok: false, error_code: 403, description: "Forbidden: bot was blocked by the user" },
+    });
     await page.getByRole("button", { name: "Send a test alert" }).click();
     await page.waitForURL(`${server.baseUrl}/account#alerts-h`);
     const result = page.locator("#telegram-test-result");
@@ -157,7 +183,13 @@ describe.skipIf(!chromiumAvailable)("Connect Telegram in one tap (getUpdates pol
   });
 
   it("fits a phone (390×844) with no sideways scroll, connected and not", async () => {
-    const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, storageState: await context.storageState() });
+    const phone = await browser.newContext({
+      viewport: { width: 390, height: 844 },
+      deviceScaleFactor: 2,
+      isMobile: true,
+      hasTouch: true,
+      storageState: await context.storageState(),
+    });
     const p = await phone.newPage();
     await p.goto(`${server.baseUrl}/account`);
     expect(await p.locator("#telegram-chat").count()).toBe(1);
@@ -169,9 +201,17 @@ describe.skipIf(!chromiumAvailable)("Connect Telegram in one tap (getUpdates pol
     await page.getByRole("button", { name: "Disconnect" }).click();
     await page.waitForURL(/\/account\?telegram-disconnected$/);
     expect(await boundChat(server, accountId)).toBeNull();
-    expect(await page.locator("#telegram-state").textContent()).toContain("Telegram is not connected: alerts for BTC on 4h are not sent");
+    expect(await page.locator("#telegram-state").textContent()).toContain(
+      "Telegram is not connected: alerts for BTC on 4h are not sent",
+    );
     expect(await page.getByRole("button", { name: "Connect Telegram" }).count()).toBe(1);
-    const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, storageState: await context.storageState() });
+    const phone = await browser.newContext({
+      viewport: { width: 390, height: 844 },
+      deviceScaleFactor: 2,
+      isMobile: true,
+      hasTouch: true,
+      storageState: await context.storageState(),
+    });
     const p = await phone.newPage();
     await p.goto(`${server.baseUrl}/account`);
     expect(await p.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
@@ -185,7 +225,11 @@ describe.skipIf(!chromiumAvailable)("Connect Telegram in one tap (getUpdates pol
     // The first link was voided by the second.
     const voided = 616161;
     telegram.injectMessage(voided, `/start ${first}`);
-    await waitFor(() => (messagesTo(telegram, voided).length > 0 ? true : null), 5000, "the refusal of the voided link");
+    await waitFor(
+      () => (messagesTo(telegram, voided).length > 0 ? true : null),
+      5000,
+      "the refusal of the voided link",
+    );
     expect(messagesTo(telegram, voided)[0]!.text).toBe(START_REPLIES.unknown);
     server.clock.advance(CONNECT_TOKEN_TTL_MS);
     const late = 717171;
@@ -206,7 +250,9 @@ describe.skipIf(!chromiumAvailable)("Connect Telegram in one tap (getUpdates pol
   });
 
   it("has no Telegram webhook in polling mode", async () => {
-    const res = await webhookPost(`${server.baseUrl}/webhooks/telegram`, "whatever-secret-0123456789", { update_id: 1 });
+    const res = await webhookPost(`${server.baseUrl}/webhooks/telegram`, "whatever-secret-0123456789", {
+      update_id: 1,
+    });
     expect(res.status).toBe(404);
   });
 });
@@ -222,7 +268,13 @@ describe("Connect Telegram through the webhook (TELEGRAM_UPDATES=webhook)", () =
   beforeAll(async () => {
     telegram = await startFakeTelegram();
     server = await startTestServer({
-      env: { TELEGRAM_BOT_TOKEN: FAKE_BOT_TOKEN, TELEGRAM_API_BASE: telegram.apiBase, TELEGRAM_BOT_USERNAME: BOT, TELEGRAM_UPDATES: "webhook", TELEGRAM_WEBHOOK_SECRET: SECRET },
+      env: {
+        TELEGRAM_BOT_TOKEN: FAKE_BOT_TOKEN,
+        TELEGRAM_API_BASE: telegram.apiBase,
+        TELEGRAM_BOT_USERNAME: BOT,
+        TELEGRAM_UPDATES: "webhook",
+        TELEGRAM_WEBHOOK_SECRET: SECRET,
+      },
     });
     accountId = (await server.account({ email: EMAIL })).accountId;
     await setMemberPassword(server.db.handle, accountId, PASSWORD);
@@ -245,7 +297,13 @@ describe("Connect Telegram through the webhook (TELEGRAM_UPDATES=webhook)", () =
 
   const startUpdate = (updateId: number, chatId: number, text: string) => ({
     update_id: updateId,
-    message: { message_id: 1, date: 1, chat: { id: chatId, type: "private" }, from: { id: chatId, is_bot: false, first_name: "M" }, text },
+    message: {
+      message_id: 1,
+      date: 1,
+      chat: { id: chatId, type: "private" },
+      from: { id: chatId, is_bot: false, first_name: "M" },
+      text,
+    },
   });
 
   it("refuses a wrong or missing secret with 401 and changes nothing; the token still works after", async () => {
@@ -268,7 +326,13 @@ describe("Connect Telegram through the webhook (TELEGRAM_UPDATES=webhook)", () =
   });
 
   it("answers 400 to a body that is not a Telegram update, 200 to updates it ignores, never 500", async () => {
-    for (const body of ["not json", "[]", "{}", JSON.stringify({ update_id: "x" }), JSON.stringify({ update_id: 3, message: { chat: {} } })]) {
+    for (const body of [
+      "not json",
+      "[]",
+      "{}",
+      JSON.stringify({ update_id: "x" }),
+      JSON.stringify({ update_id: 3, message: { chat: {} } }),
+    ]) {
       const res = await webhookPost(webhook, SECRET, body);
       expect(res.status, body).toBe(400);
       expect(res.body).toMatchObject({ ok: false, error: "bad_request" });
@@ -285,7 +349,10 @@ describe("Connect Telegram through the webhook (TELEGRAM_UPDATES=webhook)", () =
     const csrf = csrfTokenOf((await client.get("/account")).body);
     expect((await client.post("/account/telegram/connect", {})).status).toBe(403);
     expect((await client.post("/account/telegram/test", { csrf_token: "wrong" })).status).toBe(403);
-    expect((await client.post("/account/telegram/disconnect", { csrf_token: csrf }, { origin: "https://evil.example" })).status).toBe(403);
+    expect(
+      (await client.post("/account/telegram/disconnect", { csrf_token: csrf }, { origin: "https://evil.example" }))
+        .status,
+    ).toBe(403);
     expect(await server.db.handle.rows(sql`SELECT token_hash FROM telegram_connect_tokens`)).toEqual(tokensBefore);
     expect(telegram.received.length).toBe(sent);
     expect(await boundChat(server, accountId)).toBe(String(CHAT));
@@ -300,19 +367,26 @@ describe("Connect Telegram through the webhook (TELEGRAM_UPDATES=webhook)", () =
     expect(JSON.parse(mine.body)).toEqual({ connected: true });
   });
 
-  it("lets a member send at most 5 test alerts in 10 minutes; " + "the 6th is refused with 429 and sends nothing", async () => {
-    const sent = telegram.received.length;
-    for (let i = 1; i <= TEST_ALERT_THROTTLE.perEmail; i++) {
-      const res = await client.post("/account/telegram/test", { csrf_token: csrfTokenOf((await client.get("/account")).body) });
-      expect(res.status, `test alert ${i}`).toBe(303);
-    }
-    expect(telegram.received.length).toBe(sent + TEST_ALERT_THROTTLE.perEmail);
-    const refused = await client.post("/account/telegram/test", { csrf_token: csrfTokenOf((await client.get("/account")).body) });
-    expect(refused.status).toBe(429);
-    expect(Number(refused.headers["retry-after"])).toBeGreaterThan(0);
-    expect(refused.body).toContain("Too many test alerts");
-    expect(telegram.received.length).toBe(sent + TEST_ALERT_THROTTLE.perEmail);
-  });
+  it(
+    "lets a member send at most 5 test alerts in 10 minutes; " + "the 6th is refused with 429 and sends nothing",
+    async () => {
+      const sent = telegram.received.length;
+      for (let i = 1; i <= TEST_ALERT_THROTTLE.perEmail; i++) {
+        const res = await client.post("/account/telegram/test", {
+          csrf_token: csrfTokenOf((await client.get("/account")).body),
+        });
+        expect(res.status, `test alert ${i}`).toBe(303);
+      }
+      expect(telegram.received.length).toBe(sent + TEST_ALERT_THROTTLE.perEmail);
+      const refused = await client.post("/account/telegram/test", {
+        csrf_token: csrfTokenOf((await client.get("/account")).body),
+      });
+      expect(refused.status).toBe(429);
+      expect(Number(refused.headers["retry-after"])).toBeGreaterThan(0);
+      expect(refused.body).toContain("Too many test alerts");
+      expect(telegram.received.length).toBe(sent + TEST_ALERT_THROTTLE.perEmail);
+    },
+  );
 
   it("replaces the bound chat with the chat of a newer link", async () => {
     const token = await connectToken();

@@ -7,7 +7,15 @@
  */
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { attemptsOn, refundAttempt, reserveAttempt, reserveOnBoth, sweepExpired, throttleKeys, type ThrottlePolicy } from "../../src/accounts/attempt-throttle.ts";
+import {
+  attemptsOn,
+  refundAttempt,
+  reserveAttempt,
+  reserveOnBoth,
+  sweepExpired,
+  type ThrottlePolicy,
+  throttleKeys,
+} from "../../src/accounts/attempt-throttle.ts";
 import { createTestDb, type TestDb } from "../support/test-db.ts";
 
 const POLICY: ThrottlePolicy = { windowMs: 60_000, perAddress: 3, perEmail: 5 };
@@ -22,14 +30,21 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const failuresOf = async (key: string) => Number((await db.handle.rows<{ failures: number }>(sql`SELECT failures FROM sign_in_failures WHERE throttle_key = ${key}`))[0]?.failures ?? 0);
+const failuresOf = async (key: string) =>
+  Number(
+    (
+      await db.handle.rows<{ failures: number }>(sql`SELECT failures FROM sign_in_failures WHERE throttle_key = ${key}`)
+    )[0]?.failures ?? 0,
+  );
 
 describe("attempt budgets", () => {
   it("refuses an address past its limit for the rest of the window, whatever email it tries", async () => {
     const keys = throttleKeys("192.0.2.1", "a@example.test");
     for (let i = 0; i < POLICY.perAddress; i++) expect(await reserveOnBoth(db.handle, keys, POLICY, T0 + i)).toBe(0);
     expect(await reserveOnBoth(db.handle, keys, POLICY, T0 + 10)).toBe(POLICY.windowMs - 10);
-    expect(await reserveOnBoth(db.handle, throttleKeys("192.0.2.1", "other@example.test"), POLICY, T0 + 10)).toBeGreaterThan(0);
+    expect(
+      await reserveOnBoth(db.handle, throttleKeys("192.0.2.1", "other@example.test"), POLICY, T0 + 10),
+    ).toBeGreaterThan(0);
     // Another address, same email: its own budget, and the email's is not used up yet.
     expect(await reserveOnBoth(db.handle, throttleKeys("192.0.2.2", "a@example.test"), POLICY, T0 + 10)).toBe(0);
     // A new window after the old one.
@@ -40,10 +55,13 @@ describe("attempt budgets", () => {
     const keys = throttleKeys("192.0.2.3", "none@example.test");
     const before = await failuresOf(keys.address);
     const full = [{ key: keys.email, limit: 0 }];
-    expect(await reserveAttempt(db.handle, [{ key: keys.address, limit: 100 }, ...full], POLICY.windowMs, T0)).toBeGreaterThan(0);
+    expect(
+      await reserveAttempt(db.handle, [{ key: keys.address, limit: 100 }, ...full], POLICY.windowMs, T0),
+    ).toBeGreaterThan(0);
     expect(await failuresOf(keys.address)).toBe(before);
     // A null limit only counts.
-    for (let i = 0; i < 5; i++) expect(await reserveAttempt(db.handle, [{ key: keys.pair, limit: null }], POLICY.windowMs, T0)).toBe(0);
+    for (let i = 0; i < 5; i++)
+      expect(await reserveAttempt(db.handle, [{ key: keys.pair, limit: null }], POLICY.windowMs, T0)).toBe(0);
     expect(await attemptsOn(db.handle, keys.pair, POLICY.windowMs, T0)).toBe(5);
     await refundAttempt(db.handle, [keys.pair]);
     expect(await attemptsOn(db.handle, keys.pair, POLICY.windowMs, T0)).toBe(4);
@@ -57,7 +75,9 @@ describe("attempt budgets", () => {
       { key: keys.pair, limit: 10 },
       { key: keys.email, limit: null },
     ];
-    const waits = await Promise.all(Array.from({ length: 60 }, () => reserveAttempt(db.handle, budgets, POLICY.windowMs, T0)));
+    const waits = await Promise.all(
+      Array.from({ length: 60 }, () => reserveAttempt(db.handle, budgets, POLICY.windowMs, T0)),
+    );
     expect(waits.filter((w) => w === 0).length).toBe(10);
     expect(await failuresOf(keys.address)).toBe(10);
     expect(await failuresOf(keys.email)).toBe(10);

@@ -10,13 +10,18 @@
  * stale and not when it is live.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { CandleUpdate } from "../../src/market/validate.ts";
-import { readCandleFile } from "../../src/market/csv-candles.ts";
 import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
-import { ALLOWED_FEES_PCT, DEFAULT_FEE_PCT, runBacktest, type BacktestResult } from "../../src/track-record/backtest.ts";
-import { loadChartData, type ChartData } from "../../src/track-record/chart-data.ts";
-import { computeTrackRecord } from "../../src/track-record/track-record.ts";
+import { readCandleFile } from "../../src/market/csv-candles.ts";
 import { TIMEFRAME_MS, type Timeframe } from "../../src/market/timeframes.ts";
+import type { CandleUpdate } from "../../src/market/validate.ts";
+import {
+  ALLOWED_FEES_PCT,
+  type BacktestResult,
+  DEFAULT_FEE_PCT,
+  runBacktest,
+} from "../../src/track-record/backtest.ts";
+import { type ChartData, loadChartData } from "../../src/track-record/chart-data.ts";
+import { computeTrackRecord } from "../../src/track-record/track-record.ts";
 import { backtestFigures } from "../../src/web/chart-page.ts";
 import { REAL_CANDLES_DIR, realCandlesAvailable } from "../support/real-candles.ts";
 import { createTestClock, startTestServer, type TestServer } from "../support/test-server.ts";
@@ -30,8 +35,17 @@ type Figures = Record<(typeof FIELDS)[number], string>;
 
 /** The backtest figures of a chart page. */
 function chartFigures(body: string): Figures {
-  const id: Record<(typeof FIELDS)[number], string> = { trades: "backtest-trades", winRate: "backtest-winrate", avgResult: "backtest-avg", total: "backtest-total", buyHold: "backtest-buyhold", drawdown: "backtest-drawdown" };
-  return Object.fromEntries(FIELDS.map((f) => [f, new RegExp(`id="${id[f]}"[^>]*>([^<]*)<`).exec(body)![1]!.trim()])) as Figures;
+  const id: Record<(typeof FIELDS)[number], string> = {
+    trades: "backtest-trades",
+    winRate: "backtest-winrate",
+    avgResult: "backtest-avg",
+    total: "backtest-total",
+    buyHold: "backtest-buyhold",
+    drawdown: "backtest-drawdown",
+  };
+  return Object.fromEntries(
+    FIELDS.map((f) => [f, new RegExp(`id="${id[f]}"[^>]*>([^<]*)<`).exec(body)![1]!.trim()]),
+  ) as Figures;
 }
 
 const expectedFigures = (bt: BacktestResult): Figures => {
@@ -46,7 +60,10 @@ const expectedFigures = (bt: BacktestResult): Figures => {
 function endedBacktest(fresh: ChartData, tf: Timeframe, now: number): BacktestResult {
   const tfMs = TIMEFRAME_MS[tf];
   const horizon = now - 24 * H;
-  const inForceAtHorizon = fresh.events.map((e) => e.candleOpenTime + tfMs).filter((t) => t <= horizon).at(-1);
+  const inForceAtHorizon = fresh.events
+    .map((e) => e.candleOpenTime + tfMs)
+    .filter((t) => t <= horizon)
+    .at(-1);
   const until = inForceAtHorizon === undefined ? horizon : inForceAtHorizon - 1;
   const events = fresh.events.filter((e) => e.candleOpenTime + tfMs <= until);
   const times: number[] = [];
@@ -56,7 +73,10 @@ function endedBacktest(fresh: ChartData, tf: Timeframe, now: number): BacktestRe
     times.push(fresh.closes.times[i]!);
     closes.push(fresh.closes.closes[i]!);
   }
-  const record = computeTrackRecord(events, times.map((openTime, i) => ({ openTime, close: closes[i]! })));
+  const record = computeTrackRecord(
+    events,
+    times.map((openTime, i) => ({ openTime, close: closes[i]! })),
+  );
   return runBacktest(record.trades, { times, closes }, DEFAULT_FEE_PCT);
 }
 
@@ -97,41 +117,56 @@ describe.runIf(realCandlesAvailable)("public track record and the chart page's b
     await server?.close();
   });
 
-  it("answers with no session and no Token, stating the live record's costs " + "and linking the method on the page; no backtest is mixed in", async () => {
-    const res = await fetch(`${server.baseUrl}/track-record`);
-    expect(res.status).toBe(200);
-    const body = await res.text();
-    expect(body).toContain(`<strong id="stated-costs">0.1% fee and 0.03% slippage per side, no funding`);
-    expect(body).toContain(`<a href="#method">`);
-    expect(body).toContain(`id="method"`);
-    // Imported history issued no live signal: the backtest's hundreds of trades are not on the public page.
-    for (const tf of ["1h", "4h", "1d"]) {
-      const row = /<tr data-series="BTC\/(?:1h|4h|1d)">([\s\S]*?)<\/tr>/.exec(body);
-      if (row !== null) expect(Number(/data-field="trades"[^>]*>([^<]*)</.exec(row[1]!)![1]!.replace(/,/g, "")), tf).toBeLessThan(3);
-    }
-    // The member chart pages stay behind sign-in.
-    const chart = await fetch(`${server.baseUrl}/charts/BTC?tf=1h`, { redirect: "manual" });
-    expect(chart.status).toBe(303);
-    expect(chart.headers.get("location")).toMatch(/^\/signin/);
-    // After signing in the member comes back at the fee they asked for.
-    const atFee = await fetch(`${server.baseUrl}/charts/BTC?tf=1h&fee=0.2`, { redirect: "manual" });
-    expect(atFee.headers.get("location")).toBe(`/signin?next=${encodeURIComponent("/charts/BTC?tf=1h&fee=0.2")}`);
-  });
+  it(
+    "answers with no session and no Token, stating the live record's costs " +
+      "and linking the method on the page; no backtest is mixed in",
+    async () => {
+      const res = await fetch(`${server.baseUrl}/track-record`);
+      expect(res.status).toBe(200);
+      const body = await res.text();
+      expect(body).toContain(`<strong id="stated-costs">0.1% fee and 0.03% slippage per side, no funding`);
+      expect(body).toContain(`<a href="#method">`);
+      expect(body).toContain(`id="method"`);
+      // Imported history issued no live signal: the backtest's hundreds of trades are not on the public page.
+      for (const tf of ["1h", "4h", "1d"]) {
+        const row = /<tr data-series="BTC\/(?:1h|4h|1d)">([\s\S]*?)<\/tr>/.exec(body);
+        if (row !== null)
+          expect(Number(/data-field="trades"[^>]*>([^<]*)</.exec(row[1]!)![1]!.replace(/,/g, "")), tf).toBeLessThan(3);
+      }
+      // The member chart pages stay behind sign-in.
+      const chart = await fetch(`${server.baseUrl}/charts/BTC?tf=1h`, { redirect: "manual" });
+      expect(chart.status).toBe(303);
+      expect(chart.headers.get("location")).toMatch(/^\/signin/);
+      // After signing in the member comes back at the fee they asked for.
+      const atFee = await fetch(`${server.baseUrl}/charts/BTC?tf=1h&fee=0.2`, { redirect: "manual" });
+      expect(atFee.headers.get("location")).toBe(`/signin?next=${encodeURIComponent("/charts/BTC?tf=1h&fee=0.2")}`);
+    },
+  );
 
-  it("the chart page's backtest counts the signals that ended at least 24 h " + "ago for a member without current access; a paid member's has them all", async () => {
-    for (const tf of ["1h", "4h", "1d"] as const) {
-      const fresh = (await loadChartData(server.db.handle, "BTC", tf))!;
-      const ended = expectedFigures(endedBacktest(fresh, tf, server.clock()));
-      const freePage = await freeMember.get(`/charts/BTC?tf=${tf}`);
-      expect(freePage.status).toBe(200);
-      expect(chartFigures(freePage.body), tf).toEqual(ended);
-      const page = await member.get(`/charts/BTC?tf=${tf}`);
-      expect(page.status).toBe(200);
-      expect(chartFigures(page.body), tf).toEqual(expectedFigures(runBacktest(fresh.record.trades, fresh.closes, DEFAULT_FEE_PCT)));
-    }
-    // The cut is real: on 1h the paid member's page counts trades the free member's does not yet.
-    expect(Number(chartFigures((await member.get("/charts/BTC?tf=1h")).body).trades.replace(/,/g, ""))).toBeGreaterThan(Number(chartFigures((await freeMember.get("/charts/BTC?tf=1h")).body).trades.replace(/,/g, "")));
-  });
+  it(
+    "the chart page's backtest counts the signals that ended at least 24 h " +
+      "ago for a member without current access; a paid member's has them all",
+    async () => {
+      for (const tf of ["1h", "4h", "1d"] as const) {
+        const fresh = (await loadChartData(server.db.handle, "BTC", tf))!;
+        const ended = expectedFigures(endedBacktest(fresh, tf, server.clock()));
+        const freePage = await freeMember.get(`/charts/BTC?tf=${tf}`);
+        expect(freePage.status).toBe(200);
+        expect(chartFigures(freePage.body), tf).toEqual(ended);
+        const page = await member.get(`/charts/BTC?tf=${tf}`);
+        expect(page.status).toBe(200);
+        expect(chartFigures(page.body), tf).toEqual(
+          expectedFigures(runBacktest(fresh.record.trades, fresh.closes, DEFAULT_FEE_PCT)),
+        );
+      }
+      // The cut is real: on 1h the paid member's page counts trades the free member's does not yet.
+      expect(
+        Number(chartFigures((await member.get("/charts/BTC?tf=1h")).body).trades.replace(/,/g, "")),
+      ).toBeGreaterThan(
+        Number(chartFigures((await freeMember.get("/charts/BTC?tf=1h")).body).trades.replace(/,/g, "")),
+      );
+    },
+  );
 
   it("computes once per close: further views of either page recompute nothing", async () => {
     const before = await computations("1h");
@@ -164,12 +199,15 @@ describe.runIf(realCandlesAvailable)("public track record and the chart page's b
     expect(await computations("1h")).toBe(counted + 1);
   });
 
-  it("shows no banner while the feed is live, and a stale " + "banner once no update came for the staleness limit", async () => {
-    expect((await member.get("/charts/BTC?tf=1h")).body).not.toContain("stale-banner");
-    server.clock.advance(server.config.staleAfterMs + 1000);
-    const page = await member.get("/charts/BTC?tf=4h");
-    expect(page.body).toMatch(/id="stale-banner"[^>]*><strong>BTC data is stale:/);
-  });
+  it(
+    "shows no banner while the feed is live, and a stale " + "banner once no update came for the staleness limit",
+    async () => {
+      expect((await member.get("/charts/BTC?tf=1h")).body).not.toContain("stale-banner");
+      server.clock.advance(server.config.staleAfterMs + 1000);
+      const page = await member.get("/charts/BTC?tf=4h");
+      expect(page.body).toMatch(/id="stale-banner"[^>]*><strong>BTC data is stale:/);
+    },
+  );
 
   it("uses the chosen fee: the numbers are the backtest module's at that fee", async () => {
     const fresh = (await loadChartData(server.db.handle, "BTC", "4h"))!;
@@ -177,34 +215,47 @@ describe.runIf(realCandlesAvailable)("public track record and the chart page's b
       const page = await member.get(`/charts/BTC?tf=4h&fee=${fee}`);
       expect(page.status).toBe(200);
       expect(page.body).toContain(`id="backtest-fee">${fee}% per side`);
-      expect(chartFigures(page.body), String(fee)).toEqual(expectedFigures(runBacktest(fresh.record.trades, fresh.closes, fee)));
+      expect(chartFigures(page.body), String(fee)).toEqual(
+        expectedFigures(runBacktest(fresh.record.trades, fresh.closes, fee)),
+      );
     }
     const zero = chartFigures((await member.get("/charts/BTC?tf=4h&fee=0")).body);
     const one = chartFigures((await member.get("/charts/BTC?tf=4h&fee=1")).body);
     expect(zero.trades).toBe(one.trades);
-    expect(Number(one.total.replace(/[^\d.]/g, "")) * (one.total.startsWith("+") ? 1 : -1)).toBeLessThan(Number(zero.total.replace(/[^\d.]/g, "")) * (zero.total.startsWith("+") ? 1 : -1));
+    expect(Number(one.total.replace(/[^\d.]/g, "")) * (one.total.startsWith("+") ? 1 : -1)).toBeLessThan(
+      Number(zero.total.replace(/[^\d.]/g, "")) * (zero.total.startsWith("+") ? 1 : -1),
+    );
   });
 
-  it("a fee between the allowed ones answers 303 to the nearest one's " + "page; 200 distinct fees only ever show an allowed fee", async () => {
-    const at = await member.get("/charts/BTC?tf=4h&fee=0.13");
-    expect(at.status).toBe(303);
-    expect(at.headers.location).toBe("/charts/BTC?tf=4h");
-    expect((await member.get("/charts/BTC?tf=4h&fee=0.3")).headers.location).toBe("/charts/BTC?tf=4h&fee=0.25");
-    // The attack of issue 23, item 11: a new fee per request. Only the allowed set is ever
-    // computed, and each is cached with the series: the page shows one of them.
-    const shown = new Set<string>();
-    for (let i = 1; i <= 200; i++) {
-      const res = await member.get(`/charts/BTC?tf=1d&fee=${(i * 0.0049).toFixed(4)}`);
-      expect([200, 303]).toContain(res.status);
-      if (res.status === 200) shown.add(/id="backtest-fee">([\d.]+)%/.exec(res.body)![1]!);
-      else expect(ALLOWED_FEES_PCT.map(String)).toContain(new URL(res.headers.location!, server.baseUrl).searchParams.get("fee") ?? String(DEFAULT_FEE_PCT));
-    }
-    for (const fee of shown) expect(ALLOWED_FEES_PCT.map(String)).toContain(fee);
-    // The form offers exactly the allowed fees.
-    const page = await member.get("/charts/BTC?tf=1d&fee=0.5");
-    expect([...page.body.matchAll(/<option value="([^"]+)"/g)].map((m) => m[1])).toEqual(ALLOWED_FEES_PCT.map(String));
-    expect(page.body).toContain(`<option value="0.5" selected>`);
-  });
+  it(
+    "a fee between the allowed ones answers 303 to the nearest one's " +
+      "page; 200 distinct fees only ever show an allowed fee",
+    async () => {
+      const at = await member.get("/charts/BTC?tf=4h&fee=0.13");
+      expect(at.status).toBe(303);
+      expect(at.headers.location).toBe("/charts/BTC?tf=4h");
+      expect((await member.get("/charts/BTC?tf=4h&fee=0.3")).headers.location).toBe("/charts/BTC?tf=4h&fee=0.25");
+      // The attack of issue 23, item 11: a new fee per request. Only the allowed set is ever
+      // computed, and each is cached with the series: the page shows one of them.
+      const shown = new Set<string>();
+      for (let i = 1; i <= 200; i++) {
+        const res = await member.get(`/charts/BTC?tf=1d&fee=${(i * 0.0049).toFixed(4)}`);
+        expect([200, 303]).toContain(res.status);
+        if (res.status === 200) shown.add(/id="backtest-fee">([\d.]+)%/.exec(res.body)![1]!);
+        else
+          expect(ALLOWED_FEES_PCT.map(String)).toContain(
+            new URL(res.headers.location!, server.baseUrl).searchParams.get("fee") ?? String(DEFAULT_FEE_PCT),
+          );
+      }
+      for (const fee of shown) expect(ALLOWED_FEES_PCT.map(String)).toContain(fee);
+      // The form offers exactly the allowed fees.
+      const page = await member.get("/charts/BTC?tf=1d&fee=0.5");
+      expect([...page.body.matchAll(/<option value="([^"]+)"/g)].map((m) => m[1])).toEqual(
+        ALLOWED_FEES_PCT.map(String),
+      );
+      expect(page.body).toContain(`<option value="0.5" selected>`);
+    },
+  );
 
   it("refuses a bad fee with a clear 400 page, never a 500", async () => {
     for (const bad of ["abc", "-1", "1.5", "0.12345", "1e-3", "%00", "9".repeat(400)]) {

@@ -7,12 +7,12 @@
  * (the server's own last-used metrics, read from /metrics). Also fits a 390 px phone.
  */
 import path from "node:path";
-import { sql } from "drizzle-orm";
 import { parse } from "csv-parse/sync";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sql } from "drizzle-orm";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { mytDay } from "../../src/clock.ts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
+import { mytDay } from "../../src/clock.ts";
 import { formatMyt } from "../../src/web/format.ts";
 import { chromiumAvailable, launchChromium, RESULTS_DIR } from "../support/browser.ts";
 import { awayFromMytMidnight, waitFor } from "../support/reliability.ts";
@@ -47,17 +47,30 @@ describe.skipIf(!chromiumAvailable)("usage over time and key facts on the accoun
 
   /** The member's ledger as stored, oldest first. */
   async function ledgerRows(): Promise<DbRow[]> {
-    const rows = await server.db.handle.rows<{ id: string | number; kind: string; at: string | number; tokens: string | number; reason: string | null }>(sql`
+    const rows = await server.db.handle.rows<{
+      id: string | number;
+      kind: string;
+      at: string | number;
+      tokens: string | number;
+      reason: string | null;
+    }>(sql`
       SELECT id, kind, floor(extract(epoch FROM created_at) * 1000)::float8 AS at, grant_delta + pack_delta AS tokens,
       reason
         FROM ledger_entries WHERE account_id = ${accountId} ORDER BY id`);
-    return rows.map((r) => ({ id: Number(r.id), kind: r.kind, at: Number(r.at), tokens: Number(r.tokens), reason: r.reason }));
+    return rows.map((r) => ({
+      id: Number(r.id),
+      kind: r.kind,
+      at: Number(r.at),
+      tokens: Number(r.tokens),
+      reason: r.reason,
+    }));
   }
 
   /** Charged calls per MYT day, grouped here from the stored rows. */
   async function callsByDay(): Promise<Map<string, number>> {
     const byDay = new Map<string, number>();
-    for (const r of await ledgerRows()) if (r.kind === "charge") byDay.set(mytDay(r.at), (byDay.get(mytDay(r.at)) ?? 0) + 1);
+    for (const r of await ledgerRows())
+      if (r.kind === "charge") byDay.set(mytDay(r.at), (byDay.get(mytDay(r.at)) ?? 0) + 1);
     return byDay;
   }
 
@@ -69,15 +82,23 @@ describe.skipIf(!chromiumAvailable)("usage over time and key facts on the accoun
 
   /** The last-used counters from the internal /metrics. */
   async function lastUsedMetrics(): Promise<{ flushes: number; rows: number }> {
-    const text = await (await fetch(`${server.internalUrl}/metrics`, { headers: { authorization: `Bearer ${INTERNAL_TOKEN}` } })).text();
+    const text = await (
+      await fetch(`${server.internalUrl}/metrics`, { headers: { authorization: `Bearer ${INTERNAL_TOKEN}` } })
+    ).text();
     const value = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, "m").exec(text)![1]);
-    return { flushes: value("signals_api_key_last_used_flushes_total"), rows: value("signals_api_key_last_used_rows_total") };
+    return {
+      flushes: value("signals_api_key_last_used_flushes_total"),
+      rows: value("signals_api_key_last_used_rows_total"),
+    };
   }
 
   beforeAll(async () => {
     // Charges carry the database's time; the page's "today" is the server clock: keep them on one MYT day.
     await awayFromMytMidnight(20 * 60_000);
-    server = await startTestServer({ clock: createTestClock(Date.now()), env: { KEY_LAST_USED_FLUSH_MS: String(WINDOW_MS) } });
+    server = await startTestServer({
+      clock: createTestClock(Date.now()),
+      env: { KEY_LAST_USED_FLUSH_MS: String(WINDOW_MS) },
+    });
     const account = await server.account({ email: EMAIL });
     ({ apiKey, accountId } = account);
     await setMemberPassword(server.db.handle, accountId, PASSWORD);
@@ -95,12 +116,14 @@ describe.skipIf(!chromiumAvailable)("usage over time and key facts on the accoun
             FROM generate_series(0, ${calls - 1}) AS g`);
       }
       if (d === 9) {
-        await server.db.handle.rows(sql`INSERT INTO ledger_entries (account_id, kind, grant_delta, pack_delta, grant_after, pack_after, reason, created_at)
+        await server.db.handle.rows(sql`INSERT INTO ledger_entries (account_id, kind, grant_delta, pack_delta,
+          grant_after, pack_after, reason, created_at)
           VALUES (${accountId}, 'pack', 0, 5000, 9000, 5000, ${'Stripe pack "5,000", paid'},
           ${new Date(dayStart + 5 * 3_600_000).toISOString()}::timestamptz)`);
       }
       if (d % 5 === 0) {
-        await server.db.handle.rows(sql`INSERT INTO ledger_entries (account_id, kind, grant_delta, pack_delta, grant_after, pack_after, created_at)
+        await server.db.handle.rows(sql`INSERT INTO ledger_entries (account_id, kind, grant_delta, pack_delta,
+          grant_after, pack_after, created_at)
           VALUES (${other.accountId}, 'charge', -1, 0, 9000, 0,
           ${new Date(dayStart + 7_200_000).toISOString()}::timestamptz)`);
       }
@@ -124,7 +147,11 @@ describe.skipIf(!chromiumAvailable)("usage over time and key facts on the accoun
   it("draws 30 days of calls whose bars and table equal the ledger, and today's calls against the cap", async () => {
     const byDay = await callsByDay();
     const bars = await page.$$eval("#usage-chart rect.usage-bar", (rects) =>
-      rects.map((r: any) => ({ day: r.dataset.day as string, calls: Number(r.dataset.calls), height: r.getBoundingClientRect().height as number })),
+      rects.map((r: any) => ({
+        day: r.dataset.day as string,
+        calls: Number(r.dataset.calls),
+        height: r.getBoundingClientRect().height as number,
+      })),
     );
     expect(bars).toHaveLength(30);
     const today = mytDay(server.clock());
@@ -141,7 +168,12 @@ describe.skipIf(!chromiumAvailable)("usage over time and key facts on the accoun
     }
     // The table under the chart says the same, Tokens included (1 per call).
     await page.getByText("Calls and Tokens per day").click();
-    const table = await page.$$eval("#usage-days tbody tr", (rows) => rows.map((r: any) => ({ day: r.dataset.day as string, cells: [...r.querySelectorAll("td")].map((td: any) => td.textContent as string) })));
+    const table = await page.$$eval("#usage-days tbody tr", (rows) =>
+      rows.map((r: any) => ({
+        day: r.dataset.day as string,
+        cells: [...r.querySelectorAll("td")].map((td: any) => td.textContent as string),
+      })),
+    );
     expect(table).toHaveLength(30);
     for (const row of table) {
       expect(Number(row.cells[1]!.replace(/,/g, "")), row.day).toBe(byDay.get(row.day) ?? 0);
@@ -154,41 +186,57 @@ describe.skipIf(!chromiumAvailable)("usage over time and key facts on the accoun
     await page.screenshot({ path: path.join(RESULTS_DIR, `account-usage-${DB_SUFFIX}.png`), fullPage: true });
   });
 
-  it("shows each day's charges as one ledger line, grants " + "and packs as their own, and pages through all of it", async () => {
-    const byDay = await callsByDay();
-    const stored = await ledgerRows();
-    const seenDays: string[] = [];
-    const seenEntries: string[] = [];
-    let pages = 0;
-    for (;;) {
-      pages++;
-      const lines = await page.$$eval("#ledger tbody tr", (rows) => rows.map((r: any) => ({ type: r.className as string, cells: [...r.querySelectorAll("td")].map((td: any) => (td.textContent as string).trim()) })));
-      expect(lines.length).toBeLessThanOrEqual(20);
-      for (const line of lines) {
-        if (line.type === "charges") {
-          const calls = Number(line.cells[1]!.replace(/ API calls?$/, "").replace(/,/g, ""));
-          const month = (d: string) => new Date(`${d}T00:00:00Z`).toLocaleString("en-US", { month: "short", timeZone: "UTC" });
-          const day = [...byDay.keys()].find((d) => line.cells[0] === `${Number(d.slice(8))} ${month(d)} ${d.slice(0, 4)}`)!;
-          expect(day, line.cells[0]).toBeDefined();
-          expect(calls, day).toBe(byDay.get(day));
-          expect(line.cells[2]).toBe(`\u2212${calls}`);
-          expect(line.cells[5]).toBe(`${calls} calls, \u2212${calls} Tokens`);
-          seenDays.push(day);
-        } else {
-          seenEntries.push(line.cells[1]!);
+  it(
+    "shows each day's charges as one ledger line, grants " + "and packs as their own, and pages through all of it",
+    async () => {
+      const byDay = await callsByDay();
+      const stored = await ledgerRows();
+      const seenDays: string[] = [];
+      const seenEntries: string[] = [];
+      let pages = 0;
+      for (;;) {
+        pages++;
+        const lines = await page.$$eval("#ledger tbody tr", (rows) =>
+          rows.map((r: any) => ({
+            type: r.className as string,
+            cells: [...r.querySelectorAll("td")].map((td: any) => (td.textContent as string).trim()),
+          })),
+        );
+        expect(lines.length).toBeLessThanOrEqual(20);
+        for (const line of lines) {
+          if (line.type === "charges") {
+            const calls = Number(line.cells[1]!.replace(/ API calls?$/, "").replace(/,/g, ""));
+            const month = (d: string) =>
+              new Date(`${d}T00:00:00Z`).toLocaleString("en-US", { month: "short", timeZone: "UTC" });
+            const day = [...byDay.keys()].find(
+              (d) => line.cells[0] === `${Number(d.slice(8))} ${month(d)} ${d.slice(0, 4)}`,
+            )!;
+            expect(day, line.cells[0]).toBeDefined();
+            expect(calls, day).toBe(byDay.get(day));
+            expect(line.cells[2]).toBe(`\u2212${calls}`);
+            expect(line.cells[5]).toBe(`${calls} calls, \u2212${calls} Tokens`);
+            seenDays.push(day);
+          } else {
+            seenEntries.push(line.cells[1]!);
+          }
         }
+        const older = page.getByRole("link", { name: "Older entries" });
+        if ((await older.count()) === 0) break;
+        await Promise.all([page.waitForURL(/\?ledger_before=\d+#ledger-h$/), older.click()]);
+        await expect(page.getByRole("link", { name: "Newest entries" }).count()).resolves.toBe(1);
       }
-      const older = page.getByRole("link", { name: "Older entries" });
-      if ((await older.count()) === 0) break;
-      await Promise.all([page.waitForURL(/\?ledger_before=\d+#ledger-h$/), older.click()]);
-      await expect(page.getByRole("link", { name: "Newest entries" }).count()).resolves.toBe(1);
-    }
-    expect(pages).toBeGreaterThan(1);
-    expect(seenDays.sort()).toEqual([...byDay.keys()].sort());
-    expect(seenEntries.sort()).toEqual(stored.filter((r) => r.kind !== "charge").map((r) => (r.kind === "pack" ? "Token pack" : "Monthly grant")).sort());
-    await page.getByRole("link", { name: "Newest entries" }).click();
-    await page.waitForURL(`${server.baseUrl}/account#ledger-h`);
-  });
+      expect(pages).toBeGreaterThan(1);
+      expect(seenDays.sort()).toEqual([...byDay.keys()].sort());
+      expect(seenEntries.sort()).toEqual(
+        stored
+          .filter((r) => r.kind !== "charge")
+          .map((r) => (r.kind === "pack" ? "Token pack" : "Monthly grant"))
+          .sort(),
+      );
+      await page.getByRole("link", { name: "Newest entries" }).click();
+      await page.waitForURL(`${server.baseUrl}/account#ledger-h`);
+    },
+  );
 
   it("answers a malformed ledger page value with a 400 page, never a 500", async () => {
     for (const bad of ["abc", "0", "-5", "1.5", "", "99999999999999999999", "1e3"]) {
@@ -204,7 +252,10 @@ describe.skipIf(!chromiumAvailable)("usage over time and key facts on the accoun
 
   it("downloads the full ledger as CSV, one row per call, equal to the database", async () => {
     await page.goto(`${server.baseUrl}/account`);
-    const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("link", { name: /Download the full ledger/ }).click()]);
+    const [download] = await Promise.all([
+      page.waitForEvent("download"),
+      page.getByRole("link", { name: /Download the full ledger/ }).click(),
+    ]);
     expect(download.suggestedFilename()).toBe(`ledger-${mytDay(server.clock())}.csv`);
     const file = path.join(RESULTS_DIR, `ledger-${DB_SUFFIX}.csv`);
     await download.saveAs(file);
@@ -225,40 +276,52 @@ describe.skipIf(!chromiumAvailable)("usage over time and key facts on the accoun
     expect(anonymous.headers.get("location")).toBe("/signin?next=%2Faccount%2Fledger.csv");
   });
 
-  it("shows when the key was made and last used; last used moves " + "after calls, written once per window, not per call", async () => {
-    await page.goto(`${server.baseUrl}/account`);
-    const [key] = await server.db.handle.rows<{ created: string | number }>(
-      sql`SELECT floor(extract(epoch FROM created_at) * 1000)::float8 AS created FROM api_keys WHERE account_id = ${accountId} AND revoked_at IS NULL`,
-    );
-    expect(await page.locator("#key-created").textContent()).toBe(formatMyt(Number(key!.created)));
-    // The three calls of beforeAll, written by now (the window is short here).
-    const first = formatMyt(server.clock());
-    const lastUsedShows = async (time: string) => {
-      await page.reload();
-      return (await page.locator("#key-last-used").textContent())!.startsWith(time);
-    };
-    await waitFor(() => lastUsedShows(first), 10_000, "the first last-used time", 250);
+  it(
+    "shows when the key was made and last used; last used moves " +
+      "after calls, written once per window, not per call",
+    async () => {
+      await page.goto(`${server.baseUrl}/account`);
+      const [key] = await server.db.handle.rows<{ created: string | number }>(
+        sql`SELECT floor(extract(epoch FROM created_at) * 1000)::float8 AS created FROM api_keys
+          WHERE account_id = ${accountId} AND revoked_at IS NULL`,
+      );
+      expect(await page.locator("#key-created").textContent()).toBe(formatMyt(Number(key!.created)));
+      // The three calls of beforeAll, written by now (the window is short here).
+      const first = formatMyt(server.clock());
+      const lastUsedShows = async (time: string) => {
+        await page.reload();
+        return (await page.locator("#key-last-used").textContent())!.startsWith(time);
+      };
+      await waitFor(() => lastUsedShows(first), 10_000, "the first last-used time", 250);
 
-    // 50 calls, ten minutes later: the time moves, and the calls made no write each.
-    server.clock.advance(10 * 60_000);
-    const before = await lastUsedMetrics();
-    const started = Date.now();
-    for (let i = 0; i < 5; i++) expect(await Promise.all(Array.from({ length: 10 }, callRest))).toEqual(Array(10).fill(200));
-    const callsMs = Date.now() - started;
-    const later = formatMyt(server.clock());
-    expect(later).not.toBe(first);
-    await waitFor(() => lastUsedShows(later), 10_000, "the moved last-used time", 250);
-    const after = await lastUsedMetrics();
-    // One row write per window at most: the 50 calls span at most this many windows.
-    const windows = Math.ceil(callsMs / WINDOW_MS) + 1;
-    expect(after.rows - before.rows).toBeGreaterThanOrEqual(1);
-    expect(after.rows - before.rows).toBeLessThanOrEqual(windows);
-    expect(after.flushes - before.flushes).toBeLessThanOrEqual(windows);
-    expect(windows, `the 50 calls took ${callsMs} ms`).toBeLessThan(10);
-  });
+      // 50 calls, ten minutes later: the time moves, and the calls made no write each.
+      server.clock.advance(10 * 60_000);
+      const before = await lastUsedMetrics();
+      const started = Date.now();
+      for (let i = 0; i < 5; i++)
+        expect(await Promise.all(Array.from({ length: 10 }, callRest))).toEqual(Array(10).fill(200));
+      const callsMs = Date.now() - started;
+      const later = formatMyt(server.clock());
+      expect(later).not.toBe(first);
+      await waitFor(() => lastUsedShows(later), 10_000, "the moved last-used time", 250);
+      const after = await lastUsedMetrics();
+      // One row write per window at most: the 50 calls span at most this many windows.
+      const windows = Math.ceil(callsMs / WINDOW_MS) + 1;
+      expect(after.rows - before.rows).toBeGreaterThanOrEqual(1);
+      expect(after.rows - before.rows).toBeLessThanOrEqual(windows);
+      expect(after.flushes - before.flushes).toBeLessThanOrEqual(windows);
+      expect(windows, `the 50 calls took ${callsMs} ms`).toBeLessThan(10);
+    },
+  );
 
   it("fits a 390 px phone: no sideways scroll on the account page or a later ledger page", async () => {
-    const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, storageState: await context.storageState() });
+    const phone = await browser.newContext({
+      viewport: { width: 390, height: 844 },
+      deviceScaleFactor: 2,
+      isMobile: true,
+      hasTouch: true,
+      storageState: await context.storageState(),
+    });
     const p = await phone.newPage();
     await p.goto(`${server.baseUrl}/account`);
     const older = await p.getByRole("link", { name: "Older entries" }).getAttribute("href");
@@ -267,7 +330,11 @@ describe.skipIf(!chromiumAvailable)("usage over time and key facts on the accoun
       expect(await p.locator("#usage-chart rect").count()).toBe(30);
       expect(await p.evaluate(() => document.documentElement.scrollWidth), url).toBeLessThanOrEqual(390);
       const scrollers = await p.$$eval("body *", (elements) =>
-        elements.filter((e: any) => e.scrollWidth > e.clientWidth + 1 && ["auto", "scroll"].includes(getComputedStyle(e).overflowX)).map((e: any) => e.id || e.className || e.tagName),
+        elements
+          .filter(
+            (e: any) => e.scrollWidth > e.clientWidth + 1 && ["auto", "scroll"].includes(getComputedStyle(e).overflowX),
+          )
+          .map((e: any) => e.id || e.className || e.tagName),
       );
       expect(scrollers, url).toEqual([]);
       const chartWidth = await p.$eval("#usage-chart", (svg: any) => svg.getBoundingClientRect().width as number);

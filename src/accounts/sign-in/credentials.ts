@@ -19,7 +19,12 @@ async function requireAccount(handle: DbHandle, accountId: number): Promise<void
  * Writes the password hash and ends the account's web sessions, all but `keepSessionHash` when
  * given (inside the caller's transaction); returns how many sessions ended.
  */
-export async function storePasswordHash(tx: Pick<DbHandle["db"], "insert" | "delete">, accountId: number, passwordHash: string, keepSessionHash?: string): Promise<number> {
+export async function storePasswordHash(
+  tx: Pick<DbHandle["db"], "insert" | "delete">,
+  accountId: number,
+  passwordHash: string,
+  keepSessionHash?: string,
+): Promise<number> {
   await tx
     .insert(memberPasswords)
     .values({ accountId, passwordHash })
@@ -36,7 +41,11 @@ export async function storePasswordHash(tx: Pick<DbHandle["db"], "insert" | "del
  * Sets or replaces the account's password and revokes its web sessions; returns how many
  * sessions were revoked. Throws AccountError (bad_request for the policy, not_found).
  */
-export async function setMemberPassword(handle: DbHandle, accountId: number, password: string): Promise<{ sessionsRevoked: number }> {
+export async function setMemberPassword(
+  handle: DbHandle,
+  accountId: number,
+  password: string,
+): Promise<{ sessionsRevoked: number }> {
   try {
     checkPasswordPolicy(password);
   } catch (err) {
@@ -62,12 +71,17 @@ export async function changeMemberPassword(
 ): Promise<{ sessionsRevoked: number }> {
   checkPasswordPolicy(password);
   const passwordHash = await hash(() => hashPassword(password));
-  const sessionsRevoked = await handle.db.transaction((tx) => storePasswordHash(tx, accountId, passwordHash, currentSessionHash));
+  const sessionsRevoked = await handle.db.transaction((tx) =>
+    storePasswordHash(tx, accountId, passwordHash, currentSessionHash),
+  );
   return { sessionsRevoked };
 }
 
 /** The account and password hash for a sign-in email (case-insensitive); null when none. */
-export async function findCredentials(handle: DbHandle, email: string): Promise<{ accountId: number; passwordHash: string } | null> {
+export async function findCredentials(
+  handle: DbHandle,
+  email: string,
+): Promise<{ accountId: number; passwordHash: string } | null> {
   const [row] = await handle.db
     .select({ accountId: accounts.id, passwordHash: memberPasswords.passwordHash })
     .from(accounts)

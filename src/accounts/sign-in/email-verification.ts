@@ -14,11 +14,18 @@ import { hashToken, isWellFormedToken, newToken } from "../../one-time-token.ts"
 export const VERIFY_LINK_TTL_MS = 24 * 3600 * 1000;
 
 /** A new link for an unverified account (the old one stops working); null once it is verified. */
-export async function createEmailVerification(handle: DbHandle, accountId: number, now: number): Promise<{ token: string; email: string; expiresAt: Date } | null> {
+export async function createEmailVerification(
+  handle: DbHandle,
+  accountId: number,
+  now: number,
+): Promise<{ token: string; email: string; expiresAt: Date } | null> {
   const token = newToken();
   const expiresAt = new Date(now + VERIFY_LINK_TTL_MS);
   return handle.db.transaction(async (tx) => {
-    const [account] = await tx.select({ email: accounts.email }).from(accounts).where(and(eq(accounts.id, accountId), eq(accounts.emailVerified, false)));
+    const [account] = await tx
+      .select({ email: accounts.email })
+      .from(accounts)
+      .where(and(eq(accounts.id, accountId), eq(accounts.emailVerified, false)));
     if (!account) return null;
     await tx
       .insert(emailVerifications)
@@ -29,7 +36,11 @@ export async function createEmailVerification(handle: DbHandle, accountId: numbe
 }
 
 /** The address a link would confirm while it is usable; null otherwise. */
-export async function checkEmailVerification(handle: DbHandle, token: string, now: number): Promise<{ email: string } | null> {
+export async function checkEmailVerification(
+  handle: DbHandle,
+  token: string,
+  now: number,
+): Promise<{ email: string } | null> {
   if (!isWellFormedToken(token)) return null;
   const [row] = await handle.db
     .select({ email: accounts.email })
@@ -58,7 +69,13 @@ export async function redeemEmailVerification(handle: DbHandle, token: string, n
 }
 
 /** Marks the email verified without a link (a used password reset link proves the mailbox too). */
-export async function markEmailVerified(tx: Pick<DbHandle["db"], "update" | "delete">, accountId: number): Promise<void> {
-  await tx.update(accounts).set({ emailVerified: true }).where(and(eq(accounts.id, accountId), sql`NOT ${accounts.emailVerified}`));
+export async function markEmailVerified(
+  tx: Pick<DbHandle["db"], "update" | "delete">,
+  accountId: number,
+): Promise<void> {
+  await tx
+    .update(accounts)
+    .set({ emailVerified: true })
+    .where(and(eq(accounts.id, accountId), sql`NOT ${accounts.emailVerified}`));
   await tx.delete(emailVerifications).where(eq(emailVerifications.accountId, accountId));
 }

@@ -86,7 +86,9 @@ const usable = (token: string, kind: PasswordLinkKind, now: number) =>
     gt(passwordLinks.expiresAt, new Date(now)),
   );
 
-/** The account a link of `kind` is for while it is unused and unexpired; null otherwise (a link of the other kind too). */
+/**
+ * The account a link of `kind` is for while it is unused and unexpired; null otherwise (a link of the other kind too).
+ */
 export async function checkPasswordLink(
   handle: DbHandle,
   token: string,

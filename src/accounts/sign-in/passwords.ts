@@ -26,8 +26,10 @@ export class PasswordPolicyError extends Error {
 /** Throws PasswordPolicyError when the password is too short or too long. */
 export function checkPasswordPolicy(password: string): void {
   const length = [...password].length;
-  if (length < MIN_PASSWORD_LENGTH) throw new PasswordPolicyError(`the password must be at least ${MIN_PASSWORD_LENGTH} characters long`);
-  if (length > MAX_PASSWORD_LENGTH) throw new PasswordPolicyError(`the password must be at most ${MAX_PASSWORD_LENGTH} characters long`);
+  if (length < MIN_PASSWORD_LENGTH)
+    throw new PasswordPolicyError(`the password must be at least ${MIN_PASSWORD_LENGTH} characters long`);
+  if (length > MAX_PASSWORD_LENGTH)
+    throw new PasswordPolicyError(`the password must be at most ${MAX_PASSWORD_LENGTH} characters long`);
 }
 
 /**
@@ -66,16 +68,28 @@ function derive(password: string, salt: Buffer, logN: number, r: number, p: numb
   return withHashSlot(
     () =>
       new Promise((resolve, reject) => {
-        scrypt(password.normalize("NFC"), salt, HASH_BYTES, { N, r, p, maxmem }, (err, key) => (err ? reject(err) : resolve(key)));
+        scrypt(password.normalize("NFC"), salt, HASH_BYTES, { N, r, p, maxmem }, (err, key) =>
+          err ? reject(err) : resolve(key),
+        );
       }),
   );
 }
 
 /** Hashes a password that passed checkPasswordPolicy into the self-describing string. */
-export async function hashPassword(password: string, cost: { logN: number; r: number; p: number } = DEFAULT_SCRYPT): Promise<string> {
+export async function hashPassword(
+  password: string,
+  cost: { logN: number; r: number; p: number } = DEFAULT_SCRYPT,
+): Promise<string> {
   const salt = randomBytes(SALT_BYTES);
   const hash = await derive(password, salt, cost.logN, cost.r, cost.p);
-  return ["scrypt", String(2 ** cost.logN), String(cost.r), String(cost.p), salt.toString("base64url"), hash.toString("base64url")].join("$");
+  return [
+    "scrypt",
+    String(2 ** cost.logN),
+    String(cost.r),
+    String(cost.p),
+    salt.toString("base64url"),
+    hash.toString("base64url"),
+  ].join("$");
 }
 
 interface ParsedHash {
@@ -96,7 +110,18 @@ function parseHash(stored: string): ParsedHash | null {
   const r = Number(rText);
   const p = Number(pText);
   // Bounds keep a corrupted row from turning one sign-in into minutes of CPU or gigabytes.
-  if (!Number.isInteger(logN) || logN < 10 || logN > 20 || !Number.isInteger(r) || r < 1 || r > 32 || !Number.isInteger(p) || p < 1 || p > 16) return null;
+  if (
+    !Number.isInteger(logN) ||
+    logN < 10 ||
+    logN > 20 ||
+    !Number.isInteger(r) ||
+    r < 1 ||
+    r > 32 ||
+    !Number.isInteger(p) ||
+    p < 1 ||
+    p > 16
+  )
+    return null;
   const salt = Buffer.from(saltText, "base64url");
   const hash = Buffer.from(hashText, "base64url");
   if (salt.length < 8 || hash.length < 16) return null;

@@ -18,17 +18,28 @@ export interface WebSession {
 }
 
 /** Starts a session; returns the cookie token (never stored) and when it ends. */
-export async function createSession(handle: DbHandle, accountId: number, now: number, ttlMs: number): Promise<{ token: string; expiresAt: Date }> {
+export async function createSession(
+  handle: DbHandle,
+  accountId: number,
+  now: number,
+  ttlMs: number,
+): Promise<{ token: string; expiresAt: Date }> {
   const token = newToken();
   const expiresAt = new Date(now + ttlMs);
   // Expired rows are swept here, at sign-in, rather than by a job nobody runs.
   await handle.db.delete(webSessions).where(lt(webSessions.expiresAt, new Date(now)));
-  await handle.db.insert(webSessions).values({ tokenHash: hashToken(token), accountId, csrfSecret: randomBytes(32).toString("base64url"), expiresAt });
+  await handle.db
+    .insert(webSessions)
+    .values({ tokenHash: hashToken(token), accountId, csrfSecret: randomBytes(32).toString("base64url"), expiresAt });
   return { token, expiresAt };
 }
 
 /** The live session of a cookie token, or null (malformed, unknown, signed out or expired). */
-export async function findSession(handle: DbHandle, token: string | undefined, now: number): Promise<WebSession | null> {
+export async function findSession(
+  handle: DbHandle,
+  token: string | undefined,
+  now: number,
+): Promise<WebSession | null> {
   if (token === undefined || !isWellFormedToken(token)) return null;
   const tokenHash = hashToken(token);
   const [row] = await handle.db
@@ -40,7 +51,10 @@ export async function findSession(handle: DbHandle, token: string | undefined, n
 
 /** Ends every session of the account ("Sign out everywhere"); returns how many ended. */
 export async function deleteAccountSessions(handle: DbHandle, accountId: number): Promise<number> {
-  const ended = await handle.db.delete(webSessions).where(eq(webSessions.accountId, accountId)).returning({ tokenHash: webSessions.tokenHash });
+  const ended = await handle.db
+    .delete(webSessions)
+    .where(eq(webSessions.accountId, accountId))
+    .returning({ tokenHash: webSessions.tokenHash });
   return ended.length;
 }
 

@@ -21,10 +21,16 @@ export type SignUpResult = { ok: true; created: number | null } | { ok: false; s
  * computed whether or not the email is taken, so both take the same time. `verified` is false
  * when a confirmation link will be mailed; `hash` is the web's hashing queue.
  */
-export async function signUp(db: DbHandle, input: { email: string; password: string; confirm: string; verified: boolean }, hash: <T>(work: () => Promise<T>) => Promise<T> = (work) => work()): Promise<SignUpResult> {
+export async function signUp(
+  db: DbHandle,
+  input: { email: string; password: string; confirm: string; verified: boolean },
+  hash: <T>(work: () => Promise<T>) => Promise<T> = (work) => work(),
+): Promise<SignUpResult> {
   const email = input.email.trim();
-  if (email.length > 320 || !EMAIL_PATTERN.test(email)) return { ok: false, status: 400, message: "Enter a valid email address." };
-  if (input.password !== input.confirm) return { ok: false, status: 400, message: "The two passwords differ. Type the same password twice." };
+  if (email.length > 320 || !EMAIL_PATTERN.test(email))
+    return { ok: false, status: 400, message: "Enter a valid email address." };
+  if (input.password !== input.confirm)
+    return { ok: false, status: 400, message: "The two passwords differ. Type the same password twice." };
   try {
     checkPasswordPolicy(input.password);
   } catch (err) {

@@ -62,11 +62,26 @@ export function buildMatchers(coins: readonly CoinNames[]): Matcher[] {
   for (const coin of coins) {
     for (const name of coin.names) {
       // Whole words: no letter or digit on either side; a possessive "'s" is fine.
-      matchers.push({ symbol: coin.symbol, pattern: new RegExp(`(?<![\\p{L}\\p{N}])${escapeRegExp(name)}(?![\\p{L}\\p{N}])`, "giu"), weight: name.length, inCapitals: true });
+      matchers.push({
+        symbol: coin.symbol,
+        pattern: new RegExp(`(?<![\\p{L}\\p{N}])${escapeRegExp(name)}(?![\\p{L}\\p{N}])`, "giu"),
+        weight: name.length,
+        inCapitals: true,
+      });
     }
-    matchers.push({ symbol: coin.symbol, pattern: new RegExp(`\\$${escapeRegExp(coin.symbol)}(?![\\p{L}\\p{N}])`, "gu"), weight: coin.symbol.length + 1, inCapitals: true });
+    matchers.push({
+      symbol: coin.symbol,
+      pattern: new RegExp(`\\$${escapeRegExp(coin.symbol)}(?![\\p{L}\\p{N}])`, "gu"),
+      weight: coin.symbol.length + 1,
+      inCapitals: true,
+    });
     if (!coin.commonWord) {
-      matchers.push({ symbol: coin.symbol, pattern: new RegExp(`(?<![\\p{L}\\p{N}$])${escapeRegExp(coin.symbol)}(?![\\p{L}\\p{N}])`, "gu"), weight: coin.symbol.length, inCapitals: false });
+      matchers.push({
+        symbol: coin.symbol,
+        pattern: new RegExp(`(?<![\\p{L}\\p{N}$])${escapeRegExp(coin.symbol)}(?![\\p{L}\\p{N}])`, "gu"),
+        weight: coin.symbol.length,
+        inCapitals: false,
+      });
     }
   }
   return matchers.sort((a, b) => b.weight - a.weight);

@@ -101,7 +101,9 @@ function describeCoinGeckoError(body: string): string {
 export type FundamentalsSourceDeps = SourceDeps<FundamentalsConfig>;
 
 /** The fundamentals source, with the ambiguous codes it resolved (for reports). */
-export function createFundamentalsSource(deps: FundamentalsSourceDeps): PeriodicSource & { ambiguous(): AmbiguousCode[] } {
+export function createFundamentalsSource(
+  deps: FundamentalsSourceDeps,
+): PeriodicSource & { ambiguous(): AmbiguousCode[] } {
   const { config, clock, logger, report } = deps;
   let nextDueMs = 0;
   let failures = 0;
@@ -111,7 +113,11 @@ export function createFundamentalsSource(deps: FundamentalsSourceDeps): Periodic
   if (config.apiKey) headers[config.plan === "pro" ? "x-cg-pro-api-key" : "x-cg-demo-api-key"] = config.apiKey;
 
   async function getJson<T>(path: string, signal: AbortSignal): Promise<T> {
-    const res = await expectOk(await httpGet(`${config.apiBase}${path}`, { headers, timeoutMs: deps.timeoutMs, signal }), clock(), describeCoinGeckoError);
+    const res = await expectOk(
+      await httpGet(`${config.apiBase}${path}`, { headers, timeoutMs: deps.timeoutMs, signal }),
+      clock(),
+      describeCoinGeckoError,
+    );
     return readJson<T>(res);
   }
 
@@ -121,7 +127,8 @@ export function createFundamentalsSource(deps: FundamentalsSourceDeps): Periodic
     if (!coinList || clock() - coinList.at > COIN_LIST_TTL_MS) {
       const list = await getJson<Array<{ id: string; symbol: string }>>("/coins/list", signal);
       const bySymbol = new Map<string, string[]>();
-      for (const c of list) bySymbol.set(c.symbol.toLowerCase(), [...(bySymbol.get(c.symbol.toLowerCase()) ?? []), c.id]);
+      for (const c of list)
+        bySymbol.set(c.symbol.toLowerCase(), [...(bySymbol.get(c.symbol.toLowerCase()) ?? []), c.id]);
       coinList = { at: clock(), bySymbol };
     }
     return new Map(codes.map((code) => [code, coinList!.bySymbol.get(code.toLowerCase()) ?? []]));
@@ -133,7 +140,13 @@ export function createFundamentalsSource(deps: FundamentalsSourceDeps): Periodic
     const candidates = await candidatesOf(unmapped, signal);
     const ids = new Set([...explicit.map((s) => config.ids[s]!), ...[...candidates.values()].flat()]);
     if (ids.size === 0) throw new Error("none of FUNDAMENTALS_SYMBOLS is known to CoinGecko");
-    const query = new URLSearchParams({ vs_currency: "usd", ids: [...ids].join(","), per_page: "250", page: "1", precision: "full" });
+    const query = new URLSearchParams({
+      vs_currency: "usd",
+      ids: [...ids].join(","),
+      per_page: "250",
+      page: "1",
+      precision: "full",
+    });
     const markets = await getJson<MarketRow[]>(`/coins/markets?${query}`, signal);
     const byId = new Map(markets.map((m) => [m.id, m]));
     const now = clock();
@@ -145,11 +158,17 @@ export function createFundamentalsSource(deps: FundamentalsSourceDeps): Periodic
       if (!config.ids[symbol]) {
         // Several coins share the ticker: the best (lowest) market-cap rank wins; unranked ones last.
         const ranked = options.map((id) => byId.get(id)).filter((m): m is MarketRow => m !== undefined);
-        ranked.sort((a, b) => (a.market_cap_rank ?? Infinity) - (b.market_cap_rank ?? Infinity) || a.id.localeCompare(b.id));
+        ranked.sort(
+          (a, b) => (a.market_cap_rank ?? Infinity) - (b.market_cap_rank ?? Infinity) || a.id.localeCompare(b.id),
+        );
         market = ranked[0];
         if (options.length > 1 && market) {
           const known = ambiguous.get(symbol);
-          if (known?.chosen !== market.id) logger.warn({ symbol, candidates: options, chosen: market.id }, "ambiguous ticker resolved by market-cap rank; pin it with COINGECKO_IDS");
+          if (known?.chosen !== market.id)
+            logger.warn(
+              { symbol, candidates: options, chosen: market.id },
+              "ambiguous ticker resolved by market-cap rank; pin it with COINGECKO_IDS",
+            );
           ambiguous.set(symbol, { symbol, candidates: options, chosen: market.id });
         }
       }

@@ -45,11 +45,18 @@ export class RedirectRefused extends Error {
  * made the feeder read the internal listener). Only the user agent, `accept` and the
  * conditional headers go along: a provider's API-key header never leaves for another host.
  */
-export async function httpGet(url: string, options: { headers?: Record<string, string>; timeoutMs: number; signal?: AbortSignal }): Promise<Response> {
+export async function httpGet(
+  url: string,
+  options: { headers?: Record<string, string>; timeoutMs: number; signal?: AbortSignal },
+): Promise<Response> {
   const timeout = AbortSignal.timeout(options.timeoutMs);
   const signal = AbortSignal.any([timeout, ...(options.signal ? [options.signal] : [])]);
   try {
-    let res = await fetch(url, { headers: { "user-agent": USER_AGENT, ...options.headers }, signal, redirect: "manual" });
+    let res = await fetch(url, {
+      headers: { "user-agent": USER_AGENT, ...options.headers },
+      signal,
+      redirect: "manual",
+    });
     let current = new URL(url);
     for (let hops = 0; REDIRECT_STATUSES.has(res.status); hops++) {
       const location = res.headers.get("location");
@@ -79,16 +86,20 @@ export async function httpGet(url: string, options: { headers?: Record<string, s
 /** Refuses a redirect target that is not https or names a non-public address literally. */
 function refuseUnlessHttpsPublic(target: URL): void {
   const where = displayUrl(target.href);
-  if (target.protocol !== "https:") throw new RedirectRefused(`redirect to ${where} not followed: only https redirects to public addresses are`);
-  if (target.username !== "" || target.password !== "") throw new RedirectRefused(`redirect to ${where} not followed: it carries credentials`);
+  if (target.protocol !== "https:")
+    throw new RedirectRefused(`redirect to ${where} not followed: only https redirects to public addresses are`);
+  if (target.username !== "" || target.password !== "")
+    throw new RedirectRefused(`redirect to ${where} not followed: it carries credentials`);
   const host = target.hostname.replace(/^\[|\]$/g, "");
-  if (isIP(host) !== 0 && !isPublicAddress(host)) throw new RedirectRefused(`redirect to ${where} not followed: not a public address`);
+  if (isIP(host) !== 0 && !isPublicAddress(host))
+    throw new RedirectRefused(`redirect to ${where} not followed: not a public address`);
 }
 
 /** The caller's headers that may follow a redirect to another host. */
 function forwardedHeaders(headers: Record<string, string> = {}): Record<string, string> {
   const out: Record<string, string> = { "user-agent": USER_AGENT, "accept-encoding": "identity" };
-  for (const [name, value] of Object.entries(headers)) if (FORWARDED_HEADERS.has(name.toLowerCase())) out[name.toLowerCase()] = value;
+  for (const [name, value] of Object.entries(headers))
+    if (FORWARDED_HEADERS.has(name.toLowerCase())) out[name.toLowerCase()] = value;
   return out;
 }
 const FORWARDED_HEADERS = new Set(["accept", "if-none-match", "if-modified-since"]);
@@ -102,7 +113,13 @@ const publicOnlyLookup: LookupFunction = (hostname, options, callback) => {
     if (err) return callback(err, "", 0);
     const refused = addresses.find((a) => !isPublicAddress(a.address));
     if (refused !== undefined || addresses.length === 0) {
-      return callback(Object.assign(new RedirectRefused(`redirect to ${hostname} not followed: not a public address`), { code: "ENOTFOUND" }), "", 0);
+      return callback(
+        Object.assign(new RedirectRefused(`redirect to ${hostname} not followed: not a public address`), {
+          code: "ENOTFOUND",
+        }),
+        "",
+        0,
+      );
     }
     if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
     return callback(null, addresses[0]!.address, addresses[0]!.family);
@@ -112,8 +129,20 @@ const publicOnlyLookup: LookupFunction = (hostname, options, callback) => {
 /** One https GET through `publicOnlyLookup`, as a fetch Response. */
 function getFromPublicAddress(target: URL, headers: Record<string, string>, signal: AbortSignal): Promise<Response> {
   return new Promise((resolve, reject) => {
-    const req = https.request(target, { method: "GET", headers, signal, lookup: publicOnlyLookup, agent: false }, (incoming) => resolve(responseOf(incoming)));
-    req.on("error", (err) => reject(err instanceof RedirectRefused ? err : (err as Error & { cause?: unknown }).cause instanceof RedirectRefused ? (err as Error & { cause: Error }).cause : err));
+    const req = https.request(
+      target,
+      { method: "GET", headers, signal, lookup: publicOnlyLookup, agent: false },
+      (incoming) => resolve(responseOf(incoming)),
+    );
+    req.on("error", (err) =>
+      reject(
+        err instanceof RedirectRefused
+          ? err
+          : (err as Error & { cause?: unknown }).cause instanceof RedirectRefused
+            ? (err as Error & { cause: Error }).cause
+            : err,
+      ),
+    );
     req.end();
   });
 }
@@ -134,10 +163,18 @@ function responseOf(incoming: IncomingMessage): Response {
 }
 
 /** Reads the body as text within the same timeout rules as the request; a non-2xx status becomes HttpStatusError. */
-export async function expectOk(res: Response, now: number, describe: (body: string) => string = (b) => b.slice(0, 200)): Promise<Response> {
+export async function expectOk(
+  res: Response,
+  now: number,
+  describe: (body: string) => string = (b) => b.slice(0, 200),
+): Promise<Response> {
   if (res.ok || res.status === 304) return res;
   const body = await res.text().catch(() => "");
-  throw new HttpStatusError(res.status, `HTTP ${res.status}${body.trim() ? `: ${describe(body).replace(/\s+/g, " ").trim()}` : ""}`, retryAfterMs(res.headers.get("retry-after"), now));
+  throw new HttpStatusError(
+    res.status,
+    `HTTP ${res.status}${body.trim() ? `: ${describe(body).replace(/\s+/g, " ").trim()}` : ""}`,
+    retryAfterMs(res.headers.get("retry-after"), now),
+  );
 }
 
 /**

@@ -13,11 +13,11 @@ import { createFundamentalsSource } from "./fundamentals.ts";
 import type { DataIngestClient } from "./ingest-client.ts";
 import { createMacroSource } from "./macro.ts";
 import { createNewsSource } from "./news.ts";
-import { runSources, type RunningSources } from "./run.ts";
+import { type RunningSources, runSources } from "./run.ts";
 import type { PeriodicSource, SourceDeps } from "./source.ts";
 import { SourceStatusBoard } from "./source-status.ts";
 
-export { parseContextSourcesConfig, type ContextSourcesConfig } from "../../config/sources.ts";
+export { type ContextSourcesConfig, parseContextSourcesConfig } from "../../config/sources.ts";
 export type { DataIngestClient } from "./ingest-client.ts";
 export type { SourceStatus } from "./source-status.ts";
 

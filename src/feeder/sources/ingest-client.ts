@@ -9,7 +9,12 @@ import type { PushSummary } from "../../market-data/datasets.ts";
 export type DataIngestClient = Client<typeof DataIngestService>;
 
 /** A push answer as plain numbers, for logs. */
-export function summaryOf(res: { accepted: bigint; rejected: bigint; duplicates: bigint; reasons: { [reason: string]: bigint } }): Omit<PushSummary, "rejections"> {
+export function summaryOf(res: {
+  accepted: bigint;
+  rejected: bigint;
+  duplicates: bigint;
+  reasons: { [reason: string]: bigint };
+}): Omit<PushSummary, "rejections"> {
   return {
     accepted: Number(res.accepted),
     rejected: Number(res.rejected),

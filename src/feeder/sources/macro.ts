@@ -64,19 +64,35 @@ export function createMacroSource(deps: MacroSourceDeps): PeriodicSource {
   async function getJson<T>(path: string, params: Record<string, string>, signal: AbortSignal): Promise<T> {
     // The key travels in the query (FRED has no header for it); errors never repeat the URL.
     const query = new URLSearchParams({ ...params, api_key: config.apiKey ?? "", file_type: "json" });
-    const res = await expectOk(await httpGet(`${config.apiBase}${path}?${query}`, { headers: { accept: "application/json" }, timeoutMs: deps.timeoutMs, signal }), clock(), describeFredError);
+    const res = await expectOk(
+      await httpGet(`${config.apiBase}${path}?${query}`, {
+        headers: { accept: "application/json" },
+        timeoutMs: deps.timeoutMs,
+        signal,
+      }),
+      clock(),
+      describeFredError,
+    );
     return readJson<T>(res);
   }
 
   async function seriesRows(series: string, signal: AbortSignal): Promise<MacroPushRow[]> {
     let unit = units.get(series);
     if (unit === undefined) {
-      const info = await getJson<{ seriess?: Array<{ units_short?: string }> }>("/series", { series_id: series }, signal);
+      const info = await getJson<{ seriess?: Array<{ units_short?: string }> }>(
+        "/series",
+        { series_id: series },
+        signal,
+      );
       unit = (info.seriess?.[0]?.units_short ?? "").trim().slice(0, 32) || "value";
       units.set(series, unit);
     }
     const start = new Date(clock() - config.historyDays * DAY_MS).toISOString().slice(0, 10);
-    return macroRows(series, unit, await getJson<Observations>("/series/observations", { series_id: series, observation_start: start }, signal));
+    return macroRows(
+      series,
+      unit,
+      await getJson<Observations>("/series/observations", { series_id: series, observation_start: start }, signal),
+    );
   }
 
   return {

@@ -13,10 +13,10 @@
  */
 import { createHash } from "node:crypto";
 import { extractFromJson, extractFromXml, type FeedEntry } from "@extractus/feed-extractor";
-import { MAX_NEWS_COINS } from "../../market-data/datasets.ts";
-import { tagCoins } from "./coin-tags.ts";
 import type { NewsConfig } from "../../config/sources.ts";
+import { MAX_NEWS_COINS } from "../../market-data/datasets.ts";
 import { backoffMs } from "../../retry.ts";
+import { tagCoins } from "./coin-tags.ts";
 import { displayUrl, expectOk, HttpStatusError, httpGet, readBody } from "./http-get.ts";
 import { streamOf, summaryOf } from "./ingest-client.ts";
 import type { PeriodicSource, SourceDeps } from "./source.ts";
@@ -80,7 +80,7 @@ function isHttpLink(value: string): boolean {
 
 /** The publication time of an entry in UTC ms, from the feed's own date field; null when missing or unreadable. */
 function entryTime(entry: FeedEntry): number | null {
-  for (const raw of [entry["rawPublished"], entry.published]) {
+  for (const raw of [entry.rawPublished, entry.published]) {
     if (typeof raw !== "string" || raw.trim() === "") continue;
     const ms = Date.parse(raw.trim());
     if (Number.isFinite(ms) && ms > 0) return ms;
@@ -92,12 +92,18 @@ function entryTime(entry: FeedEntry): number | null {
  * Parses a feed body (RSS, Atom or JSON Feed) into items; entries without a title, an http(s)
  * link or a readable date are counted as malformed and left out. Pure.
  */
-export function parseFeed(body: string, contentType: string, feedUrl: string): { items: NewsItemOut[]; malformed: number } {
+export function parseFeed(
+  body: string,
+  contentType: string,
+  feedUrl: string,
+): { items: NewsItemOut[]; malformed: number } {
   const options = {
     descriptionMaxLen: 0,
     baseUrl: feedUrl,
     // Atom's normalised date prefers <updated>; the publication time is <published>.
-    getExtraEntryFields: (raw: Record<string, unknown>) => ({ rawPublished: raw["published"] ?? raw["pubDate"] ?? raw["date_published"] ?? raw["dc:date"] }),
+    getExtraEntryFields: (raw: Record<string, unknown>) => ({
+      rawPublished: raw.published ?? raw.pubDate ?? raw.date_published ?? raw["dc:date"],
+    }),
   };
   const looksJson = /json/i.test(contentType) || body.trimStart().startsWith("{");
   const feed = looksJson ? extractFromJson(body, options) : extractFromXml(body, options);
@@ -113,7 +119,14 @@ export function parseFeed(body: string, contentType: string, feedUrl: string): {
       continue;
     }
     const shortTitle = title.length > 500 ? `${title.slice(0, 499)}…` : title;
-    items.push({ id: newsId(link), time, title: shortTitle, source, url: link, coins: tagCoins(title, MAX_NEWS_COINS) });
+    items.push({
+      id: newsId(link),
+      time,
+      title: shortTitle,
+      source,
+      url: link,
+      coins: tagCoins(title, MAX_NEWS_COINS),
+    });
   }
   return { items, malformed };
 }
@@ -144,11 +157,21 @@ export type NewsSourceDeps = SourceDeps<NewsConfig>;
 /** The news source: fetches the feeds that are due and pushes each feed's new items in batches. */
 export function createNewsSource(deps: NewsSourceDeps): PeriodicSource {
   const { config, clock, logger, report } = deps;
-  const feeds: FeedState[] = config.feeds.map((url) => ({ url, etag: null, lastModified: null, nextDueMs: 0, failures: 0 }));
+  const feeds: FeedState[] = config.feeds.map((url) => ({
+    url,
+    etag: null,
+    lastModified: null,
+    nextDueMs: 0,
+    failures: 0,
+  }));
   const seen = new BoundedSet(SEEN_LIMIT);
 
   async function fetchFeed(feed: FeedState, signal: AbortSignal): Promise<FeedResult> {
-    const headers: Record<string, string> = { accept: "application/rss+xml, application/atom+xml, application/feed+json, application/json;q=0.9, application/xml;q=0.8, text/xml;q=0.8, */*;q=0.5" };
+    const headers: Record<string, string> = {
+      accept:
+        "application/rss+xml, application/atom+xml, application/feed+json, application/json;q=0.9, " +
+        "application/xml;q=0.8, text/xml;q=0.8, */*;q=0.5",
+    };
     if (feed.etag) headers["if-none-match"] = feed.etag;
     if (feed.lastModified) headers["if-modified-since"] = feed.lastModified;
     const res = await expectOk(await httpGet(feed.url, { headers, timeoutMs: deps.timeoutMs, signal }), clock());
@@ -162,7 +185,14 @@ export function createNewsSource(deps: NewsSourceDeps): PeriodicSource {
     } catch (err) {
       throw new Error(`not a readable RSS, Atom or JSON feed (${(err as Error).message.slice(0, 120)})`);
     }
-    return { feed, items: newestItems(parsed.items, MAX_ITEMS_PER_FEED), malformed: parsed.malformed, etag, lastModified, notModified: false };
+    return {
+      feed,
+      items: newestItems(parsed.items, MAX_ITEMS_PER_FEED),
+      malformed: parsed.malformed,
+      etag,
+      lastModified,
+      notModified: false,
+    };
   }
 
   function failed(feed: FeedState, err: unknown, now: number): void {
@@ -172,7 +202,10 @@ export function createNewsSource(deps: NewsSourceDeps): PeriodicSource {
     feed.nextDueMs = now + wait;
     const message = `${displayUrl(feed.url)}: ${(err as Error).message}`;
     report.failure(message);
-    logger.warn({ feed: displayUrl(feed.url), failures: feed.failures, retryInMs: wait, err: (err as Error).message }, "news feed failed");
+    logger.warn(
+      { feed: displayUrl(feed.url), failures: feed.failures, retryInMs: wait, err: (err as Error).message },
+      "news feed failed",
+    );
   }
 
   return {
@@ -201,9 +234,12 @@ export function createNewsSource(deps: NewsSourceDeps): PeriodicSource {
         try {
           for (let at = 0; at < fresh.length; at += NEWS_PUSH_BATCH) {
             const batch = fresh.slice(at, at + NEWS_PUSH_BATCH);
-            const res = summaryOf(await deps.ingest.pushNews(streamOf(batch.map((i) => ({ ...i, time: BigInt(i.time) }))), { signal }));
+            const res = summaryOf(
+              await deps.ingest.pushNews(streamOf(batch.map((i) => ({ ...i, time: BigInt(i.time) }))), { signal }),
+            );
             logger.info({ feed: displayUrl(r.feed.url), items: batch.length, ...res }, "news pushed");
-            if (res.rejected > 0) logger.warn({ feed: displayUrl(r.feed.url), reasons: res.reasons }, "news items refused by the service");
+            if (res.rejected > 0)
+              logger.warn({ feed: displayUrl(r.feed.url), reasons: res.reasons }, "news items refused by the service");
             for (const item of batch) seen.add(item.id);
           }
         } catch (err) {
@@ -216,7 +252,11 @@ export function createNewsSource(deps: NewsSourceDeps): PeriodicSource {
         r.feed.lastModified = r.lastModified;
         r.feed.failures = 0;
         stored++;
-        if (r.malformed > 0) logger.warn({ feed: displayUrl(r.feed.url), malformed: r.malformed }, "news feed items without title, link or date left out");
+        if (r.malformed > 0)
+          logger.warn(
+            { feed: displayUrl(r.feed.url), malformed: r.malformed },
+            "news feed items without title, link or date left out",
+          );
       }
       if (stored > 0) report.success();
     },

@@ -27,7 +27,8 @@ for (const [network, prefix] of [
   ["203.0.113.0", 24],
   ["224.0.0.0", 4],
   ["240.0.0.0", 4],
-] as const) NOT_PUBLIC_V4.addSubnet(network, prefix, "ipv4");
+] as const)
+  NOT_PUBLIC_V4.addSubnet(network, prefix, "ipv4");
 for (const [network, prefix] of [
   ["::", 96], // unspecified, loopback and the deprecated IPv4-compatible form
   ["::ffff:0:0", 96], // IPv4-mapped
@@ -42,7 +43,8 @@ for (const [network, prefix] of [
   ["fe80::", 10], // link-local
   ["fec0::", 10], // site-local (deprecated)
   ["ff00::", 8], // multicast
-] as const) NOT_PUBLIC_V6.addSubnet(network, prefix, "ipv6");
+] as const)
+  NOT_PUBLIC_V6.addSubnet(network, prefix, "ipv6");
 
 /** True when `address` (an IP literal) is a public unicast address. */
 export function isPublicAddress(address: string): boolean {

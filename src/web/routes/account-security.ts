@@ -4,14 +4,14 @@
  * ("Sign out everywhere") ends every session of the account, this browser's included.
  */
 import { Hono } from "hono";
-import { renderChangePasswordPage } from "../auth-pages.ts";
+import { DEFAULT_THROTTLE, refundAttempt, throttleKeys } from "../../accounts/attempt-throttle.ts";
 import { changeMemberPassword, findCredentials } from "../../accounts/sign-in/credentials.ts";
-import { clientAddress } from "../http.ts";
-import { methodNotAllowed, type PageKit, type WebEnv } from "../page-kit.ts";
 import { newPasswordProblem, verifyPassword } from "../../accounts/sign-in/passwords.ts";
 import { deleteAccountSessions } from "../../accounts/sign-in/sessions.ts";
-import { DEFAULT_THROTTLE, refundAttempt, throttleKeys } from "../../accounts/attempt-throttle.ts";
 import { reserveOrRefuse } from "../attempt-refusals.ts";
+import { renderChangePasswordPage } from "../auth-pages.ts";
+import { clientAddress } from "../http.ts";
+import { methodNotAllowed, type PageKit, type WebEnv } from "../page-kit.ts";
 import { isRefusal } from "../responses.ts";
 
 /** Routes of `/account/password` and `/account/sessions/end`. */
@@ -23,14 +23,18 @@ export function accountSecurityRoutes(kit: PageKit): Hono<WebEnv> {
   app.get("/account/password", kit.session, (c) => {
     const signed = c.get("signed");
     if (signed === null) return kit.toSignIn(c, "/account/password");
-    const info = c.req.query("changed") !== undefined ? "Password changed. Every other session of this account is signed out." : null;
+    const info =
+      c.req.query("changed") !== undefined
+        ? "Password changed. Every other session of this account is signed out."
+        : null;
     return kit.page(c, 200, renderChangePasswordPage(signed.ctx, { info }));
   });
 
   app.post("/account/password", kit.memberForm, async (c) => {
     const signed = c.get("signed")!;
     const form = c.get("form");
-    const again = (status: number, error: string, headers: Record<string, string> = {}) => kit.page(c, status, renderChangePasswordPage(signed.ctx, { error }), headers);
+    const again = (status: number, error: string, headers: Record<string, string> = {}) =>
+      kit.page(c, status, renderChangePasswordPage(signed.ctx, { error }), headers);
     const password = form.get("password") ?? "";
     const problem = newPasswordProblem(password, form.get("confirm") ?? "");
     if (problem !== null) return again(400, problem);
@@ -41,18 +45,35 @@ export function accountSecurityRoutes(kit: PageKit): Hono<WebEnv> {
     const address = clientAddress(kit.nodeRequest(c), config.trustProxy);
     const pair = throttleKeys(address, signed.summary.email).pair;
     const outcome = await kit.withHashPlace(c, address, async (hash) => {
-      const refused = await reserveOrRefuse(db, [{ key: pair, limit: throttle.perPair }], throttle, now, "Too many wrong passwords.");
+      const refused = await reserveOrRefuse(
+        db,
+        [{ key: pair, limit: throttle.perPair }],
+        throttle,
+        now,
+        "Too many wrong passwords.",
+      );
       if (refused !== null) return refused;
       const credentials = await findCredentials(db, signed.summary.email);
       const current = form.get("current") ?? "";
-      if (credentials === null || credentials.accountId !== signed.session.accountId || !(await hash(() => verifyPassword(current, credentials.passwordHash)))) return { kind: "wrong" } as const;
+      if (
+        credentials === null ||
+        credentials.accountId !== signed.session.accountId ||
+        !(await hash(() => verifyPassword(current, credentials.passwordHash)))
+      )
+        return { kind: "wrong" } as const;
       await refundAttempt(db, [pair]);
-      return { kind: "changed", ...(await changeMemberPassword(db, signed.session.accountId, password, signed.session.tokenHash, hash)) } as const;
+      return {
+        kind: "changed",
+        ...(await changeMemberPassword(db, signed.session.accountId, password, signed.session.tokenHash, hash)),
+      } as const;
     });
     if (isRefusal(outcome)) return again(outcome.status, outcome.message, outcome.headers);
     if (outcome.kind === "wrong") return again(400, "The current password is not correct. Nothing was changed.");
     const { sessionsRevoked } = outcome;
-    logger.info({ accountId: signed.session.accountId, sessionsRevoked }, "member changed their password; other sessions ended");
+    logger.info(
+      { accountId: signed.session.accountId, sessionsRevoked },
+      "member changed their password; other sessions ended",
+    );
     return kit.seeOther(c, "/account/password?changed");
   });
   app.all("/account/password", methodNotAllowed(kit, "GET, POST"));

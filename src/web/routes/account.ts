@@ -216,7 +216,8 @@ function keyRoutes(kit: PageKit, app: Hono<WebEnv>): void {
         renderMessagePage(
           signed.ctx,
           "Already confirmed",
-          "This confirmation was already used, so your key was not changed again. The key shown after it is the one that works.",
+          "This confirmation was already used, so your key was not changed " +
+            "again. The key shown after it is the one that works.",
           BACK_TO_ACCOUNT,
         ),
       );

@@ -38,7 +38,8 @@ const SETUP: LinkAddress = {
   path: "/setup-password",
   goneStatus: 404,
   goneText:
-    "This password link is not valid: it was used already, has expired, or a newer link replaced it. Ask your operator for a new one.",
+    "This password link is not valid: it was used already, has expired, " +
+    "or a newer link replaced it. Ask your operator for a new one.",
   back: { href: "/signin", text: "Go to sign in" },
 };
 const RESET: LinkAddress = {
@@ -46,7 +47,8 @@ const RESET: LinkAddress = {
   path: "/reset-password",
   goneStatus: 410,
   goneText:
-    "This password reset link does not work any more: it was used already, is older than an hour, or a newer link replaced it. Ask for a new one.",
+    "This password reset link does not work any more: it was used already, " +
+    "is older than an hour, or a newer link replaced it. Ask for a new one.",
   back: { href: "/forgot-password", text: "Ask for a new link" },
 };
 

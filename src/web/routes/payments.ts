@@ -6,14 +6,25 @@
  */
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { errorBodyOf } from "../../errors.ts";
 import type { AccountSummary } from "../../accounts/accounts.ts";
+import { errorBodyOf } from "../../errors.ts";
 import { MAX_WEBHOOK_BYTES } from "../../payments/webhook.ts";
 import { renderMessagePage } from "../auth-pages.ts";
-import { buyPack, openBillingPortal, stripeWebhookAnswer, subscribe, type PaymentFormResult, type PaymentRouteDeps } from "../payment-actions.ts";
 import { methodNotAllowed, type PageKit, type WebContext, type WebEnv } from "../page-kit.ts";
+import {
+  buyPack,
+  openBillingPortal,
+  type PaymentFormResult,
+  type PaymentRouteDeps,
+  stripeWebhookAnswer,
+  subscribe,
+} from "../payment-actions.ts";
 
-type FormAction = (deps: PaymentRouteDeps, account: AccountSummary, form: URLSearchParams) => Promise<PaymentFormResult>;
+type FormAction = (
+  deps: PaymentRouteDeps,
+  account: AccountSummary,
+  form: URLSearchParams,
+) => Promise<PaymentFormResult>;
 
 /** Routes of the payment forms and the Stripe webhook; `payments.stripe` is null when payments are off. */
 export function paymentRoutes(kit: PageKit): Hono<WebEnv> {
@@ -25,7 +36,11 @@ export function paymentRoutes(kit: PageKit): Hono<WebEnv> {
     const signed = c.get("signed")!;
     const result = await action(payments, signed.summary, c.get("form"));
     if (result.kind === "redirect") return kit.seeOther(c, result.location);
-    return kit.page(c, result.status, renderMessagePage(signed.ctx, result.title, result.message, { href: "/account", text: "Back to your account" }));
+    return kit.page(
+      c,
+      result.status,
+      renderMessagePage(signed.ctx, result.title, result.message, { href: "/account", text: "Back to your account" }),
+    );
   };
 
   // Buying and subscribing need a confirmed email; the portal manages what was already bought.
@@ -41,10 +56,12 @@ export function paymentRoutes(kit: PageKit): Hono<WebEnv> {
   }
 
   // Stripe signs the exact bytes it sent: the body is read raw, before anything parses it.
-  const webhookJson = (c: WebContext, status: number, body: Record<string, unknown>) => c.json(body, status as 200, { "cache-control": "no-store" });
+  const webhookJson = (c: WebContext, status: number, body: Record<string, unknown>) =>
+    c.json(body, status as 200, { "cache-control": "no-store" });
   const webhookLimit = bodyLimit({
     maxSize: MAX_WEBHOOK_BYTES,
-    onError: (c) => webhookJson(c as WebContext, 413, { ...errorBodyOf("payload_too_large", "The body is too large.") }),
+    onError: (c) =>
+      webhookJson(c as WebContext, 413, { ...errorBodyOf("payload_too_large", "The body is too large.") }),
   });
   app.post("/webhooks/stripe", webhookLimit, async (c) => {
     const rawBody = Buffer.from(await c.req.arrayBuffer());

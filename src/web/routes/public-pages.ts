@@ -6,12 +6,12 @@
  * record (real data only).
  */
 import { Hono } from "hono";
-import { renderGettingStartedPage } from "../getting-started-page.ts";
 import { LiveRecordCache } from "../../track-record/live-record-data.ts";
-import { renderLandingPage } from "../landing-page.ts";
-import { renderPricingPage } from "../pricing-page.ts";
 import { exampleAnswer, headlineOf, publicViews } from "../../track-record/public-showcase.ts";
+import { renderGettingStartedPage } from "../getting-started-page.ts";
+import { renderLandingPage } from "../landing-page.ts";
 import { methodNotAllowed, type PageKit, type WebContext, type WebEnv } from "../page-kit.ts";
+import { renderPricingPage } from "../pricing-page.ts";
 
 /** Routes of `/`, `/pricing` and `/getting-started`. */
 export function publicPageRoutes(kit: PageKit): Hono<WebEnv> {
@@ -23,7 +23,11 @@ export function publicPageRoutes(kit: PageKit): Hono<WebEnv> {
   app.get("/", kit.session, async (c) => {
     const now = clock();
     const views = publicViews(await kit.chartData.all(), now);
-    const view = { example: await exampleAnswer(db, views), headline: headlineOf(await liveRecord.get(now)), offer: await kit.offer() };
+    const view = {
+      example: await exampleAnswer(db, views),
+      headline: headlineOf(await liveRecord.get(now)),
+      offer: await kit.offer(),
+    };
     return kit.page(c, 200, renderLandingPage(ctxOf(c), view));
   });
   app.all("/", methodNotAllowed(kit, "GET"));
@@ -31,7 +35,9 @@ export function publicPageRoutes(kit: PageKit): Hono<WebEnv> {
   app.get("/pricing", kit.session, async (c) => kit.page(c, 200, renderPricingPage(ctxOf(c), await kit.offer())));
   app.all("/pricing", methodNotAllowed(kit, "GET"));
 
-  app.get("/getting-started", kit.session, (c) => kit.page(c, 200, renderGettingStartedPage(ctxOf(c), config.publicBaseUrl)));
+  app.get("/getting-started", kit.session, (c) =>
+    kit.page(c, 200, renderGettingStartedPage(ctxOf(c), config.publicBaseUrl)),
+  );
   app.all("/getting-started", methodNotAllowed(kit, "GET"));
   return app;
 }

@@ -9,19 +9,24 @@
  * existing one a note that it exists, both mailed after the answer; nobody is signed in.
  */
 import { Hono } from "hono";
-import { errorSummary } from "../../logger.ts";
+import { addressAndEmailBudgets, type ThrottlePolicy, throttleKeys } from "../../accounts/attempt-throttle.ts";
 import { createEmailVerification } from "../../accounts/sign-in/email-verification.ts";
+import { signUp } from "../../accounts/sign-in/sign-up.ts";
+import { errorSummary } from "../../logger.ts";
+import { reserveOrRefuse } from "../attempt-refusals.ts";
 import { clientAddress } from "../http.ts";
 import { methodNotAllowed, type PageKit, type WebEnv } from "../page-kit.ts";
 import { composeAlreadyMemberMail, composeVerifyMail, createResetMailer } from "../reset-mail.ts";
-import { signUp } from "../../accounts/sign-in/sign-up.ts";
-import { renderSignUpPage, renderSignUpSentPage } from "../signup-page.ts";
-import { addressAndEmailBudgets, throttleKeys, type ThrottlePolicy } from "../../accounts/attempt-throttle.ts";
-import { reserveOrRefuse } from "../attempt-refusals.ts";
 import { isRefusal } from "../responses.ts";
+import { renderSignUpPage, renderSignUpSentPage } from "../signup-page.ts";
 
 /** Sign-ups per client address and per email, per hour (each attempt counts, reserved before the hash). */
-export const SIGN_UP_THROTTLE: ThrottlePolicy = Object.freeze({ windowMs: 3600_000, perAddress: 10, perEmail: 3, scope: "signup:" });
+export const SIGN_UP_THROTTLE: ThrottlePolicy = Object.freeze({
+  windowMs: 3600_000,
+  perAddress: 10,
+  perEmail: 3,
+  scope: "signup:",
+});
 
 /** Routes of `/signup`. */
 export function signUpRoutes(kit: PageKit): Hono<WebEnv> {
@@ -34,14 +39,27 @@ export function signUpRoutes(kit: PageKit): Hono<WebEnv> {
     if (mailer === null) return;
     void (async () => {
       if (created === null) {
-        await mailer.sendComposed(email, composeAlreadyMemberMail({ signIn: `${config.publicBaseUrl}/signin`, forgot: `${config.publicBaseUrl}/forgot-password` }));
+        await mailer.sendComposed(
+          email,
+          composeAlreadyMemberMail({
+            signIn: `${config.publicBaseUrl}/signin`,
+            forgot: `${config.publicBaseUrl}/forgot-password`,
+          }),
+        );
         logger.info("sign-up with an address that has an account: told the mailbox");
         return;
       }
       const link = await createEmailVerification(db, created, now);
       if (link === null) return;
       // The token is in the link only: neither is logged.
-      await mailer.sendComposed(link.email, composeVerifyMail({ to: link.email, link: `${config.publicBaseUrl}/verify-email?token=${link.token}`, expiresAt: link.expiresAt }));
+      await mailer.sendComposed(
+        link.email,
+        composeVerifyMail({
+          to: link.email,
+          link: `${config.publicBaseUrl}/verify-email?token=${link.token}`,
+          expiresAt: link.expiresAt,
+        }),
+      );
       logger.info({ accountId: created }, "member signed up; confirmation link mailed");
     })().catch((err: unknown) => logger.error({ err: errorSummary(err) }, "sign-up mail failed"));
   }
@@ -64,7 +82,11 @@ export function signUpRoutes(kit: PageKit): Hono<WebEnv> {
       const refused = await reserveOrRefuse(db, budgets, SIGN_UP_THROTTLE, now, "Too many sign-ups from your network.");
       if (refused !== null) return refused;
       // Without mail no link can prove the address: the operator chose that (docs/decisions.md).
-      return signUp(db, { email, password: form.get("password") ?? "", confirm: form.get("confirm") ?? "", verified: mailer === null }, hash);
+      return signUp(
+        db,
+        { email, password: form.get("password") ?? "", confirm: form.get("confirm") ?? "", verified: mailer === null },
+        hash,
+      );
     });
     if (isRefusal(outcome)) return again(outcome.status, outcome.message, outcome.headers);
     if (!outcome.ok) return again(outcome.status, outcome.message);

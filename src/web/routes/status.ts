@@ -3,8 +3,8 @@
  * gets their navigation).
  */
 import { Hono } from "hono";
-import { loadContextDataStatus, loadFeedStatus, renderStatusPage } from "../status-page.ts";
 import { methodNotAllowed, type PageKit, type WebEnv } from "../page-kit.ts";
+import { loadContextDataStatus, loadFeedStatus, renderStatusPage } from "../status-page.ts";
 
 /** Routes of `/status`. */
 export function statusRoutes(kit: PageKit): Hono<WebEnv> {
@@ -12,7 +12,10 @@ export function statusRoutes(kit: PageKit): Hono<WebEnv> {
   const app = new Hono<WebEnv>();
   app.get("/status", kit.session, async (c) => {
     const now = clock();
-    const [coins, context] = await Promise.all([loadFeedStatus(db, now, config.staleAfterMs), loadContextDataStatus(db)]);
+    const [coins, context] = await Promise.all([
+      loadFeedStatus(db, now, config.staleAfterMs),
+      loadContextDataStatus(db),
+    ]);
     return kit.page(c, 200, renderStatusPage(c.get("signed")?.ctx ?? kit.publicCtx, coins, now, context));
   });
   app.all("/status", methodNotAllowed(kit, "GET"));

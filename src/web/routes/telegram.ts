@@ -164,7 +164,9 @@ function testAlertRoutes(kit: PageKit, app: Hono<WebEnv>, sender: MessageSender 
       `account-${signed.session.accountId}`,
       TEST_ALERT_THROTTLE.scope,
     );
-    const limitText = `${TEST_ALERT_THROTTLE.perEmail} test alerts can be sent every ${TEST_ALERT_THROTTLE.windowMs / 60_000} minutes.`;
+    const limitText =
+      `${TEST_ALERT_THROTTLE.perEmail} test alerts can be sent ` +
+      `every ${TEST_ALERT_THROTTLE.windowMs / 60_000} minutes.`;
     const refused = await reserveOrRefuse(
       db,
       addressAndEmailBudgets(keys, TEST_ALERT_THROTTLE),

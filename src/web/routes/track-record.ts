@@ -11,8 +11,8 @@ import { mytDay } from "../../clock.ts";
 import { errorSummary } from "../../logger.ts";
 import { chainLogPages, chainLogStream, DailyHeadsCache } from "../../track-record/event-log.ts";
 import { LiveRecordCache } from "../../track-record/live-record-data.ts";
-import { renderTrackRecordPage } from "../track-record-page.ts";
 import { methodNotAllowed, type PageKit, type WebEnv } from "../page-kit.ts";
+import { renderTrackRecordPage } from "../track-record-page.ts";
 
 /** Routes of `/track-record`. */
 export function trackRecordRoutes(kit: PageKit): Hono<WebEnv> {

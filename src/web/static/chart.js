@@ -79,10 +79,19 @@ function chartPalette() {
   function baseOptions() {
     return {
       autoSize: true,
-      layout: { background: { type: "solid", color: colours.background }, textColor: colours.text, attributionLogo: false },
+      layout: {
+        background: { type: "solid", color: colours.background },
+        textColor: colours.text,
+        attributionLogo: false,
+      },
       grid: { vertLines: { color: colours.grid }, horzLines: { color: colours.grid } },
       rightPriceScale: { borderColor: colours.border },
-      timeScale: { borderColor: colours.border, timeVisible: data.intraday, secondsVisible: false, tickMarkFormatter: tickMark },
+      timeScale: {
+        borderColor: colours.border,
+        timeVisible: data.intraday,
+        secondsVisible: false,
+        tickMarkFormatter: tickMark,
+      },
       localization: { locale: "en-US", timeFormatter: formatTime, priceFormatter: formatPrice },
       crosshair: { mode: 0 },
     };
@@ -105,11 +114,19 @@ function chartPalette() {
   // Volume in its own pane under the candles, coloured by the candle's direction.
   var volumeSeries = chart.addSeries(
     LWC.HistogramSeries,
-    { priceFormat: { type: "custom", formatter: (v) => volume.format(v) }, priceLineVisible: false, lastValueVisible: false },
+    {
+      priceFormat: { type: "custom", formatter: (v) => volume.format(v) },
+      priceLineVisible: false,
+      lastValueVisible: false,
+    },
     1,
   );
   volumeSeries.setData(
-    data.candles.map((c) => ({ time: c[0], value: c[5], color: c[4] >= c[1] ? "rgba(10,107,69,0.45)" : "rgba(179,38,30,0.45)" })),
+    data.candles.map((c) => ({
+      time: c[0],
+      value: c[5],
+      color: c[4] >= c[1] ? "rgba(10,107,69,0.45)" : "rgba(179,38,30,0.45)",
+    })),
   );
   chart.panes()[0].setStretchFactor(3);
   chart.panes()[1].setStretchFactor(1);
@@ -137,11 +154,32 @@ function chartPalette() {
   var levels = data.levels;
   if (levels) {
     if (levels.defense !== null) {
-      series.createPriceLine({ price: levels.defense, color: colours.defense, lineWidth: 2, lineStyle: LWC.LineStyle.Solid, axisLabelVisible: true, title: narrow ? "" : "defense" });
+      series.createPriceLine({
+        price: levels.defense,
+        color: colours.defense,
+        lineWidth: 2,
+        lineStyle: LWC.LineStyle.Solid,
+        axisLabelVisible: true,
+        title: narrow ? "" : "defense",
+      });
     }
     if (levels.trigger !== null) {
-      series.createPriceLine({ price: levels.trigger, color: colours.trigger, lineWidth: 2, lineStyle: LWC.LineStyle.Dashed, axisLabelVisible: true, title: narrow ? "" : "trigger" });
-      series.createPriceLine({ price: levels.invalidation, color: colours.invalidation, lineWidth: 2, lineStyle: LWC.LineStyle.Dotted, axisLabelVisible: true, title: narrow ? "" : "invalidation" });
+      series.createPriceLine({
+        price: levels.trigger,
+        color: colours.trigger,
+        lineWidth: 2,
+        lineStyle: LWC.LineStyle.Dashed,
+        axisLabelVisible: true,
+        title: narrow ? "" : "trigger",
+      });
+      series.createPriceLine({
+        price: levels.invalidation,
+        color: colours.invalidation,
+        lineWidth: 2,
+        lineStyle: LWC.LineStyle.Dotted,
+        axisLabelVisible: true,
+        title: narrow ? "" : "invalidation",
+      });
     }
   }
 
@@ -154,7 +192,8 @@ function chartPalette() {
   function showCandle(c) {
     if (!readout || !c) return;
     readout.textContent =
-      `${formatTime(c[0])} MYT \u00b7 O ${formatPrice(c[1])} \u00b7 H ${formatPrice(c[2])} \u00b7 ` + `L ${formatPrice(c[3])} \u00b7 C ${formatPrice(c[4])} \u00b7 V ${volume.format(c[5])}`;
+      `${formatTime(c[0])} MYT \u00b7 O ${formatPrice(c[1])} \u00b7 H ${formatPrice(c[2])} \u00b7 ` +
+      `L ${formatPrice(c[3])} \u00b7 C ${formatPrice(c[4])} \u00b7 V ${volume.format(c[5])}`;
     readout.setAttribute("data-time", String(c[0]));
   }
   var last = data.candles[data.candles.length - 1];
@@ -177,8 +216,19 @@ function chartPalette() {
     options.localization.priceFormatter = (v) => v.toFixed(1);
     options.crosshair = { mode: 1 };
     equity = LWC.createChart(equityContainer, options);
-    const strategy = equity.addSeries(LWC.LineSeries, { color: colours.trigger, lineWidth: 2, title: "strategy", priceLineVisible: false });
-    const hold = equity.addSeries(LWC.LineSeries, { color: colours.invalidation, lineWidth: 2, lineStyle: LWC.LineStyle.Dashed, title: "buy and hold", priceLineVisible: false });
+    const strategy = equity.addSeries(LWC.LineSeries, {
+      color: colours.trigger,
+      lineWidth: 2,
+      title: "strategy",
+      priceLineVisible: false,
+    });
+    const hold = equity.addSeries(LWC.LineSeries, {
+      color: colours.invalidation,
+      lineWidth: 2,
+      lineStyle: LWC.LineStyle.Dashed,
+      title: "buy and hold",
+      priceLineVisible: false,
+    });
     strategy.setData(data.equity.map((p) => ({ time: p[0], value: p[1] })));
     hold.setData(data.equity.map((p) => ({ time: p[0], value: p[2] })));
     equity.timeScale().fitContent();

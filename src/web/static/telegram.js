@@ -13,8 +13,12 @@
   var timer = null;
 
   function check(startedAt) {
-    fetch("/account/telegram/status", { headers: { accept: "application/json" }, credentials: "same-origin", cache: "no-store" })
-      .then((res) => res.ok ? res.json() : { connected: false })
+    fetch("/account/telegram/status", {
+      headers: { accept: "application/json" },
+      credentials: "same-origin",
+      cache: "no-store",
+    })
+      .then((res) => (res.ok ? res.json() : { connected: false }))
       .catch(() => ({ connected: false }))
       .then((answer) => {
         if (answer.connected) {

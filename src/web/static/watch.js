@@ -19,6 +19,7 @@
     if (live) live.textContent = "Live updates stopped (another tab took over, or you signed out). Reload to resume.";
   });
   source.onerror = () => {
-    if (source.readyState === EventSource.CLOSED && live) live.textContent = "Live updates are off. Reload to try again.";
+    if (source.readyState === EventSource.CLOSED && live)
+      live.textContent = "Live updates are off. Reload to try again.";
   };
 })();

@@ -3,7 +3,14 @@
  * independently with Python's zlib), the legacy format still accepted, and typos refused offline.
  */
 import { describe, expect, it } from "vitest";
-import { API_KEY_PATTERN, apiKeyChecksum, generateApiKey, hasValidChecksum, isLegacyApiKey, isWellFormedApiKey } from "../../../src/accounts/api-key.ts";
+import {
+  API_KEY_PATTERN,
+  apiKeyChecksum,
+  generateApiKey,
+  hasValidChecksum,
+  isLegacyApiKey,
+  isWellFormedApiKey,
+} from "../../../src/accounts/api-key.ts";
 
 /** python3: zlib.crc32(b"sig_live_0123456789abcdefghijABCDEFGHIJ") = 0xf3249af5 → base62 "4S4AVh". */
 const VECTOR = "sig_live_0123456789abcdefghijABCDEFGHIJ4S4AVh";

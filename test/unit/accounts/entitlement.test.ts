@@ -13,15 +13,24 @@ import {
   mayCallPaidEndpoint,
   PAID_PLANS,
   SURFACES,
-  subscriptionState,
-  viewerOf,
   type Surface,
+  subscriptionState,
   type Viewer,
+  viewerOf,
 } from "../../../src/accounts/entitlement.ts";
 
 /** C: admitted and shown the current signal; H: admitted, history and market data only; -: refused. */
 type Cell = "C" | "H" | "-";
-const COLUMNS: readonly Surface[] = ["paid_endpoint", "free_endpoints", "alerts", "test_alert", "chart_page", "watchlist", "track_record", "status_page"];
+const COLUMNS: readonly Surface[] = [
+  "paid_endpoint",
+  "free_endpoints",
+  "alerts",
+  "test_alert",
+  "chart_page",
+  "watchlist",
+  "track_record",
+  "status_page",
+];
 
 const TABLE: ReadonlyArray<[string, Viewer, string]> = [
   //                                                              paid free alerts test chart watch track status
@@ -29,15 +38,28 @@ const TABLE: ReadonlyArray<[string, Viewer, string]> = [
   ["node, active", { plan: "node", subscription: "active" }, /*   */ "C    H    C      H    C     C     H     H"],
   ["node, lapsed", { plan: "node", subscription: "lapsed" }, /*   */ "-    -    -      -    H     -     H     H"],
   ["node, never subscribed", { plan: "node", subscription: "none" }, "-    -    -      -    H     -     H     H"],
-  ["founding_seat, active", { plan: "founding_seat", subscription: "active" }, "C    H    C      H    C     C     H     H"],
-  ["founding_seat, lapsed", { plan: "founding_seat", subscription: "lapsed" }, "-    -    -      -    H     -     H     H"],
+  [
+    "founding_seat, active",
+    { plan: "founding_seat", subscription: "active" },
+    "C    H    C      H    C     C     H     H",
+  ],
+  [
+    "founding_seat, lapsed",
+    { plan: "founding_seat", subscription: "lapsed" },
+    "-    -    -      -    H     -     H     H",
+  ],
   ["basic, active", { plan: "basic", subscription: "active" }, /* */ "-    H    -      -    H     -     H     H"],
   ["basic, lapsed", { plan: "basic", subscription: "lapsed" }, /* */ "-    -    -      -    H     -     H     H"],
   ["free sign-up", { plan: "free", subscription: "none" }, /*     */ "-    -    -      -    H     -     H     H"],
-  ["free, active (operator-set)", { plan: "free", subscription: "active" }, "-    H    -      -    H     -     H     H"],
+  [
+    "free, active (operator-set)",
+    { plan: "free", subscription: "active" },
+    "-    H    -      -    H     -     H     H",
+  ],
 ];
 
-const cellOf = (e: { admitted: boolean; currentSignal: boolean }): Cell => (!e.admitted ? "-" : e.currentSignal ? "C" : "H");
+const cellOf = (e: { admitted: boolean; currentSignal: boolean }): Cell =>
+  !e.admitted ? "-" : e.currentSignal ? "C" : "H";
 
 describe("entitlement: plan × subscription × surface", () => {
   it("names every surface in the table", () => {
@@ -49,21 +71,26 @@ describe("entitlement: plan × subscription × surface", () => {
     expect(COLUMNS.map((surface) => cellOf(entitlement(viewer, surface)))).toEqual(expected);
   });
 
-  it("shows the current signal on exactly the surfaces where it may " + "call the paid endpoint, and never where it is not admitted", () => {
-    for (const [, viewer] of TABLE) {
-      for (const surface of SURFACES) {
-        const e = entitlement(viewer, surface);
-        if (e.currentSignal) {
-          expect(e.admitted).toBe(true);
-          expect(mayCallPaidEndpoint(viewer)).toBe(true);
+  it(
+    "shows the current signal on exactly the surfaces where it may " +
+      "call the paid endpoint, and never where it is not admitted",
+    () => {
+      for (const [, viewer] of TABLE) {
+        for (const surface of SURFACES) {
+          const e = entitlement(viewer, surface);
+          if (e.currentSignal) {
+            expect(e.admitted).toBe(true);
+            expect(mayCallPaidEndpoint(viewer)).toBe(true);
+          }
         }
       }
-    }
-  });
+    },
+  );
 
   it("the free endpoints, the public pages and the test alert never carry a current signal", () => {
     for (const [, viewer] of TABLE) {
-      for (const surface of ["free_endpoints", "track_record", "status_page", "test_alert"] as const) expect(entitlement(viewer, surface).currentSignal).toBe(false);
+      for (const surface of ["free_endpoints", "track_record", "status_page", "test_alert"] as const)
+        expect(entitlement(viewer, surface).currentSignal).toBe(false);
     }
   });
 
@@ -79,7 +106,10 @@ describe("subscription state", () => {
     expect(subscriptionState(new Date(now), now)).toBe("lapsed");
     expect(subscriptionState(now - 1, now)).toBe("lapsed");
     expect(subscriptionState(null, now)).toBe("none");
-    expect(viewerOf({ plan: "node", subscriptionUntil: new Date(now + 1000) }, now)).toEqual({ plan: "node", subscription: "active" });
+    expect(viewerOf({ plan: "node", subscriptionUntil: new Date(now + 1000) }, now)).toEqual({
+      plan: "node",
+      subscription: "active",
+    });
   });
 });
 
@@ -121,6 +151,7 @@ describe("endedHistoryUntil: what everyone else sees of a series' signals", () =
   it("no signal newer than the horizon moves the cutoff (nothing recent shows through)", () => {
     const old = [horizon - 50 * H, horizon - 20 * H, horizon - 2 * H];
     const cut = endedHistoryUntil(now, old);
-    for (const later of [[horizon + 1], [now - 5 * H, now - H], [now]]) expect(endedHistoryUntil(now, [...old, ...later])).toBe(cut);
+    for (const later of [[horizon + 1], [now - 5 * H, now - H], [now]])
+      expect(endedHistoryUntil(now, [...old, ...later])).toBe(cut);
   });
 });

@@ -3,12 +3,14 @@
  * jittered over the upper half of the ceiling, so a retry never comes sooner than half the
  * ceiling (the bound the delivery tests rely on) and never later than the ceiling.
  */
-import { describe, expect, it } from "vitest";
+
 import fc from "fast-check";
+import { describe, expect, it } from "vitest";
 import { backoffMs as anyBackoffMs } from "../../../src/retry.ts";
 
 /** The outbox worker's delay: equal jitter. */
-const backoffMs = (attempts: number, base: number, max: number, random?: () => number) => anyBackoffMs(attempts, base, max, "equal", random);
+const backoffMs = (attempts: number, base: number, max: number, random?: () => number) =>
+  anyBackoffMs(attempts, base, max, "equal", random);
 
 const lowest = () => 0;
 /** Math.random() is below 1; this is the largest double it can return. */
@@ -59,7 +61,9 @@ describe("backoffMs", () => {
           expect(delay).toBeGreaterThanOrEqual(Math.floor(c / 2));
           expect(delay).toBeLessThanOrEqual(c);
           // The lower bound never shrinks as failures accumulate.
-          expect(backoffMs(attempts + 1, base, max, lowest)).toBeGreaterThanOrEqual(backoffMs(attempts, base, max, lowest));
+          expect(backoffMs(attempts + 1, base, max, lowest)).toBeGreaterThanOrEqual(
+            backoffMs(attempts, base, max, lowest),
+          );
         },
       ),
     );

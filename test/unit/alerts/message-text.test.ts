@@ -4,7 +4,14 @@
  * ties the message to the API's signal_id, and the disclaimer. Plain text, one fact per line.
  */
 import { describe, expect, it } from "vitest";
-import { chartUrl, DISCLAIMER, formatPrice, lowBalanceText, signalAlertText, type SignalAlertFacts } from "../../../src/alerts/message-text.ts";
+import {
+  chartUrl,
+  DISCLAIMER,
+  formatPrice,
+  lowBalanceText,
+  type SignalAlertFacts,
+  signalAlertText,
+} from "../../../src/alerts/message-text.ts";
 
 const BASE = "https://signals.example.com";
 const OPEN = Date.UTC(2026, 10, 12, 7); // 07:00 UTC; the 1h candle closes 08:00 UTC = 16:00 MYT
@@ -33,21 +40,29 @@ describe("signal alert text", () => {
     ]);
   });
 
-  it("carries the first 8 characters of the event's hash in the " + "signal log when it has one, and is otherwise unchanged", () => {
-    const hash = "0123456789abcdef".repeat(4);
-    const lines = signalAlertText({ ...long, chainHash: hash }, BASE).split("\n");
-    expect(lines[4]).toBe(`Signal BTC-1h-${OPEN}`);
-    expect(lines[5]).toBe("Log 01234567");
-    expect(lines.filter((_, i) => i !== 5)).toEqual(signalAlertText(long, BASE).split("\n"));
-    expect(signalAlertText({ ...long, chainHash: null }, BASE)).toBe(signalAlertText(long, BASE));
-  });
+  it(
+    "carries the first 8 characters of the event's hash in the " +
+      "signal log when it has one, and is otherwise unchanged",
+    () => {
+      const hash = "0123456789abcdef".repeat(4);
+      const lines = signalAlertText({ ...long, chainHash: hash }, BASE).split("\n");
+      expect(lines[4]).toBe(`Signal BTC-1h-${OPEN}`);
+      expect(lines[5]).toBe("Log 01234567");
+      expect(lines.filter((_, i) => i !== 5)).toEqual(signalAlertText(long, BASE).split("\n"));
+      expect(signalAlertText({ ...long, chainHash: null }, BASE)).toBe(signalAlertText(long, BASE));
+    },
+  );
 
-  it("says first that an event of the demo feed comes from synthetic " + "prices, and says nothing of the kind for real data", () => {
-    const lines = signalAlertText({ ...long, demo: true }, BASE).split("\n");
-    expect(lines[0]).toBe("[demo data: synthetic prices, not a market]");
-    expect(lines.slice(1)).toEqual(signalAlertText(long, BASE).split("\n"));
-    expect(signalAlertText({ ...long, demo: false }, BASE)).not.toMatch(/demo|synthetic/);
-  });
+  it(
+    "says first that an event of the demo feed comes from synthetic " +
+      "prices, and says nothing of the kind for real data",
+    () => {
+      const lines = signalAlertText({ ...long, demo: true }, BASE).split("\n");
+      expect(lines[0]).toBe("[demo data: synthetic prices, not a market]");
+      expect(lines.slice(1)).toEqual(signalAlertText(long, BASE).split("\n"));
+      expect(signalAlertText({ ...long, demo: false }, BASE)).not.toMatch(/demo|synthetic/);
+    },
+  );
 
   it("links the chart page of the coin and timeframe under PUBLIC_BASE_URL", () => {
     const text = signalAlertText({ ...long, symbol: "ETH", tf: "4h", eventId: "ETH-4h-1" }, "http://127.0.0.1:8080");
@@ -90,8 +105,12 @@ describe("signal alert text", () => {
 
   it("gives the close time of the candle in MYT for every timeframe", () => {
     const day = Date.UTC(2026, 10, 12); // the 1d candle of 12 Nov closes at 00:00 UTC 13 Nov = 08:00 MYT
-    expect(signalAlertText({ ...long, tf: "1d", candleOpenTime: day }, BASE)).toContain("Confirmed at the 1d close, 2026-11-13 08:00 MYT");
-    expect(signalAlertText({ ...long, tf: "15m", candleOpenTime: OPEN }, BASE)).toContain("Confirmed at the 15m close, 2026-11-12 15:15 MYT");
+    expect(signalAlertText({ ...long, tf: "1d", candleOpenTime: day }, BASE)).toContain(
+      "Confirmed at the 1d close, 2026-11-13 08:00 MYT",
+    );
+    expect(signalAlertText({ ...long, tf: "15m", candleOpenTime: OPEN }, BASE)).toContain(
+      "Confirmed at the 15m close, 2026-11-12 15:15 MYT",
+    );
   });
 
   it("renders the same facts to the same text (a retried message is identical)", () => {

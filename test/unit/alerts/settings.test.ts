@@ -50,11 +50,17 @@ describe("chat id", () => {
     ["@chan-nel"],
     ["https://t.me/channel"],
   ])("refuses %j and says what a chat id looks like", (chatId) => {
-    expect(refusal({ chatId }).message).toMatch(/^chat id must be a Telegram chat id \(a number\) or @channelname, got "/);
+    expect(refusal({ chatId }).message).toMatch(
+      /^chat id must be a Telegram chat id \(a number\) or @channelname, got "/,
+    );
   });
 
   it("keeps coins without a chat when none is given (null: the web page before Telegram is connected)", () => {
-    expect(parseAlertSettings({ ...valid, chatId: null })).toEqual({ chatId: null, symbols: ["BTC"], timeframes: ["1h"] });
+    expect(parseAlertSettings({ ...valid, chatId: null })).toEqual({
+      chatId: null,
+      symbols: ["BTC"],
+      timeframes: ["1h"],
+    });
   });
 
   it("quotes at most 40 characters of a refused chat id", () => {
@@ -81,9 +87,13 @@ describe("symbols", () => {
   it(`accepts ${MAX_ALERT_SYMBOLS} coins and refuses more`, () => {
     const coins = (n: number) => Array.from({ length: n }, (_, i) => `C${i}`);
     expect(parseAlertSettings({ ...valid, symbols: coins(MAX_ALERT_SYMBOLS) }).symbols).toHaveLength(MAX_ALERT_SYMBOLS);
-    expect(refusal({ symbols: coins(MAX_ALERT_SYMBOLS + 1) as unknown as string }).message).toBe(`at most ${MAX_ALERT_SYMBOLS} coins`);
+    expect(refusal({ symbols: coins(MAX_ALERT_SYMBOLS + 1) as unknown as string }).message).toBe(
+      `at most ${MAX_ALERT_SYMBOLS} coins`,
+    );
     // Duplicates do not count twice.
-    expect(parseAlertSettings({ ...valid, symbols: [...coins(MAX_ALERT_SYMBOLS), "c0"] }).symbols).toHaveLength(MAX_ALERT_SYMBOLS);
+    expect(parseAlertSettings({ ...valid, symbols: [...coins(MAX_ALERT_SYMBOLS), "c0"] }).symbols).toHaveLength(
+      MAX_ALERT_SYMBOLS,
+    );
   });
 
   it.each([["BTC-USD"], ["BTC/USDT"], ["ÉTH"], ["A".repeat(16)], ["$BTC"]])("refuses %j, naming it", (symbol) => {
@@ -103,9 +113,14 @@ describe("timeframes", () => {
     expect(refusal({ timeframes: "" }).message).toBe("name at least one timeframe among 15m, 30m, 1h, 4h, 1d");
   });
 
-  it.each([["2h"], ["1H"], ["1w"], ["60"]])("refuses %j (no silent 4h as in the API: " + "a setting must mean what it says)", (tf) => {
-    expect(refusal({ timeframes: `1h,${tf}` }).message).toBe(`timeframe must be one of 15m, 30m, 1h, 4h, 1d, got "${tf}"`);
-  });
+  it.each([["2h"], ["1H"], ["1w"], ["60"]])(
+    "refuses %j (no silent 4h as in the API: " + "a setting must mean what it says)",
+    (tf) => {
+      expect(refusal({ timeframes: `1h,${tf}` }).message).toBe(
+        `timeframe must be one of 15m, 30m, 1h, 4h, 1d, got "${tf}"`,
+      );
+    },
+  );
 });
 
 describe("a whole setting", () => {

@@ -46,9 +46,11 @@ beforeEach(() => {
   requests.length = 0;
 });
 
-const json = (status: number, body: unknown, headers: Record<string, string> = {}): Handler => (_req, _body, res) => {
-  res.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify(body));
-};
+const json =
+  (status: number, body: unknown, headers: Record<string, string> = {}): Handler =>
+  (_req, _body, res) => {
+    res.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify(body));
+  };
 
 function sender(base = apiBase, timeoutMs = PATIENT_MS): MessageSender {
   return createTelegramSender({ apiBase: base, botToken: TOKEN, timeoutMs });
@@ -68,7 +70,11 @@ describe("telegram sender", () => {
     const outcome = await sendWith(json(200, { ok: true, result: { message_id: 1 } }));
     expect(outcome).toEqual({ kind: "sent" });
     expect(requests).toHaveLength(1);
-    expect(requests[0]).toMatchObject({ method: "POST", url: `/bot${TOKEN}/sendMessage`, contentType: "application/json" });
+    expect(requests[0]).toMatchObject({
+      method: "POST",
+      url: `/bot${TOKEN}/sendMessage`,
+      contentType: "application/json",
+    });
     expect(JSON.parse(requests[0]!.body)).toMatchObject({ chat_id: "-1001234567890", text: "hello" });
   });
 
@@ -78,7 +84,9 @@ describe("telegram sender", () => {
   });
 
   it("retries a 502 whose body is not JSON (a proxy's error page)", async () => {
-    const outcome = await sendWith((_req, _body, res) => res.writeHead(502, { "content-type": "text/html" }).end("<html>Bad Gateway</html>"));
+    const outcome = await sendWith((_req, _body, res) =>
+      res.writeHead(502, { "content-type": "text/html" }).end("<html>Bad Gateway</html>"),
+    );
     expect(outcome).toEqual({ kind: "retry", error: "HTTP 502" });
   });
 
@@ -103,7 +111,12 @@ describe("telegram sender", () => {
 
   it("retries a 429 after Telegram's parameters.retry_after, in ms", async () => {
     const outcome = await sendWith(
-      json(429, { ok: false, error_code: 429, description: "Too Many Requests: retry after 3", parameters: { retry_after: 3 } }),
+      json(429, {
+        ok: false,
+        error_code: 429,
+        description: "Too Many Requests: retry after 3",
+        parameters: { retry_after: 3 },
+      }),
     );
     expect(outcome).toEqual({ kind: "retry", error: "HTTP 429: Too Many Requests: retry after 3", retryAfterMs: 3000 });
   });
@@ -125,29 +138,43 @@ describe("telegram sender", () => {
   });
 
   it("records a 400 'chat not found' as failed for good", async () => {
-    const outcome = await sendWith(json(400, { ok: false, error_code: 400, description: "Bad Request: chat not found" }));
+    const outcome = await sendWith(
+      json(400, { ok: false, error_code: 400, description: "Bad Request: chat not found" }),
+    );
     expect(outcome).toEqual({ kind: "failed", error: "HTTP 400: Bad Request: chat not found" });
   });
 
   it("records a 403 (the member blocked the bot) as failed for good", async () => {
-    const outcome = await sendWith(json(403, { ok: false, error_code: 403, description: "Forbidden: bot was blocked by the user" }));
+    const outcome = await sendWith(
+      json(403, { ok: false, error_code: 403, description: "Forbidden: bot was blocked by the user" }),
+    );
     expect(outcome).toEqual({ kind: "failed", error: "HTTP 403: Forbidden: bot was blocked by the user" });
   });
 
   it("retries 401/404 (a wrong bot token is an operator's fix, not the member's)", async () => {
-    expect(await sendWith(json(401, { ok: false, description: "Unauthorized" }))).toEqual({ kind: "retry", error: "HTTP 401: Unauthorized" });
-    expect(await sendWith(json(404, { ok: false, description: "Not Found" }))).toEqual({ kind: "retry", error: "HTTP 404: Not Found" });
+    expect(await sendWith(json(401, { ok: false, description: "Unauthorized" }))).toEqual({
+      kind: "retry",
+      error: "HTTP 401: Unauthorized",
+    });
+    expect(await sendWith(json(404, { ok: false, description: "Not Found" }))).toEqual({
+      kind: "retry",
+      error: "HTTP 404: Not Found",
+    });
   });
 
   it("never puts the bot token in an error, even when the server echoes the URL back", async () => {
     // Proxies and misconfigured gateways often quote the request path in their error.
     const echo: Handler = (req, _body, res) =>
-      res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ ok: false, description: `Not Found: POST ${req.url}` }));
+      res
+        .writeHead(404, { "content-type": "application/json" })
+        .end(JSON.stringify({ ok: false, description: `Not Found: POST ${req.url}` }));
     const outcome = await sendWith(echo);
     expect(outcome.kind).toBe("retry");
     expect((outcome as { error: string }).error).toMatch(/^HTTP 404: Not Found: POST \/bot.+\/sendMessage$/);
     const forbidden: Handler = (_req, _body, res) =>
-      res.writeHead(403, { "content-type": "application/json" }).end(JSON.stringify({ ok: false, description: `token ${TOKEN} revoked` }));
+      res
+        .writeHead(403, { "content-type": "application/json" })
+        .end(JSON.stringify({ ok: false, description: `token ${TOKEN} revoked` }));
     expect((await sendWith(forbidden)).kind).toBe("failed");
   });
 

@@ -7,9 +7,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
-import { ENVIRONMENT_VARIABLES, loadConfig, type Config } from "../../../src/config.ts";
-import { parseFeedConfig, type FeedConfig } from "../../../src/config/feeder.ts";
-import { parseContextSourcesConfig, type ContextSourcesConfig } from "../../../src/config/sources.ts";
+import { type FeedConfig, parseFeedConfig } from "../../../src/config/feeder.ts";
+import { type ContextSourcesConfig, parseContextSourcesConfig } from "../../../src/config/sources.ts";
+import { type Config, ENVIRONMENT_VARIABLES, loadConfig } from "../../../src/config.ts";
 
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 const SRC = path.join(ROOT, "src");

@@ -3,8 +3,8 @@
  * one clear line for each bad value.
  */
 import { describe, expect, it } from "vitest";
-import { ConfigError } from "../../../src/config.ts";
 import { parseFeedConfig } from "../../../src/config/feeder.ts";
+import { ConfigError } from "../../../src/config.ts";
 
 describe("parseFeedConfig", () => {
   it("has the documented defaults", () => {
@@ -34,20 +34,24 @@ describe("parseFeedConfig", () => {
     expect(parseFeedConfig({ FEED_TF: "1h" }, []).silenceMs).toBe(7_200_000);
   });
 
-  it("--datasets (or FEED_DATASETS; the flag wins) takes the context datasets too, trimmed, lower-cased and de-duplicated", () => {
-    expect(parseFeedConfig({}, ["--datasets", " News,fundamentals ,MACRO,derivatives,news"]).datasets).toEqual([
-      "news",
-      "fundamentals",
-      "macro",
-      "derivatives",
-    ]);
-    expect(parseFeedConfig({ FEED_DATASETS: "macro" }, []).datasets).toEqual(["macro"]);
-    expect(parseFeedConfig({ FEED_DATASETS: "macro" }, ["--datasets", "candles,news"]).datasets).toEqual([
-      "candles",
-      "news",
-    ]);
-    expect(parseFeedConfig({ FEED_DATASETS: " " }, []).datasets).toEqual(["candles", "derivatives"]);
-  });
+  it(
+    "--datasets (or FEED_DATASETS; the flag wins) takes the context " +
+      "datasets too, trimmed, lower-cased and de-duplicated",
+    () => {
+      expect(parseFeedConfig({}, ["--datasets", " News,fundamentals ,MACRO,derivatives,news"]).datasets).toEqual([
+        "news",
+        "fundamentals",
+        "macro",
+        "derivatives",
+      ]);
+      expect(parseFeedConfig({ FEED_DATASETS: "macro" }, []).datasets).toEqual(["macro"]);
+      expect(parseFeedConfig({ FEED_DATASETS: "macro" }, ["--datasets", "candles,news"]).datasets).toEqual([
+        "candles",
+        "news",
+      ]);
+      expect(parseFeedConfig({ FEED_DATASETS: " " }, []).datasets).toEqual(["candles", "derivatives"]);
+    },
+  );
 
   it("flags win over the environment; codes are trimmed, upper-cased and de-duplicated", () => {
     const c = parseFeedConfig(

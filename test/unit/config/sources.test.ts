@@ -1,29 +1,32 @@
 import { describe, expect, it } from "vitest";
-import { parseContextSourcesConfig } from "../../../src/config/sources.ts";
 import { COINGECKO_IDS } from "../../../src/config/coingecko-ids.ts";
+import { parseContextSourcesConfig } from "../../../src/config/sources.ts";
 
 const FRED_KEY = "0123456789abcdef0123456789abcdef";
 
 describe("parseContextSourcesConfig", () => {
-  it("defaults: no feeds, keyless CoinGecko on the public host, " + "the documented FRED series, 5 min / 10 min / daily", () => {
-    const c = parseContextSourcesConfig({});
-    expect(c.news).toEqual({ feeds: [], refreshMs: 300_000 });
-    expect(c.fundamentals).toMatchObject({
-      apiKey: null,
-      plan: "public",
-      apiBase: "https://api.coingecko.com/api/v3",
-      refreshMs: 600_000,
-      symbols: Object.keys(COINGECKO_IDS),
-    });
-    expect(c.macro).toEqual({
-      apiKey: null,
-      apiBase: "https://api.stlouisfed.org/fred",
-      series: ["DTWEXBGS", "DFF", "DGS10", "CPIAUCSL"],
-      refreshMs: 86_400_000,
-      historyDays: 730,
-    });
-    expect(c.timeoutMs).toBe(20_000);
-  });
+  it(
+    "defaults: no feeds, keyless CoinGecko on the public host, " + "the documented FRED series, 5 min / 10 min / daily",
+    () => {
+      const c = parseContextSourcesConfig({});
+      expect(c.news).toEqual({ feeds: [], refreshMs: 300_000 });
+      expect(c.fundamentals).toMatchObject({
+        apiKey: null,
+        plan: "public",
+        apiBase: "https://api.coingecko.com/api/v3",
+        refreshMs: 600_000,
+        symbols: Object.keys(COINGECKO_IDS),
+      });
+      expect(c.macro).toEqual({
+        apiKey: null,
+        apiBase: "https://api.stlouisfed.org/fred",
+        series: ["DTWEXBGS", "DFF", "DGS10", "CPIAUCSL"],
+        refreshMs: 86_400_000,
+        historyDays: 730,
+      });
+      expect(c.timeoutMs).toBe(20_000);
+    },
+  );
 
   it("reads lists (commas or spaces), keys and overrides", () => {
     const c = parseContextSourcesConfig({

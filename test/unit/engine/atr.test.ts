@@ -15,7 +15,8 @@ function maxRelativeAtrError(candles: readonly Candle[], n = 14): number {
   for (const c of candles) {
     stepClosed(state, c);
     const theirs = peer.add({ high: c.high, low: c.low, close: c.close });
-    if ((theirs === null) !== (state.atr === null)) throw new Error(`ATR defined at different times (count ${state.count})`);
+    if ((theirs === null) !== (state.atr === null))
+      throw new Error(`ATR defined at different times (count ${state.count})`);
     if (theirs !== null && state.atr !== null) {
       const scale = Math.max(Math.abs(theirs), Number.MIN_VALUE);
       worst = Math.max(worst, Math.abs(state.atr - theirs) / scale);

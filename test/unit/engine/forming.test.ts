@@ -6,9 +6,14 @@ import { runSeries } from "../../../src/engine/run-series.ts";
 import { serializeState } from "../../../src/engine/serialize.ts";
 import { createEngineState } from "../../../src/engine/state.ts";
 import { stepClosed } from "../../../src/engine/step.ts";
-import { candleSeries } from "../../support/generated-candles.ts";
-import { aggregateCandles, loadBtcMinuteWeek, loadRealCandles, realCandlesAvailable } from "../../support/real-candles.ts";
 import { ENGINE_VARIANTS } from "../../support/engine-variants.ts";
+import { candleSeries } from "../../support/generated-candles.ts";
+import {
+  aggregateCandles,
+  loadBtcMinuteWeek,
+  loadRealCandles,
+  realCandlesAvailable,
+} from "../../support/real-candles.ts";
 
 /** Partial candles of one period as a feed would send them: each prefix of the sub-candles, merged. */
 function formingPrefixes(parts: readonly Candle[], openTime: number): Candle[] {
@@ -19,7 +24,6 @@ function formingPrefixes(parts: readonly Candle[], openTime: number): Candle[] {
   }
   return out;
 }
-
 
 describe.each(ENGINE_VARIANTS)("forming candles ($name)", { timeout: 60_000 }, ({ params }) => {
   it("reading a forming candle never changes the state, and forming-then-close equals close", () => {
@@ -71,7 +75,6 @@ describe.each(ENGINE_VARIANTS)("forming candles ($name)", { timeout: 60_000 }, (
 });
 
 describe("forming candles", { timeout: 60_000 }, () => {
-
   it.runIf(realCandlesAvailable)("real BTC 1h candles forming minute by minute (one week of 1m data)", () => {
     const minutes = loadBtcMinuteWeek() as Candle[];
     const hours = loadRealCandles("BTC", "1h") as Candle[];

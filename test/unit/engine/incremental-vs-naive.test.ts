@@ -3,11 +3,11 @@ import { describe, expect, it } from "vitest";
 import type { Candle } from "../../../src/engine/candle.ts";
 import type { EngineParams } from "../../../src/engine/params.ts";
 import { foldSteps } from "../../support/engine-fold.ts";
+import { ENGINE_VARIANTS } from "../../support/engine-variants.ts";
 import { candleSeries } from "../../support/generated-candles.ts";
 import type { RealCoin, RealTimeframe } from "../../support/real-candles.ts";
 import { loadRealCandles, realCandlesAvailable } from "../../support/real-candles.ts";
 import { naiveSeries } from "./naive-batch.ts";
-import { ENGINE_VARIANTS } from "../../support/engine-variants.ts";
 
 /** Asserts the engine and the naive reference agree on every reading and every structural field. */
 function expectAgreement(candles: readonly Candle[], params: Partial<EngineParams> = {}): void {
@@ -51,35 +51,37 @@ function expectAgreement(candles: readonly Candle[], params: Partial<EngineParam
   }
 }
 
-describe.each(ENGINE_VARIANTS.filter((v) => Object.keys(v.params).length > 0))("incremental $name equals " + "the naive batch reference", { timeout: 60_000 }, ({ params }) => {
-  it("on generated series", () => {
-    fc.assert(
-      fc.property(candleSeries(), (candles) => {
-        expectAgreement(candles, params);
-      }),
-      { numRuns: 100 },
-    );
-  });
+describe.each(ENGINE_VARIANTS.filter((v) => Object.keys(v.params).length > 0))(
+  "incremental $name equals " + "the naive batch reference",
+  { timeout: 60_000 },
+  ({ params }) => {
+    it("on generated series", () => {
+      fc.assert(
+        fc.property(candleSeries(), (candles) => {
+          expectAgreement(candles, params);
+        }),
+        { numRuns: 100 },
+      );
+    });
 
-  it.runIf(realCandlesAvailable)("on a real 4h slice (SOL, 700 candles)", () => {
-    expectAgreement((loadRealCandles("SOL", "4h") as Candle[]).slice(2_000, 2_700), params);
-  });
-});
+    it.runIf(realCandlesAvailable)("on a real 4h slice (SOL, 700 candles)", () => {
+      expectAgreement((loadRealCandles("SOL", "4h") as Candle[]).slice(2_000, 2_700), params);
+    });
+  },
+);
 
 describe("incremental engine equals the naive batch reference, one MS-2 option at a time", { timeout: 60_000 }, () => {
-  it.each([
-    { breakBufferAtr: 0.25 },
-    { trailDefense: true },
-    { withTrendOnly: true },
-    { majorPivotHalfWidth: 5 },
-  ])("on generated series with only %o", (option) => {
-    fc.assert(
-      fc.property(candleSeries(), (candles) => {
-        expectAgreement(candles, option);
-      }),
-      { numRuns: 60 },
-    );
-  });
+  it.each([{ breakBufferAtr: 0.25 }, { trailDefense: true }, { withTrendOnly: true }, { majorPivotHalfWidth: 5 }])(
+    "on generated series with only %o",
+    (option) => {
+      fc.assert(
+        fc.property(candleSeries(), (candles) => {
+          expectAgreement(candles, option);
+        }),
+        { numRuns: 60 },
+      );
+    },
+  );
 });
 
 describe("incremental engine equals the naive batch reference", { timeout: 60_000 }, () => {

@@ -1,15 +1,15 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { Candle } from "../../../src/engine/candle.ts";
+import type { EngineParams } from "../../../src/engine/params.ts";
 import type { Reading } from "../../../src/engine/reading.ts";
 import { readClosed, readForming } from "../../../src/engine/reading.ts";
 import { createEngineState } from "../../../src/engine/state.ts";
 import { stepClosed } from "../../../src/engine/step.ts";
+import { MS2_PARAMS } from "../../../src/engine/variants.ts";
+import { ENGINE_VARIANTS } from "../../support/engine-variants.ts";
 import { candleSeries } from "../../support/generated-candles.ts";
 import { loadRealCandles, REAL_COINS, realCandlesAvailable } from "../../support/real-candles.ts";
-import { ENGINE_VARIANTS } from "../../support/engine-variants.ts";
-import type { EngineParams } from "../../../src/engine/params.ts";
-import { MS2_PARAMS } from "../../../src/engine/variants.ts";
 
 /** Returns a description of the first broken invariant, or null; cheap enough for 500k readings. */
 function violation(r: Reading): string | null {
@@ -29,8 +29,10 @@ function violation(r: Reading): string | null {
   const a = r.arming;
   if (a !== null) {
     if (!Number.isInteger(a.score) || a.score < 0 || a.score > 10) return "score must be an integer in 0..10";
-    if (a.dir === 1 && !(a.invalidation < r.price && r.price < a.trigger)) return "dir 1 needs invalidation < price < trigger";
-    if (a.dir === -1 && !(a.trigger < r.price && r.price < a.invalidation)) return "dir -1 needs trigger < price < invalidation";
+    if (a.dir === 1 && !(a.invalidation < r.price && r.price < a.trigger))
+      return "dir 1 needs invalidation < price < trigger";
+    if (a.dir === -1 && !(a.trigger < r.price && r.price < a.invalidation))
+      return "dir -1 needs trigger < price < invalidation";
     if (r.atrPct === null) return "no arming while ATR is undefined";
   }
   if (r.atrPct !== null && !(r.atrPct >= 0 && Number.isFinite(r.atrPct))) return "atr_pct must be finite and >= 0";
@@ -52,7 +54,7 @@ function checkSeries(candles: readonly Candle[], params: Partial<EngineParams> =
     const r = readClosed(state) as Reading;
     const v = violation(r);
     if (v !== null) throw new Error(`closed t=${t}: ${v} ${JSON.stringify(r)}`);
-    if ((r.atrPct === null) !== (t < state.atrPeriod - 1)) throw new Error(`t=${t}: ATR defined from t = N-1 exactly`);
+    if ((r.atrPct === null) !== t < state.atrPeriod - 1) throw new Error(`t=${t}: ATR defined from t = N-1 exactly`);
     checked += 2;
   }
   return checked;
@@ -70,7 +72,6 @@ describe.each(ENGINE_VARIANTS)("reading invariants ($name)", { timeout: 60_000 }
 });
 
 describe("reading invariants", { timeout: 60_000 }, () => {
-
   it("the checker itself rejects broken readings", () => {
     const ok: Reading = { price: 10, signal: "LONG", confirmed: true, defense: 9, arming: null, atrPct: 1 };
     expect(violation(ok)).toBeNull();
@@ -94,7 +95,8 @@ describe("reading invariants", { timeout: 60_000 }, () => {
   it.runIf(realCandlesAvailable)("hold for MS-2 on all twelve real coins at 1h, 4h and 1d", () => {
     let checked = 0;
     for (const coin of REAL_COINS) {
-      for (const tf of ["1h", "4h", "1d"] as const) checked += checkSeries(loadRealCandles(coin, tf) as Candle[], MS2_PARAMS[tf]);
+      for (const tf of ["1h", "4h", "1d"] as const)
+        checked += checkSeries(loadRealCandles(coin, tf) as Candle[], MS2_PARAMS[tf]);
     }
     expect(checked).toBe(2 * 495_600);
   });

@@ -9,7 +9,14 @@ import type { Candle } from "../../../src/engine/candle.ts";
 export type NaiveSignal = "NONE" | "LONG" | "STRONG_LONG" | "SHORT" | "STRONG_SHORT";
 
 /** One arming candidate before the tie-break, with the raw ratios the score floors are taken of. */
-export type NaiveCandidate = { dir: 1 | -1; score: number; trigger: number; invalidation: number; distance: number; risk: number };
+export type NaiveCandidate = {
+  dir: 1 | -1;
+  score: number;
+  trigger: number;
+  invalidation: number;
+  distance: number;
+  risk: number;
+};
 
 /** Everything the naive reference knows at t, recomputed from candles[0..t]. */
 export type NaiveReading = {
@@ -35,7 +42,12 @@ export type NaiveReading = {
 type Break = { dir: 1 | -1; level: number; defense: number };
 
 /** The MS-2 options in the naive reference's own terms (all off = MS-1). */
-export type NaiveOptions = { breakBufferAtr?: number; trailDefense?: boolean; withTrendOnly?: boolean; majorPivotHalfWidth?: number };
+export type NaiveOptions = {
+  breakBufferAtr?: number;
+  trailDefense?: boolean;
+  withTrendOnly?: boolean;
+  majorPivotHalfWidth?: number;
+};
 
 /** How far a close must pass a level at each candle: buffer·ATR(u), 0 where ATR is undefined. */
 type Margins = readonly number[];
@@ -86,7 +98,14 @@ function latestPivot(c: readonly Candle[], s: number, k: number, kind: "high" | 
  * A pivot at p is broken by the end of s when some close after its confirmation went through it by more than the
  * margin.
  */
-function isBroken(c: readonly Candle[], p: number, s: number, k: number, kind: "high" | "low", margins: Margins): boolean {
+function isBroken(
+  c: readonly Candle[],
+  p: number,
+  s: number,
+  k: number,
+  kind: "high" | "low",
+  margins: Margins,
+): boolean {
   const level = kind === "high" ? (c[p] as Candle).high : (c[p] as Candle).low;
   for (let u = p + k + 1; u <= s; u++) {
     const close = (c[u] as Candle).close;

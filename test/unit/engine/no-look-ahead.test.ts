@@ -5,10 +5,10 @@ import { runSeries } from "../../../src/engine/run-series.ts";
 import { createEngineState } from "../../../src/engine/state.ts";
 import { stepClosed } from "../../../src/engine/step.ts";
 import { foldReadings, foldSteps } from "../../support/engine-fold.ts";
+import { ENGINE_VARIANTS } from "../../support/engine-variants.ts";
 import { candleSeries } from "../../support/generated-candles.ts";
 import { loadRealCandles, REAL_COINS, realCandlesAvailable } from "../../support/real-candles.ts";
 import { naiveSeries } from "./naive-batch.ts";
-import { ENGINE_VARIANTS } from "../../support/engine-variants.ts";
 
 /** Shifts a series in time and price so it can follow `prefix` as an alternative future. */
 function appendAfter(prefix: readonly Candle[], future: readonly Candle[]): Candle[] {
@@ -44,7 +44,6 @@ describe.each(ENGINE_VARIANTS)("no look-ahead ($name)", { timeout: 60_000 }, ({ 
 });
 
 describe("no look-ahead", { timeout: 60_000 }, () => {
-
   it("a different future never changes the readings up to t (engine and naive reference)", () => {
     fc.assert(
       fc.property(candleSeries(), candleSeries({ maxSegments: 4 }), fc.nat(), (candles, other, cut) => {
@@ -59,24 +58,27 @@ describe("no look-ahead", { timeout: 60_000 }, () => {
     );
   });
 
-  it.runIf(realCandlesAvailable)("on every real 1h series, prefix folds equal " + "the full fold at 12 cut points each", () => {
-    for (const coin of REAL_COINS) {
-      const candles = loadRealCandles(coin, "1h") as Candle[];
-      const cuts = Array.from({ length: 12 }, (_, i) => Math.floor(((i + 0.5) / 12) * candles.length));
-      const full = createEngineState();
-      let next = 0;
-      const snapshots = new Map<number, string>();
-      for (const [t, candle] of candles.entries()) {
-        stepClosed(full, candle);
-        if (t === cuts[next]) {
-          snapshots.set(t, JSON.stringify(full));
-          next++;
+  it.runIf(realCandlesAvailable)(
+    "on every real 1h series, prefix folds equal " + "the full fold at 12 cut points each",
+    () => {
+      for (const coin of REAL_COINS) {
+        const candles = loadRealCandles(coin, "1h") as Candle[];
+        const cuts = Array.from({ length: 12 }, (_, i) => Math.floor(((i + 0.5) / 12) * candles.length));
+        const full = createEngineState();
+        let next = 0;
+        const snapshots = new Map<number, string>();
+        for (const [t, candle] of candles.entries()) {
+          stepClosed(full, candle);
+          if (t === cuts[next]) {
+            snapshots.set(t, JSON.stringify(full));
+            next++;
+          }
+        }
+        // Re-folding from scratch is the definition of "from c[0..t]"; compare serialised states.
+        for (const t of cuts) {
+          expect(JSON.stringify(runSeries(candles.slice(0, t + 1))), `${coin} t=${t}`).toBe(snapshots.get(t));
         }
       }
-      // Re-folding from scratch is the definition of "from c[0..t]"; compare serialised states.
-      for (const t of cuts) {
-        expect(JSON.stringify(runSeries(candles.slice(0, t + 1))), `${coin} t=${t}`).toBe(snapshots.get(t));
-      }
-    }
-  });
+    },
+  );
 });

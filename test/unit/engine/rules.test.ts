@@ -20,7 +20,10 @@ function candles(rows: ReadonlyArray<readonly [number, number, number]>): Candle
 }
 
 /** States after each candle, for small hand-checked sequences (k = 1 keeps them short). */
-function states(rows: ReadonlyArray<readonly [number, number, number]>, params: Partial<EngineParams> = { pivotHalfWidth: 1, atrPeriod: 2 }): EngineState[] {
+function states(
+  rows: ReadonlyArray<readonly [number, number, number]>,
+  params: Partial<EngineParams> = { pivotHalfWidth: 1, atrPeriod: 2 },
+): EngineState[] {
   const s = createEngineState(params);
   return candles(rows).map((c) => {
     stepClosed(s, c);
@@ -80,7 +83,17 @@ describe("breaks, defense and invalidation", () => {
   });
 
   it("a close above an unbroken H is a CHoCH (LONG) without an up trend, then a BOS (STRONG_LONG)", () => {
-    expect(s.map((x) => x.signal)).toEqual(["NONE", "NONE", "NONE", "NONE", "LONG", "LONG", "STRONG_LONG", "NONE", "STRONG_LONG"]);
+    expect(s.map((x) => x.signal)).toEqual([
+      "NONE",
+      "NONE",
+      "NONE",
+      "NONE",
+      "LONG",
+      "LONG",
+      "STRONG_LONG",
+      "NONE",
+      "STRONG_LONG",
+    ]);
     expect(s.map((x) => x.defense)).toEqual([null, null, null, null, 9, 9, 11, null, 10.5]);
     expect(s.map((x) => x.trend)).toEqual([0, 0, 0, 0, 1, 1, 1, 1, 1]);
     expect(s[4]?.swingHighBroken).toBe(true);
@@ -129,7 +142,17 @@ describe("breaks, defense and invalidation", () => {
 
   it("bearish rules mirror the bullish ones", () => {
     const t = states(rows.map(([h, l, c]) => [100 - l, 100 - h, 100 - c] as const));
-    expect(t.map((x) => x.signal)).toEqual(["NONE", "NONE", "NONE", "NONE", "SHORT", "SHORT", "STRONG_SHORT", "NONE", "STRONG_SHORT"]);
+    expect(t.map((x) => x.signal)).toEqual([
+      "NONE",
+      "NONE",
+      "NONE",
+      "NONE",
+      "SHORT",
+      "SHORT",
+      "STRONG_SHORT",
+      "NONE",
+      "STRONG_SHORT",
+    ]);
     expect(t.map((x) => x.defense)).toEqual([null, null, null, null, 91, 91, 89, null, 89.5]);
   });
 });
@@ -191,10 +214,15 @@ describe("arming score and tie-breaks", () => {
     expect(computeArming(setup({ trend: 1 }), 10)?.dir).toBe(1);
     expect(computeArming(setup({ trend: -1 }), 10)?.dir).toBe(-1);
     // Same score (P 3 each) but the low is nearer: 0.6 vs 0.9 ATR away.
-    expect(computeArming(setup({ swingHigh: 10.9, swingLow: 9.4, maxSinceLow: 10.9, minSinceHigh: 9.1 }), 10)).toMatchObject({ dir: -1, score: 6 });
+    expect(
+      computeArming(setup({ swingHigh: 10.9, swingLow: 9.4, maxSinceLow: 10.9, minSinceHigh: 9.1 }), 10),
+    ).toMatchObject({ dir: -1, score: 6 });
     // Up: P 4 + A 0 + R 3 = 7; down: P 2 + A 3 + R 2 = 7 — a tie, so the trend decides.
     expect(computeArming(setup({ trend: -1, swingHigh: 10.2 }), 10)).toMatchObject({ dir: -1, score: 7 });
     // With the low's risk at 2.5 ATR (R 1) the up setup scores higher and beats the trend.
-    expect(computeArming(setup({ trend: -1, swingHigh: 10.2, maxSinceLow: 11.5 }), 10)).toMatchObject({ dir: 1, score: 7 });
+    expect(computeArming(setup({ trend: -1, swingHigh: 10.2, maxSinceLow: 11.5 }), 10)).toMatchObject({
+      dir: 1,
+      score: 7,
+    });
   });
 });

@@ -6,8 +6,8 @@ import { runSeries } from "../../../src/engine/run-series.ts";
 import { restoreState, serializeState } from "../../../src/engine/serialize.ts";
 import { cloneState, createEngineState } from "../../../src/engine/state.ts";
 import { stepClosed } from "../../../src/engine/step.ts";
-import { candleSeries } from "../../support/generated-candles.ts";
 import { ENGINE_VARIANTS } from "../../support/engine-variants.ts";
+import { candleSeries } from "../../support/generated-candles.ts";
 
 describe.each(ENGINE_VARIANTS)("state persistence ($name)", { timeout: 60_000 }, ({ params }) => {
   it("serialise → restore at any point, then continue, equals the uninterrupted fold", () => {
@@ -28,7 +28,6 @@ describe.each(ENGINE_VARIANTS)("state persistence ($name)", { timeout: 60_000 },
 });
 
 describe("state persistence", { timeout: 60_000 }, () => {
-
   it("cloneState is deep: stepping the clone leaves the original untouched", () => {
     fc.assert(
       fc.property(candleSeries({ minSegments: 2 }), (candles) => {
@@ -44,7 +43,9 @@ describe("state persistence", { timeout: 60_000 }, () => {
   });
 
   it("restoreState rejects values that stepClosed could not have produced", () => {
-    const good = JSON.parse(serializeState(runSeries(fc.sample(candleSeries({ minSegments: 3 }), { numRuns: 1, seed: 7 })[0] as Candle[])));
+    const good = JSON.parse(
+      serializeState(runSeries(fc.sample(candleSeries({ minSegments: 3 }), { numRuns: 1, seed: 7 })[0] as Candle[])),
+    );
     expect(() => restoreState(good)).not.toThrow();
     const bad: Array<[string, unknown]> = [
       ["null", null],
@@ -72,10 +73,38 @@ describe("state persistence", { timeout: 60_000 }, () => {
     const candles = fc.sample(candleSeries({ minSegments: 3 }), { numRuns: 1, seed: 11 })[0] as Candle[];
     const half = Math.floor(candles.length / 2);
     const state = runSeries(candles.slice(0, half));
-    const { breakBufferAtr, trailDefense, withTrendOnly, majorPivotHalfWidth, majorHigh, majorHighBroken, majorLow, majorLowBroken, majorTrend, ...old } = state;
-    expect({ breakBufferAtr, trailDefense, withTrendOnly, majorPivotHalfWidth, majorHigh, majorHighBroken, majorLow, majorLowBroken, majorTrend }).toEqual({
-      breakBufferAtr: 0, trailDefense: false, withTrendOnly: false, majorPivotHalfWidth: 0,
-      majorHigh: null, majorHighBroken: false, majorLow: null, majorLowBroken: false, majorTrend: 0,
+    const {
+      breakBufferAtr,
+      trailDefense,
+      withTrendOnly,
+      majorPivotHalfWidth,
+      majorHigh,
+      majorHighBroken,
+      majorLow,
+      majorLowBroken,
+      majorTrend,
+      ...old
+    } = state;
+    expect({
+      breakBufferAtr,
+      trailDefense,
+      withTrendOnly,
+      majorPivotHalfWidth,
+      majorHigh,
+      majorHighBroken,
+      majorLow,
+      majorLowBroken,
+      majorTrend,
+    }).toEqual({
+      breakBufferAtr: 0,
+      trailDefense: false,
+      withTrendOnly: false,
+      majorPivotHalfWidth: 0,
+      majorHigh: null,
+      majorHighBroken: false,
+      majorLow: null,
+      majorLowBroken: false,
+      majorTrend: 0,
     });
     const restored = restoreState(JSON.parse(JSON.stringify(old)));
     expect(restored).toEqual(state);

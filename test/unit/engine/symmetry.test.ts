@@ -5,9 +5,9 @@ import type { Reading } from "../../../src/engine/reading.ts";
 import type { Signal } from "../../../src/engine/signal.ts";
 import type { EngineState } from "../../../src/engine/state.ts";
 import { foldReadings, foldSteps } from "../../support/engine-fold.ts";
+import { ENGINE_VARIANTS } from "../../support/engine-variants.ts";
 import { candleSeries } from "../../support/generated-candles.ts";
 import { loadRealCandles, REAL_COINS, realCandlesAvailable } from "../../support/real-candles.ts";
-import { ENGINE_VARIANTS } from "../../support/engine-variants.ts";
 
 function scale(candles: readonly Candle[], lambda: number): Candle[] {
   return candles.map((c) => ({
@@ -55,7 +55,12 @@ function mirroredReading(r: Reading, C: number): Omit<Reading, "atrPct"> {
     arming:
       r.arming === null
         ? null
-        : { dir: r.arming.dir === 1 ? -1 : 1, score: r.arming.score, trigger: C - r.arming.trigger, invalidation: C - r.arming.invalidation },
+        : {
+            dir: r.arming.dir === 1 ? -1 : 1,
+            score: r.arming.score,
+            trigger: C - r.arming.trigger,
+            invalidation: C - r.arming.invalidation,
+          },
   };
 }
 
@@ -73,8 +78,10 @@ function onAtrBoundary(state: EngineState, price: number): boolean {
   const atr = state.atr;
   const near = (x: number): boolean => Math.abs(x - Math.round(x)) <= 1e-9 * Math.max(1, Math.abs(x));
   const candidates: Array<[number, number]> = [];
-  if (state.swingHigh !== null && state.minSinceHigh !== null) candidates.push([state.swingHigh - price, state.swingHigh - state.minSinceHigh]);
-  if (state.swingLow !== null && state.maxSinceLow !== null) candidates.push([price - state.swingLow, state.maxSinceLow - state.swingLow]);
+  if (state.swingHigh !== null && state.minSinceHigh !== null)
+    candidates.push([state.swingHigh - price, state.swingHigh - state.minSinceHigh]);
+  if (state.swingLow !== null && state.maxSinceLow !== null)
+    candidates.push([price - state.swingLow, state.maxSinceLow - state.swingLow]);
   return candidates.some(([distance, risk]) => near((2 * distance) / atr) || near(risk / atr) || near(distance / atr));
 }
 
@@ -106,37 +113,40 @@ describe.each(ENGINE_VARIANTS)("symmetries ($name)", { timeout: 60_000 }, ({ par
 });
 
 describe("scale invariance", { timeout: 60_000 }, () => {
-
-  it("multiplying integer prices by 3 keeps signal and defense exactly, " + "atr_pct to 1e-12, arming except on ATR boundaries", () => {
-    let boundaryExcused = 0;
-    let readings = 0;
-    fc.assert(
-      fc.property(candleSeries({ tick: 1 }), (candles) => {
-        const base = foldSteps(candles);
-        const tripled = foldSteps(scale(candles, 3));
-        for (let t = 0; t < candles.length; t++) {
-          const { reading: r, state } = base[t] as (typeof base)[number];
-          const r3 = (tripled[t] as (typeof tripled)[number]).reading;
-          const expected = scaledReading(r, 3);
-          readings++;
-          // Integers × 3 are exact, so everything decided by comparing prices must match exactly.
-          expect(r3.signal).toBe(r.signal);
-          expect(r3.defense).toBe(expected.defense);
-          expect(r3.price).toBe(expected.price);
-          if (r.atrPct === null) expect(r3.atrPct).toBeNull();
-          else expect(Math.abs((r3.atrPct as number) - r.atrPct)).toBeLessThanOrEqual(1e-12 * r.atrPct);
-          if (JSON.stringify(r3.arming) !== JSON.stringify(expected.arming)) {
-            expect(onAtrBoundary(state, r.price), `t=${t}: arming differs off any ATR boundary`).toBe(true);
-            boundaryExcused++;
+  it(
+    "multiplying integer prices by 3 keeps signal and defense exactly, " +
+      "atr_pct to 1e-12, arming except on ATR boundaries",
+    () => {
+      let boundaryExcused = 0;
+      let readings = 0;
+      fc.assert(
+        fc.property(candleSeries({ tick: 1 }), (candles) => {
+          const base = foldSteps(candles);
+          const tripled = foldSteps(scale(candles, 3));
+          for (let t = 0; t < candles.length; t++) {
+            const { reading: r, state } = base[t] as (typeof base)[number];
+            const r3 = (tripled[t] as (typeof tripled)[number]).reading;
+            const expected = scaledReading(r, 3);
+            readings++;
+            // Integers × 3 are exact, so everything decided by comparing prices must match exactly.
+            expect(r3.signal).toBe(r.signal);
+            expect(r3.defense).toBe(expected.defense);
+            expect(r3.price).toBe(expected.price);
+            if (r.atrPct === null) expect(r3.atrPct).toBeNull();
+            else expect(Math.abs((r3.atrPct as number) - r.atrPct)).toBeLessThanOrEqual(1e-12 * r.atrPct);
+            if (JSON.stringify(r3.arming) !== JSON.stringify(expected.arming)) {
+              expect(onAtrBoundary(state, r.price), `t=${t}: arming differs off any ATR boundary`).toBe(true);
+              boundaryExcused++;
+            }
           }
-        }
-      }),
-      { numRuns: 150 },
-    );
-    // The excuse must stay an exception, or the property would say nothing about arming.
-    expect(boundaryExcused).toBeLessThan(readings / 1000);
-    console.log(`x3: ${boundaryExcused} of ${readings} readings excused on an ATR boundary`);
-  });
+        }),
+        { numRuns: 150 },
+      );
+      // The excuse must stay an exception, or the property would say nothing about arming.
+      expect(boundaryExcused).toBeLessThan(readings / 1000);
+      console.log(`x3: ${boundaryExcused} of ${readings} readings excused on an ATR boundary`);
+    },
+  );
 
   it.runIf(realCandlesAvailable)("real prices scaled by 2 and 2^-10 give exactly the scaled readings", () => {
     for (const coin of REAL_COINS) {
@@ -144,7 +154,9 @@ describe("scale invariance", { timeout: 60_000 }, () => {
       const base = foldReadings(candles);
       for (const lambda of [2, 2 ** -10]) {
         const scaled = foldReadings(scale(candles, lambda));
-        expect(JSON.stringify(scaled), `${coin} ×${lambda}`).toBe(JSON.stringify(base.map((r) => scaledReading(r, lambda))));
+        expect(JSON.stringify(scaled), `${coin} ×${lambda}`).toBe(
+          JSON.stringify(base.map((r) => scaledReading(r, lambda))),
+        );
       }
     }
   });

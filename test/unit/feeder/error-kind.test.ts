@@ -22,7 +22,11 @@ describe("errorKind", () => {
 
   it("recognises the errors an exchange class loaded by file throws (one module instance)", async () => {
     await loadExchange("binance");
-    const Binance = ((await import(new URL("./src/binance.js", import.meta.resolve("ccxt")).href)) as { default: new (c: object) => { market(s: string): unknown } }).default;
+    const Binance = (
+      (await import(new URL("./src/binance.js", import.meta.resolve("ccxt")).href)) as {
+        default: new (c: object) => { market(s: string): unknown };
+      }
+    ).default;
     let thrown: unknown;
     try {
       new Binance({}).market("NOPE/USDT");

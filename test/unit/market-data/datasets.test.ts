@@ -5,32 +5,73 @@
  * JSON-lines reader of `signals data import`, and the movers' rankings.
  */
 import { describe, expect, it } from "vitest";
+import { rowFromJsonLine } from "../../../src/cli/data-import-command.ts";
+import { errorCodeOf } from "../../../src/errors.ts";
 import {
   checkDerivatives,
   checkFundamentals,
   checkMacro,
   checkNews,
   collectStream,
-  MAX_REPORTED,
-  MAX_STREAM_ROWS,
-  TooManyRowsError,
   type DerivativesInput,
   type FundamentalsInput,
+  MAX_REPORTED,
+  MAX_STREAM_ROWS,
   type MacroInput,
   type NewsInput,
+  TooManyRowsError,
 } from "../../../src/market-data/datasets.ts";
-import { encodeCursor, LIMITS, parseCursor, parseInstant, parseLimit, parseSeriesFilter, parseSince, parseSymbolFilter } from "../../../src/market-data/request.ts";
-import { oneProvenance, rankMovers, type MoverRow } from "../../../src/market-data/movers.ts";
-import { rowFromJsonLine } from "../../../src/cli/data-import-command.ts";
-import { errorCodeOf } from "../../../src/errors.ts";
+import { type MoverRow, oneProvenance, rankMovers } from "../../../src/market-data/movers.ts";
+import {
+  encodeCursor,
+  LIMITS,
+  parseCursor,
+  parseInstant,
+  parseLimit,
+  parseSeriesFilter,
+  parseSince,
+  parseSymbolFilter,
+} from "../../../src/market-data/request.ts";
 
 const NOW = Date.UTC(2026, 10, 15, 4, 0);
 const MIN = 60_000;
 
-const derivatives = (o: Partial<DerivativesInput> = {}): DerivativesInput => ({ symbol: "BTC", venue: "binance-futures", time: NOW - MIN, fundingRate: 0.0001, openInterestUsd: 1e9, longShortRatio: 1.2, ...o });
-const news = (o: Partial<NewsInput> = {}): NewsInput => ({ id: "n-1", time: NOW - MIN, title: "Headline", source: "Wire", url: "https://example.com/a", coins: ["BTC"], ...o });
-const macro = (o: Partial<MacroInput> = {}): MacroInput => ({ series: "US CPI YoY", time: NOW - 30 * 24 * 60 * MIN, value: 3.1, unit: "%", source: "BLS", ...o });
-const fundamentals = (o: Partial<FundamentalsInput> = {}): FundamentalsInput => ({ symbol: "BTC", time: NOW - MIN, circulatingSupply: 19e6, maxSupply: 21e6, marketCapUsd: 1.2e12, rank: 1, source: "coingecko", ...o });
+const derivatives = (o: Partial<DerivativesInput> = {}): DerivativesInput => ({
+  symbol: "BTC",
+  venue: "binance-futures",
+  time: NOW - MIN,
+  fundingRate: 0.0001,
+  openInterestUsd: 1e9,
+  longShortRatio: 1.2,
+  ...o,
+});
+const news = (o: Partial<NewsInput> = {}): NewsInput => ({
+  id: "n-1",
+  time: NOW - MIN,
+  title: "Headline",
+  source: "Wire",
+  url: "https://example.com/a",
+  coins: ["BTC"],
+  ...o,
+});
+const macro = (o: Partial<MacroInput> = {}): MacroInput => ({
+  series: "US CPI YoY",
+  time: NOW - 30 * 24 * 60 * MIN,
+  value: 3.1,
+  unit: "%",
+  source: "BLS",
+  ...o,
+});
+const fundamentals = (o: Partial<FundamentalsInput> = {}): FundamentalsInput => ({
+  symbol: "BTC",
+  time: NOW - MIN,
+  circulatingSupply: 19e6,
+  maxSupply: 21e6,
+  marketCapUsd: 1.2e12,
+  rank: 1,
+  source: "coingecko",
+  ...o,
+});
 
 const reason = (r: { ok: boolean; reason?: string }) => (r.ok ? null : r.reason);
 
@@ -38,10 +79,20 @@ describe("derivatives rows", () => {
   it("accepts a full row and one with a single value; normalises symbol and venue; unset values become null", () => {
     expect(checkDerivatives(derivatives({ symbol: " btc ", venue: "  okx  " }), NOW)).toEqual({
       ok: true,
-      row: { symbol: "BTC", venue: "okx", time: NOW - MIN, fundingRate: 0.0001, openInterestUsd: 1e9, longShortRatio: 1.2 },
+      row: {
+        symbol: "BTC",
+        venue: "okx",
+        time: NOW - MIN,
+        fundingRate: 0.0001,
+        openInterestUsd: 1e9,
+        longShortRatio: 1.2,
+      },
     });
     const only = checkDerivatives({ symbol: "ETH", venue: "v", time: NOW, fundingRate: -1 }, NOW);
-    expect(only).toEqual({ ok: true, row: { symbol: "ETH", venue: "v", time: NOW, fundingRate: -1, openInterestUsd: null, longShortRatio: null } });
+    expect(only).toEqual({
+      ok: true,
+      row: { symbol: "ETH", venue: "v", time: NOW, fundingRate: -1, openInterestUsd: null, longShortRatio: null },
+    });
     expect(reason(checkDerivatives(derivatives({ openInterestUsd: 0, time: NOW + 5 * MIN }), NOW))).toBeNull();
   });
 
@@ -78,10 +129,24 @@ describe("news items", () => {
   it("accepts an item; upper-cases and de-duplicates coins; an empty coin list is fine", () => {
     expect(checkNews(news({ coins: ["btc", "ETH", "Btc"], title: "  Title  " }), NOW)).toEqual({
       ok: true,
-      row: { id: "n-1", time: NOW - MIN, title: "Title", source: "Wire", url: "https://example.com/a", coins: ["BTC", "ETH"] },
+      row: {
+        id: "n-1",
+        time: NOW - MIN,
+        title: "Title",
+        source: "Wire",
+        url: "https://example.com/a",
+        coins: ["BTC", "ETH"],
+      },
     });
     expect(reason(checkNews(news({ coins: [] }), NOW))).toBeNull();
-    expect(reason(checkNews(news({ url: "http://example.com/x?q=1#f", coins: Array.from({ length: 20 }, (_, i) => `C${i}`) }), NOW))).toBeNull();
+    expect(
+      reason(
+        checkNews(
+          news({ url: "http://example.com/x?q=1#f", coins: Array.from({ length: 20 }, (_, i) => `C${i}`) }),
+          NOW,
+        ),
+      ),
+    ).toBeNull();
   });
 
   it.each<[string, Partial<NewsInput>]>([
@@ -109,7 +174,10 @@ describe("news items", () => {
 
 describe("macro points", () => {
   it("accepts a point, with negative and zero values", () => {
-    expect(checkMacro(macro({ series: " US CPI YoY ", value: -0.4 }), NOW)).toEqual({ ok: true, row: { ...macro(), value: -0.4 } });
+    expect(checkMacro(macro({ series: " US CPI YoY ", value: -0.4 }), NOW)).toEqual({
+      ok: true,
+      row: { ...macro(), value: -0.4 },
+    });
     expect(reason(checkMacro(macro({ value: 0, series: "A.b_c:d/e (f) 5% -g" }), NOW))).toBeNull();
   });
 
@@ -151,8 +219,24 @@ describe("fundamentals rows", () => {
   });
 
   it("keeps total supply, fully diluted valuation and the all-time high when given", () => {
-    const checked = checkFundamentals(fundamentals({ totalSupply: 19.9e6, fullyDilutedValuationUsd: 1.33e12, athUsd: 126_080, athTime: NOW - 30 * 24 * 60 * MIN }), NOW);
-    expect(checked).toMatchObject({ ok: true, row: { totalSupply: 19.9e6, fullyDilutedValuationUsd: 1.33e12, athUsd: 126_080, athTime: NOW - 30 * 24 * 60 * MIN } });
+    const checked = checkFundamentals(
+      fundamentals({
+        totalSupply: 19.9e6,
+        fullyDilutedValuationUsd: 1.33e12,
+        athUsd: 126_080,
+        athTime: NOW - 30 * 24 * 60 * MIN,
+      }),
+      NOW,
+    );
+    expect(checked).toMatchObject({
+      ok: true,
+      row: {
+        totalSupply: 19.9e6,
+        fullyDilutedValuationUsd: 1.33e12,
+        athUsd: 126_080,
+        athTime: NOW - 30 * 24 * 60 * MIN,
+      },
+    });
   });
 
   it.each<[string, Partial<FundamentalsInput>]>([
@@ -184,23 +268,41 @@ describe("fundamentals rows", () => {
 
 describe("collectStream", () => {
   it("keeps the first of repeated news ids and counts the others as duplicates", async () => {
-    const { rows, summary } = await collectStream("news", [news({ id: "a", title: "first" }), news({ id: "b" }), news({ id: "a", title: "second" })], NOW);
-    expect(rows.map((r) => [r.id, r.title])).toEqual([["a", "first"], ["b", "Headline"]]);
+    const { rows, summary } = await collectStream(
+      "news",
+      [news({ id: "a", title: "first" }), news({ id: "b" }), news({ id: "a", title: "second" })],
+      NOW,
+    );
+    expect(rows.map((r) => [r.id, r.title])).toEqual([
+      ["a", "first"],
+      ["b", "Headline"],
+    ]);
     expect(summary).toEqual({ accepted: 0, rejected: 0, duplicates: 1, rejections: [], reasons: {} });
   });
 
   it("keeps the latest row per (symbol, venue) of a snapshot dataset, whatever the order", async () => {
     const { rows, summary } = await collectStream(
       "derivatives",
-      [derivatives({ time: NOW - 3 * MIN, fundingRate: 0.1 }), derivatives({ time: NOW - MIN, fundingRate: 0.3 }), derivatives({ time: NOW - 2 * MIN, fundingRate: 0.2 }), derivatives({ venue: "okx" })],
+      [
+        derivatives({ time: NOW - 3 * MIN, fundingRate: 0.1 }),
+        derivatives({ time: NOW - MIN, fundingRate: 0.3 }),
+        derivatives({ time: NOW - 2 * MIN, fundingRate: 0.2 }),
+        derivatives({ venue: "okx" }),
+      ],
       NOW,
     );
-    expect(rows.map((r) => [r.venue, r.fundingRate])).toEqual([["binance-futures", 0.3], ["okx", 0.0001]]);
+    expect(rows.map((r) => [r.venue, r.fundingRate])).toEqual([
+      ["binance-futures", 0.3],
+      ["okx", 0.0001],
+    ]);
     expect(summary.duplicates).toBe(2);
   });
 
   it("reports the first 100 rejections with their stream index and key, and counts every reason", async () => {
-    const inputs = [macro({ series: "OK" }), ...Array.from({ length: 150 }, (_, i) => (i % 3 === 0 ? macro({ unit: "" }) : macro({ series: `bad;${i}` })))];
+    const inputs = [
+      macro({ series: "OK" }),
+      ...Array.from({ length: 150 }, (_, i) => (i % 3 === 0 ? macro({ unit: "" }) : macro({ series: `bad;${i}` }))),
+    ];
     const { rows, summary } = await collectStream("macro", inputs, NOW);
     expect(rows).toHaveLength(1);
     expect(summary.rejected).toBe(150);
@@ -239,7 +341,11 @@ describe("request filters", () => {
     expect(parseLimit("100", LIMITS.news)).toBe(100);
     expect(parseLimit("101", LIMITS.news)).toBe(100);
     expect(parseLimit("999999999", LIMITS.movers)).toBe(50);
-    for (const bad of ["0", "-1", "1.5", "abc", "1e3", "10,20", "0x10", "9999999999"]) expect(code(() => parseLimit(bad, LIMITS.news)), bad).toBe("bad_request");
+    for (const bad of ["0", "-1", "1.5", "abc", "1e3", "10,20", "0x10", "9999999999"])
+      expect(
+        code(() => parseLimit(bad, LIMITS.news)),
+        bad,
+      ).toBe("bad_request");
   });
 
   it("since: epoch ms or ISO-8601 with an offset; a local time or a date alone is refused", () => {
@@ -250,7 +356,11 @@ describe("request filters", () => {
     expect(parseSince("2026-11-15T12:00:00+08:00")).toBe(NOW);
     expect(parseSince("2026-11-15 12:00+0800")).toBe(NOW);
     expect(parseSince("2026-11-15T04:00:00.000z")).toBe(NOW);
-    for (const bad of ["2026-11-15", "2026-11-15T04:00:00", "yesterday", "-5", "1.5", "2026-13-45T99:00:00Z"]) expect(code(() => parseSince(bad)), bad).toBe("bad_request");
+    for (const bad of ["2026-11-15", "2026-11-15T04:00:00", "yesterday", "-5", "1.5", "2026-13-45T99:00:00Z"])
+      expect(
+        code(() => parseSince(bad)),
+        bad,
+      ).toBe("bad_request");
     expect(Number.isNaN(parseInstant("2026-11-15T04:00:00"))).toBe(true);
   });
 
@@ -268,39 +378,101 @@ describe("request filters", () => {
     expect(parseCursor("news", "")).toBeNull();
     expect(parseCursor("derivatives", encodeCursor("derivatives", ["BTC", "okx"]))).toEqual(["BTC", "okx"]);
     const forged = (v: unknown) => Buffer.from(JSON.stringify(v)).toString("base64url");
-    for (const bad of ["abc", "!!!", encodeCursor("macro", [NOW, "CPI"]), forged(["news", "x", "n"]), forged(["news", NOW]), forged({}), forged(["news", 1.5, "a"]), "A".repeat(2000)]) {
-      expect(code(() => parseCursor("news", bad)), bad).toBe("bad_request");
+    for (const bad of [
+      "abc",
+      "!!!",
+      encodeCursor("macro", [NOW, "CPI"]),
+      forged(["news", "x", "n"]),
+      forged(["news", NOW]),
+      forged({}),
+      forged(["news", 1.5, "a"]),
+      "A".repeat(2000),
+    ]) {
+      expect(
+        code(() => parseCursor("news", bad)),
+        bad,
+      ).toBe("bad_request");
     }
   });
 });
 
 describe("JSON lines of `signals data import`", () => {
   it("maps proto field names to the push message, with ISO or ms times and optional fields left unset", () => {
-    const row = rowFromJsonLine("derivatives", JSON.stringify({ symbol: "btc", venue: "okx", time: "2026-11-15T04:00:00Z", funding_rate: 0.0001, long_short_ratio: null }));
+    const row = rowFromJsonLine(
+      "derivatives",
+      JSON.stringify({
+        symbol: "btc",
+        venue: "okx",
+        time: "2026-11-15T04:00:00Z",
+        funding_rate: 0.0001,
+        long_short_ratio: null,
+      }),
+    );
     expect(row).toEqual({ ok: true, init: { symbol: "btc", venue: "okx", time: BigInt(NOW), fundingRate: 0.0001 } });
-    const f = rowFromJsonLine("fundamentals", JSON.stringify({ symbol: "BTC", time: NOW, circulating_supply: 1, market_cap_usd: 2, rank: 3, source: "s" }));
-    expect(f).toEqual({ ok: true, init: { symbol: "BTC", time: BigInt(NOW), circulatingSupply: 1, marketCapUsd: 2, rank: 3, source: "s" } });
+    const f = rowFromJsonLine(
+      "fundamentals",
+      JSON.stringify({ symbol: "BTC", time: NOW, circulating_supply: 1, market_cap_usd: 2, rank: 3, source: "s" }),
+    );
+    expect(f).toEqual({
+      ok: true,
+      init: { symbol: "BTC", time: BigInt(NOW), circulatingSupply: 1, marketCapUsd: 2, rank: 3, source: "s" },
+    });
   });
 
   it("sends missing required fields empty (the service names them) and unreadable times as -1", () => {
-    expect(rowFromJsonLine("macro", "{}")).toEqual({ ok: true, init: { series: "", time: 0n, value: Number.NaN, unit: "", source: "" } });
-    expect(rowFromJsonLine("news", JSON.stringify({ id: "a", time: "yesterday" }))).toMatchObject({ ok: true, init: { time: -1n, coins: [] } });
+    expect(rowFromJsonLine("macro", "{}")).toEqual({
+      ok: true,
+      init: { series: "", time: 0n, value: Number.NaN, unit: "", source: "" },
+    });
+    expect(rowFromJsonLine("news", JSON.stringify({ id: "a", time: "yesterday" }))).toMatchObject({
+      ok: true,
+      init: { time: -1n, coins: [] },
+    });
   });
 
   it("refuses what cannot be sent: invalid_json, unknown_field, wrong_type", () => {
     expect(rowFromJsonLine("news", "{not json")).toEqual({ ok: false, reason: "invalid_json", key: "" });
     expect(rowFromJsonLine("news", "[1,2]")).toEqual({ ok: false, reason: "invalid_json", key: "" });
     expect(rowFromJsonLine("news", "null")).toEqual({ ok: false, reason: "invalid_json", key: "" });
-    expect(rowFromJsonLine("news", JSON.stringify({ id: "a", titel: "typo" }))).toEqual({ ok: false, reason: "unknown_field", key: "a" });
-    expect(rowFromJsonLine("macro", JSON.stringify({ series: "S", value: "3.1" }))).toEqual({ ok: false, reason: "wrong_type", key: "S" });
-    expect(rowFromJsonLine("news", JSON.stringify({ id: "a", coins: "BTC" }))).toEqual({ ok: false, reason: "wrong_type", key: "a" });
-    expect(rowFromJsonLine("fundamentals", JSON.stringify({ symbol: "X", rank: 1.5 }))).toEqual({ ok: false, reason: "wrong_type", key: "X" });
-    expect(rowFromJsonLine("derivatives", JSON.stringify({ symbol: "X", time: true }))).toEqual({ ok: false, reason: "wrong_type", key: "X" });
+    expect(rowFromJsonLine("news", JSON.stringify({ id: "a", titel: "typo" }))).toEqual({
+      ok: false,
+      reason: "unknown_field",
+      key: "a",
+    });
+    expect(rowFromJsonLine("macro", JSON.stringify({ series: "S", value: "3.1" }))).toEqual({
+      ok: false,
+      reason: "wrong_type",
+      key: "S",
+    });
+    expect(rowFromJsonLine("news", JSON.stringify({ id: "a", coins: "BTC" }))).toEqual({
+      ok: false,
+      reason: "wrong_type",
+      key: "a",
+    });
+    expect(rowFromJsonLine("fundamentals", JSON.stringify({ symbol: "X", rank: 1.5 }))).toEqual({
+      ok: false,
+      reason: "wrong_type",
+      key: "X",
+    });
+    expect(rowFromJsonLine("derivatives", JSON.stringify({ symbol: "X", time: true }))).toEqual({
+      ok: false,
+      reason: "wrong_type",
+      key: "X",
+    });
   });
 });
 
 describe("oneProvenance", () => {
-  const row = (symbol: string, demo: boolean): MoverRow => ({ symbol, price: 1, changePct: 0, change24hPct: 1, volume: 1, volume24h: 1, updatedAt: NOW, demo });
+  const row = (symbol: string, demo: boolean): MoverRow => ({
+    symbol,
+    price: 1,
+    changePct: 0,
+    change24hPct: 1,
+    volume: 1,
+    volume24h: 1,
+    updatedAt: NOW,
+    demo,
+  });
 
   it("ranks real coins only when any is real, and the demo coins only on a server with nothing real", () => {
     expect(oneProvenance([row("A", true), row("B", false), row("C", true)]).map((r) => r.symbol)).toEqual(["B"]);
@@ -309,15 +481,34 @@ describe("oneProvenance", () => {
 });
 
 describe("rankMovers", () => {
-  const row = (symbol: string, change24hPct: number | null, volume24h: number): MoverRow => ({ symbol, price: 1, changePct: 0, change24hPct, volume: 1, volume24h, updatedAt: NOW, demo: false });
-
-  it("gainers (> 0, largest first), losers (< 0, most negative " + "first), ties by symbol; no 24 h change, no ranking", () => {
-    const rows = [row("A", 5, 10), row("B", -3, 30), row("C", 5, 20), row("D", null, 99), row("E", 0, 5), row("F", -7, 30)];
-    const m = rankMovers(rows, 10);
-    expect(m.gainers.map((r) => r.symbol)).toEqual(["A", "C"]);
-    expect(m.losers.map((r) => r.symbol)).toEqual(["F", "B"]);
-    expect(m.volumeLeaders.map((r) => r.symbol)).toEqual(["D", "B", "F", "C", "A", "E"]);
+  const row = (symbol: string, change24hPct: number | null, volume24h: number): MoverRow => ({
+    symbol,
+    price: 1,
+    changePct: 0,
+    change24hPct,
+    volume: 1,
+    volume24h,
+    updatedAt: NOW,
+    demo: false,
   });
+
+  it(
+    "gainers (> 0, largest first), losers (< 0, most negative " + "first), ties by symbol; no 24 h change, no ranking",
+    () => {
+      const rows = [
+        row("A", 5, 10),
+        row("B", -3, 30),
+        row("C", 5, 20),
+        row("D", null, 99),
+        row("E", 0, 5),
+        row("F", -7, 30),
+      ];
+      const m = rankMovers(rows, 10);
+      expect(m.gainers.map((r) => r.symbol)).toEqual(["A", "C"]);
+      expect(m.losers.map((r) => r.symbol)).toEqual(["F", "B"]);
+      expect(m.volumeLeaders.map((r) => r.symbol)).toEqual(["D", "B", "F", "C", "A", "E"]);
+    },
+  );
 
   it("cuts every list at the limit", () => {
     const rows = Array.from({ length: 20 }, (_, i) => row(`S${i}`, i - 10, i));
@@ -333,6 +524,7 @@ describe("FREE_RATE_LIMIT", () => {
     const { loadConfig, ConfigError } = await import("../../../src/config.ts");
     expect(loadConfig({}).freeRateLimit).toBe(60);
     expect(loadConfig({ FREE_RATE_LIMIT: " 5 " }).freeRateLimit).toBe(5);
-    for (const bad of ["0", "-1", "ten", "1.5"]) expect(() => loadConfig({ FREE_RATE_LIMIT: bad }), bad).toThrow(ConfigError);
+    for (const bad of ["0", "-1", "ten", "1.5"])
+      expect(() => loadConfig({ FREE_RATE_LIMIT: bad }), bad).toThrow(ConfigError);
   });
 });

@@ -24,23 +24,30 @@ const settledState = async (p: Promise<void>) => {
 };
 
 describe("batched coin reloads", () => {
-  it("reads every coin asked for during a batch in one next batch, and settles each caller by a batch that started after its call", async () => {
-    const { batches, load } = controlledLoad();
-    const reloads = new BatchReloads(load);
-    const first = reloads.reload(["AAA", "BBB"]);
-    expect(batches.map((b) => b.symbols)).toEqual([["AAA", "BBB"]]);
-    // Asked while the first batch runs: it may have read before the commit these wait for.
-    const second = reloads.reload(["BBB", "CCC"]);
-    const third = reloads.reload(["DDD"]);
-    expect(batches).toHaveLength(1);
-    batches[0]!.finish();
-    await first;
-    expect(await settledState(second)).toBe("pending");
-    expect(batches.map((b) => b.symbols)).toEqual([["AAA", "BBB"], ["BBB", "CCC", "DDD"]]);
-    batches[1]!.finish();
-    await Promise.all([second, third]);
-    expect(batches).toHaveLength(2);
-  });
+  it(
+    "reads every coin asked for during a batch in one next batch, and " +
+      "settles each caller by a batch that started after its call",
+    async () => {
+      const { batches, load } = controlledLoad();
+      const reloads = new BatchReloads(load);
+      const first = reloads.reload(["AAA", "BBB"]);
+      expect(batches.map((b) => b.symbols)).toEqual([["AAA", "BBB"]]);
+      // Asked while the first batch runs: it may have read before the commit these wait for.
+      const second = reloads.reload(["BBB", "CCC"]);
+      const third = reloads.reload(["DDD"]);
+      expect(batches).toHaveLength(1);
+      batches[0]!.finish();
+      await first;
+      expect(await settledState(second)).toBe("pending");
+      expect(batches.map((b) => b.symbols)).toEqual([
+        ["AAA", "BBB"],
+        ["BBB", "CCC", "DDD"],
+      ]);
+      batches[1]!.finish();
+      await Promise.all([second, third]);
+      expect(batches).toHaveLength(2);
+    },
+  );
 
   it("rejects the callers of a batch that failed, and the next call starts a new batch", async () => {
     const { batches, load } = controlledLoad();

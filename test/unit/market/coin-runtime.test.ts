@@ -5,11 +5,18 @@
  * implicit closes, duplicates / out-of-order updates, and gaps.
  */
 import { describe, expect, it } from "vitest";
+import {
+  type Candle,
+  type EngineState,
+  type Reading,
+  readClosed,
+  readForming,
+  runSeries,
+} from "../../../src/engine/index.ts";
+import { type CandleRow, CoinRuntime } from "../../../src/market/coin-runtime.ts";
 import { prng } from "../../../src/market/demo-feed.ts";
-import { readClosed, readForming, runSeries, type Candle, type EngineState, type Reading } from "../../../src/engine/index.ts";
-import { CoinRuntime, type CandleRow } from "../../../src/market/coin-runtime.ts";
-import type { ValidUpdate } from "../../../src/market/validate.ts";
 import type { Timeframe } from "../../../src/market/timeframes.ts";
+import type { ValidUpdate } from "../../../src/market/validate.ts";
 
 const MIN = 60_000;
 const H = 60 * MIN;
@@ -51,7 +58,14 @@ function aggregate(base: readonly Candle[], baseMs: number, tfMs: number): Aggre
       volume += c.volume;
     }
     const first = g[0]!;
-    return { openTime: first.openTime - (first.openTime % tfMs), open: first.open, high, low, close: g[g.length - 1]!.close, volume };
+    return {
+      openTime: first.openTime - (first.openTime % tfMs),
+      open: first.open,
+      high,
+      low,
+      close: g[g.length - 1]!.close,
+      volume,
+    };
   };
   const complete = (g: Candle[]) => {
     const start = g[0]!.openTime - (g[0]!.openTime % tfMs);
@@ -71,7 +85,6 @@ function expectedReading(closed: readonly Candle[], forming: Candle | null): Rea
   return forming ? readForming(state, forming) : readClosed(state);
 }
 
-
 /** A random walk of valid base candles from `start`, skipping some slots when gapRate > 0. */
 function walk(seed: number, count: number, baseMs: number, start: number, gapRate = 0): Candle[] {
   const rand = prng(seed);
@@ -84,13 +97,19 @@ function walk(seed: number, count: number, baseMs: number, start: number, gapRat
     const high = Math.max(open, close) * (1 + rand() * 0.01);
     const low = Math.min(open, close) * (1 - rand() * 0.01);
     price = close;
-    if (!(gapRate > 0 && rand() < gapRate)) out.push({ openTime: t, open, high, low, close, volume: Math.round(rand() * 1_000) / 8 });
+    if (!(gapRate > 0 && rand() < gapRate))
+      out.push({ openTime: t, open, high, low, close, volume: Math.round(rand() * 1_000) / 8 });
     t += baseMs;
   }
   return out;
 }
 
-const update = (c: Candle, closed: boolean, tf: Timeframe = "1h", symbol = "TEST"): ValidUpdate => ({ symbol, tf, closed, ...c });
+const update = (c: Candle, closed: boolean, tf: Timeframe = "1h", symbol = "TEST"): ValidUpdate => ({
+  symbol,
+  tf,
+  closed,
+  ...c,
+});
 
 /** A runtime plus every row it asked to persist. */
 function runtime(baseTf: Timeframe) {
@@ -114,7 +133,14 @@ function runtime(baseTf: Timeframe) {
       const byTime = new Map<number, CandleRow>();
       for (const r of rows) if (r.tf === tf) byTime.set(r.openTime, r);
       const sorted = [...byTime.values()].sort((a, b) => a.openTime - b.openTime);
-      const strip = ({ openTime, open, high, low, close, volume }: CandleRow): Candle => ({ openTime, open, high, low, close, volume });
+      const strip = ({ openTime, open, high, low, close, volume }: CandleRow): Candle => ({
+        openTime,
+        open,
+        high,
+        low,
+        close,
+        volume,
+      });
       return { closed: sorted.filter((r) => r.closed).map(strip), forming: sorted.filter((r) => !r.closed).map(strip) };
     },
   };
@@ -141,7 +167,14 @@ describe("1h base: 4h and 1d candles", () => {
     // 2024-03-10 22:00 UTC .. 2024-03-11 05:00 UTC: a 4h bucket at 20:00 with two candles, a 1d
     // bucket of 2024-03-10 with two candles, then a full 4h bucket at 00:00.
     const start = Date.UTC(2024, 2, 10, 22);
-    const c = (i: number, o: number, h: number, l: number, cl: number, v: number): Candle => ({ openTime: start + i * H, open: o, high: h, low: l, close: cl, volume: v });
+    const c = (i: number, o: number, h: number, l: number, cl: number, v: number): Candle => ({
+      openTime: start + i * H,
+      open: o,
+      high: h,
+      low: l,
+      close: cl,
+      volume: v,
+    });
     const candles = [
       c(0, 100, 104, 99, 103, 1),
       c(1, 103, 108, 101, 102, 2),
@@ -155,8 +188,22 @@ describe("1h base: 4h and 1d candles", () => {
 
     rt.apply(candles[0]!, true);
     expect(rt.state("4h").count).toBe(0);
-    expect(rt.coin.series.get("4h")!.forming).toEqual({ openTime: Date.UTC(2024, 2, 10, 20), open: 100, high: 104, low: 99, close: 103, volume: 1 });
-    expect(rt.coin.series.get("1d")!.forming).toEqual({ openTime: Date.UTC(2024, 2, 10), open: 100, high: 104, low: 99, close: 103, volume: 1 });
+    expect(rt.coin.series.get("4h")!.forming).toEqual({
+      openTime: Date.UTC(2024, 2, 10, 20),
+      open: 100,
+      high: 104,
+      low: 99,
+      close: 103,
+      volume: 1,
+    });
+    expect(rt.coin.series.get("1d")!.forming).toEqual({
+      openTime: Date.UTC(2024, 2, 10),
+      open: 100,
+      high: 104,
+      low: 99,
+      close: 103,
+      volume: 1,
+    });
 
     rt.apply(candles[1]!, true); // 23:00 is the last hour of both the 20:00 4h bucket and the day
     const day10 = { openTime: Date.UTC(2024, 2, 10), open: 100, high: 108, low: 99, close: 102, volume: 3 };
@@ -170,13 +217,27 @@ describe("1h base: 4h and 1d candles", () => {
       rt.apply(candles[i]!, true);
       expect(rt.state("4h").count, `after ${i}`).toBe(1);
     }
-    expect(rt.coin.series.get("4h")!.forming).toEqual({ openTime: Date.UTC(2024, 2, 11, 0), open: 102, high: 120, low: 90, close: 111, volume: 28 });
+    expect(rt.coin.series.get("4h")!.forming).toEqual({
+      openTime: Date.UTC(2024, 2, 11, 0),
+      open: 102,
+      high: 120,
+      low: 90,
+      close: 111,
+      volume: 28,
+    });
     // A forming 03:00 update is not the close of 03:00: the bucket stays open.
     rt.apply(candles[5]!, false);
     expect(rt.state("4h").count).toBe(1);
     rt.apply(candles[5]!, true);
     expect(rt.state("4h")).toMatchObject({ count: 2, lastOpenTime: Date.UTC(2024, 2, 11, 0), lastClose: 114 });
-    expect(rt.stored("4h").closed[1]).toEqual({ openTime: Date.UTC(2024, 2, 11, 0), open: 102, high: 120, low: 90, close: 114, volume: 60 });
+    expect(rt.stored("4h").closed[1]).toEqual({
+      openTime: Date.UTC(2024, 2, 11, 0),
+      open: 102,
+      high: 120,
+      low: 90,
+      close: 114,
+      volume: 60,
+    });
     expect(rt.state("1d").count).toBe(1);
 
     rt.apply(candles[6]!, true);
@@ -194,28 +255,64 @@ describe("1h base: 4h and 1d candles", () => {
     }
   });
 
-  it("after gaps, including a missing last hour of a bucket, still " + "close the bucket when a later bucket's candle arrives", () => {
-    const start = Date.UTC(2024, 0, 1);
-    const at = (hour: number, price: number): Candle => ({ openTime: start + hour * H, open: price, high: price + 2, low: price - 1, close: price + 1, volume: hour });
-    const rt = runtime("1h");
-    for (const h of [0, 1, 2]) rt.apply(at(h, 100 + h), true); // 03:00 never comes
-    expect(rt.state("4h").count).toBe(0);
-    rt.apply(at(5, 200), true); // the next bucket ends the 00:00 one
-    expect(rt.stored("4h").closed).toEqual([{ openTime: start, open: 100, high: 104, low: 99, close: 103, volume: 3 }]);
-    expect(rt.coin.series.get("4h")!.forming).toEqual({ openTime: start + 4 * H, open: 200, high: 202, low: 199, close: 201, volume: 5 });
+  it(
+    "after gaps, including a missing last hour of a bucket, still " +
+      "close the bucket when a later bucket's candle arrives",
+    () => {
+      const start = Date.UTC(2024, 0, 1);
+      const at = (hour: number, price: number): Candle => ({
+        openTime: start + hour * H,
+        open: price,
+        high: price + 2,
+        low: price - 1,
+        close: price + 1,
+        volume: hour,
+      });
+      const rt = runtime("1h");
+      for (const h of [0, 1, 2]) rt.apply(at(h, 100 + h), true); // 03:00 never comes
+      expect(rt.state("4h").count).toBe(0);
+      rt.apply(at(5, 200), true); // the next bucket ends the 00:00 one
+      expect(rt.stored("4h").closed).toEqual([
+        { openTime: start, open: 100, high: 104, low: 99, close: 103, volume: 3 },
+      ]);
+      expect(rt.coin.series.get("4h")!.forming).toEqual({
+        openTime: start + 4 * H,
+        open: 200,
+        high: 202,
+        low: 199,
+        close: 201,
+        volume: 5,
+      });
 
-    // A forming candle of a later bucket ends the partial bucket too (here 04:00-07:00 ends at 09:00).
-    rt.apply(at(9, 300), false);
-    expect(rt.stored("4h").closed.map((c) => c.openTime)).toEqual([start, start + 4 * H]);
-    expect(rt.stored("4h").closed[1]).toEqual({ openTime: start + 4 * H, open: 200, high: 202, low: 199, close: 201, volume: 5 });
-    expect(rt.coin.series.get("4h")!.forming).toEqual({ openTime: start + 8 * H, open: 300, high: 302, low: 299, close: 301, volume: 9 });
-    // The day is still open: all of it is 2024-01-01.
-    expect(rt.state("1d").count).toBe(0);
-    // A whole missing day: the first candle of 2024-01-03 closes 2024-01-01.
-    rt.apply(at(9, 300), true);
-    rt.apply(at(48 + 1, 400), true);
-    expect(rt.stored("1d").closed).toEqual([{ openTime: start, open: 100, high: 302, low: 99, close: 301, volume: 0 + 1 + 2 + 5 + 9 }]);
-  });
+      // A forming candle of a later bucket ends the partial bucket too (here 04:00-07:00 ends at 09:00).
+      rt.apply(at(9, 300), false);
+      expect(rt.stored("4h").closed.map((c) => c.openTime)).toEqual([start, start + 4 * H]);
+      expect(rt.stored("4h").closed[1]).toEqual({
+        openTime: start + 4 * H,
+        open: 200,
+        high: 202,
+        low: 199,
+        close: 201,
+        volume: 5,
+      });
+      expect(rt.coin.series.get("4h")!.forming).toEqual({
+        openTime: start + 8 * H,
+        open: 300,
+        high: 302,
+        low: 299,
+        close: 301,
+        volume: 9,
+      });
+      // The day is still open: all of it is 2024-01-01.
+      expect(rt.state("1d").count).toBe(0);
+      // A whole missing day: the first candle of 2024-01-03 closes 2024-01-01.
+      rt.apply(at(9, 300), true);
+      rt.apply(at(48 + 1, 400), true);
+      expect(rt.stored("1d").closed).toEqual([
+        { openTime: start, open: 100, high: 302, low: 99, close: 301, volume: 0 + 1 + 2 + 5 + 9 },
+      ]);
+    },
+  );
 
   it("with random gaps equal the engine run on the reference aggregation", () => {
     let endedByGap = 0;
@@ -248,13 +345,20 @@ describe("15m base: 30m, 1h, 4h and 1d candles", () => {
     expect(countsAfter[3]).toEqual({ "30m": 2, "1h": 1, "4h": 1, "1d": 1 }); // 00:15 ends 00:00-00:30
     expect(countsAfter[5]).toEqual({ "30m": 3, "1h": 2, "4h": 1, "1d": 1 }); // 00:45 ends the 00:00 hour
     expect(countsAfter[17]).toEqual({ "30m": 9, "1h": 5, "4h": 2, "1d": 1 }); // 03:45 ends the 00:00 4h bucket
-    expect(rt.stored("4h").closed.map((c) => new Date(c.openTime).toISOString())).toEqual(["2025-07-31T20:00:00.000Z", "2025-08-01T00:00:00.000Z"]);
+    expect(rt.stored("4h").closed.map((c) => new Date(c.openTime).toISOString())).toEqual([
+      "2025-07-31T20:00:00.000Z",
+      "2025-08-01T00:00:00.000Z",
+    ]);
     expect(rt.stored("1d").closed.map((c) => new Date(c.openTime).toISOString())).toEqual(["2025-07-31T00:00:00.000Z"]);
     expectMatchesReference(rt, "15m", candles);
   });
 
   it("equal the engine run on independently aggregated candles, with and without gaps", () => {
-    for (const [seed, gapRate] of [[21, 0], [22, 0], [23, 0.2]] as const) {
+    for (const [seed, gapRate] of [
+      [21, 0],
+      [22, 0],
+      [23, 0.2],
+    ] as const) {
       const base = walk(seed, 3_000, 15 * MIN, Date.UTC(2024, 1, 28, 21, 45), gapRate);
       const rt = runtime("15m");
       for (const c of base) expect(rt.apply(c, true)).toBe("accepted");
@@ -278,12 +382,20 @@ describe("forming updates", () => {
         for (let v = 0; v < versions; v++) {
           const before = withForming.snapshot();
           const close = c.low + (c.high - c.low) * rand();
-          const forming: Candle = { ...c, close, high: Math.max(c.open, close), low: Math.min(c.open, close), volume: c.volume * rand() };
+          const forming: Candle = {
+            ...c,
+            close,
+            high: Math.max(c.open, close),
+            low: Math.min(c.open, close),
+            volume: c.volume * rand(),
+          };
           expect(withForming.apply(forming, false)).toBe("accepted");
           expect(withForming.snapshot()).toEqual(before);
           expect(withForming.coin.series.get(baseTf)!.forming).toEqual(forming);
           const baseState = withForming.state(baseTf);
-          expect(withForming.coin.reading(baseTf)).toEqual(baseState.count >= 14 ? readForming(baseState, forming) : null);
+          expect(withForming.coin.reading(baseTf)).toEqual(
+            baseState.count >= 14 ? readForming(baseState, forming) : null,
+          );
         }
         withForming.apply(c, true);
         plain.apply(c, true);
@@ -304,10 +416,26 @@ describe("forming updates", () => {
     rt.apply({ openTime: start + H, open: 10.5, high: 20, low: 10, close: 19, volume: 5 }, false);
     rt.apply({ openTime: start + H, open: 10.5, high: 12, low: 8, close: 8.5, volume: 3 }, false);
     // The 20 high of the first forming version is gone: it never happened in the final candle.
-    expect(rt.coin.series.get("4h")!.forming).toEqual({ openTime: start, open: 10, high: 12, low: 8, close: 8.5, volume: 4 });
-    expect(rt.coin.series.get("4h")!.partial).toEqual({ openTime: start, open: 10, high: 11, low: 9, close: 10.5, volume: 1 });
+    expect(rt.coin.series.get("4h")!.forming).toEqual({
+      openTime: start,
+      open: 10,
+      high: 12,
+      low: 8,
+      close: 8.5,
+      volume: 4,
+    });
+    expect(rt.coin.series.get("4h")!.partial).toEqual({
+      openTime: start,
+      open: 10,
+      high: 11,
+      low: 9,
+      close: 10.5,
+      volume: 1,
+    });
     expect(rt.stored("4h").forming).toEqual([{ openTime: start, open: 10, high: 12, low: 8, close: 8.5, volume: 4 }]);
-    expect(rt.stored("1h").forming).toEqual([{ openTime: start + H, open: 10.5, high: 12, low: 8, close: 8.5, volume: 3 }]);
+    expect(rt.stored("1h").forming).toEqual([
+      { openTime: start + H, open: 10.5, high: 12, low: 8, close: 8.5, volume: 3 },
+    ]);
   });
 
   it("are implicitly closed by a newer candle, with the last forming values", () => {
@@ -334,46 +462,70 @@ describe("forming updates", () => {
     }
   });
 
-  it("a forming candle that breaks the swing high is unconfirmed " + "until it closes, and closing it confirms the same signal", () => {
-    // Highs rise to a pivot at index 10, fall away; the forming candle then closes above it.
-    const start = Date.UTC(2024, 0, 1);
-    const closes = [100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 108, 106, 104, 102, 101, 100, 99, 100, 101];
-    const candles = closes.map((close, i): Candle => ({ openTime: start + i * H, open: close, high: close + 0.5, low: close - 0.5, close, volume: 1 }));
-    const rt = runtime("1h");
-    for (const c of candles) rt.apply(c, true);
-    const state = rt.state("1h");
-    expect(state).toMatchObject({ swingHigh: 110.5, swingHighBroken: false });
-    const breaker: Candle = { openTime: start + 20 * H, open: 101, high: 112, low: 100.8, close: 111.5, volume: 3 };
-    rt.apply(breaker, false);
-    const forming = rt.coin.reading("1h")!;
-    expect(forming).toMatchObject({ price: 111.5, signal: "LONG", confirmed: false });
-    expect(readClosed(rt.state("1h"))!.signal).not.toBe("LONG");
-    rt.apply(breaker, true);
-    expect(rt.coin.reading("1h")).toMatchObject({ price: 111.5, signal: "LONG", confirmed: true, defense: forming.defense });
-  });
+  it(
+    "a forming candle that breaks the swing high is unconfirmed " +
+      "until it closes, and closing it confirms the same signal",
+    () => {
+      // Highs rise to a pivot at index 10, fall away; the forming candle then closes above it.
+      const start = Date.UTC(2024, 0, 1);
+      const closes = [
+        100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 108, 106, 104, 102, 101, 100, 99, 100, 101,
+      ];
+      const candles = closes.map(
+        (close, i): Candle => ({
+          openTime: start + i * H,
+          open: close,
+          high: close + 0.5,
+          low: close - 0.5,
+          close,
+          volume: 1,
+        }),
+      );
+      const rt = runtime("1h");
+      for (const c of candles) rt.apply(c, true);
+      const state = rt.state("1h");
+      expect(state).toMatchObject({ swingHigh: 110.5, swingHighBroken: false });
+      const breaker: Candle = { openTime: start + 20 * H, open: 101, high: 112, low: 100.8, close: 111.5, volume: 3 };
+      rt.apply(breaker, false);
+      const forming = rt.coin.reading("1h")!;
+      expect(forming).toMatchObject({ price: 111.5, signal: "LONG", confirmed: false });
+      expect(readClosed(rt.state("1h"))!.signal).not.toBe("LONG");
+      rt.apply(breaker, true);
+      expect(rt.coin.reading("1h")).toMatchObject({
+        price: 111.5,
+        signal: "LONG",
+        confirmed: true,
+        defense: forming.defense,
+      });
+    },
+  );
 });
 
 describe("readings before 14 closed candles", () => {
-  it("are absent (no_data) on every timeframe, with or without a " + "forming candle; the 14th close gives the engine's reading", () => {
-    const base = walk(61, 15, H, Date.UTC(2024, 6, 1, 0));
-    const rt = runtime("1h");
-    for (let i = 0; i < 13; i++) {
-      rt.apply(base[i]!, true);
-      expect(rt.coin.reading("1h"), `after ${i + 1}`).toBeNull();
-    }
-    // ATR(14) over 13 closed candles plus the forming one would exist, but a forming candle is not history.
-    rt.apply(base[13]!, false);
-    expect(rt.coin.reading("1h")).toBeNull();
-    rt.apply(base[13]!, true);
-    expect(rt.coin.reading("1h")).toEqual(readClosed(runSeries(base.slice(0, 14))));
-    expect(rt.coin.reading("1h")!.atrPct).not.toBeNull();
-    rt.apply(base[14]!, false);
-    expect(rt.coin.reading("1h")).toEqual(readForming(runSeries(base.slice(0, 14)), base[14]!));
-    // 4h: 3 closed buckets and a partial one.
-    expect(rt.state("4h").count).toBe(3);
-    expect(rt.coin.reading("4h")).toBeNull();
-    expect(rt.coin.reading("1d")).toBeNull();
-  });
+  it(
+    "are absent (no_data) on every timeframe, with or without a " +
+      "forming candle; the 14th close gives the engine's reading",
+    () => {
+      const base = walk(61, 15, H, Date.UTC(2024, 6, 1, 0));
+      const rt = runtime("1h");
+      for (let i = 0; i < 13; i++) {
+        rt.apply(base[i]!, true);
+        expect(rt.coin.reading("1h"), `after ${i + 1}`).toBeNull();
+      }
+      // ATR(14) over 13 closed candles plus the forming one would exist, but a forming candle is not history.
+      rt.apply(base[13]!, false);
+      expect(rt.coin.reading("1h")).toBeNull();
+      rt.apply(base[13]!, true);
+      expect(rt.coin.reading("1h")).toEqual(readClosed(runSeries(base.slice(0, 14))));
+      expect(rt.coin.reading("1h")!.atrPct).not.toBeNull();
+      rt.apply(base[14]!, false);
+      expect(rt.coin.reading("1h")).toEqual(readForming(runSeries(base.slice(0, 14)), base[14]!));
+      // 4h: 3 closed buckets and a partial one.
+      expect(rt.state("4h").count).toBe(3);
+      expect(rt.coin.reading("4h")).toBeNull();
+      expect(rt.coin.reading("1d")).toBeNull();
+    },
+  );
 });
 
 describe("updates at or before the history", () => {

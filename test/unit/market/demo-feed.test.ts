@@ -4,12 +4,21 @@
  * series, the last 1,500 closed ones as history, then the previous and the forming candle of
  * the bucket that holds the clock at each tick, also across several buckets at once.
  */
-import { afterEach, describe, expect, it } from "vitest";
+
 import pino from "pino";
-import { DEMO_COINS, demoCandles, demoPriceAt, demoTick, formingAt, onTickGrid, startDemoFeed } from "../../../src/market/demo-feed.ts";
-import { waitFor } from "../../support/reliability.ts";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  DEMO_COINS,
+  demoCandles,
+  demoPriceAt,
+  demoTick,
+  formingAt,
+  onTickGrid,
+  startDemoFeed,
+} from "../../../src/market/demo-feed.ts";
 import type { MarketFeed } from "../../../src/market/feed.ts";
 import type { CandleUpdate } from "../../../src/market/validate.ts";
+import { waitFor } from "../../support/reliability.ts";
 
 const STEP = 15 * 60_000;
 const ANCHOR = Date.UTC(2026, 0, 1);
@@ -34,45 +43,59 @@ let stop = () => {};
 afterEach(() => stop());
 
 describe("demo feed", () => {
-  it("sends the last 1,500 closed candles, then the previous and forming " + "candle of the clock's bucket, as the full series has them", async () => {
-    let now = Date.UTC(2026, 10, 23, 12, 7, 30);
-    const { calls, feed } = recordingFeed();
-    stop = await startDemoFeed(feed, () => now, pino({ level: "silent" }), 20);
+  it(
+    "sends the last 1,500 closed candles, then the previous and forming " +
+      "candle of the clock's bucket, as the full series has them",
+    async () => {
+      let now = Date.UTC(2026, 10, 23, 12, 7, 30);
+      const { calls, feed } = recordingFeed();
+      stop = await startDemoFeed(feed, () => now, pino({ level: "silent" }), 20);
 
-    const [history, firstTick] = calls;
-    expect(history!.alerts).toBe(false);
-    expect(history!.demo).toBe(true);
-    expect(firstTick!.demo).toBe(true);
-    for (const symbol of Object.keys(DEMO_COINS)) {
-      const series = seriesAt(symbol, now);
-      const sent = history!.updates.filter((u) => u.symbol === symbol);
-      expect(sent).toHaveLength(1_500);
-      expect(sent.map(({ symbol: _s, tf: _t, closed: _c, ...candle }) => candle)).toEqual(series.slice(-1_501, -1));
-      expect(sent.every((u) => u.closed && u.tf === "15m")).toBe(true);
+      const [history, firstTick] = calls;
+      expect(history!.alerts).toBe(false);
+      expect(history!.demo).toBe(true);
+      expect(firstTick!.demo).toBe(true);
+      for (const symbol of Object.keys(DEMO_COINS)) {
+        const series = seriesAt(symbol, now);
+        const sent = history!.updates.filter((u) => u.symbol === symbol);
+        expect(sent).toHaveLength(1_500);
+        expect(sent.map(({ symbol: _s, tf: _t, closed: _c, ...candle }) => candle)).toEqual(series.slice(-1_501, -1));
+        expect(sent.every((u) => u.closed && u.tf === "15m")).toBe(true);
 
-      const tick = firstTick!.updates.filter((u) => u.symbol === symbol);
-      const current = series.at(-1)!;
-      expect(tick).toEqual([
-        { symbol, tf: "15m", ...series.at(-2)!, closed: true },
-        { symbol, tf: "15m", ...formingAt(current, (now - current.openTime) / STEP, demoTick(symbol)), closed: false },
-      ]);
-    }
+        const tick = firstTick!.updates.filter((u) => u.symbol === symbol);
+        const current = series.at(-1)!;
+        expect(tick).toEqual([
+          { symbol, tf: "15m", ...series.at(-2)!, closed: true },
+          {
+            symbol,
+            tf: "15m",
+            ...formingAt(current, (now - current.openTime) / STEP, demoTick(symbol)),
+            closed: false,
+          },
+        ]);
+      }
 
-    // The clock jumps three buckets: the next tick sends the candle that closed last and the new forming one.
-    now += 3 * STEP;
-    const sent = calls.length;
-    const jumped = await waitFor(() => calls[sent], 5_000, "a tick after the clock moved");
-    for (const symbol of Object.keys(DEMO_COINS)) {
-      const series = seriesAt(symbol, now);
-      const current = series.at(-1)!;
-      expect(jumped.updates.filter((u) => u.symbol === symbol)).toEqual([
-        { symbol, tf: "15m", ...series.at(-2)!, closed: true },
-        { symbol, tf: "15m", ...formingAt(current, (now - current.openTime) / STEP, demoTick(symbol)), closed: false },
-      ]);
-      expect(demoPriceAt(symbol, now)).toBe(current.close);
-    }
-    expect(calls.every((c) => c.demo === true)).toBe(true);
-  });
+      // The clock jumps three buckets: the next tick sends the candle that closed last and the new forming one.
+      now += 3 * STEP;
+      const sent = calls.length;
+      const jumped = await waitFor(() => calls[sent], 5_000, "a tick after the clock moved");
+      for (const symbol of Object.keys(DEMO_COINS)) {
+        const series = seriesAt(symbol, now);
+        const current = series.at(-1)!;
+        expect(jumped.updates.filter((u) => u.symbol === symbol)).toEqual([
+          { symbol, tf: "15m", ...series.at(-2)!, closed: true },
+          {
+            symbol,
+            tf: "15m",
+            ...formingAt(current, (now - current.openTime) / STEP, demoTick(symbol)),
+            closed: false,
+          },
+        ]);
+        expect(demoPriceAt(symbol, now)).toBe(current.close);
+      }
+      expect(calls.every((c) => c.demo === true)).toBe(true);
+    },
+  );
 
   it("quotes every price on the coin's tick grid (0.01 for BTC, 0.0001 for XRP), forming candles too", () => {
     expect(demoTick("BTC")).toBe(0.01);
@@ -81,9 +104,14 @@ describe("demo feed", () => {
     for (const symbol of Object.keys(DEMO_COINS)) {
       const series = seriesAt(symbol, now).slice(-3_000);
       const current = series.at(-1)!;
-      const candles = [...series, formingAt(current, 0.37, demoTick(symbol)), formingAt(current, 0.9, demoTick(symbol))];
+      const candles = [
+        ...series,
+        formingAt(current, 0.37, demoTick(symbol)),
+        formingAt(current, 0.9, demoTick(symbol)),
+      ];
       for (const c of candles) {
-        for (const price of [c.open, c.high, c.low, c.close]) expect(isTickPrice(price, demoTick(symbol)), `${symbol} ${price}`).toBe(true);
+        for (const price of [c.open, c.high, c.low, c.close])
+          expect(isTickPrice(price, demoTick(symbol)), `${symbol} ${price}`).toBe(true);
         expect(c.low <= Math.min(c.open, c.close) && c.high >= Math.max(c.open, c.close)).toBe(true);
       }
     }

@@ -8,15 +8,39 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { GENESIS_HASH, canonicalEvent, chainHash, confirmedAtOf, formatChainLog, shortHash, verifyChainLog, type ChainEntry, type ChainedEventFields } from "../../../src/market/event-chain.ts";
 import { runCli } from "../../../src/cli/main.ts";
+import {
+  type ChainEntry,
+  type ChainedEventFields,
+  canonicalEvent,
+  chainHash,
+  confirmedAtOf,
+  formatChainLog,
+  GENESIS_HASH,
+  shortHash,
+  verifyChainLog,
+} from "../../../src/market/event-chain.ts";
 
 const H = 3_600_000;
 const base: ChainedEventFields[] = [
   { symbol: "BTC", tf: "1h", signal: "LONG", confirmedAt: 1_718_510_400_000 + H, price: 66123.4, defense: 65010.25 },
-  { symbol: "ETH", tf: "4h", signal: "STRONG_SHORT", confirmedAt: 1_718_510_400_000 + 4 * H, price: 3512.5, defense: 3600 },
+  {
+    symbol: "ETH",
+    tf: "4h",
+    signal: "STRONG_SHORT",
+    confirmedAt: 1_718_510_400_000 + 4 * H,
+    price: 3512.5,
+    defense: 3600,
+  },
   { symbol: "BTC", tf: "1h", signal: "NONE", confirmedAt: 1_718_517_600_000 + H, price: 64990.1, defense: null },
-  { symbol: "SOL", tf: "1d", signal: "LONG", confirmedAt: 1_718_496_000_000 + 24 * H, price: 0.00001234, defense: 0.0000115 },
+  {
+    symbol: "SOL",
+    tf: "1d",
+    signal: "LONG",
+    confirmedAt: 1_718_496_000_000 + 24 * H,
+    price: 0.00001234,
+    defense: 0.0000115,
+  },
 ];
 
 function chain(events: readonly ChainedEventFields[]): ChainEntry[] {
@@ -30,19 +54,32 @@ function chain(events: readonly ChainedEventFields[]): ChainEntry[] {
 }
 
 describe("the chain's hash", () => {
-  it("is SHA-256 of the previous hash, a newline and the canonical " + "JSON array [symbol, tf, signal, confirmedAt, price, defense]", () => {
-    const e = base[0]!;
-    expect(canonicalEvent(e)).toBe('["BTC","1h","LONG",1718514000000,66123.4,65010.25]');
-    const expected = createHash("sha256").update(`${"0".repeat(64)}\n["BTC","1h","LONG",1718514000000,66123.4,65010.25]`).digest("hex");
-    expect(chainHash(GENESIS_HASH, e)).toBe(expected);
-    expect(canonicalEvent(base[2]!)).toBe('["BTC","1h","NONE",1718521200000,64990.1,null]');
-    expect(shortHash(expected)).toBe(expected.slice(0, 8));
-  });
+  it(
+    "is SHA-256 of the previous hash, a newline and the canonical " +
+      "JSON array [symbol, tf, signal, confirmedAt, price, defense]",
+    () => {
+      const e = base[0]!;
+      expect(canonicalEvent(e)).toBe('["BTC","1h","LONG",1718514000000,66123.4,65010.25]');
+      const expected = createHash("sha256")
+        .update(`${"0".repeat(64)}\n["BTC","1h","LONG",1718514000000,66123.4,65010.25]`)
+        .digest("hex");
+      expect(chainHash(GENESIS_HASH, e)).toBe(expected);
+      expect(canonicalEvent(base[2]!)).toBe('["BTC","1h","NONE",1718521200000,64990.1,null]');
+      expect(shortHash(expected)).toBe(expected.slice(0, 8));
+    },
+  );
 
   it("covers every field and the predecessor: changing any one changes the hash", () => {
     const e = base[0]!;
     const h = chainHash(GENESIS_HASH, e);
-    for (const changed of [{ ...e, symbol: "ETH" }, { ...e, tf: "4h" }, { ...e, signal: "STRONG_LONG" }, { ...e, confirmedAt: e.confirmedAt + 1 }, { ...e, price: 66123.41 }, { ...e, defense: null }]) {
+    for (const changed of [
+      { ...e, symbol: "ETH" },
+      { ...e, tf: "4h" },
+      { ...e, signal: "STRONG_LONG" },
+      { ...e, confirmedAt: e.confirmedAt + 1 },
+      { ...e, price: 66123.41 },
+      { ...e, defense: null },
+    ]) {
       expect(chainHash(GENESIS_HASH, changed)).not.toBe(h);
     }
     expect(chainHash("1".repeat(64), e)).not.toBe(h);
@@ -87,13 +124,20 @@ describe("verifyChainLog", () => {
   });
 
   it("names the first event of a reordered pair, and a removed first event", () => {
-    expect(verifyChainLog([lines[0], lines[2], lines[1], lines[3]].join("\n"))).toMatchObject({ ok: false, line: 2, id: "BTC-1h-2" });
+    expect(verifyChainLog([lines[0], lines[2], lines[1], lines[3]].join("\n"))).toMatchObject({
+      ok: false,
+      line: 2,
+      id: "BTC-1h-2",
+    });
     expect(verifyChainLog(lines.slice(1).join("\n"))).toMatchObject({ ok: false, line: 1, id: "ETH-4h-1", events: 0 });
   });
 
   it("names an unreadable line", () => {
     expect(verifyChainLog(`${lines[0]}\nnot json\n`)).toMatchObject({ ok: false, line: 2, id: null });
-    expect(verifyChainLog(`${lines[0]!.replace('"price":66123.4', '"price":"66123.4"')}`)).toMatchObject({ ok: false, line: 1 });
+    expect(verifyChainLog(`${lines[0]!.replace('"price":66123.4', '"price":"66123.4"')}`)).toMatchObject({
+      ok: false,
+      line: 1,
+    });
   });
 });
 
@@ -115,9 +159,13 @@ describe("signals verify-log FILE", () => {
       expect(await runCli(["verify-log", file("good.jsonl", good)], env)).toBe(0);
       expect(writes.join("")).toContain("ok: 4 events");
       const lines = good.trimEnd().split("\n");
-      expect(await runCli(["verify-log", file("removed.jsonl", [lines[0], lines[2], lines[3]].join("\n"))], env)).toBe(1);
+      expect(await runCli(["verify-log", file("removed.jsonl", [lines[0], lines[2], lines[3]].join("\n"))], env)).toBe(
+        1,
+      );
       expect(writes.join("")).toContain("broken at line 2 (event BTC-1h-2)");
-      expect(await runCli(["verify-log", "--json", file("edited.jsonl", good.replace("66123.4", "66123.5"))], env)).toBe(1);
+      expect(
+        await runCli(["verify-log", "--json", file("edited.jsonl", good.replace("66123.4", "66123.5"))], env),
+      ).toBe(1);
       expect(JSON.parse(writes.at(-1)!)).toMatchObject({ ok: false, line: 1, id: "BTC-1h-0" });
     } finally {
       process.stdout.write = write;

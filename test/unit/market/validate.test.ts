@@ -3,14 +3,25 @@
  * check, and which reason wins when a candle is wrong in several ways.
  */
 import { describe, expect, it } from "vitest";
-import { checkCandleFields, type CandleUpdate, type RejectReason } from "../../../src/market/validate.ts";
+import { type CandleUpdate, checkCandleFields, type RejectReason } from "../../../src/market/validate.ts";
 
 const NOW = Date.UTC(2026, 10, 15, 4, 0); // 2026-11-15T04:00Z
 const H = 3_600_000;
 
 /** A valid closed 1h BTC candle one hour before NOW. */
 function good(overrides: Partial<CandleUpdate> = {}): CandleUpdate {
-  return { symbol: "BTC", tf: "1h", openTime: NOW - H, open: 100, high: 110, low: 95, close: 105, volume: 12.5, closed: true, ...overrides };
+  return {
+    symbol: "BTC",
+    tf: "1h",
+    openTime: NOW - H,
+    open: 100,
+    high: 110,
+    low: 95,
+    close: 105,
+    volume: 12.5,
+    closed: true,
+    ...overrides,
+  };
 }
 
 const check = (overrides: Partial<CandleUpdate>) => checkCandleFields(good(overrides), NOW);
@@ -19,7 +30,13 @@ describe("checkCandleFields accepts", () => {
   it("a well-formed candle on every timeframe, closed or forming", () => {
     expect(check({})).toBeNull();
     expect(check({ closed: false })).toBeNull();
-    for (const [tf, ms] of [["15m", 15 * 60_000], ["30m", 30 * 60_000], ["1h", H], ["4h", 4 * H], ["1d", 24 * H]] as const) {
+    for (const [tf, ms] of [
+      ["15m", 15 * 60_000],
+      ["30m", 30 * 60_000],
+      ["1h", H],
+      ["4h", 4 * H],
+      ["1d", 24 * H],
+    ] as const) {
       expect(check({ tf, openTime: Math.floor((NOW - ms) / ms) * ms }), tf).toBeNull();
     }
   });

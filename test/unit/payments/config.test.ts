@@ -22,7 +22,12 @@ describe("payments configuration", () => {
   });
 
   it("reads the Stripe settings; Stripe's own API by default", () => {
-    const config = parsePaymentsConfig({ ...STRIPE, STRIPE_PRICE_NODE: "price_1Node", STRIPE_PRICE_FOUNDING_SEAT: "price_1Seat", SUBSCRIPTION_GRACE_HOURS: "0" });
+    const config = parsePaymentsConfig({
+      ...STRIPE,
+      STRIPE_PRICE_NODE: "price_1Node",
+      STRIPE_PRICE_FOUNDING_SEAT: "price_1Seat",
+      SUBSCRIPTION_GRACE_HOURS: "0",
+    });
     expect(config.stripe).toMatchObject({
       secretKey: STRIPE.STRIPE_SECRET_KEY,
       webhookSecret: STRIPE.STRIPE_WEBHOOK_SECRET,
@@ -34,15 +39,25 @@ describe("payments configuration", () => {
   });
 
   it("splits STRIPE_API_BASE into the client's host, port and protocol", () => {
-    expect(parsePaymentsConfig({ ...STRIPE, STRIPE_API_BASE: "http://127.0.0.1:12111/" }).stripe!.apiBase).toEqual({ host: "127.0.0.1", port: 12111, protocol: "http", url: "http://127.0.0.1:12111" });
-    expect(parsePaymentsConfig({ ...STRIPE, STRIPE_API_BASE: "http://[::1]:8" }).stripe!.apiBase).toMatchObject({ host: "::1", port: 8 });
+    expect(parsePaymentsConfig({ ...STRIPE, STRIPE_API_BASE: "http://127.0.0.1:12111/" }).stripe!.apiBase).toEqual({
+      host: "127.0.0.1",
+      port: 12111,
+      protocol: "http",
+      url: "http://127.0.0.1:12111",
+    });
+    expect(parsePaymentsConfig({ ...STRIPE, STRIPE_API_BASE: "http://[::1]:8" }).stripe!.apiBase).toMatchObject({
+      host: "::1",
+      port: 8,
+    });
     for (const bad of ["ftp://x", "not a url", "https://api.stripe.com/v1"]) {
       expect(() => parsePaymentsConfig({ ...STRIPE, STRIPE_API_BASE: bad })).toThrow(ConfigError);
     }
   });
 
   it("needs the webhook secret with the secret key, and never echoes a secret in its message", () => {
-    expect(() => parsePaymentsConfig({ STRIPE_SECRET_KEY: STRIPE.STRIPE_SECRET_KEY })).toThrow(/STRIPE_WEBHOOK_SECRET is required/);
+    expect(() => parsePaymentsConfig({ STRIPE_SECRET_KEY: STRIPE.STRIPE_SECRET_KEY })).toThrow(
+      /STRIPE_WEBHOOK_SECRET is required/,
+    );
     try {
       loadConfig({ STRIPE_SECRET_KEY: "sk_test with spaces inside" });
       expect.unreachable();
@@ -59,10 +74,20 @@ describe("payments configuration", () => {
       { id: "100-myr", tokens: 100, currency: "myr", unitAmount: 500 },
       { id: "2000-jpy", tokens: 2000, currency: "jpy", unitAmount: 1200 },
     ]);
-    for (const bad of ["5000", "5000:USD", "0:USD:100", "5000:US:100", "5000:USD:0", "5000:USD:1,5000:usd:2", "-1:USD:5"]) {
+    for (const bad of [
+      "5000",
+      "5000:USD",
+      "0:USD:100",
+      "5000:US:100",
+      "5000:USD:0",
+      "5000:USD:1,5000:usd:2",
+      "-1:USD:5",
+    ]) {
       expect(() => parseTokenPacks(bad), bad).toThrow(ConfigError);
     }
-    expect(() => loadConfig({ TOKEN_PACKS: "lots" })).toThrow(/^TOKEN_PACKS entry "lots" must be Tokens:CURRENCY:minor units/);
+    expect(() => loadConfig({ TOKEN_PACKS: "lots" })).toThrow(
+      /^TOKEN_PACKS entry "lots" must be Tokens:CURRENCY:minor units/,
+    );
     expect(() => loadConfig({ SUBSCRIPTION_GRACE_HOURS: "-1" })).toThrow(/SUBSCRIPTION_GRACE_HOURS/);
   });
 });

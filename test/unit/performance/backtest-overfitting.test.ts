@@ -18,7 +18,8 @@ function naivePbo(returns: readonly (readonly number[])[], blocks: number): numb
   const column = (rows: readonly (readonly number[])[], j: number): number[] => rows.map((r) => r[j]!);
   // A candidate without variation (one that never trades) scores 0, as the module documents.
   const sharpe = (values: readonly number[]): number => (Number.isNaN(sharpeRatio(values)) ? 0 : sharpeRatio(values));
-  const blockRows = (set: readonly number[]): (readonly number[])[] => set.flatMap((b) => returns.slice(b * size, (b + 1) * size));
+  const blockRows = (set: readonly number[]): (readonly number[])[] =>
+    set.flatMap((b) => returns.slice(b * size, (b + 1) * size));
   let overfit = 0;
   let splits = 0;
   const visit = (chosen: number[], next: number): void => {
@@ -49,13 +50,23 @@ describe("probability of backtest overfitting (CSCV)", () => {
     expect(result.pbo).toBeCloseTo(2 / 6, 15);
     // Splits in lexicographic order {0,1} {0,2} {0,3} {1,2} {1,3} {2,3}; rank 1 of 2 → ω = 1/3, λ = ln ½.
     const ln2 = Math.log(2);
-    expect(result.logits.map((l) => Number(l.toFixed(12)))).toEqual([-ln2, ln2, ln2, ln2, ln2, -ln2].map((l) => Number(l.toFixed(12))));
+    expect(result.logits.map((l) => Number(l.toFixed(12)))).toEqual(
+      [-ln2, ln2, ln2, ln2, ln2, -ln2].map((l) => Number(l.toFixed(12))),
+    );
   });
 
   it("is 0 when one candidate dominates every block and 1 when in-sample skill always reverses", () => {
     const a = [3, 1, 2, 4, 2, 3];
     // B = A + 1% in every period: same spread, higher mean, so the best in and out of sample.
-    expect(probabilityOfBacktestOverfitting(twoPerBlock(a, a.map((m) => m + 1)), 6).pbo).toBe(0);
+    expect(
+      probabilityOfBacktestOverfitting(
+        twoPerBlock(
+          a,
+          a.map((m) => m + 1),
+        ),
+        6,
+      ).pbo,
+    ).toBe(0);
     // B = −A with A summing to zero: whatever wins in sample has the opposite sign out of sample.
     const rows = twoPerBlock([3, 1, -1, -3], [0, 0, 0, 0]).map(([x]) => [x!, -x!]);
     expect(probabilityOfBacktestOverfitting(rows, 4).pbo).toBe(1);
@@ -77,7 +88,10 @@ describe("probability of backtest overfitting (CSCV)", () => {
       const rows = Array.from({ length: 160 }, () => Array.from({ length: 10 }, () => 0.01 * z()));
       noise += probabilityOfBacktestOverfitting(rows, 8).pbo;
       // Candidate 0 gets a true per-period Sharpe ratio of 0.5.
-      skill += probabilityOfBacktestOverfitting(rows.map((row) => [row[0]! + 0.005, ...row.slice(1)]), 8).pbo;
+      skill += probabilityOfBacktestOverfitting(
+        rows.map((row) => [row[0]! + 0.005, ...row.slice(1)]),
+        8,
+      ).pbo;
     }
     expect(noise / 200).toBeGreaterThan(0.42);
     expect(noise / 200).toBeLessThan(0.58);
@@ -97,7 +111,12 @@ describe("probability of backtest overfitting (CSCV)", () => {
     expect(() => probabilityOfBacktestOverfitting(rows, 3)).toThrow(RangeError);
     expect(() => probabilityOfBacktestOverfitting(rows, 0)).toThrow(RangeError);
     expect(() => probabilityOfBacktestOverfitting(rows.slice(0, 7), 4)).toThrow(RangeError);
-    expect(() => probabilityOfBacktestOverfitting(rows.map((r) => [r[0]!]), 4)).toThrow(RangeError);
+    expect(() =>
+      probabilityOfBacktestOverfitting(
+        rows.map((r) => [r[0]!]),
+        4,
+      ),
+    ).toThrow(RangeError);
     expect(() => probabilityOfBacktestOverfitting([...rows, [1]], 4)).toThrow(RangeError);
     expect(() => probabilityOfBacktestOverfitting([...rows, [1, Number.NaN]], 4)).toThrow(RangeError);
   });

@@ -3,10 +3,12 @@ import { basketReturns, splitByRegime, trailingRegimes } from "../../../src/perf
 
 describe("market regime by the basket's trailing return", () => {
   it("averages the coins into an equal-weight basket, period by period", () => {
-    expect(basketReturns([
-      [0.1, -0.2],
-      [0.3, 0],
-    ])).toEqual([0.2, -0.1]);
+    expect(
+      basketReturns([
+        [0.1, -0.2],
+        [0.3, 0],
+      ]),
+    ).toEqual([0.2, -0.1]);
     expect(() => basketReturns([[0.1], [0.1, 0.2]])).toThrow(RangeError);
   });
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { normalCdf } from "../../../src/performance/normal.ts";
 import {
-  annualiseSharpe,
   annualisedVolatility,
+  annualiseSharpe,
   compoundedReturn,
   deflatedSharpeRatio,
   EULER_MASCHERONI,
@@ -137,7 +137,10 @@ describe("deflated Sharpe ratio", () => {
     // The paper reports SR* ≈ 0.1132 (non-annualised) and DSR ≈ 0.9004.
     const benchmark = expectedMaximumSharpe(0.5 / 250, 100);
     expect(benchmark).toBeCloseTo(0.1132, 4);
-    const dsr = probabilisticSharpeRatio({ sharpe: 2.5 / Math.sqrt(250), count: 1250, skewness: -3, kurtosis: 10 }, benchmark);
+    const dsr = probabilisticSharpeRatio(
+      { sharpe: 2.5 / Math.sqrt(250), count: 1250, skewness: -3, kurtosis: 10 },
+      benchmark,
+    );
     expect(dsr).toBeCloseTo(0.9004, 4);
   });
 
@@ -187,7 +190,9 @@ describe("deflated Sharpe ratio", () => {
   it("refuses fewer than two trials and trials without a Sharpe ratio", () => {
     expect(() => expectedMaximumSharpe(1, 1)).toThrow(RangeError);
     expect(() => expectedMaximumSharpe(-1, 10)).toThrow(RangeError);
-    expect(() => deflatedSharpeRatio({ sharpe: 0.1, count: 10, skewness: 0, kurtosis: 3 }, [0.1, Number.NaN])).toThrow(RangeError);
+    expect(() => deflatedSharpeRatio({ sharpe: 0.1, count: 10, skewness: 0, kurtosis: 3 }, [0.1, Number.NaN])).toThrow(
+      RangeError,
+    );
   });
 });
 

@@ -1,8 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { backtestWindow, markedEquity, metricsOf, positionValue, takenTrade, takeTrades } from "../../../bench/research/accounting.ts";
-import type { TrackEvent } from "../../../src/track-record/track-record.ts";
+import {
+  backtestWindow,
+  markedEquity,
+  metricsOf,
+  positionValue,
+  takenTrade,
+  takeTrades,
+} from "../../../bench/research/accounting.ts";
 import { fixed, formatPf } from "../../../bench/research/markdown.ts";
 import { median } from "../../../bench/research/walk-forward.ts";
+import type { TrackEvent } from "../../../src/track-record/track-record.ts";
 
 const H = 3_600_000;
 const FEE = { fee: 0.001, slippage: 0 };
@@ -32,16 +39,19 @@ describe("backtest accounting (hand-computed)", () => {
     expect(positionValue(-1, 50, 50, FEE)).toBeCloseTo(0.998001, 12);
   });
 
-  it("charges slippage on both fills and the fee on each side's " + "notional; a short's exit fee is on the buy-back", () => {
-    const costs = { fee: 0.001, slippage: 0.0003 };
-    // Long 100 → 110: bought at 100.03, sold at 109.967; (1 − f)²·X/E.
-    expect(positionValue(1, 100, 110, costs)).toBeCloseTo(0.999 * 0.999 * (109.967 / 100.03), 12);
-    // Short 100 → 90: sold at 99.97, bought back at 90.027; (1 − f)·(2 − (1 + f)·X/E).
-    expect(positionValue(-1, 100, 90, costs)).toBeCloseTo(0.999 * (2 - 1.001 * (90.027 / 99.97)), 12);
-    // Without slippage the short is (1 − f)·(2 − (1 + f)·0.9) = 1.0980009, not (1 + r)(1 − f)² = 1.0978011.
-    expect(positionValue(-1, 100, 90, FEE)).toBeCloseTo(1.0980009, 12);
-    expect(positionValue(-1, 100, 90, FEE)).not.toBeCloseTo(1.1 * 0.999 * 0.999, 6);
-  });
+  it(
+    "charges slippage on both fills and the fee on each side's " + "notional; a short's exit fee is on the buy-back",
+    () => {
+      const costs = { fee: 0.001, slippage: 0.0003 };
+      // Long 100 → 110: bought at 100.03, sold at 109.967; (1 − f)²·X/E.
+      expect(positionValue(1, 100, 110, costs)).toBeCloseTo(0.999 * 0.999 * (109.967 / 100.03), 12);
+      // Short 100 → 90: sold at 99.97, bought back at 90.027; (1 − f)·(2 − (1 + f)·X/E).
+      expect(positionValue(-1, 100, 90, costs)).toBeCloseTo(0.999 * (2 - 1.001 * (90.027 / 99.97)), 12);
+      // Without slippage the short is (1 − f)·(2 − (1 + f)·0.9) = 1.0980009, not (1 + r)(1 − f)² = 1.0978011.
+      expect(positionValue(-1, 100, 90, FEE)).toBeCloseTo(1.0980009, 12);
+      expect(positionValue(-1, 100, 90, FEE)).not.toBeCloseTo(1.1 * 0.999 * 0.999, 6);
+    },
+  );
 
   it("never values a position below zero and liquidates a short when its value reaches zero", () => {
     // A short entered at 10 is worth (1 − f)(2 − (1 + f)·X/10): zero from X ≈ 19.98 on.
@@ -50,9 +60,19 @@ describe("backtest accounting (hand-computed)", () => {
     const liquidated = takenTrade(-1, 0, 4, closes, FEE);
     expect(liquidated).toMatchObject({ exitIndex: 2, exitPrice: 21, growth: 0 });
     // The same trade without the spike runs to its exit.
-    expect(takenTrade(-1, 0, 4, [10, 15, 18, 12, 8], FEE)).toMatchObject({ exitIndex: 4, exitPrice: 8, growth: positionValue(-1, 10, 8, FEE) });
+    expect(takenTrade(-1, 0, 4, [10, 15, 18, 12, 8], FEE)).toMatchObject({
+      exitIndex: 4,
+      exitPrice: 8,
+      growth: positionValue(-1, 10, 8, FEE),
+    });
     // After a liquidation the equity stays at zero; the drawdown is total.
-    expect(markedEquity([liquidated], closes, FEE)).toEqual([positionValue(-1, 10, 10, FEE), positionValue(-1, 10, 15, FEE), 0, 0, 0]);
+    expect(markedEquity([liquidated], closes, FEE)).toEqual([
+      positionValue(-1, 10, 10, FEE),
+      positionValue(-1, 10, 15, FEE),
+      0,
+      0,
+      0,
+    ]);
     expect(metricsOf([liquidated], closes, FEE)).toMatchObject({ compoundedPct: -100, maxDrawdownPct: 100 });
   });
 
@@ -105,7 +125,15 @@ describe("backtest accounting (hand-computed)", () => {
 
   it("a trade-free window has no win rate, average or profit factor, and no drawdown", () => {
     const m = backtestWindow([], candles, { start: 0, end: 8 * H }, FEE);
-    expect(m).toMatchObject({ trades: 0, winRatePct: null, avgTradePct: null, profitFactor: null, maxDrawdownPct: 0, compoundedPct: 0, exposurePct: 0 });
+    expect(m).toMatchObject({
+      trades: 0,
+      winRatePct: null,
+      avgTradePct: null,
+      profitFactor: null,
+      maxDrawdownPct: 0,
+      compoundedPct: 0,
+      exposurePct: 0,
+    });
     const onlyWin = backtestWindow(events.slice(0, 1), candles.slice(0, 3), { start: 0, end: 3 * H }, FEE);
     expect(onlyWin.profitFactor).toBe(Infinity);
     expect(formatPf(onlyWin.profitFactor)).toBe("∞");

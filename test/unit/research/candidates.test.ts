@@ -1,7 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { takenTrade } from "../../../bench/research/accounting.ts";
 import type { CoinFrame } from "../../../bench/research/candidates.ts";
-import { alignHigherDirection, clipTrades, higherTimeframeHoldTrades, PRINCIPLED, trailingReturnSign } from "../../../bench/research/candidates.ts";
+import {
+  alignHigherDirection,
+  clipTrades,
+  higherTimeframeHoldTrades,
+  PRINCIPLED,
+  trailingReturnSign,
+} from "../../../bench/research/candidates.ts";
 import { weeklyCandles } from "../../../bench/research/series.ts";
 import type { Candle } from "../../../src/engine/index.ts";
 import type { TrackEvent } from "../../../src/track-record/track-record.ts";
@@ -9,7 +15,14 @@ import type { TrackEvent } from "../../../src/track-record/track-record.ts";
 const H = 3_600_000;
 const DAY = 24 * H;
 const NO_COSTS = { fee: 0, slippage: 0 };
-const candle = (openTime: number, close: number): Candle => ({ openTime, open: close, high: close, low: close, close, volume: 1 });
+const candle = (openTime: number, close: number): Candle => ({
+  openTime,
+  open: close,
+  high: close,
+  low: close,
+  close,
+  volume: 1,
+});
 
 describe("principled candidates: what each rule may read", () => {
   it("reads the higher timeframe only after its candle has closed (no look-ahead)", () => {
@@ -25,14 +38,17 @@ describe("principled candidates: what each rule may read", () => {
     expect([...prefix]).toEqual([...aligned.slice(0, 6)]);
   });
 
-  it("takes the trailing return from the close a whole look-back " + "earlier, and none before the history is that long", () => {
-    const candles = [100, 90, 95, 120, 110, 80].map((c, d) => candle(d * DAY, c));
-    // Look-back of 2 days: day 2 vs day 0 (95 < 100), day 3 vs day 1 (120 > 90), day 4 vs 2, day 5 vs 3.
-    expect([...trailingReturnSign(candles, 2 * DAY)]).toEqual([0, 0, -1, 1, 1, -1]);
-    // A gap in the data: the last close at or before the target time is used.
-    const gappy = [candle(0, 100), candle(3 * DAY, 110), candle(4 * DAY, 90)];
-    expect([...trailingReturnSign(gappy, 2 * DAY)]).toEqual([0, 1, -1]);
-  });
+  it(
+    "takes the trailing return from the close a whole look-back " + "earlier, and none before the history is that long",
+    () => {
+      const candles = [100, 90, 95, 120, 110, 80].map((c, d) => candle(d * DAY, c));
+      // Look-back of 2 days: day 2 vs day 0 (95 < 100), day 3 vs day 1 (120 > 90), day 4 vs 2, day 5 vs 3.
+      expect([...trailingReturnSign(candles, 2 * DAY)]).toEqual([0, 0, -1, 1, 1, -1]);
+      // A gap in the data: the last close at or before the target time is used.
+      const gappy = [candle(0, 100), candle(3 * DAY, 110), candle(4 * DAY, 90)];
+      expect([...trailingReturnSign(gappy, 2 * DAY)]).toEqual([0, 1, -1]);
+    },
+  );
 
   it("builds Monday-based weeks from daily candles", () => {
     // 2024-01-04 (Thursday) to 2024-01-09 (Tuesday): the week of Monday 2024-01-01, then that of 2024-01-08.
@@ -106,12 +122,15 @@ describe("(a) and (c) restrict MS-1's own trades", () => {
   const frame = frameOf(closes, allowed, events);
   const window = { start: 0, end: 8 * H };
 
-  it.each(["(a) higher timeframe agrees", "(c) 4-week momentum"])("%s holds only where " + "the direction agrees", (name) => {
-    const candidate = PRINCIPLED.find((c) => c.name === name)!;
-    // MS-1: long 0 → 4 (reversal), short 4 → 7 (window end). Allowed long at 0–1; short at 4–5.
-    expect(candidate.trades(frame, window, NO_COSTS).map((t) => [t.direction, t.entryIndex, t.exitIndex])).toEqual([
-      [1, 0, 2],
-      [-1, 4, 6],
-    ]);
-  });
+  it.each(["(a) higher timeframe agrees", "(c) 4-week momentum"])(
+    "%s holds only where " + "the direction agrees",
+    (name) => {
+      const candidate = PRINCIPLED.find((c) => c.name === name)!;
+      // MS-1: long 0 → 4 (reversal), short 4 → 7 (window end). Allowed long at 0–1; short at 4–5.
+      expect(candidate.trades(frame, window, NO_COSTS).map((t) => [t.direction, t.entryIndex, t.exitIndex])).toEqual([
+        [1, 0, 2],
+        [-1, 4, 6],
+      ]);
+    },
+  );
 });

@@ -18,7 +18,8 @@ describe("trade figures of the fold-by-fold tables", () => {
     expect(f.payoff).toBeCloseTo(net[0]! / -net[1]!, 12);
     // At the break-even fee the mean trade is exactly zero (no slippage).
     const fee = f.breakEvenFeePct! / 100;
-    const mean = (positionValue(1, 100, 110, { fee, slippage: 0 }) + positionValue(-1, 100, 104, { fee, slippage: 0 })) / 2;
+    const mean =
+      (positionValue(1, 100, 110, { fee, slippage: 0 }) + positionValue(-1, 100, 104, { fee, slippage: 0 })) / 2;
     expect(mean).toBeCloseTo(1, 12);
     // By hand: (1 − f)²·1.1 + (1 − f)(2 − 1.04(1 + f)) = 2 → 2.14f² − 4.2f + 0.06 = 0 → f ≈ 1.4391%.
     expect(f.breakEvenFeePct).toBeCloseTo(((4.2 - Math.sqrt(4.2 ** 2 - 4 * 2.14 * 0.06)) / 4.28) * 100, 8);
@@ -36,7 +37,11 @@ describe("trade figures of the fold-by-fold tables", () => {
 describe("the rule that carries a principled candidate into the pre-registered hold-out", () => {
   const candidate = (name: string, family: string): Candidate => ({ name, family, rule: "", trades: () => [] });
   const measured = (name: string, family: string, sharpe: number, folds: number[]) =>
-    ({ candidate: candidate(name, family), summary: { sharpePerPeriod: sharpe }, foldSharpes: folds }) as unknown as Parameters<typeof carriedForward>[0];
+    ({
+      candidate: candidate(name, family),
+      summary: { sharpePerPeriod: sharpe },
+      foldSharpes: folds,
+    }) as unknown as Parameters<typeof carriedForward>[0];
   const served = measured("MS-1", "served", 0.02, [0.1, 0, 0, 0, 0]);
 
   it("needs a positive Sharpe ratio above MS-1's and at least 3 of 5 folds above MS-1's", () => {
@@ -48,11 +53,19 @@ describe("the rule that carries a principled candidate into the pre-registered h
     expect(carried).toEqual(["better on 3 folds"]);
     // MS-1 negative: the candidate still needs a positive Sharpe ratio of its own.
     const negativeServed = measured("MS-1", "served", -0.05, [-1, -1, -1, -1, -1]);
-    expect(carriedForward(negativeServed, [measured("less bad", "a", -0.01, [0, 0, 0, 0, 0]), measured("positive", "b", 0.01, [0, 0, 0, 0, 0])])).toEqual(["positive"]);
+    expect(
+      carriedForward(negativeServed, [
+        measured("less bad", "a", -0.01, [0, 0, 0, 0, 0]),
+        measured("positive", "b", 0.01, [0, 0, 0, 0, 0]),
+      ]),
+    ).toEqual(["positive"]);
   });
 
   it("lets only the best momentum look-back through", () => {
-    const carried = carriedForward(served, [measured("1 week", "c", 0.04, [1, 1, 1, 1, 1]), measured("4 weeks", "c", 0.05, [1, 1, 1, -1, -1])]);
+    const carried = carriedForward(served, [
+      measured("1 week", "c", 0.04, [1, 1, 1, 1, 1]),
+      measured("4 weeks", "c", 0.05, [1, 1, 1, -1, -1]),
+    ]);
     expect(carried).toEqual(["4 weeks"]);
   });
 });

@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { takenTrade } from "../../../bench/research/accounting.ts";
-import { dailyReturnsOf, daysBetween, equalWeight, exposureOf, sleeveDailyReturns } from "../../../bench/research/portfolio.ts";
+import {
+  dailyReturnsOf,
+  daysBetween,
+  equalWeight,
+  exposureOf,
+  sleeveDailyReturns,
+} from "../../../bench/research/portfolio.ts";
 
 const H = 3_600_000;
 const DAY = 24 * H;
@@ -28,7 +34,10 @@ describe("daily returns of a sleeve and the equal-weight portfolio", () => {
 
   it("marks a coin's trades inside a window and returns its daily changes", () => {
     // Hourly closes 100 → 110 over a day, then flat: a long from hour 0 to hour 24 earns +10% on day 0.
-    const candles = Array.from({ length: 48 }, (_, h) => ({ openTime: h * H, close: h <= 23 ? 100 + (10 * h) / 23 : 110 }));
+    const candles = Array.from({ length: 48 }, (_, h) => ({
+      openTime: h * H,
+      close: h <= 23 ? 100 + (10 * h) / 23 : 110,
+    }));
     const closes = candles.map((c) => c.close);
     const trade = takenTrade(1, 0, 30, closes, NO_COSTS);
     const daily = sleeveDailyReturns([trade], candles, { start: 0, end: 48 * H }, NO_COSTS);

@@ -4,13 +4,36 @@
  * half a secret), and a symbolic link is never followed, neither to write nor to read. The
  * internal token persists in its file until rotated and INTERNAL_TOKEN overrides it.
  */
-import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { readSecretFile, securePrivateDir, SymlinkRefusedError, writeSecretFile } from "../../../src/server/private-files.ts";
-import { clientTokenSource, internalTokenPath, readInternalToken, rotateInternalToken, serverTokenSource, ensureInternalToken } from "../../../src/server/internal-token.ts";
 import { createBearerCheck } from "../../../src/server/internal-auth.ts";
+import {
+  clientTokenSource,
+  ensureInternalToken,
+  internalTokenPath,
+  readInternalToken,
+  rotateInternalToken,
+  serverTokenSource,
+} from "../../../src/server/internal-token.ts";
+import {
+  readSecretFile,
+  SymlinkRefusedError,
+  securePrivateDir,
+  writeSecretFile,
+} from "../../../src/server/private-files.ts";
 
 let dir: string;
 beforeEach(() => {
@@ -93,7 +116,9 @@ describe("the internal token", () => {
     const rotated = rotateInternalToken(dir);
     expect(rotated).not.toBe(first);
     expect(ensureInternalToken({ internalToken: null, dataDir: dir })).toBe(rotated);
-    expect(ensureInternalToken({ internalToken: "an-operator-token-0123", dataDir: dir })).toBe("an-operator-token-0123");
+    expect(ensureInternalToken({ internalToken: "an-operator-token-0123", dataDir: dir })).toBe(
+      "an-operator-token-0123",
+    );
     expect(readInternalToken(dir)).toBe(rotated);
   });
 

@@ -23,7 +23,8 @@ describe("symbols parameter", () => {
   });
   it("accepts base codes and rejects malformed ones", () => {
     for (const ok of ["BTC", "1INCH", "BTCUSDT", "A"]) expect(isWellFormedSymbol(ok)).toBe(true);
-    for (const bad of ["B-D", "BTC/USDT", "", "ÄBC", "A".repeat(16), "BT C", "<SCRIPT>"]) expect(isWellFormedSymbol(bad)).toBe(false);
+    for (const bad of ["B-D", "BTC/USDT", "", "ÄBC", "A".repeat(16), "BT C", "<SCRIPT>"])
+      expect(isWellFormedSymbol(bad)).toBe(false);
   });
 });
 
@@ -32,6 +33,7 @@ describe("tf parameter", () => {
     for (const tf of ["15m", "30m", "1h", "4h", "1d"]) expect(normaliseTimeframe(tf)).toBe(tf);
   });
   it("silently turns anything else into 4h", () => {
-    for (const tf of [undefined, "", "1H", "5m", "4h ", "1w", "4h,1h", "\u0000"]) expect(normaliseTimeframe(tf)).toBe("4h");
+    for (const tf of [undefined, "", "1H", "5m", "4h ", "1w", "4h,1h", "\u0000"])
+      expect(normaliseTimeframe(tf)).toBe("4h");
   });
 });

@@ -4,8 +4,17 @@
  * buy-and-hold over the same period, maximum drawdown, and the fee parameter's validation.
  */
 import { describe, expect, it } from "vitest";
-import { ChartDataCache, type ChartData } from "../../../src/track-record/chart-data.ts";
-import { ALLOWED_FEES_PCT, DEFAULT_FEE_PCT, maxDrawdownPct, nearestAllowedFee, netResultPct, parseFeePct, runBacktest, type CloseSeries } from "../../../src/track-record/backtest.ts";
+import {
+  ALLOWED_FEES_PCT,
+  type CloseSeries,
+  DEFAULT_FEE_PCT,
+  maxDrawdownPct,
+  nearestAllowedFee,
+  netResultPct,
+  parseFeePct,
+  runBacktest,
+} from "../../../src/track-record/backtest.ts";
+import { type ChartData, ChartDataCache } from "../../../src/track-record/chart-data.ts";
 import { computeTrackRecord, type TrackCandle, type TrackEvent } from "../../../src/track-record/track-record.ts";
 
 const H = 3_600_000;
@@ -36,7 +45,11 @@ describe("fees", () => {
   });
 
   it("compounds the closed trades: +10% then −10% then 0% is −1% without fees", () => {
-    const bt = backtest([ev("LONG", 0, 100, 90), ev("SHORT", 1, 110, 130), ev("LONG", 2, 121, 100), ev("NONE", 3, 121)], [100, 110, 121, 121], 0);
+    const bt = backtest(
+      [ev("LONG", 0, 100, 90), ev("SHORT", 1, 110, 130), ev("LONG", 2, 121, 100), ev("NONE", 3, 121)],
+      [100, 110, 121, 121],
+      0,
+    );
     expect(bt).toMatchObject({ trades: 3, wins: 1, openTrade: null });
     expect(bt.totalPct).toBeCloseTo(-1, 10);
     expect(bt.avgResultPct).toBeCloseTo(0, 10);
@@ -44,19 +57,30 @@ describe("fees", () => {
   });
 
   it("with a fee: longs keep (1 − f)²·X/E, the short (1 − f)·(2 − (1 + f)·X/E); the flat third trade is a loss", () => {
-    const bt = backtest([ev("LONG", 0, 100, 90), ev("SHORT", 1, 110, 130), ev("LONG", 2, 121, 100), ev("NONE", 3, 121)], [100, 110, 121, 121], 0.1);
+    const bt = backtest(
+      [ev("LONG", 0, 100, 90), ev("SHORT", 1, 110, 130), ev("LONG", 2, 121, 100), ev("NONE", 3, 121)],
+      [100, 110, 121, 121],
+      0.1,
+    );
     expect(bt.feePct).toBe(0.1);
     expect(bt.wins).toBe(1);
     const short = 0.999 * (2 - 1.001 * (121 / 110)); // 0.89800..., not 0.9 × 0.999² = 0.89820...
     expect(bt.totalPct).toBeCloseTo((1.1 * 0.999 ** 2 * short * 0.999 ** 2 - 1) * 100, 10);
-    expect(bt.avgResultPct).toBeCloseTo((netResultPct(10, 0.1) + netResultPct(-10, 0.1, -1) + netResultPct(0, 0.1)) / 3, 10);
+    expect(bt.avgResultPct).toBeCloseTo(
+      (netResultPct(10, 0.1) + netResultPct(-10, 0.1, -1) + netResultPct(0, 0.1)) / 3,
+      10,
+    );
   });
 
-  it("a short pays the exit fee on the buy-back: +10% at 1% per side is " + "0.99 × (2 − 1.01 × 0.9) − 1 = +8.009%, as the research counts it", () => {
-    expect(netResultPct(10, 1, -1)).toBeCloseTo(8.009, 10);
-    expect(netResultPct(-10, 1, -1)).toBeCloseTo((0.99 * (2 - 1.01 * 1.1) - 1) * 100, 10);
-    expect(netResultPct(0, 0, -1)).toBeCloseTo(0, 12);
-  });
+  it(
+    "a short pays the exit fee on the buy-back: +10% at 1% per side is " +
+      "0.99 × (2 − 1.01 × 0.9) − 1 = +8.009%, as the research counts it",
+    () => {
+      expect(netResultPct(10, 1, -1)).toBeCloseTo(8.009, 10);
+      expect(netResultPct(-10, 1, -1)).toBeCloseTo((0.99 * (2 - 1.01 * 1.1) - 1) * 100, 10);
+      expect(netResultPct(0, 0, -1)).toBeCloseTo(0, 12);
+    },
+  );
 
   it("a short that more than doubles against it loses its stake and no more (−100%)", () => {
     expect(netResultPct(-150, 0.1, -1)).toBe(-100);
@@ -64,15 +88,18 @@ describe("fees", () => {
 });
 
 describe("positions", () => {
-  it("holds one position at a time: a reversal is taken, a " + "same-direction signal inside a held trade is skipped", () => {
-    const events = [ev("LONG", 0, 100, 90), ev("STRONG_LONG", 1, 110, 100), ev("SHORT", 3, 95, 105)];
-    const bt = backtest(events, [100, 110, 99, 95, 94], 0);
-    // LONG 100 → 95 at the SHORT (taken, −5%); STRONG_LONG entered while LONG was held (skipped);
-    // SHORT entered at the LONG's exit (taken) and still open.
-    expect(bt.trades).toBe(1);
-    expect(bt.totalPct).toBeCloseTo(-5, 12);
-    expect(bt.openTrade).toMatchObject({ signal: "SHORT", entryPrice: 95, exitReason: "open" });
-  });
+  it(
+    "holds one position at a time: a reversal is taken, a " + "same-direction signal inside a held trade is skipped",
+    () => {
+      const events = [ev("LONG", 0, 100, 90), ev("STRONG_LONG", 1, 110, 100), ev("SHORT", 3, 95, 105)];
+      const bt = backtest(events, [100, 110, 99, 95, 94], 0);
+      // LONG 100 → 95 at the SHORT (taken, −5%); STRONG_LONG entered while LONG was held (skipped);
+      // SHORT entered at the LONG's exit (taken) and still open.
+      expect(bt.trades).toBe(1);
+      expect(bt.totalPct).toBeCloseTo(-5, 12);
+      expect(bt.openTrade).toMatchObject({ signal: "SHORT", entryPrice: 95, exitReason: "open" });
+    },
+  );
 
   it("after a defense exit, the next signal in the same direction is a new position", () => {
     const bt = backtest([ev("LONG", 0, 100, 95), ev("LONG", 3, 96, 90), ev("NONE", 4, 99)], [100, 94, 95, 96, 99], 0);
@@ -82,7 +109,15 @@ describe("positions", () => {
 
   it("is empty with no closed trade", () => {
     const bt = backtest([], [1, 2, 3], 0.1);
-    expect(bt).toMatchObject({ trades: 0, totalPct: null, buyHoldPct: null, maxDrawdownPct: null, curve: [], from: null, openTrade: null });
+    expect(bt).toMatchObject({
+      trades: 0,
+      totalPct: null,
+      buyHoldPct: null,
+      maxDrawdownPct: null,
+      curve: [],
+      from: null,
+      openTrade: null,
+    });
   });
 });
 
@@ -92,33 +127,45 @@ describe("equity curve, buy-and-hold and drawdown", () => {
   const events = [ev("LONG", 0, 100), ev("NONE", 3, 120), ev("SHORT", 4, 120, 130)];
   const closes = [100, 80, 110, 120, 120, 130, 150];
 
-  it("marks a held position at each close and stays flat when out; " + "buy-and-hold runs from the first entry to the last close", () => {
-    const bt = backtest(events, closes, 0);
-    expect(bt.curve.map((p) => p.strategy)).toEqual([1, 0.8, 1.1, 1.2, 1.2, 1.2 * (1 - 10 / 120), 1.2 * (1 - 10 / 120)].map((v) => expect.closeTo(v, 12)));
-    expect(bt.curve.map((p) => p.buyHold)).toEqual([1, 0.8, 1.1, 1.2, 1.2, 1.3, 1.5].map((v) => expect.closeTo(v, 12)));
-    expect(bt.totalPct).toBeCloseTo(10, 10); // 1.2 × 110/120 = 1.1
-    expect(bt.buyHoldPct).toBeCloseTo(50, 10);
-    expect(bt.from).toBe(t(0));
-    expect(bt.to).toBe(t(6));
-    // Strategy: from the peak 1.0 down to 0.8 is 20% (the later fall from 1.2 to 1.1 is only 8.33%); buy-and-hold also
-    // 20%.
-    expect(bt.maxDrawdownPct).toBeCloseTo(20, 10);
-    expect(bt.buyHoldMaxDrawdownPct).toBeCloseTo(20, 10);
-  });
+  it(
+    "marks a held position at each close and stays flat when out; " +
+      "buy-and-hold runs from the first entry to the last close",
+    () => {
+      const bt = backtest(events, closes, 0);
+      expect(bt.curve.map((p) => p.strategy)).toEqual(
+        [1, 0.8, 1.1, 1.2, 1.2, 1.2 * (1 - 10 / 120), 1.2 * (1 - 10 / 120)].map((v) => expect.closeTo(v, 12)),
+      );
+      expect(bt.curve.map((p) => p.buyHold)).toEqual(
+        [1, 0.8, 1.1, 1.2, 1.2, 1.3, 1.5].map((v) => expect.closeTo(v, 12)),
+      );
+      expect(bt.totalPct).toBeCloseTo(10, 10); // 1.2 × 110/120 = 1.1
+      expect(bt.buyHoldPct).toBeCloseTo(50, 10);
+      expect(bt.from).toBe(t(0));
+      expect(bt.to).toBe(t(6));
+      // Strategy: from the peak 1.0 down to 0.8 is 20% (the later fall from 1.2 to 1.1 is only 8.33%); buy-and-hold
+      // also
+      // 20%.
+      expect(bt.maxDrawdownPct).toBeCloseTo(20, 10);
+      expect(bt.buyHoldMaxDrawdownPct).toBeCloseTo(20, 10);
+    },
+  );
 
-  it("with a fee the curve pays the entry fee while held and " + "both fees once out; buy-and-hold pays one each way", () => {
-    const f = 0.01; // 1% per side
-    const bt = backtest(events, closes, 1);
-    const first = 1.2 * (1 - f) ** 2;
-    expect(bt.curve[0]!.strategy).toBeCloseTo(1 - f, 12);
-    expect(bt.curve[1]!.strategy).toBeCloseTo(0.8 * (1 - f), 12);
-    expect(bt.curve[3]!.strategy).toBeCloseTo(first, 12);
-    // The short 120 → 130 pays its exit fee on the buy-back: (1 − f)·(2 − (1 + f)·130/120).
-    const short = (1 - f) * (2 - (1 + f) * (130 / 120));
-    expect(bt.curve[6]!.strategy).toBeCloseTo(first * short, 12);
-    expect(bt.totalPct).toBeCloseTo((first * short - 1) * 100, 10);
-    expect(bt.buyHoldPct).toBeCloseTo((1.5 * (1 - f) ** 2 - 1) * 100, 10);
-  });
+  it(
+    "with a fee the curve pays the entry fee while held and " + "both fees once out; buy-and-hold pays one each way",
+    () => {
+      const f = 0.01; // 1% per side
+      const bt = backtest(events, closes, 1);
+      const first = 1.2 * (1 - f) ** 2;
+      expect(bt.curve[0]!.strategy).toBeCloseTo(1 - f, 12);
+      expect(bt.curve[1]!.strategy).toBeCloseTo(0.8 * (1 - f), 12);
+      expect(bt.curve[3]!.strategy).toBeCloseTo(first, 12);
+      // The short 120 → 130 pays its exit fee on the buy-back: (1 − f)·(2 − (1 + f)·130/120).
+      const short = (1 - f) * (2 - (1 + f) * (130 / 120));
+      expect(bt.curve[6]!.strategy).toBeCloseTo(first * short, 12);
+      expect(bt.totalPct).toBeCloseTo((first * short - 1) * 100, 10);
+      expect(bt.buyHoldPct).toBeCloseTo((1.5 * (1 - f) ** 2 - 1) * 100, 10);
+    },
+  );
 
   it("maximum drawdown is the largest fall from an earlier peak", () => {
     expect(maxDrawdownPct([1, 2, 1.5, 3, 1.5, 2])).toBeCloseTo(50, 12);
@@ -131,7 +178,8 @@ describe("fee parameter", () => {
   it(`defaults to ${DEFAULT_FEE_PCT}% and accepts the allowed fees as they are`, () => {
     expect(parseFeePct(undefined)).toEqual({ ok: true, feePct: 0.1, exact: true });
     expect(parseFeePct("")).toEqual({ ok: true, feePct: 0.1, exact: true });
-    for (const fee of ALLOWED_FEES_PCT) expect(parseFeePct(String(fee))).toEqual({ ok: true, feePct: fee, exact: true });
+    for (const fee of ALLOWED_FEES_PCT)
+      expect(parseFeePct(String(fee))).toEqual({ ok: true, feePct: fee, exact: true });
     expect(parseFeePct("0.0750")).toEqual({ ok: true, feePct: 0.075, exact: true });
     expect(parseFeePct("1")).toEqual({ ok: true, feePct: 1, exact: true });
   });
@@ -167,7 +215,11 @@ describe("fee parameter", () => {
 describe("backtests per fee in the chart data cache (issue 23, item 11)", () => {
   it("computes each allowed fee once per series copy, keeps them all, and computes no other fee", () => {
     const closes: CloseSeries = { times: [0, 1, 2, 3], closes: [100, 110, 105, 120] };
-    const data = { record: { trades: [] }, closes, backtest: runBacktest([], closes, DEFAULT_FEE_PCT) } as unknown as ChartData;
+    const data = {
+      record: { trades: [] },
+      closes,
+      backtest: runBacktest([], closes, DEFAULT_FEE_PCT),
+    } as unknown as ChartData;
     const cache = new ChartDataCache(null as never);
     const first = ALLOWED_FEES_PCT.map((fee) => cache.backtestAt(data, fee));
     // A second round (and a third) returns the very same results: nothing recomputed, nothing evicted.

@@ -15,9 +15,25 @@ const T = Date.parse("2026-11-01T00:00:00Z");
 
 /** A 1h series: closes rise 100, 101, 102 … and the given events (hour, signal, price, defense). */
 function series(hours: number, events: Array<[number, StoredEvent["signal"], number, number | null]>): ChartData {
-  const candles = Array.from({ length: hours }, (_, i) => ({ openTime: T + i * H, open: 100 + i, high: 101 + i, low: 99 + i, close: 100 + i, volume: 1 }));
-  const stored: StoredEvent[] = events.map(([h, signal, price, defense]) => ({ id: `X-1h-${T + h * H}`, signal, price, defense, candleOpenTime: T + h * H }));
-  const closes = { times: Float64Array.from(candles, (c) => c.openTime), closes: Float64Array.from(candles, (c) => c.close) };
+  const candles = Array.from({ length: hours }, (_, i) => ({
+    openTime: T + i * H,
+    open: 100 + i,
+    high: 101 + i,
+    low: 99 + i,
+    close: 100 + i,
+    volume: 1,
+  }));
+  const stored: StoredEvent[] = events.map(([h, signal, price, defense]) => ({
+    id: `X-1h-${T + h * H}`,
+    signal,
+    price,
+    defense,
+    candleOpenTime: T + h * H,
+  }));
+  const closes = {
+    times: Float64Array.from(candles, (c) => c.openTime),
+    closes: Float64Array.from(candles, (c) => c.close),
+  };
   const record = computeTrackRecord(stored, candles);
   return {
     symbol: "X",
@@ -25,7 +41,13 @@ function series(hours: number, events: Array<[number, StoredEvent["signal"], num
     timeframes: ["1h"],
     candles,
     events: stored,
-    levels: { asOf: candles.at(-1)!.openTime, signal: stored.at(-1)!.signal, close: candles.at(-1)!.close, defense: stored.at(-1)!.defense, arming: null },
+    levels: {
+      asOf: candles.at(-1)!.openTime,
+      signal: stored.at(-1)!.signal,
+      close: candles.at(-1)!.close,
+      defense: stored.at(-1)!.defense,
+      arming: null,
+    },
     record,
     closes,
     backtest: runBacktest(record.trades, closes, DEFAULT_FEE_PCT),

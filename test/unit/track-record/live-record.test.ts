@@ -5,13 +5,20 @@
  * exposure at every close. Every expected number is written out from the formulas here.
  */
 import { describe, expect, it } from "vitest";
-import { computeLiveSeries, type LiveCandle, type LiveEvent } from "../../../src/track-record/live-record.ts";
 import type { SignalName } from "../../../src/market/snapshot.ts";
+import { computeLiveSeries, type LiveCandle, type LiveEvent } from "../../../src/track-record/live-record.ts";
 
 const H = 3_600_000;
 const t = (i: number) => 1_700_000_000_000 - (1_700_000_000_000 % H) + i * H;
-const candles = (rows: Array<[number, number]>): LiveCandle[] => rows.map(([open, close], i) => ({ openTime: t(i), open, close }));
-const ev = (signal: SignalName, i: number, price: number, defense: number | null, live = true): LiveEvent => ({ signal, candleOpenTime: t(i), price, defense, live });
+const candles = (rows: Array<[number, number]>): LiveCandle[] =>
+  rows.map(([open, close], i) => ({ openTime: t(i), open, close }));
+const ev = (signal: SignalName, i: number, price: number, defense: number | null, live = true): LiveEvent => ({
+  signal,
+  candleOpenTime: t(i),
+  price,
+  defense,
+  live,
+});
 
 const f = 0.001;
 const s = 0.0003;
@@ -20,7 +27,16 @@ const long = (entry: number, exit: number) => (1 - f) ** 2 * ((exit * (1 - s)) /
 const short = (entry: number, exit: number) => (1 - f) * (2 - (1 + f) * ((exit * (1 + s)) / (entry * (1 - s))));
 
 //                      0          1         2          3          4          5        6        7
-const CANDLES = candles([[100, 100], [101, 105], [106, 110], [108, 107], [107, 100], [99, 95], [96, 90], [91, 92]]);
+const CANDLES = candles([
+  [100, 100],
+  [101, 105],
+  [106, 110],
+  [108, 107],
+  [107, 100],
+  [99, 95],
+  [96, 90],
+  [91, 92],
+]);
 
 describe("computeLiveSeries", () => {
   it("enters at the next open, leaves at the open after the exit signal, after fee and slippage", () => {
@@ -29,7 +45,15 @@ describe("computeLiveSeries", () => {
     expect(r.liveSince).toBe(t(0));
     expect(r.trades).toHaveLength(1);
     const [trade] = r.trades;
-    expect(trade).toMatchObject({ direction: 1, signalTime: t(0), entryTime: t(1), entryPrice: 101, exitTime: t(3), exitPrice: 108, exitReason: "invalidation" });
+    expect(trade).toMatchObject({
+      direction: 1,
+      signalTime: t(0),
+      entryTime: t(1),
+      entryPrice: 101,
+      exitTime: t(3),
+      exitPrice: 108,
+      exitReason: "invalidation",
+    });
     expect(trade!.growth).toBeCloseTo(long(101, 108), 14);
     // The short entered at candle 5's open is still held: marked at the last close, not a trade.
     expect(r.open).toMatchObject({ direction: -1, entryPrice: 99, exitReason: "open" });
@@ -43,13 +67,25 @@ describe("computeLiveSeries", () => {
   });
 
   it("opens no trade for a signal that was not issued live, and starts at the first live one", () => {
-    const events = [ev("LONG", 0, 100, 90, false), ev("NONE", 2, 110, null, false), ev("LONG", 3, 107, 95, false), ev("SHORT", 4, 100, 120)];
+    const events = [
+      ev("LONG", 0, 100, 90, false),
+      ev("NONE", 2, 110, null, false),
+      ev("LONG", 3, 107, 95, false),
+      ev("SHORT", 4, 100, 120),
+    ];
     const r = computeLiveSeries(events, CANDLES, H, COSTS);
     expect(r.liveSince).toBe(t(4));
     expect(r.candles[0]!.openTime).toBe(t(4));
     expect(r.trades).toHaveLength(0);
     expect(r.open).toMatchObject({ direction: -1, entryTime: t(5) });
-    expect(computeLiveSeries(events.map((e) => ({ ...e, live: false })), CANDLES, H, COSTS)).toMatchObject({ liveSince: null, trades: [], open: null });
+    expect(
+      computeLiveSeries(
+        events.map((e) => ({ ...e, live: false })),
+        CANDLES,
+        H,
+        COSTS,
+      ),
+    ).toMatchObject({ liveSince: null, trades: [], open: null });
   });
 
   it("a later signal that was not live still ends a live trade (the API served it)", () => {
@@ -81,25 +117,44 @@ describe("computeLiveSeries", () => {
     expect(r.trades[0]!.funding).toBeCloseTo(0.0001 / 4, 15);
     expect(r.trades[0]!.growth).toBeCloseTo(short(101, 108) - 0.0001 / 4, 14);
     // Longs pay none.
-    expect(computeLiveSeries([ev("LONG", 0, 100, 90), ev("NONE", 2, 110, null)], CANDLES, H, costs).trades[0]!.funding).toBe(0);
+    expect(
+      computeLiveSeries([ev("LONG", 0, 100, 90), ev("NONE", 2, 110, null)], CANDLES, H, costs).trades[0]!.funding,
+    ).toBe(0);
   });
 
   it("liquidates a short whose value reaches 0 at a close: growth 0, and nothing is traded after", () => {
-    const c = candles([[100, 100], [100, 150], [160, 210], [200, 190], [190, 180]]);
+    const c = candles([
+      [100, 100],
+      [100, 150],
+      [160, 210],
+      [200, 190],
+      [190, 180],
+    ]);
     const r = computeLiveSeries([ev("SHORT", 0, 100, 300), ev("LONG", 3, 190, 150)], c, H, COSTS);
     expect(short(100, 210)).toBeLessThan(0);
-    expect(r.trades).toEqual([expect.objectContaining({ direction: -1, exitReason: "liquidated", exitTime: t(2), growth: 0 })]);
+    expect(r.trades).toEqual([
+      expect.objectContaining({ direction: -1, exitReason: "liquidated", exitTime: t(2), growth: 0 }),
+    ]);
     expect(r.open).toBeNull();
     expect(Array.from(r.equity).slice(2)).toEqual([0, 0, 0]);
   });
 
-  it("holds one position at a time: a same-direction signal while " + "long is skipped, a reversal exits and enters at one open", () => {
-    const events = [ev("LONG", 0, 100, 90), ev("STRONG_LONG", 1, 105, 95), ev("SHORT", 3, 107, 130), ev("NONE", 5, 95, null)];
-    const r = computeLiveSeries(events, CANDLES, H, COSTS);
-    expect(r.trades.map((x) => [x.direction, x.entryPrice, x.exitPrice])).toEqual([
-      [1, 101, 107],
-      [-1, 107, 96],
-    ]);
-    expect(r.trades[1]!.growth).toBeCloseTo(short(107, 96), 14);
-  });
+  it(
+    "holds one position at a time: a same-direction signal while " +
+      "long is skipped, a reversal exits and enters at one open",
+    () => {
+      const events = [
+        ev("LONG", 0, 100, 90),
+        ev("STRONG_LONG", 1, 105, 95),
+        ev("SHORT", 3, 107, 130),
+        ev("NONE", 5, 95, null),
+      ];
+      const r = computeLiveSeries(events, CANDLES, H, COSTS);
+      expect(r.trades.map((x) => [x.direction, x.entryPrice, x.exitPrice])).toEqual([
+        [1, 101, 107],
+        [-1, 107, 96],
+      ]);
+      expect(r.trades[1]!.growth).toBeCloseTo(short(107, 96), 14);
+    },
+  );
 });

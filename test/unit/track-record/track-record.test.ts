@@ -49,7 +49,10 @@ describe("exits", () => {
   });
 
   it("an opposite signal ends a long at the signal's price", () => {
-    const record = computeTrackRecord([ev("LONG", 0, 100, 90), ev("SHORT", 2, 110, 115)], closes(100, 105, 110, 108, 100));
+    const record = computeTrackRecord(
+      [ev("LONG", 0, 100, 90), ev("SHORT", 2, 110, 115)],
+      closes(100, 105, 110, 108, 100),
+    );
     expect(record.trades[0]).toMatchObject({ exitReason: "opposite", exitTime: t(2), exitPrice: 110 });
     expect(record.trades[0]!.resultPct).toBeCloseTo(10, 12);
   });
@@ -120,7 +123,11 @@ describe("statistics per signal type", () => {
     const short = record.bySignal.find((s) => s.signal === "SHORT")!;
     expect(short).toMatchObject({ count: 1, closed: 1, wins: 0, winRatePct: 0 });
     expect(short.avgResultPct).toBeCloseTo(-10, 12);
-    expect(record.bySignal.find((s) => s.signal === "STRONG_LONG")).toMatchObject({ count: 0, winRatePct: null, avgResultPct: null });
+    expect(record.bySignal.find((s) => s.signal === "STRONG_LONG")).toMatchObject({
+      count: 0,
+      winRatePct: null,
+      avgResultPct: null,
+    });
     expect(record.all).toMatchObject({ signal: "ALL", count: 4, closed: 3, open: 1, wins: 1 });
     expect(record.all.winRatePct).toBeCloseTo(100 / 3, 12);
     expect(record.all.avgResultPct).toBeCloseTo(0, 12);

@@ -3,15 +3,31 @@
  * redirect targets, client addresses behind a proxy or not, CSRF tokens, and MYT formatting.
  */
 import { describe, expect, it } from "vitest";
-import { escapeHtml, html, jsonScript } from "../../../src/web/html.ts";
-import { clientAddress, normaliseAddress, ownOrigins, requestIsTls, safeLocalPath, type WebRequest } from "../../../src/web/http.ts";
-import { doubleSubmitMatches, newCsrfCookieValue, originAllowed, sessionCsrfMatches, sessionCsrfToken } from "../../../src/web/csrf.ts";
-import { formatDelta, formatIn, formatMyt, formatPercent, formatPrice } from "../../../src/web/format.ts";
 import { maskedKey } from "../../../src/web/account-page.ts";
 import { chartPath } from "../../../src/web/chart-page.ts";
+import {
+  doubleSubmitMatches,
+  newCsrfCookieValue,
+  originAllowed,
+  sessionCsrfMatches,
+  sessionCsrfToken,
+} from "../../../src/web/csrf.ts";
+import { formatDelta, formatIn, formatMyt, formatPercent, formatPrice } from "../../../src/web/format.ts";
+import { escapeHtml, html, jsonScript } from "../../../src/web/html.ts";
+import {
+  clientAddress,
+  normaliseAddress,
+  ownOrigins,
+  requestIsTls,
+  safeLocalPath,
+  type WebRequest,
+} from "../../../src/web/http.ts";
 
 /** Just enough of a request for the helpers that read headers and the socket. */
-function fakeRequest(headers: Record<string, string>, socket: { remoteAddress?: string; encrypted?: boolean } = {}): WebRequest {
+function fakeRequest(
+  headers: Record<string, string>,
+  socket: { remoteAddress?: string; encrypted?: boolean } = {},
+): WebRequest {
   return { headers, socket } as unknown as WebRequest;
 }
 
@@ -20,7 +36,8 @@ describe("html", () => {
     const name = `<script>alert("x")</script> & 'quotes'`;
     const inner = html`<b>${name}</b>`;
     expect(html`<p title="${name}">${inner}</p>`.value).toBe(
-      `<p title="&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; ` + `&#39;quotes&#39;"><b>&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;quotes&#39;</b></p>`,
+      `<p title="&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; ` +
+        `&#39;quotes&#39;"><b>&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;quotes&#39;</b></p>`,
     );
     expect(html`${[html`<i>a</i>`, "<b>", null, false, undefined, 3]}`.value).toBe("<i>a</i>&lt;b&gt;3");
     expect(escapeHtml("a&b")).toBe("a&amp;b");
@@ -42,7 +59,18 @@ describe("cookies and redirects", () => {
   it("only plain local paths are redirect targets", () => {
     expect(safeLocalPath("/charts/BTC?tf=4h", SITE)).toBe("/charts/BTC?tf=4h");
     expect(safeLocalPath("/account", SITE)).toBe("/account");
-    for (const bad of ["//evil.test", "https://evil.test/", "/\\evil.test", "javascript:alert(1)", "evil.test", "/a\nb", "", null, undefined, `/${"a".repeat(600)}`]) {
+    for (const bad of [
+      "//evil.test",
+      "https://evil.test/",
+      "/\\evil.test",
+      "javascript:alert(1)",
+      "evil.test",
+      "/a\nb",
+      "",
+      null,
+      undefined,
+      `/${"a".repeat(600)}`,
+    ]) {
       expect(safeLocalPath(bad, SITE), String(bad)).toBeNull();
     }
   });
@@ -117,7 +145,10 @@ describe("client address and TLS", () => {
   });
 
   it("our origins are the configured public one and the one the request names", () => {
-    expect(ownOrigins(fakeRequest({ host: "127.0.0.1:8080" }), "https://signals.example/", false)).toEqual(["https://signals.example", "http://127.0.0.1:8080"]);
+    expect(ownOrigins(fakeRequest({ host: "127.0.0.1:8080" }), "https://signals.example/", false)).toEqual([
+      "https://signals.example",
+      "http://127.0.0.1:8080",
+    ]);
     expect(originAllowed(undefined, ["https://signals.example"])).toBe(true);
     expect(originAllowed("https://signals.example", ["https://signals.example"])).toBe(true);
     expect(originAllowed("https://evil.example", ["https://signals.example"])).toBe(false);

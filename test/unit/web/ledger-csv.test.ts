@@ -31,12 +31,42 @@ describe("ledger CSV", () => {
   });
 
   it("round-trips awkward notes through a real CSV parser; formula-like notes are made inert", async () => {
-    const notes = ['refund, "goodwill"', "line one\r\nline two", "=HYPERLINK(\"x\")", "+1", "-1", "@SUM(A1)", "\tTab", "", null, "ünïcødé ✓"];
-    const text = await new Response(ledgerCsvStream(pagesOf(notes.slice(0, 4).map((n, i) => row(i + 1, n)), notes.slice(4).map((n, i) => row(i + 5, n))))).text();
+    const notes = [
+      'refund, "goodwill"',
+      "line one\r\nline two",
+      '=HYPERLINK("x")',
+      "+1",
+      "-1",
+      "@SUM(A1)",
+      "\tTab",
+      "",
+      null,
+      "ünïcødé ✓",
+    ];
+    const text = await new Response(
+      ledgerCsvStream(
+        pagesOf(
+          notes.slice(0, 4).map((n, i) => row(i + 1, n)),
+          notes.slice(4).map((n, i) => row(i + 5, n)),
+        ),
+      ),
+    ).text();
     const records = parse(text, { columns: true }) as Record<string, string>[];
     expect(Object.keys(records[0]!)).toEqual([...LEDGER_CSV_COLUMNS]);
-    expect(records.map((r) => r.note)).toEqual(notes.map((n) => (n === null ? "" : /^[=+\-@\t]/.test(n) ? `'${n}` : n)));
-    expect(records[0]).toMatchObject({ id: "1", time_utc: "2026-11-23T16:00:00.001Z", day_myt: "2026-11-24", kind: "adjustment", tokens: "-1", grant_delta: "-2", pack_delta: "1", grant_after: "10", pack_after: "5" });
+    expect(records.map((r) => r.note)).toEqual(
+      notes.map((n) => (n === null ? "" : /^[=+\-@\t]/.test(n) ? `'${n}` : n)),
+    );
+    expect(records[0]).toMatchObject({
+      id: "1",
+      time_utc: "2026-11-23T16:00:00.001Z",
+      day_myt: "2026-11-24",
+      kind: "adjustment",
+      tokens: "-1",
+      grant_delta: "-2",
+      pack_delta: "1",
+      grant_after: "10",
+      pack_after: "5",
+    });
     expect(text.split("\r\n")[0]).toBe(LEDGER_CSV_COLUMNS.join(","));
   });
 
@@ -46,7 +76,9 @@ describe("ledger CSV", () => {
       yield [row(1, null)];
       throw new Error("connection lost");
     }
-    await expect(new Response(ledgerCsvStream(failing(), (err) => seen.push(err))).text()).rejects.toThrow("connection lost");
+    await expect(new Response(ledgerCsvStream(failing(), (err) => seen.push(err))).text()).rejects.toThrow(
+      "connection lost",
+    );
     expect(seen).toHaveLength(1);
   });
 });

@@ -4,7 +4,7 @@
  * client has gone leaves without its work ever running. Outcomes are counted.
  */
 import { describe, expect, it } from "vitest";
-import { HashGate, HashRefused, type HashOutcome } from "../../../../src/accounts/sign-in/hash-gate.ts";
+import { HashGate, type HashOutcome, HashRefused } from "../../../../src/accounts/sign-in/hash-gate.ts";
 
 /** Work that ends when the test says so, and records that it started. */
 function heldWork(started: string[], name: string) {
@@ -18,35 +18,42 @@ function heldWork(started: string[], name: string) {
   return { run, release };
 }
 
-const refusal = (promise: Promise<unknown>) => promise.then(() => null, (err: unknown) => (err instanceof HashRefused ? err.reason : err));
+const refusal = (promise: Promise<unknown>) =>
+  promise.then(
+    () => null,
+    (err: unknown) => (err instanceof HashRefused ? err.reason : err),
+  );
 
 describe("HashGate", () => {
-  it("holds one place per address, runs `concurrency` at " + "once, lets `maxWaiting` wait and refuses the next", async () => {
-    const outcomes: HashOutcome[] = [];
-    const gate = new HashGate({ concurrency: 1, maxWaiting: 1, onOutcome: (o) => outcomes.push(o) });
-    const started: string[] = [];
-    const a = gate.enter("192.0.2.1", new AbortController().signal);
-    expect(() => gate.enter("192.0.2.1", new AbortController().signal)).toThrow(HashRefused);
-    const b = gate.enter("192.0.2.2", new AbortController().signal);
-    const c = gate.enter("192.0.2.3", new AbortController().signal);
-    const workA = heldWork(started, "a");
-    const workB = heldWork(started, "b");
-    const runningA = a.hash(workA.run);
-    const waitingB = b.hash(workB.run);
-    expect(await refusal(c.hash(async () => "c"))).toBe("full");
-    expect(gate.load).toEqual({ running: 1, waiting: 1 });
-    expect(started).toEqual(["a"]);
-    workA.release();
-    expect(await runningA).toBe("a");
-    a.leave();
-    // The address may enter again once it left.
-    gate.enter("192.0.2.1", new AbortController().signal).leave();
-    workB.release();
-    expect(await waitingB).toBe("b");
-    expect(started).toEqual(["a", "b"]);
-    expect(gate.load).toEqual({ running: 0, waiting: 0 });
-    expect(outcomes.sort()).toEqual(["address_busy", "full", "hashed", "hashed"]);
-  });
+  it(
+    "holds one place per address, runs `concurrency` at " + "once, lets `maxWaiting` wait and refuses the next",
+    async () => {
+      const outcomes: HashOutcome[] = [];
+      const gate = new HashGate({ concurrency: 1, maxWaiting: 1, onOutcome: (o) => outcomes.push(o) });
+      const started: string[] = [];
+      const a = gate.enter("192.0.2.1", new AbortController().signal);
+      expect(() => gate.enter("192.0.2.1", new AbortController().signal)).toThrow(HashRefused);
+      const b = gate.enter("192.0.2.2", new AbortController().signal);
+      const c = gate.enter("192.0.2.3", new AbortController().signal);
+      const workA = heldWork(started, "a");
+      const workB = heldWork(started, "b");
+      const runningA = a.hash(workA.run);
+      const waitingB = b.hash(workB.run);
+      expect(await refusal(c.hash(async () => "c"))).toBe("full");
+      expect(gate.load).toEqual({ running: 1, waiting: 1 });
+      expect(started).toEqual(["a"]);
+      workA.release();
+      expect(await runningA).toBe("a");
+      a.leave();
+      // The address may enter again once it left.
+      gate.enter("192.0.2.1", new AbortController().signal).leave();
+      workB.release();
+      expect(await waitingB).toBe("b");
+      expect(started).toEqual(["a", "b"]);
+      expect(gate.load).toEqual({ running: 0, waiting: 0 });
+      expect(outcomes.sort()).toEqual(["address_busy", "full", "hashed", "hashed"]);
+    },
+  );
 
   it("drops a waiting request whose client has gone: its work never runs and its place is free", async () => {
     const gate = new HashGate({ concurrency: 1, maxWaiting: 8 });

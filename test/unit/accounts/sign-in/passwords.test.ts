@@ -4,7 +4,14 @@
  * the string (so a later cost change keeps old hashes working).
  */
 import { describe, expect, it } from "vitest";
-import { checkPasswordPolicy, DEFAULT_SCRYPT, hashPassword, PasswordPolicyError, verifyAgainstDummy, verifyPassword } from "../../../../src/accounts/sign-in/passwords.ts";
+import {
+  checkPasswordPolicy,
+  DEFAULT_SCRYPT,
+  hashPassword,
+  PasswordPolicyError,
+  verifyAgainstDummy,
+  verifyPassword,
+} from "../../../../src/accounts/sign-in/passwords.ts";
 
 // A cheap cost for the tests that do not check the default; verification reads it from the string.
 const CHEAP = { logN: 10, r: 8, p: 1 };
@@ -51,7 +58,8 @@ describe("hashPassword / verifyPassword", () => {
       "",
       "plain text",
     ];
-    for (const candidate of candidates) expect(await verifyPassword("a good password", candidate), candidate).toBe(false);
+    for (const candidate of candidates)
+      expect(await verifyPassword("a good password", candidate), candidate).toBe(false);
   });
 
   it("answers false at once for an absurdly long password", async () => {
