@@ -344,7 +344,10 @@ export async function benchApi(): Promise<string> {
 
     const ratio = billed.rps / baselineTps;
     const verdicts: Verdict[] = [];
-    const keep = (v: Verdict) => (verdicts.push(v), v.line);
+    const keep = (v: Verdict) => {
+      verdicts.push(v);
+      return v.line;
+    };
     const rows = [
       `| measure | billed call | same-run baseline | ratio | target |`,
       `|---|---|---|---|---|`,
@@ -368,7 +371,9 @@ export async function benchApi(): Promise<string> {
       );
     }
     rows.push(
-      `| server CPU per call (all workers) / bare node:http per request, same wrk load | ${cpu.server.toFixed(0)} µs | ${bareCpuPerRequest.toFixed(0)} µs (${bareWrk.rps.toFixed(0)} req/s) | ${(cpu.server / bareCpuPerRequest).toFixed(2)} × | |`,
+      `| server CPU per call (all workers) / bare node:http per request, same wrk load | ${cpu.server.toFixed(0)} µs ` +
+        `| ${bareCpuPerRequest.toFixed(0)} µs (${bareWrk.rps.toFixed(0)} req/s) ` +
+        `| ${(cpu.server / bareCpuPerRequest).toFixed(2)} × | |`,
       `| PostgreSQL CPU per billed call / per pgbench transaction | ${cpu.pg.toFixed(0)} µs | ` +
         `${(pgCpuPerTx * 1e6).toFixed(0)} µs | ${(cpu.pg / (pgCpuPerTx * 1e6)).toFixed(2)} × | |`,
       `| machine CPU per billed call (server, PostgreSQL, wrk, everything else) | ${cpu.machine.toFixed(0)} µs | | | |`,

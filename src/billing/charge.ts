@@ -59,7 +59,8 @@ export interface ChargeRow {
 }
 
 /** Inserts a fence for an attempt; a row back means the attempt had not committed and now never will. */
-const FENCE_SQL = `INSERT INTO charge_attempts (id, results) VALUES ($1::uuid, NULL) ON CONFLICT (id) DO NOTHING RETURNING id`;
+const FENCE_SQL =
+  "INSERT INTO charge_attempts (id, results) VALUES ($1::uuid, NULL) ON CONFLICT (id) DO NOTHING RETURNING id";
 const ATTEMPT_SQL = `SELECT results FROM charge_attempts WHERE id = $1::uuid`;
 
 /** Largest group sent in one statement. */
@@ -345,8 +346,12 @@ async function refundIfCommittedLate(b: Batcher, attemptId: string, requests: Ch
   b.log?.error({ attemptId, refunded: charged.length }, "charges of calls answered 503 committed after all; refunded");
 }
 
-const answer = (group: PendingCall[], results: ChargeResult[]) => group.forEach((g, i) => g.resolve(results[i]!));
-const refuse = (group: PendingCall[], err: unknown) => group.forEach((g) => g.reject(err));
+const answer = (group: PendingCall[], results: ChargeResult[]) => {
+  for (const [i, g] of group.entries()) g.resolve(results[i]!);
+};
+const refuse = (group: PendingCall[], err: unknown) => {
+  for (const g of group) g.reject(err);
+};
 
 /**
  * A statement failed: refused outright when it certainly did not commit; otherwise its callers
@@ -427,21 +432,28 @@ function send(b: Batcher, group: PendingCall[]): void {
     attemptId,
     group.length,
   ).then(
-    (results) => (done(), answer(group, results)),
-    (err: unknown) => (done(), afterFailure(b, group, attemptId, err)),
+    (results) => {
+      done();
+      answer(group, results);
+    },
+    (err: unknown) => {
+      done();
+      return afterFailure(b, group, attemptId, err);
+    },
   );
 }
 
 /** Drops calls whose caller is gone; refuses the rest if they waited too long. */
 function live(b: Batcher, group: PendingCall[], since: number): PendingCall[] {
   // The errors are built only when needed: an Error's stack trace costs more than the rest of a group's bookkeeping.
-  const kept = group.filter(
-    (g) =>
-      !g.signal?.aborted || (g.reject(new ChargeNotSent("the caller went away before the charge was sent")), false),
-  );
+  const kept: PendingCall[] = [];
+  for (const g of group) {
+    if (g.signal?.aborted) g.reject(new ChargeNotSent("the caller went away before the charge was sent"));
+    else kept.push(g);
+  }
   if (Date.now() - since <= b.queueTimeoutMs) return kept;
   const late = new ChargeNotSent("the database did not take the charge in time");
-  kept.forEach((g) => g.reject(late));
+  for (const g of kept) g.reject(late);
   return [];
 }
 

@@ -182,9 +182,8 @@ function describePayments(payments: Record<string, unknown>[]): string[] {
         .filter(Boolean)
         .join(" ");
       const ledger = p.ledger_entry as { id: number; grant_delta: number; pack_delta: number } | null;
-      const moved = ledger
-        ? `ledger #${ledger.id} ${ledger.grant_delta + ledger.pack_delta >= 0 ? "+" : ""}${ledger.grant_delta + ledger.pack_delta}`
-        : "no ledger row";
+      const delta = ledger ? ledger.grant_delta + ledger.pack_delta : 0;
+      const moved = ledger ? `ledger #${ledger.id} ${delta >= 0 ? "+" : ""}${delta}` : "no ledger row";
       const shortfall = Number(p.shortfall) > 0 ? `  SHORTFALL ${p.shortfall}` : "";
       return (
         `  #${p.id} ${p.created_at} ${p.kind} ${money} tokens ${p.tokens}  ${moved}${shortfall} ` +

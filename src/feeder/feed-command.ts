@@ -11,11 +11,12 @@ import { CONTEXT_DATASETS, type ContextSourcesConfig, checkContextSourcesConfig 
 
 /** Starts the feeder; resolves to an exit code on a start failure, else -1 (keeps running). */
 export async function runFeedCommand(argv: string[]): Promise<number> {
-  let config;
+  let config: ReturnType<typeof loadFeedConfig>;
   let contextConfig: ContextSourcesConfig | undefined;
   try {
     config = loadFeedConfig(argv);
-    const contextDatasets = CONTEXT_DATASETS.filter((d) => config!.datasets.includes(d));
+    const datasets = config.datasets;
+    const contextDatasets = CONTEXT_DATASETS.filter((d) => datasets.includes(d));
     // Their variables are read only when a context dataset is chosen: a candles-only feeder
     // does not care about a stray COINGECKO_PLAN.
     if (contextDatasets.length > 0) {
@@ -29,7 +30,7 @@ export async function runFeedCommand(argv: string[]): Promise<number> {
     }
     throw err;
   }
-  let token;
+  let token: ReturnType<typeof clientTokenSource>;
   try {
     token = clientTokenSource(config);
   } catch (err) {
@@ -38,7 +39,8 @@ export async function runFeedCommand(argv: string[]): Promise<number> {
   }
   if (!token) {
     process.stderr.write(
-      `signals feed: no internal token: set INTERNAL_TOKEN, or run where the server's data directory (${config.dataDir}) holds its token file\n`,
+      `signals feed: no internal token: set INTERNAL_TOKEN, or run where the server's data directory ` +
+        `(${config.dataDir}) holds its token file\n`,
     );
     return 2;
   }

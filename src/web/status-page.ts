@@ -179,10 +179,10 @@ ${
 <th scope="col">Feeder</th></tr></thead>
 <tbody>${coins.map(
         (c) =>
-          html`<tr data-symbol="${c.symbol}" data-state="${c.state}" data-demo="${String(c.demo)}">
-            <th scope="row">${c.symbol}</th><td>${c.state}</td><td>${c.demo ? DEMO_DATA_LABEL : "real market"}</td>
-            <td>${c.baseTf}</td><td>${c.lastCandleOpenTime === null ? "none" : formatMyt(c.lastCandleOpenTime)}</td>
-            <td>${formatMyt(c.lastUpdateAt)}</td><td>${c.leased ? "leading" : "none"}</td></tr>`,
+          html`<tr data-symbol="${c.symbol}" data-state="${c.state}" data-demo="${String(c.demo)}">\
+<th scope="row">${c.symbol}</th><td>${c.state}</td><td>${c.demo ? DEMO_DATA_LABEL : "real market"}</td>\
+<td>${c.baseTf}</td><td>${c.lastCandleOpenTime === null ? "none" : formatMyt(c.lastCandleOpenTime)}</td>\
+<td>${formatMyt(c.lastUpdateAt)}</td><td>${c.leased ? "leading" : "none"}</td></tr>`,
       )}</tbody>
 </table>`
 }
@@ -196,9 +196,9 @@ ${
 <th scope="col">What it is</th></tr></thead>
 <tbody>${context.map(
         (d) =>
-          html`<tr data-dataset="${d.dataset}"><th scope="row">${d.dataset}</th>
-            <td>${d.newestMs === null ? "none" : formatMyt(d.newestMs)}</td>
-            <td>${d.receivedMs === null ? "none" : formatMyt(d.receivedMs)}</td><td>${contextNote(d)}</td></tr>`,
+          html`<tr data-dataset="${d.dataset}"><th scope="row">${d.dataset}</th>\
+<td>${d.newestMs === null ? "none" : formatMyt(d.newestMs)}</td>\
+<td>${d.receivedMs === null ? "none" : formatMyt(d.receivedMs)}</td><td>${contextNote(d)}</td></tr>`,
       )}</tbody>
 </table>`
 }`,

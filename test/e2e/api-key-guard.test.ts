@@ -143,10 +143,9 @@ describe("the API-key guard on every method and every protocol", () => {
         new RegExp(`signals_calls_total\\{protocol="${protocol.name}",outcome="api_key_required"\\} [1-9]`),
       );
       for (const method of METHODS.filter((m) => m.parent.name !== "SignalsService")) {
+        const labels = `method="${method.name}",protocol="${protocol.name}",outcome="api_key_required"`;
         expect(metrics, `${protocol.name} ${method.name}`).toMatch(
-          new RegExp(
-            `signals_free_calls_total\\{method="${method.name}",protocol="${protocol.name}",outcome="api_key_required"\\} [1-9]`,
-          ),
+          new RegExp(`signals_free_calls_total\\{${labels}\\} [1-9]`),
         );
       }
     }

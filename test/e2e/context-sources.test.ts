@@ -46,19 +46,24 @@ const A5 = {
 };
 const FEED_A = rss("Coin Wire", [
   // +0800 offset: stored as 2026-11-14T19:00:00Z.
-  `<item><guid isPermaLink="false">a-1</guid><title>${A1.title}</title><link>${A1.link}</link><pubDate>Sun, 15 Nov 2026 03:00:00 +0800</pubDate><description>An article body that must not be stored.</description></item>`,
-  `<item><guid isPermaLink="false">a-1</guid><title>${A1.title}</title><link>${A1.link}</link><pubDate>Sun, 15 Nov 2026 03:00:00 +0800</pubDate></item>`,
+  `<item><guid isPermaLink="false">a-1</guid><title>${A1.title}</title><link>${A1.link}</link>\
+<pubDate>Sun, 15 Nov 2026 03:00:00 +0800</pubDate>\
+<description>An article body that must not be stored.</description></item>`,
+  `<item><guid isPermaLink="false">a-1</guid><title>${A1.title}</title><link>${A1.link}</link>\
+<pubDate>Sun, 15 Nov 2026 03:00:00 +0800</pubDate></item>`,
   `<item><title>No link and no guid</title><pubDate>Sat, 14 Nov 2026 21:00:00 GMT</pubDate></item>`,
   `<item><guid>a-4</guid><title>Unreadable ` +
     `date</title><link>https://news.example/a/4</link><pubDate>yesterday-ish</pubDate></item>`,
   `<item><guid>a-6</guid><title></title><link>https://news.example/a/6</link><pubDate>Sat, ` +
     `14 Nov 2026 21:30:00 GMT</pubDate></item>`,
-  `<item><guid>a-5</guid><title>${A5.title.replace("&", "&amp;")}</title><link>${A5.link}</link><pubDate>Sat, 14 Nov 2026 22:30:00 GMT</pubDate></item>`,
+  `<item><guid>a-5</guid><title>${A5.title.replace("&", "&amp;")}</title><link>${A5.link}</link>\
+<pubDate>Sat, 14 Nov 2026 22:30:00 GMT</pubDate></item>`,
 ]);
 const B1 = { link: "https://news.example/b/1", title: "Ethereum and Solana developers meet in Lisbon" };
 const FEED_B = atom("Chain Journal", [
   `<entry><id>tag:news.example,2026:b-1</id><title>${B1.title}</title><link ` +
-    `href="${B1.link}"/><published>2026-11-15T01:00:00Z</published><updated>2026-11-15T02:00:00Z</updated><summary>Body.</summary></entry>`,
+    `href="${B1.link}"/><published>2026-11-15T01:00:00Z</published>\
+<updated>2026-11-15T02:00:00Z</updated><summary>Body.</summary></entry>`,
   // The same article as feed A's first item (same link): stored once.
   `<entry><id>tag:news.example,2026:a-1-copy</id><title>${A1.title}</title><link ` +
     `href="${A1.link}"/><published>2026-11-14T19:00:00Z</published><updated>2026-11-14T19:00:00Z</updated></entry>`,
@@ -70,7 +75,8 @@ const FEED_C = jsonFeed("Daily Ledger", [
 ]);
 const D1 = { link: "https://news.example/d/1", title: "TRON and Cardano headline after the outage" };
 const FEED_D = rss("Recovering Wire", [
-  `<item><guid>d-1</guid><title>${D1.title}</title><link>${D1.link}</link><pubDate>Sun, 15 Nov 2026 03:30:00 GMT</pubDate></item>`,
+  `<item><guid>d-1</guid><title>${D1.title}</title><link>${D1.link}</link>\
+<pubDate>Sun, 15 Nov 2026 03:30:00 GMT</pubDate></item>`,
 ]);
 
 const item = (x: { link: string; title: string }, time: string, source: string, coins: string[], updatedAt = NOW) => ({

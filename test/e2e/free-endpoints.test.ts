@@ -490,7 +490,9 @@ describe("gRPC and Connect parity", () => {
             ]!;
             const res = await call(create(e.method.input, req), {
               headers: { "x-api-key": apiKey },
-              onHeader: (h: Headers) => h.forEach((v, k) => headers.set(k, v)),
+              onHeader: (h: Headers) => {
+                for (const [k, v] of h) headers.set(k, v);
+              },
             });
             expect(toRestJson(e.schema, res), `${label} ${e.name} ${JSON.stringify(req)}`).toEqual(rest.body);
             expect(headers.get("ratelimit-limit"), label).toBe("100000");
@@ -595,9 +597,8 @@ describe("per-key rate limit (FREE_RATE_LIMIT)", () => {
       for (const path of ["/api/v1/movers", "/api/v1/derivatives", "/api/v1/news"]) {
         const r = await checkedGet(limited, path, key);
         expect(r.status).toBe(200);
-        seen.push(
-          `${r.headers.get("ratelimit-limit")}/${r.headers.get("ratelimit-remaining")}/${r.headers.get("ratelimit-reset")}`,
-        );
+        const header = (name: string) => r.headers.get(`ratelimit-${name}`);
+        seen.push(`${header("limit")}/${header("remaining")}/${header("reset")}`);
       }
       expect(seen).toEqual(["3/2/45", "3/1/45", "3/0/45"]);
       limited.clock.advance(30_000);
@@ -676,7 +677,12 @@ describe("per-key rate limit (FREE_RATE_LIMIT)", () => {
       const headers = new Headers();
       await client.getMacro(
         {},
-        { headers: { "x-api-key": key }, onHeader: (h) => h.forEach((v, k) => headers.set(k, v)) },
+        {
+          headers: { "x-api-key": key },
+          onHeader: (h) => {
+            for (const [k, v] of h) headers.set(k, v);
+          },
+        },
       );
       expect([headers.get("ratelimit-remaining"), headers.get("ratelimit-reset")]).toEqual(["2", "30"]);
       await client.getMacro({}, { headers: { "x-api-key": key } });

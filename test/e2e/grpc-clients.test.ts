@@ -226,8 +226,12 @@ function connectCaller(name: string, transport: Transport, onClose: () => void =
         const response = await client.getSignals(request, {
           headers: apiKey === null ? {} : { "x-api-key": apiKey },
           timeoutMs: DEADLINE_MS,
-          onHeader: (h) => h.forEach((v, k) => headers.append(k, v)),
-          onTrailer: (t) => t.forEach((v, k) => trailers.append(k, v)),
+          onHeader: (h) => {
+            for (const [k, v] of h) headers.append(k, v);
+          },
+          onTrailer: (t) => {
+            for (const [k, v] of t) trailers.append(k, v);
+          },
         });
         return { ok: true, response, headers };
       } catch (e) {

@@ -339,7 +339,11 @@ describe(`signals candles import (${usingPostgres ? "Postgres" : "embedded PGlit
     const klineFile = path.join(dir, "zzz-klines.csv");
     writeFileSync(
       klineFile,
-      `${klineRows.map((c) => `${c.openTime},${c.open},${c.high},${c.low},${c.close},${c.volume},${c.openTime + H - 1},0,10,0,0,0`).join("\n")}\n`,
+      `${klineRows
+        .map(
+          (c) => `${c.openTime},${c.open},${c.high},${c.low},${c.close},${c.volume},${c.openTime + H - 1},0,10,0,0,0`,
+        )
+        .join("\n")}\n`,
     );
 
     const first = await runCli(

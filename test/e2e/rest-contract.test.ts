@@ -250,9 +250,10 @@ describe("concurrency", () => {
     await adjustTokens(server.db.handle, accountId, "adjustment", -9_900, "leave 100", server.config.limits);
     const statuses = await Promise.all(
       Array.from({ length: 300 }, () =>
-        fetch(`${server.baseUrl}/api/v1/signals`, { headers: { "x-api-key": apiKey } }).then(
-          async (r) => (await r.arrayBuffer(), r.status),
-        ),
+        fetch(`${server.baseUrl}/api/v1/signals`, { headers: { "x-api-key": apiKey } }).then(async (r) => {
+          await r.arrayBuffer();
+          return r.status;
+        }),
       ),
     );
     expect(statuses.filter((s) => s === 200)).toHaveLength(100);

@@ -378,7 +378,10 @@ describe.runIf(usingPostgres)("a charge whose connection breaks before its answe
       let abandoned = 0;
       const watched: DbHandle = {
         ...viaProxy,
-        reachable: (withinMs) => (probes++, viaProxy.reachable(withinMs)),
+        reachable: (withinMs) => {
+          probes++;
+          return viaProxy.reachable(withinMs);
+        },
         abandonConnections: () => void abandoned++,
       };
       const charge = createChargeBatcher(watched, limits, {
@@ -387,7 +390,7 @@ describe.runIf(usingPostgres)("a charge whose connection breaks before its answe
         retryEveryMs: 50,
       });
       const lock = await lockAccount(accountId);
-      let result;
+      let result: ChargeResult | undefined;
       try {
         const call = charge(keyHash, Date.now());
         await blockedOnLock();

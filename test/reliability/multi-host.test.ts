@@ -217,7 +217,6 @@ describe.skipIf(skipReason !== null)(
       "everything, alerts go out once and feeder leases pass over within FEED_FAILOVER", async () => {
       const started = Date.now();
       const a = servers.get("a")!;
-      const b = servers.get("b")!;
       const admin = createClient(
         AdminService,
         createConnectTransport({ baseUrl: a.internalUrl, httpVersion: "1.1", interceptors: [bearer] }),

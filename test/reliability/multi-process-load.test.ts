@@ -159,7 +159,7 @@ describe.runIf(usingPostgres)(
       },
     );
 
-    it(`the daily cap (${DAILY_CAP}) across 4 processes: exactly the 300 calls left charged, the rest 429`, async () => {
+    it(`the daily cap (${DAILY_CAP}) across 4 processes: exactly the 300 left charged, the rest 429`, async () => {
       // The same account: 1,000 calls today already; a pack so that Tokens are not the limit.
       const { accountId, apiKey } = spent;
       const { account: before } = await admin.getAccount({ accountId });

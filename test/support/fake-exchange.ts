@@ -246,8 +246,14 @@ export async function startFakeExchange(options: FakeExchangeOptions): Promise<F
 
   function klines(url: URL, res: ServerResponse): void {
     const coin = coins.get(url.searchParams.get("symbol") ?? "");
-    if (!coin) return sendJson(res, 400, { code: -1121, msg: "Invalid symbol." });
-    if (url.searchParams.get("interval") !== interval) return sendJson(res, 200, []);
+    if (!coin) {
+      sendJson(res, 400, { code: -1121, msg: "Invalid symbol." });
+      return;
+    }
+    if (url.searchParams.get("interval") !== interval) {
+      sendJson(res, 200, []);
+      return;
+    }
     const limit = Math.min(Number(url.searchParams.get("limit") ?? 500), 1000);
     const start = url.searchParams.get("startTime");
     const end = url.searchParams.get("endTime");

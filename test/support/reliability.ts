@@ -162,5 +162,9 @@ export async function lockAccountRow(
     await released;
   });
   await isLocked;
-  return { release: async () => (release(), await tx.catch(() => {})) };
+  const releaseLock = async () => {
+    release();
+    await tx.catch(() => {});
+  };
+  return { release: releaseLock };
 }

@@ -219,7 +219,7 @@ describe.skipIf(!chromiumAvailable)("every page in light and dark, with no netwo
   }
 
   for (const scheme of SCHEMES) {
-    describe(`${scheme} scheme: no serious or critical axe violation, no request beyond the server, no console error`, () => {
+    describe(`${scheme} scheme: no serious axe violation, no request beyond the server, no console error`, () => {
       let visitor: SchemeContext;
       let member: SchemeContext;
       let pages: { visitor: Page; member: Page };

@@ -164,7 +164,11 @@ describe(`signals account password (${usingPostgres ? "Postgres" : "embedded PGl
     const made = await runCli(["account", "password", "--account", String(accountId), "--link"], env);
     expect(made.code).toBe(0);
     expect(made.stdout).toMatch(
-      /Password setup link \(works once, until \d{4}-\d{2}-\d{2}T[\d:.]+Z; send it to the member privately\):\n {2}https:\/\/signals\.example\.test\/setup-password\?token=[A-Za-z0-9_-]{43}\n/,
+      new RegExp(
+        String.raw`Password setup link \(works once, until \d{4}-\d{2}-\d{2}T[\d:.]+Z; ` +
+          String.raw`send it to the member privately\):\n` +
+          String.raw` {2}https://signals\.example\.test/setup-password\?token=[A-Za-z0-9_-]{43}\n`,
+      ),
     );
   });
 });

@@ -87,16 +87,6 @@ function linkOf(mail: ParsedMail): string {
 /** The path of a link, to open it on the test server (the mail names PUBLIC_BASE_URL). */
 const pathOf = (link: string) => link.slice(PUBLIC_BASE_URL.length);
 
-/** Opens a link and posts a new password the way the form does; returns the POST's answer. */
-async function resetWith(c: WebClient, link: string, password: string) {
-  const opened = await c.get(pathOf(link));
-  expect(opened.status, opened.body.slice(0, 300)).toBe(303);
-  expect(opened.headers.location).toBe("/reset-password");
-  const form = await c.get("/reset-password");
-  expect(form.status).toBe(200);
-  return c.post("/reset-password", { csrf_token: csrfTokenOf(form.body), password, confirm: password });
-}
-
 describe.skipIf(!chromiumAvailable)("reset in the browser", () => {
   let browser: Browser;
   beforeAll(async () => {

@@ -437,7 +437,7 @@ describe("passwords and sign-in", () => {
     expect(withoutTokens(unknown.body)).toBe(withoutTokens(wrong.body));
   });
 
-  it(`throttles an address after ${DEFAULT_THROTTLE.perAddress} failures (429, even with the right password) without locking the member out elsewhere`, async () => {
+  it(`throttles an address after ${DEFAULT_THROTTLE.perAddress} failures, right password too; not the member`, async () => {
     const attacker = new WebClient(server.baseUrl, { localAddress: "127.0.0.2" });
     for (let i = 0; i < DEFAULT_THROTTLE.perAddress; i++) {
       const res = await attacker.signIn(ANA.email, `wrong password ${i}`);

@@ -179,7 +179,7 @@ export function createNewsSource(deps: NewsSourceDeps): PeriodicSource {
     const lastModified = res.headers.get("last-modified") ?? feed.lastModified;
     if (res.status === 304) return { feed, items: [], malformed: 0, etag, lastModified, notModified: true };
     const body = await readBody(res, MAX_FEED_BYTES);
-    let parsed;
+    let parsed: ReturnType<typeof parseFeed>;
     try {
       parsed = parseFeed(body, res.headers.get("content-type") ?? "", feed.url);
     } catch (err) {
