@@ -437,7 +437,7 @@ describe("passwords and sign-in", () => {
     expect(withoutTokens(unknown.body)).toBe(withoutTokens(wrong.body));
   });
 
-  it(`throttles an address after ${DEFAULT_THROTTLE.perAddress} failures, right password too; not the member`, async () => {
+  it(`${DEFAULT_THROTTLE.perAddress} failures: the address gets 429, right password too; not the member`, async () => {
     const attacker = new WebClient(server.baseUrl, { localAddress: "127.0.0.2" });
     for (let i = 0; i < DEFAULT_THROTTLE.perAddress; i++) {
       const res = await attacker.signIn(ANA.email, `wrong password ${i}`);
