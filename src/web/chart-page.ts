@@ -209,8 +209,8 @@ function backtestSection(data: ChartData, bt: BacktestResult): SafeHtml {
     <input type="hidden" name="tf" value="${data.tf}">
     <label for="fee">Fee per side, % of the position</label>
     <select id="fee" name="fee">${ALLOWED_FEES_PCT.map(
-      (fee) => html`<option
-      value="${String(fee)}"${fee === bt.feePct ? html` selected` : ""}>${formatFee(fee)}</option>`,
+      (fee) =>
+        html`<option value="${String(fee)}"${fee === bt.feePct ? html` selected` : ""}>${formatFee(fee)}</option>`,
     )}</select>
     <button type="submit">Recompute</button>
   </form>
@@ -297,8 +297,7 @@ signal changes, newest first. Times in MYT (candle open).</p>
       <td data-label="Defense">${e.defense === null ? "\u2013" : formatPrice(e.defense)}</td>
       ${
         directionOf(e.signal) === 0
-          ? html`<td
-        data-label="Result">\u2013</td>`
+          ? html`<td data-label="Result">\u2013</td>`
           : outcomeCell(tradeAt.get(e.candleOpenTime))
       }
     </tr>`,
