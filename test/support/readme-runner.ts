@@ -215,6 +215,9 @@ async function main(): Promise<void> {
     child.stdout!.setEncoding("utf8").on("data", (d: string) => (stdout += d));
     child.stderr!.setEncoding("utf8").on("data", (d: string) => (stderr += d));
     if ("run" in step) {
+      // A command that reads no input may exit before its stdin is written: EPIPE then says
+      // nothing about the command, whose exit code and output the step checks.
+      child.stdin!.on("error", () => {});
       child.stdin!.end((step as { input?: string }).input ?? "");
       const timer = setTimeout(() => {
         try {
