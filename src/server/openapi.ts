@@ -43,7 +43,8 @@ export interface OpenApiInput {
 /** Examples by path, then status ("200", "401" …), then name ("ok" or the error code). */
 export type OpenApiExamples = Record<string, Record<string, Record<string, { summary: string; value: unknown }>>>;
 
-const INTEGER_SCALARS = new Set([
+/** The protobuf scalars whose JSON form is a whole number (OpenAPI "integer"). */
+export const INTEGER_SCALARS: ReadonlySet<ScalarType> = new Set([
   ScalarType.INT32,
   ScalarType.INT64,
   ScalarType.UINT32,

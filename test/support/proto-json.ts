@@ -7,6 +7,7 @@
 
 import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf";
 import { expect } from "vitest";
+import { INTEGER_SCALARS } from "../../src/server/openapi.ts";
 import { writtenOnlyWhenTrue } from "../../src/server/rest-json.ts";
 
 /** The JSON types a field may take. */
@@ -20,19 +21,6 @@ export function jsonTypesOf(field: DescField): string[] {
   if (field.scalar === ScalarType.BOOL) return ["boolean", ...nullable];
   return ["number", ...nullable];
 }
-
-const INTEGER_SCALARS = new Set([
-  ScalarType.INT32,
-  ScalarType.INT64,
-  ScalarType.UINT32,
-  ScalarType.UINT64,
-  ScalarType.SINT32,
-  ScalarType.SINT64,
-  ScalarType.FIXED32,
-  ScalarType.FIXED64,
-  ScalarType.SFIXED32,
-  ScalarType.SFIXED64,
-]);
 
 const typeOf = (v: unknown) => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v);
 
