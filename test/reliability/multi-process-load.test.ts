@@ -106,7 +106,7 @@ describe.runIf(usingPostgres)(
       });
       // Started together on an empty database, as replicas of a deployment are.
       const results = await Promise.allSettled(
-        Array.from({ length: PROCESSES }, () => startServerProcess(env, 90_000)),
+        Array.from({ length: PROCESSES }, () => startServerProcess(env)),
       );
       for (const r of results) if (r.status === "fulfilled") servers.push(r.value);
       for (const r of results) if (r.status === "rejected") throw r.reason;
