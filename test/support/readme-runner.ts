@@ -5,9 +5,9 @@
  * with SIGINT as Ctrl-C would. It is started by test/e2e/readme-commands.test.ts inside a network
  * namespace of its own (`unshare`), so the README's fixed ports (8080, 8081, 9464) are free and
  * nothing can reach the internet, and in a PID namespace of which it is the first process, so
- * that when it ends, however it ends, every process it started ends too; the outside services are local fakes whose addresses the
- * environment carries (FEED_REST_URL, FEED_WS_URL, TELEGRAM_API_BASE, STRIPE_API_BASE), as an
- * operator's would carry the real ones.
+ * that when it ends, however it ends, every process it started ends too. The outside services
+ * are local fakes whose addresses the environment carries (FEED_REST_URL, FEED_WS_URL,
+ * TELEGRAM_API_BASE, STRIPE_API_BASE), as an operator's would carry the real ones.
  *
  * Usage: node test/support/readme-runner.ts <project copy> <results.json>
  * Writes one result per step: the command, its exit code, its output, how long it took.
