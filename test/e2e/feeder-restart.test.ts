@@ -3,8 +3,9 @@
  * against the local fake Binance: the server restarts under the running feeder (the internal
  * token is kept in the data directory, so the feeder is accepted again and pushes resume with
  * no candle lost), and the operator rotates the token (`signals token rotate`): the feeder's
- * /healthz fails naming the refusal, and recovers once the feeder reads the new token from its
- * token file. Every wait polls for the event, with deadlines derived from the intervals set here.
+ * /healthz fails naming the refusal, the feeder gives its coins up when their leases run out, and
+ * it recovers (taking the coins again) once it reads the new token from its token file. Every
+ * wait polls for the event, with deadlines derived from the intervals set here.
  */
 import type { ChildProcess } from "node:child_process";
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
@@ -144,6 +145,14 @@ describe("a feeder under a server restart and a token rotation", () => {
     }
   }
 
+  /** The feeder's last log lines, for a failed wait's message. */
+  const lastLines = () =>
+    feeder
+      .logs()
+      .slice(-30)
+      .map((l) => JSON.stringify(l))
+      .join("\n");
+
   const leadingLines = (symbol: string) =>
     feeder.logs().filter((l) => l.msg === "leading coin" && l.symbol === symbol).length;
 
@@ -243,6 +252,12 @@ describe("a feeder under a server restart and a token rotation", () => {
       Math.min(30_000, NOTICE_MS),
     );
     expect(refused.body.message).toMatch(/refused the internal token/);
+    // The operator takes longer than a lease lasts: the feeder gives its coins up, and must take them again below.
+    await healthUntil(
+      "/healthz naming the coins given up",
+      (h) => h.status === 503 && h.body.causes.includes("lease_lost"),
+      NOTICE_MS,
+    );
     fake.closeCandles(COINS);
     // The operator copies the new token to the feeder's machine; the feeder reads it at its next retry.
     copyFileSync(tokenFile, path.join(feederDir, "internal-token"));
@@ -254,11 +269,17 @@ describe("a feeder under a server restart and a token rotation", () => {
     fake.tick(COINS);
     const expected = (base: string) => fake.closed(base).filter((c) => c.openTime >= firstExpected.get(base)!);
     if (usingPostgres) {
+      // The market keeps talking meanwhile, as a real one does: the coins taken again after the rotation may have
+      // subscribed to their streams only after the close above went out, and learn of it from the next update.
       for (const base of COINS)
         await waitFor(
-          async () => (await storedClosed(base)).length === expected(base).length,
+          async () => {
+            fake.tick(COINS);
+            return (await storedClosed(base)).length === expected(base).length;
+          },
           RESUME_MS,
-          `${base} stored up to date`,
+          () => `${base} stored up to date; the feeder's last lines:\n${lastLines()}`,
+          200,
         );
     } else {
       // The embedded database is the server's alone while it runs: wait for the API's price, then stop it and look.
