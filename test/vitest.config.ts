@@ -11,7 +11,7 @@ export default defineConfig({
   test: {
     root: new URL("..", import.meta.url).pathname,
     // The only safety net for a wait that never ends: waits are for events (a log line, a row, an exit), and the
-    // bounds of waits on child processes (test/support/processes.ts, 240 s) stay under this one.
+    // bounds of those waits (test/support/waits.ts) stay under this one.
     testTimeout: 300_000,
     hookTimeout: 300_000,
     pool: "forks",

@@ -8,6 +8,7 @@
  */
 import { createServer, type IncomingMessage, request, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { EVENT_WAIT_MS } from "./waits.ts";
 
 export const FAKE_BOT_TOKEN = "123456:TEST-fake-bot-token";
 /** The username getMe answers for the fake bot. */
@@ -269,14 +270,14 @@ export async function startFakeTelegram(token = FAKE_BOT_TOKEN, host = "127.0.0.
     scriptFor(chatId, ...more) {
       chatReplies.set(chatId, [...(chatReplies.get(chatId) ?? []), ...more]);
     },
-    waitForDelivered(n, timeoutMs = 10_000) {
+    waitForDelivered(n, timeoutMs = EVENT_WAIT_MS) {
       return waitUntil(
         () => (delivered.length >= n ? delivered.slice() : null),
         timeoutMs,
         `${n} delivered messages (have ${delivered.length})`,
       );
     },
-    waitForReceived(n, timeoutMs = 10_000) {
+    waitForReceived(n, timeoutMs = EVENT_WAIT_MS) {
       return waitUntil(
         () => (received.length >= n ? received.slice() : null),
         timeoutMs,

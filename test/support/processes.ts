@@ -7,19 +7,11 @@ import { createServer } from "node:net";
 import type { Readable, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { ENVIRONMENT_VARIABLES } from "../../src/config.ts";
+import { PROCESS_WAIT_MS } from "./waits.ts";
 
 export const PROJECT_ROOT = fileURLToPath(new URL("../../", import.meta.url));
 /** The project's Node 24 (the `node` npm package); PATH `node` may be older. */
 export const NODE_BIN = fileURLToPath(new URL("../../node_modules/.bin/node", import.meta.url));
-
-/**
- * How long a wait on a child process (its "listening" line, its exit) may last before the process is
- * killed and the wait fails with its output. Every such wait is for an event, never for a guess of
- * how fast the machine is: only a process that hangs meets this bound, which is generous (a loaded
- * machine can be ten times slower than a quiet one) and stays under vitest's own timeout, so that
- * the failure shows what the process printed.
- */
-export const PROCESS_WAIT_MS = 240_000;
 
 /** Children started here that are still running: killed when the test process exits, however the test ended. */
 const children = new Set<ChildProcess>();

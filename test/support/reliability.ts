@@ -8,6 +8,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import postgres from "postgres";
 import { nextMytMidnight } from "../../src/clock.ts";
 import { NODE_BIN, PROJECT_ROOT, tracked } from "./processes.ts";
+import { PROCESS_WAIT_MS } from "./waits.ts";
 
 /** Heavy mode (RELIABILITY_FULL=1): more calls, more faults, more generated inputs. */
 export const FULL = process.env.RELIABILITY_FULL === "1";
@@ -48,6 +49,22 @@ export async function waitFor<T>(
       throw new Error(`timed out after ${timeoutMs} ms waiting for ${typeof what === "function" ? what() : what}`);
     await sleep(everyMs);
   }
+}
+
+/**
+ * How late this process's timers run while it is measured: a baseline of the machine's load taken
+ * in the same test, for a latency rule that must measure the product and not the machine (a
+ * server's timeout fires late by as much on a machine that runs this process's timers late).
+ */
+export function timerLateness(everyMs = 50): { maxMs(): number; stop(): void } {
+  let max = 0;
+  let due = Date.now() + everyMs;
+  const timer = setInterval(() => {
+    max = Math.max(max, Date.now() - due);
+    due = Date.now() + everyMs;
+  }, everyMs);
+  timer.unref();
+  return { maxMs: () => max, stop: () => clearInterval(timer) };
 }
 
 /**
@@ -111,7 +128,7 @@ export function spawnWatched(args: string[], env: NodeJS.ProcessEnv, launcher: r
 /** The "listening" line of a watched process, with its ports, once it is there. */
 export async function listeningOf(
   p: WatchedProcess,
-  timeoutMs: number,
+  timeoutMs = PROCESS_WAIT_MS,
 ): Promise<{ port: number; internalPort: number; internalHost: string; host: string }> {
   const line = await waitFor(() => p.logs.find((l) => l.msg === "listening"), timeoutMs, "the listening line", 25);
   return {
