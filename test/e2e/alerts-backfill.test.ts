@@ -40,6 +40,7 @@ import {
   type TestClock,
   type TestServer,
 } from "../support/test-server.ts";
+import { EVENT_WAIT_MS } from "../support/waits.ts";
 
 const H = 3_600_000;
 const TFS = ["1h", "4h", "1d"] as const;
@@ -213,7 +214,7 @@ async function outboxRows(db: DbHandle) {
  * marked sent), and no request arrives during `graceMs` after that.
  */
 async function settle(s: Scenario, graceMs = 300): Promise<void> {
-  expect(await waitForOutboxIdle(s.db.handle, 10_000)).toBe(true);
+  expect(await waitForOutboxIdle(s.db.handle, EVENT_WAIT_MS)).toBe(true);
   const seen = s.telegram.received.length;
   await new Promise((r) => setTimeout(r, graceMs));
   expect(s.telegram.received.length).toBe(seen);

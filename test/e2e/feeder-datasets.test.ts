@@ -18,6 +18,7 @@ import { type FakeNews, rss, startFakeNews } from "../support/fake-news.ts";
 import { childEnv, runCli } from "../support/processes.ts";
 import { waitFor as pollUntil } from "../support/reliability.ts";
 import { createTestClock, INTERNAL_TOKEN, startTestServer, type TestServer } from "../support/test-server.ts";
+import { EVENT_WAIT_MS } from "../support/waits.ts";
 
 const NOW = Date.parse("2026-11-15T04:00:00Z");
 const CG_KEY = "CG-demo-key-for-tests";
@@ -50,7 +51,7 @@ const BTC: CoinGeckoMarket = {
 };
 
 /** Polls until `check` holds (test/support's waitFor), naming the sources' statuses when it times out. */
-const waitFor = (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000) =>
+const waitFor = (what: string, check: () => boolean | Promise<boolean>, timeoutMs = EVENT_WAIT_MS) =>
   pollUntil(check, timeoutMs, () => `${what}: ${JSON.stringify(feeder?.sources())}`, 20);
 
 const status = (name: string) => feeder.sources().find((s) => s.name === name)!;
@@ -93,7 +94,9 @@ beforeAll(async () => {
     FRED_API_KEY: FRED_KEY,
     FRED_API_BASE: `${fred.baseUrl}/fred`,
     MACRO_SERIES: "DGS10",
-    SOURCE_TIMEOUT: "2",
+    // No timeout is under test here (every fake answers at once): the longest one, so that a loaded machine's
+    // slowness is never mistaken for a feed that does not answer (the broken feed's error must be its 500).
+    SOURCE_TIMEOUT: "300",
   });
   feeder = await startFeeder({
     config,
@@ -109,7 +112,7 @@ beforeAll(async () => {
       ["news", "fundamentals", "macro"].every((n) => status(n)?.lastSuccessMs !== null) &&
       status("news").lastErrorMs !== null,
   );
-}, 60_000);
+});
 
 afterAll(async () => {
   await feeder?.stop();
