@@ -113,8 +113,14 @@ function startLoad(server: ServerProcess, apiKey: string, restLoops: number, grp
     }
   };
   const loops = [...Array.from({ length: restLoops }, restLoop), ...Array.from({ length: grpcLoops }, grpcLoop)];
+  const answered = () => result.rest.total() + result.grpc.total();
   return {
     result,
+    /** Resolves once the callers got `rounds` more answers each (on average) than when it was called. */
+    async moreAnswers(rounds = 1): Promise<void> {
+      const from = answered();
+      await waitFor(() => answered() >= from + rounds * loops.length, 60_000, "answers to the load", 20);
+    },
     async stop(): Promise<LoadResult> {
       stopped = true;
       await Promise.all(loops);
@@ -188,7 +194,8 @@ describe.runIf(usingPostgres)("database faults under load (one server process be
       const rounds = FULL ? 60 : 12;
       let cuts = 0;
       let terminated = 0;
-      await sleep(500);
+      // The faults start once every caller is under way.
+      await load.moreAnswers();
       for (let i = 0; i < rounds; i++) {
         if (i % 2 === 0) cuts += proxy.cutAll();
         else terminated += await terminateBackends(admin, SUT);
@@ -210,7 +217,8 @@ describe.runIf(usingPostgres)("database faults under load (one server process be
         "a 200 after the faults",
       );
       figures.cutsRecoveryMs = Date.now() - healed;
-      await sleep(500);
+      // The load goes on over the healed process for a round of answers more.
+      await load.moreAnswers();
       const { rest, grpc, violations } = await load.stop();
 
       expect(violations.slice(0, 10)).toEqual([]);
@@ -240,7 +248,7 @@ describe.runIf(usingPostgres)("database faults under load (one server process be
     async () => {
       const { accountId, apiKey } = await newAccount();
       const load = startLoad(server, apiKey, 32, 4);
-      await sleep(500);
+      await load.moreAnswers();
       await proxy.refuse();
       const cut = proxy.cutAll();
       const downFor = FULL ? 10_000 : 2_500;
@@ -271,7 +279,7 @@ describe.runIf(usingPostgres)("database faults under load (one server process be
         "a 200 after the outage",
       );
       figures.outageRecoveryMs = Date.now() - back;
-      await sleep(500);
+      await load.moreAnswers();
       const { rest, grpc, violations } = await load.stop();
 
       expect(violations.slice(0, 10)).toEqual([]);
@@ -543,7 +551,7 @@ describe.runIf(usingPostgres)("start-up while the database is down", () => {
       expect(p.logs.some((l) => l.msg === "listening")).toBe(false);
       await proxy.accept();
       const at = Date.now();
-      const { port } = await listeningOf(p, 20_000);
+      const { port } = await listeningOf(p);
       figures.startupWaitMs = Date.now() - at;
       const { migrateDb } = await import("../../src/db/client.ts");
       await migrateDb(db);

@@ -23,7 +23,7 @@ import { SignalsService } from "../../gen/signals/v1/signals_pb.js";
 import { MAX_CONCURRENT_STREAMS } from "../../src/server/listener.ts";
 import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
 import { type RawAnswer, rawHttp1 } from "../support/raw-http.ts";
-import { FULL, leakIn } from "../support/reliability.ts";
+import { FULL, leakIn, timerLateness } from "../support/reliability.ts";
 import { INTERNAL_TOKEN, startTestServer, type TestServer } from "../support/test-server.ts";
 
 /** Small timeouts so that slow clients are cut within seconds (the defaults are in the docs). */
@@ -451,11 +451,13 @@ describe("slow and stuck clients", () => {
     "are cut within the configured timeouts: slowloris, trickled body, silent connections, " +
       "unfinished HTTP/2 stream, stream flood, a client that never reads",
     async () => {
-      // Each bound is the configured timeout plus a margin for a loaded machine: both this process's
-      // timers (which pace the slow clients) and the server's run late under load, by up to the
-      // timeout again. A server that never cuts would keep these connections for 20 s.
+      // Each bound is the configured timeout plus a margin: both this process's timers (which pace
+      // the slow clients) and the server's run late on a loaded machine, by up to the timeout again
+      // and by twice the lateness of this process's timers measured during the test. A server that
+      // never cuts would keep these connections for 20 s.
       const slack = 2_500;
-      const bound = (timeoutS: number) => 2 * timeoutS * 1000 + slack;
+      const lateness = timerLateness();
+      const bound = (timeoutS: number) => 2 * timeoutS * 1000 + slack + 2 * lateness.maxMs();
       const started = Date.now();
 
       // HTTP/1.1 and the protocol sniffing.
@@ -568,7 +570,9 @@ describe("slow and stuck clients", () => {
       expect(flood.length).toBe(MAX_CONCURRENT_STREAMS + 50);
       expect(sessionMs).toBeLessThan(bound(REQUEST_TIMEOUT_S + IDLE_TIMEOUT_S));
       expect(["closed", "reset"]).toContain(neverRead);
+      lateness.stop();
       figures.slowClients = {
+        timerLatenessMs: lateness.maxMs(),
         slowlorisMs: slowloris.ms,
         slowBodyMs: slowBody.ms,
         silentMs: silent.ms,

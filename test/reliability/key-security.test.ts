@@ -256,7 +256,7 @@ describe(`keys never appear in logs (${SERVERS}, LOG_LEVEL=trace)`, () => {
     }
     for (let i = 0; i < (usingPostgres ? 2 : 1); i++) {
       const p = spawnServer(serverEnv);
-      const { port, internalPort } = await listeningOf(p, 60_000);
+      const { port, internalPort } = await listeningOf(p);
       servers.push({ p, baseUrl: `http://127.0.0.1:${port}`, internalUrl: `http://127.0.0.1:${internalPort}` });
     }
     if (!usingPostgres) {

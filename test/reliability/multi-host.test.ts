@@ -151,7 +151,7 @@ describe.skipIf(skipReason !== null)(
         );
         proxies.push(proxy);
         const p = spawnWatched(["src/main.ts"], serverEnv(host, proxy.urlFor(database.url)), net.launcher(host));
-        const { port, internalPort } = await listeningOf(p, 90_000).catch((err: unknown) => {
+        const { port, internalPort } = await listeningOf(p).catch((err: unknown) => {
           throw new Error(`server ${host} did not start: ${String(err)}\n${p.stdout()}\n${p.stderr()}`);
         });
         const address = net.host(host).address;

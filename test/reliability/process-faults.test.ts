@@ -56,7 +56,7 @@ interface Running {
 
 async function start(env: NodeJS.ProcessEnv): Promise<Running> {
   const p = spawnServer(env);
-  const { port, internalPort } = await listeningOf(p, 60_000);
+  const { port, internalPort } = await listeningOf(p);
   return { p, baseUrl: `http://127.0.0.1:${port}`, internalUrl: `http://127.0.0.1:${internalPort}` };
 }
 
