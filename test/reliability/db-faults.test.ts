@@ -40,6 +40,7 @@ import {
 } from "../support/reliability.ts";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.ts";
 import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
+import { EVENT_WAIT_MS } from "../support/waits.ts";
 
 const SUT = "signals-under-test";
 const INTERNAL_TOKEN = "db-faults-internal-token-0123";
@@ -74,7 +75,7 @@ function startLoad(server: ServerProcess, apiKey: string, restLoops: number, grp
           `${server.baseUrl}/api/v1/signals?symbols=BTC,ETH&tf=1h`,
           { "x-api-key": apiKey },
           agent,
-          20_000,
+          EVENT_WAIT_MS,
         );
         result.rest.add(String(res.status));
         if (res.status === 200) continue;
@@ -119,7 +120,7 @@ function startLoad(server: ServerProcess, apiKey: string, restLoops: number, grp
     /** Resolves once the callers got `rounds` more answers each (on average) than when it was called. */
     async moreAnswers(rounds = 1): Promise<void> {
       const from = answered();
-      await waitFor(() => answered() >= from + rounds * loops.length, 60_000, "answers to the load", 20);
+      await waitFor(() => answered() >= from + rounds * loops.length, EVENT_WAIT_MS, "answers to the load", 20);
     },
     async stop(): Promise<LoadResult> {
       stopped = true;
@@ -210,10 +211,10 @@ describe.runIf(usingPostgres)("database faults under load (one server process be
               `${server.baseUrl}/api/v1/signals?symbols=BTC`,
               { "x-api-key": apiKey },
               new http.Agent(),
-              5_000,
+              EVENT_WAIT_MS,
             )
           ).status === 200,
-        10_000,
+        EVENT_WAIT_MS,
         "a 200 after the faults",
       );
       figures.cutsRecoveryMs = Date.now() - healed;
@@ -262,7 +263,7 @@ describe.runIf(usingPostgres)("database faults under load (one server process be
       const back = Date.now();
       await waitFor(
         async () => (await fetch(`${server.internalUrl}/healthz`)).status === 200,
-        10_000,
+        EVENT_WAIT_MS,
         "/healthz 200 again",
       );
       await waitFor(
@@ -272,10 +273,10 @@ describe.runIf(usingPostgres)("database faults under load (one server process be
               `${server.baseUrl}/api/v1/signals?symbols=BTC`,
               { "x-api-key": apiKey },
               new http.Agent(),
-              5_000,
+              EVENT_WAIT_MS,
             )
           ).status === 200,
-        10_000,
+        EVENT_WAIT_MS,
         "a 200 after the outage",
       );
       figures.outageRecoveryMs = Date.now() - back;
@@ -352,7 +353,7 @@ describe.runIf(usingPostgres)("a charge whose connection breaks before its answe
         >`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = ${SUT} AND wait_event_type = 'Lock'`;
         return row!.n > 0;
       },
-      10_000,
+      EVENT_WAIT_MS,
       "the charge to wait on the row lock",
     );
   const orphanGone = () =>
@@ -363,7 +364,7 @@ describe.runIf(usingPostgres)("a charge whose connection breaks before its answe
         >`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = ${SUT} AND state = 'active'`;
         return row!.n === 0;
       },
-      10_000,
+      EVENT_WAIT_MS,
       "the cut-off statement to finish",
     );
 
@@ -403,7 +404,7 @@ describe.runIf(usingPostgres)("a charge whose connection breaks before its answe
         const call = charge(keyHash, Date.now());
         await blockedOnLock();
         // Three times past the bound, each time with the database answering a fresh connection.
-        await waitFor(() => probes >= 3, 10_000, "three probes of the database");
+        await waitFor(() => probes >= 3, EVENT_WAIT_MS, "three probes of the database");
         await lock.release();
         result = await call;
       } finally {
@@ -431,7 +432,7 @@ describe.runIf(usingPostgres)("a charge whose connection breaks before its answe
       await lock.release();
       await waitFor(
         async () => (await ledgerCheck(direct, accountId)).charges === 1,
-        10_000,
+        EVENT_WAIT_MS,
         "the orphaned statement to commit",
       );
       await proxy.accept();
@@ -493,7 +494,7 @@ describe.runIf(usingPostgres)("a charge whose connection breaks before its answe
       await lock.release();
       await waitFor(
         async () => (await ledgerCheck(direct, accountId)).charges === 1,
-        10_000,
+        EVENT_WAIT_MS,
         "the orphaned statement to commit",
       );
     } finally {
@@ -508,7 +509,7 @@ describe.runIf(usingPostgres)("a charge whose connection breaks before its answe
         );
         return Number(rows[0]!.n);
       },
-      15_000,
+      EVENT_WAIT_MS,
       "the refund",
     );
     expect(refunds).toBe(1);
@@ -538,7 +539,7 @@ describe.runIf(usingPostgres)("start-up while the database is down", () => {
     try {
       await waitFor(
         () => p.logs.filter((l) => l.msg === "database not reachable; retrying").length >= 3,
-        20_000,
+        EVENT_WAIT_MS,
         "three retry lines",
       );
       expect(p.child.exitCode).toBeNull();
