@@ -204,11 +204,29 @@ export function restJsonMapper(schema: DescMessage): Mapper {
 
 type Writer = (message: Message) => string;
 
+/** A number's JSON text (JSON writes NaN and the infinities as null). */
+const numberText = (n: number): string => (Number.isFinite(n) ? String(n) : "null");
+
+/** Characters a JSON string must escape (lone surrogates included): most strings have none. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what JSON escapes.
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/** A string's JSON text; JSON.stringify only when a character needs escaping. */
+const stringText = (s: string): string => (NEEDS_ESCAPE.test(s) ? JSON.stringify(s) : `"${s}"`);
+
 /** A scalar's JSON text: exactly what JSON.stringify writes for the mapper's value. */
 function scalarText(scalar: ScalarType): (value: unknown) => string {
-  if (INT64_SCALARS.has(scalar)) return (v) => JSON.stringify(Number(v));
-  if (scalar === ScalarType.BYTES) return (v) => JSON.stringify(Buffer.from(v as Uint8Array).toString("base64"));
-  return (v) => JSON.stringify(v);
+  if (INT64_SCALARS.has(scalar)) return (v) => numberText(Number(v));
+  switch (scalar) {
+    case ScalarType.BYTES:
+      return (v) => `"${Buffer.from(v as Uint8Array).toString("base64")}"`;
+    case ScalarType.STRING:
+      return (v) => stringText(v as string);
+    case ScalarType.BOOL:
+      return (v) => (v ? "true" : "false");
+    default:
+      return (v) => numberText(v as number);
+  }
 }
 
 /** An enum value's JSON text (the names quoted once, when the writer is built). */
