@@ -70,7 +70,9 @@ const BLOCK_WAIT_MS = 50;
  * V8 copy the whole buffer into one flat string each time (kilobytes of garbage per line). A
  * full block starts a write at once (it reaches sonic-boom's minLength); a partial one, handed
  * over by the timer or a flush, waits in sonic-boom for its periodic flush or is written by
- * flushSync (never by an asynchronous write that a process about to exit would not finish).
+ * flushSync (never by an asynchronous write that a process about to exit would not finish). As
+ * with sonic-boom alone, a block whose asynchronous write is still out during a flushSync lands
+ * after the lines that flushSync writes.
  */
 export function stdoutInBlocks(dest: number | string = 1): DestinationStream & { flushSync(): void } {
   const sonic = pino.destination({ dest, sync: false, minLength: BLOCK_CHARS, periodicFlush: BLOCK_WAIT_MS });
