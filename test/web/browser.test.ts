@@ -58,10 +58,15 @@ describe.skipIf(!chromiumAvailable)("web pages in headless Chromium", () => {
     server = await startTestServer({ feed: true, clock: createTestClock(Date.now()) });
     const account = await server.account({ email: EMAIL });
     apiKey = account.apiKey;
-    await setMemberPassword(server.db.handle, account.accountId, PASSWORD);
+    await setMemberPassword(server.db.handle, account.accountId, PASSWORD, server.config.passwordHashCost);
     // Somebody else, whose data must never show up on Ana's pages.
     const other = await server.account({ email: "bob.other@example.test" });
-    await setMemberPassword(server.db.handle, other.accountId, "bob's own long password");
+    await setMemberPassword(
+      server.db.handle,
+      other.accountId,
+      "bob's own long password",
+      server.config.passwordHashCost,
+    );
     if (realCandlesAvailable) {
       const summary = await server.feed!.ingest(readCandleFile(`${REAL_CANDLES_DIR}BTCUSDT_1h.csv.gz`, "BTC", "1h"));
       expect(summary.rejected).toBe(0);
