@@ -8,12 +8,10 @@
  *   node bench/log-cpu.ts [rounds=2]
  *
  * Prints, per round: the pacing timer alone (no log line), one write per line (minLength 0,
- * pino's default destination), 4 KB blocks in sonic-boom's buffer flushed at least every 100 ms,
- * and the server's stdout (src/logger.ts stdoutInBlocks: lines joined in an array into 4 KB
- * blocks before sonic-boom sees them).
+ * pino's default destination) and 4 KB blocks flushed at least every 100 ms (npm start's).
  */
 import { pino } from "pino";
-import { createLogger, stdoutInBlocks } from "../src/logger.ts";
+import { createLogger } from "../src/logger.ts";
 
 const SECONDS = 3;
 const LINE = {
@@ -27,7 +25,7 @@ const LINE = {
 };
 
 /** CPU microseconds per paced tick, logging one line per tick through `destination` (or none). */
-async function perLine(destination: { write(line: string): void; flushSync(): void } | null): Promise<number> {
+async function perLine(destination: ReturnType<typeof pino.destination> | null): Promise<number> {
   const logger = destination ? createLogger("info", destination) : null;
   const ticks = SECONDS * 1000;
   let n = 0;
@@ -47,16 +45,13 @@ async function perLine(destination: { write(line: string): void; flushSync(): vo
 }
 
 const rounds = Number(process.argv[2] ?? 2);
-console.log("| round | pacing alone | one write per line | 4 KB blocks in sonic-boom | 4 KB blocks joined first |");
-console.log("|---|---|---|---|---|");
+console.log("| round | pacing alone | one write per line | 4 KB blocks, 100 ms flush |");
+console.log("|---|---|---|---|");
 for (let round = 1; round <= rounds; round++) {
   const idle = await perLine(null);
   const each = await perLine(pino.destination({ dest: "/dev/null", sync: false, minLength: 0 }));
   const blocks = await perLine(
     pino.destination({ dest: "/dev/null", sync: false, minLength: 4096, periodicFlush: 100 }),
   );
-  const joined = await perLine(stdoutInBlocks("/dev/null"));
-  console.log(
-    `| ${round} | ${idle.toFixed(1)} µs | ${each.toFixed(1)} µs | ${blocks.toFixed(1)} µs | ${joined.toFixed(1)} µs |`,
-  );
+  console.log(`| ${round} | ${idle.toFixed(1)} µs | ${each.toFixed(1)} µs | ${blocks.toFixed(1)} µs |`);
 }

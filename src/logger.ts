@@ -7,7 +7,7 @@ import { currentRequest } from "./request-context.ts";
 
 /** Creates the process logger writing JSON lines to stdout (or to `destination`, in tests). */
 export function createLogger(level: string, destination?: DestinationStream): Logger {
-  const stream = destination ?? stdoutInBlocks();
+  const stream = destination ?? pino.destination(STDOUT_IN_BLOCKS);
   const options: LoggerOptions = {
     level,
     base: { service: "signals" },
@@ -54,53 +54,13 @@ export function flushLogs(logger: Logger): void {
   flushSync((logger as unknown as Record<symbol, unknown>)[pino.symbols.streamSym]);
 }
 
-/** Lines are handed to the stdout stream in blocks of at least this many characters... */
-const BLOCK_CHARS = 4096;
-/** ...or every this many milliseconds; the stream writes what it holds as often. */
-const BLOCK_WAIT_MS = 50;
-
 /**
  * Stdout in blocks of about 4 KB, and at least every 100 ms: one write per access log line
  * cost each call a thread-pool write and its wake-ups. Lines still buffered when the process
- * exits are written synchronously then (flushLogs, and on exit), warn and above at once; a
- * SIGKILL loses up to 100 ms of info lines.
- *
- * The lines wait in an array joined once per block rather than in sonic-boom's own buffer:
- * sonic-boom measures its growing buffer's UTF-8 length at each line it appends, which makes
- * V8 copy the whole buffer into one flat string each time (kilobytes of garbage per line). A
- * full block starts a write at once (it reaches sonic-boom's minLength); a partial one, handed
- * over by the timer or a flush, waits in sonic-boom for its periodic flush or is written by
- * flushSync (never by an asynchronous write that a process about to exit would not finish). As
- * with sonic-boom alone, a block whose asynchronous write is still out during a flushSync lands
- * after the lines that flushSync writes.
+ * exits are written synchronously then (flushLogs, and pino on exit), warn and above at once;
+ * a SIGKILL loses up to 100 ms of info lines.
  */
-export function stdoutInBlocks(dest: number | string = 1): DestinationStream & { flushSync(): void } {
-  const sonic = pino.destination({ dest, sync: false, minLength: BLOCK_CHARS, periodicFlush: BLOCK_WAIT_MS });
-  let lines: string[] = [];
-  let chars = 0;
-  const handOver = () => {
-    if (chars === 0) return;
-    const block = lines.join("");
-    lines = [];
-    chars = 0;
-    sonic.write(block);
-  };
-  setInterval(handOver, BLOCK_WAIT_MS).unref();
-  const blocks = {
-    write(line: string) {
-      lines.push(line);
-      chars += line.length;
-      if (chars >= BLOCK_CHARS) handOver();
-    },
-    flushSync() {
-      handOver();
-      flushSync(sonic);
-    },
-  };
-  // pino writes its stream's buffer on exit; the lines still here are handed to it first.
-  process.once("exit", () => blocks.flushSync());
-  return blocks;
-}
+const STDOUT_IN_BLOCKS = { dest: 1, sync: false, minLength: 4096, periodicFlush: 100 } as const;
 
 /**
  * A loggable summary of an error: its name, code and the first line of its message, cut to

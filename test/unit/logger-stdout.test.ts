@@ -1,5 +1,5 @@
 /**
- * The process logger's stdout: lines are joined into blocks before they are written, yet every
+ * The process logger's stdout: lines wait in 4 KB blocks before they are written, yet every
  * line reaches stdout exactly once when the process exits (a partial block included), and a
  * warning is written at once with the lines before it (a SIGKILL right after loses neither).
  * Order across a synchronous flush is not promised: a block whose asynchronous write is still
