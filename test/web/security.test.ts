@@ -15,6 +15,7 @@ import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
 import { createPasswordLink } from "../../src/accounts/sign-in/password-links.ts";
 import type { CandleUpdate } from "../../src/market/validate.ts";
 import { TEST_PASSWORD_COST } from "../support/password-cost.ts";
+import { waitFor } from "../support/reliability.ts";
 import { startTestServer, type TestServer } from "../support/test-server.ts";
 import { csrfTokenOf, keyConfirmFormOf, setCookieOf, WebClient, type WebResult } from "../support/web-client.ts";
 
@@ -646,8 +647,15 @@ describe("logs", () => {
     const client = await signedIn(ANA);
     await new WebClient(server.baseUrl).signIn(ANA.email, "a wrong password for the log");
     const { token } = await createPasswordLink(server.db.handle, bob.accountId, "setup", server.clock());
+    const seen = logLines.length;
     await new WebClient(server.baseUrl).get(`/setup-password?token=${token}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The last request's access line is written when its response closes: every line is in by then.
+    await waitFor(
+      () => logLines.slice(seen).some((l) => l.includes('"msg":"request"') && l.includes('"path":"/setup-password"')),
+      30_000,
+      "the setup page's access log line",
+      5,
+    );
     const text = logLines.join("\n");
     expect(text).toContain("member signed in");
     for (const secret of [
