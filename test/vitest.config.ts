@@ -17,8 +17,10 @@ const web = ["test/web/**", "test/payments/**"];
 export default defineConfig({
   test: {
     root: new URL("..", import.meta.url).pathname,
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
+    // The only safety net for a wait that never ends: waits are for events (a log line, a row, an exit), and the
+    // bounds of waits on child processes (test/support/processes.ts, 240 s) stay under this one.
+    testTimeout: 300_000,
+    hookTimeout: 300_000,
     pool: "forks",
     maxWorkers: 2,
     projects: [

@@ -14,7 +14,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, onTestFinished } from "vitest";
 import { NODE_BIN, PROJECT_ROOT } from "../support/processes.ts";
 import { EXCLUDED, readmeShellCommands, SCENARIO, scenarioCommands } from "../support/readme-commands.ts";
 import type { StepResult } from "../support/readme-runner.ts";
@@ -104,6 +104,10 @@ describe("the README's shell commands", () => {
         [
           "--map-root-user",
           "--net",
+          // The runner is the first process of a PID namespace: when it dies, even by SIGKILL, the kernel kills
+          // every server and feeder it started; --kill-child kills the runner when unshare dies.
+          "--pid",
+          "--kill-child",
           NODE_BIN,
           path.join(PROJECT_ROOT, "test/support/readme-runner.ts"),
           copy,
@@ -114,6 +118,10 @@ describe("the README's shell commands", () => {
       let log = "";
       runner.stdout.setEncoding("utf8").on("data", (d: string) => (log += d));
       runner.stderr.setEncoding("utf8").on("data", (d: string) => (log += d));
+      // A test that times out or fails leaves no runner behind (nor, through its PID namespace, its servers).
+      onTestFinished(() => {
+        if (runner.exitCode === null && runner.signalCode === null) runner.kill("SIGKILL");
+      });
       const code = await new Promise<number | null>((resolve) => runner.on("close", (c) => resolve(c)));
       expect(code, `the runner failed:\n${log.slice(-4000)}`).toBe(0);
       const results = JSON.parse(readFileSync(resultsFile, "utf8")) as StepResult[];

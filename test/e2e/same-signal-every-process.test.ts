@@ -99,8 +99,8 @@ describe.runIf(usingPostgres)(
         TELEGRAM_API_BASE: telegram.apiBase,
         TELEGRAM_BOT_TOKEN: FAKE_BOT_TOKEN,
       };
-      lead = await startServerProcess(childEnv({ ...env, WORKERS: "2" }), 90_000);
-      other = await startServerProcess(childEnv({ ...env, WORKERS: "1" }), 90_000);
+      lead = await startServerProcess(childEnv({ ...env, WORKERS: "2" }));
+      other = await startServerProcess(childEnv({ ...env, WORKERS: "1" }));
       db = await openDb({ databaseUrl: database.url, dataDir: "memory://", poolSize: 2 });
     }, 180_000);
 
@@ -165,7 +165,7 @@ describe.runIf(usingPostgres)(
           const process =
             server === other
               ? "other"
-              : processName(connectionOwners(server.port, lead.workerPids).get(answer.localPort!));
+              : processName((await connectionOwners(server.port, lead.workerPids)).get(answer.localPort!));
           if (answer.status !== 200) return { process, status: answer.status, index: null, signalId: null };
           const entry = (JSON.parse(answer.body) as { signals: Array<{ price?: number; signal_id?: string | null }> })
             .signals[0]!;

@@ -105,9 +105,7 @@ describe.runIf(usingPostgres)(
         LOG_LEVEL: "info",
       });
       // Started together on an empty database, as replicas of a deployment are.
-      const results = await Promise.allSettled(
-        Array.from({ length: PROCESSES }, () => startServerProcess(env, 90_000)),
-      );
+      const results = await Promise.allSettled(Array.from({ length: PROCESSES }, () => startServerProcess(env)));
       for (const r of results) if (r.status === "fulfilled") servers.push(r.value);
       for (const r of results) if (r.status === "rejected") throw r.reason;
       for (const s of servers) agents.set(s, new http.Agent({ keepAlive: true, maxSockets: PER_PROCESS }));

@@ -7,10 +7,32 @@ import { createServer } from "node:net";
 import type { Readable, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { ENVIRONMENT_VARIABLES } from "../../src/config.ts";
+import { TEST_PASSWORD_COST_ENV } from "./password-cost.ts";
 
 export const PROJECT_ROOT = fileURLToPath(new URL("../../", import.meta.url));
 /** The project's Node 24 (the `node` npm package); PATH `node` may be older. */
 export const NODE_BIN = fileURLToPath(new URL("../../node_modules/.bin/node", import.meta.url));
+
+/**
+ * How long a wait on a child process (its "listening" line, its exit) may last before the process is
+ * killed and the wait fails with its output. Every such wait is for an event, never for a guess of
+ * how fast the machine is: only a process that hangs meets this bound, which is generous (a loaded
+ * machine can be ten times slower than a quiet one) and stays under vitest's own timeout, so that
+ * the failure shows what the process printed.
+ */
+export const PROCESS_WAIT_MS = 240_000;
+
+/** Children started here that are still running: killed when the test process exits, however the test ended. */
+const children = new Set<ChildProcess>();
+process.once("exit", () => {
+  for (const child of children) child.kill("SIGKILL");
+});
+
+export function tracked<T extends ChildProcess>(child: T): T {
+  children.add(child);
+  child.once("exit", () => children.delete(child));
+  return child;
+}
 
 /** Variables the code under test reads (and NODE_OPTIONS); never inherited from the test runner's environment. */
 export const CONFIG_VARS: readonly string[] = [...ENVIRONMENT_VARIABLES, "NODE_OPTIONS"];
@@ -22,11 +44,19 @@ export const CONFIG_VARS: readonly string[] = [...ENVIRONMENT_VARIABLES, "NODE_O
  */
 const TEST_WORKERS = process.env.WORKERS?.trim() || "1";
 
-/** process.env without the service's configuration, plus `vars` (and WORKERS on Postgres, see TEST_WORKERS). */
+/**
+ * process.env without the service's configuration, plus the tests' password hashing cost
+ * (password-cost.ts), `vars` (which may override it), and WORKERS on Postgres (see TEST_WORKERS).
+ */
 export function childEnv(vars: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const name of CONFIG_VARS) delete env[name];
-  return { ...env, ...(vars.DATABASE_URL !== undefined ? { WORKERS: TEST_WORKERS } : {}), ...vars };
+  return {
+    ...env,
+    ...TEST_PASSWORD_COST_ENV,
+    ...(vars.DATABASE_URL !== undefined ? { WORKERS: TEST_WORKERS } : {}),
+    ...vars,
+  };
 }
 
 export interface CliResult {
@@ -70,12 +100,14 @@ function runToExit(
 }
 
 /** Runs `signals <args>` (src/cli/bin.ts) to completion. */
-export function runCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 45_000): Promise<CliResult> {
-  const child = spawn(NODE_BIN, ["src/cli/bin.ts", ...args], {
-    cwd: PROJECT_ROOT,
-    env,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+export function runCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = PROCESS_WAIT_MS): Promise<CliResult> {
+  const child = tracked(
+    spawn(NODE_BIN, ["src/cli/bin.ts", ...args], {
+      cwd: PROJECT_ROOT,
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    }),
+  );
   return runToExit(child, timeoutMs, `signals ${args.join(" ")} did not finish`);
 }
 
@@ -84,13 +116,15 @@ export function runCliWithInput(
   args: string[],
   env: NodeJS.ProcessEnv,
   input: string,
-  timeoutMs = 45_000,
+  timeoutMs = PROCESS_WAIT_MS,
 ): Promise<CliResult> {
-  const child = spawn(NODE_BIN, ["src/cli/bin.ts", ...args], {
-    cwd: PROJECT_ROOT,
-    env,
-    stdio: ["pipe", "pipe", "pipe"],
-  });
+  const child = tracked(
+    spawn(NODE_BIN, ["src/cli/bin.ts", ...args], {
+      cwd: PROJECT_ROOT,
+      env,
+      stdio: ["pipe", "pipe", "pipe"],
+    }),
+  );
   child.stdin.end(input);
   return runToExit(child, timeoutMs, `signals ${args.join(" ")} did not finish`);
 }
@@ -136,9 +170,11 @@ function waitForExit(child: ChildProcess, graceMs: number): Promise<number | nul
  * Starts `node src/main.ts` with `env` and resolves once its "listening" log line names the
  * ports. Rejects with the process's output when it exits first or takes longer than timeoutMs.
  */
-export function startServerProcess(env: NodeJS.ProcessEnv, timeoutMs = 45_000): Promise<ServerProcess> {
+export function startServerProcess(env: NodeJS.ProcessEnv, timeoutMs = PROCESS_WAIT_MS): Promise<ServerProcess> {
   return new Promise((resolve, reject) => {
-    const child = spawn(NODE_BIN, ["src/main.ts"], { cwd: PROJECT_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+    const child = tracked(
+      spawn(NODE_BIN, ["src/main.ts"], { cwd: PROJECT_ROOT, env, stdio: ["ignore", "pipe", "pipe"] }),
+    );
     const logs: Array<Record<string, unknown>> = [];
     let stdout = "";
     let stderr = "";
@@ -183,7 +219,7 @@ export function startServerProcess(env: NodeJS.ProcessEnv, timeoutMs = 45_000): 
             stderr: () => stderr,
             async stop() {
               if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
-              return waitForExit(child, 10_000);
+              return waitForExit(child, PROCESS_WAIT_MS);
             },
             async kill() {
               if (child.exitCode !== null || child.signalCode !== null) return;
@@ -201,8 +237,10 @@ export function startServerProcess(env: NodeJS.ProcessEnv, timeoutMs = 45_000): 
 }
 
 /** Runs a server process that is expected to refuse to start; resolves when it exits. */
-export function runServerToExit(env: NodeJS.ProcessEnv, timeoutMs = 45_000): Promise<ServerExit> {
-  const child = spawn(NODE_BIN, ["src/main.ts"], { cwd: PROJECT_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+export function runServerToExit(env: NodeJS.ProcessEnv, timeoutMs = PROCESS_WAIT_MS): Promise<ServerExit> {
+  const child = tracked(
+    spawn(NODE_BIN, ["src/main.ts"], { cwd: PROJECT_ROOT, env, stdio: ["ignore", "pipe", "pipe"] }),
+  );
   // It started after all: stop it now rather than at the timeout (the caller sees exit 0).
   return runToExit(child, timeoutMs, "server still running", (stdout) => {
     if (/"msg":"listening"/.test(stdout)) child.kill("SIGTERM");

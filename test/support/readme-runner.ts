@@ -4,9 +4,10 @@
  * carried from one to the next, servers and feeders left running in the background and stopped
  * with SIGINT as Ctrl-C would. It is started by test/e2e/readme-commands.test.ts inside a network
  * namespace of its own (`unshare`), so the README's fixed ports (8080, 8081, 9464) are free and
- * nothing can reach the internet; the outside services are local fakes whose addresses the
- * environment carries (FEED_REST_URL, FEED_WS_URL, TELEGRAM_API_BASE, STRIPE_API_BASE), as an
- * operator's would carry the real ones.
+ * nothing can reach the internet, and in a PID namespace of which it is the first process, so
+ * that when it ends, however it ends, every process it started ends too. The outside services
+ * are local fakes whose addresses the environment carries (FEED_REST_URL, FEED_WS_URL,
+ * TELEGRAM_API_BASE, STRIPE_API_BASE), as an operator's would carry the real ones.
  *
  * Usage: node test/support/readme-runner.ts <project copy> <results.json>
  * Writes one result per step: the command, its exit code, its output, how long it took.
@@ -122,6 +123,20 @@ function fakeSeries(base: number, n: number): Candle[] {
   return out;
 }
 
+/** Process groups of the commands started so far (each command's bash leads one). */
+const groups = new Set<number>();
+
+/** Sends `signal` to every group started; a group already gone is skipped. */
+function signalGroups(signal: NodeJS.Signals): void {
+  for (const pid of groups) {
+    try {
+      process.kill(-pid, signal);
+    } catch {
+      groups.delete(pid);
+    }
+  }
+}
+
 function waitForExit(child: ChildProcess): Promise<number | null> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
   return new Promise((resolve) => child.once("exit", (code) => resolve(code)));
@@ -140,6 +155,13 @@ async function urlAnswers(url: string): Promise<boolean> {
 async function main(): Promise<void> {
   const [project, resultsFile] = process.argv.slice(2);
   if (!project || !resultsFile) throw new Error("usage: readme-runner.ts <project copy> <results.json>");
+  // However the runner ends (done, thrown, or told to stop), no server or feeder it started outlives it.
+  process.on("exit", () => signalGroups("SIGKILL"));
+  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const)
+    process.on(signal, () => {
+      signalGroups("SIGKILL");
+      process.exit(1);
+    });
   // A new network namespace starts with its loopback down.
   execFileSync("ip", ["link", "set", "lo", "up"]);
   const exchange = await startFakeExchange({
@@ -212,6 +234,7 @@ async function main(): Promise<void> {
     });
     let stdout = "";
     let stderr = "";
+    groups.add(child.pid!);
     child.stdout!.setEncoding("utf8").on("data", (d: string) => (stdout += d));
     child.stderr!.setEncoding("utf8").on("data", (d: string) => (stderr += d));
     if ("run" in step) {
@@ -254,13 +277,8 @@ async function main(): Promise<void> {
     record({ command, code: child.exitCode, stdout, stderr, ready: error === undefined, ...(error ? { error } : {}) });
     if (error) break;
   }
-  for (const [, proc] of running) {
-    try {
-      process.kill(-proc.child.pid!, "SIGKILL");
-    } catch {
-      /* gone */
-    }
-  }
+  // What is still running, and anything a command left behind in its group.
+  signalGroups("SIGKILL");
   await Promise.all([exchange.close(), telegram.close(), stripe.close()]);
   writeFileSync(resultsFile, JSON.stringify(results, null, 1));
 }

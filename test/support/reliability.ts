@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
 import postgres from "postgres";
 import { nextMytMidnight } from "../../src/clock.ts";
-import { NODE_BIN, PROJECT_ROOT } from "./processes.ts";
+import { NODE_BIN, PROJECT_ROOT, tracked } from "./processes.ts";
 
 /** Heavy mode (RELIABILITY_FULL=1): more calls, more faults, more generated inputs. */
 export const FULL = process.env.RELIABILITY_FULL === "1";
@@ -80,7 +80,9 @@ export function spawnServer(env: NodeJS.ProcessEnv): WatchedProcess {
  */
 export function spawnWatched(args: string[], env: NodeJS.ProcessEnv, launcher: readonly string[] = []): WatchedProcess {
   const [command, ...prefix] = [...launcher, NODE_BIN];
-  const child = spawn(command!, [...prefix, ...args], { cwd: PROJECT_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = tracked(
+    spawn(command!, [...prefix, ...args], { cwd: PROJECT_ROOT, env, stdio: ["ignore", "pipe", "pipe"] }),
+  );
   const logs: Array<Record<string, unknown>> = [];
   let out = "";
   let err = "";

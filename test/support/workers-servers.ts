@@ -55,7 +55,7 @@ export async function startWorkersServers(options: {
         ...options.env,
         ...vars,
       });
-      servers.push(await startServerProcess(env, 90_000));
+      servers.push(await startServerProcess(env));
     }
     db = await openDb({ databaseUrl: database.url, dataDir: "memory://", poolSize: 2 });
   } catch (err) {
