@@ -102,30 +102,51 @@ function groups<T>(items: readonly T[], size: number): T[][] {
   return Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, i * size + size));
 }
 
-/** One paid call on a fresh connection; which worker answered is read from /proc. */
-async function readFresh(
+interface FreshRead {
+  pid: number | undefined;
+  status: number;
+  body: string;
+  /** When the answer arrived (epoch ms). */
+  at: number;
+}
+
+/**
+ * Paid calls at once, each on a fresh connection; which worker answered each is read from /proc
+ * once for the group, while every connection is still open (a read of the kernel's socket table
+ * costs tens of milliseconds on a busy host: once per call, it slowed this process's fakes).
+ */
+async function readFreshGroup(
   server: ServerProcess,
-  query: string,
-  key: string,
-): Promise<{ pid: number | undefined; status: number; body: string }> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  queries: readonly string[],
+  key: () => string,
+  owners = true,
+): Promise<FreshRead[]> {
+  const agents = queries.map(() => new http.Agent({ keepAlive: true, maxSockets: 1 }));
   try {
-    const answer = await httpGet(
-      `http://127.0.0.1:${server.port}/api/v1/signals?${query}`,
-      { "x-api-key": key },
-      agent,
-      30_000,
+    const answers = await Promise.all(
+      queries.map(async (query, i) => {
+        try {
+          const answer = await httpGet(
+            `http://127.0.0.1:${server.port}/api/v1/signals?${query}`,
+            { "x-api-key": key() },
+            agents[i]!,
+            30_000,
+          );
+          return { answer, at: Date.now() };
+        } catch (err) {
+          // Counted by the caller as a read without an answer (status 0); the next read tries again.
+          return { error: String((err as Error).message ?? err), at: Date.now() };
+        }
+      }),
     );
-    return {
-      pid: connectionOwners(server.port, server.workerPids).get(answer.localPort!),
-      status: answer.status,
-      body: answer.body,
-    };
-  } catch (err) {
-    // Counted by the caller as a read without an answer (status 0); the next read tries again.
-    return { pid: undefined, status: 0, body: String((err as Error).message ?? err) };
+    const byPort = owners ? await connectionOwners(server.port, server.workerPids) : new Map<number, number>();
+    return answers.map((a) =>
+      a.answer !== undefined
+        ? { pid: byPort.get(a.answer.localPort!), status: a.answer.status, body: a.answer.body, at: a.at }
+        : { pid: undefined, status: 0, body: a.error ?? "", at: a.at },
+    );
   } finally {
-    agent.destroy();
+    for (const agent of agents) agent.destroy();
   }
 }
 
@@ -258,7 +279,9 @@ export async function benchBurst(): Promise<string> {
     const checkAlert = async (message: ReceivedMessage, at: number, boundary: Boundary) => {
       boundary.alerts.push(at - boundary.closeAt);
       const [symbol, tf] = (message.eventId ?? "").split("-");
-      const read = await readFresh(server!, `symbols=${symbol}&tf=${tf}`, readerKey());
+      // Which process answered is not needed here: no read of the socket table (one per alert,
+      // hundreds at once, took the host's CPU and delayed this process's own reads).
+      const read = (await readFreshGroup(server!, [`symbols=${symbol}&tf=${tf}`], readerKey, false))[0]!;
       const entry = read.status === 200 ? (JSON.parse(read.body) as { signals?: Entry[] }).signals?.[0] : undefined;
       if (read.status !== 200 || !entry) boundary.alertChecks.differing.push(`${message.eventId}: HTTP ${read.status}`);
       else if (entry.signal_id === message.eventId) boundary.alertChecks.equal++;
@@ -298,6 +321,7 @@ export async function benchBurst(): Promise<string> {
         burst: { perSecond: 0, errors: 0, seconds: 0 },
       };
       current = boundary;
+      console.error(`[burst] boundary ${n + 1}: every coin closes now (${boundary.closeAt})`);
       fake.closeCandles();
       for (const b of bases) after.add(b, fake.closed(b).at(-1)!.close);
       after.addForming(bases);
@@ -315,22 +339,19 @@ export async function benchBurst(): Promise<string> {
         }
         const batch = groups(pending(), COINS_PER_CALL);
         for (let i = 0; i < batch.length; i += READS_AT_ONCE) {
-          await Promise.all(
-            batch.slice(i, i + READS_AT_ONCE).map(async (coins) => {
-              const read = await readFresh(server!, `symbols=${coins.join(",")}&tf=15m`, readerKey());
-              const at = Date.now();
-              if (read.status !== 200 || read.pid === undefined) {
-                const why = read.status === 0 ? read.body.slice(0, 60) : `HTTP ${read.status}`;
-                boundary.readsFailed[why] = (boundary.readsFailed[why] ?? 0) + 1;
-                return;
-              }
-              for (const entry of (JSON.parse(read.body) as { signals: Entry[] }).signals) {
-                const seen = boundary.answered.get(entry.symbol);
-                if (seen && !seen.has(read.pid) && entry.price !== undefined && after.has(entry.symbol, entry.price))
-                  seen.set(read.pid, at - boundary.closeAt);
-              }
-            }),
-          );
+          const group = batch.slice(i, i + READS_AT_ONCE).map((coins) => `symbols=${coins.join(",")}&tf=15m`);
+          for (const read of await readFreshGroup(server, group, readerKey)) {
+            if (read.status !== 200 || read.pid === undefined) {
+              const why = read.status === 0 ? read.body.slice(0, 60) : `HTTP ${read.status}`;
+              boundary.readsFailed[why] = (boundary.readsFailed[why] ?? 0) + 1;
+              continue;
+            }
+            for (const entry of (JSON.parse(read.body) as { signals: Entry[] }).signals) {
+              const seen = boundary.answered.get(entry.symbol);
+              if (seen && !seen.has(read.pid) && entry.price !== undefined && after.has(entry.symbol, entry.price))
+                seen.set(read.pid, read.at - boundary.closeAt);
+            }
+          }
         }
       }
       const answeredAt = Math.max(0, ...measured.flatMap((b) => [...boundary.answered.get(b)!.values()]));

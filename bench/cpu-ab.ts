@@ -20,7 +20,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { createAccounts, machineLine, openLoop, pushCandles, QUERY, startBareServer, TOKEN } from "./api.ts";
-import { treeCpuSeconds } from "./proc-cpu.ts";
+import { treeCpu } from "./proc-cpu.ts";
 import { benchDatabase, startServerProcess } from "./server-process.ts";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
@@ -31,16 +31,28 @@ const trees = process.argv.length > 2 ? process.argv.slice(2) : [process.cwd()];
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
-/** CPU microseconds per 200 of the process tree `pid` while the generator drives `url` once. */
-async function turn(pid: number, url: string, keys?: string[]): Promise<{ us: number; p50: number; errors: number }> {
-  const before = treeCpuSeconds(pid);
+/**
+ * CPU microseconds per 200 of the process tree `pid` while the generator drives `url` once, and
+ * the kernel's share of them.
+ */
+async function turn(
+  pid: number,
+  url: string,
+  keys?: string[],
+): Promise<{ us: number; kernel: number; p50: number; errors: number }> {
+  const before = treeCpu(pid);
   const result = await openLoop({ url, rate: RATE, seconds: SECONDS, connections: 64, ...(keys ? { keys } : {}) });
+  const after = treeCpu(pid);
+  const cpu = after.cpuSeconds - before.cpuSeconds;
   return {
-    us: (1e6 * (treeCpuSeconds(pid) - before)) / Math.max(1, result.ok),
+    us: (1e6 * cpu) / Math.max(1, result.ok),
+    kernel: (after.systemSeconds - before.systemSeconds) / Math.max(cpu, 1e-9),
     p50: result.p50,
     errors: result.errors,
   };
 }
+
+const percent = (share: number) => `${(100 * share).toFixed(0)} %`;
 
 const database = await benchDatabase();
 const children: ChildProcess[] = [];
@@ -81,8 +93,9 @@ try {
       const t = await turn(server.child.pid!, `http://127.0.0.1:${server.port}${QUERY}`, keys);
       figures.get(tree)!.push(t.us / b.us);
       rows.push(
-        `| ${round} | ${tree} | ${loadavg()[0]!.toFixed(1)} | ${t.us.toFixed(0)} µs | ${b.us.toFixed(0)} ` +
-          `µs | ${(t.us / b.us).toFixed(2)} × | ${t.p50.toFixed(2)} ms | ${t.errors} |`,
+        `| ${round} | ${tree} | ${loadavg()[0]!.toFixed(1)} | ${t.us.toFixed(0)} µs | ${percent(t.kernel)} | ` +
+          `${b.us.toFixed(0)} µs | ${percent(b.kernel)} | ${(t.us / b.us).toFixed(2)} × | ${t.p50.toFixed(2)} ms | ` +
+          `${t.errors} |`,
       );
       console.error(rows.at(-1));
     }
@@ -91,8 +104,8 @@ try {
   console.log(`open loop ${RATE}/s, ${SECONDS}s a turn, WORKERS=${WORKERS}, ${ROUNDS} rounds`);
   console.log(
     [
-      "| round | tree | load | server CPU per call | bare, same round | ratio | p50 | errors |",
-      "|---|---|---|---|---|---|---|---|",
+      "| round | tree | load | server CPU per call | in kernel | bare, same round | in kernel | ratio | p50 | errors |",
+      "|---|---|---|---|---|---|---|---|---|---|",
       ...rows,
     ].join("\n"),
   );

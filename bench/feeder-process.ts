@@ -82,7 +82,8 @@ export function feederEnv(
     // people's suites) a server slow to answer lease rounds would make the feeder hand its
     // coins back and cold-start them again. The lease's own failover is tested in test/e2e/feeder.test.ts.
     FEED_FAILOVER: "180",
-    LOG_LEVEL: "info",
+    // With BENCH_FEEDER_LOGS, the pushes' timings too (debug).
+    LOG_LEVEL: LOG_DIR ? "debug" : "info",
   };
 }
 

@@ -13,6 +13,8 @@ interface ProcStat {
   ppid: number;
   /** utime + stime, seconds (all threads). */
   cpuSeconds: number;
+  /** stime alone: the kernel's work for the process (system calls, and the TCP work they do). */
+  systemSeconds: number;
 }
 
 function procStat(pid: number): ProcStat | null {
@@ -26,6 +28,7 @@ function procStat(pid: number): ProcStat | null {
       comm: text.slice(text.indexOf("(") + 1, close),
       ppid: Number(fields[1]),
       cpuSeconds: (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND,
+      systemSeconds: Number(fields[12]) / TICKS_PER_SECOND,
     };
   } catch {
     return null;
@@ -41,6 +44,11 @@ function allProcesses(): ProcStat[] {
 
 /** CPU seconds used so far by a process and all its descendants (e.g. a server's workers). */
 export function treeCpuSeconds(rootPid: number): number {
+  return treeCpu(rootPid).cpuSeconds;
+}
+
+/** CPU seconds, all and in the kernel, used so far by a process and all its descendants. */
+export function treeCpu(rootPid: number): { cpuSeconds: number; systemSeconds: number } {
   const all = allProcesses();
   const tree = new Set([rootPid]);
   for (let grew = true; grew; ) {
@@ -51,7 +59,11 @@ export function treeCpuSeconds(rootPid: number): number {
       grew = true;
     }
   }
-  return all.filter((p) => tree.has(p.pid)).reduce((sum, p) => sum + p.cpuSeconds, 0);
+  const members = all.filter((p) => tree.has(p.pid));
+  return {
+    cpuSeconds: members.reduce((sum, p) => sum + p.cpuSeconds, 0),
+    systemSeconds: members.reduce((sum, p) => sum + p.systemSeconds, 0),
+  };
 }
 
 /** A PostgreSQL backend serving `database` (its process title names the database). */

@@ -6,7 +6,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { createWriteStream, readFileSync } from "node:fs";
 import postgres from "postgres";
 
 const BASE_URL = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
@@ -67,7 +67,7 @@ export function startServerProcess(
       ...process.env,
       PORT: "0",
       INTERNAL_PORT: "0",
-      LOG_LEVEL: "info",
+      LOG_LEVEL: process.env.BENCH_SERVER_LOG ? "debug" : "info",
       DEMO_ACCOUNT: "false",
       DEMO_FEED: "false",
       WORKERS: "1",
@@ -87,7 +87,9 @@ export function startServerProcess(
       if (!line) return;
       clearTimeout(timer);
       child.stdout!.off("data", onData);
-      child.stdout!.resume();
+      // BENCH_SERVER_LOG=<file> keeps the server's log lines (with LOG_LEVEL=debug in env: stage timings).
+      if (process.env.BENCH_SERVER_LOG) child.stdout!.pipe(createWriteStream(process.env.BENCH_SERVER_LOG));
+      else child.stdout!.resume();
       const info = JSON.parse(line) as { port: number; internalPort: number; workerPids?: number[] };
       resolve({ child, port: info.port, internalPort: info.internalPort, workerPids: info.workerPids ?? [] });
     };

@@ -23,6 +23,7 @@ import {
 } from "../accounts/accounts.ts";
 import { setMemberPassword } from "../accounts/sign-in/credentials.ts";
 import { createPasswordLink } from "../accounts/sign-in/password-links.ts";
+import type { ScryptCost } from "../accounts/sign-in/passwords.ts";
 import {
   type AlertSettings,
   AlertSettingsError,
@@ -47,6 +48,8 @@ export interface AdminServiceDeps {
   readonly logger: Logger;
   /** Base of the links the operator hands out (password setup), e.g. https://signals.example. */
   readonly publicBaseUrl: string;
+  /** The scrypt cost new member passwords are hashed at (PASSWORD_SCRYPT_LOG_N). */
+  readonly passwordHashCost: ScryptCost;
   /** The operator's readiness checks (src/doctor/), composed by the caller; absent: none run. */
   readonly runChecks?: () => Promise<
     ReadonlyArray<{ name: string; status: "ok" | "missing" | "failing"; detail: string; fix: string; needed: boolean }>
@@ -187,7 +190,7 @@ export function createAdminService(deps: AdminServiceDeps): ServiceImpl<typeof A
     setPassword: (req) =>
       guarded(logger, async () => {
         const accountId = accountIdOf(req.accountId);
-        const { sessionsRevoked } = await setMemberPassword(db, accountId, req.password);
+        const { sessionsRevoked } = await setMemberPassword(db, accountId, req.password, deps.passwordHashCost);
         logger.info({ accountId, sessionsRevoked }, "member password set by the operator");
         return {
           account: await message(await getAccountSummary(db, accountId, clock())),

@@ -145,7 +145,12 @@ export class OutboxWorker {
         const leasedAt = Date.now();
         const rows = await this.claim();
         if (rows.length > 0) {
+          const claimed = Date.now();
           await this.deliver(rows, leasedAt);
+          this.deps.logger.debug(
+            { rows: rows.length, claimMs: claimed - leasedAt, deliverMs: Date.now() - claimed },
+            "outbox: batch delivered",
+          );
           continue;
         }
         await this.idle(seen, await this.msUntilNextDue());

@@ -42,6 +42,7 @@ export async function withLocalTransport<T>(
       clock: systemClock,
       logger,
       publicBaseUrl: config.publicBaseUrl,
+      passwordHashCost: config.passwordHashCost,
       runChecks: () => runChecks({ db, clock: systemClock, config }),
     });
     if (services === "admin") return action(createRouterTransport(({ service }) => service(AdminService, admin)));

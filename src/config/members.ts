@@ -24,6 +24,7 @@ export const membersEnv = {
   PAGE_VIEWS_PER_DAY: wholeNumber(1000, 1, 100_000_000),
   SMTP_URL: smtpUrl,
   MAIL_FROM: mailFrom,
+  PASSWORD_SCRYPT_LOG_N: wholeNumber(17, 10, 20),
 };
 
 type MembersEnv = Parsed<typeof membersEnv>;
@@ -53,5 +54,11 @@ export function membersConfig(env: MembersEnv) {
      * "Forgot password?" link, the reset pages answer 404, the operator's CLI links remain.
      */
     mail: env.SMTP_URL === undefined ? null : Object.freeze({ smtpUrl: env.SMTP_URL, from: env.MAIL_FROM! }),
+    /**
+     * The scrypt cost new member passwords are hashed at: N = 2^PASSWORD_SCRYPT_LOG_N with
+     * OWASP's r = 8, p = 1 (accounts/sign-in/passwords.ts DEFAULT_SCRYPT). A stored hash is
+     * verified at the cost written in it, whatever this says. Below 17 only for tests.
+     */
+    passwordHashCost: Object.freeze({ logN: env.PASSWORD_SCRYPT_LOG_N, r: 8, p: 1 }),
   };
 }

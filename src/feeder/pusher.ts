@@ -26,6 +26,10 @@ interface Queued extends PushItem {
 
 export class Pusher {
   private queue: Queued[] = [];
+  /** Each coin's last queued update (it may have been sent since). */
+  private readonly lastQueued = new Map<string, Queued>();
+  /** The updates of the push in flight. */
+  private sending = new Set<Queued>();
   private running: Promise<void> | null = null;
   private stopped = false;
   private readonly idle = new Set<() => void>();
@@ -42,10 +46,35 @@ export class Pusher {
     this.onLeaseLost = onLeaseLost;
   }
 
-  /** Queues updates and starts a flush if none is running. */
+  /**
+   * Queues updates and starts a flush if none is running. A forming update replaces its coin's
+   * queued, unsent forming update of the same candle when that is the coin's last one queued:
+   * behind a slow push, a coin's forming prices collapse to the latest instead of piling up in
+   * front of the next closes (the service would apply each in turn only to keep the last).
+   */
   enqueue(items: readonly PushItem[], mode: "live" | "backfill"): void {
     if (this.stopped) return;
-    for (const item of items) this.queue.push({ ...item, mode });
+    for (const item of items) {
+      const queued: Queued = { ...item, mode };
+      const last = this.lastQueued.get(item.symbol);
+      this.lastQueued.set(item.symbol, queued);
+      if (
+        last &&
+        !item.closed &&
+        !last.closed &&
+        last.mode === mode &&
+        last.tf === item.tf &&
+        last.candle.openTime === item.candle.openTime &&
+        !this.sending.has(last)
+      ) {
+        const at = this.queue.lastIndexOf(last);
+        if (at >= 0) {
+          this.queue[at] = queued;
+          continue;
+        }
+      }
+      this.queue.push(queued);
+    }
     this.running ??= this.drain().finally(() => {
       this.running = null;
       if (this.queue.length > 0 && !this.stopped) this.enqueue([], "live");
@@ -56,6 +85,7 @@ export class Pusher {
   /** Drops a coin's queued updates (its lease was lost or it stopped). */
   discard(symbol: string): void {
     this.queue = this.queue.filter((q) => q.symbol !== symbol);
+    this.lastQueued.delete(symbol);
   }
 
   /** Resolves once everything queued so far has been pushed. */
@@ -68,6 +98,7 @@ export class Pusher {
   stop(): void {
     this.stopped = true;
     this.queue = [];
+    this.lastQueued.clear();
   }
 
   private async drain(): Promise<void> {
@@ -94,8 +125,14 @@ export class Pusher {
       let n = 0;
       while (n < this.queue.length && n < MAX_BATCH && this.queue[n]!.mode === mode) n++;
       const batch = this.queue.slice(0, n);
+      this.sending = new Set(batch);
       try {
+        const started = Date.now();
         const result = await this.client.push(batch, mode);
+        this.logger.debug(
+          { updates: batch.length, closes: batch.filter((b) => b.closed).length, ms: Date.now() - started },
+          "pushed",
+        );
         // The queue may have changed during the call (a coin's updates discarded, new ones
         // queued): remove exactly what was sent, never the first n of what is there now.
         const sent = new Set<Queued>(batch);
@@ -110,6 +147,8 @@ export class Pusher {
           "candle push failed; retrying",
         );
         await sleep(backoffMs(failures, 250, PUSH_RETRY_MAX_MS));
+      } finally {
+        this.sending = new Set();
       }
     }
   }

@@ -33,6 +33,12 @@ export interface SeriesRuntime {
   partial: Candle | null;
   /** Bumped on every change; readings are cached per version. */
   version: number;
+  /**
+   * The engine's `state.count` the store's checkpoint of this series holds (null: none, or one
+   * that could not be read). Only a close steps the engine, so a series whose count still equals
+   * it needs no new checkpoint: forming updates write candle rows alone.
+   */
+  storedCount: number | null;
   cached: { version: number; reading: Reading | null } | null;
 }
 
@@ -40,7 +46,12 @@ export type ApplyOutcome = "accepted" | "duplicate" | "out_of_order";
 
 /** A fresh series of one timeframe with an empty engine state. */
 export function emptySeries(tf: Timeframe): SeriesRuntime {
-  return { tf, state: createEngineState(), forming: null, partial: null, version: 0, cached: null };
+  return { tf, state: createEngineState(), forming: null, partial: null, version: 0, cached: null, storedCount: 0 };
+}
+
+/** Whether the series' engine moved past the checkpoint the store holds of it. */
+export function checkpointDue(s: SeriesRuntime): boolean {
+  return s.storedCount !== s.state.count;
 }
 
 /** Folds `next` into a bucket aggregate starting at `openTime`. */

@@ -26,50 +26,75 @@ export interface LeaseState {
 
 /** Takes or renews one coin's lease for `ttlMs`; answers who holds it afterwards. */
 export async function acquireLease(db: DbHandle, feederId: string, symbol: string, ttlMs: number): Promise<LeaseState> {
-  const granted = await db.rows<{ holder: string; ms: number }>(sql`
+  return (await acquireLeases(db, feederId, [symbol], ttlMs))[0]!;
+}
+
+/**
+ * Takes or renews the leases of these coins for `ttlMs` (a fixed two statements however many:
+ * a feeder renews every coin it leads at once); answers who holds each afterwards, in order.
+ */
+export async function acquireLeases(
+  db: DbHandle,
+  feederId: string,
+  symbols: readonly string[],
+  ttlMs: number,
+): Promise<LeaseState[]> {
+  if (symbols.length === 0) return [];
+  // Symbol order: two feeders renewing overlapping sets lock the rows in the same order.
+  const sorted = [...new Set(symbols)].sort();
+  const granted = await db.rows<{ symbol: string; ms: number }>(sql`
     INSERT INTO feed_leases (symbol, holder, expires_at)
-    VALUES (${symbol}, ${feederId}, now() + ${ttlMs} * interval '1 millisecond')
+    SELECT w.symbol, ${feederId}, now() + ${ttlMs} * interval '1 millisecond'
+      FROM unnest(${sql.param(sorted)}::text[]) AS w(symbol) ORDER BY w.symbol
     ON CONFLICT (symbol) DO UPDATE SET
       holder = excluded.holder,
       expires_at = excluded.expires_at,
       generation = feed_leases.generation + CASE WHEN feed_leases.holder = excluded.holder THEN 0 ELSE 1 END
     WHERE feed_leases.holder = excluded.holder OR feed_leases.expires_at <= now()
-    RETURNING holder, (extract(epoch FROM expires_at - now()) * 1000)::float8 AS ms`);
-  if (granted[0])
-    return { symbol, held: true, holder: feederId, expiresInMs: Math.max(0, Math.round(Number(granted[0].ms))) };
-  const current = await db.rows<{ holder: string; ms: number }>(sql`
-    SELECT holder, (extract(epoch FROM expires_at - now()) * 1000)::float8 AS ms FROM feed_leases
-    WHERE symbol = ${symbol}`);
-  return {
-    symbol,
-    held: false,
-    holder: current[0]?.holder ?? "",
-    expiresInMs: Math.max(0, Math.round(Number(current[0]?.ms ?? 0))),
-  };
+    RETURNING symbol, (extract(epoch FROM expires_at - now()) * 1000)::float8 AS ms`);
+  const mine = new Map(granted.map((r) => [r.symbol, r.ms]));
+  const refused = sorted.filter((symbol) => !mine.has(symbol));
+  // A statement of its own (a fresh snapshot), so it sees a holder that won the race above.
+  const current =
+    refused.length === 0
+      ? []
+      : await db.rows<{ symbol: string; holder: string; ms: number }>(sql`
+    SELECT symbol, holder, (extract(epoch FROM expires_at - now()) * 1000)::float8 AS ms FROM feed_leases
+    WHERE symbol = ANY (${sql.param(refused)}::text[])`);
+  const others = new Map(current.map((r) => [r.symbol, r]));
+  return symbols.map((symbol) => {
+    const ms = mine.get(symbol);
+    if (ms !== undefined)
+      return { symbol, held: true, holder: feederId, expiresInMs: Math.max(0, Math.round(Number(ms))) };
+    const other = others.get(symbol);
+    return {
+      symbol,
+      held: false,
+      holder: other?.holder ?? "",
+      expiresInMs: Math.max(0, Math.round(Number(other?.ms ?? 0))),
+    };
+  });
 }
 
 /** Releases this feeder's leases on `symbols`; returns how many it held. */
 export async function releaseLeases(db: DbHandle, feederId: string, symbols: string[]): Promise<number> {
-  let released = 0;
-  for (const symbol of symbols) {
-    const rows = await db.rows(
-      sql`DELETE FROM feed_leases WHERE symbol = ${symbol} AND holder = ${feederId} RETURNING symbol`,
-    );
-    released += rows.length;
-  }
-  return released;
+  if (symbols.length === 0) return 0;
+  const rows = await db.rows(
+    sql`DELETE FROM feed_leases WHERE symbol = ANY (${sql.param(symbols)}::text[]) AND holder = ${feederId}
+        RETURNING symbol`,
+  );
+  return rows.length;
 }
 
-/** The holder of each coin's unexpired lease (coins without one are absent). */
-export async function liveLeaseHolders(db: DbHandle, symbols: string[]): Promise<Map<string, string>> {
-  const holders = new Map<string, string>();
-  for (const symbol of symbols) {
-    const rows = await db.rows<{ holder: string }>(
-      sql`SELECT holder FROM feed_leases WHERE symbol = ${symbol} AND expires_at > now()`,
-    );
-    if (rows[0]) holders.set(symbol, rows[0].holder);
-  }
-  return holders;
+/** The holder of each coin's unexpired lease (coins without one are absent); every coin's without `symbols`. */
+export async function liveLeaseHolders(db: DbHandle, symbols?: readonly string[]): Promise<Map<string, string>> {
+  const rows = await db.rows<{ symbol: string; holder: string }>(
+    symbols === undefined
+      ? sql`SELECT symbol, holder FROM feed_leases WHERE expires_at > now()`
+      : sql`SELECT symbol, holder FROM feed_leases WHERE symbol = ANY (${sql.param([...symbols])}::text[])
+            AND expires_at > now()`,
+  );
+  return new Map(rows.map((r) => [r.symbol, r.holder]));
 }
 
 /**
@@ -136,12 +161,15 @@ export function createFeederService(
       const ttlMs = Number(req.ttlMs);
       if (!Number.isInteger(ttlMs) || ttlMs < 1_000 || ttlMs > 600_000)
         throw serviceError("bad_request", "ttl_ms must be between 1000 and 600000");
-      const leases = [];
-      for (const symbol of checkSymbols(req.symbols)) {
-        const lease = await acquireLease(db, feederId, symbol, ttlMs);
-        leases.push({ symbol, held: lease.held, holder: lease.holder, expiresInMs: BigInt(lease.expiresInMs) });
-      }
-      return { leases };
+      const leases = await acquireLeases(db, feederId, checkSymbols(req.symbols), ttlMs);
+      return {
+        leases: leases.map((l) => ({
+          symbol: l.symbol,
+          held: l.held,
+          holder: l.holder,
+          expiresInMs: BigInt(l.expiresInMs),
+        })),
+      };
     },
     async releaseLeases(req) {
       return { released: BigInt(await releaseLeases(db, checkFeederId(req.feederId), checkSymbols(req.symbols))) };

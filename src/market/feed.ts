@@ -16,7 +16,14 @@ import { BatchReloads } from "./batch-reloads.ts";
 import { type CandleRow, CoinRuntime } from "./coin-runtime.ts";
 import type { PendingSignalEvent, SignalChange } from "./signal-events.ts";
 import type { MarketVersions, SignalReading, SignalSnapshot, SnapshotLookup } from "./snapshot.ts";
-import { loadAllCoins, loadCoins, persistMarket, type SignalEventsSubscriber, type StoredCoin } from "./store.ts";
+import {
+  CheckpointCache,
+  loadAllCoins,
+  loadCoins,
+  persistMarket,
+  type SignalEventsSubscriber,
+  type StoredCoin,
+} from "./store.ts";
 import type { Timeframe } from "./timeframes.ts";
 import { TIMEFRAME_MS } from "./timeframes.ts";
 import { type CandleUpdate, checkCandleFields, type RejectReason, type ValidUpdate } from "./validate.ts";
@@ -102,9 +109,18 @@ export class MarketFeed implements SignalSnapshot {
   private readonly coins = new Map<string, CoinRuntime>();
   /** What lookups read: committed readings, each coin at its market version. */
   private readonly published = new Map<string, PublishedCoin>();
+  /** The checkpoints last read: a reload reads again only the ones that changed. */
+  private readonly checkpoints = new CheckpointCache();
   /** Reloads from the store (other processes' commits, catching up), batched. */
   private readonly reloads = new BatchReloads(async (symbols) => {
-    for (const stored of await loadCoins(this.deps.db, symbols)) this.adopt(stored, true);
+    const started = Date.now();
+    const loaded = await loadCoins(this.deps.db, symbols, this.checkpoints);
+    const read = Date.now();
+    for (const stored of loaded) this.adopt(stored, true);
+    this.deps.logger.debug(
+      { coins: symbols.length, readMs: read - started, adoptMs: Date.now() - read },
+      "market: reloaded coins another process committed",
+    );
   });
   private pending = new Map<string, CandleRow>();
   private pendingEvents = new Map<string, PendingSignalEvent>();
@@ -130,7 +146,7 @@ export class MarketFeed implements SignalSnapshot {
    */
   async load(): Promise<void> {
     await this.deps.db.listen(MARKET_UPDATED, (payload) => this.onMarketNotice(payload));
-    for (const stored of await loadAllCoins(this.deps.db)) this.adopt(stored, false);
+    for (const stored of await loadAllCoins(this.deps.db, this.checkpoints)) this.adopt(stored, false);
   }
 
   /** Takes a coin as the store holds it: publishes it, and runs its engines unless ours have unsaved updates. */
@@ -164,7 +180,7 @@ export class MarketFeed implements SignalSnapshot {
       );
     const symbols = notice.symbols;
     const reload = symbols.includes("*")
-      ? loadAllCoins(this.deps.db).then((all) => {
+      ? loadAllCoins(this.deps.db, this.checkpoints).then((all) => {
           for (const stored of all) this.adopt(stored, true);
         })
       : this.reloads.reload(symbols);
@@ -242,7 +258,10 @@ export class MarketFeed implements SignalSnapshot {
     const failedAtStart = this.failedFlushes;
     const lost = () => new Error("a batch of this stream could not be committed; resend it (duplicates are ignored)");
     let index = 0;
+    const started = Date.now();
+    let closes = 0;
     for await (const update of source) {
+      if (update.closed) closes++;
       // A background flush failed and reloaded the coins: stop before building on the reloaded state.
       if (this.failedFlushes !== failedAtStart) throw lost();
       this.applyOne(update, index++, order, summary, { alerts, admit: options.admit, demo: options.demo === true });
@@ -256,6 +275,10 @@ export class MarketFeed implements SignalSnapshot {
     await this.flush();
     if (this.failedFlushes !== failedAtStart) throw lost();
     onProgress?.(summary);
+    this.deps.logger.debug(
+      { updates: index, closes, accepted: summary.accepted, ms: Date.now() - started },
+      "market: ingest stream committed",
+    );
     return summary;
   }
 
@@ -395,6 +418,7 @@ export class MarketFeed implements SignalSnapshot {
     this.pendingEvents = new Map();
     this.replacedDemo = new Set();
     this.urgent = false;
+    const started = Date.now();
     try {
       const coins = touched.map((s) => this.coins.get(s)!).filter(Boolean);
       // Everything applied so far is in this batch: the engines are exactly what it commits.
@@ -411,6 +435,10 @@ export class MarketFeed implements SignalSnapshot {
       for (const [i, coin] of coins.entries())
         this.publish(coin.symbol, { version: versions.get(coin.symbol) ?? 0, ...readings[i]! });
       this.deps.onReadingsChanged?.(touched);
+      this.deps.logger.debug(
+        { rows: rows.length, coins: coins.length, events: events.length, ms: Date.now() - started },
+        "market: batch committed",
+      );
     } catch (err) {
       // Streams that overlapped this batch fail: from now on (they stop applying updates), and
       // after the reload (one that started during it built on state the reload replaced).
@@ -426,7 +454,9 @@ export class MarketFeed implements SignalSnapshot {
 
   /** Replaces the in-memory runtime of these coins with what the store holds. */
   private async reload(symbols: string[]): Promise<void> {
-    const stored = new Map((await loadCoins(this.deps.db, symbols)).map((coin) => [coin.runtime.symbol, coin]));
+    const stored = new Map(
+      (await loadCoins(this.deps.db, symbols, this.checkpoints)).map((coin) => [coin.runtime.symbol, coin]),
+    );
     for (const symbol of symbols) {
       const coin = stored.get(symbol);
       if (coin) this.adopt(coin, false);

@@ -27,10 +27,16 @@ async function* toUpdates(
   requests: AsyncIterable<PushCandlesRequest>,
   leases?: { db: DbHandle; holders: Map<string, string | undefined> },
 ): AsyncGenerator<CandleUpdate> {
+  let all: Map<string, string> | null = null;
   for await (const r of requests) {
     const symbol = r.symbol.trim().toUpperCase();
-    if (leases && !leases.holders.has(symbol))
-      leases.holders.set(symbol, (await liveLeaseHolders(leases.db, [symbol])).get(symbol));
+    if (leases && !leases.holders.has(symbol)) {
+      // One read of every live lease at the stream's first update (a feeder's push names hundreds
+      // of coins: a statement per coin delayed a boundary's closes by seconds); a coin without a
+      // lease then is looked up again at its first update.
+      if (all === null) all = await liveLeaseHolders(leases.db);
+      leases.holders.set(symbol, all.get(symbol) ?? (await liveLeaseHolders(leases.db, [symbol])).get(symbol));
+    }
     yield {
       symbol: r.symbol,
       tf: r.tf,

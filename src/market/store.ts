@@ -7,7 +7,14 @@ import { MARKET_UPDATED, SIGNAL_EVENTS } from "../db/channels.ts";
 import { type Database, type DbHandle, resultRows, type Transaction } from "../db/client.ts";
 import { candles, coins, seriesState } from "../db/schema.ts";
 import { type Candle, restoreState, runSeries, serializeState } from "../engine/index.ts";
-import { type CandleRow, CoinRuntime, emptySeries, mergeCandle, type SeriesRuntime } from "./coin-runtime.ts";
+import {
+  type CandleRow,
+  CoinRuntime,
+  checkpointDue,
+  emptySeries,
+  mergeCandle,
+  type SeriesRuntime,
+} from "./coin-runtime.ts";
 import { chainHash, confirmedAtOf, GENESIS_HASH } from "./event-chain.ts";
 import type { PendingSignalEvent } from "./signal-events.ts";
 import type { Timeframe } from "./timeframes.ts";
@@ -74,7 +81,25 @@ export async function persistMarket(handle: DbHandle, write: MarketWrite): Promi
   // A coin's rows all share its provenance (a real push replaces demo history first).
   const demoCoins = new Set(touched.filter((c) => c.demo).map((c) => c.symbol));
   const flag = (demo: boolean) => (demo ? "t" : "f");
-  return handle.db.transaction(async (tx) => {
+  // Checkpoints of the series a close stepped since the store's (forming updates step none),
+  // taken now, before the first await: the engines may move on while this transaction runs.
+  const updatedAt = new Date();
+  const checkpointed: { series: SeriesRuntime; count: number }[] = [];
+  const states = touched.flatMap((coin) =>
+    [...coin.series.values()].filter(checkpointDue).map((s) => {
+      checkpointed.push({ series: s, count: s.state.count });
+      return {
+        symbol: coin.symbol,
+        tf: s.tf,
+        state: JSON.parse(serializeState(s.state)) as unknown,
+        lastClosedOpenTime: s.state.lastOpenTime,
+        updatedAt,
+      };
+    }),
+  );
+  // Symbol order: concurrent writers lock the rows in the same order.
+  states.sort((a, b) => (a.symbol < b.symbol ? -1 : a.symbol > b.symbol ? 1 : 0));
+  const versions = await handle.db.transaction(async (tx) => {
     if (write.replacedDemo && write.replacedDemo.length > 0) await deleteDemoHistory(tx, write.replacedDemo);
     for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
       const chunk = rows.slice(i, i + INSERT_CHUNK);
@@ -124,16 +149,6 @@ export async function persistMarket(handle: DbHandle, write: MarketWrite): Promi
         .returning({ symbol: coins.symbol, version: coins.version });
       for (const row of raised) versions.set(row.symbol, Number(row.version));
     }
-    const updatedAt = new Date();
-    const states = bySymbol.flatMap((coin) =>
-      [...coin.series.values()].map((s) => ({
-        symbol: coin.symbol,
-        tf: s.tf,
-        state: JSON.parse(serializeState(s.state)) as unknown,
-        lastClosedOpenTime: s.state.lastOpenTime,
-        updatedAt,
-      })),
-    );
     for (let i = 0; i < states.length; i += UPSERT_CHUNK) {
       await tx
         .insert(seriesState)
@@ -184,6 +199,8 @@ export async function persistMarket(handle: DbHandle, write: MarketWrite): Promi
     await tx.execute(sql`SELECT pg_notify(${MARKET_UPDATED}, ${payload})`);
     return versions;
   });
+  for (const { series, count } of checkpointed) series.storedCount = Math.max(series.storedCount ?? count, count);
+  return versions;
 }
 
 /**
@@ -302,12 +319,15 @@ async function restoreSeries(db: Reader, symbol: string, tf: Timeframe, checkpoi
   try {
     if (checkpoint !== undefined) {
       series.state = restoreState(checkpoint);
+      series.storedCount = series.state.count;
       return series;
     }
   } catch {
     // An unreadable or older checkpoint falls through to a bounded rebuild from the candles.
   }
   series.state = runSeries(await closedCandles(db, symbol, tf, null, WARMUP_CANDLES));
+  // The store holds no usable checkpoint of it: the next commit of the coin writes one.
+  series.storedCount = checkpoint === undefined && series.state.count === 0 ? 0 : null;
   return series;
 }
 
@@ -318,59 +338,133 @@ export interface StoredCoin {
   readonly version: number;
 }
 
+/** What a reload kept of one coin: its checkpoints (by row version) and the derived series' partials they imply. */
+interface KnownCoin {
+  readonly baseTf: Timeframe;
+  /** Per timeframe: the checkpoint row's version (`xmin`) and its parsed state. */
+  readonly checkpoints: ReadonlyMap<string, { readonly xmin: string; readonly state: unknown }>;
+  /** Per derived timeframe: the closed base candles of its open bucket, folded (null: none). */
+  readonly partials: ReadonlyMap<Timeframe, Candle | null>;
+}
+
+/**
+ * The checkpoints a process last read, so the next reload of a coin reads only what changed.
+ * Only a close rewrites a checkpoint (a forming update writes candle rows alone), so a coin
+ * whose checkpoint rows are all the same row versions (`xmin`) as last time has the same
+ * engine states and the same partial derived candles: its reload reads only the base candles
+ * after its last close (the forming one), not its checkpoints and the day of candles before.
+ * Every coin is still read in one snapshot, and anything not known exactly is read in full.
+ */
+export class CheckpointCache {
+  private readonly coins = new Map<string, KnownCoin>();
+
+  get(symbol: string): KnownCoin | undefined {
+    return this.coins.get(symbol);
+  }
+
+  set(symbol: string, known: KnownCoin): void {
+    this.coins.set(symbol, known);
+  }
+}
+
 /**
  * Rebuilds coins' runtimes from their checkpoints and candles, exactly as they were persisted,
  * with their market versions: all read in one snapshot, so each state is exactly that version's.
  * A set of coins costs a fixed number of statements (three, plus a rebuild per unreadable
  * checkpoint), not a few per coin: a follower reloads every coin a boundary closed at once.
+ * With a cache, unchanged checkpoints are not read again (CheckpointCache).
  */
-export async function loadCoins(handle: DbHandle, symbols: readonly string[]): Promise<StoredCoin[]> {
+export async function loadCoins(
+  handle: DbHandle,
+  symbols: readonly string[],
+  cache?: CheckpointCache,
+): Promise<StoredCoin[]> {
   if (symbols.length === 0) return [];
-  return handle.db.transaction((tx) => loadCoinsIn(tx, [...symbols]), {
+  return handle.db.transaction((tx) => loadCoinsIn(tx, [...symbols], cache), {
     isolationLevel: "repeatable read",
     accessMode: "read only",
   });
 }
 
-async function loadCoinsIn(db: Transaction, symbols: string[]): Promise<StoredCoin[]> {
+async function loadCoinsIn(db: Transaction, symbols: string[], cache?: CheckpointCache): Promise<StoredCoin[]> {
   const coinRows = (await db.select().from(coins).where(inArray(coins.symbol, symbols))).filter((c) =>
     isTimeframe(c.baseTf),
   );
   if (coinRows.length === 0) return [];
-  const checkpoints = new Map<string, Map<string, unknown>>();
-  for (const r of await db
-    .select()
-    .from(seriesState)
-    .where(
-      inArray(
-        seriesState.symbol,
-        coinRows.map((c) => c.symbol),
-      ),
-    )) {
-    const perCoin = checkpoints.get(r.symbol) ?? new Map<string, unknown>();
+  // Taken once: a concurrent reload may replace the cache's entries while this one reads.
+  const cached = new Map(coinRows.map((c) => [c.symbol, cache?.get(c.symbol)]));
+  const known = coinRows.flatMap((c) =>
+    [...(cached.get(c.symbol)?.checkpoints ?? [])].map(([tf, k]) => ({ symbol: c.symbol, tf, xmin: k.xmin })),
+  );
+  // The state of a checkpoint this process already holds at the same row version is not sent again.
+  const rows = resultRows<{ symbol: string; tf: string; xmin: string; state: string | null }>(
+    await db.execute(sql`
+      SELECT s.symbol, s.tf, s.xmin::text AS xmin,
+             CASE WHEN k.xmin = s.xmin::text THEN NULL ELSE s.state::text END AS state
+        FROM series_state s
+        LEFT JOIN unnest(${sql.param(known.map((k) => k.symbol))}::text[],
+             ${sql.param(known.map((k) => k.tf))}::text[], ${sql.param(known.map((k) => k.xmin))}::text[])
+             AS k(symbol, tf, xmin)
+          ON k.symbol = s.symbol AND k.tf = s.tf
+       WHERE s.symbol = ANY (${sql.param(coinRows.map((c) => c.symbol))}::text[])`),
+  );
+  const checkpoints = new Map<string, Map<string, { xmin: string; state: unknown }>>();
+  for (const r of rows) {
+    const perCoin = checkpoints.get(r.symbol) ?? new Map<string, { xmin: string; state: unknown }>();
     checkpoints.set(r.symbol, perCoin);
-    perCoin.set(r.tf, r.state);
+    const state =
+      r.state === null ? cached.get(r.symbol)?.checkpoints.get(r.tf)?.state : (JSON.parse(r.state) as unknown);
+    perCoin.set(r.tf, { xmin: r.xmin, state });
   }
   const restored = new Map<string, Map<Timeframe, SeriesRuntime>>();
+  /** Coins whose every checkpoint is the row version last read: their partials are the cached ones. */
+  const unchanged = new Set<string>();
   for (const coin of coinRows) {
     const baseTf = coin.baseTf as Timeframe;
     const series = new Map<Timeframe, SeriesRuntime>();
-    for (const tf of [baseTf, ...derivedTimeframes(baseTf)])
-      series.set(tf, await restoreSeries(db, coin.symbol, tf, checkpoints.get(coin.symbol)?.get(tf)));
+    const stored = checkpoints.get(coin.symbol);
+    const before = cached.get(coin.symbol);
+    const timeframes = [baseTf, ...derivedTimeframes(baseTf)];
+    if (
+      before?.baseTf === baseTf &&
+      timeframes.every((tf) => {
+        const now = stored?.get(tf);
+        return now !== undefined && now.xmin === before.checkpoints.get(tf)?.xmin;
+      })
+    )
+      unchanged.add(coin.symbol);
+    for (const tf of timeframes) series.set(tf, await restoreSeries(db, coin.symbol, tf, stored?.get(tf)?.state));
     restored.set(coin.symbol, series);
   }
   const recent = await recentBaseCandles(
     db,
-    coinRows.map((c) => ({
-      symbol: c.symbol,
-      baseTf: c.baseTf as Timeframe,
-      lastClosed: restored.get(c.symbol)!.get(c.baseTf as Timeframe)!.state.lastOpenTime,
-    })),
+    coinRows.map((c) => {
+      const lastClosed = restored.get(c.symbol)!.get(c.baseTf as Timeframe)!.state.lastOpenTime;
+      return {
+        symbol: c.symbol,
+        baseTf: c.baseTf as Timeframe,
+        lastClosed,
+        // Known partials: only the candles after the last close (the forming one) are needed.
+        ...(unchanged.has(c.symbol) ? { since: lastClosed === null ? 0 : lastClosed + 1 } : {}),
+      };
+    }),
   );
   return coinRows.map((coin) => {
     const baseTf = coin.baseTf as Timeframe;
     const series = restored.get(coin.symbol)!;
-    attachOpenCandles(series, baseTf, recent.get(coin.symbol) ?? []);
+    attachOpenCandles(
+      series,
+      baseTf,
+      recent.get(coin.symbol) ?? [],
+      unchanged.has(coin.symbol) ? cached.get(coin.symbol)?.partials : undefined,
+    );
+    const stored = checkpoints.get(coin.symbol);
+    if (cache && stored)
+      cache.set(coin.symbol, {
+        baseTf,
+        checkpoints: stored,
+        partials: new Map(derivedTimeframes(baseTf).map((tf) => [tf, series.get(tf)!.partial])),
+      });
     return {
       runtime: new CoinRuntime(coin.symbol, baseTf, coin.lastUpdateAt.getTime(), series, coin.demo),
       version: Number(coin.version),
@@ -385,12 +479,14 @@ async function loadCoinsIn(db: Transaction, symbols: string[]): Promise<StoredCo
  */
 async function recentBaseCandles(
   db: Transaction,
-  wanted: { symbol: string; baseTf: Timeframe; lastClosed: number | null }[],
+  wanted: { symbol: string; baseTf: Timeframe; lastClosed: number | null; since?: number }[],
 ): Promise<Map<string, (Candle & { closed: boolean })[]>> {
-  const since = wanted.map((w) =>
-    w.lastClosed === null
-      ? 0
-      : Math.min(...derivedTimeframes(w.baseTf).map((tf) => bucketStart(w.lastClosed!, tf)), w.lastClosed),
+  const since = wanted.map(
+    (w) =>
+      w.since ??
+      (w.lastClosed === null
+        ? 0
+        : Math.min(...derivedTimeframes(w.baseTf).map((tf) => bucketStart(w.lastClosed!, tf)), w.lastClosed)),
   );
   const rows = resultRows<{
     symbol: string;
@@ -433,6 +529,7 @@ function attachOpenCandles(
   series: Map<Timeframe, SeriesRuntime>,
   baseTf: Timeframe,
   recent: readonly (Candle & { closed: boolean })[],
+  partials?: ReadonlyMap<Timeframe, Candle | null>,
 ): void {
   const base = series.get(baseTf)!;
   const lastClosed = base.state.lastOpenTime;
@@ -440,7 +537,9 @@ function attachOpenCandles(
   base.forming = forming ? toCandle(forming) : null;
   for (const tf of derivedTimeframes(baseTf)) {
     const s = series.get(tf)!;
-    if (lastClosed !== null) {
+    if (partials) {
+      s.partial = partials.get(tf) ?? null;
+    } else if (lastClosed !== null) {
       const bucket = bucketStart(lastClosed, tf);
       const derivedLast = s.state.lastOpenTime;
       if (derivedLast === null || derivedLast < bucket) {
@@ -458,11 +557,12 @@ function attachOpenCandles(
 }
 
 /** Loads every coin (at start). */
-export async function loadAllCoins(handle: DbHandle): Promise<StoredCoin[]> {
+export async function loadAllCoins(handle: DbHandle, cache?: CheckpointCache): Promise<StoredCoin[]> {
   const symbols = await handle.db.select({ symbol: coins.symbol }).from(coins);
   return loadCoins(
     handle,
     symbols.map((r) => r.symbol),
+    cache,
   );
 }
 

@@ -7,6 +7,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { count } from "drizzle-orm";
 import type { Logger } from "pino";
 import { createAccount } from "../accounts/accounts.ts";
+import { DEFAULT_SCRYPT } from "../accounts/sign-in/passwords.ts";
 import { type Clock, systemClock } from "../clock.ts";
 import type { Config } from "../config.ts";
 import { type DbHandle, migrateDb, openDb } from "../db/client.ts";
@@ -131,6 +132,11 @@ export async function startServer(config: Config, logger: Logger, clock: Clock =
     }
     // A worker's line is not "listening": the primary says that once every worker listens.
     const where = { host: config.host, port, internalHost: config.internalHost, internalPort, database: db.driver };
+    if (config.passwordHashCost.logN < DEFAULT_SCRYPT.logN)
+      logger.warn(
+        { passwordScryptLogN: config.passwordHashCost.logN, recommended: DEFAULT_SCRYPT.logN },
+        "PASSWORD_SCRYPT_LOG_N is below the production cost: new member passwords are cheaper to guess",
+      );
     if (config.workerRole === null) logger.info(where, "listening");
     else logger.info({ ...where, role: config.workerRole }, "worker listening");
     if (config.demoAccount && lead) await createDemoAccountOnce(config, db, clock, port);

@@ -171,6 +171,7 @@ function createInternalHandler(deps: AppDeps, shared: Shared) {
     ...deps,
     limits: config.limits,
     publicBaseUrl: config.publicBaseUrl,
+    passwordHashCost: config.passwordHashCost,
     runChecks: () => runChecks({ db: deps.db, clock: deps.clock, config }),
   });
   const services: DescService[] = [

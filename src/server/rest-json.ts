@@ -140,40 +140,59 @@ function fieldJson(field: DescField): (value: unknown) => Json {
   }
 }
 
+/** How a field's value is read from a message (a oneof member only when it is the chosen case). */
+function fieldReader(field: DescField): (m: Message) => unknown {
+  const oneof = field.oneof;
+  return oneof
+    ? (m) => {
+        const chosen = (m as unknown as Record<string, { case?: string; value?: unknown }>)[oneof.localName];
+        return chosen?.case === field.localName ? chosen.value : undefined;
+      }
+    : (m) => (m as unknown as Record<string, unknown>)[field.localName];
+}
+
+interface FieldOut<T> {
+  readonly name: string;
+  readonly onlyWhenTrue: boolean;
+  readonly read: (m: Message) => unknown;
+  readonly out: T;
+}
+
+/**
+ * The fields a message of `schema` writes, in order, each with `out(field)` built once: every
+ * field, or, for the contract's exceptions, the constant list its selection picks.
+ */
+function fieldsWritten<T>(schema: DescMessage, out: (field: DescField) => T): (m: Message) => readonly FieldOut<T>[] {
+  const fields = schema.fields.map((field) => ({
+    name: field.name,
+    onlyWhenTrue: writtenOnlyWhenTrue(schema, field),
+    read: fieldReader(field),
+    out: out(field),
+  }));
+  const select = SELECTIONS.get(schema.typeName);
+  if (!select) return () => fields;
+  const byName = new Map(fields.map((f) => [f.name, f]));
+  // A selection returns one of a few constant name lists; their fields are looked up once.
+  const selected = new WeakMap<readonly string[], FieldOut<T>[]>();
+  return (m) => {
+    const names = select(m);
+    let list = selected.get(names);
+    if (!list) selected.set(names, (list = names.map((name) => byName.get(name)!)));
+    return list;
+  };
+}
+
 const mappers = new WeakMap<DescMessage, Mapper>();
 
 /** The REST JSON mapper of a message type, built once per type from its descriptor. */
 export function restJsonMapper(schema: DescMessage): Mapper {
   const known = mappers.get(schema);
   if (known) return known;
-  const fields = schema.fields.map((field) => {
-    const toJson = fieldJson(field);
-    const oneof = field.oneof;
-    const read = oneof
-      ? (m: Message) => {
-          const chosen = (m as unknown as Record<string, { case?: string; value?: unknown }>)[oneof.localName];
-          return chosen?.case === field.localName ? chosen.value : undefined;
-        }
-      : (m: Message) => (m as unknown as Record<string, unknown>)[field.localName];
-    return {
-      name: field.name,
-      onlyWhenTrue: writtenOnlyWhenTrue(schema, field),
-      write: (m: Message) => toJson(read(m)),
-    };
-  });
-  const byName = new Map(fields.map((f) => [f.name, f]));
-  const select = SELECTIONS.get(schema.typeName);
-  // A selection returns one of a few constant name lists; their writers are looked up once.
-  const selected = new WeakMap<readonly string[], typeof fields>();
-  const fieldsOf = (names: readonly string[]) => {
-    let list = selected.get(names);
-    if (!list) selected.set(names, (list = names.map((name) => byName.get(name)!)));
-    return list;
-  };
+  const fieldsOf = fieldsWritten(schema, fieldJson);
   const mapper: Mapper = (m) => {
     const out: Record<string, Json> = {};
-    for (const f of select ? fieldsOf(select(m)) : fields) {
-      const value = f.write(m);
+    for (const f of fieldsOf(m)) {
+      const value = f.out(f.read(m));
       if (f.onlyWhenTrue && value !== true) continue;
       out[f.name] = value;
     }
@@ -181,6 +200,111 @@ export function restJsonMapper(schema: DescMessage): Mapper {
   };
   mappers.set(schema, mapper);
   return mapper;
+}
+
+type Writer = (message: Message) => string;
+
+/** A number's JSON text (JSON writes NaN and the infinities as null). */
+const numberText = (n: number): string => (Number.isFinite(n) ? String(n) : "null");
+
+/** Characters a JSON string must escape (lone surrogates included): most strings have none. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what JSON escapes.
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/** A string's JSON text; JSON.stringify only when a character needs escaping. */
+const stringText = (s: string): string => (NEEDS_ESCAPE.test(s) ? JSON.stringify(s) : `"${s}"`);
+
+/** A scalar's JSON text: exactly what JSON.stringify writes for the mapper's value. */
+function scalarText(scalar: ScalarType): (value: unknown) => string {
+  if (INT64_SCALARS.has(scalar)) return (v) => numberText(Number(v));
+  switch (scalar) {
+    case ScalarType.BYTES:
+      return (v) => `"${Buffer.from(v as Uint8Array).toString("base64")}"`;
+    case ScalarType.STRING:
+      return (v) => stringText(v as string);
+    case ScalarType.BOOL:
+      return (v) => (v ? "true" : "false");
+    default:
+      return (v) => numberText(v as number);
+  }
+}
+
+/** An enum value's JSON text (the names quoted once, when the writer is built). */
+function enumText(desc: DescEnum): (value: number) => string {
+  const toName = enumJson(desc);
+  const texts = new Map(desc.values.map((v) => [v.number, JSON.stringify(toName(v.number))]));
+  const fallback = JSON.stringify(toName(0));
+  return (value) => texts.get(value) ?? fallback;
+}
+
+/** The writer of a nested message type, looked up on first use (types may be recursive). */
+function lazyWriter(schema: DescMessage): (value: unknown) => string {
+  let writer: Writer | undefined;
+  return (v) => (writer ??= restJsonWriter(schema))(v as Message);
+}
+
+/** How one field's value becomes JSON text: the text of what fieldJson maps it to. */
+function fieldText(field: DescField): (value: unknown) => string {
+  switch (field.fieldKind) {
+    case "message": {
+      const toText = lazyWriter(field.message);
+      return (v) => (v === undefined ? "null" : toText(v));
+    }
+    case "enum": {
+      const toText = enumText(field.enum);
+      return (v) => (v === undefined ? "null" : toText(v as number));
+    }
+    case "scalar": {
+      const toText = scalarText(field.scalar);
+      return (v) => (v === undefined ? "null" : toText(v));
+    }
+    case "list": {
+      const item =
+        field.listKind === "message"
+          ? lazyWriter(field.message)
+          : field.listKind === "enum"
+            ? enumText(field.enum)
+            : scalarText(field.scalar);
+      return (v) => {
+        const list = v as unknown[];
+        let text = "[";
+        for (let i = 0; i < list.length; i++) text += (i === 0 ? "" : ",") + item(list[i] as never);
+        return `${text}]`;
+      };
+    }
+    case "map": {
+      // Rare in answers: the mapped object's own text (its key order is JSON.stringify's).
+      const toJson = fieldJson(field);
+      return (v) => JSON.stringify(toJson(v));
+    }
+  }
+}
+
+const writers = new WeakMap<DescMessage, Writer>();
+
+/**
+ * The REST JSON text of a message type, built once per type from its descriptor: the same text
+ * as `JSON.stringify(restJsonMapper(schema)(m))`, written straight from the message without the
+ * intermediate object (an answer's objects were a share of each call's garbage).
+ */
+export function restJsonWriter(schema: DescMessage): Writer {
+  const known = writers.get(schema);
+  if (known) return known;
+  const fieldsOf = fieldsWritten(schema, (field) => ({
+    key: `${JSON.stringify(field.name)}:`,
+    text: fieldText(field),
+  }));
+  const writer: Writer = (m) => {
+    let text = "";
+    for (const f of fieldsOf(m)) {
+      const value = f.read(m);
+      if (f.onlyWhenTrue && value !== true) continue;
+      text += (text === "" ? "{" : ",") + f.out.key + f.out.text(value);
+    }
+    return text === "" ? "{}" : `${text}}`;
+  };
+  writers.set(schema, writer);
+  return writer;
 }
 
 /** The REST JSON of a message of `schema`. */

@@ -13,14 +13,14 @@ import {
   getOption,
   type Message,
 } from "@bufbuild/protobuf";
-import { ConnectError, createHandlerContext, type HandlerContext } from "@connectrpc/connect";
+import { ConnectError, type ContextValues, createContextValues, type HandlerContext } from "@connectrpc/connect";
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
 import { http as httpRule } from "../../gen/google/api/annotations_pb.js";
 import { type ErrorCode, errorBodyOf, errorCodeOf, errorSpec } from "../errors.ts";
 import { errorSummary } from "../logger.ts";
 import { addWarnings, unknownParameterWarnings } from "../signals/warnings.ts";
-import { restJsonMapper } from "./rest-json.ts";
+import { restJsonWriter } from "./rest-json.ts";
 
 type FallbackArgs = Parameters<NonNullable<ConnectNodeAdapterOptions["fallback"]>>;
 type NodeRequest = FallbackArgs[0];
@@ -36,7 +36,8 @@ interface RestRoute {
   readonly service: DescService;
   readonly method: DescMethod;
   readonly invoke: (request: unknown, ctx: HandlerContext) => Promise<unknown>;
-  readonly toJson: (response: Message) => unknown;
+  /** The answer's JSON text. */
+  readonly toJson: (response: Message) => string;
   readonly verb: "GET" | "POST";
   readonly path: string;
   /** The query parameters the route reads (the request message's field names). */
@@ -45,6 +46,49 @@ interface RestRoute {
 
 /** Abort reason for a finished request: a constant, so no DOMException (and stack) per call. */
 const REQUEST_DONE = Object.freeze({ done: true });
+
+/**
+ * The handler context of one REST call: what Connect's createHandlerContext builds, without its
+ * per-call extras that REST never uses (a deadline controller, listeners linking its controller
+ * to the shutdown signal, a copy of the request's Headers, two object copies); the trailer,
+ * which REST does not send, is made only if a handler touches it. Its signal aborts when the
+ * caller goes away (or the call is done) and, through `abortAll`, on shutdown.
+ */
+class RestContext implements HandlerContext {
+  readonly protocolName = "rest";
+  readonly responseHeader = new Headers();
+  readonly values: ContextValues = createContextValues();
+  readonly signal: AbortSignal;
+  readonly service: DescService;
+  readonly method: DescMethod;
+  readonly requestMethod: string;
+  readonly url: string;
+  readonly requestHeader: Headers;
+  readonly #controller = new AbortController();
+  #trailer: Headers | undefined;
+
+  constructor(route: RestRoute, url: string, requestHeader: Headers) {
+    this.service = route.service;
+    this.method = route.method;
+    this.requestMethod = route.verb;
+    this.url = url;
+    this.requestHeader = requestHeader;
+    this.signal = this.#controller.signal;
+  }
+
+  timeoutMs(): number | undefined {
+    return undefined;
+  }
+
+  get responseTrailer(): Headers {
+    this.#trailer ??= new Headers();
+    return this.#trailer;
+  }
+
+  abort(reason: unknown): void {
+    this.#controller.abort(reason);
+  }
+}
 
 /** Reads the GET/POST path of a method from its google.api.http option, if any. */
 export function httpRouteOf(method: DescMethod): { verb: "GET" | "POST"; path: string } | null {
@@ -105,7 +149,11 @@ export function errorResponse(code: ErrorCode, message?: string): Response {
 
 /** Writes a JSON body with no-store caching (answers are per caller and per moment). */
 export function sendJson(res: NodeResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const payload = JSON.stringify(body);
+  sendJsonText(res, status, JSON.stringify(body), headers);
+}
+
+/** Writes JSON text already made, with no-store caching. */
+function sendJsonText(res: NodeResponse, status: number, payload: string, headers: Record<string, string>): void {
   (res as ServerResponse).writeHead(status, {
     ...headers,
     "content-type": "application/json; charset=utf-8",
@@ -141,7 +189,7 @@ export function restRoutesOf(services: readonly RestService[]): Map<string, Rest
       const handler = (impl as Record<string, unknown>)[method.localName];
       if (typeof handler !== "function")
         throw new Error(`${service.typeName}.${method.name} has a REST route but no implementation`);
-      const toJson = restJsonMapper(method.output);
+      const toJson = restJsonWriter(method.output);
       const parameters = new Set(method.input.fields.map((f) => f.name));
       routes.set(http.path, {
         service,
@@ -159,6 +207,16 @@ export function restRoutesOf(services: readonly RestService[]): Map<string, Rest
 /** Builds the REST request handler; returns false when no REST route matches the path. */
 export function createRestHandler(services: readonly RestService[], logger: Logger, shutdownSignal?: AbortSignal) {
   const routes = restRoutesOf(services);
+  // The calls in flight, aborted with the shutdown signal's reason when it fires: one listener
+  // for all of them instead of one added and removed per call.
+  const live = new Set<RestContext>();
+  shutdownSignal?.addEventListener(
+    "abort",
+    () => {
+      for (const ctx of live) ctx.abort(shutdownSignal.reason);
+    },
+    { once: true },
+  );
   return async function handleRest(req: NodeRequest, res: NodeResponse): Promise<boolean> {
     const url = requestUrl(req.url);
     if (url === null) {
@@ -171,24 +229,17 @@ export function createRestHandler(services: readonly RestService[], logger: Logg
       sendError(res, "method_not_allowed", `Use ${route.verb} for ${route.path}.`, { allow: route.verb });
       return true;
     }
-    let ctx: ReturnType<typeof createHandlerContext>;
+    let requestHeader: Headers;
     try {
-      ctx = createHandlerContext({
-        service: route.service,
-        method: route.method,
-        protocolName: "rest",
-        requestMethod: route.verb,
-        url: url.toString(),
-        requestHeader: headerPairs(req),
-        shutdownSignal,
-      });
+      requestHeader = new Headers(headerPairs(req));
     } catch {
       // Headers refuses a value it cannot carry (Node's parser lets some through).
       sendError(res, "bad_request", "A request header has a value that cannot be read.");
       return true;
     }
-    // The context links its signal to the shutdown signal; abort() in `finally` unlinks it, or
-    // every request would leave a listener behind (a leak that slows each later request).
+    const ctx = new RestContext(route, url.toString(), requestHeader);
+    if (shutdownSignal?.aborted) ctx.abort(shutdownSignal.reason);
+    else live.add(ctx);
     res.once("close", () => ctx.abort(REQUEST_DONE));
     try {
       // Only REST sees parameter names: one it does not read (a misspelt `symbol=`) is ignored,
@@ -199,7 +250,7 @@ export function createRestHandler(services: readonly RestService[], logger: Logg
         if (unknown.length > 0) addWarnings(ctx.responseHeader, unknownParameterWarnings(unknown));
       }
       const output = await route.invoke(requestFromQuery(route.method.input, url.searchParams), ctx);
-      sendJson(res, 200, route.toJson(output as Message), Object.fromEntries(ctx.responseHeader));
+      sendJsonText(res, 200, route.toJson(output as Message), Object.fromEntries(ctx.responseHeader));
     } catch (err) {
       const code = errorCodeOf(err);
       const headers = err instanceof ConnectError ? Object.fromEntries(err.metadata) : {};
@@ -210,7 +261,7 @@ export function createRestHandler(services: readonly RestService[], logger: Logg
         sendError(res, code, err instanceof ConnectError ? err.rawMessage : undefined, headers);
       }
     } finally {
-      ctx.abort(REQUEST_DONE);
+      live.delete(ctx);
     }
     return true;
   };

@@ -162,7 +162,7 @@ const sessions: Http2SessionManager[] = [];
 const viewers: Viewer[] = [];
 
 async function signedInViewer(email: string, accountId: number): Promise<WebClient> {
-  await setMemberPassword(server.db.handle, accountId, PASSWORD);
+  await setMemberPassword(server.db.handle, accountId, PASSWORD, server.config.passwordHashCost);
   const web = new WebClient(server.baseUrl);
   expect((await web.signIn(email, PASSWORD)).status).toBe(303);
   return web;

@@ -165,7 +165,7 @@ describe.runIf(usingPostgres)(
           const process =
             server === other
               ? "other"
-              : processName(connectionOwners(server.port, lead.workerPids).get(answer.localPort!));
+              : processName((await connectionOwners(server.port, lead.workerPids)).get(answer.localPort!));
           if (answer.status !== 200) return { process, status: answer.status, index: null, signalId: null };
           const entry = (JSON.parse(answer.body) as { signals: Array<{ price?: number; signal_id?: string | null }> })
             .signals[0]!;

@@ -255,7 +255,7 @@ describe.runIf(usingPostgres)("live watchlist with WORKERS=2", () => {
       const stream = await openRawStream(`${server.baseUrl}/watch/stream`, `sid=${token}`);
       expect((await stream.reader.next("cells"))!.cells[0]).toMatchObject({ symbol: COIN, ok: true });
       streams.push(stream);
-      const byPort = connectionOwners(server.port, server.workerPids);
+      const byPort = await connectionOwners(server.port, server.workerPids);
       owners.clear();
       for (const s of streams) if (byPort.has(s.localPort)) owners.add(byPort.get(s.localPort)!);
     }

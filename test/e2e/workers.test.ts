@@ -167,7 +167,7 @@ describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on on
             "every worker to answer the pushed coins",
           );
           expect(answers).toHaveLength(24);
-          for (const pid of connectionOwners(server.port, server.workerPids).values())
+          for (const pid of (await connectionOwners(server.port, server.workerPids)).values())
             seen.set(pid, (seen.get(pid) ?? 0) + 1);
         } finally {
           agent.destroy();
@@ -213,7 +213,7 @@ describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on on
           Array.from({ length: 12 }, () => httpGet(`${server.baseUrl}/charts/WA?tf=1h`, { cookie }, agent, 20_000)),
         );
         statuses.push(...answers.map((a) => a.status));
-        for (const pid of connectionOwners(server.port, server.workerPids).values()) seen.add(pid);
+        for (const pid of (await connectionOwners(server.port, server.workerPids)).values()) seen.add(pid);
       } finally {
         agent.destroy();
       }

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkPasswordLink, redeemPasswordLink } from "../../src/accounts/sign-in/password-links.ts";
 import { type DbHandle, migrateDb, migrationsFolder, openDb } from "../../src/db/client.ts";
 import { hashToken, newToken } from "../../src/one-time-token.ts";
+import { TEST_PASSWORD_COST } from "../support/password-cost.ts";
 import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
 
 const MERGE = "0032_password_links";
@@ -111,7 +112,9 @@ describe("merging the setup and reset links into password_links", () => {
       email: "reset@example.test",
       kind: "reset",
     });
-    expect(await redeemPasswordLink(handle, tokens.reset, "reset", "a long new password", NOW)).toEqual({
+    expect(
+      await redeemPasswordLink(handle, tokens.reset, "reset", "a long new password", NOW, TEST_PASSWORD_COST),
+    ).toEqual({
       accountId: ids.reset,
       kind: "reset",
     });

@@ -37,7 +37,7 @@ describe.skipIf(!chromiumAvailable)("buying a Token pack in headless Chromium", 
     stripe = await startFakeStripe();
     server = await startTestServer({ env: stripe.env(), clock: createTestClock(Date.now()) });
     account = await server.account({ email: EMAIL });
-    await setMemberPassword(server.db.handle, account.accountId, PASSWORD);
+    await setMemberPassword(server.db.handle, account.accountId, PASSWORD, server.config.passwordHashCost);
     browser = await launchChromium();
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     await context.addInitScript(() => {

@@ -48,7 +48,7 @@ async function member(plan = "node"): Promise<{ accountId: number; apiKey: strin
   const email = `buyer${++counter}@example.test`;
   const password = "a long enough password 1";
   const { accountId, apiKey } = await server.account({ email, plan });
-  await setMemberPassword(server.db.handle, accountId, password);
+  await setMemberPassword(server.db.handle, accountId, password, server.config.passwordHashCost);
   const web = new WebClient(server.baseUrl);
   expect((await web.signIn(email, password)).status).toBe(303);
   return { accountId, apiKey, web, email };
@@ -530,7 +530,7 @@ describe("payments off", () => {
       );
       expect((await deliver(plain.baseUrl, delivery)).status).toBe(404);
       const { accountId } = await plain.account({ email: "plain@example.test" });
-      await setMemberPassword(plain.db.handle, accountId, "a long enough password 1");
+      await setMemberPassword(plain.db.handle, accountId, "a long enough password 1", plain.config.passwordHashCost);
       const web = new WebClient(plain.baseUrl);
       await web.signIn("plain@example.test", "a long enough password 1");
       const page = await web.get("/account");

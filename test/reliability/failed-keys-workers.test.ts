@@ -62,7 +62,7 @@ describe.runIf(usingPostgres)("failed-key budget with WORKERS=2 on PostgreSQL", 
         Array.from({ length: 300 }, () => httpGet(`${server.baseUrl}/api/v1/signals`, {}, agent, 60_000)),
       );
       expect(opened.every((a) => a.status === 401 && a.body.includes("api_key_required"))).toBe(true);
-      const owners = [...connectionOwners(server.port, server.workerPids).values()];
+      const owners = [...(await connectionOwners(server.port, server.workerPids)).values()];
       connectionsPerWorker = server.workerPids.map((pid) => owners.filter((o) => o === pid).length);
       if (new Set(owners).size === 2) flooder = agent;
       else agent.destroy();

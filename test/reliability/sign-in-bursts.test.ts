@@ -20,6 +20,7 @@ import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
 import { loadConfig } from "../../src/config.ts";
 import { type DbHandle, openDb } from "../../src/db/client.ts";
 import { SIGN_UP_THROTTLE } from "../../src/web/routes/sign-up.ts";
+import { PRODUCTION_PASSWORD_COST_ENV } from "../support/password-cost.ts";
 import { childEnv, type ServerProcess, startServerProcess } from "../support/processes.ts";
 import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
 import { createTestClock, INTERNAL_TOKEN, startTestServer, type TestServer } from "../support/test-server.ts";
@@ -35,7 +36,7 @@ let n = 0;
 async function member(): Promise<{ email: string; accountId: number }> {
   const email = `burst${++n}-${process.pid}@example.test`;
   const { accountId } = await first.account({ email });
-  await setMemberPassword(first.db.handle, accountId, PASSWORD);
+  await setMemberPassword(first.db.handle, accountId, PASSWORD, first.config.passwordHashCost);
   return { email, accountId };
 }
 
@@ -73,8 +74,9 @@ async function signInForm(server: TestServer, address: string): Promise<{ web: W
 
 beforeAll(async () => {
   const clock = createTestClock();
-  first = await startTestServer({ clock });
-  second = await startTestServer({ db: first.db, clock });
+  // The bursts meet the real hash time: the production cost, not the tests' low one.
+  first = await startTestServer({ clock, env: { ...PRODUCTION_PASSWORD_COST_ENV } });
+  second = await startTestServer({ db: first.db, clock, env: { ...PRODUCTION_PASSWORD_COST_ENV } });
 });
 
 afterAll(async () => {
@@ -327,8 +329,8 @@ describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on on
         DEMO_FEED: "false",
         LOG_LEVEL: "info",
         DB_POOL_SIZE: "4",
+        ...PRODUCTION_PASSWORD_COST_ENV,
       }),
-      90_000,
     );
     expect(server.workerPids.length).toBe(2);
     db = await openDb({ databaseUrl: database.url, dataDir: "memory://", poolSize: 2 });
@@ -343,14 +345,19 @@ describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on on
   it(`60 parallel wrong passwords: ${DEFAULT_THROTTLE.perAddress} checked; ` +
     `30 sign-ups: ${SIGN_UP_THROTTLE.perAddress} accounts`, async () => {
     const email = `workers-${process.pid}@example.test`;
-    const limits = loadConfig({ PORT: "0", INTERNAL_PORT: "0", INTERNAL_TOKEN }).limits;
+    const { limits, passwordHashCost } = loadConfig({
+      PORT: "0",
+      INTERNAL_PORT: "0",
+      INTERNAL_TOKEN,
+      ...PRODUCTION_PASSWORD_COST_ENV,
+    });
     const { summary } = await createAccount(
       db,
       { email, plan: "node", subscriptionUntil: new Date(Date.now() + 86_400_000) },
       limits,
       Date.now(),
     );
-    await setMemberPassword(db, summary.accountId, PASSWORD);
+    await setMemberPassword(db, summary.accountId, PASSWORD, passwordHashCost);
 
     // Each request on its own connection, so the two workers share them.
     const signIn = new WebClient(server.baseUrl, { localAddress: "127.0.0.2" });

@@ -24,3 +24,19 @@ export function launchChromium(): Promise<Browser> {
     args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
   });
 }
+
+/**
+ * Runs `work` for every item, at most `limit` at a time: pages that do not depend on each other
+ * load side by side, so one page's network and script waits overlap another's rendering.
+ */
+export async function eachConcurrently<T>(
+  items: readonly T[],
+  limit: number,
+  work: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) await work(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+}

@@ -7,6 +7,7 @@ import { createServer } from "node:net";
 import type { Readable, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { ENVIRONMENT_VARIABLES } from "../../src/config.ts";
+import { TEST_PASSWORD_COST_ENV } from "./password-cost.ts";
 import { PROCESS_WAIT_MS } from "./waits.ts";
 
 export const PROJECT_ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -35,11 +36,19 @@ export const CONFIG_VARS: readonly string[] = [...ENVIRONMENT_VARIABLES, "NODE_O
  */
 const TEST_WORKERS = process.env.WORKERS?.trim() || "1";
 
-/** process.env without the service's configuration, plus `vars` (and WORKERS on Postgres, see TEST_WORKERS). */
+/**
+ * process.env without the service's configuration, plus the tests' password hashing cost
+ * (password-cost.ts), `vars` (which may override it), and WORKERS on Postgres (see TEST_WORKERS).
+ */
 export function childEnv(vars: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const name of CONFIG_VARS) delete env[name];
-  return { ...env, ...(vars.DATABASE_URL !== undefined ? { WORKERS: TEST_WORKERS } : {}), ...vars };
+  return {
+    ...env,
+    ...TEST_PASSWORD_COST_ENV,
+    ...(vars.DATABASE_URL !== undefined ? { WORKERS: TEST_WORKERS } : {}),
+    ...vars,
+  };
 }
 
 export interface CliResult {

@@ -1,16 +1,19 @@
 /**
  * Which process holds each accepted TCP connection of a listening port, read from Linux's
  * /proc (the kernel's own record, so the server needs no header or label to say who answered).
+ * Read asynchronously: on a busy host /proc/net/tcp lists every socket of the machine and takes
+ * tens of milliseconds to read, which a synchronous read took from the caller's event loop
+ * (a benchmark's fake servers, answering late, then looked like a slow server).
  */
-import { readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { readdir, readFile, readlink } from "node:fs/promises";
 
 /** The inode of every established connection whose local port is `port`, by its remote port. */
-function establishedInodes(port: number): Map<string, number> {
+async function establishedInodes(port: number): Promise<Map<string, number>> {
   const byInode = new Map<string, number>();
   for (const file of ["/proc/net/tcp", "/proc/net/tcp6"]) {
     let text = "";
     try {
-      text = readFileSync(file, "utf8");
+      text = await readFile(file, "utf8");
     } catch {
       continue;
     }
@@ -30,23 +33,18 @@ function establishedInodes(port: number): Map<string, number> {
  * For each established connection to `port` held by one of `pids`: the client's port and the
  * holder's pid. A connection the primary accepted and handed on is held by the worker alone.
  */
-export function connectionOwners(port: number, pids: number[]): Map<number, number> {
-  const inodes = establishedInodes(port);
+export async function connectionOwners(port: number, pids: number[]): Promise<Map<number, number>> {
+  const inodes = await establishedInodes(port);
   const owners = new Map<number, number>();
   for (const pid of pids) {
     let fds: string[] = [];
     try {
-      fds = readdirSync(`/proc/${pid}/fd`);
+      fds = await readdir(`/proc/${pid}/fd`);
     } catch {
       continue;
     }
-    for (const fd of fds) {
-      let target = "";
-      try {
-        target = readlinkSync(`/proc/${pid}/fd/${fd}`);
-      } catch {
-        continue;
-      }
+    const targets = await Promise.all(fds.map((fd) => readlink(`/proc/${pid}/fd/${fd}`).catch(() => "")));
+    for (const target of targets) {
       const inode = /^socket:\[(\d+)\]$/.exec(target)?.[1];
       const clientPort = inode === undefined ? undefined : inodes.get(inode);
       if (clientPort !== undefined) owners.set(clientPort, pid);

@@ -11,6 +11,7 @@ import { createLogger } from "../../src/logger.ts";
 import type { MarketFeed } from "../../src/market/feed.ts";
 import { emptySnapshot, type SignalSnapshot } from "../../src/market/snapshot.ts";
 import { createServer } from "../../src/server/create-server.ts";
+import { TEST_PASSWORD_COST_ENV } from "./password-cost.ts";
 import { createTestDb, type TestDb } from "./test-db.ts";
 
 export const INTERNAL_TOKEN = "test-internal-token-0123456789";
@@ -59,7 +60,8 @@ let emailCounter = 0;
  * `feed: true`, a MarketFeed over the same database (loaded, on the server's clock and
  * STALE_AFTER) is both the snapshot and the IngestService backend; `snapshot` is then ignored.
  * With `db`, the server runs over that (already migrated) database and close() leaves it open:
- * a second server over the same `db` after close() is a restart.
+ * a second server over the same `db` after close() is a restart. New member passwords are hashed
+ * at the tests' low cost (password-cost.ts) unless `env` sets PASSWORD_SCRYPT_LOG_N.
  */
 export async function startTestServer(
   options: {
@@ -73,7 +75,14 @@ export async function startTestServer(
   } = {},
 ): Promise<TestServer> {
   const db = options.db ?? (await createTestDb());
-  const config = loadConfig({ PORT: "0", INTERNAL_PORT: "0", INTERNAL_TOKEN, LOG_LEVEL: "silent", ...options.env });
+  const config = loadConfig({
+    PORT: "0",
+    INTERNAL_PORT: "0",
+    INTERNAL_TOKEN,
+    LOG_LEVEL: "silent",
+    ...TEST_PASSWORD_COST_ENV,
+    ...options.env,
+  });
   const clock = options.clock ?? createTestClock();
   const logger = options.logs ? createLogger(config.logLevel, options.logs) : pino({ level: "silent" });
   const server = createServer(config, {

@@ -17,7 +17,7 @@ import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
 import { nextMytMonthStart } from "../../src/clock.ts";
 import { readCandleFile } from "../../src/market/csv-candles.ts";
 import { formatMyt } from "../../src/web/format.ts";
-import { chromiumAvailable, launchChromium, RESULTS_DIR } from "../support/browser.ts";
+import { chromiumAvailable, eachConcurrently, launchChromium, RESULTS_DIR } from "../support/browser.ts";
 import { REAL_CANDLES_DIR, realCandlesAvailable } from "../support/real-candles.ts";
 import { usingPostgres } from "../support/test-db.ts";
 import { createTestClock, startTestServer, type TestServer } from "../support/test-server.ts";
@@ -58,10 +58,15 @@ describe.skipIf(!chromiumAvailable)("web pages in headless Chromium", () => {
     server = await startTestServer({ feed: true, clock: createTestClock(Date.now()) });
     const account = await server.account({ email: EMAIL });
     apiKey = account.apiKey;
-    await setMemberPassword(server.db.handle, account.accountId, PASSWORD);
+    await setMemberPassword(server.db.handle, account.accountId, PASSWORD, server.config.passwordHashCost);
     // Somebody else, whose data must never show up on Ana's pages.
     const other = await server.account({ email: "bob.other@example.test" });
-    await setMemberPassword(server.db.handle, other.accountId, "bob's own long password");
+    await setMemberPassword(
+      server.db.handle,
+      other.accountId,
+      "bob's own long password",
+      server.config.passwordHashCost,
+    );
     if (realCandlesAvailable) {
       const summary = await server.feed!.ingest(readCandleFile(`${REAL_CANDLES_DIR}BTCUSDT_1h.csv.gz`, "BTC", "1h"));
       expect(summary.rejected).toBe(0);
@@ -391,29 +396,33 @@ describe.skipIf(!chromiumAvailable)("web pages in headless Chromium", () => {
       });
     }
 
-    // Signed out: the public pages (the charts ask to sign in first).
+    // Signed out: the public pages (the charts ask to sign in first). Pages that only read load side by side.
     const visitor = await browser.newContext(phoneOptions);
-    const v = await visitor.newPage();
-    for (const pathname of ["/signin", "/signup", "/status"]) {
+    await eachConcurrently(["/signin", "/signup", "/status"], 3, async (pathname) => {
+      const v = await visitor.newPage();
       expect((await v.goto(`${server.baseUrl}${pathname}`))!.status(), pathname).toBe(200);
       await expectFits(v, `public ${pathname}`);
-    }
+      await v.close();
+    });
     await visitor.close();
 
     // Signed in: the account, the key confirmation, the new key's page, the charts and /status.
     const phone = await browser.newContext({ ...phoneOptions, storageState: await context.storageState() });
-    const p = await phone.newPage();
-    for (const pathname of [
+    const signedIn = [
       "/account",
       "/account/key",
       "/charts",
       ...(realCandlesAvailable ? ["/charts/BTC?tf=4h"] : []),
       "/status",
-    ]) {
-      expect((await p.goto(`${server.baseUrl}${pathname}`))!.status(), pathname).toBe(200);
-      if (pathname === "/account") expect(await p.locator("#ledger tbody tr").count()).toBeGreaterThan(0);
-      await expectFits(p, pathname);
-    }
+    ];
+    await eachConcurrently(signedIn, 3, async (pathname) => {
+      const page = await phone.newPage();
+      expect((await page.goto(`${server.baseUrl}${pathname}`))!.status(), pathname).toBe(200);
+      if (pathname === "/account") expect(await page.locator("#ledger tbody tr").count()).toBeGreaterThan(0);
+      await expectFits(page, pathname);
+      await page.close();
+    });
+    const p = await phone.newPage();
     await p.goto(`${server.baseUrl}/account/key`);
     await Promise.all([
       p.waitForURL(`${server.baseUrl}/account/key/new`),

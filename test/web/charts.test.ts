@@ -49,7 +49,7 @@ describe.runIf(chromiumAvailable && realCandlesAvailable)("chart page and /track
     });
     expect((await server.feed!.ingest(all)).rejected).toBe(0);
     const account = await server.account({ email: EMAIL });
-    await setMemberPassword(server.db.handle, account.accountId, PASSWORD);
+    await setMemberPassword(server.db.handle, account.accountId, PASSWORD, server.config.passwordHashCost);
     browser = await launchChromium();
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     page = await context.newPage();

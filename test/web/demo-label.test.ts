@@ -47,7 +47,12 @@ describe("demo and real coins on one server's pages", () => {
     }
     const account = await server.account({ email: "dora.demo@example.test" });
     apiKey = account.apiKey;
-    await setMemberPassword(server.db.handle, account.accountId, "a long and correct password");
+    await setMemberPassword(
+      server.db.handle,
+      account.accountId,
+      "a long and correct password",
+      server.config.passwordHashCost,
+    );
     member = new WebClient(server.baseUrl);
     expect((await member.signIn("dora.demo@example.test", "a long and correct password")).status).toBe(303);
   }, 120_000);

@@ -70,7 +70,7 @@ describe.skipIf(!chromiumAvailable)("every page in light and dark, with no netwo
     stopDemoFeed = await startDemoFeed(server.feed!, server.clock, pino({ level: "silent" }), 3_600_000);
     const account = await server.account({ email: EMAIL });
     accountId = account.accountId;
-    await setMemberPassword(server.db.handle, accountId, PASSWORD);
+    await setMemberPassword(server.db.handle, accountId, PASSWORD, server.config.passwordHashCost);
     // A few paid calls, so the ledger table has rows.
     for (let i = 0; i < 3; i++) {
       const res = await fetch(`${server.baseUrl}/api/v1/signals?symbols=BTC&tf=1h`, {

@@ -101,7 +101,12 @@ describe.runIf(realCandlesAvailable)("the live record on /track-record", () => {
       expect((await server.feed!.ingest(coins.map((c) => c[i]!))).rejected).toBe(0);
     }
     const account = await server.account({ email: "lina.live@example.test" });
-    await setMemberPassword(server.db.handle, account.accountId, "a long and correct password");
+    await setMemberPassword(
+      server.db.handle,
+      account.accountId,
+      "a long and correct password",
+      server.config.passwordHashCost,
+    );
     member = new WebClient(server.baseUrl);
     expect((await member.signIn("lina.live@example.test", "a long and correct password")).status).toBe(303);
   }, 300_000);

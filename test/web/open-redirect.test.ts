@@ -40,7 +40,7 @@ let member: WebClient;
 beforeAll(async () => {
   server = await startTestServer({});
   const account = await server.account({ email: MEMBER.email });
-  await setMemberPassword(server.db.handle, account.accountId, MEMBER.password);
+  await setMemberPassword(server.db.handle, account.accountId, MEMBER.password, server.config.passwordHashCost);
   member = new WebClient(server.baseUrl);
   expect((await member.signIn(MEMBER.email, MEMBER.password)).status).toBe(303);
 });

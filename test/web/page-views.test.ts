@@ -34,7 +34,7 @@ async function member(
 ): Promise<{ accountId: number; signIn: (server: TestServer) => Promise<WebClient> }> {
   const email = `pacer${++n}@example.test`;
   const { accountId } = await first.account({ email, plan });
-  await setMemberPassword(first.db.handle, accountId, PASSWORD);
+  await setMemberPassword(first.db.handle, accountId, PASSWORD, first.config.passwordHashCost);
   return {
     accountId,
     async signIn(server) {

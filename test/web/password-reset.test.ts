@@ -54,7 +54,7 @@ afterAll(async () => {
 async function member(name: string): Promise<{ accountId: number; email: string }> {
   const email = `${name}-${DB_SUFFIX}@example.test`;
   const { accountId } = await server.account({ email });
-  await setMemberPassword(server.db.handle, accountId, OLD_PASSWORD);
+  await setMemberPassword(server.db.handle, accountId, OLD_PASSWORD, server.config.passwordHashCost);
   return { accountId, email };
 }
 

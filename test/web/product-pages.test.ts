@@ -17,7 +17,7 @@ import { createSession } from "../../src/accounts/sign-in/sessions.ts";
 import { saveWatchlist } from "../../src/accounts/watchlist.ts";
 import { startDemoFeed } from "../../src/market/demo-feed.ts";
 import { SESSION_COOKIE } from "../../src/web/page-kit.ts";
-import { chromiumAvailable, launchChromium } from "../support/browser.ts";
+import { chromiumAvailable, eachConcurrently, launchChromium } from "../support/browser.ts";
 import { type FakeSmtp, startFakeSmtp } from "../support/fake-smtp.ts";
 import {
   deliver,
@@ -273,18 +273,19 @@ describe.skipIf(!chromiumAvailable)("the product pages in a browser", () => {
       const context = await memberContext(member.accountId, width, 844);
       const visitor = await browser.newContext({ viewport: { width, height: 844 } });
       const wide: string[] = [];
-      for (const path of PAGES) {
-        for (const ctx of [context, visitor]) {
-          const page = await ctx.newPage();
-          await page.goto(`${server.baseUrl}${path}`);
-          const { scroll, client } = await page.evaluate(() => ({
-            scroll: document.documentElement.scrollWidth,
-            client: document.documentElement.clientWidth,
-          }));
-          if (scroll > client) wide.push(`${path} (${ctx === context ? "member" : "visitor"}): ${scroll} > ${client}`);
-          await page.close();
-        }
-      }
+      // Every page is only read: four load at a time.
+      const visits = PAGES.flatMap((path) => [context, visitor].map((ctx) => ({ path, ctx })));
+      await eachConcurrently(visits, 4, async ({ path, ctx }) => {
+        const page = await ctx.newPage();
+        await page.goto(`${server.baseUrl}${path}`);
+        const { scroll, client } = await page.evaluate(() => ({
+          scroll: document.documentElement.scrollWidth,
+          client: document.documentElement.clientWidth,
+        }));
+        if (scroll > client) wide.push(`${path} (${ctx === context ? "member" : "visitor"}): ${scroll} > ${client}`);
+        await page.close();
+      });
+      wide.sort();
       await context.close();
       await visitor.close();
       expect(wide).toEqual([]);

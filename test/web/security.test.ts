@@ -14,6 +14,8 @@ import { DEFAULT_THROTTLE } from "../../src/accounts/attempt-throttle.ts";
 import { setMemberPassword } from "../../src/accounts/sign-in/credentials.ts";
 import { createPasswordLink } from "../../src/accounts/sign-in/password-links.ts";
 import type { CandleUpdate } from "../../src/market/validate.ts";
+import { TEST_PASSWORD_COST } from "../support/password-cost.ts";
+import { waitFor } from "../support/reliability.ts";
 import { startTestServer, type TestServer } from "../support/test-server.ts";
 import { csrfTokenOf, keyConfirmFormOf, setCookieOf, WebClient, type WebResult } from "../support/web-client.ts";
 
@@ -58,8 +60,8 @@ beforeAll(async () => {
   server = await startTestServer({ feed: true, logs, env: { LOG_LEVEL: "debug" } });
   ana = await server.account({ email: ANA.email });
   bob = await server.account({ email: BOB.email });
-  await setMemberPassword(server.db.handle, ana.accountId, ANA.password);
-  await setMemberPassword(server.db.handle, bob.accountId, BOB.password);
+  await setMemberPassword(server.db.handle, ana.accountId, ANA.password, server.config.passwordHashCost);
+  await setMemberPassword(server.db.handle, bob.accountId, BOB.password, server.config.passwordHashCost);
   const summary = await server.feed!.ingest(zigzagCandles("ZIG", 400, server.clock()));
   expect(summary.rejected).toBe(0);
 });
@@ -123,7 +125,7 @@ describe("session cookie", () => {
     const tls = await startTestServer({ env: { PUBLIC_BASE_URL: "https://signals.example.test" } });
     try {
       const member = await tls.account({ email: "tls@example.test" });
-      await setMemberPassword(tls.db.handle, member.accountId, "a long password for tls");
+      await setMemberPassword(tls.db.handle, member.accountId, "a long password for tls", tls.config.passwordHashCost);
       const client = new WebClient(tls.baseUrl);
       const form = await client.get("/signin");
       expect(setCookieOf(form, "csrf")).toMatch(/; Secure; SameSite=Strict$/);
@@ -152,7 +154,12 @@ describe("session cookie", () => {
     }
     const again = await signedIn(ANA);
     const stolen = again.cookies.get("sid")!;
-    const { sessionsRevoked } = await setMemberPassword(server.db.handle, ana.accountId, ANA.password);
+    const { sessionsRevoked } = await setMemberPassword(
+      server.db.handle,
+      ana.accountId,
+      ANA.password,
+      server.config.passwordHashCost,
+    );
     expect(sessionsRevoked).toBeGreaterThanOrEqual(1);
     expect((await new WebClient(server.baseUrl).get("/account", { cookie: `sid=${stolen}` })).status).toBe(303);
   });
@@ -414,11 +421,14 @@ describe("members are isolated", () => {
 });
 
 describe("passwords and sign-in", () => {
-  it("stores the password as a self-describing scrypt hash, never in clear", async () => {
+  it("stores the password as a self-describing scrypt hash at the configured cost, never in clear", async () => {
     const [row] = await server.db.handle.rows<{ password_hash: string }>(
       sql`SELECT password_hash FROM member_passwords WHERE account_id = ${ana.accountId}`,
     );
-    expect(row!.password_hash).toMatch(/^scrypt\$131072\$8\$1\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{43}$/);
+    // The tests' low cost (the production default is checked in the passwords' and config's unit tests).
+    const N = 2 ** server.config.passwordHashCost.logN;
+    expect(N).toBe(2 ** TEST_PASSWORD_COST.logN);
+    expect(row!.password_hash).toMatch(new RegExp(`^scrypt\\$${N}\\$8\\$1\\$[A-Za-z0-9_-]{22}\\$[A-Za-z0-9_-]{43}$`));
     expect(row!.password_hash).not.toContain(ANA.password);
   });
 
@@ -477,7 +487,12 @@ describe("passwords and sign-in", () => {
 describe("one-time password setup link", () => {
   it("sets the password once, signs out the account's sessions, and cannot be used again", async () => {
     const carol = await server.account({ email: "carol@example.test" });
-    await setMemberPassword(server.db.handle, carol.accountId, "carol's first password");
+    await setMemberPassword(
+      server.db.handle,
+      carol.accountId,
+      "carol's first password",
+      server.config.passwordHashCost,
+    );
     const carolSession = await signedIn({ email: "carol@example.test", password: "carol's first password" });
     const { token } = await createPasswordLink(server.db.handle, carol.accountId, "setup", server.clock());
     const client = new WebClient(server.baseUrl);
@@ -632,8 +647,15 @@ describe("logs", () => {
     const client = await signedIn(ANA);
     await new WebClient(server.baseUrl).signIn(ANA.email, "a wrong password for the log");
     const { token } = await createPasswordLink(server.db.handle, bob.accountId, "setup", server.clock());
+    const seen = logLines.length;
     await new WebClient(server.baseUrl).get(`/setup-password?token=${token}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The last request's access line is written when its response closes: every line is in by then.
+    await waitFor(
+      () => logLines.slice(seen).some((l) => l.includes('"msg":"request"') && l.includes('"path":"/setup-password"')),
+      30_000,
+      "the setup page's access log line",
+      5,
+    );
     const text = logLines.join("\n");
     expect(text).toContain("member signed in");
     for (const secret of [

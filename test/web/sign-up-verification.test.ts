@@ -63,7 +63,7 @@ describe("sign-up answers the same whether or not the email has an account", () 
   it("same status, same page, one hash each; a new address gets a link, a taken one a note", async () => {
     const taken = `taken-${DB_SUFFIX}@example.test`;
     const { accountId } = await server.account({ email: taken });
-    await setMemberPassword(server.db.handle, accountId, "the member's own password");
+    await setMemberPassword(server.db.handle, accountId, "the member's own password", server.config.passwordHashCost);
     const fresh = `fresh-${DB_SUFFIX}@example.test`;
 
     const before = await hashesHashed();

@@ -64,7 +64,7 @@ describe.skipIf(!chromiumAvailable)("Connect Telegram in one tap (getUpdates pol
       },
     });
     accountId = (await server.account({ email: EMAIL })).accountId;
-    await setMemberPassword(server.db.handle, accountId, PASSWORD);
+    await setMemberPassword(server.db.handle, accountId, PASSWORD, server.config.passwordHashCost);
     browser = await launchChromium();
     context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     // t.me is the one address outside the server the page leads to: answered here, never fetched.
@@ -277,7 +277,7 @@ describe("Connect Telegram through the webhook (TELEGRAM_UPDATES=webhook)", () =
       },
     });
     accountId = (await server.account({ email: EMAIL })).accountId;
-    await setMemberPassword(server.db.handle, accountId, PASSWORD);
+    await setMemberPassword(server.db.handle, accountId, PASSWORD, server.config.passwordHashCost);
     client = new WebClient(server.baseUrl);
     expect((await client.signIn(EMAIL, PASSWORD)).status).toBe(303);
     webhook = `${server.baseUrl}/webhooks/telegram`;

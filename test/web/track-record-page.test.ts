@@ -104,11 +104,21 @@ describe.runIf(realCandlesAvailable)("public track record and the chart page's b
     held = all.splice(all.length - LATER);
     expect((await server.feed!.ingest(all)).rejected).toBe(0);
     const account = await server.account({ email: "rita.record@example.test" });
-    await setMemberPassword(server.db.handle, account.accountId, "a long and correct password");
+    await setMemberPassword(
+      server.db.handle,
+      account.accountId,
+      "a long and correct password",
+      server.config.passwordHashCost,
+    );
     member = new WebClient(server.baseUrl);
     expect((await member.signIn("rita.record@example.test", "a long and correct password")).status).toBe(303);
     const free = await server.account({ email: "fred.free@example.test", plan: "free" });
-    await setMemberPassword(server.db.handle, free.accountId, "a long and correct password");
+    await setMemberPassword(
+      server.db.handle,
+      free.accountId,
+      "a long and correct password",
+      server.config.passwordHashCost,
+    );
     freeMember = new WebClient(server.baseUrl);
     expect((await freeMember.signIn("fred.free@example.test", "a long and correct password")).status).toBe(303);
   }, 120_000);

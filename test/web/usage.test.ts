@@ -101,7 +101,7 @@ describe.skipIf(!chromiumAvailable)("usage over time and key facts on the accoun
     });
     const account = await server.account({ email: EMAIL });
     ({ apiKey, accountId } = account);
-    await setMemberPassword(server.db.handle, accountId, PASSWORD);
+    await setMemberPassword(server.db.handle, accountId, PASSWORD, server.config.passwordHashCost);
     // Past usage: charges on most of the last 40 days, a Token pack, and another member's calls.
     const other = await server.account({ email: "olga.other@example.test" });
     const now = server.clock();

@@ -8,7 +8,7 @@ import { and, eq, ne, sql } from "drizzle-orm";
 import type { DbHandle } from "../../db/client.ts";
 import { accounts, memberPasswords, webSessions } from "../../db/schema.ts";
 import { AccountError } from "../accounts.ts";
-import { checkPasswordPolicy, hashPassword } from "./passwords.ts";
+import { checkPasswordPolicy, hashPassword, type ScryptCost } from "./passwords.ts";
 
 async function requireAccount(handle: DbHandle, accountId: number): Promise<void> {
   const [row] = await handle.db.select({ id: accounts.id }).from(accounts).where(eq(accounts.id, accountId));
@@ -38,13 +38,15 @@ export async function storePasswordHash(
 }
 
 /**
- * Sets or replaces the account's password and revokes its web sessions; returns how many
- * sessions were revoked. Throws AccountError (bad_request for the policy, not_found).
+ * Sets or replaces the account's password, hashed at `cost` (the configuration's), and revokes
+ * its web sessions; returns how many sessions were revoked. Throws AccountError (bad_request
+ * for the policy, not_found).
  */
 export async function setMemberPassword(
   handle: DbHandle,
   accountId: number,
   password: string,
+  cost: ScryptCost,
 ): Promise<{ sessionsRevoked: number }> {
   try {
     checkPasswordPolicy(password);
@@ -52,7 +54,7 @@ export async function setMemberPassword(
     throw new AccountError("bad_request", (err as Error).message);
   }
   await requireAccount(handle, accountId);
-  const passwordHash = await hashPassword(password);
+  const passwordHash = await hashPassword(password, cost);
   const sessionsRevoked = await handle.db.transaction((tx) => storePasswordHash(tx, accountId, passwordHash));
   return { sessionsRevoked };
 }
@@ -60,17 +62,18 @@ export async function setMemberPassword(
 /**
  * A signed-in member's new password (the caller has checked the current one): every other web
  * session of the account ends, the one it was changed from (`currentSessionHash`) stays.
- * Throws PasswordPolicyError. `hash` is the web's hashing queue.
+ * Throws PasswordPolicyError. `cost` is the configuration's; `hash` is the web's hashing queue.
  */
 export async function changeMemberPassword(
   handle: DbHandle,
   accountId: number,
   password: string,
   currentSessionHash: string,
+  cost: ScryptCost,
   hash: <T>(work: () => Promise<T>) => Promise<T> = (work) => work(),
 ): Promise<{ sessionsRevoked: number }> {
   checkPasswordPolicy(password);
-  const passwordHash = await hash(() => hashPassword(password));
+  const passwordHash = await hash(() => hashPassword(password, cost));
   const sessionsRevoked = await handle.db.transaction((tx) =>
     storePasswordHash(tx, accountId, passwordHash, currentSessionHash),
   );

@@ -16,7 +16,7 @@ import { hashToken, isWellFormedToken, newToken } from "../../one-time-token.ts"
 import { AccountError } from "../accounts.ts";
 import { storePasswordHash } from "./credentials.ts";
 import { markEmailVerified } from "./email-verification.ts";
-import { checkPasswordPolicy, hashPassword } from "./passwords.ts";
+import { checkPasswordPolicy, hashPassword, type ScryptCost } from "./passwords.ts";
 
 export type PasswordLinkKind = "setup" | "reset";
 
@@ -109,8 +109,8 @@ export async function checkPasswordLink(
  * the same transaction as the password and the end of every session, so two submissions of one
  * link cannot both succeed. The account's other unused links are deleted with it: the password
  * they were for is chosen. Returns the account and the link's kind, or null when the link is
- * unknown, of another kind, used or expired. Throws PasswordPolicyError. `hash` is the web's
- * hashing queue.
+ * unknown, of another kind, used or expired. Throws PasswordPolicyError. `cost` is the
+ * configuration's; `hash` is the web's hashing queue.
  */
 export async function redeemPasswordLink(
   handle: DbHandle,
@@ -118,11 +118,12 @@ export async function redeemPasswordLink(
   kind: PasswordLinkKind,
   password: string,
   now: number,
+  cost: ScryptCost,
   hash: <T>(work: () => Promise<T>) => Promise<T> = (work) => work(),
 ): Promise<{ accountId: number; kind: PasswordLinkKind } | null> {
   checkPasswordPolicy(password);
   if (!isWellFormedToken(token)) return null;
-  const passwordHash = await hash(() => hashPassword(password));
+  const passwordHash = await hash(() => hashPassword(password, cost));
   return handle.db.transaction(async (tx) => {
     const [used] = await tx
       .update(passwordLinks)

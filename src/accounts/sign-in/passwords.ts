@@ -3,6 +3,8 @@
  * `scrypt$<N>$<r>$<p>$<salt b64url>$<hash b64url>`, so the cost can be raised later and old
  * hashes still verify. Verification compares in constant time. Hashing is CPU- and
  * memory-heavy (128 MiB per hash at the default cost), so at most HASH_CONCURRENCY run at once.
+ * New hashes are written at the configured cost (PASSWORD_SCRYPT_LOG_N); a hash is always
+ * verified at the cost stored in it.
  */
 import { randomBytes, scrypt, timingSafeEqual } from "node:crypto";
 
@@ -11,8 +13,17 @@ export const MIN_PASSWORD_LENGTH = 10;
 /** Longest accepted password: enough for any passphrase, and bounds the work per attempt. */
 export const MAX_PASSWORD_LENGTH = 1024;
 
+/** scrypt's cost parameters: N = 2^logN, block size r, parallelism p. */
+export interface ScryptCost {
+  readonly logN: number;
+  readonly r: number;
+  readonly p: number;
+}
+
 /** OWASP's scrypt recommendation: N = 2^17, r = 8, p = 1 (about 0.35 s and 128 MiB here). */
-export const DEFAULT_SCRYPT = Object.freeze({ logN: 17, r: 8, p: 1 });
+export const DEFAULT_SCRYPT: ScryptCost = Object.freeze({ logN: 17, r: 8, p: 1 });
+/** The log2 N a stored hash may have (a corrupted row must not cost minutes of CPU or gigabytes). */
+export const SCRYPT_LOG_N_RANGE = Object.freeze({ min: 10, max: 20 });
 const SALT_BYTES = 16;
 const HASH_BYTES = 32;
 /** Two cores: more parallel hashes would only queue in libuv while holding their memory. */
@@ -76,10 +87,7 @@ function derive(password: string, salt: Buffer, logN: number, r: number, p: numb
 }
 
 /** Hashes a password that passed checkPasswordPolicy into the self-describing string. */
-export async function hashPassword(
-  password: string,
-  cost: { logN: number; r: number; p: number } = DEFAULT_SCRYPT,
-): Promise<string> {
+export async function hashPassword(password: string, cost: ScryptCost = DEFAULT_SCRYPT): Promise<string> {
   const salt = randomBytes(SALT_BYTES);
   const hash = await derive(password, salt, cost.logN, cost.r, cost.p);
   return [
@@ -112,8 +120,8 @@ function parseHash(stored: string): ParsedHash | null {
   // Bounds keep a corrupted row from turning one sign-in into minutes of CPU or gigabytes.
   if (
     !Number.isInteger(logN) ||
-    logN < 10 ||
-    logN > 20 ||
+    logN < SCRYPT_LOG_N_RANGE.min ||
+    logN > SCRYPT_LOG_N_RANGE.max ||
     !Number.isInteger(r) ||
     r < 1 ||
     r > 32 ||
@@ -137,14 +145,20 @@ export async function verifyPassword(password: string, stored: string): Promise<
   return candidate.length === parsed.hash.length && timingSafeEqual(candidate, parsed.hash);
 }
 
-let dummyHash: Promise<string> | null = null;
+/** One dummy hash per cost, made at its first use. */
+const dummyHashes = new Map<string, Promise<string>>();
 
 /**
  * Spends the same work as a real verification for an email with no password, so the answer
- * time does not tell which emails are members.
+ * time does not tell which emails are members: `cost` is the one new hashes are written at.
  */
-export async function verifyAgainstDummy(password: string): Promise<false> {
-  dummyHash ??= hashPassword("not a real password, only spends time");
-  await verifyPassword(password, await dummyHash);
+export async function verifyAgainstDummy(password: string, cost: ScryptCost): Promise<false> {
+  const key = `${cost.logN}$${cost.r}$${cost.p}`;
+  let dummy = dummyHashes.get(key);
+  if (dummy === undefined) {
+    dummy = hashPassword("not a real password, only spends time", cost);
+    dummyHashes.set(key, dummy);
+  }
+  await verifyPassword(password, await dummy);
   return false;
 }

@@ -5,7 +5,7 @@
  */
 import type { DbHandle } from "../../db/client.ts";
 import { accounts, memberPasswords } from "../../db/schema.ts";
-import { checkPasswordPolicy, hashPassword, PasswordPolicyError } from "./passwords.ts";
+import { checkPasswordPolicy, hashPassword, PasswordPolicyError, type ScryptCost } from "./passwords.ts";
 
 const EMAIL_PATTERN = /^[^\s@]{1,64}@[^\s@.]+(\.[^\s@.]+)+$/;
 export const SIGN_UP_PLAN = "free";
@@ -19,11 +19,13 @@ export type SignUpResult = { ok: true; created: number | null } | { ok: false; s
 /**
  * Creates the account and its password, or says why not (nothing is written then). The hash is
  * computed whether or not the email is taken, so both take the same time. `verified` is false
- * when a confirmation link will be mailed; `hash` is the web's hashing queue.
+ * when a confirmation link will be mailed; `cost` is the configuration's; `hash` is the web's
+ * hashing queue.
  */
 export async function signUp(
   db: DbHandle,
   input: { email: string; password: string; confirm: string; verified: boolean },
+  cost: ScryptCost,
   hash: <T>(work: () => Promise<T>) => Promise<T> = (work) => work(),
 ): Promise<SignUpResult> {
   const email = input.email.trim();
@@ -37,7 +39,7 @@ export async function signUp(
     if (err instanceof PasswordPolicyError) return { ok: false, status: 400, message: `Not created: ${err.message}.` };
     throw err;
   }
-  const passwordHash = await hash(() => hashPassword(input.password));
+  const passwordHash = await hash(() => hashPassword(input.password, cost));
   const accountId = await db.db.transaction(async (tx) => {
     // The unique index on lower(email) decides between two concurrent sign-ups.
     const [row] = await tx

@@ -64,7 +64,14 @@ export function accountSecurityRoutes(kit: PageKit): Hono<WebEnv> {
       await refundAttempt(db, [pair]);
       return {
         kind: "changed",
-        ...(await changeMemberPassword(db, signed.session.accountId, password, signed.session.tokenHash, hash)),
+        ...(await changeMemberPassword(
+          db,
+          signed.session.accountId,
+          password,
+          signed.session.tokenHash,
+          config.passwordHashCost,
+          hash,
+        )),
       } as const;
     });
     if (isRefusal(outcome)) return again(outcome.status, outcome.message, outcome.headers);

@@ -114,7 +114,7 @@ function linkRoutes(kit: PageKit, app: Hono<WebEnv>, at: LinkAddress): void {
     const problem = newPasswordProblem(password, fields.get("confirm") ?? "");
     if (problem !== null) return passwordForm(c, 400, target, problem);
     const used = await kit.withHashPlace(c, clientAddress(kit.nodeRequest(c), config.trustProxy), (hash) =>
-      redeemPasswordLink(db, token, at.kind, password, now, hash),
+      redeemPasswordLink(db, token, at.kind, password, now, config.passwordHashCost, hash),
     );
     if (isRefusal(used)) return passwordForm(c, used.status, target, used.message, used.headers);
     if (used === null) return gone(c);

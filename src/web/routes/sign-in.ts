@@ -17,7 +17,12 @@ import {
 import { findCredentials } from "../../accounts/sign-in/credentials.ts";
 import { HashRefused } from "../../accounts/sign-in/hash-gate.ts";
 import { isKnownAddress, rememberAddress } from "../../accounts/sign-in/known-addresses.ts";
-import { MAX_PASSWORD_LENGTH, verifyAgainstDummy, verifyPassword } from "../../accounts/sign-in/passwords.ts";
+import {
+  MAX_PASSWORD_LENGTH,
+  type ScryptCost,
+  verifyAgainstDummy,
+  verifyPassword,
+} from "../../accounts/sign-in/passwords.ts";
 import { createSession, deleteSession, findSession } from "../../accounts/sign-in/sessions.ts";
 import type { DbHandle } from "../../db/client.ts";
 import { type QueuedHash, reserveOrRefuse } from "../attempt-refusals.ts";
@@ -77,6 +82,7 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
 async function checkSignIn(
   db: DbHandle,
   throttle: SignInPolicy,
+  cost: ScryptCost,
   attempt: { email: string; password: string; address: string; now: number },
   hash: QueuedHash,
   signal: AbortSignal,
@@ -94,7 +100,7 @@ async function checkSignIn(
     await pause(throttle.slowdownMs, signal);
   const ok = await hash(() =>
     credentials === null || password.length > MAX_PASSWORD_LENGTH
-      ? verifyAgainstDummy(password)
+      ? verifyAgainstDummy(password, cost)
       : verifyPassword(password, credentials.passwordHash),
   );
   if (!ok || credentials === null) return { kind: "failed" };
@@ -135,7 +141,7 @@ export function signInRoutes(kit: PageKit): Hono<WebEnv> {
     const address = clientAddress(kit.nodeRequest(c), config.trustProxy);
     const attempt = { email, password, address, now };
     const outcome = await kit.withHashPlace(c, address, (hash) =>
-      checkSignIn(db, throttle, attempt, hash, c.req.raw.signal),
+      checkSignIn(db, throttle, config.passwordHashCost, attempt, hash, c.req.raw.signal),
     );
     if (isRefusal(outcome)) return again(outcome.status, outcome.message, outcome.headers);
     if (outcome.kind === "failed") return again(401, SIGN_IN_FAILED);

@@ -85,6 +85,7 @@ export function signUpRoutes(kit: PageKit): Hono<WebEnv> {
       return signUp(
         db,
         { email, password: form.get("password") ?? "", confirm: form.get("confirm") ?? "", verified: mailer === null },
+        config.passwordHashCost,
         hash,
       );
     });

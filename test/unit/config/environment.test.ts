@@ -177,6 +177,7 @@ const READ: Record<string, (p: Parsed) => unknown> = {
   FAILED_KEY_LIMIT: (p) => p.server.failedKeyLimit,
   FAILED_KEY_WINDOW: (p) => seconds(p.server.failedKeyWindowMs),
   SESSION_TTL_HOURS: (p) => hours(p.server.sessionTtlMs),
+  PASSWORD_SCRYPT_LOG_N: (p) => p.server.passwordHashCost.logN,
   SMTP_URL: (p) => p.server.mail?.smtpUrl ?? null,
   MAIL_FROM: (p) => p.server.mail?.from ?? null,
   TRUST_PROXY: (p) => p.server.trustProxy,

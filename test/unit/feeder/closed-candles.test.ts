@@ -78,6 +78,54 @@ describe("the pusher", () => {
       ["BTC", T0 + H],
     ]);
   });
+
+  it("keeps only a coin's latest forming price behind a slow push, and never reorders or drops a close", async () => {
+    const pushes: PushItem[][] = [];
+    const firstCallStarted = gate();
+    const firstCallAnswer = gate<PushResult>();
+    const client = {
+      async push(items: readonly PushItem[]) {
+        pushes.push([...items]);
+        if (pushes.length === 1) {
+          firstCallStarted.open();
+          await firstCallAnswer.promise;
+        }
+        return { accepted: items.length, rejected: 0, duplicates: 0, rejections: [] };
+      },
+    } as unknown as ServerClient;
+    const pusher = new Pusher(client, metrics(), silent, () => {});
+    const forming = (symbol: string, openTime: number, close: number): PushItem => ({
+      symbol,
+      tf: "1h",
+      candle: candle(openTime, close, 1),
+      closed: false,
+    });
+    const closed = (symbol: string, openTime: number, close: number): PushItem => ({
+      ...forming(symbol, openTime, close),
+      closed: true,
+    });
+    pusher.enqueue([forming("BTC", T0, 101)], "live");
+    await firstCallStarted.promise;
+    // While that push is on its way: BTC's forming price moves twice, ETH's three times, then
+    // BTC's candle closes and the next one forms twice; the push in flight is never touched.
+    pusher.enqueue([forming("BTC", T0, 102), forming("ETH", T0, 201)], "live");
+    pusher.enqueue([forming("BTC", T0, 103), forming("ETH", T0, 202)], "live");
+    pusher.enqueue([forming("ETH", T0, 203), closed("BTC", T0, 104)], "live");
+    pusher.enqueue([forming("BTC", T0 + H, 105)], "live");
+    pusher.enqueue([forming("BTC", T0 + H, 106)], "live");
+    firstCallAnswer.open({ accepted: 1, rejected: 0, duplicates: 0, rejections: [] });
+    await pusher.flushed();
+    const seen = (items: PushItem[]) => items.map((i) => [i.symbol, i.candle.openTime, i.candle.close, i.closed]);
+    expect(pushes.map(seen)).toEqual([
+      [["BTC", T0, 101, false]],
+      [
+        ["BTC", T0, 103, false],
+        ["ETH", T0, 203, false],
+        ["BTC", T0, 104, true],
+        ["BTC", T0 + H, 106, false],
+      ],
+    ]);
+  });
 });
 
 describe("a coin feed", () => {

@@ -68,7 +68,7 @@ describe("hashPassword / verifyPassword", () => {
   });
 
   it("the dummy verification (unknown email) always answers false", async () => {
-    expect(await verifyAgainstDummy("anything at all")).toBe(false);
+    expect(await verifyAgainstDummy("anything at all", DEFAULT_SCRYPT)).toBe(false);
   });
 });
 

@@ -1,0 +1,58 @@
+/**
+ * The process logger's stdout: lines wait in 4 KB blocks before they are written, yet every
+ * line reaches stdout exactly once when the process exits (a partial block included), and a
+ * warning is written at once with the lines before it (a SIGKILL right after loses neither).
+ * Order across a synchronous flush is not promised: a block whose asynchronous write is still
+ * out when the process exits (or a warning flushes) lands after the lines written then.
+ */
+import { spawn } from "node:child_process";
+import { describe, expect, it } from "vitest";
+import { NODE_BIN, PROJECT_ROOT } from "../support/processes.ts";
+
+/** Runs `body` in a fresh process with `logger` made by createLogger; its stdout lines, parsed. */
+async function linesOf(body: string): Promise<{ lines: Record<string, unknown>[]; signal: string | null }> {
+  const script = `import { createLogger } from "./src/logger.ts";\nconst logger = createLogger("info");\n${body}`;
+  const child = spawn(NODE_BIN, ["--input-type=module", "-e", script], {
+    cwd: PROJECT_ROOT,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let out = "";
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+    out += chunk;
+  });
+  const signal = await new Promise<string | null>((resolve) => child.on("close", (_code, sig) => resolve(sig)));
+  return {
+    lines: out
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => JSON.parse(line)),
+    signal,
+  };
+}
+
+describe("the process logger's stdout", () => {
+  it("writes every line exactly once when the process exits: full blocks and the partial one", async () => {
+    const { lines } = await linesOf(`
+      for (let i = 0; i < 1000; i++) {
+        logger.info({ i, path: "/api/v1/signals" }, "request");
+        if (i % 100 === 0) await new Promise((r) => setTimeout(r, 5));
+      }
+      process.exit(0);`);
+    const numbers = lines.map((l) => l.i as number).sort((a, b) => a - b);
+    expect(numbers).toEqual(Array.from({ length: 1000 }, (_, i) => i));
+  });
+
+  it("writes the lines of a process whose event loop just ends", async () => {
+    const { lines } = await linesOf(`logger.info({ i: 0 }, "one"); logger.info({ i: 1 }, "two");`);
+    expect(lines.map((l) => l.msg)).toEqual(["one", "two"]);
+  });
+
+  it("writes a warning and the lines before it at once: a SIGKILL right after loses none", async () => {
+    const { lines, signal } = await linesOf(`
+      logger.info({ i: 0 }, "before");
+      logger.warn({ i: 1 }, "warning");
+      process.kill(process.pid, "SIGKILL");`);
+    expect(signal).toBe("SIGKILL");
+    expect(lines.map((l) => l.msg)).toEqual(["before", "warning"]);
+  });
+});
