@@ -119,6 +119,7 @@ async function readFreshGroup(
   server: ServerProcess,
   queries: readonly string[],
   key: () => string,
+  owners = true,
 ): Promise<FreshRead[]> {
   const agents = queries.map(() => new http.Agent({ keepAlive: true, maxSockets: 1 }));
   try {
@@ -138,20 +139,15 @@ async function readFreshGroup(
         }
       }),
     );
-    const owners = await connectionOwners(server.port, server.workerPids);
+    const byPort = owners ? await connectionOwners(server.port, server.workerPids) : new Map<number, number>();
     return answers.map((a) =>
       a.answer !== undefined
-        ? { pid: owners.get(a.answer.localPort!), status: a.answer.status, body: a.answer.body, at: a.at }
+        ? { pid: byPort.get(a.answer.localPort!), status: a.answer.status, body: a.answer.body, at: a.at }
         : { pid: undefined, status: 0, body: a.error ?? "", at: a.at },
     );
   } finally {
     for (const agent of agents) agent.destroy();
   }
-}
-
-/** One paid call on a fresh connection; which worker answered is read from /proc. */
-async function readFresh(server: ServerProcess, query: string, key: string): Promise<FreshRead> {
-  return (await readFreshGroup(server, [query], () => key))[0]!;
 }
 
 type Entry = { symbol: string; price?: number; signal_id?: string | null; confirmed?: boolean };
@@ -283,7 +279,9 @@ export async function benchBurst(): Promise<string> {
     const checkAlert = async (message: ReceivedMessage, at: number, boundary: Boundary) => {
       boundary.alerts.push(at - boundary.closeAt);
       const [symbol, tf] = (message.eventId ?? "").split("-");
-      const read = await readFresh(server!, `symbols=${symbol}&tf=${tf}`, readerKey());
+      // Which process answered is not needed here: no read of the socket table (one per alert,
+      // hundreds at once, took the host's CPU and delayed this process's own reads).
+      const read = (await readFreshGroup(server!, [`symbols=${symbol}&tf=${tf}`], readerKey, false))[0]!;
       const entry = read.status === 200 ? (JSON.parse(read.body) as { signals?: Entry[] }).signals?.[0] : undefined;
       if (read.status !== 200 || !entry) boundary.alertChecks.differing.push(`${message.eventId}: HTTP ${read.status}`);
       else if (entry.signal_id === message.eventId) boundary.alertChecks.equal++;

@@ -4,9 +4,12 @@
  * JSON.stringify, against restJsonWriter straight from the message) and the handler context
  * (Connect's createHandlerContext linked to a shutdown signal and aborted at the end, against
  * the REST handler's own: one Headers of the request, one for the answer, one AbortController).
- * The answer is an 8-coin GetSignalsResponse like the benchmark's. Prints µs per call.
+ * The answer is an 8-coin GetSignalsResponse like the benchmark's. The contexts are measured
+ * with IN_FLIGHT calls in flight (ended in random order, as a server with a backlog ends
+ * them): each linked context adds a listener to the one shutdown signal and removes it when it
+ * ends, and an EventTarget finds the listener to remove by walking its list. Prints µs per call.
  *
- *   node bench/rest-answer-cpu.ts [calls per turn=20000] [turns=5]
+ *   node bench/rest-answer-cpu.ts [calls per turn=20000] [turns=5] [in flight=0,1000]
  */
 import { create } from "@bufbuild/protobuf";
 import { createContextValues, createHandlerContext } from "@connectrpc/connect";
@@ -15,6 +18,7 @@ import { restJsonMapper, restJsonWriter } from "../src/server/rest-json.ts";
 
 const CALLS = Number(process.argv[2] ?? 20_000);
 const TURNS = Number(process.argv[3] ?? 5);
+const IN_FLIGHT = (process.argv[4] ?? "0,1000").split(",").map(Number);
 
 const COINS = ["BTC", "ETH", "SOL", "BNB", "XRP", "ADA", "DOGE", "AVAX"];
 const answer = create(GetSignalsResponseSchema, {
@@ -45,7 +49,6 @@ const headers: [string, string][] = [
   ["accept", "*/*"],
   ["user-agent", "undici"],
 ];
-const shutdown = new AbortController().signal;
 const DONE = Object.freeze({ done: true });
 
 const mapper = restJsonMapper(GetSignalsResponseSchema);
@@ -53,6 +56,39 @@ const writer = restJsonWriter(GetSignalsResponseSchema);
 if (writer(answer) !== JSON.stringify(mapper(answer))) throw new Error("the writer's text differs from the mapper's");
 
 let sink = 0;
+/** Keeps `inFlight` contexts open: each call opens one and ends one picked at random. */
+function inFlight<T>(count: number, open: () => T, end: (ctx: T) => void): () => void {
+  const live: T[] = [];
+  for (let i = 0; i < count; i++) live.push(open());
+  return () => {
+    live.push(open());
+    const at = Math.floor(Math.random() * live.length);
+    const ctx = live[at]!;
+    live[at] = live[live.length - 1]!;
+    live.pop();
+    end(ctx);
+  };
+}
+
+/** A linked context; each in-flight count has its own shutdown signal (its listeners alone). */
+const linked = (shutdown: AbortSignal) => () =>
+  createHandlerContext({
+    service: SignalsService,
+    method,
+    protocolName: "rest",
+    requestMethod: "GET",
+    url: "http://localhost/v1/signals?symbols=BTC",
+    requestHeader: headers,
+    shutdownSignal: shutdown,
+  });
+const own = new Set<{ requestHeader: Headers; controller: AbortController }>();
+const unlinked = () => {
+  const ctx = { requestHeader: new Headers(headers), responseHeader: new Headers(), values: createContextValues() };
+  const entry = { requestHeader: ctx.requestHeader, controller: new AbortController() };
+  own.add(entry);
+  return entry;
+};
+
 const ways: Record<string, () => void> = {
   "JSON: mapped object + JSON.stringify": () => {
     sink += JSON.stringify(mapper(answer)).length;
@@ -60,29 +96,26 @@ const ways: Record<string, () => void> = {
   "JSON: restJsonWriter": () => {
     sink += writer(answer).length;
   },
-  "context: createHandlerContext (linked, aborted)": () => {
-    const ctx = createHandlerContext({
-      service: SignalsService,
-      method,
-      protocolName: "rest",
-      requestMethod: "GET",
-      url: "http://localhost/v1/signals?symbols=BTC",
-      requestHeader: headers,
-      shutdownSignal: shutdown,
-    });
-    sink += ctx.requestHeader.get("x-api-key")!.length + (ctx.signal.aborted ? 1 : 0);
-    ctx.abort(DONE);
-  },
-  "context: Headers ×2 + AbortController (aborted)": () => {
-    const requestHeader = new Headers(headers);
-    const responseHeader = new Headers();
-    const values = createContextValues();
-    const controller = new AbortController();
-    sink += requestHeader.get("x-api-key")!.length + (controller.signal.aborted ? 1 : 0);
-    sink += responseHeader.has("x") || values ? 0 : 1;
-    controller.abort(DONE);
-  },
 };
+for (const count of IN_FLIGHT) {
+  ways[`context: createHandlerContext, linked to the shutdown signal; ${count} in flight`] = inFlight(
+    count,
+    linked(new AbortController().signal),
+    (ctx) => {
+      sink += ctx.requestHeader.get("x-api-key")!.length + (ctx.signal.aborted ? 1 : 0);
+      ctx.abort(DONE);
+    },
+  );
+  ways[`context: the REST handler's (2 Headers, 1 AbortController, a Set); ${count} in flight`] = inFlight(
+    count,
+    unlinked,
+    (entry) => {
+      sink += entry.requestHeader.get("x-api-key")!.length + (entry.controller.signal.aborted ? 1 : 0);
+      own.delete(entry);
+      entry.controller.abort(DONE);
+    },
+  );
+}
 
 const cpuUs = () => {
   const u = process.cpuUsage();

@@ -10,8 +10,9 @@ import { hashApiKey } from "../../src/accounts/api-key.ts";
 import { chargeBatch, chargeCall, createChargeBatcher } from "../../src/billing/charge.ts";
 import { adjustTokens, applyMonthlyGrant } from "../../src/billing/tokens.ts";
 import { type Limits, loadConfig } from "../../src/config.ts";
+import { resultRows } from "../../src/db/client.ts";
 import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
-import { createTestDb, type TestDb } from "../support/test-db.ts";
+import { createTestDb, type TestDb, usingPostgres } from "../support/test-db.ts";
 
 const limits: Limits = loadConfig({}).limits;
 const NOV_15 = Date.parse("2026-11-15T04:00:00Z");
@@ -362,5 +363,31 @@ describe("ledger", () => {
     expect(JSON.stringify(rows)).not.toContain(apiKey);
     expect(JSON.stringify(rows)).not.toContain(apiKey.slice(9, 20));
     expect(rows[0]!.key_hash).toBe(hashApiKey(apiKey));
+  });
+});
+
+describe.runIf(usingPostgres)("a charge's lock on its account", () => {
+  it("leaves foreign keys to the account free: a transaction queueing alerts never waits for a charge", async () => {
+    const { id, keyHash } = await newAccount();
+    // One connection holds a charge open (its row lock on the account stays until commit) while
+    // another, as the market's transaction does, inserts an outbox row naming that account.
+    const open = tdb.handle.db.transaction(async (tx) => {
+      const [charged] = resultRows<{ outcome: string }>(
+        await tx.execute(sql`SELECT outcome FROM charge_call(${keyHash}, ${new Date(NOV_15).toISOString()}::timestamptz,
+          '2026-11-15'::date, '2026-11-01'::date, ${limits.dailyCap}, ${limits.monthlyGrant}, 0)`),
+      );
+      expect(charged?.outcome).toBe("ok");
+      const inserted = tdb.handle.db.transaction(async (other) => {
+        await other.execute(sql`SET LOCAL lock_timeout = '5s'`);
+        await other.execute(sql`INSERT INTO outbox (kind, account_id, chat_id) VALUES ('signal_alert', ${id}, '1')`);
+      });
+      // The charge is still open here: with FOR UPDATE the insert waited for it, then timed out.
+      await inserted;
+    });
+    await open;
+    const [row] = await tdb.handle.rows<{ n: number }>(
+      sql`SELECT count(*)::int AS n FROM outbox WHERE account_id = ${id}`,
+    );
+    expect(row!.n).toBe(1);
   });
 });

@@ -1,5 +1,5 @@
--- charge_call: the readable source of the function in force (last set by migration 0006; 0001 and
--- 0004 hold earlier versions that no longer run).
+-- charge_call: the readable source of the function in force (last set by migration 0033; 0001, 0004 and
+-- 0006 hold earlier versions that no longer run).
 -- A change here ships as a new custom migration made from this file (see src/db/functions/README.md);
 -- test/integration/db-functions.test.ts fails while the migrated database and this file differ.
 --
@@ -28,7 +28,11 @@ BEGIN
     RETURN QUERY SELECT 'invalid_api_key'::text, NULL::bigint, NULL::text, NULL::bigint, NULL::integer, false;
     RETURN;
   END IF;
-  SELECT * INTO v FROM accounts a WHERE a.id = v_account_id FOR UPDATE;
+  -- NO KEY UPDATE, not UPDATE: it serializes charges of one account all the same, but leaves
+  -- the KEY SHARE locks of foreign keys alone, so a market transaction queueing alerts (its
+  -- outbox rows reference many accounts, in event order) never waits for a charge, and the
+  -- two can no longer deadlock (the market's whole batch was lost to one at a boundary).
+  SELECT * INTO v FROM accounts a WHERE a.id = v_account_id FOR NO KEY UPDATE;
   -- Re-check after the lock: a regeneration that committed while we waited wins.
   PERFORM 1 FROM api_keys k WHERE k.key_hash = p_key_hash AND k.revoked_at IS NULL;
   IF NOT FOUND THEN
