@@ -29,7 +29,7 @@ import { INTERNAL_TOKEN, startTestServer, type TestServer } from "../support/tes
 /** Small timeouts so that slow clients are cut within seconds (the defaults are in the docs). */
 const HEADERS_TIMEOUT_S = 2;
 const REQUEST_TIMEOUT_S = 3;
-const IDLE_TIMEOUT_S = 2;
+const IDLE_TIMEOUT_S = 4;
 const RUNS = FULL ? 1_500 : 120;
 const figures: Record<string, unknown> = {};
 

@@ -105,7 +105,7 @@ describe.runIf(chromiumAvailable && realCandlesAvailable)("chart page and /track
       const expected =
         `${formatMyt(openTimeMs)} \u00b7 O ${formatPrice(c[1]!)} \u00b7 H ${formatPrice(c[2]!)} \u00b7 ` +
         `L ${formatPrice(c[3]!)} \u00b7 C ${formatPrice(c[4]!)} \u00b7 V ${volumeFormat.format(c[5]!)}`;
-      await expect.poll(() => page.locator("#chart-readout").textContent()).toBe(expected);
+      await expect.poll(() => page.locator("#chart-readout").textContent(), { timeout: 30_000 }).toBe(expected);
     }
     expect(await page.locator("#chart-readout").textContent()).toMatch(
       /^\d{1,2} [A-Z][a-z]{2} 20\d\d \d\d:\d\d MYT · O \d{1,3}(,\d{3})+\.\d{2} /,

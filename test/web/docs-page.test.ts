@@ -64,9 +64,9 @@ describe.skipIf(!chromiumAvailable)("/docs in headless Chromium", () => {
     // The proto comments' error table is a table, and the response samples are real answers.
     expect(await page.locator("table", { hasText: "insufficient_credits" }).count()).toBeGreaterThan(0);
     expect(await page.locator("table", { hasText: "insufficient_credits" }).first().locator("tr").count()).toBe(7);
-    await page.waitForFunction(() => document.body.innerText.includes("1718541432345"), undefined, { timeout: 10_000 });
+    await page.waitForFunction(() => document.body.innerText.includes("1718541432345"), undefined, { timeout: 30_000 });
     await page.getByText("Python (requests)", { exact: true }).first().click();
-    await page.waitForFunction(() => document.body.innerText.includes("requests.get("), undefined, { timeout: 10_000 });
+    await page.waitForFunction(() => document.body.innerText.includes("requests.get("), undefined, { timeout: 30_000 });
     await page.screenshot({ path: path.join(RESULTS_DIR, "docs-page.png") });
     const origin = new URL(server.baseUrl).origin;
     const foreign = requests.filter(

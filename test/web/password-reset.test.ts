@@ -116,7 +116,9 @@ describe.skipIf(!chromiumAvailable)("reset in the browser", () => {
       await page.waitForURL(/\/forgot-password$/);
       await page.getByLabel("Email").fill(ana.email.toUpperCase());
       await page.getByRole("button", { name: "Send the link" }).click();
-      await expect.poll(() => page.locator("#reset-requested").textContent()).toContain("It works once, for 1 hour");
+      await expect
+        .poll(() => page.locator("#reset-requested").textContent(), { timeout: 30_000 })
+        .toContain("It works once, for 1 hour");
       await page.screenshot({ path: `${RESULTS_DIR}reset-requested-${DB_SUFFIX}.png` });
 
       const mail = await smtp.mailTo(ana.email);
@@ -128,7 +130,7 @@ describe.skipIf(!chromiumAvailable)("reset in the browser", () => {
       await page.goto(`${server.baseUrl}${pathOf(link)}`);
       // The token left the address bar for a cookie.
       expect(page.url()).toBe(`${server.baseUrl}/reset-password`);
-      await expect.poll(() => page.locator("h1").textContent()).toBe("Choose a new password");
+      await expect.poll(() => page.locator("h1").textContent(), { timeout: 30_000 }).toBe("Choose a new password");
       await page.locator("#password").fill("my brand new password");
       await page.locator("#confirm").fill("my brand new password");
       await page.getByRole("button", { name: "Set password" }).click();

