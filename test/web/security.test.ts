@@ -432,6 +432,31 @@ describe("passwords and sign-in", () => {
     expect(row!.password_hash).not.toContain(ANA.password);
   });
 
+  it("re-hashes a password stored at another cost at the next sign-in, keeping its sessions", async () => {
+    const email = "dora@example.test";
+    const dora = await server.account({ email });
+    const password = "dora's long password 4";
+    const storedHash = async () =>
+      (
+        await server.db.handle.rows<{ password_hash: string }>(
+          sql`SELECT password_hash FROM member_passwords WHERE account_id = ${dora.accountId}`,
+        )
+      )[0]!.password_hash;
+    const otherCost = { ...server.config.passwordHashCost, logN: server.config.passwordHashCost.logN + 1 };
+    await setMemberPassword(server.db.handle, dora.accountId, password, otherCost);
+    const before = await storedHash();
+    expect(before.split("$")[1]).toBe(String(2 ** otherCost.logN));
+    const wrong = await new WebClient(server.baseUrl, { localAddress: "127.0.0.4" }).signIn(email, "not it at all");
+    expect(wrong.status).toBe(401);
+    expect(await storedHash()).toBe(before);
+    const first = await signedIn({ email, password }, "127.0.0.4");
+    const after = await storedHash();
+    expect(after.split("$")[1]).toBe(String(2 ** server.config.passwordHashCost.logN));
+    expect((await first.get("/account")).status).toBe(200);
+    await signedIn({ email, password }, "127.0.0.4");
+    expect(await storedHash()).toBe(after);
+  });
+
   it("answers an unknown email and a wrong password the same way", async () => {
     const unknown = await new WebClient(server.baseUrl, { localAddress: "127.0.0.3" }).signIn(
       "nobody@example.test",

@@ -80,6 +80,25 @@ export async function changeMemberPassword(
   return { sessionsRevoked };
 }
 
+/**
+ * Replaces a member's hash by the same password hashed at another cost, only if the stored hash
+ * is still `previousHash` (a password changed meanwhile wins); sessions are untouched, since the
+ * password is the same. Returns whether the row changed.
+ */
+export async function replacePasswordHash(
+  handle: DbHandle,
+  accountId: number,
+  previousHash: string,
+  passwordHash: string,
+): Promise<boolean> {
+  const updated = await handle.db
+    .update(memberPasswords)
+    .set({ passwordHash, updatedAt: sql`now()` })
+    .where(and(eq(memberPasswords.accountId, accountId), eq(memberPasswords.passwordHash, previousHash)))
+    .returning({ accountId: memberPasswords.accountId });
+  return updated.length === 1;
+}
+
 /** The account and password hash for a sign-in email (case-insensitive); null when none. */
 export async function findCredentials(
   handle: DbHandle,

@@ -145,6 +145,16 @@ export async function verifyPassword(password: string, stored: string): Promise<
   return candidate.length === parsed.hash.length && timingSafeEqual(candidate, parsed.hash);
 }
 
+/**
+ * True when a readable stored hash was written at another cost than `cost`: the member's next
+ * successful sign-in hashes the password again at `cost`, so a changed setting reaches every
+ * member who signs in (and an unknown email's dummy check, made at `cost`, stays as slow as theirs).
+ */
+export function needsRehash(stored: string, cost: ScryptCost): boolean {
+  const parsed = parseHash(stored);
+  return parsed !== null && (parsed.logN !== cost.logN || parsed.r !== cost.r || parsed.p !== cost.p);
+}
+
 /** One dummy hash per cost, made at its first use. */
 const dummyHashes = new Map<string, Promise<string>>();
 

@@ -14,11 +14,13 @@ import {
   type ThrottleKeys,
   throttleKeys,
 } from "../../accounts/attempt-throttle.ts";
-import { findCredentials } from "../../accounts/sign-in/credentials.ts";
+import { findCredentials, replacePasswordHash } from "../../accounts/sign-in/credentials.ts";
 import { HashRefused } from "../../accounts/sign-in/hash-gate.ts";
 import { isKnownAddress, rememberAddress } from "../../accounts/sign-in/known-addresses.ts";
 import {
+  hashPassword,
   MAX_PASSWORD_LENGTH,
+  needsRehash,
   type ScryptCost,
   verifyAgainstDummy,
   verifyPassword,
@@ -104,6 +106,10 @@ async function checkSignIn(
       : verifyPassword(password, credentials.passwordHash),
   );
   if (!ok || credentials === null) return { kind: "failed" };
+  if (needsRehash(credentials.passwordHash, cost)) {
+    const rehashed = await hash(() => hashPassword(password, cost));
+    await replacePasswordHash(db, credentials.accountId, credentials.passwordHash, rehashed);
+  }
   await refundAttempt(
     db,
     budgets.map((b) => b.key),
