@@ -8,7 +8,7 @@ import type { Readable, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { ENVIRONMENT_VARIABLES } from "../../src/config.ts";
 import { TEST_PASSWORD_COST_ENV } from "./password-cost.ts";
-import { PROCESS_WAIT_MS } from "./waits.ts";
+import { PROCESS_WAIT_MS, stopWaitMs } from "./waits.ts";
 
 export const PROJECT_ROOT = fileURLToPath(new URL("../../", import.meta.url));
 /** The project's Node 24 (the `node` npm package); PATH `node` may be older. */
@@ -211,7 +211,7 @@ export function startServerProcess(env: NodeJS.ProcessEnv, timeoutMs = PROCESS_W
             stderr: () => stderr,
             async stop() {
               if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
-              return waitForExit(child, PROCESS_WAIT_MS);
+              return waitForExit(child, stopWaitMs(env));
             },
             async kill() {
               if (child.exitCode !== null || child.signalCode !== null) return;

@@ -14,3 +14,14 @@ export const PROCESS_WAIT_MS = 240_000;
 
 /** Something the test caused (a row, a log line, a status, a delivered message). */
 export const EVENT_WAIT_MS = 120_000;
+
+/**
+ * A server's exit after SIGTERM: the server cuts what still runs when its GOAWAY_GRACE ends
+ * (10 s unless the test sets it), so six graces (a minute at least) is a hang or a shutdown far
+ * slower than the server promises, even on a loaded machine: it fails the test instead of
+ * passing unnoticed as it would under PROCESS_WAIT_MS.
+ */
+export function stopWaitMs(env: NodeJS.ProcessEnv): number {
+  const graceSeconds = Number(env.GOAWAY_GRACE ?? 10);
+  return Math.max(60_000, 6_000 * (Number.isFinite(graceSeconds) ? graceSeconds : 10));
+}
