@@ -1,4 +1,5 @@
 import { configDefaults, defineConfig } from "vitest/config";
+import { SlowestFirst } from "./support/slowest-first.ts";
 
 // One suite, two databases: embedded PGlite by default, real Postgres when DATABASE_URL is set
 // (each test file then creates and drops its own database).
@@ -10,8 +11,8 @@ import { configDefaults, defineConfig } from "vitest/config";
 // its own servers, databases and child processes on ports the OS picks, and no test mocks a
 // module or replaces a global it does not restore. "pages" (test/web and test/payments) keeps a
 // process per file. Vitest starts the projects' files in the order of the projects' names, each
-// project's slowest first: "pages" (the browser files, the slowest), "servers", then "unit" (the
-// shortest, which fill the last minutes of both workers).
+// project's slowest first (test/support/slowest-first.ts, also in a fresh clone): "pages" (the
+// browser files), "servers", then "unit" (the shortest, which fill the last minutes of both workers).
 const web = ["test/web/**", "test/payments/**"];
 
 export default defineConfig({
@@ -23,6 +24,7 @@ export default defineConfig({
     hookTimeout: 300_000,
     pool: "forks",
     maxWorkers: 2,
+    sequence: { sequencer: SlowestFirst },
     projects: [
       {
         extends: true,

@@ -5,11 +5,17 @@
  * (about a third of the cost of a new database). migrateDb still runs after it and finds
  * nothing to do, so a stale tarball cannot hide a migration.
  */
+import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { migrationsFolder } from "../../src/db/client.ts";
-import { pgliteOptions, writeDataDirTarball } from "../../src/db/pglite-setup.ts";
+import {
+  makePgliteTemplate,
+  pgliteOptions,
+  pgliteTemplatePath,
+  writeDataDirTarball,
+} from "../../src/db/pglite-setup.ts";
 import { PROJECT_ROOT } from "./processes.ts";
 
 const PGLITE_PACKAGE = path.join(PROJECT_ROOT, "node_modules/@electric-sql/pglite/package.json");
@@ -61,5 +67,20 @@ export function migratedTemplate(): Blob | undefined {
   return template;
 }
 
-// Run as a script by the global setup, outside vitest's module runner (which lacks import.meta.resolve).
-if (import.meta.main) await makeMigratedTemplate();
+/**
+ * Fills `dataDir`, a new empty directory, with the migrated database, for a server or CLI process that would
+ * otherwise run every migration there (about 3 s of CPU); does nothing when the tarball was not made (PostgreSQL).
+ */
+export function unpackMigratedTemplate(dataDir: string): void {
+  const file = migratedTemplatePath();
+  // The tarball's names start with "/", which tar strips (and says so on stderr).
+  if (existsSync(file)) execFileSync("tar", ["-xzf", file, "-C", dataDir], { stdio: "ignore" });
+}
+
+// Run as a script by the global setup, outside vitest's module runner (which lacks import.meta.resolve). PGlite's
+// initdb template comes first: node_modules installed before its name changed lacks it until the next `npm install`,
+// and without it every test server on a new data directory would run initdb itself.
+if (import.meta.main) {
+  if (!existsSync(pgliteTemplatePath())) await makePgliteTemplate();
+  await makeMigratedTemplate();
+}

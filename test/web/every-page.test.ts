@@ -240,7 +240,10 @@ describe.skipIf(!chromiumAvailable)("every page in light and dark, with no netwo
           const response = await visit.open(page);
           expect(response?.status()).toBe(visit.status);
           expect(await page.evaluate(() => getComputedStyle(document.body).backgroundColor)).toBe(BACKGROUND[scheme]);
-          const results = await new AxeBuilder({ page }).analyze();
+          // Legacy mode runs axe in the page itself (same-origin frames included). The default mode also
+          // opens a blank page and injects axe again there, to merge results from cross-origin frames,
+          // which cannot load here: the same rules and findings for about a quarter of the time.
+          const results = await new AxeBuilder({ page }).setLegacyMode().analyze();
           // axe ran its rules (a page that failed to load would give it nothing to check).
           expect(results.passes.length).toBeGreaterThan(10);
           const serious = results.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
