@@ -9,6 +9,7 @@
  * restart (docs/decisions.md, bench/README.md "embedded memory"). `npm install` makes the
  * tarball (the `prepare` script runs this file); without it the database falls back to initdb.
  */
+import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -38,12 +39,16 @@ export function pgliteOptions(
   };
 }
 
-/** Where the tarball for the installed PGlite lives (node_modules/.cache, keyed by its version). */
+/**
+ * Where the tarball for the installed PGlite lives (node_modules/.cache), keyed by its version and our settings:
+ * everything initdb's output depends on, so a file of that name never needs making again.
+ */
 export function pgliteTemplatePath(): string {
   const entry = fileURLToPath(import.meta.resolve("@electric-sql/pglite"));
   const packageDir = path.resolve(path.dirname(entry), "..");
   const { version } = JSON.parse(readFileSync(path.join(packageDir, "package.json"), "utf8")) as { version: string };
-  return path.resolve(packageDir, "..", "..", ".cache", "signals", `pglite-${version}-datadir.tgz`);
+  const settings = createHash("sha256").update(PGLITE_SETTINGS.join("\n")).digest("hex").slice(0, 8);
+  return path.resolve(packageDir, "..", "..", ".cache", "signals", `pglite-${version}-${settings}-datadir.tgz`);
 }
 
 /** The tarball as PGlite's `loadDataDir` takes it, or undefined when it was not made. */
@@ -74,7 +79,10 @@ export async function writeDataDirTarball(client: Pick<PGlite, "dumpDataDir">, f
   renameSync(`${file}.${process.pid}`, file);
 }
 
+// Every `npm install` runs this: initdb costs seconds of CPU, so a template already made for this PGlite and these
+// settings is kept (it is written whole or not at all, see writeDataDirTarball).
 if (import.meta.main) {
-  const file = await makePgliteTemplate();
-  process.stdout.write(`PGlite data directory template: ${file}\n`);
+  const kept = existsSync(pgliteTemplatePath());
+  const file = kept ? pgliteTemplatePath() : await makePgliteTemplate();
+  process.stdout.write(`PGlite data directory template: ${file}${kept ? " (already made)" : ""}\n`);
 }

@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it, onTestFinished } from "vitest";
 import { NODE_BIN, PROJECT_ROOT } from "../support/processes.ts";
-import { EXCLUDED, readmeShellCommands, SCENARIO, scenarioCommands } from "../support/readme-commands.ts";
+import { EXCLUDED, flatSteps, readmeShellCommands, scenarioCommands } from "../support/readme-commands.ts";
 import type { StepResult } from "../support/readme-runner.ts";
 
 const README = readFileSync(path.join(PROJECT_ROOT, "README.md"), "utf8");
@@ -73,6 +73,8 @@ describe("the README's shell commands", () => {
     const stale = [...covered].filter((c) => !inReadme.includes(c));
     expect(stale, "commands the test lists that the README no longer has").toEqual([]);
     for (const [command, reason] of Object.entries(EXCLUDED)) expect(reason.length, command).toBeGreaterThan(30);
+    // The runner's results are looked up by command.
+    expect(new Set(scenarioCommands()).size, "a command the scenario runs twice").toBe(scenarioCommands().length);
   });
 
   it("the parser keeps continuation lines and here-documents whole and skips comment lines", () => {
@@ -125,11 +127,11 @@ describe("the README's shell commands", () => {
       const code = await new Promise<number | null>((resolve) => runner.on("close", (c) => resolve(c)));
       expect(code, `the runner failed:\n${log.slice(-4000)}`).toBe(0);
       const results = JSON.parse(readFileSync(resultsFile, "utf8")) as StepResult[];
-      const byStep = new Map(results.map((r) => [r.step, r]));
-      for (const [index, step] of SCENARIO.entries()) {
+      const byCommand = new Map(results.map((r) => [r.command, r]));
+      for (const step of flatSteps()) {
         if (!("run" in step) && !("start" in step)) continue;
-        const result = byStep.get(index);
         const command = "run" in step ? step.run : step.start;
+        const result = byCommand.get(command);
         expect(result, `not run: ${command}`).toBeDefined();
         const shown =
           `${command}\n--- exit ${result!.code}, stdout:\n${result!.stdout.slice(-3000)}\n--- ` +

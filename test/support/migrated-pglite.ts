@@ -9,7 +9,12 @@ import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { migrationsFolder } from "../../src/db/client.ts";
-import { pgliteOptions, writeDataDirTarball } from "../../src/db/pglite-setup.ts";
+import {
+  makePgliteTemplate,
+  pgliteOptions,
+  pgliteTemplatePath,
+  writeDataDirTarball,
+} from "../../src/db/pglite-setup.ts";
 import { PROJECT_ROOT } from "./processes.ts";
 
 const PGLITE_PACKAGE = path.join(PROJECT_ROOT, "node_modules/@electric-sql/pglite/package.json");
@@ -61,5 +66,10 @@ export function migratedTemplate(): Blob | undefined {
   return template;
 }
 
-// Run as a script by the global setup, outside vitest's module runner (which lacks import.meta.resolve).
-if (import.meta.main) await makeMigratedTemplate();
+// Run as a script by the global setup, outside vitest's module runner (which lacks import.meta.resolve). PGlite's
+// initdb template comes first: node_modules installed before its name changed lacks it until the next `npm install`,
+// and without it every test server on a new data directory would run initdb itself.
+if (import.meta.main) {
+  if (!existsSync(pgliteTemplatePath())) await makePgliteTemplate();
+  await makeMigratedTemplate();
+}

@@ -2,15 +2,16 @@
  * Runs the README's commands as printed (readme-commands.ts's SCENARIO) in a copy of the
  * project, as a newcomer would in a shell: one bash per command, the shell state (`export KEY=…`)
  * carried from one to the next, servers and feeders left running in the background and stopped
- * with SIGINT as Ctrl-C would. It is started by test/e2e/readme-commands.test.ts inside a network
- * namespace of its own (`unshare`), so the README's fixed ports (8080, 8081, 9464) are free and
- * nothing can reach the internet, and in a PID namespace of which it is the first process, so
- * that when it ends, however it ends, every process it started ends too. The outside services
+ * with SIGINT as Ctrl-C would; the lanes of a `together` step at the same time. It is started by
+ * test/e2e/readme-commands.test.ts inside a network namespace of its own (`unshare`), so the
+ * README's fixed ports (8080, 8081, 9464) are free and nothing can reach the internet, and in a
+ * PID namespace of which it is the first process, so that when it ends, however it ends, every
+ * process it started ends too. The outside services
  * are local fakes whose addresses the environment carries (FEED_REST_URL, FEED_WS_URL,
  * TELEGRAM_API_BASE, STRIPE_API_BASE), as an operator's would carry the real ones.
  *
  * Usage: node test/support/readme-runner.ts <project copy> <results.json>
- * Writes one result per step: the command, its exit code, its output, how long it took.
+ * Writes one result per command run or started: the command, its exit code, its output, how long it took.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
@@ -21,10 +22,10 @@ import { startFakeExchange } from "./fake-exchange.ts";
 import { startFakeStripe } from "./fake-stripe.ts";
 import { startFakeTelegram } from "./fake-telegram.ts";
 import { childEnv } from "./processes.ts";
-import { SCENARIO, type Step } from "./readme-commands.ts";
+import { SCENARIO, SERVER_READY, type Step } from "./readme-commands.ts";
 
 export interface StepResult {
-  readonly step: number;
+  /** The README command (each is run once: the results are looked up by it). */
   readonly command: string;
   readonly code: number | null;
   readonly stdout: string;
@@ -186,20 +187,29 @@ async function main(): Promise<void> {
   });
   delete env.WORKERS;
   const results: StepResult[] = [];
-  const running = new Map<string, { child: ChildProcess; output: () => string }>();
+  const running = new Map<string, { child: ChildProcess; readyUrl: string | undefined }>();
+  // The state is replaced by a rename, so a command of another lane never reads half of it.
   const shell = (command: string, keepState: boolean) =>
-    keepState ? `. '${state}'\n${command}\n__rc=$?\nexport -p > '${state}'\nexit $__rc` : `. '${state}'\n${command}`;
+    keepState
+      ? `. '${state}'\n${command}\n__rc=$?\nexport -p > '${state}.'$$ && mv -f '${state}.'$$ '${state}'\nexit $__rc`
+      : `. '${state}'\n${command}`;
 
-  for (const [index, step] of SCENARIO.entries()) {
+  /** Runs `steps` in order; false when a command that keeps running did not become ready (the scenario ends). */
+  async function runSteps(steps: readonly Step[]): Promise<boolean> {
+    for (const step of steps) if (!(await runStep(step))) return false;
+    return true;
+  }
+
+  async function runStep(step: Step): Promise<boolean> {
     const started = Date.now();
-    const record = (r: Omit<StepResult, "step" | "ms">) =>
-      results.push({ step: index, ms: Date.now() - started, ...r });
+    const record = (r: Omit<StepResult, "ms">) => results.push({ ms: Date.now() - started, ...r });
+    if ("together" in step) return (await Promise.all(step.together.map((lane) => runSteps(lane)))).every(Boolean);
     if ("standIn" in step) {
       writeFileSync(
-        path.join(project, step.file),
+        path.join(project!, step.file),
         oneFileZip(step.file.replace(/\.zip$/, ".csv"), Buffer.from(binanceMonthCsv())),
       );
-      continue;
+      return true;
     }
     if ("stop" in step) {
       const proc = running.get(step.stop);
@@ -220,10 +230,11 @@ async function main(): Promise<void> {
       }, 20_000);
       await exited;
       clearTimeout(timer);
-      // The next server needs the ports: wait until nothing answers on them.
-      for (let i = 0; i < 100 && (await urlAnswers("http://127.0.0.1:8081/healthz")); i++)
-        await new Promise((r) => setTimeout(r, 100));
-      continue;
+      // The next server needs the ports: after a server, wait until nothing answers on them (after a stream or a
+      // feeder, the server they used still answers).
+      if (proc.readyUrl === SERVER_READY)
+        for (let i = 0; i < 100 && (await urlAnswers(SERVER_READY)); i++) await new Promise((r) => setTimeout(r, 100));
+      return true;
     }
     const command = "run" in step ? step.run : step.start;
     const child = spawn("bash", ["-c", shell(command, "run" in step)], {
@@ -241,7 +252,7 @@ async function main(): Promise<void> {
       // A command that reads no input may exit before its stdin is written: EPIPE then says
       // nothing about the command, whose exit code and output the step checks.
       child.stdin!.on("error", () => {});
-      child.stdin!.end((step as { input?: string }).input ?? "");
+      child.stdin!.end(step.input ?? "");
       const timer = setTimeout(() => {
         try {
           process.kill(-child.pid!, "SIGKILL");
@@ -252,12 +263,12 @@ async function main(): Promise<void> {
       const code = await new Promise<number | null>((resolve) => child.on("close", (c) => resolve(c)));
       clearTimeout(timer);
       record({ command, code, stdout, stderr });
-      continue;
+      return true;
     }
     // A command that keeps running: wait until it is ready (or ends, or the time is up).
     child.stdin!.end();
-    const { readyOutput, readyUrl, name } = step as Extract<Step, { start: string }>;
-    running.set(name, { child, output: () => stdout + stderr });
+    const { readyOutput, readyUrl, name } = step;
+    running.set(name, { child, readyUrl });
     let error: string | undefined;
     const until = Date.now() + READY_TIMEOUT_MS;
     for (;;) {
@@ -275,8 +286,10 @@ async function main(): Promise<void> {
       await new Promise((r) => setTimeout(r, 200));
     }
     record({ command, code: child.exitCode, stdout, stderr, ready: error === undefined, ...(error ? { error } : {}) });
-    if (error) break;
+    return error === undefined;
   }
+
+  await runSteps(SCENARIO);
   // What is still running, and anything a command left behind in its group.
   signalGroups("SIGKILL");
   await Promise.all([exchange.close(), telegram.close(), stripe.close()]);
