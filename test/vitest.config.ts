@@ -1,4 +1,5 @@
 import { configDefaults, defineConfig } from "vitest/config";
+import { SlowestFirst } from "./support/slowest-first.ts";
 
 // One suite, two databases: embedded PGlite by default, real Postgres when DATABASE_URL is set
 // (each test file then creates and drops its own database).
@@ -9,8 +10,9 @@ import { configDefaults, defineConfig } from "vitest/config";
 // test keeps no module-level state a file changes and leaves behind (only caches), each file starts
 // and stops its own servers, databases, browsers and child processes on ports the OS picks, and no
 // test mocks a module or replaces a global it does not restore. Vitest starts the projects' files in
-// the order of the projects' names, each project's slowest first: "pages" (the browser files, the
-// slowest), "servers", then "unit" (the shortest, which fill the last minutes of both workers).
+// the order of the projects' names, each project's slowest first (test/support/slowest-first.ts,
+// also in a fresh clone): "pages" (the browser files), "servers", then "unit" (the shortest, which
+// fill the last minutes of both workers).
 const web = ["test/web/**", "test/payments/**"];
 
 export default defineConfig({
@@ -23,6 +25,7 @@ export default defineConfig({
     pool: "forks",
     maxWorkers: 2,
     isolate: false,
+    sequence: { sequencer: SlowestFirst },
     projects: [
       {
         extends: true,

@@ -37,6 +37,11 @@ export type MarketVersions = Readonly<Record<string, number>>;
 
 /** Source of current readings; implemented by the engine's state cache. */
 export interface SignalSnapshot {
+  /**
+   * The current reading of a coin on a timeframe, or why there is none. A reading returned is
+   * never changed afterwards (a new object replaces it): the paid answer builds its entry once
+   * per reading object.
+   */
   lookup(symbol: string, tf: Timeframe, now: number): SnapshotLookup;
   /**
    * The market version this process's readings of each coin are at (0 for a coin it has not

@@ -283,6 +283,12 @@ function fieldText(field: DescField): (value: unknown) => string {
 const writers = new WeakMap<DescMessage, Writer>();
 
 /**
+ * The text of frozen messages, which cannot change: an answer may share them with others (the
+ * signal entries of a reading, built once), and each is then written once, not per answer.
+ */
+const frozenTexts = new WeakMap<Message, string>();
+
+/**
  * The REST JSON text of a message type, built once per type from its descriptor: the same text
  * as `JSON.stringify(restJsonMapper(schema)(m))`, written straight from the message without the
  * intermediate object (an answer's objects were a share of each call's garbage).
@@ -294,7 +300,7 @@ export function restJsonWriter(schema: DescMessage): Writer {
     key: `${JSON.stringify(field.name)}:`,
     text: fieldText(field),
   }));
-  const writer: Writer = (m) => {
+  const write: Writer = (m) => {
     let text = "";
     for (const f of fieldsOf(m)) {
       const value = f.read(m);
@@ -302,6 +308,12 @@ export function restJsonWriter(schema: DescMessage): Writer {
       text += (text === "" ? "{" : ",") + f.out.key + f.out.text(value);
     }
     return text === "" ? "{}" : `${text}}`;
+  };
+  const writer: Writer = (m) => {
+    if (!Object.isFrozen(m)) return write(m);
+    let text = frozenTexts.get(m);
+    if (text === undefined) frozenTexts.set(m, (text = write(m)));
+    return text;
   };
   writers.set(schema, writer);
   return writer;

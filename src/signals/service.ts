@@ -76,28 +76,43 @@ export function dailyCapHeaders(limits: Limits, callsToday: number, now: number)
   return rateLimitHeaders(limits.dailyCap, callsToday, nextMytMidnight(now) - now);
 }
 
-function entryFor(symbol: string, tf: Timeframe, snapshot: SignalSnapshot, now: number): SignalEntry {
+function entryFor(
+  symbol: string,
+  tf: Timeframe,
+  snapshot: SignalSnapshot,
+  now: number,
+  built: WeakMap<SignalReading, SignalEntry>,
+): SignalEntry {
   if (!isWellFormedSymbol(symbol))
     return create(SignalEntrySchema, { symbol, tf, ok: false, reason: "invalid_symbol" });
   const found = snapshot.lookup(symbol, tf, now);
   if (!found.ok) return create(SignalEntrySchema, { symbol, tf, ok: false, reason: found.reason });
-  return readingEntry(symbol, tf, found.reading);
+  // A published reading is never changed (a new one replaces it), so neither is its entry: built
+  // once and frozen, it is shared by every answer until then, and REST writes its text once.
+  const known = built.get(found.reading);
+  if (known !== undefined && known.symbol === symbol && known.tf === tf) return known;
+  const entry = readingEntry(symbol, tf, found.reading);
+  built.set(found.reading, entry);
+  return entry;
 }
 
+/** A reading's entry, frozen (nested arming included): it may be shared by many answers. */
 function readingEntry(symbol: string, tf: Timeframe, r: SignalReading): SignalEntry {
-  return create(SignalEntrySchema, {
-    symbol,
-    tf,
-    ok: true,
-    price: r.price,
-    signal: SIGNAL_ENUM[r.signal],
-    confirmed: r.confirmed,
-    defense: r.defense ?? undefined,
-    arming: r.arming ? create(ArmingSchema, r.arming) : undefined,
-    atrPct: r.atrPct,
-    signalId: r.signalId ?? undefined,
-    demo: r.demo === true,
-  });
+  return Object.freeze(
+    create(SignalEntrySchema, {
+      symbol,
+      tf,
+      ok: true,
+      price: r.price,
+      signal: SIGNAL_ENUM[r.signal],
+      confirmed: r.confirmed,
+      defense: r.defense ?? undefined,
+      arming: r.arming ? Object.freeze(create(ArmingSchema, r.arming)) : undefined,
+      atrPct: r.atrPct,
+      signalId: r.signalId ?? undefined,
+      demo: r.demo === true,
+    }),
+  );
 }
 
 /** Request header (gRPC metadata) that makes a retried call return the first answer, uncharged. */
@@ -176,12 +191,13 @@ export function createSignalsService(deps: SignalsServiceDeps): ServiceImpl<type
     logger: deps.logger,
     ...(deps.maxChargesInFlight ? { maxInFlight: deps.maxChargesInFlight } : {}),
   });
+  const built = new WeakMap<SignalReading, SignalEntry>();
   const respond = (tf: Timeframe, symbols: string[], now: number, charged: ChargeResult): GetSignalsResponse =>
     create(GetSignalsResponseSchema, {
       ok: true,
       tf,
       ts: BigInt(now),
-      signals: symbols.map((symbol) => entryFor(symbol, tf, deps.snapshot, now)),
+      signals: symbols.map((symbol) => entryFor(symbol, tf, deps.snapshot, now, built)),
       tier: PLAN_NAME,
       billing: BILLING_TEXT,
       creditsLeft: BigInt(charged.tokensLeft ?? 0),

@@ -396,10 +396,13 @@ describe.runIf(realCandlesAvailable)("signals feed against a fake Binance", () =
 
 describe("signals feed start errors", () => {
   it("a bad flag prints one line and exits 2; no token exits 2 and says where to find one", async () => {
-    const bad = await runCli(["feed", "--tf", "2h"], childEnv({}));
+    // Two independent processes: started together.
+    const [bad, noToken] = await Promise.all([
+      runCli(["feed", "--tf", "2h"], childEnv({})),
+      runCli(["feed"], childEnv({ DATA_DIR: "/nonexistent/feeder-test" })),
+    ]);
     expect(bad.code).toBe(2);
     expect(bad.stderr.trim()).toBe("signals feed: --tf must be one of 15m, 30m, 1h, 4h, 1d");
-    const noToken = await runCli(["feed"], childEnv({ DATA_DIR: "/nonexistent/feeder-test" }));
     expect(noToken.code).toBe(2);
     expect(noToken.stderr).toMatch(/^signals feed: no internal token: set INTERNAL_TOKEN/);
   });

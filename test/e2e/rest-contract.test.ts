@@ -17,9 +17,11 @@ import { ledgerBalances, ledgerCheck } from "../support/ledger.ts";
 import { startTestServer, type TestServer } from "../support/test-server.ts";
 
 let server: TestServer;
+/** The snapshot's readings: a test may replace one (a new object, as the market publishes). */
+const readings = { ...SAMPLE_READINGS };
 
 beforeAll(async () => {
-  server = await startTestServer({ snapshot: fixedSnapshot(SAMPLE_READINGS, ["BNB", "XRP"]) });
+  server = await startTestServer({ snapshot: fixedSnapshot(readings, ["BNB", "XRP"]) });
 });
 afterAll(async () => {
   await server?.close();
@@ -92,6 +94,26 @@ describe("200 body", () => {
     expect(eth).toMatchObject({ signal: "NONE", defense: null, arming: null, signal_id: null });
     expect(unknown).toEqual({ symbol: "NEWCOIN", tf: "1h", ok: false, reason: "unknown_symbol" });
     expect((await getAccountSummary(server.db.handle, accountId, server.clock())).tokensLeft).toBe(9_999);
+  });
+
+  it("answers a replaced reading with its new values, the same reading with the same bytes", async () => {
+    // An entry is built once per reading object and its REST text written once; a new reading
+    // must never be answered with the old one's.
+    const { apiKey } = await server.account();
+    const before = readings["BTC/1h"]!;
+    const first = await signals("?symbols=BTC,ETH&tf=1h", apiKey);
+    const again = await signals("?symbols=BTC,ETH&tf=1h", apiKey);
+    expect(JSON.stringify(again.body.signals)).toBe(JSON.stringify(first.body.signals));
+    try {
+      readings["BTC/1h"] = { ...before, price: 64300.25, signal: "STRONG_LONG", arming: null, signalId: null };
+      const replaced = await signals("?symbols=BTC,ETH&tf=1h", apiKey);
+      expect(replaced.body.signals[0]).toMatchObject({ price: 64300.25, signal: "STRONG_LONG", arming: null });
+      expect(replaced.body.signals[1]).toEqual(first.body.signals[1]);
+    } finally {
+      readings["BTC/1h"] = before;
+    }
+    const back = await signals("?symbols=BTC&tf=1h", apiKey);
+    expect(back.body.signals[0]).toEqual(first.body.signals[0]);
   });
 
   it("sends each signal as its enum name without prefix", async () => {

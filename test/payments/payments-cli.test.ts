@@ -15,6 +15,7 @@ import { migrateDb, openDb } from "../../src/db/client.ts";
 import { createStripeClient } from "../../src/payments/stripe-client.ts";
 import { handleStripeWebhook } from "../../src/payments/webhook.ts";
 import { disputeObject, refundedCharge, signedEvent, startFakeStripe } from "../support/fake-stripe.ts";
+import { unpackMigratedTemplate } from "../support/migrated-pglite.ts";
 import { childEnv, runCli } from "../support/processes.ts";
 import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
 
@@ -31,6 +32,8 @@ beforeAll(async () => {
     const database = await createPostgresDatabase();
     dropDatabase = database.drop;
     databaseUrl = database.url;
+  } else {
+    unpackMigratedTemplate(dataDir);
   }
   env = childEnv(databaseUrl ? { DATABASE_URL: databaseUrl } : { DATA_DIR: dataDir });
   const fake = await startFakeStripe();

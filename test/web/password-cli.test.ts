@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { unpackMigratedTemplate } from "../support/migrated-pglite.ts";
 import {
   type CliResult,
   childEnv,
@@ -50,6 +51,7 @@ describe(`signals account password (${usingPostgres ? "Postgres" : "embedded PGl
       dropDatabase = database.drop;
       env = childEnv({ DATABASE_URL: database.url, PUBLIC_BASE_URL });
     } else {
+      unpackMigratedTemplate(dataDir);
       env = childEnv({ DATA_DIR: dataDir, PUBLIC_BASE_URL });
     }
     const created = await runCli(["account", "create", "--email", EMAIL, "--plan", "node", "--json"], env);

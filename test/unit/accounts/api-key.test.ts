@@ -7,6 +7,7 @@ import {
   API_KEY_PATTERN,
   apiKeyChecksum,
   generateApiKey,
+  hashApiKey,
   hasValidChecksum,
   isLegacyApiKey,
   isWellFormedApiKey,
@@ -22,6 +23,10 @@ describe("API key checksum", () => {
     expect(apiKeyChecksum("sig_live_0123456789abcdefghijABCDEFGHIJ")).toBe("4S4AVh");
     expect(hasValidChecksum(VECTOR)).toBe(true);
     expect(apiKeyChecksum("sig_live_")).toBe("4aRIu7");
+  });
+
+  it("stores the hex SHA-256 of the key (a vector from sha256sum)", () => {
+    expect(hashApiKey(VECTOR)).toBe("015a147fd1943a28448907d1c8a9a86820a24bc65ac6bffb0a68a76381f5b99e");
   });
 
   it("new keys: 45 characters, the published pattern, a valid checksum", () => {

@@ -88,6 +88,18 @@ function fill(schema: DescMessage, rnd: () => number, depth = 0): Message {
   return create(schema, init as never);
 }
 
+/** Freezes the message and nested messages at random, innermost first (as shared entries are). */
+function freezeSome(message: Message, rnd: () => number): Message {
+  for (const value of Object.values(message)) {
+    const items: unknown[] = Array.isArray(value) ? value : [value];
+    for (const item of items) if (isMessageValue(item)) freezeSome(item, rnd);
+  }
+  return rnd() < 0.5 ? Object.freeze(message) : message;
+}
+
+const isMessageValue = (v: unknown): v is Message =>
+  typeof v === "object" && v !== null && typeof (v as { $typeName?: unknown }).$typeName === "string";
+
 const answerTypes = new Map<string, DescMessage>();
 for (const { service } of PUBLIC_REST_SERVICES) {
   for (const method of service.methods) if (httpRouteOf(method)) answerTypes.set(method.output.typeName, method.output);
@@ -110,6 +122,20 @@ describe("REST JSON written straight from the message", () => {
       }
     });
   }
+
+  it("frozen messages (their text kept after the first write) give the same text, every time", () => {
+    for (const schema of answerTypes.values()) {
+      const rnd = random(schema.typeName.length * 104_729);
+      const toObject = restJsonMapper(schema);
+      const toText = restJsonWriter(schema);
+      for (let i = 0; i < 100; i++) {
+        const message = freezeSome(fill(schema, rnd), rnd);
+        const first = toText(message);
+        expect(first).toBe(JSON.stringify(toObject(message)));
+        expect(toText(message)).toBe(first);
+      }
+    }
+  });
 
   it("an entry with ok:false keeps its four fields in order, demo left out", () => {
     const entry = create(SignalEntrySchema, { symbol: "BTC", tf: "1h", ok: false, reason: "stale", demo: true });
