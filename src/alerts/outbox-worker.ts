@@ -7,9 +7,15 @@
  * Failures back off exponentially with jitter, a 429 waits its retry_after (and pauses this
  * worker: Telegram's flood control is per bot), and a row still undelivered after
  * giveUpAfterMs is recorded as failed with its last error. Any number of worker processes may
- * run: FOR UPDATE SKIP LOCKED hands each row to one of them, and a batch's leases are renewed
- * while it is being sent, so no row is taken over while its worker is alive. Lease, retry
- * and give-up times are the database's.
+ * run: FOR UPDATE SKIP LOCKED hands each row to one of them, and the leases of every row a
+ * worker holds are renewed while it works through them, so no row is taken over while its
+ * worker is alive. Lease, retry and give-up times are the database's.
+ *
+ * Claims do not wait for the previous claim to be delivered: while lanes are busy the worker
+ * keeps claiming (up to `batchSize` × CLAIMS_HELD rows in hand), so a chat with many messages
+ * holds one lane while the other lanes send to the chats of later claims. A boundary's alerts
+ * come out in event order, a dozen chats per event; a barrier after each claim left most lanes
+ * idle behind the one chat with the longest queue.
  */
 import { sql } from "drizzle-orm";
 import type { Logger } from "pino";
@@ -73,6 +79,8 @@ export interface WorkerCounts {
 
 /** Longest idle wait before looking for due retries again. */
 const MAX_IDLE_MS = 1000;
+/** Rows a worker holds at most, in claims of `batchSize`: enough chats to keep every lane busy. */
+const CLAIMS_HELD = 4;
 /** Lease left over after the longest send, for the acknowledgement's round trip. */
 const LEASE_MARGIN_MS = 2500;
 
@@ -88,6 +96,17 @@ export class OutboxWorker {
   /** Delivered rows whose acknowledgement is not written yet, and the write in flight. */
   private acks: number[] = [];
   private ackWriting: Promise<void> | null = null;
+  /** Claims with rows not finished yet, oldest first: their leases are renewed together. */
+  private readonly batches = new Set<Batch>();
+  /** Rows held (claimed and not finished), by id, with their claim. */
+  private readonly held = new Map<number, { row: ClaimedRow; batch: Batch }>();
+  /** Per chat, its held rows not yet sent, in claim order; a chat is here while it has a lane or waits for one. */
+  private readonly chats = new Map<string, ClaimedRow[]>();
+  /** Chats waiting for a lane, in the order their first row was claimed. */
+  private readonly waiting: string[] = [];
+  private readonly lanes = new Set<Promise<void>>();
+  /** Set while the loop waits for room to claim: called when a lane finishes a row. */
+  private progress: (() => void) | null = null;
   readonly counts: WorkerCounts = { sent: 0, retried: 0, failed: 0 };
 
   constructor(deps: OutboxWorkerDeps) {
@@ -103,24 +122,28 @@ export class OutboxWorker {
     this.loopDone = this.loop();
   }
 
-  /** Stops after the messages in flight are acknowledged. */
+  /** Stops claiming; resolves once the rows already held are sent (or rescheduled) and acknowledged. */
   async stop(): Promise<void> {
     this.running = false;
     this.nudge();
     await this.loopDone;
+    while (this.lanes.size > 0) await Promise.all(this.lanes);
+    await this.acksWritten();
   }
 
   private nudge(): void {
     this.wakeups++;
     this.wake?.();
+    this.progress?.();
   }
 
   /**
    * Waits up to `ms`. A NOTIFY after `sinceWakeups` was read skips the wait; with null (a pause
-   * or a failed round) only the time, a wake-up or stop() ends it. Never returns at once for
-   * null: the loop would spin on microtasks and freeze the process for the whole pause.
+   * or a failed round) only the time, a wake-up or stop() ends it, and with `untilProgress` also
+   * a lane finishing a row. Never returns at once for null: the loop would spin on microtasks
+   * and freeze the process for the whole pause.
    */
-  private async idle(sinceWakeups: number | null, ms: number): Promise<void> {
+  private async idle(sinceWakeups: number | null, ms: number, untilProgress = false): Promise<void> {
     if ((sinceWakeups !== null && this.wakeups !== sinceWakeups) || !this.running || ms <= 0) return;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(done, ms);
@@ -129,11 +152,14 @@ export class OutboxWorker {
         resolve();
       }
       this.wake = done;
+      if (untilProgress) this.progress = done;
     });
     this.wake = null;
+    this.progress = null;
   }
 
   private async loop(): Promise<void> {
+    const batchSize = this.deps.batchSize ?? 128;
     while (this.running) {
       const seen = this.wakeups;
       const pause = this.pausedUntil - Date.now();
@@ -142,14 +168,20 @@ export class OutboxWorker {
         continue;
       }
       try {
+        await this.renewDue();
+        const room = batchSize * CLAIMS_HELD - this.held.size;
+        if (room < batchSize) {
+          // Until a lane finishes a row (or a second passes: held leases may need renewing).
+          await this.idle(null, MAX_IDLE_MS, true);
+          continue;
+        }
         const leasedAt = Date.now();
-        const rows = await this.claim();
+        const rows = await this.claim(batchSize);
         if (rows.length > 0) {
-          const claimed = Date.now();
-          await this.deliver(rows, leasedAt);
+          this.take(rows, leasedAt);
           this.deps.logger.debug(
-            { rows: rows.length, claimMs: claimed - leasedAt, deliverMs: Date.now() - claimed },
-            "outbox: batch delivered",
+            { rows: rows.length, claimMs: Date.now() - leasedAt, held: this.held.size },
+            "outbox: rows claimed",
           );
           continue;
         }
@@ -161,7 +193,7 @@ export class OutboxWorker {
     }
   }
 
-  private async claim(): Promise<ClaimedRow[]> {
+  private async claim(limit: number): Promise<ClaimedRow[]> {
     const { giveUpAfterMs } = this.deps.alerts;
     return this.deps.db.rows<ClaimedRow>(sql`
       WITH due AS (
@@ -169,7 +201,7 @@ export class OutboxWorker {
          WHERE sent_at IS NULL AND failed_at IS NULL AND next_attempt_at <= now()
            AND (lease_until IS NULL OR lease_until <= now())
          ORDER BY id
-         LIMIT ${this.deps.batchSize ?? 128}
+         LIMIT ${limit}
          FOR UPDATE SKIP LOCKED),
       claimed AS (
         UPDATE outbox o
@@ -192,28 +224,72 @@ export class OutboxWorker {
     return Math.max(0, Math.min(MAX_IDLE_MS, Math.ceil(wait)));
   }
 
-  /** One chat's messages in order; different chats in parallel, at most `concurrency` at once. */
-  private async deliver(rows: ClaimedRow[], leasedAt: number): Promise<void> {
-    const batch: Batch = { leasedAt, unfinished: new Set(rows), lost: new Set(), renewing: null };
-    const byChat = new Map<string, ClaimedRow[]>();
+  /**
+   * Queues claimed rows behind their chat's held rows and starts lanes for waiting chats: one
+   * chat's messages in order, different chats in parallel, at most `concurrency` at once. A row
+   * this worker already holds (its lease ran out and this worker leased it again) stays where it
+   * is, under the new lease.
+   */
+  private take(rows: ClaimedRow[], leasedAt: number): void {
+    const batch: Batch = { leasedAt, unfinished: new Set(), lost: new Set(), renewing: null };
     for (const row of rows) {
+      const id = Number(row.id);
+      const mine = this.held.get(id);
+      if (mine) {
+        mine.row.attempts = row.attempts;
+        mine.batch.lost.delete(mine.row);
+        continue;
+      }
+      batch.unfinished.add(row);
+      this.held.set(id, { row, batch });
       const key = row.chat_id ?? `#${row.id}`;
-      byChat.set(key, [...(byChat.get(key) ?? []), row]);
+      const queue = this.chats.get(key);
+      if (queue) queue.push(row);
+      else {
+        this.chats.set(key, [row]);
+        this.waiting.push(key);
+      }
     }
-    const queues = [...byChat.values()];
-    const lanes = Array.from({ length: Math.min(queues.length, this.deps.concurrency ?? 16) }, async () => {
-      for (let queue = queues.shift(); queue; queue = queues.shift()) {
-        for (const row of queue) {
-          try {
-            await this.deliverOne(row, batch);
-          } finally {
-            batch.unfinished.delete(row);
-          }
+    if (batch.unfinished.size > 0) this.batches.add(batch);
+    while (this.waiting.length > 0 && this.lanes.size < (this.deps.concurrency ?? 16)) {
+      const lane = this.lane().finally(() => this.lanes.delete(lane));
+      this.lanes.add(lane);
+    }
+  }
+
+  /** Sends waiting chats' rows, a chat at a time, until no chat waits. */
+  private async lane(): Promise<void> {
+    for (let key = this.waiting.shift(); key !== undefined; key = this.waiting.shift()) {
+      const queue = this.chats.get(key)!;
+      // Rows of this chat claimed while its earlier ones are sent join this queue: still in order.
+      for (let row = queue.shift(); row; row = queue.shift()) {
+        const { batch } = this.held.get(Number(row.id))!;
+        try {
+          await this.deliverOne(row, batch);
+        } catch (err) {
+          // Left leased, and so are the chat's rows behind it: all are leased again after the
+          // lease, in order, and sent then (at least once).
+          this.deps.logger.error(
+            { err: errorSummary(err), outboxId: Number(row.id) },
+            "outbox: a message's outcome could not be recorded; it is sent again after its lease",
+          );
+          for (const later of queue.splice(0)) this.finish(later, this.held.get(Number(later.id))!.batch);
+        } finally {
+          this.finish(row, batch);
         }
       }
-    });
-    await Promise.all(lanes);
-    await this.acksWritten();
+      this.chats.delete(key);
+    }
+  }
+
+  private finish(row: ClaimedRow, batch: Batch): void {
+    this.held.delete(Number(row.id));
+    batch.unfinished.delete(row);
+    if (batch.unfinished.size === 0) {
+      this.batches.delete(batch);
+      this.deps.logger.debug({ deliverMs: Date.now() - batch.leasedAt }, "outbox: claim delivered");
+    }
+    this.progress?.();
   }
 
   private async deliverOne(row: ClaimedRow, batch: Batch): Promise<void> {
@@ -239,29 +315,44 @@ export class OutboxWorker {
   }
 
   /**
-   * Makes sure the row's lease outlasts the send about to start. A batch is leased at once but
-   * one chat's messages go out one after the other (and chats wait for a free lane), so rows
-   * late in a long queue or behind slow sends would still be waiting when their leases ran
-   * out, and another worker would lease and send them too, out of order. When the lease left
-   * could not cover a whole send, every unfinished row of the batch is renewed in one statement
-   * (no round trip in the common case). A row another worker has leased since (which bumped
-   * its `attempts`) is not renewed: it is that worker's now, and false means "do not send".
+   * Makes sure the row's lease outlasts the send about to start. Rows are leased a claim at a
+   * time but one chat's messages go out one after the other (and chats wait for a free lane), so
+   * rows late in a long queue or behind slow sends would still be waiting when their leases ran
+   * out, and another worker would lease and send them too, out of order. When the lease left of
+   * any claim held could not cover a whole send, every unfinished row of those claims is renewed
+   * in one statement (no round trip in the common case). A row another worker has leased since
+   * (which bumped its `attempts`) is not renewed: it is that worker's now, and false means "do
+   * not send".
    */
   private async holdLease(batch: Batch, row: ClaimedRow): Promise<boolean> {
-    const leaseLeftMs = batch.leasedAt + this.leaseMs - Date.now();
-    if (leaseLeftMs < this.deps.alerts.sendTimeoutMs + LEASE_MARGIN_MS) {
-      batch.renewing ??= this.renewLeases(batch).finally(() => {
-        batch.renewing = null;
-      });
-      await batch.renewing;
-    }
+    await this.renewDue();
     if (!batch.lost.has(row)) return true;
     this.deps.logger.warn({ outboxId: Number(row.id) }, "lease lost to another worker before sending; not sent here");
     return false;
   }
 
-  private async renewLeases(batch: Batch): Promise<void> {
-    const rows = [...batch.unfinished].filter((row) => !batch.lost.has(row));
+  /** Renews the leases of every held claim whose lease left could not cover a send (one statement, shared). */
+  private async renewDue(): Promise<void> {
+    for (;;) {
+      const due = [...this.batches].filter(
+        (b) => b.leasedAt + this.leaseMs - Date.now() < this.deps.alerts.sendTimeoutMs + LEASE_MARGIN_MS,
+      );
+      if (due.length === 0) return;
+      const running = due.find((b) => b.renewing)?.renewing;
+      if (running) {
+        await running;
+        continue;
+      }
+      const renewing = this.renewLeases(due).finally(() => {
+        for (const b of due) b.renewing = null;
+      });
+      for (const b of due) b.renewing = renewing;
+      await renewing;
+    }
+  }
+
+  private async renewLeases(batches: Batch[]): Promise<void> {
+    const rows = batches.flatMap((batch) => [...batch.unfinished].filter((row) => !batch.lost.has(row)));
     const renewedAt = Date.now();
     const kept = await this.deps.db.rows<{ id: number | string }>(sql`
       UPDATE outbox o SET lease_until = now() + ${this.leaseMs} * interval '1 millisecond'
@@ -272,8 +363,10 @@ export class OutboxWorker {
          AND o.lease_until IS NOT NULL
       RETURNING o.id`);
     const keptIds = new Set(kept.map((r) => Number(r.id)));
-    for (const row of rows) if (!keptIds.has(Number(row.id))) batch.lost.add(row);
-    batch.leasedAt = renewedAt;
+    for (const batch of batches) {
+      for (const row of batch.unfinished) if (!keptIds.has(Number(row.id))) batch.lost.add(row);
+      batch.leasedAt = renewedAt;
+    }
   }
 
   private render(row: ClaimedRow): string | null {
@@ -313,8 +406,8 @@ export class OutboxWorker {
   /**
    * Queues the acknowledgement of a delivered row. Acks are written in groups: one UPDATE for
    * every row delivered while the previous one was in flight, so a burst of messages costs a
-   * few round trips instead of one each. A lane does not wait for its ack; deliver() waits for
-   * all of them before the next claim. A crash before a group is written re-sends those rows
+   * few round trips instead of one each. A lane does not wait for its ack (the row stays leased
+   * until it is written, so no claim takes it again). A crash before a group is written re-sends those rows
    * once each after their lease, exactly as a crash just before a single ack would.
    */
   private acknowledge(id: number): void {
@@ -383,6 +476,8 @@ export class OutboxWorker {
       return;
     }
     this.counts.retried++;
+    // The loop may be waiting past this row's next attempt (it looked while the row was leased).
+    this.wake?.();
     this.deps.logger.info(
       { outboxId: id, attempts, delayMs, error: outcome.error },
       "message delivery will be retried",

@@ -15,6 +15,8 @@ import type { PushItem, ServerClient } from "./server-client.ts";
 import { sleep } from "./timing.ts";
 
 const MAX_BATCH = 5_000;
+/** How long a push waits for the updates arriving with its first one (a boundary's burst). */
+const GATHER_MS = 10;
 /** GetFeedState's limit of symbols per call. */
 const MAX_STATE_SYMBOLS = 1_000;
 /** Longest wait between two tries of a failed push (the backoff's ceiling doubles from 250 ms up to this). */
@@ -75,11 +77,17 @@ export class Pusher {
       }
       this.queue.push(queued);
     }
-    this.running ??= this.drain().finally(() => {
-      this.running = null;
-      if (this.queue.length > 0 && !this.stopped) this.enqueue([], "live");
-      else for (const resolve of this.idle) resolve();
-    });
+    // The first call waits GATHER_MS for the updates arriving with this one: a boundary's closes
+    // come as hundreds of websocket messages read over several turns of the event loop, and a
+    // call started at the first of them carried that one close alone, the rest waiting for its
+    // round trip (and the server's commit of one coin).
+    this.running ??= new Promise<void>((resolve) => setTimeout(resolve, GATHER_MS))
+      .then(() => this.drain())
+      .finally(() => {
+        this.running = null;
+        if (this.queue.length > 0 && !this.stopped) this.enqueue([], "live");
+        else for (const resolve of this.idle) resolve();
+      });
   }
 
   /** Drops a coin's queued updates (its lease was lost or it stopped). */

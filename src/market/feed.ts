@@ -111,17 +111,13 @@ export class MarketFeed implements SignalSnapshot {
   private readonly published = new Map<string, PublishedCoin>();
   /** The checkpoints last read: a reload reads again only the ones that changed. */
   private readonly checkpoints = new CheckpointCache();
-  /** Reloads from the store (other processes' commits, catching up), batched. */
-  private readonly reloads = new BatchReloads(async (symbols) => {
-    const started = Date.now();
-    const loaded = await loadCoins(this.deps.db, symbols, this.checkpoints);
-    const read = Date.now();
-    for (const stored of loaded) this.adopt(stored, true);
-    this.deps.logger.debug(
-      { coins: symbols.length, readMs: read - started, adoptMs: Date.now() - read },
-      "market: reloaded coins another process committed",
-    );
-  });
+  /** Reloads of what other processes committed, batched. */
+  private readonly reloads = new BatchReloads((symbols) => this.reloadCommitted(symbols, "notice"));
+  /**
+   * Reloads for calls waiting to answer (catchUp), batched apart: a call asking for 8 coins
+   * reloads those 8, instead of waiting behind a notice's reload of every coin a boundary closed.
+   */
+  private readonly callReloads = new BatchReloads((symbols) => this.reloadCommitted(symbols, "call"));
   private pending = new Map<string, CandleRow>();
   private pendingEvents = new Map<string, PendingSignalEvent>();
   /** A live signal change is waiting: flush now rather than after FLUSH_DELAY_MS. */
@@ -149,9 +145,22 @@ export class MarketFeed implements SignalSnapshot {
     for (const stored of await loadAllCoins(this.deps.db, this.checkpoints)) this.adopt(stored, false);
   }
 
+  private async reloadCommitted(symbols: string[], forWhat: "notice" | "call"): Promise<void> {
+    const started = Date.now();
+    const loaded = await loadCoins(this.deps.db, symbols, this.checkpoints);
+    const read = Date.now();
+    for (const stored of loaded) this.adopt(stored, true);
+    this.deps.logger.debug(
+      { coins: symbols.length, readMs: read - started, adoptMs: Date.now() - read, for: forWhat },
+      "market: reloaded coins another process committed",
+    );
+  }
+
   /** Takes a coin as the store holds it: publishes it, and runs its engines unless ours have unsaved updates. */
   private adopt(stored: StoredCoin, keepLocal: boolean): void {
     const { runtime, version } = stored;
+    // Reloads run side by side (a notice's, a call's): an older read never replaces a newer state.
+    if ((this.published.get(runtime.symbol)?.version ?? 0) > version) return;
     if (!(keepLocal && this.touched.has(runtime.symbol))) this.coins.set(runtime.symbol, runtime);
     this.publish(runtime.symbol, { version, ...readingsOf(runtime) });
   }
@@ -214,7 +223,7 @@ export class MarketFeed implements SignalSnapshot {
       if (left <= 0) return false;
       let timer: NodeJS.Timeout | undefined;
       const expired = new Promise<"expired">((resolve) => (timer = setTimeout(() => resolve("expired"), left)));
-      const reloaded = this.reloads.reload(behind).then(
+      const reloaded = this.callReloads.reload(behind).then(
         () => "reloaded" as const,
         () => "failed" as const,
       );

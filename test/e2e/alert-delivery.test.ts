@@ -296,6 +296,12 @@ describe("retries", () => {
       const blocked = watchEventLoop();
       const first = await liveBreak(server, "RD", "1004");
       const [limited] = await requestsArrived(telegram, "1004", 1);
+      // The pause starts when the worker reads the 429 (it keeps claiming while a send is in
+      // flight): from the row rescheduled with that answer on.
+      await until(async () => {
+        const [row] = await outboxRows(server.db.handle, { eventId: first.eventId });
+        return row?.last_error?.startsWith("HTTP 429") ? row : null;
+      }, "the 429 recorded on the first alert's row");
       // Another member's alert is written during the pause: it must wait for the pause too.
       const second = await liveBreak(server, "RE", "1005");
       const [held] = await requestsArrived(telegram, "1005", 1);

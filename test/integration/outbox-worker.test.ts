@@ -14,7 +14,9 @@ import { createTelegramSender } from "../../src/alerts/telegram.ts";
 import { type Config, loadConfig } from "../../src/config.ts";
 import type { DbHandle } from "../../src/db/client.ts";
 import { FAKE_BOT_TOKEN, type FakeTelegram, startFakeTelegram } from "../support/fake-telegram.ts";
+import { waitFor } from "../support/reliability.ts";
 import { createTestDb, type TestDb } from "../support/test-db.ts";
+import { EVENT_WAIT_MS } from "../support/waits.ts";
 
 const logger = pino({ level: "silent" });
 let tdb: TestDb;
@@ -104,6 +106,43 @@ describe("several workers on one database", () => {
     // The first worker kept its lease on the whole batch: the second found nothing to take over.
     expect([first.counts.sent, second.counts.sent]).toEqual([COUNT, 0]);
   }, 60_000);
+});
+
+describe("one chat's long queue", () => {
+  it("does not hold back other chats' messages claimed after it, and keeps its own in order", async () => {
+    // Two rows a claim: the slow chat's two rows are one claim, the other chat's a later one.
+    const config = loadConfig({ TELEGRAM_API_BASE: telegram.apiBase, TELEGRAM_BOT_TOKEN: FAKE_BOT_TOKEN });
+    let release!: () => void;
+    telegram.scriptFor("6003", { status: 200, until: new Promise<void>((resolve) => (release = resolve)) });
+    await queueNotices("6003", 2, 300);
+    await queueNotices("6004", 2, 400);
+    const sender = createTelegramSender({
+      apiBase: config.alerts.telegramApiBase,
+      botToken: FAKE_BOT_TOKEN,
+      timeoutMs: config.alerts.sendTimeoutMs,
+    });
+    const w = new OutboxWorker({
+      db: tdb.handle,
+      logger,
+      sender,
+      alerts: config.alerts,
+      publicBaseUrl: config.publicBaseUrl,
+      batchSize: 2,
+    });
+    workers.push(w);
+    await w.start();
+    const chat = (id: string) =>
+      telegram.received.filter((m) => m.chatId === id).map((m) => /(\d+) left/.exec(m.text)![1]);
+    // The other chat's messages are delivered while the first message of 6003 is still unanswered.
+    await waitFor(() => chat("6004").length === 2, EVENT_WAIT_MS, "chat 6004's two messages");
+    expect(chat("6004")).toEqual(["400", "401"]);
+    expect(chat("6003")).toEqual(["300"]);
+    release();
+    await waitFor(() => chat("6003").length === 2, EVENT_WAIT_MS, "chat 6003's second message");
+    expect(chat("6003")).toEqual(["300", "301"]);
+    await waitFor(async () => (await rowsOf("6003")).every((r) => r.sent), EVENT_WAIT_MS, "6003's rows acknowledged");
+    expect(w.counts.sent).toBe(4);
+  });
 });
 
 describe("a database that fails for a while", () => {

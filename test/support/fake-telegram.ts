@@ -23,10 +23,12 @@ export interface ReceivedMessage {
 }
 
 /**
- * What to answer one request: a status and body (after delayMs: a slow Bot API), or hang (never
- * answer) for a timeout.
+ * What to answer one request: a status and body (after delayMs: a slow Bot API; after `until`
+ * settles: a request the test holds as long as it needs), or hang (never answer) for a timeout.
  */
-export type Reply = { status: number; body?: unknown; headers?: Record<string, string>; delayMs?: number } | "hang";
+export type Reply =
+  | { status: number; body?: unknown; headers?: Record<string, string>; delayMs?: number; until?: Promise<unknown> }
+  | "hang";
 
 /** A message update as Telegram sends it, from a member's private chat. */
 export interface FakeUpdate {
@@ -246,6 +248,7 @@ export async function startFakeTelegram(token = FAKE_BOT_TOKEN, host = "127.0.0.
         return;
       }
       if (reply.delayMs) await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
+      if (reply.until) await reply.until;
       if (reply.status === 200) delivered.push(message);
       const answer =
         reply.body ??
