@@ -132,7 +132,9 @@ describe("HTTP/2 streams on the public listener", () => {
     for (const s of [...sessions, other]) s.destroy();
   });
 
-  it("ends a stream at its maximum life, whatever it does", async () => {
+  // The three tests below only wait for the servers' timers, each on its own session from its own address, and their
+  // bounds only limit how late an end may come: they run at the same time.
+  it.concurrent("ends a stream at its maximum life, whatever it does", async ({ expect }) => {
     // On a server whose idle limit is long: only the stream's life can end it.
     const session = connect("127.0.0.44", {}, shortLived);
     const started = Date.now();
@@ -146,7 +148,9 @@ describe("HTTP/2 streams on the public listener", () => {
     session.destroy();
   });
 
-  it("an idle session with open streams gets GOAWAY and is destroyed after the grace", async () => {
+  it.concurrent("an idle session with open streams gets GOAWAY and is destroyed after the grace", async ({
+    expect,
+  }) => {
     const session = connect("127.0.0.45");
     const started = Date.now();
     const goaway = new Promise<number>((resolve) => session.once("goaway", () => resolve(Date.now() - started)));
@@ -165,7 +169,9 @@ describe("HTTP/2 streams on the public listener", () => {
     expect(closedMs).toBeLessThan(LIFE_S * 1000);
   });
 
-  it("a client that never reads (window 0) loses its connection after the idle time and the grace", async () => {
+  it.concurrent("a client that never reads (window 0) loses its connection after the idle time and the grace", async ({
+    expect,
+  }) => {
     const session = connect("127.0.0.46", { initialWindowSize: 0 });
     const started = Date.now();
     const closed = new Promise<number>((resolve) => session.once("close", () => resolve(Date.now() - started)));
