@@ -16,6 +16,11 @@
  * holds one lane while the other lanes send to the chats of later claims. A boundary's alerts
  * come out in event order, a dozen chats per event; a barrier after each claim left most lanes
  * idle behind the one chat with the longest queue.
+ *
+ * A chat's messages go out in order even when one must wait: a row rescheduled for a retry hands
+ * back the chat's rows this worker holds behind it (unsent, their attempt uncounted), and a claim
+ * takes no row of a chat while an earlier row of that chat waits for its retry. Stopping hands
+ * back every held row not yet started, so a stop waits only for the sends in flight.
  */
 import { sql } from "drizzle-orm";
 import type { Logger } from "pino";
@@ -102,6 +107,11 @@ export class OutboxWorker {
   private readonly held = new Map<number, { row: ClaimedRow; batch: Batch }>();
   /** Per chat, its held rows not yet sent, in claim order; a chat is here while it has a lane or waits for one. */
   private readonly chats = new Map<string, ClaimedRow[]>();
+  /**
+   * Chats with a row rescheduled for a retry, until (local time) that row is due: their rows
+   * claimed meanwhile (by a claim that read the database before the reschedule) are handed back.
+   */
+  private readonly deferredChats = new Map<string, number>();
   /** Chats waiting for a lane, in the order their first row was claimed. */
   private readonly waiting: string[] = [];
   private readonly lanes = new Set<Promise<void>>();
@@ -122,7 +132,7 @@ export class OutboxWorker {
     this.loopDone = this.loop();
   }
 
-  /** Stops claiming; resolves once the rows already held are sent (or rescheduled) and acknowledged. */
+  /** Stops claiming; resolves once the sends in flight are recorded and the held rows not started are handed back. */
   async stop(): Promise<void> {
     this.running = false;
     this.nudge();
@@ -200,6 +210,11 @@ export class OutboxWorker {
         SELECT id FROM outbox
          WHERE sent_at IS NULL AND failed_at IS NULL AND next_attempt_at <= now()
            AND (lease_until IS NULL OR lease_until <= now())
+           -- A chat's messages in order: none while an earlier one of the chat waits for its retry.
+           AND NOT EXISTS (
+             SELECT 1 FROM outbox earlier
+              WHERE earlier.chat_id = outbox.chat_id AND earlier.id < outbox.id
+                AND earlier.sent_at IS NULL AND earlier.failed_at IS NULL AND earlier.next_attempt_at > now())
          ORDER BY id
          LIMIT ${limit}
          FOR UPDATE SKIP LOCKED),
@@ -252,7 +267,11 @@ export class OutboxWorker {
     }
     if (batch.unfinished.size > 0) this.batches.add(batch);
     while (this.waiting.length > 0 && this.lanes.size < (this.deps.concurrency ?? 16)) {
-      const lane = this.lane().finally(() => this.lanes.delete(lane));
+      const lane = this.lane()
+        .catch((err) =>
+          this.deps.logger.error({ err: errorSummary(err) }, "outbox lane failed; its rows wait for their lease"),
+        )
+        .finally(() => this.lanes.delete(lane));
       this.lanes.add(lane);
     }
   }
@@ -263,22 +282,68 @@ export class OutboxWorker {
       const queue = this.chats.get(key)!;
       // Rows of this chat claimed while its earlier ones are sent join this queue: still in order.
       for (let row = queue.shift(); row; row = queue.shift()) {
+        // Rows that join the queue while it is handed back go back too: the loop goes on.
+        if (!this.running || this.isDeferred(key)) {
+          await this.handBack([row, ...queue.splice(0)], null);
+          continue;
+        }
         const { batch } = this.held.get(Number(row.id))!;
         try {
-          await this.deliverOne(row, batch);
+          const retryInMs = await this.deliverOne(row, batch);
+          if (retryInMs !== null) {
+            this.deferredChats.set(key, Date.now() + retryInMs);
+            await this.handBack(queue.splice(0), null);
+          }
         } catch (err) {
-          // Left leased, and so are the chat's rows behind it: all are leased again after the
-          // lease, in order, and sent then (at least once).
+          // The chat's rows behind it go back with it, so that they are leased again in order.
           this.deps.logger.error(
             { err: errorSummary(err), outboxId: Number(row.id) },
-            "outbox: a message's outcome could not be recorded; it is sent again after its lease",
+            "outbox: a message's outcome could not be recorded; it is sent again",
           );
-          for (const later of queue.splice(0)) this.finish(later, this.held.get(Number(later.id))!.batch);
+          await this.handBack(queue.splice(0), row);
         } finally {
           this.finish(row, batch);
         }
       }
       this.chats.delete(key);
+    }
+  }
+
+  private isDeferred(chat: string): boolean {
+    const until = this.deferredChats.get(chat);
+    if (until === undefined) return false;
+    if (until > Date.now()) return true;
+    this.deferredChats.delete(chat);
+    return false;
+  }
+
+  /**
+   * Returns held rows not sent to the queue at once (lease cleared, the claim's attempt taken
+   * back) instead of leaving them leased until the lease runs out; `attempted`, a row whose send
+   * was tried, goes back with its attempt counted. A row leased by another worker since (its
+   * `attempts` moved on) is left alone. If the statement fails, the rows stay leased and are
+   * claimed again in order after the lease.
+   */
+  private async handBack(rows: ClaimedRow[], attempted: ClaimedRow | null): Promise<void> {
+    const back = rows.map((row) => ({ row, batch: this.held.get(Number(row.id))!.batch }));
+    const all = attempted ? [attempted, ...rows] : rows;
+    try {
+      if (all.length > 0)
+        await this.deps.db.rows(sql`
+          UPDATE outbox o SET lease_until = NULL,
+                 attempts = CASE WHEN o.id = ${attempted ? Number(attempted.id) : null}::bigint
+                                 THEN o.attempts ELSE o.attempts - 1 END
+            FROM unnest(${sql.param(all.map((r) => Number(r.id)))}::bigint[],
+            ${sql.param(all.map((r) => r.attempts))}::int[]) AS mine(id, attempts)
+           WHERE o.id = mine.id AND o.attempts = mine.attempts AND o.sent_at IS NULL AND o.failed_at IS NULL
+             AND o.lease_until IS NOT NULL`);
+    } catch (err) {
+      this.deps.logger.error(
+        { err: errorSummary(err), rows: all.length },
+        "outbox: could not hand rows back; they are claimed again after their lease",
+      );
+    } finally {
+      for (const { row, batch } of back) this.finish(row, batch);
     }
   }
 
@@ -292,26 +357,35 @@ export class OutboxWorker {
     this.progress?.();
   }
 
-  private async deliverOne(row: ClaimedRow, batch: Batch): Promise<void> {
+  /** Sends one row and records the outcome; when it was rescheduled for a retry, the ms until it is due. */
+  private async deliverOne(row: ClaimedRow, batch: Batch): Promise<number | null> {
     const id = Number(row.id);
     if (row.expired) {
-      return this.fail(
+      await this.fail(
         id,
         `gave up after ${row.attempts - 1} attempts${row.last_error ? `; last error: ${row.last_error}` : ""}`,
       );
+      return null;
     }
     const text = this.render(row);
-    if (row.chat_id === null) return this.fail(id, "no chat id configured for this account");
-    if (text === null) return this.fail(id, "the message's event is missing");
+    if (row.chat_id === null || text === null) {
+      await this.fail(
+        id,
+        row.chat_id === null ? "no chat id configured for this account" : "the message's event is missing",
+      );
+      return null;
+    }
     // A 429 seen by another lane pauses this one too: keep to the bot's flood limit.
     const pause = this.pausedUntil - Date.now();
     if (pause > 0)
       return this.retry(id, { kind: "retry", error: "paused by flood control", retryAfterMs: pause }, row.attempts);
-    if (!(await this.holdLease(batch, row))) return;
+    // Another worker's now: neither sent nor handed back here.
+    if (!(await this.holdLease(batch, row))) return null;
     const outcome = await this.deps.sender.send(row.chat_id, text);
-    if (outcome.kind === "sent") return this.acknowledge(id);
-    if (outcome.kind === "failed") return this.fail(id, outcome.error);
-    return this.retry(id, outcome, row.attempts);
+    if (outcome.kind === "sent") this.acknowledge(id);
+    else if (outcome.kind === "failed") await this.fail(id, outcome.error);
+    else return this.retry(id, outcome, row.attempts);
+    return null;
   }
 
   /**
@@ -449,7 +523,12 @@ export class OutboxWorker {
     this.deps.logger.warn({ outboxId: id, error }, "message not delivered; recorded as failed");
   }
 
-  private async retry(id: number, outcome: Extract<SendOutcome, { kind: "retry" }>, attempts: number): Promise<void> {
+  /** Reschedules the row (or records it failed past the give-up point); the ms until it is due, null when failed. */
+  private async retry(
+    id: number,
+    outcome: Extract<SendOutcome, { kind: "retry" }>,
+    attempts: number,
+  ): Promise<number | null> {
     const { retryBaseMs, retryMaxMs, giveUpAfterMs } = this.deps.alerts;
     const delayMs = outcome.retryAfterMs ?? backoffMs(attempts, retryBaseMs, retryMaxMs, "equal");
     if (outcome.retryAfterMs !== undefined)
@@ -473,7 +552,7 @@ export class OutboxWorker {
     if (row?.gave_up) {
       this.counts.failed++;
       this.deps.logger.warn({ outboxId: id, error: row.last_error }, "message not delivered; recorded as failed");
-      return;
+      return null;
     }
     this.counts.retried++;
     // The loop may be waiting past this row's next attempt (it looked while the row was leased).
@@ -482,5 +561,6 @@ export class OutboxWorker {
       { outboxId: id, attempts, delayMs, error: outcome.error },
       "message delivery will be retried",
     );
+    return delayMs;
   }
 }

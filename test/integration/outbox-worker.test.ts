@@ -145,6 +145,82 @@ describe("one chat's long queue", () => {
   });
 });
 
+describe("a chat whose message must wait", () => {
+  function smallClaimsWorker(config: Config): OutboxWorker {
+    const sender = createTelegramSender({
+      apiBase: config.alerts.telegramApiBase,
+      botToken: FAKE_BOT_TOKEN,
+      timeoutMs: config.alerts.sendTimeoutMs,
+    });
+    const w = new OutboxWorker({
+      db: tdb.handle,
+      logger,
+      sender,
+      alerts: config.alerts,
+      publicBaseUrl: config.publicBaseUrl,
+      batchSize: 2,
+    });
+    workers.push(w);
+    return w;
+  }
+  const chat = (id: string) =>
+    telegram.received.filter((m) => m.chatId === id).map((m) => /(\d+) left/.exec(m.text)![1]);
+
+  it("keeps its order across claims: the rows behind a retried one wait for it", async () => {
+    // Two rows a claim, five rows: the retried first row's followers sit in this claim and the
+    // next ones; none may overtake it.
+    const config = loadConfig({
+      TELEGRAM_API_BASE: telegram.apiBase,
+      TELEGRAM_BOT_TOKEN: FAKE_BOT_TOKEN,
+      ALERT_RETRY_BASE_MS: "300",
+    });
+    telegram.scriptFor("6005", { status: 500, body: { ok: false, error_code: 500, description: "Internal" } });
+    await queueNotices("6005", 5, 500);
+    const w = smallClaimsWorker(config);
+    await w.start();
+    await waitFor(async () => (await rowsOf("6005")).every((r) => r.sent), EVENT_WAIT_MS, "6005's rows sent");
+    expect(chat("6005")).toEqual(["500", "500", "501", "502", "503", "504"]);
+    // The rows handed back were not counted as attempts.
+    expect((await rowsOf("6005")).map((r) => Number(r.attempts))).toEqual([2, 1, 1, 1, 1]);
+  });
+
+  it("stopping waits for the send in flight only and hands the chat's other rows back unsent", async () => {
+    const config = loadConfig({ TELEGRAM_API_BASE: telegram.apiBase, TELEGRAM_BOT_TOKEN: FAKE_BOT_TOKEN });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    telegram.scriptFor("6006", { status: 200, until: held });
+    await queueNotices("6006", 4, 600);
+    const w = smallClaimsWorker(config);
+    await w.start();
+    await waitFor(() => chat("6006").length === 1, EVENT_WAIT_MS, "6006's first message");
+    // Every row claimed (two claims of two) before the stop: nothing else is in flight.
+    await waitFor(
+      async () =>
+        (await tdb.handle.rows(sql`SELECT 1 FROM outbox WHERE chat_id = '6006' AND lease_until IS NULL`)).length === 0,
+      EVENT_WAIT_MS,
+      "6006's rows claimed",
+    );
+    const stopped = w.stop();
+    release();
+    await stopped;
+    const rows = await tdb.handle.rows<{ sent: boolean; leased: boolean; attempts: number }>(sql`
+      SELECT sent_at IS NOT NULL AS sent, lease_until IS NOT NULL AS leased, attempts FROM outbox
+       WHERE chat_id = '6006' ORDER BY id`);
+    expect(rows).toEqual([
+      { sent: true, leased: false, attempts: 1 },
+      { sent: false, leased: false, attempts: 0 },
+      { sent: false, leased: false, attempts: 0 },
+      { sent: false, leased: false, attempts: 0 },
+    ]);
+    expect(chat("6006")).toEqual(["600"]);
+    // A new worker sends them at once, in order: they were not left leased.
+    const next = smallClaimsWorker(config);
+    await next.start();
+    await waitFor(() => chat("6006").length === 4, EVENT_WAIT_MS, "6006's other messages");
+    expect(chat("6006")).toEqual(["600", "601", "602", "603"]);
+  });
+});
+
 describe("a database that fails for a while", () => {
   it("waits between rounds instead of spinning, and delivers once the database is back", async () => {
     const config = loadConfig({
