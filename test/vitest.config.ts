@@ -4,15 +4,15 @@ import { SlowestFirst } from "./support/slowest-first.ts";
 // One suite, two databases: embedded PGlite by default, real Postgres when DATABASE_URL is set
 // (each test file then creates and drops its own database).
 //
-// Three projects share one pool of workers. In "unit" and "servers" the files run one after
-// another in reused workers (`isolate: false`) instead of a fresh process each, which spared
-// 0.4 s of CPU per unit file and 1.8 s per integration file (bench/README.md): the code under test keeps no
-// module-level state a file changes and leaves behind (only caches), each file starts and stops
-// its own servers, databases and child processes on ports the OS picks, and no test mocks a
-// module or replaces a global it does not restore. "pages" (test/web and test/payments) keeps a
-// process per file. Vitest starts the projects' files in the order of the projects' names, each
-// project's slowest first (test/support/slowest-first.ts, also in a fresh clone): "pages" (the
-// browser files), "servers", then "unit" (the shortest, which fill the last minutes of both workers).
+// Three projects share one pool of workers. In every project the files run one after another in
+// reused workers (`isolate: false`) instead of a fresh process each, which spared 0.4 s of CPU per
+// unit file, 1.8 s per integration file and 2.6 s per page file (bench/README.md): the code under
+// test keeps no module-level state a file changes and leaves behind (only caches), each file starts
+// and stops its own servers, databases, browsers and child processes on ports the OS picks, and no
+// test mocks a module or replaces a global it does not restore. Vitest starts the projects' files in
+// the order of the projects' names, each project's slowest first (test/support/slowest-first.ts,
+// also in a fresh clone): "pages" (the browser files), "servers", then "unit" (the shortest, which
+// fill the last minutes of both workers).
 const web = ["test/web/**", "test/payments/**"];
 
 export default defineConfig({
@@ -24,12 +24,13 @@ export default defineConfig({
     hookTimeout: 300_000,
     pool: "forks",
     maxWorkers: 2,
+    isolate: false,
     sequence: { sequencer: SlowestFirst },
     projects: [
       {
         extends: true,
         // Pure code, no child processes: a unit test that takes a minute has hung.
-        test: { name: "unit", include: ["test/unit/**/*.test.ts"], isolate: false, testTimeout: 60_000 },
+        test: { name: "unit", include: ["test/unit/**/*.test.ts"], testTimeout: 60_000 },
       },
       {
         extends: true,
@@ -38,7 +39,6 @@ export default defineConfig({
           include: ["test/**/*.test.ts"],
           exclude: [...configDefaults.exclude, "test/unit/**", ...web],
           globalSetup: ["test/global-setup.ts"],
-          isolate: false,
         },
       },
       {
