@@ -491,8 +491,7 @@ describe("slow and stuck clients", () => {
         const session = http2.connect(server.baseUrl);
         session.on("error", () => {});
         const stuckAt = Date.now();
-        // The stuck stream and the flood wait out the same REQUEST_TIMEOUT on the session: together.
-        const stuckStream = new Promise<{ ms: number; code: number | undefined }>((resolve) => {
+        const stuck = await new Promise<{ ms: number; code: number | undefined }>((resolve) => {
           const stream = session.request({
             ":method": "POST",
             ":path": "/signals.v1.SignalsService/GetSignals",
@@ -506,7 +505,7 @@ describe("slow and stuck clients", () => {
           stream.on("close", () => resolve({ ms: Date.now() - stuckAt, code: stream.rstCode }));
           stream.write(Buffer.from([0, 0, 0, 0, 100, 1, 2, 3]));
         });
-        const floodStreams = Promise.all(
+        const flood = await Promise.all(
           Array.from(
             { length: MAX_CONCURRENT_STREAMS + 50 },
             () =>
@@ -524,7 +523,6 @@ describe("slow and stuck clients", () => {
               }),
           ),
         );
-        const [stuck, flood] = await Promise.all([stuckStream, floodStreams]);
         const idleAt = Date.now();
         await new Promise<void>((resolve) => (session.closed ? resolve() : session.once("close", () => resolve())));
         return { stuck, flood, sessionMs: Date.now() - idleAt };
