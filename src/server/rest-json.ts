@@ -283,10 +283,19 @@ function fieldText(field: DescField): (value: unknown) => string {
 const writers = new WeakMap<DescMessage, Writer>();
 
 /**
- * The text of frozen messages, which cannot change: an answer may share them with others (the
- * signal entries of a reading, built once), and each is then written once, not per answer.
+ * The text of deeply frozen messages, which cannot change: an answer may share them with others
+ * (the signal entries of a reading, built once), and each is then written once, not per answer.
+ * A freeze is shallow, so a frozen message is cached only when everything it holds is frozen too:
+ * a nested message or list that can still change would otherwise be answered with stale text.
  */
 const frozenTexts = new WeakMap<Message, string>();
+
+function deeplyFrozen(value: object): boolean {
+  if (!Object.isFrozen(value)) return false;
+  for (const inner of Object.values(value))
+    if (typeof inner === "object" && inner !== null && !deeplyFrozen(inner)) return false;
+  return true;
+}
 
 /**
  * The REST JSON text of a message type, built once per type from its descriptor: the same text
@@ -312,7 +321,10 @@ export function restJsonWriter(schema: DescMessage): Writer {
   const writer: Writer = (m) => {
     if (!Object.isFrozen(m)) return write(m);
     let text = frozenTexts.get(m);
-    if (text === undefined) frozenTexts.set(m, (text = write(m)));
+    if (text !== undefined) return text;
+    text = write(m);
+    // Frozen for good once deeply frozen: checked once, on the first write.
+    if (deeplyFrozen(m)) frozenTexts.set(m, text);
     return text;
   };
   writers.set(schema, writer);

@@ -15,20 +15,22 @@ import path from "node:path";
 import { BaseSequencer, type TestSpecification } from "vitest/node";
 
 const EXPECTED_SECONDS: Record<string, number> = {
-  "test/e2e/readme-commands.test.ts": 75,
-  "test/web/every-page.test.ts": 67,
-  "test/reliability/sign-in-bursts.test.ts": 51,
-  "test/e2e/feeder.test.ts": 28,
-  "test/web/product-pages.test.ts": 26,
+  "test/web/every-page.test.ts": 62,
+  "test/e2e/readme-commands.test.ts": 42,
+  "test/reliability/sign-in-bursts.test.ts": 31,
+  "test/web/product-pages.test.ts": 30,
   "test/reliability/fuzz.test.ts": 24,
-  "test/e2e/alert-crash.test.ts": 20,
-  "test/web/browser.test.ts": 19,
-  "test/e2e/doctor.test.ts": 17,
-  "test/e2e/alerts-backfill.test.ts": 15,
-  "test/e2e/cli.test.ts": 15,
-  "test/e2e/openapi-examples.test.ts": 14,
+  "test/e2e/feeder.test.ts": 23,
+  "test/web/browser.test.ts": 21,
+  "test/e2e/alert-crash.test.ts": 18,
+  "test/web/password-cli.test.ts": 16,
+  "test/e2e/data-dir-modes.test.ts": 16,
+  "test/e2e/openapi-examples.test.ts": 15,
+  "test/reliability/key-security.test.ts": 15,
+  "test/e2e/alerts-backfill.test.ts": 14,
+  "test/e2e/data-ingest.test.ts": 13,
+  "test/e2e/openapi.test.ts": 13,
   "test/e2e/alert-delivery.test.ts": 13,
-  "test/web/password-cli.test.ts": 13,
 };
 
 export class SlowestFirst extends BaseSequencer {

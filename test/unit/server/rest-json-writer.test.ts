@@ -6,7 +6,7 @@
  */
 import { create, type DescField, type DescMessage, type Message, ScalarType } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import { SignalEntrySchema } from "../../../gen/signals/v1/signals_pb.js";
+import { ArmingSchema, SignalEntrySchema } from "../../../gen/signals/v1/signals_pb.js";
 import { PUBLIC_REST_SERVICES } from "../../../src/server/public-api.ts";
 import { httpRouteOf } from "../../../src/server/rest.ts";
 import { restJsonMapper, restJsonWriter } from "../../../src/server/rest-json.ts";
@@ -135,6 +135,16 @@ describe("REST JSON written straight from the message", () => {
         expect(toText(message)).toBe(first);
       }
     }
+  });
+
+  it("a frozen message holding a message or a list that can still change is written anew each time", () => {
+    const arming = create(ArmingSchema, { dir: 1, score: 3, trigger: 100, invalidation: 90 });
+    const entry = Object.freeze(create(SignalEntrySchema, { symbol: "BTC", tf: "1h", ok: true, arming }));
+    const toText = restJsonWriter(SignalEntrySchema);
+    expect(JSON.parse(toText(entry)).arming.score).toBe(3);
+    arming.score = 7;
+    expect(JSON.parse(toText(entry)).arming.score).toBe(7);
+    expect(toText(entry)).toBe(JSON.stringify(restJsonMapper(SignalEntrySchema)(entry)));
   });
 
   it("an entry with ok:false keeps its four fields in order, demo left out", () => {
