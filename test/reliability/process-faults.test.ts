@@ -308,6 +308,15 @@ describe("SIGTERM drains", () => {
           EVENT_WAIT_MS,
           "the calls to wait on the row lock",
         );
+        // All 20 requests received and charging, not only the first charge statement: a request
+        // still on its way at the signal is a new one, and the drain rightly drops it (seen on a
+        // busy machine as ECONNRESET for the calls the server had not read yet).
+        await waitFor(
+          async () =>
+            /^signals_charges_in_flight 20$/m.test(await (await fetch(`${server.internalUrl}/metrics`)).text()),
+          EVENT_WAIT_MS,
+          "the 20 calls charging at the server",
+        );
 
         const port = Number(new URL(server.baseUrl).port);
         const internalPort = Number(new URL(server.internalUrl).port);

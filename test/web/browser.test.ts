@@ -262,7 +262,7 @@ describe.skipIf(!chromiumAvailable)("web pages in headless Chromium", () => {
   it("saves alert settings from the account page and explains a refused value", async () => {
     await page.getByLabel("Telegram chat id").fill("not a chat");
     await page.getByLabel("Coins").fill("btc, eth");
-    await page.getByLabel("4h").check();
+    await page.getByRole("checkbox", { name: "4h", exact: true }).check();
     await page.getByRole("button", { name: "Save alert settings" }).click();
     expect(await page.locator("#alerts-error").textContent()).toContain("chat id");
     expect(await page.getByLabel("Coins").inputValue()).toBe("btc, eth");

@@ -147,7 +147,7 @@ describe.skipIf(!chromiumAvailable)("Connect Telegram in one tap (getUpdates pol
 
   it("keeps the connected chat when coins are saved with the chat id left empty", async () => {
     await page.getByLabel("Coins").fill("btc");
-    await page.getByLabel("4h").check();
+    await page.getByRole("checkbox", { name: "4h", exact: true }).check();
     await page.getByRole("button", { name: "Save alert settings" }).click();
     await page.waitForURL(/\/account\?alerts-saved$/);
     expect(await page.locator("#telegram-state").textContent()).toBe(
