@@ -47,16 +47,28 @@ afterAll(async () => {
   await tdb?.drop();
 });
 
-function worker(config: Config, db: DbHandle = tdb.handle): OutboxWorker {
+/** A worker over `db` (the test database unless given), stopped after each test; `batchSize` rows a claim. */
+function worker(config: Config, { db = tdb.handle, batchSize }: { db?: DbHandle; batchSize?: number } = {}) {
   const sender = createTelegramSender({
     apiBase: config.alerts.telegramApiBase,
     botToken: FAKE_BOT_TOKEN,
     timeoutMs: config.alerts.sendTimeoutMs,
   });
-  const w = new OutboxWorker({ db, logger, sender, alerts: config.alerts, publicBaseUrl: config.publicBaseUrl });
+  const w = new OutboxWorker({
+    db,
+    logger,
+    sender,
+    alerts: config.alerts,
+    publicBaseUrl: config.publicBaseUrl,
+    batchSize,
+  });
   workers.push(w);
   return w;
 }
+
+/** The credits_left of each message the fake Bot API received for `chatId`, in arrival order. */
+const chat = (chatId: string) =>
+  telegram.received.filter((m) => m.chatId === chatId).map((m) => /(\d+) left/.exec(m.text)![1]);
 
 /** Queues `count` low-balance notices for `chatId`, told apart by their credits_left. */
 async function queueNotices(chatId: string, count: number, firstCredits: number): Promise<void> {
@@ -96,7 +108,7 @@ describe("several workers on one database", () => {
       await new Promise((r) => setTimeout(r, 50));
     const rows = await rowsOf("6001");
     expect(rows.every((r) => r.sent && !r.failed)).toBe(true);
-    const texts = telegram.received.filter((m) => m.chatId === "6001").map((m) => /(\d+) left/.exec(m.text)![1]);
+    const texts = chat("6001");
     const dupes = texts.filter((t, i) => texts.indexOf(t) !== i);
     expect(dupes).toEqual([]);
     expect(texts).toHaveLength(COUNT);
@@ -116,23 +128,8 @@ describe("one chat's long queue", () => {
     telegram.scriptFor("6003", { status: 200, until: new Promise<void>((resolve) => (release = resolve)) });
     await queueNotices("6003", 2, 300);
     await queueNotices("6004", 2, 400);
-    const sender = createTelegramSender({
-      apiBase: config.alerts.telegramApiBase,
-      botToken: FAKE_BOT_TOKEN,
-      timeoutMs: config.alerts.sendTimeoutMs,
-    });
-    const w = new OutboxWorker({
-      db: tdb.handle,
-      logger,
-      sender,
-      alerts: config.alerts,
-      publicBaseUrl: config.publicBaseUrl,
-      batchSize: 2,
-    });
-    workers.push(w);
+    const w = worker(config, { batchSize: 2 });
     await w.start();
-    const chat = (id: string) =>
-      telegram.received.filter((m) => m.chatId === id).map((m) => /(\d+) left/.exec(m.text)![1]);
     // The other chat's messages are delivered while the first message of 6003 is still unanswered.
     await waitFor(() => chat("6004").length === 2, EVENT_WAIT_MS, "chat 6004's two messages");
     expect(chat("6004")).toEqual(["400", "401"]);
@@ -146,25 +143,7 @@ describe("one chat's long queue", () => {
 });
 
 describe("a chat whose message must wait", () => {
-  function smallClaimsWorker(config: Config): OutboxWorker {
-    const sender = createTelegramSender({
-      apiBase: config.alerts.telegramApiBase,
-      botToken: FAKE_BOT_TOKEN,
-      timeoutMs: config.alerts.sendTimeoutMs,
-    });
-    const w = new OutboxWorker({
-      db: tdb.handle,
-      logger,
-      sender,
-      alerts: config.alerts,
-      publicBaseUrl: config.publicBaseUrl,
-      batchSize: 2,
-    });
-    workers.push(w);
-    return w;
-  }
-  const chat = (id: string) =>
-    telegram.received.filter((m) => m.chatId === id).map((m) => /(\d+) left/.exec(m.text)![1]);
+  const smallClaimsWorker = (config: Config) => worker(config, { batchSize: 2 });
 
   it("keeps its order across claims: the rows behind a retried one wait for it", async () => {
     // Two rows a claim, five rows: the retried first row's followers sit in this claim and the
@@ -240,7 +219,7 @@ describe("a database that fails for a while", () => {
       },
     };
     await queueNotices("6002", 1, 900);
-    const w = worker(config, flaky);
+    const w = worker(config, { db: flaky });
     await w.start();
     await new Promise((r) => setTimeout(r, 2_500));
     // One failed round per second (the idle wait), not thousands of back-to-back queries.
