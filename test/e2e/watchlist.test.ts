@@ -28,6 +28,7 @@ import {
 import type { DbHandle } from "../../src/db/client.ts";
 import type { Candle } from "../../src/engine/index.ts";
 import { createServer, type Server } from "../../src/server/create-server.ts";
+import { WATCH_HEARTBEAT_MS } from "../../src/web/routes/watch.ts";
 import type { ServerProcess } from "../support/processes.ts";
 import { connectionOwners } from "../support/socket-owners.ts";
 import { structureBreak } from "../support/structure-break.ts";
@@ -111,21 +112,23 @@ describe("live watchlist across a lead and a follower on one database", () => {
   };
 
   it(
-    "a close pushed to the lead reaches the follower's stream within " +
-      "2 s, equal to the follower's API answer, and costs no Token",
+    "a close pushed to the lead reaches the follower's stream on the lead's notice (well before " +
+      "the stream's heartbeat), equal to the follower's API answer, and costs no Token",
     async () => {
       const stream = await openStream(followerUrl);
       let before = (await stream.next("cells"))!.cells[0];
       // The follower may not have followed the history's notice yet: its reload wakes the stream.
       while (before?.ok === false) before = (await stream.next("cells"))!.cells[0];
+      // Having sent those cells, the stream waits on its process's readings hub and reads again
+      // on its own only WATCH_HEARTBEAT_MS later: an update heard well within that of them came
+      // from the lead's notice, however slowly the machine carried it.
+      const heardAt = performance.now();
       expect(before).toMatchObject({ symbol: COIN, tf: "1h", ok: true });
       const tokensBefore = (await getAccountSummary(lead.db.handle, member.accountId, clock())).tokensLeft;
 
-      const pushedAt = performance.now();
       await lead.feed!.ingest([{ symbol: COIN, tf: "1h", ...breaker, closed: true }]);
       const after = (await stream.next("cells"))!.cells[0];
-      const elapsed = performance.now() - pushedAt;
-      expect(elapsed).toBeLessThan(2_000);
+      expect(performance.now() - heardAt).toBeLessThan(WATCH_HEARTBEAT_MS / 2);
       expect(after.price).toBe(breaker.close);
       expect(after.signal).toBe("LONG");
       expect(after.changed_at).toBe(breaker.openTime + H);

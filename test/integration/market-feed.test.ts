@@ -21,8 +21,10 @@ import { countCandles, readCandles } from "../../src/market/store.ts";
 import { TIMEFRAMES } from "../../src/market/timeframes.ts";
 import type { CandleUpdate } from "../../src/market/validate.ts";
 import { referenceSignalId } from "../support/reference-signal-id.ts";
+import { waitFor } from "../support/reliability.ts";
 import { createTestDb, type TestDb, usingPostgres } from "../support/test-db.ts";
 import { createTestClock, type TestClock } from "../support/test-server.ts";
+import { EVENT_WAIT_MS } from "../support/waits.ts";
 
 const CANDLE_DIR = fileURLToPath(new URL("../../../shared/data/candles/", import.meta.url));
 const BTC_FILE = `${CANDLE_DIR}BTCUSDT_1h.csv.gz`;
@@ -495,7 +497,8 @@ describe(`a batch the store cannot commit (${usingPostgres ? "Postgres" : "PGlit
       yield c[20]!;
       yield c[21]!;
       failNext = true;
-      await new Promise((resolve) => setTimeout(resolve, 400)); // the background flush (100 ms) runs and fails here
+      // The background flush (every 100 ms) runs here and fails: it takes the failing transaction.
+      await waitFor(() => !failNext, EVENT_WAIT_MS, "the background flush to fail");
       yield c[22]!;
       yield c[23]!;
     }

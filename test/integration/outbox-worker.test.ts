@@ -103,9 +103,7 @@ describe("several workers on one database", () => {
     // The second worker (another server process) starts while the first is busy with the batch.
     const second = worker(config);
     await second.start();
-    const deadline = Date.now() + 30_000;
-    while ((await rowsOf("6001")).some((r) => !r.sent) && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 50));
+    await waitFor(async () => (await rowsOf("6001")).every((r) => r.sent), EVENT_WAIT_MS, "6001's rows sent");
     const rows = await rowsOf("6001");
     expect(rows.every((r) => r.sent && !r.failed)).toBe(true);
     const texts = chat("6001");
@@ -219,17 +217,18 @@ describe("a database that fails for a while", () => {
       },
     };
     await queueNotices("6002", 1, 900);
+    const startedAt = Date.now();
     const w = worker(config, { db: flaky });
     await w.start();
-    await new Promise((r) => setTimeout(r, 2_500));
-    // One failed round per second (the idle wait), not thousands of back-to-back queries.
-    expect(queries).toBeGreaterThanOrEqual(2);
-    expect(queries).toBeLessThanOrEqual(5);
+    // One failed round (one query) per second, the worker's wait after a failure, not thousands
+    // of back-to-back queries: n rounds take at least n - 1 of those waits, however fast or slow
+    // the machine (a timer may fire a millisecond early, hence the 10 ms).
+    await waitFor(() => queries >= 3, EVENT_WAIT_MS, "three failed rounds");
+    const rounds = queries;
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual((rounds - 1) * 1000 - 10);
     expect(telegram.received.filter((m) => m.chatId === "6002")).toHaveLength(0);
     down = false;
-    const deadline = Date.now() + 10_000;
-    while ((await rowsOf("6002")).some((r) => !r.sent) && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 20));
+    await waitFor(async () => (await rowsOf("6002")).every((r) => r.sent), EVENT_WAIT_MS, "6002's row sent");
     expect(await rowsOf("6002")).toEqual([{ sent: true, failed: false, attempts: expect.anything() }]);
     expect(telegram.delivered.filter((m) => m.chatId === "6002").map((m) => /(\d+) left/.exec(m.text)![1])).toEqual([
       "900",

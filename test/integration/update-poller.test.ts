@@ -7,9 +7,10 @@
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { TelegramUpdate } from "../../src/alerts/telegram-updates.ts";
-import { UpdatePoller } from "../../src/alerts/update-poller.ts";
+import { LONG_POLL_SECONDS, UpdatePoller } from "../../src/alerts/update-poller.ts";
 import { FAKE_BOT_TOKEN, type FakeTelegram, startFakeTelegram } from "../support/fake-telegram.ts";
 import { waitFor } from "../support/reliability.ts";
+import { EVENT_WAIT_MS } from "../support/waits.ts";
 
 describe("UpdatePoller (getUpdates long polling)", () => {
   let telegram: FakeTelegram;
@@ -42,10 +43,10 @@ describe("UpdatePoller (getUpdates long polling)", () => {
     startPoller(async (u) => void seen.push(u.message!.text!));
     const first = telegram.injectMessage(1, "/start a");
     telegram.injectMessage(2, "/start b");
-    await waitFor(() => seen.length >= 2 || null, 5000, "two updates");
-    await waitFor(() => telegram.pendingUpdates.length === 0 || null, 5000, "the updates confirmed");
+    await waitFor(() => seen.length >= 2 || null, EVENT_WAIT_MS, "two updates");
+    await waitFor(() => telegram.pendingUpdates.length === 0 || null, EVENT_WAIT_MS, "the updates confirmed");
     telegram.injectMessage(3, "/start c");
-    await waitFor(() => seen.length >= 3 || null, 5000, "the third update");
+    await waitFor(() => seen.length >= 3 || null, EVENT_WAIT_MS, "the third update");
     expect(seen).toEqual(["/start a", "/start b", "/start c"]);
     expect(telegram.updatesRequests[0]!.offset).toBeUndefined();
     expect(telegram.updatesRequests.slice(1).every((r) => r.offset !== undefined && r.offset > first.update_id)).toBe(
@@ -59,7 +60,7 @@ describe("UpdatePoller (getUpdates long polling)", () => {
     const seen: number[] = [];
     startPoller(async (u) => void seen.push(u.update_id));
     const update = telegram.injectMessage(1, "/start once");
-    await waitFor(() => seen.length === 1 || null, 5000, "the update");
+    await waitFor(() => seen.length === 1 || null, EVENT_WAIT_MS, "the update");
     await poller!.stop();
     poller = null;
     expect(telegram.pendingUpdates).toHaveLength(0);
@@ -78,7 +79,7 @@ describe("UpdatePoller (getUpdates long polling)", () => {
     const seen: string[] = [];
     startPoller(async (u) => void seen.push(u.message!.text!));
     telegram.injectMessage(1, "/start late");
-    await waitFor(() => seen.length === 1 || null, 5000, "the update after the failures");
+    await waitFor(() => seen.length === 1 || null, EVENT_WAIT_MS, "the update after the failures");
     expect(telegram.updatesRequests.length).toBeGreaterThanOrEqual(4);
     expect(seen).toEqual(["/start late"]);
   });
@@ -96,7 +97,7 @@ describe("UpdatePoller (getUpdates long polling)", () => {
     const flaky = telegram.injectMessage(1, "/start flaky");
     const poison = telegram.injectMessage(2, "/start poison");
     telegram.injectMessage(3, "/start after");
-    await waitFor(() => handled.includes("/start after") || null, 10_000, "the update after the poison one");
+    await waitFor(() => handled.includes("/start after") || null, EVENT_WAIT_MS, "the update after the poison one");
     expect(handled).toEqual(["/start flaky", "/start after"]);
     expect(attempts.get(flaky.update_id)).toBe(3);
     expect(attempts.get(poison.update_id)).toBe(5);
@@ -104,10 +105,11 @@ describe("UpdatePoller (getUpdates long polling)", () => {
 
   it("stops at once during a long poll", async () => {
     startPoller(async () => {});
-    await waitFor(() => telegram.updatesRequests.length >= 1 || null, 5000, "a long poll in flight");
+    await waitFor(() => telegram.updatesRequests.length >= 1 || null, EVENT_WAIT_MS, "a long poll in flight");
     const started = Date.now();
     await poller!.stop();
     poller = null;
-    expect(Date.now() - started).toBeLessThan(1000);
+    // A stop that waited for the long poll to end would take most of its LONG_POLL_SECONDS.
+    expect(Date.now() - started).toBeLessThan((LONG_POLL_SECONDS * 1000) / 2);
   });
 });
