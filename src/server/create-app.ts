@@ -13,16 +13,12 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
 import { Health } from "../../gen/grpc/health/v1/health_pb.js";
 import { KeyLastUsed } from "../accounts/key-last-used.ts";
-import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
-import type { DbHandle } from "../db/client.ts";
-import type { SignalEventHub } from "../events/event-hub.ts";
 import { errorSummary } from "../logger.ts";
-import type { MarketFeed } from "../market/feed.ts";
-import type { SignalSnapshot } from "../market/snapshot.ts";
-import { createHealthProbe, createHealthService, type HealthProbe } from "../observability/health.ts";
+import { createHealthProbe, createHealthService } from "../observability/health.ts";
 import { createMetrics, type Metrics } from "../observability/metrics.ts";
 import type { WebRequest, WebResponse } from "../web/http.ts";
+import type { AppDeps, Handler, Shared } from "./app-deps.ts";
 import { clientFaultsAsInvalidArgument } from "./client-errors.ts";
 import { withJsonRouterErrors, withRequestLimits } from "./http-errors.ts";
 import { createKeyedServices } from "./keyed-services.ts";
@@ -30,26 +26,6 @@ import { createDualProtocolListener, type DualProtocolListener } from "./listene
 import { serveReflection } from "./reflection.ts";
 import { withRequestScope } from "./request-scope.ts";
 import { createRestHandler, errorResponse, sendError } from "./rest.ts";
-
-export interface AppDeps {
-  readonly config: Config;
-  readonly db: DbHandle;
-  readonly clock: Clock;
-  readonly logger: Logger;
-  readonly snapshot: SignalSnapshot;
-  /** Candle ingest; when absent the internal listener has no IngestService. */
-  readonly feed?: MarketFeed;
-  /** The internal listener's bearer token, or where to read it at each check (a rotated file). */
-  readonly internalToken: string | (() => string);
-  /** Wakes the internal signal event streams; when absent the stream is not served. */
-  readonly events?: SignalEventHub;
-  /**
-   * Wakes the live watchlists when this process's readings change; when absent they refresh on their heartbeat only.
-   */
-  readonly readings?: SignalEventHub;
-  /** This process's outbox delivery counters, for /metrics. */
-  readonly deliveries?: () => { sent: number; retried: number; failed: number } | null;
-}
 
 export interface App {
   /** This app's Prometheus registry and instruments. */
@@ -61,14 +37,6 @@ export interface App {
   start(options?: { internal?: boolean }): Promise<{ port: number; internalPort: number | null }>;
   /** Drains in-flight calls, then closes both listeners. */
   stop(graceMs?: number): Promise<void>;
-}
-
-/** The parts both listeners' handlers share. */
-export interface Shared {
-  readonly metrics: Metrics;
-  readonly health: HealthProbe;
-  readonly keyUse: KeyLastUsed;
-  readonly shutdown: AbortSignal;
 }
 
 const NOT_FOUND_HINT =
@@ -139,9 +107,6 @@ function createPublicHandler(deps: AppDeps, shared: Shared) {
     },
   });
 }
-
-/** A Connect adapter: what a listener serves. */
-export type Handler = ReturnType<typeof connectNodeAdapter>;
 
 /**
  * A listener around its handler: size limits and the router's refusals answer the JSON error

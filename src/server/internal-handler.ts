@@ -21,7 +21,7 @@ import { createIngestService } from "../market/ingest-service.ts";
 import { createDataIngestService } from "../market-data/ingest-service.ts";
 import type { HealthProbe } from "../observability/health.ts";
 import type { Metrics } from "../observability/metrics.ts";
-import type { AppDeps, Handler, Shared } from "./create-app.ts";
+import type { AppDeps, Handler, Shared } from "./app-deps.ts";
 import { bearerAuthInterceptor, createBearerCheck } from "./internal-auth.ts";
 import { serveReflection } from "./reflection.ts";
 import { requestUrl, sendError, sendJson } from "./rest.ts";
