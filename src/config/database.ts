@@ -9,6 +9,7 @@ export const databaseEnv = {
   ),
   DATA_DIR: optionalText,
   DB_POOL_SIZE: wholeNumber(10, 1, 500),
+  CHARGE_RESOLVE_MS: wholeNumber(10_000, 1, 600_000),
 };
 
 /** The database's settings. */
@@ -18,5 +19,10 @@ export function databaseConfig(env: Parsed<typeof databaseEnv>) {
     databaseUrl: env.DATABASE_URL ?? null,
     dataDir: path.resolve(env.DATA_DIR ?? ".data"),
     dbPoolSize: env.DB_POOL_SIZE,
+    /**
+     * How long a paid call whose charge statement lost its connection waits to learn whether it
+     * committed (ms); past it the call is answered 503 and the charge is settled in the background.
+     */
+    chargeResolveMs: env.CHARGE_RESOLVE_MS,
   };
 }
