@@ -12,7 +12,12 @@ import { SlowestFirst } from "./support/slowest-first.ts";
 // test mocks a module or replaces a global it does not restore. Vitest starts the projects' files in
 // the order of the projects' names, each project's slowest first (test/support/slowest-first.ts,
 // also in a fresh clone): "pages" (the browser files), "servers", then "unit" (the shortest, which
-// fill the last minutes of both workers).
+// fill the last minutes of every worker).
+//
+// Three workers on two cores: a file spends much of its time waiting (for a child process to start or
+// exit, a lease or a timer on the real clock, a browser, a socket), so two workers kept only 1.3 cores
+// busy on average; a third overlaps those waits. The whole suite, quiet, on the 2-core machine: 363 s with
+// two, 285 s with three (bench/README.md, "Test suite wall time").
 const web = ["test/web/**", "test/payments/**"];
 
 export default defineConfig({
@@ -23,7 +28,7 @@ export default defineConfig({
     testTimeout: 300_000,
     hookTimeout: 300_000,
     pool: "forks",
-    maxWorkers: 2,
+    maxWorkers: 3,
     isolate: false,
     sequence: { sequencer: SlowestFirst },
     projects: [

@@ -6,8 +6,9 @@
  * 1. Parallel wrong passwords and parallel sign-ups from one address never pass the budget:
  *    the attempt is reserved in the database before any hash.
  * 2. A burst of 200 sign-ins from one address hashes at most one at a time per address and
- *    process; a member signing in from elsewhere meanwhile is answered within 2 s. Hashes are
- *    counted by the servers' own metric (signals_password_hashes_total).
+ *    process; a member signing in from elsewhere meanwhile waits behind at most a couple of its
+ *    hashes (about 2 s on a quiet machine; the time is recorded, the hashes are asserted). Hashes
+ *    are counted by the servers' own metric (signals_password_hashes_total).
  * 3. Strangers failing at an email from many addresses slow down new addresses; they lock no
  *    one out: the member's known address gets in at once, a new address with the right password
  *    within the documented delay, and the password change still works.
@@ -156,14 +157,14 @@ describe("budgets reserved before the hash (item 1)", () => {
 
 describe("the hashing queue (item 2)", () => {
   it(
-    "during 200 parallel sign-ins from one address, a member elsewhere signs in within 2 s (4 " +
-      "times a lone sign-in on a loaded machine), and that address hashes at most its budget",
+    "during 200 parallel sign-ins from one address, a member elsewhere waits behind at most a couple of " +
+      "that address's hashes (2 s on a quiet machine), and that address hashes at most its budget",
     async () => {
       const victim = await member(first);
       const other = await member(first);
       const attacker = await signInForm(first, "127.0.0.4");
-      // The same sign-in without the burst, just before it: the machine's speed right now (a
-      // password hash alone takes 0.35 s on a quiet core, several times that beside busy loops).
+      // The same sign-in without the burst, just before it: recorded beside the member's time (a
+      // password hash alone takes 0.35 s on a quiet core), and it makes this address known.
       const alone = await signInForm(first, "127.0.0.5");
       let started = performance.now();
       expect(
@@ -184,6 +185,7 @@ describe("the hashing queue (item 2)", () => {
         password: PASSWORD,
       });
       const memberMs = performance.now() - started;
+      const hashedByAnswer = (await hashesHashed(first)) - hashedBefore;
       const answers = await burst;
       const hashed = (await hashesHashed(first)) - hashedBefore;
       const statuses = answers.map((a) => a.status);
@@ -191,13 +193,17 @@ describe("the hashing queue (item 2)", () => {
         aloneMs: Math.round(aloneMs),
         memberMs: Math.round(memberMs),
         hashed,
+        hashedByAnswer,
         answered401: statuses.filter((s) => s === 401).length,
         busy: answers.filter(busy).length,
       };
       expect(signedIn.status).toBe(303);
-      // Behind at most one hash of the burst's address: under 2 s, or on a loaded machine within
-      // four times the same sign-in alone (the unbounded queue this replaces took 65 s).
-      expect(memberMs).toBeLessThan(Math.max(2_000, 4 * aloneMs));
+      // Counted in hashes, not seconds, so that the machine's speed cannot decide it. The burst's
+      // address holds one place, so its hashes run one after another beside the member's: while
+      // the member's one hash runs, one or two of them end, and one more may end before the metric
+      // is read. A queue without a place per address would put the burst's whole budget ahead of
+      // the member (two running and eight waiting), and all of them would end first.
+      expect(hashedByAnswer - 1).toBeLessThanOrEqual(4);
       // The member's own check is one hash; the burst's are at most the address's budget.
       expect(hashed - 1).toBeLessThanOrEqual(DEFAULT_THROTTLE.perAddress);
       expect(statuses.filter((s) => s === 401).length).toBe(hashed - 1);

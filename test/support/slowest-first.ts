@@ -1,5 +1,5 @@
 /**
- * The suite's file order: each project's files longest first, so that the two workers finish
+ * The suite's file order: each project's files longest first, so that the workers finish
  * together (longest-processing-time-first scheduling). Vitest's own order does that only from its
  * duration cache, which lives under node_modules: in a fresh clone (CI) it sorts by file size,
  * which started the longest file (the README's commands, over a minute) among the last and left
