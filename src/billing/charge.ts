@@ -244,9 +244,9 @@ export interface BatcherOptions {
   /**
    * How long the first call of a group waits for more calls before the group's statement is sent
    * (default 0: the calls of the current turn of the event loop). A statement costs the server
-   * about as much CPU as the rest of a call (building it, two system calls, a wake-up for the
-   * answer, reading it), and calls arriving a millisecond apart rarely share a turn: waiting a
-   * few milliseconds lets them share one, trading that much latency for CPU (bench/README.md).
+   * about a quarter of a call's CPU (building it, two system calls, a wake-up for the answer,
+   * reading it), and calls arriving a millisecond apart rarely share a turn: waiting a few
+   * milliseconds lets them share one, trading that much latency for CPU (bench/README.md).
    */
   readonly groupWaitMs?: number;
   /**
