@@ -69,6 +69,7 @@ export function createKeyedServices(deps: KeyedServicesDeps): KeyedService[] {
     metrics,
     maxChargesInFlight,
     chargeGroupWaitMs: config.chargeGroupWaitMs,
+    chargeResolveMs: config.chargeResolveMs,
     catchUpMs: config.catchUpMs,
   });
   const marketData = createMarketDataService({

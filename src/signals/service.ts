@@ -61,6 +61,8 @@ export interface SignalsServiceDeps {
   readonly maxChargesInFlight?: number;
   /** How long a charge waits for other calls to share its statement (ms; default 0, see BatcherOptions). */
   readonly chargeGroupWaitMs?: number;
+  /** How long a charge whose outcome is open may take to resolve before the call gets 503 (ms; default 10 s). */
+  readonly chargeResolveMs?: number;
   /** How long a call may wait for the snapshot to catch up with the store (ms; default 1000). */
   readonly catchUpMs?: number;
 }
@@ -193,6 +195,7 @@ export function createSignalsService(deps: SignalsServiceDeps): ServiceImpl<type
     logger: deps.logger,
     ...(deps.maxChargesInFlight ? { maxInFlight: deps.maxChargesInFlight } : {}),
     groupWaitMs: deps.chargeGroupWaitMs ?? 0,
+    ...(deps.chargeResolveMs ? { resolveWithinMs: deps.chargeResolveMs } : {}),
   });
   const built = new WeakMap<SignalReading, SignalEntry>();
   const respond = (tf: Timeframe, symbols: string[], now: number, charged: ChargeResult): GetSignalsResponse =>

@@ -49,6 +49,7 @@ interface OutboxRow {
   created_ms: number;
   sent_ms: number | null;
   failed_ms: number | null;
+  next_attempt_ms: number;
   lease_ms: number | null;
   last_error: string | null;
 }
@@ -58,7 +59,7 @@ async function outboxRows(db: DbHandle, where: { eventId?: string; accountId?: n
   const rows = await db.rows<Record<string, unknown>>(sql`
     SELECT id, kind, chat_id, event_id, attempts, last_error,
            ${ms("created_at")} AS created_ms, ${ms("sent_at")} AS sent_ms, ${ms("failed_at")} AS failed_ms,
-           ${ms("lease_until")} AS lease_ms
+           ${ms("next_attempt_at")} AS next_attempt_ms, ${ms("lease_until")} AS lease_ms
       FROM outbox
      WHERE (${where.eventId ?? null}::text IS NULL OR event_id = ${where.eventId ?? null})
        AND (${where.accountId ?? null}::bigint IS NULL OR account_id = ${where.accountId ?? null})
@@ -73,6 +74,7 @@ async function outboxRows(db: DbHandle, where: { eventId?: string; accountId?: n
     created_ms: Number(r.created_ms),
     sent_ms: num(r.sent_ms),
     failed_ms: num(r.failed_ms),
+    next_attempt_ms: Number(r.next_attempt_ms),
     lease_ms: num(r.lease_ms),
     last_error: r.last_error as string | null,
   }));
@@ -244,10 +246,15 @@ describe("retries", () => {
     const requests = requestsTo(telegram, "1002");
     expect(requests).toHaveLength(2);
     expectIdentical(requests, eventId);
-    // The first attempt was abandoned at the timeout, then the backoff ran.
-    expect(requests[1]!.at - requests[0]!.at).toBeGreaterThanOrEqual(
+    // The first attempt was abandoned at the timeout, then the backoff ran: read on the server's
+    // own timeline (the database's clock), since the timeout runs from the send's start, which a
+    // busy process reaches well before the fake sees the request. The row was queued before the
+    // first send began, rescheduled (next_attempt_at) when the timeout had passed plus the
+    // backoff, and sent again no earlier than that.
+    expect(row.next_attempt_ms - row.created_ms).toBeGreaterThanOrEqual(
       SEND_TIMEOUT_MS + backoffMs(1, RETRY_BASE_MS, 10_000, "equal", () => 0),
     );
+    expect(row.sent_ms!).toBeGreaterThanOrEqual(row.next_attempt_ms);
     expect(row).toMatchObject({
       attempts: 2,
       failed_ms: null,

@@ -29,6 +29,7 @@ import { aggregateCandles } from "../support/real-candles.ts";
 import { structureBreak } from "../support/structure-break.ts";
 import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
 import { createTestClock, INTERNAL_TOKEN, startTestServer, type TestServer } from "../support/test-server.ts";
+import { EVENT_WAIT_MS } from "../support/waits.ts";
 
 const H = 3_600_000;
 const TFS = ["1h", "4h", "1d"] as const;
@@ -73,7 +74,11 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
-async function waitFor(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+async function waitFor(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = EVENT_WAIT_MS,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -289,7 +294,7 @@ describe("SignalEventsService authorization", () => {
     it(`StreamSignalEvents ${label} fails UNAUTHENTICATED`, async () => {
       const err = await withTimeout(
         streamError(eventsClient(server.internalUrl, authorization).streamSignalEvents({ fromStart: true })),
-        10_000,
+        EVENT_WAIT_MS,
         "refusal",
       );
       expect(err?.code).toBe(Code.Unauthenticated);
@@ -299,7 +304,7 @@ describe("SignalEventsService authorization", () => {
   it("the public listener does not serve it, even with the token", async () => {
     const err = await withTimeout(
       streamError(eventsClient(server.baseUrl).streamSignalEvents({ fromStart: true })),
-      10_000,
+      EVENT_WAIT_MS,
       "refusal",
     );
     expect(err?.code).toBe(Code.Unimplemented);
@@ -346,7 +351,7 @@ describe("the stream while a producer pushes candles", () => {
       // Consumer 1: from_start, reads until it has every event of the main production.
       const tail = withTimeout(
         readUntil(client, { fromStart: true }, tailed, () => tailed.length >= MAIN_EVENTS),
-        40_000,
+        EVENT_WAIT_MS,
         "the tailing consumer",
       );
       // Both consumers are open and caught up (on the empty table) before the first commit.
@@ -370,7 +375,7 @@ describe("the stream while a producer pushes candles", () => {
               await waitFor(
                 () => tailed.length >= target || producer.done,
                 "the producer to commit more events",
-                30_000,
+                EVENT_WAIT_MS,
               );
             }
             const last = hopped[hopped.length - 1]!;
@@ -382,7 +387,7 @@ describe("the stream while a producer pushes candles", () => {
             request = { afterId: last.id };
           }
         })(),
-        40_000,
+        EVENT_WAIT_MS,
         "the resuming consumer",
       );
 
@@ -424,7 +429,7 @@ describe("the stream while a producer pushes candles", () => {
     const replayed: SignalEvent[] = [];
     await withTimeout(
       readUntil(eventsClient(server.internalUrl), { fromStart: true }, replayed, () => replayed.length >= MAIN_EVENTS),
-      20_000,
+      EVENT_WAIT_MS,
       "replay",
     );
     expect(replayed.map(fields)).toEqual(await storedEvents(server.db.handle));
@@ -448,7 +453,7 @@ describe("the stream while a producer pushes candles", () => {
           () => latest.length >= LAST_BATCH_EVENTS.length,
         ),
       ]);
-      const timedReads = withTimeout(reads, 20_000, "the new events");
+      const timedReads = withTimeout(reads, EVENT_WAIT_MS, "the new events");
       await waitFor(() => server.events.waiting === 2, "both streams to wait");
       expect(fresh).toHaveLength(0);
 
@@ -472,7 +477,7 @@ describe("the stream while a producer pushes candles", () => {
     for (const afterId of ["SA-1h-1", "no such id", "x".repeat(500)]) {
       const err = await withTimeout(
         streamError(eventsClient(server.internalUrl).streamSignalEvents({ afterId })),
-        10_000,
+        EVENT_WAIT_MS,
         "NOT_FOUND",
       );
       expect(err?.code, afterId).toBe(Code.NotFound);
@@ -510,7 +515,7 @@ describe("a server stop", () => {
     const stopping = Date.now();
     serverClosed = true;
     const closed = server.close();
-    const ends = await withTimeout(Promise.all(outcomes), 10_000, "the streams to end");
+    const ends = await withTimeout(Promise.all(outcomes), EVENT_WAIT_MS, "the streams to end");
     for (const end of ends) {
       expect(end?.err.code).toBe(Code.Unavailable);
       expect(end?.err.rawMessage).toMatch(/after_id/);
@@ -579,7 +584,7 @@ describe.runIf(usingPostgres)("two server processes on one Postgres database", (
           controller.abort();
         }
       };
-      const reads = withTimeout(Promise.all([read(a, onA), read(b, onB)]), 40_000, "both consumers");
+      const reads = withTimeout(Promise.all([read(a, onA), read(b, onB)]), EVENT_WAIT_MS, "both consumers");
       const produce = async (p: ServerProcess, symbols: string[]) => {
         const ingest = ingestClient(p.internalUrl, TOKEN);
         const mine = part(symbols);
@@ -640,7 +645,7 @@ describe.runIf(usingPostgres)("two server processes on one Postgres database", (
           controller.abort();
         }
       };
-      const deadline = Date.now() + 15_000;
+      const deadline = Date.now() + EVENT_WAIT_MS;
       const reads = Promise.all([read(a, onA, deadline), read(b, onB, deadline)]);
 
       // Test scaffolding: SLOW's break event sleeps 1.5 s after getting its seq, before its commit.

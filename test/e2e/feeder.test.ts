@@ -173,6 +173,8 @@ describe.runIf(realCandlesAvailable)("signals feed against a fake Binance", () =
       for (const base of ["BTC", "ETH"]) firstExpected.set(base, fake.closed(base).at(-HISTORY)!.openTime);
       const f = await feeder(["BTC", "ETH", "NOPE"]);
       await expectExact(["BTC", "ETH"]);
+      // The exchange has closed no candle since the start: the cold start's backfill is all there is.
+      expect(await counter(f, "feed_backfilled_candles_total", { symbol: "BTC" })).toBe(HISTORY);
       expect(f.coins().find((c) => c.symbol === "NOPE")!.state).toBe("unlisted");
       // Forming updates stream; the stored history does not move until the exchange closes the candle.
       fake.tick(["BTC", "ETH"]);
@@ -194,7 +196,12 @@ describe.runIf(realCandlesAvailable)("signals feed against a fake Binance", () =
         await expectExact(["BTC", "ETH"]);
       }
       expect(await counter(f, "feed_push_duplicates_total", {})).toBe(0);
-      expect(await counter(f, "feed_backfilled_candles_total", { symbol: "BTC" })).toBe(HISTORY);
+      // The closes came over the stream, unless the stream went silent for FEED_SILENCE (the fake
+      // speaks only when the test ticks it, and a loaded machine can leave it quiet that long):
+      // then the feeder resubscribed (a counted reconnect) and read the closes it missed over REST.
+      const backfilled = await counter(f, "feed_backfilled_candles_total", { symbol: "BTC" });
+      if ((await counter(f, "feed_reconnects_total", { symbol: "BTC" })) === 0) expect(backfilled).toBe(HISTORY);
+      else expect(backfilled).toBeLessThanOrEqual(HISTORY + 3);
     },
   );
 

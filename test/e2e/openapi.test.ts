@@ -35,6 +35,8 @@ beforeAll(async () => {
       HEADERS_TIMEOUT: "1",
       REQUEST_TIMEOUT: "2",
       FAILED_KEY_LIMIT: "100000",
+      // The walk ends with the database closed: a charge cut off then is answered 503 this soon.
+      CHARGE_RESOLVE_MS: "200",
     },
   });
 });

@@ -9,6 +9,7 @@ import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
+import { gunzipSync } from "node:zlib";
 import { migrationsFolder } from "../../src/db/client.ts";
 import {
   makePgliteTemplate,
@@ -58,12 +59,15 @@ export async function makeMigratedTemplate(): Promise<void> {
 let template: Blob | undefined;
 
 /**
- * The tarball, read once per test process; undefined when it was not made (the database then migrates from scratch).
+ * The tarball, read and unzipped once per test process; undefined when it was not made (the database then migrates
+ * from scratch). Typed as a plain tar, PGlite unpacks it as it is; given the gzipped bytes, it first failed to read
+ * them as a plain tar, then unzipped them through a web stream, for every new database: 0.39–0.43 s a database
+ * against 0.22–0.26 s (quiet, 2-core machine; 4.9 MB zipped, 42 MB plain, held once per worker).
  */
 export function migratedTemplate(): Blob | undefined {
   if (template) return template;
   const file = migratedTemplatePath();
-  if (existsSync(file)) template = new Blob([readFileSync(file)]);
+  if (existsSync(file)) template = new Blob([gunzipSync(readFileSync(file))], { type: "application/x-tar" });
   return template;
 }
 

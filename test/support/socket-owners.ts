@@ -52,3 +52,12 @@ export async function connectionOwners(port: number, pids: number[]): Promise<Ma
   }
   return owners;
 }
+
+/**
+ * Whether the server listening on `port` still holds its end of the connection from the client
+ * port `clientPort` open (ESTABLISHED). A client that stopped reading cannot see the server close
+ * the connection (the close waits behind the unread answers), but the kernel's table shows it.
+ */
+export async function serverHoldsConnection(port: number, clientPort: number): Promise<boolean> {
+  return [...(await establishedInodes(port)).values()].includes(clientPort);
+}
