@@ -20,7 +20,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { machineLine } from "./api.ts";
-import { benchDatabase, npmStartFlags } from "./server-process.ts";
+import { benchDatabase, npmStartEnv, npmStartFlags } from "./server-process.ts";
 
 const MAIN = path.resolve(import.meta.dirname, "../src/main.ts");
 
@@ -53,7 +53,14 @@ async function timeStart(env: Record<string, string>, apiKey?: string): Promise<
   const [port, internalPort] = [await freePort(), await freePort()];
   const started = performance.now();
   const child = spawn(process.execPath, [...npmStartFlags(), MAIN], {
-    env: { ...process.env, PORT: String(port), INTERNAL_PORT: String(internalPort), LOG_LEVEL: "info", ...env },
+    env: {
+      ...process.env,
+      ...npmStartEnv(),
+      PORT: String(port),
+      INTERNAL_PORT: String(internalPort),
+      LOG_LEVEL: "info",
+      ...env,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stdout = "";

@@ -28,19 +28,38 @@ export async function benchDatabase(): Promise<{ url: string; drop: () => Promis
   };
 }
 
+/** package.json's "start" script in words: `NAME=value` assignments, then `node`, its flags and the entry. */
+function npmStartWords(): { env: Record<string, string>; words: string[] } {
+  const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
+    scripts: { start: string };
+  };
+  const words = pkg.scripts.start.split(/\s+/);
+  const env: Record<string, string> = {};
+  while (/^[A-Z_]+=/.test(words[0] ?? "")) {
+    const [name, value] = words.shift()!.split("=", 2) as [string, string];
+    env[name] = value;
+  }
+  if (words[0] !== "node" || words.at(-1) !== "src/main.ts")
+    throw new Error(`unexpected start script: ${pkg.scripts.start}`);
+  return { env, words };
+}
+
 /**
  * The V8/Node flags `npm start` gives the server, read from package.json's "start" script so a
  * benchmark's server runs exactly as `npm start` does; `BENCH_NODE_FLAGS` (space-separated)
  * adds flags after them, to try one out (a later flag of the same name wins).
  */
 export function npmStartFlags(): string[] {
-  const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
-    scripts: { start: string };
-  };
-  const words = pkg.scripts.start.split(/\s+/);
-  if (words[0] !== "node" || words.at(-1) !== "src/main.ts")
-    throw new Error(`unexpected start script: ${pkg.scripts.start}`);
+  const { words } = npmStartWords();
   return [...words.slice(1, -1), ...(process.env.BENCH_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? [])];
+}
+
+/**
+ * The environment `npm start` sets for the server (Node's compile cache, a path relative to the
+ * server's directory, as npm runs the script there).
+ */
+export function npmStartEnv(): Record<string, string> {
+  return npmStartWords().env;
 }
 
 export interface ServerProcess {
@@ -65,6 +84,7 @@ export function startServerProcess(
     cwd: dir || undefined,
     env: {
       ...process.env,
+      ...npmStartEnv(),
       PORT: "0",
       INTERNAL_PORT: "0",
       LOG_LEVEL: process.env.BENCH_SERVER_LOG ? "debug" : "info",

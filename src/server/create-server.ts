@@ -8,7 +8,7 @@ import type { Logger } from "pino";
 import { purgeFailedKeyWindows } from "../accounts/failed-key-throttle.ts";
 import { purgeExpiredKeyReveals } from "../accounts/key-reveal.ts";
 import { purgePageViewWindows } from "../accounts/page-views.ts";
-import { type AlertDelivery, startAlertDelivery } from "../alerts/delivery.ts";
+import type { AlertDelivery } from "../alerts/delivery.ts";
 import { queueSignalAlerts } from "../alerts/signal-alerts.ts";
 import { purgeExpiredConnectTokens } from "../alerts/telegram-connect.ts";
 import { purgeChargeAttempts } from "../billing/charge.ts";
@@ -122,6 +122,8 @@ export function createServer(config: Config, deps: ServerDeps): Server {
       if (!lead) return app.start({ internal: false });
       await events.start(db);
       const ports = await app.start();
+      // Only the lead delivers: followers never load the senders and their HTTP client (undici).
+      const { startAlertDelivery } = await import("../alerts/delivery.ts");
       delivery = await startAlertDelivery(config, db, logger, clock);
       purge = setInterval(purgeOld, PURGE_EVERY_MS);
       purge.unref();

@@ -18,7 +18,7 @@ import {
   toBinary,
 } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
-import type { ServiceImpl } from "@connectrpc/connect";
+import type { ConnectRouter, ServiceImpl } from "@connectrpc/connect";
 import * as v1 from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import * as v1alpha from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
 
@@ -199,4 +199,11 @@ export function reflectionServices(services: readonly DescService[]): {
       },
     ],
   };
+}
+
+/** Serves gRPC server reflection (v1 and v1alpha) for the services a router serves. */
+export function serveReflection(router: ConnectRouter, services: readonly DescService[]): void {
+  const { v1, v1alpha } = reflectionServices(services);
+  router.service(...v1);
+  router.service(...v1alpha);
 }

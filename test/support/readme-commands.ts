@@ -148,22 +148,6 @@ export const SCENARIO: readonly Step[] = [
           expect: { stdout: [/"status": "SERVING"/] },
         },
       ],
-      // Free data in, imported twice (the second time all duplicates).
-      [
-        {
-          run:
-            `cat > news.jsonl <<'JSONL'\n{"id":"wire-0001","time":"2026-11-15T04:00:00Z","title":"Example ` +
-            `headline","source":"Example Wire","url":"https://example.com/0001","coins":["BTC"]}\nJSONL`,
-        },
-        {
-          run: "npx signals data import --dataset news --file news.jsonl",
-          expect: { stdout: [/^news: accepted 1, rejected 0, duplicates 0$/m] },
-        },
-        {
-          run: "npx signals data import --dataset news --file news.jsonl   # free endpoints' data, see below",
-          expect: { stdout: [/^news: accepted 0, rejected 0, duplicates 1$/m] },
-        },
-      ],
       // Candles from Binance's archive (the download stood in for), imported twice.
       [
         { standIn: "binance-monthly-zip", file: "ADAUSDT-1h-2024-05.zip" },
@@ -236,6 +220,21 @@ export const SCENARIO: readonly Step[] = [
         },
       ],
     ],
+  },
+  // Free data in, imported twice (the second time all duplicates): after the free endpoints' lane, since the
+  // first real news replaces the demo news that lane's news call shows.
+  {
+    run:
+      `cat > news.jsonl <<'JSONL'\n{"id":"wire-0001","time":"2026-11-15T04:00:00Z","title":"Example ` +
+      `headline","source":"Example Wire","url":"https://example.com/0001","coins":["BTC"]}\nJSONL`,
+  },
+  {
+    run: "npx signals data import --dataset news --file news.jsonl",
+    expect: { stdout: [/^news: accepted 1, rejected 0, duplicates 0$/m] },
+  },
+  {
+    run: "npx signals data import --dataset news --file news.jsonl   # free endpoints' data, see below",
+    expect: { stdout: [/^news: accepted 0, rejected 0, duplicates 1$/m] },
   },
   // Alone: a command that read the old token while it changes would be refused.
   {
