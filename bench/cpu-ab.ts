@@ -118,7 +118,8 @@ try {
   console.log(`open loop ${RATE}/s, ${SECONDS}s a turn, WORKERS=${WORKERS}, ${ROUNDS} rounds`);
   console.log(
     [
-      "| round | tree | load | server CPU per call | in kernel | bare, same round | in kernel | ratio | p50 | calls per statement | errors |",
+      "| round | tree | load | server CPU per call | in kernel | bare, same round | in kernel | ratio | p50 | " +
+        "calls per statement | errors |",
       "|---|---|---|---|---|---|---|---|---|---|---|",
       ...rows,
     ].join("\n"),

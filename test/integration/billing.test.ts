@@ -268,7 +268,7 @@ describe("grouped charges", () => {
     return { statements, tokensLeft: results.map((r) => r.tokensLeft), check: await expectLedgerSums(id) };
   }
 
-  it("sends the calls of one turn of the event loop as a group, and a later call in a statement of its own", async () => {
+  it("sends the calls of one turn of the event loop as a group, a later call in its own statement", async () => {
     const { statements, tokensLeft, check } = await twoCallsATurnApart();
     expect(statements).toBe(2);
     expect(tokensLeft).toEqual([9_999, 9_998]);
