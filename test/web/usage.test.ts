@@ -26,6 +26,8 @@ const EMAIL = "uma.usage@example.test";
 const PASSWORD = "a long and correct password";
 const DB_SUFFIX = usingPostgres ? "postgres" : "pglite";
 const DAY = 86_400_000;
+/** How long this file runs at most, kept clear of 00:00 MYT (the day the charges and the page count). */
+const FILE_SPAN_MS = 5 * 60_000;
 /** The server's coalescing window for "last used" in this suite. */
 const WINDOW_MS = 1500;
 
@@ -94,7 +96,9 @@ describe.skipIf(!chromiumAvailable)("usage over time and key facts on the accoun
 
   beforeAll(async () => {
     // Charges carry the database's time; the page's "today" is the server clock: keep them on one MYT day.
-    await awayFromMytMidnight(20 * 60_000);
+    // The file ends within seconds, so five minutes covers it beside busy loops; the hook's own
+    // timeout below leaves room for that wait on top of the default.
+    await awayFromMytMidnight(FILE_SPAN_MS);
     server = await startTestServer({
       clock: createTestClock(Date.now()),
       env: { KEY_LAST_USED_FLUSH_MS: String(WINDOW_MS) },
@@ -137,7 +141,7 @@ describe.skipIf(!chromiumAvailable)("usage over time and key facts on the accoun
     await page.locator("#email").fill(EMAIL);
     await page.locator("#password").fill(PASSWORD);
     await Promise.all([page.waitForURL(`${server.baseUrl}/account`), page.locator("#password").press("Enter")]);
-  });
+  }, FILE_SPAN_MS + 300_000);
 
   afterAll(async () => {
     await browser?.close();
