@@ -1,16 +1,20 @@
 /**
- * `npm run bench -- burst [--boundaries 3] [--history 200]` (slow: runs only when named; run it
+ * `npm run bench -- burst [--boundaries 3] [--history 200] [--fresh-reads]` (slow: runs only when named; run it
  * under `nice` on a shared machine): the boundary burst. A server on PostgreSQL with WORKERS=2,
  * one `signals feed` on **400 coins** of the fake Binance (bench/feeder-process.ts), 100 members
  * with alerts on (each follows 50 coins on every timeframe; Telegram is the local fake Bot API),
  * and paid calls running all along (a closed loop, bench/closed-loop.ts). At each boundary every
  * coin's candle closes at the same instant; measured from that instant:
  *
- * - to the new close being answered by **every** server process: fresh connections to the public
- *   port read the paid endpoint (8 coins a call) until each worker (told apart by the kernel's
- *   socket table, test/support/socket-owners.ts) has answered each coin's new close;
- * - to each alert's arrival at the Bot API, where the API is read at once for that series: its
- *   `signal_id` must be the alert's event;
+ * - to the new close being answered by **every** server process: just before the close, 4
+ *   keep-alive connections are pinned to each worker (its holder told by the kernel's socket
+ *   table, test/support/socket-owners.ts); from the close they read the paid endpoint (8 coins a
+ *   call), each worker's coins apart, until each worker has answered each coin's new close
+ *   (`--fresh-reads`: the former rounds of fresh connections, 8 at a time, each group's workers
+ *   read from the socket table);
+ * - to each alert's arrival at the Bot API, where the API is read at once for that series (on
+ *   shared keep-alive connections; `--fresh-reads`: a fresh one each): its `signal_id` must be
+ *   the alert's event;
  * - the paid calls' throughput over the burst against the quiet seconds before it (same run);
  * - each server process's RSS holding 400 × 5 once the run is quiet.
  *
@@ -152,6 +156,145 @@ async function readFreshGroup(
 
 type Entry = { symbol: string; price?: number; signal_id?: string | null; confirmed?: boolean };
 
+/** A keep-alive connection whose holder (a worker's pid) was read from the socket table once. */
+interface PinnedConnection {
+  readonly agent: http.Agent;
+  readonly base: string;
+  readonly pid: number;
+  readonly localPort: number;
+}
+
+/**
+ * Opens keep-alive connections until each worker holds `perWorker` of them (the kernel chooses
+ * the worker of a new connection), so that a burst's reads need no socket-table read: a read's
+ * worker is its connection's. Run just before a close (the server drops an idle one after 5 s).
+ */
+async function pinConnections(
+  server: ServerProcess,
+  key: () => string,
+  perWorker: number,
+): Promise<PinnedConnection[]> {
+  const pinned: PinnedConnection[] = [];
+  const held = (pid: number) => pinned.filter((c) => c.pid === pid).length;
+  for (let attempt = 0; attempt < 50 && server.workerPids.some((pid) => held(pid) < perWorker); attempt++) {
+    const agents = Array.from({ length: READS_AT_ONCE }, () => new http.Agent({ keepAlive: true, maxSockets: 1 }));
+    const base = `http://127.0.0.1:${server.port}`;
+    const answers = await Promise.all(
+      agents.map((agent) =>
+        httpGet(`${base}/api/v1/signals?symbols=BTC&tf=15m`, { "x-api-key": key() }, agent, 30_000).catch(
+          () => undefined,
+        ),
+      ),
+    );
+    const owners = await connectionOwners(server.port, server.workerPids);
+    answers.forEach((answer, i) => {
+      const pid = answer?.localPort === undefined ? undefined : owners.get(answer.localPort);
+      if (pid !== undefined && held(pid) < perWorker)
+        pinned.push({ agent: agents[i]!, base, pid, localPort: answer!.localPort! });
+      else agents[i]!.destroy();
+    });
+  }
+  for (const pid of server.workerPids)
+    if (held(pid) < perWorker) throw new Error(`could not open ${perWorker} connections to worker ${pid}`);
+  return pinned;
+}
+
+/**
+ * Reads the paid endpoint on the pinned connections, each worker's coins apart, until every
+ * worker has answered every measured coin's new close (a price in `after`) or the time is up.
+ */
+async function readUntilAnswered(
+  pinned: readonly PinnedConnection[],
+  measured: readonly string[],
+  boundary: Boundary,
+  after: PriceSets,
+  key: () => string,
+): Promise<void> {
+  const workers = [...new Set(pinned.map((c) => c.pid))];
+  await Promise.all(
+    workers.map((pid) => {
+      let turn = 0;
+      const pending = () => measured.filter((b) => !boundary.answered.get(b)!.has(pid));
+      return Promise.all(
+        pinned
+          .filter((c) => c.pid === pid)
+          .map(async (connection) => {
+            for (let left = pending(); left.length > 0; left = pending()) {
+              if (Date.now() - boundary.closeAt >= BURST_LIMIT_MS) return;
+              const coins = groups(left, COINS_PER_CALL);
+              const query = `symbols=${coins[turn++ % coins.length]!.join(",")}&tf=15m`;
+              const read = await readPinned(connection, query, key);
+              if (read.status !== 200) {
+                boundary.readsFailed[read.why] = (boundary.readsFailed[read.why] ?? 0) + 1;
+                if (read.status === -1) return;
+                continue;
+              }
+              for (const entry of (JSON.parse(read.body) as { signals: Entry[] }).signals) {
+                const seen = boundary.answered.get(entry.symbol);
+                if (seen && !seen.has(pid) && entry.price !== undefined && after.has(entry.symbol, entry.price))
+                  seen.set(pid, read.at - boundary.closeAt);
+              }
+            }
+          }),
+      );
+    }),
+  );
+}
+
+/**
+ * The former instrument (`--fresh-reads`): rounds of reads on fresh connections, 8 at a time,
+ * each group's workers read from the socket table, until every worker has answered every
+ * measured coin's new close. A coin is found on a worker only when a round's read lands there.
+ */
+async function readFreshUntilAnswered(
+  server: ServerProcess,
+  measured: readonly string[],
+  boundary: Boundary,
+  after: PriceSets,
+  key: () => string,
+): Promise<void> {
+  const pending = () => measured.filter((b) => boundary.answered.get(b)!.size < server.workerPids.length);
+  while (pending().length > 0 && Date.now() - boundary.closeAt < BURST_LIMIT_MS) {
+    const batch = groups(pending(), COINS_PER_CALL);
+    for (let i = 0; i < batch.length; i += READS_AT_ONCE) {
+      const group = batch.slice(i, i + READS_AT_ONCE).map((coins) => `symbols=${coins.join(",")}&tf=15m`);
+      for (const read of await readFreshGroup(server, group, key)) {
+        if (read.status !== 200 || read.pid === undefined) {
+          const why = read.status === 0 ? read.body.slice(0, 60) : `HTTP ${read.status}`;
+          boundary.readsFailed[why] = (boundary.readsFailed[why] ?? 0) + 1;
+          continue;
+        }
+        for (const entry of (JSON.parse(read.body) as { signals: Entry[] }).signals) {
+          const seen = boundary.answered.get(entry.symbol);
+          if (seen && !seen.has(read.pid) && entry.price !== undefined && after.has(entry.symbol, entry.price))
+            seen.set(read.pid, read.at - boundary.closeAt);
+        }
+      }
+    }
+  }
+}
+
+/** One paid read on a pinned connection; status -1 when the server had closed it (its worker is then unknown). */
+async function readPinned(
+  connection: PinnedConnection,
+  query: string,
+  key: () => string,
+): Promise<{ status: number; body: string; at: number; why: string }> {
+  try {
+    const answer = await httpGet(
+      `${connection.base}/api/v1/signals?${query}`,
+      { "x-api-key": key() },
+      connection.agent,
+      30_000,
+    );
+    const at = Date.now();
+    if (answer.localPort !== connection.localPort) return { status: -1, body: "", at, why: "connection replaced" };
+    return { status: answer.status, body: answer.body, at, why: `HTTP ${answer.status}` };
+  } catch (err) {
+    return { status: 0, body: "", at: Date.now(), why: String((err as Error).message ?? err).slice(0, 60) };
+  }
+}
+
 function startLoad(
   port: number,
   keys: string[],
@@ -202,6 +345,8 @@ export async function benchBurst(): Promise<string> {
   if (!realCandlesAvailable) return "skipped: ../shared/data/candles is absent";
   const boundaries = numberOption("boundaries", 3);
   const history = numberOption("history", 200);
+  // The instrument of runs 1-6: every read on a fresh connection, its worker read from the socket table.
+  const freshReads = process.argv.includes("--fresh-reads");
   const { fake, bases } = await startFakeMarket(COINS, history, boundaries);
   const telegram = await startFakeTelegram();
   const db = await benchDatabase();
@@ -276,12 +421,23 @@ export async function benchBurst(): Promise<string> {
 
     let current: Boundary | null = null;
     let checks: Promise<void>[] = [];
+    const alertCheckAgent = new http.Agent({ keepAlive: true, maxSockets: READS_AT_ONCE });
     const checkAlert = async (message: ReceivedMessage, at: number, boundary: Boundary) => {
       boundary.alerts.push(at - boundary.closeAt);
       const [symbol, tf] = (message.eventId ?? "").split("-");
       // Which process answered is not needed here: no read of the socket table (one per alert,
-      // hundreds at once, took the host's CPU and delayed this process's own reads).
-      const read = (await readFreshGroup(server!, [`symbols=${symbol}&tf=${tf}`], readerKey, false))[0]!;
+      // hundreds at once, took the host's CPU and delayed this process's own reads). Every process
+      // must answer the alert's signal, so the checks share keep-alive connections (whichever
+      // workers hold them) instead of opening one per alert, as --fresh-reads still does.
+      const query = `symbols=${symbol}&tf=${tf}`;
+      const read = freshReads
+        ? (await readFreshGroup(server!, [query], readerKey, false))[0]!
+        : await httpGet(
+            `http://127.0.0.1:${server!.port}/api/v1/signals?${query}`,
+            { "x-api-key": readerKey() },
+            alertCheckAgent,
+            30_000,
+          ).catch((err: unknown) => ({ status: 0, body: String(err) }));
       const entry = read.status === 200 ? (JSON.parse(read.body) as { signals?: Entry[] }).signals?.[0] : undefined;
       if (read.status !== 200 || !entry) boundary.alertChecks.differing.push(`${message.eventId}: HTTP ${read.status}`);
       else if (entry.signal_id === message.eventId) boundary.alertChecks.equal++;
@@ -310,6 +466,7 @@ export async function benchBurst(): Promise<string> {
         await new Promise((r) => setTimeout(r, 250));
       }
       const after = new PriceSets(fake);
+      const pinned = freshReads ? [] : await pinConnections(server, readerKey, READS_AT_ONCE / 2);
       const boundary: Boundary = {
         closeAt: Date.now(),
         answered: new Map(bases.map((b) => [b, new Map()])),
@@ -329,31 +486,18 @@ export async function benchBurst(): Promise<string> {
       boundary.ambiguous = COINS - measured.length;
 
       // Reads until every worker has answered every measured coin's new close.
-      const pending = () => measured.filter((b) => boundary.answered.get(b)!.size < server!.workerPids.length);
-      lastTick = Date.now();
-      while (pending().length > 0 && Date.now() - boundary.closeAt < BURST_LIMIT_MS) {
-        if (Date.now() - lastTick >= TICK_EVERY_MS) {
-          fake.tick();
-          after.addForming(bases);
-          lastTick = Date.now();
-        }
-        const batch = groups(pending(), COINS_PER_CALL);
-        for (let i = 0; i < batch.length; i += READS_AT_ONCE) {
-          const group = batch.slice(i, i + READS_AT_ONCE).map((coins) => `symbols=${coins.join(",")}&tf=15m`);
-          for (const read of await readFreshGroup(server, group, readerKey)) {
-            if (read.status !== 200 || read.pid === undefined) {
-              const why = read.status === 0 ? read.body.slice(0, 60) : `HTTP ${read.status}`;
-              boundary.readsFailed[why] = (boundary.readsFailed[why] ?? 0) + 1;
-              continue;
-            }
-            for (const entry of (JSON.parse(read.body) as { signals: Entry[] }).signals) {
-              const seen = boundary.answered.get(entry.symbol);
-              if (seen && !seen.has(read.pid) && entry.price !== undefined && after.has(entry.symbol, entry.price))
-                seen.set(read.pid, read.at - boundary.closeAt);
-            }
-          }
-        }
+      const ticking = setInterval(() => {
+        fake.tick();
+        after.addForming(bases);
+      }, TICK_EVERY_MS);
+      try {
+        if (pinned.length > 0) await readUntilAnswered(pinned, measured, boundary, after, readerKey);
+        else await readFreshUntilAnswered(server, measured, boundary, after, readerKey);
+      } finally {
+        clearInterval(ticking);
+        for (const connection of pinned) connection.agent.destroy();
       }
+      const pending = () => measured.filter((b) => boundary.answered.get(b)!.size < server!.workerPids.length);
       const answeredAt = Math.max(0, ...measured.flatMap((b) => [...boundary.answered.get(b)!.values()]));
       // Every event is committed with its outbox rows before the API shows its close: now wait for delivery.
       const deliveredBy = Date.now() + BURST_LIMIT_MS;
@@ -380,6 +524,7 @@ export async function benchBurst(): Promise<string> {
       );
     }
 
+    alertCheckAgent.destroy();
     // Steady memory: the lowest RSS over 10 s with the paid load stopped.
     await stopChild(load.child);
     for (const values of rss.values()) values.length = 0;

@@ -12,15 +12,18 @@ import type { Clock } from "../clock.ts";
 import { MARKET_UPDATED } from "../db/channels.ts";
 import type { DbHandle } from "../db/client.ts";
 import { errorSummary } from "../logger.ts";
+import { applyCommitted } from "./apply-committed.ts";
 import { BatchReloads } from "./batch-reloads.ts";
 import { type CandleRow, CoinRuntime } from "./coin-runtime.ts";
 import type { PendingSignalEvent, SignalChange } from "./signal-events.ts";
 import type { MarketVersions, SignalReading, SignalSnapshot, SnapshotLookup } from "./snapshot.ts";
 import {
   CheckpointCache,
+  type CommittedChange,
   loadAllCoins,
   loadCoins,
   persistMarket,
+  readCommitted,
   type SignalEventsSubscriber,
   type StoredCoin,
 } from "./store.ts";
@@ -109,6 +112,11 @@ export class MarketFeed implements SignalSnapshot {
   private readonly coins = new Map<string, CoinRuntime>();
   /** What lookups read: committed readings, each coin at its market version. */
   private readonly published = new Map<string, PublishedCoin>();
+  /**
+   * The market version whose state each coin's engines hold exactly (taken from the store, not
+   * written here since): such a coin follows the next commits by stepping their candles.
+   */
+  private readonly followed = new Map<string, number>();
   /** The checkpoints last read: a reload reads again only the ones that changed. */
   private readonly checkpoints = new CheckpointCache();
   /** Reloads of what other processes committed, batched. */
@@ -145,15 +153,62 @@ export class MarketFeed implements SignalSnapshot {
     for (const stored of await loadAllCoins(this.deps.db, this.checkpoints)) this.adopt(stored, false);
   }
 
+  /**
+   * Brings these coins to what the store holds: a coin whose engines hold a committed version
+   * steps the candles committed since (one read of candle rows and checkpoint stamps for all);
+   * any other, or one whose stepped state disagrees with the stored checkpoints, is reloaded.
+   */
   private async reloadCommitted(symbols: string[], forWhat: "notice" | "call"): Promise<void> {
     const started = Date.now();
-    const loaded = await loadCoins(this.deps.db, symbols, this.checkpoints);
+    const followable = symbols.filter((symbol) => this.holdsPublished(symbol));
+    const changes = await readCommitted(
+      this.deps.db,
+      followable.map((symbol) => {
+        const coin = this.coins.get(symbol)!;
+        return { symbol, baseTf: coin.baseTf, after: coin.lastClosedOpenTime };
+      }),
+    );
+    const stepped = new Set(changes.filter((change) => this.follow(change)).map((change) => change.symbol));
     const read = Date.now();
+    const loaded = await loadCoins(
+      this.deps.db,
+      symbols.filter((symbol) => !stepped.has(symbol)),
+      this.checkpoints,
+    );
     for (const stored of loaded) this.adopt(stored, true);
     this.deps.logger.debug(
-      { coins: symbols.length, readMs: read - started, adoptMs: Date.now() - read, for: forWhat },
-      "market: reloaded coins another process committed",
+      {
+        coins: symbols.length,
+        stepped: stepped.size,
+        steppedMs: read - started,
+        reloaded: loaded.length,
+        for: forWhat,
+      },
+      "market: followed coins another process committed",
     );
+  }
+
+  /** Whether a coin's engines hold exactly the state of the version its lookups answer. */
+  private holdsPublished(symbol: string): boolean {
+    const version = this.followed.get(symbol);
+    return version !== undefined && version === this.published.get(symbol)?.version && !this.touched.has(symbol);
+  }
+
+  /** Steps a coin's engines to a committed change and publishes it; false when it must be reloaded instead. */
+  private follow(change: CommittedChange): boolean {
+    const { symbol, version } = change;
+    // Reads run side by side (a notice's, a call's): one that finished first may have published this or later.
+    if (version <= (this.published.get(symbol)?.version ?? 0)) return true;
+    const coin = this.coins.get(symbol);
+    if (!coin || !this.holdsPublished(symbol)) return false;
+    if (!applyCommitted(coin, change)) {
+      // Left part-way: only a reload may replace it now (the next adopt does).
+      this.followed.delete(symbol);
+      return false;
+    }
+    this.followed.set(symbol, version);
+    this.publish(symbol, { version, ...readingsOf(coin) });
+    return true;
   }
 
   /** Takes a coin as the store holds it: publishes it, and runs its engines unless ours have unsaved updates. */
@@ -161,7 +216,10 @@ export class MarketFeed implements SignalSnapshot {
     const { runtime, version } = stored;
     // Reloads run side by side (a notice's, a call's): an older read never replaces a newer state.
     if ((this.published.get(runtime.symbol)?.version ?? 0) > version) return;
-    if (!(keepLocal && this.touched.has(runtime.symbol))) this.coins.set(runtime.symbol, runtime);
+    if (!(keepLocal && this.touched.has(runtime.symbol))) {
+      this.coins.set(runtime.symbol, runtime);
+      this.followed.set(runtime.symbol, version);
+    }
     this.publish(runtime.symbol, { version, ...readingsOf(runtime) });
   }
 
@@ -359,6 +417,8 @@ export class MarketFeed implements SignalSnapshot {
       return;
     }
     coin.lastUpdateAt = now;
+    // Ahead of the store now: the coin follows no other writer until it is reloaded.
+    this.followed.delete(coin.symbol);
     summary.accepted++;
     for (const row of rows) this.pending.set(`${row.symbol}/${row.tf}/${row.openTime}`, row);
     for (const change of changes) this.queueEvent(change, alerts, now);
@@ -372,6 +432,7 @@ export class MarketFeed implements SignalSnapshot {
    */
   private dropDemoHistory(symbol: string): void {
     this.coins.delete(symbol);
+    this.followed.delete(symbol);
     for (const [key, row] of this.pending) if (row.symbol === symbol) this.pending.delete(key);
     for (const [id, event] of this.pendingEvents) if (event.symbol === symbol) this.pendingEvents.delete(id);
     this.replacedDemo.add(symbol);
@@ -469,7 +530,10 @@ export class MarketFeed implements SignalSnapshot {
     for (const symbol of symbols) {
       const coin = stored.get(symbol);
       if (coin) this.adopt(coin, false);
-      else this.coins.delete(symbol);
+      else {
+        this.coins.delete(symbol);
+        this.followed.delete(symbol);
+      }
     }
   }
 

@@ -556,6 +556,90 @@ function attachOpenCandles(
   }
 }
 
+/** What a stored checkpoint says of its series, enough to tell whether a state stepped elsewhere is the same. */
+export interface CheckpointStamp {
+  readonly count: number;
+  readonly lastOpenTime: number | null;
+  readonly atr: number | null;
+  readonly signalAt: number | null;
+}
+
+/** A coin as one snapshot of the store holds it, after a close this process already holds. */
+export interface CommittedChange {
+  readonly symbol: string;
+  readonly version: number;
+  readonly baseTf: string;
+  readonly demo: boolean;
+  readonly lastUpdateAt: number;
+  /** Its base candles after that close, closed and forming, in time order. */
+  readonly candles: readonly (Candle & { closed: boolean })[];
+  /** Per timeframe, its stored checkpoint's stamp (absent: no checkpoint stored). */
+  readonly stamps: ReadonlyMap<string, CheckpointStamp>;
+}
+
+/**
+ * Reads, in one snapshot, what other processes committed to coins since a close this process
+ * holds (`after`: the open time of its last closed base candle): each coin's version, its base
+ * candles after that close, and its checkpoints' stamps (not their states). A fixed few
+ * statements for any number of coins; a coin not stored with that base timeframe is absent.
+ */
+export async function readCommitted(
+  handle: DbHandle,
+  wanted: readonly { symbol: string; baseTf: Timeframe; after: number | null }[],
+): Promise<CommittedChange[]> {
+  if (wanted.length === 0) return [];
+  return handle.db.transaction((tx) => readCommittedIn(tx, wanted), {
+    isolationLevel: "repeatable read",
+    accessMode: "read only",
+  });
+}
+
+async function readCommittedIn(
+  tx: Transaction,
+  wanted: readonly { symbol: string; baseTf: Timeframe; after: number | null }[],
+): Promise<CommittedChange[]> {
+  const symbols = wanted.map((w) => w.symbol);
+  const coinRows = await tx.select().from(coins).where(inArray(coins.symbol, symbols));
+  const stampRows = resultRows<{
+    symbol: string;
+    tf: string;
+    count: string | number;
+    last_open_time: string | null;
+    atr: string | null;
+    signal_at: string | null;
+  }>(
+    await tx.execute(sql`
+      SELECT symbol, tf, state->>'count' AS count, state->>'lastOpenTime' AS last_open_time,
+             state->>'atr' AS atr, state->>'signalAt' AS signal_at
+        FROM series_state WHERE symbol = ANY (${sql.param(symbols)}::text[])`),
+  );
+  const recent = await recentBaseCandles(
+    tx,
+    wanted.map((w) => ({ ...w, lastClosed: w.after, since: w.after === null ? 0 : w.after + 1 })),
+  );
+  const stamps = new Map<string, Map<string, CheckpointStamp>>();
+  const orNull = (text: string | null) => (text === null ? null : Number(text));
+  for (const r of stampRows) {
+    const perCoin = stamps.get(r.symbol) ?? new Map<string, CheckpointStamp>();
+    stamps.set(r.symbol, perCoin);
+    perCoin.set(r.tf, {
+      count: Number(r.count),
+      lastOpenTime: orNull(r.last_open_time),
+      atr: orNull(r.atr),
+      signalAt: orNull(r.signal_at),
+    });
+  }
+  return coinRows.map((c) => ({
+    symbol: c.symbol,
+    version: Number(c.version),
+    baseTf: c.baseTf,
+    demo: c.demo,
+    lastUpdateAt: c.lastUpdateAt.getTime(),
+    candles: recent.get(c.symbol) ?? [],
+    stamps: stamps.get(c.symbol) ?? new Map(),
+  }));
+}
+
 /** Loads every coin (at start). */
 export async function loadAllCoins(handle: DbHandle, cache?: CheckpointCache): Promise<StoredCoin[]> {
   const symbols = await handle.db.select({ symbol: coins.symbol }).from(coins);
