@@ -4,8 +4,10 @@
  * npm start's flags, `WORKERS` = BENCH_WORKERS, default 1), all up at once; then, round after
  * round, the open-loop generator drives the bare server and each tree's server in turn at the
  * same fixed rate, and each process's CPU time over its turn is divided by the 200s it
- * answered. Turns close together in time see the same machine, which is what makes an A/B
- * on a loaded host readable (bench/api.ts measures one tree per run).
+ * answered, beside the 200s per charge statement of the turn (the attempt rows it committed; a
+ * statement per call is the low-rate regime). Turns close together in time see the same
+ * machine, which is what makes an A/B on a loaded host readable (bench/api.ts measures one tree
+ * per run).
  *
  *   node bench/cpu-ab.ts /path/to/tree-a /path/to/tree-b     (default: this tree alone)
  *   node bench/cpu-ab.ts . ".::--single-threaded-gc"          (a tree with V8 flags added after npm start's)
@@ -19,6 +21,7 @@ import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import path from "node:path";
+import postgres from "postgres";
 import { createAccounts, machineLine, openLoop, pushCandles, QUERY, startBareServer, TOKEN } from "./api.ts";
 import { treeCpu } from "./proc-cpu.ts";
 import { benchDatabase, startServerProcess } from "./server-process.ts";
@@ -31,30 +34,41 @@ const trees = process.argv.length > 2 ? process.argv.slice(2) : [process.cwd()];
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
+const database = await benchDatabase();
+const db = postgres(database.url, { max: 1, onnotice: () => {} });
+
+/** Charge statements committed so far (each writes one attempt row with its results). */
+async function statements(): Promise<number> {
+  const [row] = await db`SELECT count(*)::int AS n FROM charge_attempts WHERE results IS NOT NULL`;
+  return (row as { n: number }).n;
+}
+
 /**
- * CPU microseconds per 200 of the process tree `pid` while the generator drives `url` once, and
- * the kernel's share of them.
+ * CPU microseconds per 200 of the process tree `pid` while the generator drives `url` once, the
+ * kernel's share of them, and the 200s per charge statement (only one server runs at a time).
  */
 async function turn(
   pid: number,
   url: string,
   keys?: string[],
-): Promise<{ us: number; kernel: number; p50: number; errors: number }> {
+): Promise<{ us: number; kernel: number; p50: number; errors: number; perStatement: number }> {
+  const statementsBefore = keys ? await statements() : 0;
   const before = treeCpu(pid);
   const result = await openLoop({ url, rate: RATE, seconds: SECONDS, connections: 64, ...(keys ? { keys } : {}) });
   const after = treeCpu(pid);
   const cpu = after.cpuSeconds - before.cpuSeconds;
+  const sent = keys ? (await statements()) - statementsBefore : 0;
   return {
     us: (1e6 * cpu) / Math.max(1, result.ok),
     kernel: (after.systemSeconds - before.systemSeconds) / Math.max(cpu, 1e-9),
     p50: result.p50,
     errors: result.errors,
+    perStatement: result.ok / Math.max(1, sent),
   };
 }
 
 const percent = (share: number) => `${(100 * share).toFixed(0)} %`;
 
-const database = await benchDatabase();
 const children: ChildProcess[] = [];
 const dir = mkdtempSync(path.join(tmpdir(), "signals-cpu-ab-"));
 try {
@@ -95,7 +109,7 @@ try {
       rows.push(
         `| ${round} | ${tree} | ${loadavg()[0]!.toFixed(1)} | ${t.us.toFixed(0)} µs | ${percent(t.kernel)} | ` +
           `${b.us.toFixed(0)} µs | ${percent(b.kernel)} | ${(t.us / b.us).toFixed(2)} × | ${t.p50.toFixed(2)} ms | ` +
-          `${t.errors} |`,
+          `${t.perStatement.toFixed(2)} | ${t.errors} |`,
       );
       console.error(rows.at(-1));
     }
@@ -104,8 +118,9 @@ try {
   console.log(`open loop ${RATE}/s, ${SECONDS}s a turn, WORKERS=${WORKERS}, ${ROUNDS} rounds`);
   console.log(
     [
-      "| round | tree | load | server CPU per call | in kernel | bare, same round | in kernel | ratio | p50 | errors |",
-      "|---|---|---|---|---|---|---|---|---|---|",
+      "| round | tree | load | server CPU per call | in kernel | bare, same round | in kernel | ratio | p50 | " +
+        "calls per statement | errors |",
+      "|---|---|---|---|---|---|---|---|---|---|---|",
       ...rows,
     ].join("\n"),
   );
@@ -114,5 +129,6 @@ try {
 } finally {
   for (const child of children) child.kill("SIGTERM");
   await new Promise((r) => setTimeout(r, 500));
+  await db.end();
   await database.drop();
 }

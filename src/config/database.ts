@@ -9,6 +9,7 @@ export const databaseEnv = {
   ),
   DATA_DIR: optionalText,
   DB_POOL_SIZE: wholeNumber(10, 1, 500),
+  CHARGE_GROUP_WAIT_MS: wholeNumber(5, 0, 1000),
   CHARGE_RESOLVE_MS: wholeNumber(10_000, 1, 600_000),
 };
 
@@ -19,6 +20,8 @@ export function databaseConfig(env: Parsed<typeof databaseEnv>) {
     databaseUrl: env.DATABASE_URL ?? null,
     dataDir: path.resolve(env.DATA_DIR ?? ".data"),
     dbPoolSize: env.DB_POOL_SIZE,
+    /** How long a paid call's charge waits for others to share its statement (0: the event loop's turn). */
+    chargeGroupWaitMs: env.CHARGE_GROUP_WAIT_MS,
     /**
      * How long a paid call whose charge statement lost its connection waits to learn whether it
      * committed (ms); past it the call is answered 503 and the charge is settled in the background.

@@ -51,8 +51,8 @@ export function createMetrics(sources: MetricSources): Metrics {
   const chargeSeconds = new Histogram({
     name: "signals_charge_duration_seconds",
     help:
-      "Check-and-charge time per call (grouped: one statement for the " +
-      "calls of one event-loop turn; idempotent: one transaction).",
+      "Check-and-charge time per call (grouped: one statement for the calls made " +
+      "within CHARGE_GROUP_WAIT_MS of each other, wait included; idempotent: one transaction).",
     labelNames: ["path"] as const,
     buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers: [registry],

@@ -68,6 +68,7 @@ export function createKeyedServices(deps: KeyedServicesDeps): KeyedService[] {
     limits: config.limits,
     metrics,
     maxChargesInFlight,
+    chargeGroupWaitMs: config.chargeGroupWaitMs,
     chargeResolveMs: config.chargeResolveMs,
     catchUpMs: config.catchUpMs,
   });

@@ -59,6 +59,8 @@ export interface SignalsServiceDeps {
    * query fails (postgres.js 3.4.9).
    */
   readonly maxChargesInFlight?: number;
+  /** How long a charge waits for other calls to share its statement (ms; default 0, see BatcherOptions). */
+  readonly chargeGroupWaitMs?: number;
   /** How long a charge whose outcome is open may take to resolve before the call gets 503 (ms; default 10 s). */
   readonly chargeResolveMs?: number;
   /** How long a call may wait for the snapshot to catch up with the store (ms; default 1000). */
@@ -192,6 +194,7 @@ export function createSignalsService(deps: SignalsServiceDeps): ServiceImpl<type
   const charger = createChargeBatcher(deps.db, deps.limits, {
     logger: deps.logger,
     ...(deps.maxChargesInFlight ? { maxInFlight: deps.maxChargesInFlight } : {}),
+    groupWaitMs: deps.chargeGroupWaitMs ?? 0,
     ...(deps.chargeResolveMs ? { resolveWithinMs: deps.chargeResolveMs } : {}),
   });
   const built = new WeakMap<SignalReading, SignalEntry>();

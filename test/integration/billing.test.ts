@@ -249,6 +249,40 @@ describe("grouped charges", () => {
     }
   });
 
+  /** Charges two calls made one turn of the event loop apart; returns the statements sent and the outcomes. */
+  async function twoCallsATurnApart(groupWaitMs?: number) {
+    const { id, keyHash } = await newAccount();
+    let statements = 0;
+    const counting = {
+      ...tdb.handle,
+      prepared: (text: string, params: unknown[]) => {
+        statements++;
+        return tdb.handle.prepared(text, params);
+      },
+    } as typeof tdb.handle;
+    const charge = createChargeBatcher(counting, limits, groupWaitMs === undefined ? {} : { groupWaitMs });
+    const first = charge(keyHash, NOV_15);
+    await new Promise((resolve) => setImmediate(resolve));
+    const second = charge(keyHash, NOV_15);
+    const results = await Promise.all([first, second]);
+    return { statements, tokensLeft: results.map((r) => r.tokensLeft), check: await expectLedgerSums(id) };
+  }
+
+  it("sends the calls of one turn of the event loop as a group, a later call in its own statement", async () => {
+    const { statements, tokensLeft, check } = await twoCallsATurnApart();
+    expect(statements).toBe(2);
+    expect(tokensLeft).toEqual([9_999, 9_998]);
+    expect(check.charges).toBe(2);
+  });
+
+  it("with groupWaitMs, sends the calls made within it of a group's first call in one statement", async () => {
+    // The second call comes one turn after the first, far inside the wait: one statement for both.
+    const { statements, tokensLeft, check } = await twoCallsATurnApart(1_000);
+    expect(statements).toBe(1);
+    expect(tokensLeft).toEqual([9_999, 9_998]);
+    expect(check.charges).toBe(2);
+  });
+
   it("refuses every call of a group, charging nothing, when the statement fails", async () => {
     const { id, keyHash } = await newAccount();
     const before = await ledgerCheck(tdb.handle, id);

@@ -9,6 +9,9 @@
  * The pages cover each layout state a member meets: notices (ok, warn, error), forms, tables,
  * the billing card (payments on, through the local fake Stripe), the one-time key page and its
  * "already shown" answer, message pages (an invalid link, payments unavailable) and the chart.
+ * Each page is opened in both schemes at once, each scheme with a member of its own (the key
+ * pages change what the member's next visit shows): one browser renders and scans the one while
+ * the server answers the other.
  */
 import { AxeBuilder } from "@axe-core/playwright";
 import { pino } from "pino";
@@ -40,6 +43,13 @@ interface SchemeContext {
   readonly problems: string[];
 }
 
+/** One scheme's signed-out visitor and signed-in member, each with a page of its own. */
+interface SchemeBrowsing {
+  readonly visitor: SchemeContext;
+  readonly member: SchemeContext;
+  readonly pages: { readonly visitor: Page; readonly member: Page };
+}
+
 /** The most frequent colour of the chart's largest canvas (the price pane): its background. */
 function canvasBackground(page: Page): Promise<string> {
   return page.$$eval("#chart canvas", (canvases) => {
@@ -60,6 +70,13 @@ interface Visit {
   /** Opened with the member's session, or as a signed-out visitor. */
   readonly member: boolean;
   readonly status: number;
+  /** Calls to the fake Stripe that fail (an outage) while one scheme opens the page. */
+  readonly stripeFailures?: number;
+  /**
+   * The visit checks a password: the schemes take turns, since the server refuses a second check from an
+   * address that has one in flight (429).
+   */
+  readonly checksPassword?: boolean;
   open(page: Page): Promise<Response | null>;
 }
 
@@ -67,7 +84,8 @@ describe.skipIf(!chromiumAvailable)("every page in light and dark, with no netwo
   let stripe: FakeStripe;
   let server: TestServer;
   let browser: Browser;
-  let accountId: number;
+  /** Each scheme's member (the first one also has the email the refused sign-in uses). */
+  const memberIds = {} as Record<Scheme, number>;
   let setupToken: string;
   let stopDemoFeed = () => {};
 
@@ -82,15 +100,17 @@ describe.skipIf(!chromiumAvailable)("every page in light and dark, with no netwo
     // The demo feed's synthetic candles and their signal events: a chart with markers and levels.
     // Its hourly tick never comes during the test.
     stopDemoFeed = await startDemoFeed(server.feed!, server.clock, pino({ level: "silent" }), 3_600_000);
-    const account = await server.account({ email: EMAIL });
-    accountId = account.accountId;
-    await setMemberPassword(server.db.handle, accountId, PASSWORD, server.config.passwordHashCost);
-    // A few paid calls, so the ledger table has rows.
-    for (let i = 0; i < 3; i++) {
-      const res = await fetch(`${server.baseUrl}/api/v1/signals?symbols=BTC&tf=1h`, {
-        headers: { "x-api-key": account.apiKey },
-      });
-      expect(res.status).toBe(200);
+    for (const scheme of SCHEMES) {
+      const account = await server.account({ email: scheme === SCHEMES[0] ? EMAIL : `${scheme}.${EMAIL}` });
+      memberIds[scheme] = account.accountId;
+      await setMemberPassword(server.db.handle, account.accountId, PASSWORD, server.config.passwordHashCost);
+      // A few paid calls, so the ledger table has rows.
+      for (let i = 0; i < 3; i++) {
+        const res = await fetch(`${server.baseUrl}/api/v1/signals?symbols=BTC&tf=1h`, {
+          headers: { "x-api-key": account.apiKey },
+        });
+        expect(res.status).toBe(200);
+      }
     }
     const other = await server.account({ email: "link.member@example.test" });
     setupToken = (await createPasswordLink(server.db.handle, other.accountId, "setup", server.clock())).token;
@@ -141,6 +161,7 @@ describe.skipIf(!chromiumAvailable)("every page in light and dark, with no netwo
       name: "sign in refused",
       member: false,
       status: 401,
+      checksPassword: true,
       async open(page) {
         await page.goto(`${server.baseUrl}/signin`);
         await page.getByLabel("Email").fill(EMAIL);
@@ -180,11 +201,9 @@ describe.skipIf(!chromiumAvailable)("every page in light and dark, with no netwo
       name: "payments unavailable",
       member: true,
       status: 502,
-      async open(page) {
-        // Both tries of the Stripe client (it retries once) meet an outage of the fake.
-        stripe.fail(2);
-        return press("/account", "Buy 5,000 Tokens", /\/account\/buy$/)(page);
-      },
+      // Both tries of the Stripe client (it retries once) meet an outage of the fake.
+      stripeFailures: 2,
+      open: press("/account", "Buy 5,000 Tokens", /\/account\/buy$/),
     },
     { name: "chart index", member: true, status: 200, open: goto("/charts") },
     {
@@ -210,6 +229,7 @@ describe.skipIf(!chromiumAvailable)("every page in light and dark, with no netwo
       viewport: { width: 1280, height: 900 },
     });
     if (member) {
+      const accountId = memberIds[scheme];
       const { token } = await createSession(server.db.handle, accountId, server.clock(), server.config.sessionTtlMs);
       await context.addCookies([
         { name: SESSION_COOKIE, value: token, url: server.baseUrl, httpOnly: true, sameSite: "Strict" },
@@ -236,46 +256,60 @@ describe.skipIf(!chromiumAvailable)("every page in light and dark, with no netwo
     return { context, problems };
   }
 
-  for (const scheme of SCHEMES) {
-    describe(`${scheme} scheme: no serious axe violation, no request beyond the server, no console error`, () => {
-      let visitor: SchemeContext;
-      let member: SchemeContext;
-      let pages: { visitor: Page; member: Page };
-      beforeAll(async () => {
-        visitor = await schemeContext(scheme, false);
-        member = await schemeContext(scheme, true);
-        pages = { visitor: await visitor.context.newPage(), member: await member.context.newPage() };
-      });
-      afterAll(async () => {
-        await visitor?.context.close();
-        await member?.context.close();
-      });
+  /** Opens `visit` in `scheme` and checks the page: status, scheme, axe, and nothing beyond the server. */
+  async function checkVisit(browsing: SchemeBrowsing, scheme: Scheme, visit: Visit): Promise<void> {
+    const page = visit.member ? browsing.pages.member : browsing.pages.visitor;
+    const response = await visit.open(page);
+    expect(response?.status(), scheme).toBe(visit.status);
+    expect(await page.evaluate(() => getComputedStyle(document.body).backgroundColor), scheme).toBe(BACKGROUND[scheme]);
+    // Legacy mode runs axe in the page itself (same-origin frames included). The default mode also
+    // opens a blank page and injects axe again there, to merge results from cross-origin frames,
+    // which cannot load here: the same rules and findings for about a quarter of the time.
+    const results = await new AxeBuilder({ page }).setLegacyMode().analyze();
+    // axe ran its rules (a page that failed to load would give it nothing to check).
+    expect(results.passes.length, scheme).toBeGreaterThan(10);
+    const serious = results.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+    expect(
+      serious.map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`),
+      scheme,
+    ).toEqual([]);
+    // Chromium notes a document's own error status on the console (this page's, checked above).
+    const ownStatus = `console Failed to load resource: the server responded with a status of ${visit.status} `;
+    const problems = [...browsing.visitor.problems.splice(0), ...browsing.member.problems.splice(0)];
+    expect(
+      problems.filter((p) => !(p.startsWith(ownStatus) && p.endsWith(` at ${response!.url()}`))),
+      scheme,
+    ).toEqual([]);
+  }
 
-      // In order: "already shown" follows "shown once".
-      for (const visit of visits) {
-        it(visit.name, async () => {
-          const page = visit.member ? pages.member : pages.visitor;
-          const response = await visit.open(page);
-          expect(response?.status()).toBe(visit.status);
-          expect(await page.evaluate(() => getComputedStyle(document.body).backgroundColor)).toBe(BACKGROUND[scheme]);
-          // Legacy mode runs axe in the page itself (same-origin frames included). The default mode also
-          // opens a blank page and injects axe again there, to merge results from cross-origin frames,
-          // which cannot load here: the same rules and findings for about a quarter of the time.
-          const results = await new AxeBuilder({ page }).setLegacyMode().analyze();
-          // axe ran its rules (a page that failed to load would give it nothing to check).
-          expect(results.passes.length).toBeGreaterThan(10);
-          const serious = results.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
-          expect(
-            serious.map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`),
-          ).toEqual([]);
-          // Chromium notes a document's own error status on the console (this page's, checked above).
-          const ownStatus = `console Failed to load resource: the server responded with a status of ${visit.status} `;
-          const problems = [...visitor.problems.splice(0), ...member.problems.splice(0)];
-          expect(problems.filter((p) => !(p.startsWith(ownStatus) && p.endsWith(` at ${response!.url()}`)))).toEqual(
-            [],
-          );
-        });
+  describe("both schemes at once: no serious axe violation, no request beyond the server, no console error", () => {
+    const browsing = {} as Record<Scheme, SchemeBrowsing>;
+    beforeAll(async () => {
+      for (const scheme of SCHEMES) {
+        const visitor = await schemeContext(scheme, false);
+        const member = await schemeContext(scheme, true);
+        browsing[scheme] = {
+          visitor,
+          member,
+          pages: { visitor: await visitor.context.newPage(), member: await member.context.newPage() },
+        };
       }
     });
-  }
+    afterAll(async () => {
+      for (const scheme of SCHEMES) {
+        await browsing[scheme]?.visitor.context.close();
+        await browsing[scheme]?.member.context.close();
+      }
+    });
+
+    // In order: "already shown" follows "shown once".
+    for (const visit of visits) {
+      it(visit.name, async () => {
+        if (visit.stripeFailures) stripe.fail(visit.stripeFailures * SCHEMES.length);
+        const check = (scheme: Scheme) => checkVisit(browsing[scheme], scheme, visit);
+        if (visit.checksPassword) for (const scheme of SCHEMES) await check(scheme);
+        else await Promise.all(SCHEMES.map(check));
+      });
+    }
+  });
 });

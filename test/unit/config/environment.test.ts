@@ -146,6 +146,7 @@ const READ: Record<string, (p: Parsed) => unknown> = {
   DATABASE_URL: (p) => p.server.databaseUrl,
   DATA_DIR: (p) => `./${path.relative(process.cwd(), p.server.dataDir)}`,
   DB_POOL_SIZE: (p) => p.server.dbPoolSize,
+  CHARGE_GROUP_WAIT_MS: (p) => p.server.chargeGroupWaitMs,
   CHARGE_RESOLVE_MS: (p) => p.server.chargeResolveMs,
   WORKERS: (p) => p.server.workers,
   DAILY_CAP: (p) => p.server.limits.dailyCap,
