@@ -67,6 +67,8 @@ interface ClaimedRow {
 
 /** The rows of one claim while they are delivered; their leases are renewed together. */
 interface Batch {
+  /** The number of the claim that read these rows (claims are numbered as they start). */
+  readonly claim: number;
   /** Local time just before the leases were taken or last renewed: they run at least leaseMs from here. */
   leasedAt: number;
   /** Rows leased and not yet acknowledged, failed or rescheduled by this worker. */
@@ -107,11 +109,16 @@ export class OutboxWorker {
   private readonly held = new Map<number, { row: ClaimedRow; batch: Batch }>();
   /** Per chat, its held rows not yet sent, in claim order; a chat is here while it has a lane or waits for one. */
   private readonly chats = new Map<string, ClaimedRow[]>();
+  /** Claims started so far (the loop runs one at a time). */
+  private claimsStarted = 0;
   /**
-   * Chats with a row rescheduled for a retry, until (local time) that row is due: their rows
-   * claimed meanwhile (by a claim that read the database before the reschedule) are handed back.
+   * Chats with a row rescheduled for a retry, and the number of claims started when that
+   * reschedule was written: rows of the chat read by those claims may come from a snapshot taken
+   * before it (so past the row that must go first) and are handed back. Claims started later see
+   * the reschedule and skip the chat until its row is due. Counted in claims, not in time, so
+   * that a slow claim cannot outlast the guard.
    */
-  private readonly deferredChats = new Map<string, number>();
+  private readonly rescheduledChats = new Map<string, number>();
   /** Chats waiting for a lane, in the order their first row was claimed. */
   private readonly waiting: string[] = [];
   private readonly lanes = new Set<Promise<void>>();
@@ -185,10 +192,12 @@ export class OutboxWorker {
           await this.idle(null, MAX_IDLE_MS, true);
           continue;
         }
+        this.forgetSettledReschedules();
         const leasedAt = Date.now();
+        const claimNo = ++this.claimsStarted;
         const rows = await this.claim(batchSize);
         if (rows.length > 0) {
-          this.take(rows, leasedAt);
+          this.take(rows, leasedAt, claimNo);
           this.deps.logger.debug(
             { rows: rows.length, claimMs: Date.now() - leasedAt, held: this.held.size },
             "outbox: rows claimed",
@@ -245,8 +254,8 @@ export class OutboxWorker {
    * this worker already holds (its lease ran out and this worker leased it again) stays where it
    * is, under the new lease.
    */
-  private take(rows: ClaimedRow[], leasedAt: number): void {
-    const batch: Batch = { leasedAt, unfinished: new Set(), lost: new Set(), renewing: null };
+  private take(rows: ClaimedRow[], leasedAt: number, claim: number): void {
+    const batch: Batch = { claim, leasedAt, unfinished: new Set(), lost: new Set(), renewing: null };
     for (const row of rows) {
       const id = Number(row.id);
       const mine = this.held.get(id);
@@ -282,16 +291,16 @@ export class OutboxWorker {
       const queue = this.chats.get(key)!;
       // Rows of this chat claimed while its earlier ones are sent join this queue: still in order.
       for (let row = queue.shift(); row; row = queue.shift()) {
+        const { batch } = this.held.get(Number(row.id))!;
         // Rows that join the queue while it is handed back go back too: the loop goes on.
-        if (!this.running || this.isDeferred(key)) {
+        if (!this.running || this.readBeforeReschedule(key, batch)) {
           await this.handBack([row, ...queue.splice(0)], null);
           continue;
         }
-        const { batch } = this.held.get(Number(row.id))!;
         try {
           const retryInMs = await this.deliverOne(row, batch);
           if (retryInMs !== null) {
-            this.deferredChats.set(key, Date.now() + retryInMs);
+            this.rescheduledChats.set(key, this.claimsStarted);
             await this.handBack(queue.splice(0), null);
           }
         } catch (err) {
@@ -309,12 +318,18 @@ export class OutboxWorker {
     }
   }
 
-  private isDeferred(chat: string): boolean {
-    const until = this.deferredChats.get(chat);
-    if (until === undefined) return false;
-    if (until > Date.now()) return true;
-    this.deferredChats.delete(chat);
-    return false;
+  /** Whether `batch` was claimed before a reschedule of `chat` was written (see rescheduledChats). */
+  private readBeforeReschedule(chat: string, batch: Batch): boolean {
+    const lastClaimBefore = this.rescheduledChats.get(chat);
+    return lastClaimBefore !== undefined && batch.claim <= lastClaimBefore;
+  }
+
+  /** Between claims: drops the reschedules that every held row and the next claim come after. */
+  private forgetSettledReschedules(): void {
+    let oldest = this.claimsStarted + 1;
+    for (const batch of this.batches) oldest = Math.min(oldest, batch.claim);
+    for (const [chat, lastClaimBefore] of this.rescheduledChats)
+      if (lastClaimBefore < oldest) this.rescheduledChats.delete(chat);
   }
 
   /**

@@ -271,7 +271,8 @@ describe("grouped charges", () => {
   it("sends the calls of one turn of the event loop as a group, a later call in its own statement", async () => {
     const { statements, tokensLeft, check } = await twoCallsATurnApart();
     expect(statements).toBe(2);
-    expect(tokensLeft).toEqual([9_999, 9_998]);
+    // Two statements in flight on a pool may take the account's row in either order.
+    expect([...tokensLeft].sort()).toEqual([9_998, 9_999]);
     expect(check.charges).toBe(2);
   });
 
