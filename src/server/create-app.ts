@@ -43,12 +43,20 @@ const NOT_FOUND_HINT =
   "No such route. The API is GET /api/v1/signals (paid) and GET /api/v1/movers, /derivatives, /news, " +
   "/macro, /fundamentals and /usage (free); the reference is GET /api/v1/openapi.json and /docs.";
 
-/** A request handler built by `load` on its first request (once, shared by concurrent first requests). */
+/**
+ * A request handler built by `load` on its first request (once, shared by concurrent first
+ * requests). A load that failed is tried again by the next request rather than kept.
+ */
 function onFirstUse<R>(
   load: () => Promise<(req: WebRequest, res: WebResponse) => Promise<R>>,
 ): (req: WebRequest, res: WebResponse) => Promise<R> {
   let handler: ReturnType<typeof load> | null = null;
-  return async (req, res) => (await (handler ??= load()))(req, res);
+  const loading = () =>
+    load().catch((err: unknown) => {
+      handler = null;
+      throw err;
+    });
+  return async (req, res) => (await (handler ??= loading()))(req, res);
 }
 
 /**

@@ -661,7 +661,8 @@ describe.runIf(usingPostgres)("two server processes on one Postgres database", (
           async () =>
             (
               await db!.rows<{ n: number }>(
-                sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event = 'PgSleep'`,
+                sql`SELECT count(*)::int AS n FROM pg_stat_activity
+                      WHERE wait_event = 'PgSleep' AND datname = current_database()`,
               )
             )[0]!.n === 1,
           "the slow writer to sleep",
