@@ -13,6 +13,7 @@ import type { Candle } from "../../src/engine/index.ts";
 import { MarketFeed } from "../../src/market/feed.ts";
 import { TIMEFRAMES } from "../../src/market/timeframes.ts";
 import type { CandleUpdate } from "../../src/market/validate.ts";
+import { ingestHistory } from "../support/feed-history.ts";
 import { seededNormal } from "../support/seeded-random.ts";
 import { createTestDb, type TestDb } from "../support/test-db.ts";
 import { createTestClock } from "../support/test-server.ts";
@@ -140,15 +141,7 @@ beforeAll(async () => {
   db = await createTestDb();
   writer = plainFeed();
   await writer.load();
-  await writer.ingest(
-    COINS.flatMap((symbol) =>
-      series
-        .get(symbol)!
-        .slice(0, HISTORY)
-        .map((c) => update(symbol, c, true)),
-    ),
-    { alerts: false },
-  );
+  await ingestHistory(writer, series, HISTORY, (symbol, c) => update(symbol, c, true));
   control = controlledHandle(db.handle);
   const logger = pino({ level: "debug" }, { write: (line: string) => void logs.push(JSON.parse(line)) });
   follower = new MarketFeed({

@@ -12,6 +12,7 @@ import type { Candle } from "../../src/engine/index.ts";
 import { MarketFeed } from "../../src/market/feed.ts";
 import { TIMEFRAMES } from "../../src/market/timeframes.ts";
 import type { CandleUpdate } from "../../src/market/validate.ts";
+import { ingestHistory } from "../support/feed-history.ts";
 import { createTestDb, type TestDb } from "../support/test-db.ts";
 import { createTestClock } from "../support/test-server.ts";
 
@@ -70,15 +71,7 @@ beforeAll(async () => {
   db = await createTestDb();
   writer = feed();
   await writer.load();
-  await writer.ingest(
-    COINS.flatMap((symbol) =>
-      series
-        .get(symbol)!
-        .slice(0, HISTORY)
-        .map((c) => closed(symbol, c)),
-    ),
-    { alerts: false },
-  );
+  await ingestHistory(writer, series, HISTORY, closed);
   follower = feed();
   await follower.load();
 });
