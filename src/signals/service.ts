@@ -59,7 +59,7 @@ export interface SignalsServiceDeps {
    * query fails (postgres.js 3.4.9).
    */
   readonly maxChargesInFlight?: number;
-  /** How long a charge waits for other calls to share its statement (ms; default 0, see BatcherOptions). */
+  /** How long a charge waits for other calls to share its statement (ms; absent: BatcherOptions.groupWaitMs). */
   readonly chargeGroupWaitMs?: number;
   /** How long a charge whose outcome is open may take to resolve before the call gets 503 (ms; default 10 s). */
   readonly chargeResolveMs?: number;
@@ -194,7 +194,7 @@ export function createSignalsService(deps: SignalsServiceDeps): ServiceImpl<type
   const charger = createChargeBatcher(deps.db, deps.limits, {
     logger: deps.logger,
     ...(deps.maxChargesInFlight ? { maxInFlight: deps.maxChargesInFlight } : {}),
-    groupWaitMs: deps.chargeGroupWaitMs ?? 0,
+    ...(deps.chargeGroupWaitMs ? { groupWaitMs: deps.chargeGroupWaitMs } : {}),
     ...(deps.chargeResolveMs ? { resolveWithinMs: deps.chargeResolveMs } : {}),
   });
   const built = new WeakMap<SignalReading, SignalEntry>();
