@@ -83,7 +83,7 @@ interface Boundary {
   /** The closed loop, quiet, beside the readers the burst also has. */
   quiet: { perSecond: number; errors: number };
   burst: { perSecond: number; errors: number; seconds: number };
-  /** Every billed call answered (the closed loop's and the bench's readers'), per second: quiet beside the readers, burst. */
+  /** Every billed call answered (the closed loop's and the readers'), per second: quiet beside the readers, burst. */
   billed: { quiet: number; burst: number };
   /** Charges the ledger recorded per second in the same windows (every client; the server's own count). */
   ledger: { quiet: number; burst: number };
@@ -862,7 +862,8 @@ function report(run: {
       `| ${i + 1} | ${ms(percentile(every, 50))} / ${ms(percentile(every, 99))} / ${ms(Math.max(...every))} ` +
       `| ${r.ambiguous} | ${failed} | ${r.alerts.length}: ${ms(percentile(r.alerts, 50))} / ` +
       `${ms(percentile(r.alerts, 99))} | ${r.billed.quiet.toFixed(0)} → ${r.billed.burst.toFixed(0)} /s ` +
-      `(${(r.billed.burst / r.billed.quiet).toFixed(2)} ×) | ${r.ledger.quiet.toFixed(0)} → ${r.ledger.burst.toFixed(0)} /s ` +
+      `(${(r.billed.burst / r.billed.quiet).toFixed(2)} ×) | ` +
+      `${r.ledger.quiet.toFixed(0)} → ${r.ledger.burst.toFixed(0)} /s ` +
       `(${(r.ledger.burst / r.ledger.quiet).toFixed(2)} ×) | ${r.quiet.perSecond.toFixed(0)} → ` +
       `${r.burst.perSecond.toFixed(0)} /s (${(r.burst.perSecond / r.quiet.perSecond).toFixed(2)} ×) | ` +
       `${r.quietAlone.perSecond.toFixed(0)} → ${r.burst.perSecond.toFixed(0)} /s ` +
@@ -898,7 +899,8 @@ function report(run: {
       "0 differing",
     ],
     [
-      "billed calls answered per second (every client: closed loop, readers, alert checks), burst / quiet with the same readers, lowest boundary",
+      "billed calls answered per second (every client: closed loop, readers, alert checks), " +
+        "burst / quiet with the same readers, lowest boundary",
       `**${Math.min(...kept).toFixed(2)} ×** (${kept.map((k) => k.toFixed(2)).join(", ")})`,
       `≥ ${THROUGHPUT_KEPT} ×`,
     ],
