@@ -14,7 +14,7 @@
 import { create } from "@bufbuild/protobuf";
 import { type Client, Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
-import { asc, sql } from "drizzle-orm";
+import { asc, type SQL, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SignalEvent, SignalEventsService } from "../../gen/signals/v1/events_pb.js";
 import { IngestService, PushCandlesRequestSchema } from "../../gen/signals/v1/ingest_pb.js";
@@ -648,29 +648,58 @@ describe.runIf(usingPostgres)("two server processes on one Postgres database", (
       const deadline = Date.now() + EVENT_WAIT_MS;
       const reads = Promise.all([read(a, onA, deadline), read(b, onB, deadline)]);
 
-      // Test scaffolding: SLOW's break event sleeps 1.5 s after getting its seq, before its commit.
+      // Test scaffolding: SLOW's break event, having got its seq, holds its commit (napping) until
+      // the test releases it: once the other process's writer waits for the writers' advisory
+      // lock SLOW holds, the moment this test is about, or, should FAST's writer not wait for it,
+      // once FAST's event has reached both consumers, which must then fail below. Waited for as
+      // events, not a sleep: SLOW sleeping a fixed 1.5 s let a slow machine bring FAST's push to the
+      // lock only after SLOW's commit, and the test passed without the case it checks. The naps
+      // (150 s at most) outlast the test's wait, which fails first should neither happen.
       await db!.rows(
         sql.raw(`
+      CREATE TABLE slow_event_release ();
       CREATE FUNCTION slow_event() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN IF NEW.id = '${slowId}' THEN PERFORM pg_sleep(1.5); END IF; RETURN NEW; END $$;
+      BEGIN
+        IF NEW.id = '${slowId}' THEN
+          FOR nap IN 1..7500 LOOP
+            EXIT WHEN EXISTS (SELECT 1 FROM slow_event_release);
+            PERFORM pg_sleep(0.02);
+          END LOOP;
+        END IF;
+        RETURN NEW;
+      END $$;
       CREATE TRIGGER slow_event AFTER INSERT ON signal_events FOR EACH ROW EXECUTE FUNCTION slow_event();`),
       );
+      const count = async (query: SQL) => (await db!.rows<{ n: number }>(query))[0]!.n;
       try {
         const slowPush = push(a, "SLOW", [slow.breaker]);
         await waitFor(
           async () =>
-            (
-              await db!.rows<{ n: number }>(
-                sql`SELECT count(*)::int AS n FROM pg_stat_activity
-                      WHERE wait_event = 'PgSleep' AND datname = current_database()`,
-              )
-            )[0]!.n === 1,
+            (await count(sql`SELECT count(*)::int AS n FROM pg_stat_activity
+                               WHERE wait_event = 'PgSleep' AND datname = current_database()`)) === 1,
           "the slow writer to sleep",
         );
-        await push(b, "FAST", [fast.breaker]);
-        await slowPush;
+        const fastPush = push(b, "FAST", [fast.breaker]);
+        const fastWaitsForSlow = async () =>
+          (await count(sql`SELECT count(*)::int AS n FROM pg_locks l, pg_stat_activity s
+                             WHERE l.locktype = 'advisory' AND NOT l.granted AND s.wait_event = 'PgSleep'
+                               AND s.datname = current_database() AND s.pid = ANY (pg_blocking_pids(l.pid))`)) > 0;
+        const fastReachedBoth = async () =>
+          onA.length > 0 &&
+          onB.length > 0 &&
+          (await count(sql`SELECT count(*)::int AS n FROM signal_events WHERE id = ${fastId}`)) === 1;
+        await waitFor(
+          async () => (await fastWaitsForSlow()) || (await fastReachedBoth()),
+          "FAST's writer to wait for SLOW's lock (or, without it, FAST's event to reach both consumers)",
+        );
+        await db!.rows(sql`INSERT INTO slow_event_release DEFAULT VALUES`);
+        await Promise.all([slowPush, fastPush]);
       } finally {
-        await db!.rows(sql.raw("DROP TRIGGER slow_event ON signal_events; DROP FUNCTION slow_event();"));
+        await db!.rows(
+          sql.raw(
+            "DROP TRIGGER slow_event ON signal_events; DROP FUNCTION slow_event(); DROP TABLE slow_event_release;",
+          ),
+        );
       }
       await reads;
 
