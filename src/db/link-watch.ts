@@ -33,8 +33,11 @@ export interface LinkWatchOptions {
   readonly probeWithinMs: number;
   /** Whether the database answers `SELECT 1` on a fresh connection within `withinMs`. */
   readonly probe: (withinMs: number) => Promise<boolean>;
-  /** Called when the link is found down (after the connections were destroyed) and when it is back. */
-  readonly onDown: () => void;
+  /**
+   * Called when the link is found down, before the connections are destroyed (they are destroyed
+   * once it settles), and when it is back.
+   */
+  readonly onDown: () => Promise<unknown> | undefined;
   readonly onUp: () => void;
   readonly logger?: Logger;
 }
@@ -90,10 +93,12 @@ export function watchLink(options: LinkWatchOptions): LinkWatch {
       "database unreachable: no answer for the silence bound, nor to a probe; refusing queries until it answers",
     );
     const err = new DatabaseSilent(`the database said nothing for ${silenceMs} ms, nor answered a probe`);
-    for (const socket of [...waiting.keys()]) socket.destroy(err);
-    waiting.clear();
-    options.onDown();
-    void recover();
+    const destroyAll = () => {
+      for (const socket of [...waiting.keys()]) socket.destroy(err);
+      waiting.clear();
+      void recover();
+    };
+    void Promise.resolve(options.onDown()).then(destroyAll, destroyAll);
   };
 
   const recover = async () => {

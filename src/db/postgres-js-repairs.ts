@@ -202,7 +202,7 @@ export async function openRepairedPool(open: OpenClient, bounds: SilenceBounds):
   const watch = watchLink({
     ...bounds,
     probe: (withinMs) => answersOnFreshConnection(open, withinMs),
-    onDown: () => onFault(current),
+    onDown: () => retireNow(),
     onUp: () => onFault(current),
   });
   const openPool = (): PostgresClient => {
@@ -222,22 +222,35 @@ export async function openRepairedPool(open: OpenClient, bounds: SilenceBounds):
   };
   let current = openPool();
   // New queries go to a fresh pool; the old one finishes (or, after the grace, fails) its own.
-  const replace = () => {
+  const replace = (graceS = RETIRED_POOL_GRACE_S): Promise<void> => {
     replaceTimer = null;
-    if (closing) return;
+    if (closing) return Promise.resolve();
     replacedAt = Date.now();
     const old = current;
     current = openPool();
     seedArrayTypes(old, current);
     stopFetchingTypes(current);
     for (const [channel, onPayload] of listeners) current.listen(channel, onPayload).catch(() => {});
-    const ended = old.end({ timeout: RETIRED_POOL_GRACE_S }).catch(() => {});
+    const ended = old.end({ timeout: graceS }).catch(() => {});
     retiring.add(ended);
     void ended.then(() => retiring.delete(ended));
+    return ended;
+  };
+  /**
+   * The link is down: the pool is replaced and the old one ended at once, before the link watch
+   * destroys its sockets. Ended, postgres.js refuses further queries on those connections; a
+   * query handed to a connection whose socket was already gone (a transaction's ROLLBACK after
+   * its statement failed) was written to a null socket and crashed the process (found by
+   * test/reliability/multi-host.test.ts). Waits at most 250 ms: the end's own work is local.
+   */
+  const retireNow = (): Promise<unknown> => {
+    if (replaceTimer !== null) clearTimeout(replaceTimer);
+    const ended = replace(0);
+    return Promise.race([ended, new Promise((resolve) => setTimeout(resolve, 250).unref())]);
   };
   const onFault = (pool: PostgresClient) => {
     if (pool !== current || closing || replaceTimer !== null) return;
-    replaceTimer = setTimeout(replace, Math.max(0, replacedAt + REPLACE_POOL_EVERY_MS - Date.now()));
+    replaceTimer = setTimeout(() => void replace(), Math.max(0, replacedAt + REPLACE_POOL_EVERY_MS - Date.now()));
   };
   try {
     await current`SELECT 1`;

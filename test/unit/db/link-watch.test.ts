@@ -44,7 +44,10 @@ function watch(probe: ReturnType<typeof manualProbe>, events: string[]): LinkWat
     silenceMs: 40,
     probeWithinMs: 1_000,
     probe: () => probe.probe(),
-    onDown: () => events.push("down"),
+    onDown: () => {
+      events.push("down");
+      return undefined;
+    },
     onUp: () => events.push("up"),
   });
 }
