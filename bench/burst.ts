@@ -234,6 +234,8 @@ interface Measuring {
 class Readers {
   /** Set at the close. */
   measuring: Measuring | null = null;
+  /** Answer times of the pinned connections' billed calls, per worker (the trace shows which worker slowed). */
+  readonly pinnedAnswers = new Map<number, number[]>();
   /** Reads not answered 200 outside the measurement (its own are counted in the boundary). */
   failed = 0;
   private over = false;
@@ -288,6 +290,12 @@ class Readers {
     await this.running;
   }
 
+  private answeredBy(pid: number): number[] {
+    const list = this.pinnedAnswers.get(pid) ?? [];
+    this.pinnedAnswers.set(pid, list);
+    return list;
+  }
+
   /** A prime stride: successive reads go to coins far apart. */
   private static next(queries: readonly string[], turn: number): string {
     return queries[(turn * 7_919) % queries.length]!;
@@ -306,6 +314,7 @@ class Readers {
           continue;
         }
         this.billed.push(read.at);
+        this.answeredBy(connection.pid).push(read.at);
         for (const entry of (JSON.parse(read.body) as { signals: Entry[] }).signals) {
           const seen = m.boundary.answered.get(entry.symbol);
           if (seen && !seen.has(connection.pid) && entry.price !== undefined && m.after.has(entry.symbol, entry.price))
@@ -314,8 +323,10 @@ class Readers {
         continue;
       }
       const read = await readPinned(connection, Readers.next(calls, turn), this.key);
-      if (read.status === 200) this.billed.push(read.at);
-      else this.failed++;
+      if (read.status === 200) {
+        this.billed.push(read.at);
+        this.answeredBy(connection.pid).push(read.at);
+      } else this.failed++;
       if (read.status === -1) break;
     }
     // A connection the server closed no longer tells its worker: it measures nothing more.
@@ -506,6 +517,7 @@ async function chargesBetween(sql: postgres.Sql, from: number, to: number): Prom
 function traceBurst(
   buckets: readonly ClosedLoopBucket[],
   billed: readonly number[],
+  pinnedAnswers: ReadonlyMap<number, readonly number[]>,
   cpu: CpuSampler,
   from: number,
   to: number,
@@ -513,10 +525,13 @@ function traceBurst(
   for (let t = from; t < to; t += 100) {
     const loop = rateBetween(buckets, t, t + 100).ok;
     const reads = billed.filter((at) => at > t && at <= t + 100).length;
+    const perWorker = [...pinnedAnswers.values()].map((list) => list.filter((at) => at > t && at <= t + 100).length);
     const used = Object.entries(cpu.between(t, t + 100))
       .map(([group, s]) => `${group.split(" ")[0]} ${Math.round(s * 1000)}`)
       .join(", ");
-    console.error(`[burst trace] +${t - from - 1_000} ms: closed loop ${loop}, readers ${reads}; CPU ms ${used}`);
+    console.error(
+      `[burst trace] +${t - from - 1_000} ms: closed loop ${loop}, readers ${reads} (pinned, per worker: ${perWorker.join("/")}); CPU ms ${used}`,
+    );
   }
 }
 
@@ -695,6 +710,7 @@ export async function benchBurst(): Promise<string> {
 
       // Reads until every worker has answered every measured coin's new close.
       let burstEnd = boundary.closeAt + TARGET_MS;
+      let pinnedAnswers = new Map<number, number[]>();
       const ticking = setInterval(() => {
         fake.tick();
         after.addForming(bases);
@@ -718,6 +734,7 @@ export async function benchBurst(): Promise<string> {
         clearInterval(ticking);
         await readers.stop();
         if (readers.failed > 0) boundary.readsFailed["readers' other calls"] = readers.failed;
+        pinnedAnswers = readers.pinnedAnswers;
         readers = null;
         for (const connection of pinned) connection.agent.destroy();
       }
@@ -753,7 +770,11 @@ export async function benchBurst(): Promise<string> {
         quietSeconds: seconds(quietWindow),
         burstSeconds: seconds(burstWindow),
       };
-      if (process.env.BENCH_BURST_TRACE) traceBurst(load.buckets, billed, cpu, boundary.closeAt - 1_000, burstEnd);
+      if (process.env.BENCH_BURST_TRACE) {
+        // Lead first, as the workers are listed.
+        const byWorker = new Map(server.workerPids.map((pid) => [pid, pinnedAnswers.get(pid) ?? []]));
+        traceBurst(load.buckets, billed, byWorker, cpu, boundary.closeAt - 1_000, burstEnd);
+      }
       results.push(boundary);
       before = after;
       console.error(
