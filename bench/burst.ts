@@ -530,7 +530,8 @@ function traceBurst(
       .map(([group, s]) => `${group.split(" ")[0]} ${Math.round(s * 1000)}`)
       .join(", ");
     console.error(
-      `[burst trace] +${t - from - 1_000} ms: closed loop ${loop}, readers ${reads} (pinned, per worker: ${perWorker.join("/")}); CPU ms ${used}`,
+      `[burst trace] +${t - from - 1_000} ms: closed loop ${loop}, readers ${reads} ` +
+        `(pinned, per worker: ${perWorker.join("/")}); CPU ms ${used}`,
     );
   }
 }
