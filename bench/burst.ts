@@ -15,7 +15,11 @@
  * - to each alert's arrival at the Bot API, where the API is read at once for that series (on
  *   shared keep-alive connections; `--fresh-reads`: a fresh one each): its `signal_id` must be
  *   the alert's event;
- * - the paid calls' throughput over the burst against the quiet seconds before it (same run);
+ * - every billed call the server answered per second (the closed loop's, the readers' and the
+ *   alert checks', and the ledger's count beside it) over the burst window, against the last quiet
+ *   seconds before it with the same callers: the readers (Readers) call as closed loops from the
+ *   quiet to the end of the burst window, which is counted once it is over;
+ * - with BENCH_BURST_TRACE, per 100 ms around each close: the calls answered and each process's CPU;
  * - each server process's RSS holding 400 × 5 once the run is quiet.
  *
  * Prints each figure beside its target and exits non-zero on a miss. Needs ../shared/data/candles
