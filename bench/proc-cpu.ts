@@ -114,3 +114,30 @@ export function machineBusySeconds(): number {
   // user nice system idle iowait irq softirq steal: busy = all but idle and iowait.
   return (v[0]! + v[1]! + v[2]! + v[5]! + v[6]! + v[7]!) / TICKS_PER_SECOND;
 }
+
+/** CPU seconds used so far by one process (all its threads); null once it has exited. */
+export function processCpuSeconds(pid: number): number | null {
+  return procStat(pid)?.cpuSeconds ?? null;
+}
+
+/** The pids of a process and its descendants now (read once: a sampler then reads only these). */
+export function descendantPids(rootPid: number): number[] {
+  const all = allProcesses();
+  const tree = new Set([rootPid]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const p of all) {
+      if (tree.has(p.pid) || !tree.has(p.ppid)) continue;
+      tree.add(p.pid);
+      grew = true;
+    }
+  }
+  return [...tree];
+}
+
+/** The pids of the PostgreSQL backends serving `database` now. */
+export function postgresBackendPids(database: string): number[] {
+  return allProcesses()
+    .filter((p) => servesDatabase(p, database))
+    .map((p) => p.pid);
+}

@@ -15,6 +15,11 @@
  * answers again: the row with results means "committed" (the calls get their real answers),
  * and otherwise it inserts the id itself as a fence, which the lost statement's own insert
  * would collide with, so that statement can never commit (the calls get 503, nothing charged).
+ *
+ * A host cut off by a silent partition breaks no connection: the database layer finds the link
+ * dead (src/db/link-watch.ts) and fails the statement as on a broken connection. Its callers are
+ * then answered 503 at once, not after resolveWithinMs (the database is known to be out of
+ * reach), and the attempt is resolved in the background once the link returns.
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
@@ -155,6 +160,8 @@ export function certainlyNotCommitted(err: unknown): boolean {
     "EHOSTUNREACH",
     "ENETUNREACH",
     "CONNECTION_ENDED",
+    // Refused by the link watch without being sent (src/db/link-watch.ts).
+    "DATABASE_UNREACHABLE",
   ].includes(code);
 }
 
@@ -219,16 +226,12 @@ export class ChargeNotSent extends Error {
   readonly code = "CHARGE_NOT_SENT";
 }
 
-/** A statement the database did not answer in time: it may still commit, so its outcome is open. */
-export class ChargeUnanswered extends Error {
-  readonly code = "CHARGE_UNANSWERED";
-}
-
 export interface BatcherOptions {
   /**
    * How long callers of a group whose outcome is open wait for the database to answer again
-   * (default 10 s). Past it they get the statement's error (503), and the attempt is resolved
-   * in the background: if it turns out to have committed, each charged call is refunded.
+   * (default 10 s). Past it, or as soon as the database is known to be unreachable, they get
+   * the statement's error (503), and the attempt is resolved in the background: if it turns out
+   * to have committed, each charged call is refunded.
    */
   readonly resolveWithinMs?: number;
   /** Pause between resolution tries while the database is unreachable (default 250 ms). */
@@ -249,34 +252,10 @@ export interface BatcherOptions {
    * milliseconds lets them share one, trading that much latency for CPU (bench/README.md).
    */
   readonly groupWaitMs?: number;
-  /**
-   * How long a group's statement, and each try to resolve it, may go unanswered (default 5 s)
-   * before the database is probed on a fresh connection. A network that drops packets silently
-   * (a host cut off from the database) fails no connection, so callers waited for the request
-   * timeout, and the statement could still commit when the network came back, a charge nobody
-   * was answered for (found by test/reliability/multi-host.test.ts). If the probe fails too, the
-   * statement is treated as on a broken connection (resolved as above) and the pool's
-   * connections are replaced; if the database answers it, the statement is only slow (waiting on
-   * an account's row lock, say) and its callers keep waiting for it.
-   */
-  readonly answerWithinMs?: number;
-  /** How long the probe of a statement unanswered for answerWithinMs may take (default 2 s). */
-  readonly reachableWithinMs?: number;
   readonly logger?: Logger;
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
-
-/** `work`, or a ChargeUnanswered rejection once `ms` pass first; a late settlement of `work` is ignored. */
-function answeredWithin<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      reject(new ChargeUnanswered(`the database did not answer within ${ms} ms`));
-    }, ms);
-  });
-  return Promise.race([work, late]).finally(() => clearTimeout(timer));
-}
 
 interface PendingCall {
   request: ChargeRequest;
@@ -294,10 +273,6 @@ interface Batcher {
   readonly retryEveryMs: number;
   readonly maxInFlight: number;
   readonly queueTimeoutMs: number;
-  readonly answerWithinMs: number;
-  readonly reachableWithinMs: number;
-  /** The probe of the database in progress, shared by every statement that went unanswered meanwhile. */
-  probing: Promise<boolean> | null;
   /** Calls of the group being gathered, sent together groupWaitMs after the first (or at the end of its turn). */
   pending: PendingCall[];
   readonly groupWaitMs: number;
@@ -307,22 +282,24 @@ interface Batcher {
   readonly waiting: { group: PendingCall[]; since: number }[];
 }
 
-/** Tries resolveAttempt until it answers or `until` passes (then undefined). */
+/**
+ * Tries resolveAttempt until it answers or `until` passes (then undefined). `orUntilKnownDown`:
+ * also give up as soon as the database is known to be unreachable (the link watch refused the
+ * try, src/db/link-watch.ts): waiting callers are then answered at once, not at `until`.
+ */
 async function resolveUntil(
   b: Batcher,
   attemptId: string,
   requests: ChargeRequest[],
   until: number,
   every = b.retryEveryMs,
+  orUntilKnownDown = false,
 ): Promise<ChargeResult[] | null | undefined> {
   for (;;) {
     try {
-      return await answeredWithin(
-        resolveAttempt(b.handle, attemptId, requests),
-        Math.max(1, Math.min(b.answerWithinMs, until - Date.now())),
-      );
+      return await resolveAttempt(b.handle, attemptId, requests);
     } catch {
-      if (Date.now() + every > until) return undefined;
+      if (Date.now() + every > until || (orUntilKnownDown && b.handle.link().down)) return undefined;
       await sleep(every);
     }
   }
@@ -369,7 +346,7 @@ const refuse = (group: PendingCall[], err: unknown) => {
 async function afterFailure(b: Batcher, group: PendingCall[], attemptId: string, err: unknown): Promise<void> {
   if (certainlyNotCommitted(err)) return refuse(group, err);
   const requests = group.map((g) => g.request);
-  const results = await resolveUntil(b, attemptId, requests, Date.now() + b.resolveWithinMs);
+  const results = await resolveUntil(b, attemptId, requests, Date.now() + b.resolveWithinMs, b.retryEveryMs, true);
   if (results) return answer(group, results);
   refuse(group, err);
   if (results === undefined) {
@@ -383,45 +360,6 @@ async function afterFailure(b: Batcher, group: PendingCall[], attemptId: string,
   }
 }
 
-function databaseReachable(b: Batcher): Promise<boolean> {
-  b.probing ??= b.handle.reachable(b.reachableWithinMs).finally(() => {
-    b.probing = null;
-  });
-  return b.probing;
-}
-
-/**
- * The statement's answer, however long a database that still answers takes to give it (a row
- * lock held by an admin adjustment or another charge of the account). Replacing the pool there
- * would answer 503 for a charge that was only slow, destroy every other query of the old pool,
- * and leave the blocked backend running on the server. Only when the database also fails a
- * probe on a fresh connection is the network taken for cut: the pool is replaced and the
- * statement fails with ChargeUnanswered, to be resolved through its fence.
- */
-async function answeredWhileReachable<T>(
-  b: Batcher,
-  statement: Promise<T>,
-  attemptId: string,
-  calls: number,
-): Promise<T> {
-  for (;;) {
-    try {
-      return await answeredWithin(statement, b.answerWithinMs);
-    } catch (err) {
-      if (!(err instanceof ChargeUnanswered)) throw err;
-    }
-    if (await databaseReachable(b)) continue;
-    b.log?.warn(
-      { attemptId, calls, answerWithinMs: b.answerWithinMs },
-      "charge statement unanswered and the database unreachable; replacing the database connections",
-    );
-    b.handle.abandonConnections();
-    throw new ChargeUnanswered(
-      `the database did not answer within ${b.answerWithinMs} ms, nor a probe on a fresh connection`,
-    );
-  }
-}
-
 function send(b: Batcher, group: PendingCall[]): void {
   b.inFlight++;
   const attemptId = uuidV7();
@@ -429,16 +367,11 @@ function send(b: Batcher, group: PendingCall[]): void {
     b.inFlight--;
     sendWaiting(b);
   };
-  answeredWhileReachable(
-    b,
-    chargeBatch(
-      b.handle,
-      group.map((g) => g.request),
-      b.limits,
-      attemptId,
-    ),
+  chargeBatch(
+    b.handle,
+    group.map((g) => g.request),
+    b.limits,
     attemptId,
-    group.length,
   ).then(
     (results) => {
       done();
@@ -508,9 +441,6 @@ export function createChargeBatcher(handle: DbHandle, limits: Limits, options: B
     retryEveryMs: options.retryEveryMs ?? 250,
     maxInFlight: options.maxInFlight ?? 8,
     queueTimeoutMs: options.queueTimeoutMs ?? 5_000,
-    answerWithinMs: options.answerWithinMs ?? 5_000,
-    reachableWithinMs: options.reachableWithinMs ?? 2_000,
-    probing: null,
     pending: [],
     groupWaitMs: options.groupWaitMs ?? 0,
     scheduled: false,

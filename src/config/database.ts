@@ -11,6 +11,7 @@ export const databaseEnv = {
   DB_POOL_SIZE: wholeNumber(10, 1, 500),
   CHARGE_GROUP_WAIT_MS: wholeNumber(5, 0, 1000),
   CHARGE_RESOLVE_MS: wholeNumber(10_000, 1, 600_000),
+  DB_SILENCE_MS: wholeNumber(5_000, 100, 60_000),
 };
 
 /** The database's settings. */
@@ -27,5 +28,11 @@ export function databaseConfig(env: Parsed<typeof databaseEnv>) {
      * committed (ms); past it the call is answered 503 and the charge is settled in the background.
      */
     chargeResolveMs: env.CHARGE_RESOLVE_MS,
+    /**
+     * How long a database connection may wait for an answer while the database says nothing at
+     * all before the database is probed on a fresh connection (2 s more); a failed probe takes
+     * the link for down and every query is answered 503 at once until it answers again (ms).
+     */
+    dbSilenceMs: env.DB_SILENCE_MS,
   };
 }

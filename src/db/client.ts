@@ -8,9 +8,11 @@ import { mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { SQL } from "drizzle-orm";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
+import type { Logger } from "pino";
 import { backoffMs } from "../retry.ts";
+import type { LinkState } from "./link-watch.ts";
 import { pgliteOptions } from "./pglite-setup.ts";
-import { openRepairedPool, type PostgresClient } from "./postgres-js-repairs.ts";
+import { openRepairedPool, type PostgresClient, type SilenceBounds } from "./postgres-js-repairs.ts";
 import * as schema from "./schema.ts";
 
 /** Any Drizzle Postgres database over our schema, whichever driver is behind it. */
@@ -35,17 +37,12 @@ export interface DbHandle {
   /** Subscribes to a NOTIFY channel (other processes on the same database). */
   listen(channel: string, onPayload: (payload: string) => void): Promise<void>;
   /**
-   * Moves new queries to fresh connections and destroys the old ones after a grace (postgres.js;
-   * nothing to do on PGlite). For a caller that got no answer in time: a network that drops
-   * packets silently never fails a connection, so its queries would wait forever.
+   * Whether the database is known to be unreachable (a connection waited `silenceMs` for an
+   * answer, the database said nothing meanwhile and failed a probe on a fresh connection; see
+   * link-watch.ts), and the watch's counts. While down every query fails at once with
+   * DatabaseUnreachable. Never down on PGlite.
    */
-  abandonConnections(): void;
-  /**
-   * Whether the database answers `SELECT 1` on a fresh connection within `withinMs` (always
-   * true on PGlite). Tells a cut network from a slow statement when the pool's own connections,
-   * all possibly busy or cut, cannot.
-   */
-  reachable(withinMs: number): Promise<boolean>;
+  link(): LinkState;
   close(): Promise<void>;
 }
 
@@ -55,6 +52,15 @@ export interface DbOptions {
   /** PGlite data directory, or "memory://" for a throwaway in-memory database. */
   readonly dataDir: string;
   readonly poolSize?: number;
+  /**
+   * postgres.js only: how long a connection may wait for an answer while the database says
+   * nothing at all before it is probed on a fresh connection (default 5 s; DB_SILENCE_MS).
+   */
+  readonly silenceMs?: number;
+  /** How long that probe may take before the link is taken for down (default 2 s). */
+  readonly probeWithinMs?: number;
+  /** Where the link watch says that the database went away and came back. */
+  readonly logger?: Logger;
   /**
    * PGlite only: a data directory tarball (PGlite's dumpDataDir) a new database starts from
    * instead of the freshly initialised one; the tests start each file from one already migrated.
@@ -68,32 +74,44 @@ export function resultRows<T>(result: unknown): T[] {
   return Array.isArray(withRows.rows) ? withRows.rows : Array.from(result as Iterable<T>);
 }
 
+/** DB_SILENCE_MS's default: see docs/decisions.md, "A host cut off from its database". */
+export const DEFAULT_SILENCE_MS = 5_000;
+const DEFAULT_PROBE_WITHIN_MS = 2_000;
+
 export const migrationsFolder = fileURLToPath(new URL("./migrations", import.meta.url));
 
 /** Opens (but does not migrate) the database described by the options. */
 export async function openDb(options: DbOptions): Promise<DbHandle> {
-  if (options.databaseUrl) return openPostgres(options.databaseUrl, options.poolSize ?? 10);
+  if (options.databaseUrl)
+    return openPostgres(options.databaseUrl, options.poolSize ?? 10, {
+      silenceMs: options.silenceMs ?? DEFAULT_SILENCE_MS,
+      probeWithinMs: options.probeWithinMs ?? DEFAULT_PROBE_WITHIN_MS,
+      ...(options.logger ? { logger: options.logger } : {}),
+    });
   return openPglite(options.dataDir, options.startFrom);
 }
 
-async function openPostgres(url: string, poolSize: number): Promise<DbHandle> {
+async function openPostgres(url: string, poolSize: number, bounds: SilenceBounds): Promise<DbHandle> {
   const { default: postgres } = await import("postgres");
   const { drizzle } = await import("drizzle-orm/postgres-js");
-  const pool = await openRepairedPool((socket) =>
-    postgres(url, {
-      max: poolSize,
-      onnotice: () => {},
-      // Connection errors surface as rejected queries (mapped to 503), never as crashes.
-      connect_timeout: 10,
-      idle_timeout: 60,
-      // Pause before reconnecting after a failed connection: 0.1, 0.2, 0.4, 0.8, then 1 s. The
-      // driver's default grows with every failure of any pool connection up to 20 s, so after an
-      // outage of a few seconds the process kept callers waiting (and failing) for up to 20 s
-      // more although the database was back (found by test/reliability/db-faults.test.ts).
-      backoff: (retries: number) => backoffMs(retries + 1, 50, 1000, "none") / 1000,
-      // A documented option missing from the driver's type declarations.
-      ...({ socket } as object),
-    }),
+  const pool = await openRepairedPool(
+    (socket, refusing) =>
+      postgres(url, {
+        max: poolSize,
+        onnotice: () => {},
+        // Connection errors surface as rejected queries (mapped to 503), never as crashes.
+        connect_timeout: 10,
+        idle_timeout: 60,
+        // Pause before reconnecting after a failed connection: 0.1, 0.2, 0.4, 0.8, then 1 s. The
+        // driver's default grows with every failure of any pool connection up to 20 s, so after an
+        // outage of a few seconds the process kept callers waiting (and failing) for up to 20 s
+        // more although the database was back (found by test/reliability/db-faults.test.ts).
+        // The refusing client (the link is down) fails its queries one after another at once.
+        backoff: refusing ? () => 0 : (retries: number) => backoffMs(retries + 1, 50, 1000, "none") / 1000,
+        // A documented option missing from the driver's type declarations.
+        ...({ socket } as object),
+      }),
+    bounds,
   );
   // One Drizzle database per pool (the pool changes after a fault; see postgres-js-repairs.ts).
   const databases = new WeakMap<PostgresClient, Database>();
@@ -120,8 +138,7 @@ async function openPostgres(url: string, poolSize: number): Promise<DbHandle> {
       return Array.from(result) as T[];
     },
     listen: (channel, onPayload) => pool.listen(channel, onPayload),
-    abandonConnections: () => pool.replace(),
-    reachable: (withinMs) => pool.reachable(withinMs),
+    link: () => pool.link(),
     close: () => pool.close(),
   };
 }
@@ -146,8 +163,7 @@ async function openPglite(dataDir: string, startFrom: Blob | undefined): Promise
     async listen(channel, onPayload) {
       await client.listen(channel, onPayload);
     },
-    abandonConnections: () => {},
-    reachable: async () => true,
+    link: () => ({ down: false, probes: 0, cuts: 0 }),
     async close() {
       await client.close();
     },

@@ -15,7 +15,9 @@
  *    connection fetch).
  */
 import net from "node:net";
+import type { Logger } from "pino";
 import type postgres from "postgres";
+import { DatabaseUnreachable, type LinkState, type SocketReports, watchLink } from "./link-watch.ts";
 
 /** A postgres.js client (a pool of connections). */
 export type PostgresClient = ReturnType<typeof postgres>;
@@ -45,6 +47,7 @@ export type SocketFactory = (options: { host: string[]; port: number[]; path?: s
 export function faultReportingSocket(
   options: { host: string[]; port: number[]; path?: string | false },
   onFault: () => void,
+  reports?: SocketReports,
 ): net.Socket {
   const socket = new net.Socket();
   const emit = socket.emit as (this: net.Socket, event: string | symbol, ...args: unknown[]) => boolean;
@@ -66,7 +69,9 @@ export function faultReportingSocket(
         if (!wrote && !closed) onFault();
       });
     }
+    if (event === "data") reports?.heard(socket);
     if (event === "close") {
+      reports?.closed(socket);
       closed = true;
       if (connected && (held !== null || !endedByDriver)) onFault();
       if (held !== null) emit.call(this, "error", held);
@@ -82,6 +87,7 @@ export function faultReportingSocket(
   const end = socket.end;
   socket.write = function (this: net.Socket, ...args: unknown[]) {
     wrote = true;
+    reports?.sent(socket);
     return (write as (...a: unknown[]) => boolean).apply(this, args);
   } as typeof socket.write;
   socket.end = function (this: net.Socket, ...args: unknown[]) {
@@ -123,26 +129,24 @@ const RETIRED_POOL_GRACE_S = 5;
 
 /** A postgres.js pool that replaces itself after a fault (see the module comment). */
 export interface RepairedPool {
-  /** The pool new queries go to (it changes after a fault). */
+  /** The pool new queries go to (it changes after a fault, and refuses every query while the link is down). */
   current(): PostgresClient;
   /** LISTEN on the current pool and on every pool that replaces it. */
   listen(channel: string, onPayload: (payload: string) => void): Promise<void>;
-  /** Replaces the pool as after a fault: for connections that stopped answering without failing. */
-  replace(): void;
-  /** Whether a fresh connection, outside the pool, gets an answer to `SELECT 1` within `withinMs`. */
-  reachable(withinMs: number): Promise<boolean>;
+  /** Whether the database is known to be unreachable, and how often it was probed and found down. */
+  link(): LinkState;
   /** Ends the current pool and waits (briefly) for replaced ones. */
   close(): Promise<void>;
 }
 
+/** Opens a postgres.js client over the given socket factory; `refusing`: one whose sockets all fail at once. */
+export type OpenClient = (socket: SocketFactory, refusing: boolean) => PostgresClient;
+
 /**
  * A client of its own for the probe, destroyed after it whatever the outcome (a cut network never fails its connect).
  */
-async function answersOnFreshConnection(
-  open: (socket: SocketFactory) => PostgresClient,
-  withinMs: number,
-): Promise<boolean> {
-  const probe = open((options) => faultReportingSocket(options, () => {}));
+async function answersOnFreshConnection(open: OpenClient, withinMs: number): Promise<boolean> {
+  const probe = open((options) => faultReportingSocket(options, () => {}), false);
   stopFetchingTypes(probe);
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<boolean>((resolve) => (timer = setTimeout(resolve, withinMs, false)));
@@ -161,20 +165,60 @@ async function answersOnFreshConnection(
 }
 
 /**
+ * The socket of a connection to a database known to be unreachable: it fails on the next turn
+ * of the event loop, so the query waiting for it is refused at once (DatabaseUnreachable)
+ * instead of waiting for a connect that a silent network never completes or refuses.
+ */
+function refusedSocket(): net.Socket {
+  const socket = new net.Socket();
+  socket.write = (() => true) as typeof socket.write;
+  setImmediate(() => socket.destroy(new DatabaseUnreachable("the database is unreachable; the query was not sent")));
+  return socket;
+}
+
+/** How long a connection may wait for an answer while the database says nothing, and the probe's bound. */
+export interface SilenceBounds {
+  readonly silenceMs: number;
+  readonly probeWithinMs: number;
+  readonly logger?: Logger;
+}
+
+/**
  * Opens a pool through `open` (which must pass the given socket factory as postgres.js's
  * `socket` option) and connects it once, so it learns the array types before any query that
- * sends arrays; a database that cannot be reached fails the open (callers retry).
+ * sends arrays; a database that cannot be reached fails the open (callers retry). The pool's
+ * sockets report to a link watch (link-watch.ts): while the link is down, queries go to a
+ * client whose connections all fail at once.
  */
-export async function openRepairedPool(open: (socket: SocketFactory) => PostgresClient): Promise<RepairedPool> {
+export async function openRepairedPool(open: OpenClient, bounds: SilenceBounds): Promise<RepairedPool> {
   const listeners: Array<[string, (payload: string) => void]> = [];
   let closing = false;
   /** Replaced pools still finishing their queries (awaited by close()). */
   const retiring = new Set<Promise<void>>();
   let replacedAt = 0;
   let replaceTimer: NodeJS.Timeout | null = null;
+  // Replaced on the way down (the old connections are destroyed) and on the way up, so that the
+  // listeners subscribe again over a link that works.
+  const watch = watchLink({
+    ...bounds,
+    probe: (withinMs) => answersOnFreshConnection(open, withinMs),
+    onDown: () => onFault(current),
+    onUp: () => onFault(current),
+  });
   const openPool = (): PostgresClient => {
-    const client: PostgresClient = open((options) => faultReportingSocket(options, () => onFault(client)));
+    const client: PostgresClient = open(
+      (options) => (watch.down ? refusedSocket() : faultReportingSocket(options, () => onFault(client), watch)),
+      false,
+    );
     return client;
+  };
+  let refusing: PostgresClient | null = null;
+  const refusingClient = (): PostgresClient => {
+    if (refusing === null) {
+      refusing = open(refusedSocket, true);
+      stopFetchingTypes(refusing);
+    }
+    return refusing;
   };
   let current = openPool();
   // New queries go to a fresh pool; the old one finishes (or, after the grace, fails) its own.
@@ -203,25 +247,27 @@ export async function openRepairedPool(open: (socket: SocketFactory) => Postgres
     // types are known now; replacement pools are seeded with them and do not fetch either.
     stopFetchingTypes(current);
   } catch (err) {
+    watch.close();
     await current.end({ timeout: 0 }).catch(() => {});
     throw err;
   }
   return {
-    current: () => current,
-    replace: () => onFault(current),
-    reachable: (withinMs) => answersOnFreshConnection(open, withinMs),
+    current: () => (watch.down ? refusingClient() : current),
+    link: () => watch.state(),
     async listen(channel, onPayload) {
       listeners.push([channel, onPayload]);
       await current.listen(channel, onPayload);
     },
     async close() {
       closing = true;
+      watch.close();
       if (replaceTimer !== null) clearTimeout(replaceTimer);
       // By now the callers are answered or gone (the listeners closed first): a query still
       // running belongs to none of them, so shutdown waits for it 1 s, not 5 (found by the
       // SIGTERM test in test/reliability/process-faults.test.ts: 10 s grace + 5 s = 15 s).
       await Promise.all([
         current.end({ timeout: 1 }),
+        refusing?.end({ timeout: 0 }),
         Promise.race([Promise.all(retiring), new Promise((r) => setTimeout(r, 1_000).unref())]),
       ]);
     },

@@ -34,7 +34,13 @@ export async function openDbWithRetry(config: Config, logger: Logger, signal?: A
   for (let failures = 1; ; failures++) {
     let handle: DbHandle | null = null;
     try {
-      handle = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.dbPoolSize });
+      handle = await openDb({
+        databaseUrl: config.databaseUrl,
+        dataDir: config.dataDir,
+        poolSize: config.dbPoolSize,
+        silenceMs: config.dbSilenceMs,
+        logger,
+      });
       await migrateDb(handle);
       return handle;
     } catch (err) {

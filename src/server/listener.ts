@@ -9,6 +9,7 @@ import http2 from "node:http2";
 import net from "node:net";
 import { answerClientError, answerStreamTimeout } from "./http-errors.ts";
 import type { RequestHandler } from "./request-handler.ts";
+import { requestIdOf } from "./request-scope.ts";
 
 export interface ListenerOptions {
   /** Largest header block accepted (HTTP/1.1 answers 431 above it, HTTP/2 resets the stream). */
@@ -203,8 +204,7 @@ function limitRequestTime(
   requestTimeoutMs: number,
 ): void {
   const timer = setTimeout(() => {
-    if (!stream.destroyed && !stream.readableEnded)
-      answerStreamTimeout(stream, String(res.getHeader("x-request-id") ?? ""));
+    if (!stream.destroyed && !stream.readableEnded) answerStreamTimeout(stream, requestIdOf(res) ?? "");
   }, requestTimeoutMs);
   const done = () => clearTimeout(timer);
   stream.once("end", done);

@@ -12,6 +12,37 @@ import { type RequestContext, runInRequest } from "../request-context.ts";
 import type { RequestHandler } from "./request-handler.ts";
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+const REQUEST_ID_HEADER = "x-request-id";
+
+type Response = Parameters<RequestHandler>[1];
+/** Where a response keeps the id it will send (read by writeHeadWithRequestId). */
+const RESPONSE_ID = Symbol("x-request-id");
+type IdentifiedResponse = Response & { [RESPONSE_ID]?: string };
+type WriteHead = (this: Response, status: number, ...rest: unknown[]) => Response;
+
+/** The id this response will send (or has sent) in x-request-id; undefined outside a request scope. */
+export function requestIdOf(res: Response): string | undefined {
+  return (res as IdentifiedResponse)[RESPONSE_ID];
+}
+
+/**
+ * The response's writeHead with x-request-id among the headers. Setting the id with setHeader
+ * before the head would cost every answer Node's slow path: once any header has been set,
+ * writeHead sends each header of its object through setHeader too (a validation, a lower-cased
+ * copy and a pair array each), where a head given as one object is written from it directly. So
+ * the id joins the object when there is one; a head without an object (an implicit head, or
+ * raw header arrays) gets it through setHeader as before.
+ */
+function writeHeadWithRequestId(this: IdentifiedResponse, status: number, reason?: unknown, headers?: unknown) {
+  const writeHead = (Object.getPrototypeOf(this) as { writeHead: WriteHead }).writeHead;
+  const given = typeof reason === "string" ? headers : reason;
+  const id = this[RESPONSE_ID]!;
+  let sent = given;
+  if (given !== null && typeof given === "object" && !Array.isArray(given)) {
+    if (!(REQUEST_ID_HEADER in given)) sent = { ...given, [REQUEST_ID_HEADER]: id };
+  } else if (!this.hasHeader(REQUEST_ID_HEADER)) this.setHeader(REQUEST_ID_HEADER, id);
+  return typeof reason === "string" ? writeHead.call(this, status, reason, sent) : writeHead.call(this, status, sent);
+}
 
 export interface RequestScopeOptions {
   readonly logger: Logger;
@@ -34,7 +65,8 @@ export function withRequestScope(handler: RequestHandler, options: RequestScopeO
       typeof given === "string" && REQUEST_ID.test(given) && !given.toLowerCase().includes(API_KEY_PREFIX)
         ? given
         : randomUUID();
-    res.setHeader("x-request-id", reqId);
+    (res as IdentifiedResponse)[RESPONSE_ID] = reqId;
+    (res as { writeHead: unknown }).writeHead = writeHeadWithRequestId;
     const context: RequestContext = { reqId, peer: peerOf(req, options.trustProxy) };
     const started = process.hrtime.bigint();
     res.once("close", () => {

@@ -44,7 +44,7 @@ interface RestRoute {
   readonly parameters: ReadonlySet<string>;
 }
 
-/** Abort reason for a finished request: a constant, so no DOMException (and stack) per call. */
+/** Abort reason for a caller gone before its answer: a constant, so no DOMException (and stack) per call. */
 const REQUEST_DONE = Object.freeze({ done: true });
 
 /**
@@ -52,7 +52,7 @@ const REQUEST_DONE = Object.freeze({ done: true });
  * per-call extras that REST never uses (a deadline controller, listeners linking its controller
  * to the shutdown signal, a copy of the request's Headers, two object copies); the trailer,
  * which REST does not send, is made only if a handler touches it. Its signal aborts when the
- * caller goes away (or the call is done) and, through `abortAll`, on shutdown.
+ * caller goes away before the call is done and, through the calls in flight, on shutdown.
  */
 class RestContext implements HandlerContext {
   readonly protocolName = "rest";
@@ -240,7 +240,12 @@ export function createRestHandler(services: readonly RestService[], logger: Logg
     const ctx = new RestContext(route, url.toString(), requestHeader);
     if (shutdownSignal?.aborted) ctx.abort(shutdownSignal.reason);
     else live.add(ctx);
-    res.once("close", () => ctx.abort(REQUEST_DONE));
+    // The caller going away aborts a call still running; one that has answered has nothing to
+    // stop (nothing listens to its signal then), and an abort dispatches an Event.
+    let running = true;
+    res.once("close", () => {
+      if (running) ctx.abort(REQUEST_DONE);
+    });
     try {
       // Only REST sees parameter names: one it does not read (a misspelt `symbol=`) is ignored,
       // as the contract says, and named in x-signals-warnings (sent with a 200 only: an error's
@@ -261,6 +266,7 @@ export function createRestHandler(services: readonly RestService[], logger: Logg
         sendError(res, code, err instanceof ConnectError ? err.rawMessage : undefined, headers);
       }
     } finally {
+      running = false;
       live.delete(ctx);
     }
     return true;

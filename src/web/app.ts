@@ -7,6 +7,7 @@
 
 import { getRequestListener } from "@hono/node-server";
 import { Hono } from "hono";
+import { isDatabaseUnavailable } from "../db/connection-errors.ts";
 import { errorSummary } from "../logger.ts";
 import { renderMessagePage } from "./auth-pages.ts";
 import type { WebRequest, WebResponse } from "./http.ts";
@@ -61,6 +62,18 @@ export function createWebApp(deps: WebDeps, fallbacks: Pick<WebFallbacks, "notFo
   app.notFound(() => fallbacks.notFound());
   app.onError((err, c) => {
     deps.logger.error({ err: errorSummary(err), path: c.req.path }, "web page failed");
+    // The database out of reach is not a broken page: say so, and when to try again.
+    if (isDatabaseUnavailable(err))
+      return kit.page(
+        c,
+        503,
+        renderMessagePage(
+          kit.publicCtx,
+          "Temporarily unavailable",
+          "This page needs data we cannot reach right now. Nothing was changed. Try again in a moment.",
+        ),
+        { "retry-after": "5", "x-error-code": "unavailable" },
+      );
     return kit.page(
       c,
       500,

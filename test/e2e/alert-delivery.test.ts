@@ -25,6 +25,7 @@ import {
 } from "../support/fake-telegram.ts";
 import { structureBreak } from "../support/structure-break.ts";
 import { createTestClock, startTestServer, type TestServer } from "../support/test-server.ts";
+import { EVENT_WAIT_MS } from "../support/waits.ts";
 
 const H = 3_600_000;
 const { history, breaker } = structureBreak(Date.UTC(2026, 10, 12));
@@ -81,7 +82,11 @@ async function outboxRows(db: DbHandle, where: { eventId?: string; accountId?: n
 }
 
 /** Polls `check` until it returns a value (not null), or fails with `what` after timeoutMs. */
-async function until<T>(check: () => Promise<T | null> | T | null, what: string, timeoutMs = 15_000): Promise<T> {
+async function until<T>(
+  check: () => Promise<T | null> | T | null,
+  what: string,
+  timeoutMs = EVENT_WAIT_MS,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
@@ -455,7 +460,7 @@ describe("giving up", () => {
         })),
       );
       const { eventId } = await liveBreak(server, "GA", "2001");
-      const row = await finishedRow(server.db.handle, eventId, 20_000);
+      const row = await finishedRow(server.db.handle, eventId);
       expect(row.sent_ms).toBeNull();
       expect(row.failed_ms).not.toBeNull();
       expect(row.lease_ms).toBeNull();

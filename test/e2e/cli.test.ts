@@ -23,6 +23,7 @@ import {
 } from "../support/processes.ts";
 import { waitFor } from "../support/reliability.ts";
 import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
+import { EVENT_WAIT_MS } from "../support/waits.ts";
 
 const KEY_PATTERN = /^sig_live_[0-9A-Za-z]{36}$/;
 
@@ -181,7 +182,11 @@ describe(`signals CLI (${usingPostgres ? "Postgres" : "embedded PGlite"})`, () =
         // server's stdout pipe, which may deliver it a moment after the CLI has its answer.
         const logged = (line: Record<string, unknown>) =>
           line.msg === "account created" && line.accountId === created.account_id && line.plan === "founding_seat";
-        await waitFor(() => server.logs().some(logged) || null, 5_000, "the server's 'account created' log line");
+        await waitFor(
+          () => server.logs().some(logged) || null,
+          EVENT_WAIT_MS,
+          "the server's 'account created' log line",
+        );
       }
       expect(await callRest(server, created.api_key as string)).toMatchObject({
         status: 200,

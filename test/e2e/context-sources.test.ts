@@ -18,6 +18,7 @@ import { type FakeFred, startFakeFred } from "../support/fake-fred.ts";
 import { atom, type FakeNews, jsonFeed, rss, startFakeNews } from "../support/fake-news.ts";
 import { waitFor as pollUntil } from "../support/reliability.ts";
 import { createTestClock, INTERNAL_TOKEN, startTestServer, type TestServer } from "../support/test-server.ts";
+import { EVENT_WAIT_MS } from "../support/waits.ts";
 
 const NOW = Date.parse("2026-11-15T04:00:00Z");
 const MIN = 60_000;
@@ -161,7 +162,7 @@ const MARKETS: CoinGeckoMarket[] = [
 ];
 
 /** Polls until `check` holds (test/support's waitFor), naming the sources' statuses when it times out. */
-const waitFor = (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000) =>
+const waitFor = (what: string, check: () => boolean | Promise<boolean>, timeoutMs = EVENT_WAIT_MS) =>
   pollUntil(check, timeoutMs, () => `${what}: ${JSON.stringify(sources?.statuses())}`, 20);
 
 const status = (name: string) => sources.statuses().find((s) => s.name === name)!;
@@ -228,7 +229,7 @@ beforeAll(async () => {
       status("macro").lastSuccessMs !== null &&
       status("fundamentals").lastErrorMs !== null,
   );
-}, 60_000);
+});
 
 afterAll(async () => {
   await sources?.stop();

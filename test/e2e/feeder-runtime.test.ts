@@ -8,6 +8,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { childEnv, NODE_BIN, PROJECT_ROOT } from "../support/processes.ts";
 import { waitFor } from "../support/reliability.ts";
+import { PROCESS_WAIT_MS } from "../support/waits.ts";
 
 const cmdline = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
 
@@ -35,7 +36,11 @@ describe.runIf(existsSync("/proc/self/cmdline"))("signals feed runtime", () => {
     children.push(child);
     let out = "";
     child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
-    await waitFor(() => out.includes("could not load the exchange's markets"), 20_000, "the feeder's first log line");
+    await waitFor(
+      () => out.includes("could not load the exchange's markets"),
+      PROCESS_WAIT_MS,
+      "the feeder's first log line",
+    );
     expect(child.exitCode).toBeNull();
     return cmdline(child.pid!);
   }

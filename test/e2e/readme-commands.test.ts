@@ -11,7 +11,7 @@
  * against a local fake Binance, the Telegram and Stripe starts against their local fakes.
  */
 import { execFileSync, spawn } from "node:child_process";
-import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it, onTestFinished } from "vitest";
@@ -47,7 +47,10 @@ function projectCopy(): string {
   }
   // Hard links: seconds instead of a minute of copying. `npm install` replaces files rather than
   // writing into them, except its own records, which are copied so the original stays as it is.
-  execFileSync("cp", ["-al", path.join(PROJECT_ROOT, "node_modules"), path.join(copy, "node_modules")]);
+  // The directory itself, not a symbolic link to it (a git worktree's node_modules often is one):
+  // cp -a copies a link as a link, `npm install` replaces that "non-directory" with a fresh install,
+  // which in the namespace without a network never ends, and `npm start` is never ready.
+  execFileSync("cp", ["-al", realpathSync(path.join(PROJECT_ROOT, "node_modules")), path.join(copy, "node_modules")]);
   for (const own of ["node_modules/.package-lock.json", "node_modules/.cache"]) {
     const target = path.join(copy, own);
     rmSync(target, { recursive: true, force: true });

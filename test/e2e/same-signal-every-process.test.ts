@@ -28,6 +28,7 @@ import { waitFor } from "../support/reliability.ts";
 import { seededNormal } from "../support/seeded-random.ts";
 import { connectionOwners } from "../support/socket-owners.ts";
 import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
+import { EVENT_WAIT_MS } from "../support/waits.ts";
 
 const M15 = 15 * 60_000;
 const INTERNAL_TOKEN = "same-signal-internal-token-22";
@@ -230,7 +231,7 @@ describe.runIf(usingPostgres)(
           BigInt(COINS.length),
         );
         // The step's alerts are all at the Bot API (and their checks started) once the outbox is empty.
-        await waitFor(undelivered, 20_000, `the alerts of step ${i}`, 5);
+        await waitFor(undelivered, EVENT_WAIT_MS, `the alerts of step ${i}`, 5);
         await Promise.all(checks.splice(0));
         if ((i - HISTORY) % 50 === 0)
           console.log(

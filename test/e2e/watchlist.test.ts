@@ -2,11 +2,11 @@
  * The live watchlist (/watch) with two server processes' worth of servers on one database: a
  * lead (the engine writer, fed here) and a follower (server/cluster.ts's second worker, which
  * only follows the market through NOTIFY). A member's stream on the follower sees a pushed
- * close within 2 s, its cells equal the paid API's entries at that moment (on the same
+ * close on the lead's notice, its cells equal the paid API's entries at that moment (on the same
  * process), the view costs no Token, a second stream of the same session replaces the first,
  * the list is bounded and remembered, and a plan without the API gets no stream. Then the same
  * with WORKERS=2 (one port, two worker processes, Postgres): streams held by both workers see
- * the close the lead was pushed within 2 s.
+ * the close the lead was pushed on its notice, well before their heartbeat.
  */
 import http from "node:http";
 import { create } from "@bufbuild/protobuf";
@@ -240,7 +240,7 @@ describe.runIf(usingPostgres)("live watchlist with WORKERS=2", () => {
     sessionManager.abort();
   }
 
-  it("streams on both workers see a close pushed to the lead within 2 s", async () => {
+  it("streams on both workers see a close pushed to the lead on its notice (well before their heartbeat)", async () => {
     const admin = createClient(
       AdminService,
       createConnectTransport({ baseUrl: server.internalUrl, httpVersion: "1.1", interceptors: [bearer] }),
@@ -251,25 +251,31 @@ describe.runIf(usingPostgres)("live watchlist with WORKERS=2", () => {
     await push(history);
 
     // One session per stream (a session holds one stream); new connections until both workers hold some.
-    const streams: Array<{ reader: EventReader; localPort: number; close: () => void }> = [];
+    const streams: Array<{ reader: EventReader; localPort: number; close: () => void; heardAt: number }> = [];
     const owners = new Set<number>();
     for (let i = 0; i < 40 && owners.size < 2; i++) {
       const { token } = await createSession(db, accountId, Date.now(), 3_600_000);
       const stream = await openRawStream(`${server.baseUrl}/watch/stream`, `sid=${token}`);
       expect((await stream.reader.next("cells"))!.cells[0]).toMatchObject({ symbol: COIN, ok: true });
-      streams.push(stream);
+      streams.push({ ...stream, heardAt: performance.now() });
       const byPort = await connectionOwners(server.port, server.workerPids);
       owners.clear();
       for (const s of streams) if (byPort.has(s.localPort)) owners.add(byPort.get(s.localPort)!);
     }
     expect(owners).toEqual(new Set(server.workerPids));
 
-    const pushed = performance.now();
+    // As on the follower above: each stream, having sent its cells, reads again on its own only
+    // WATCH_HEARTBEAT_MS later, so an update it sends well within that of its cells came from the
+    // lead's notice, however slowly a loaded machine carried it ("within 2 s of the push" was a
+    // guess of the machine's speed).
     await push([breaker]);
-    const updates = await Promise.all(streams.map((s) => s.reader.next("cells")));
-    expect(performance.now() - pushed).toBeLessThan(2_000);
-    for (const update of updates)
-      expect(update!.cells[0]).toMatchObject({ symbol: COIN, price: breaker.close, signal: "LONG" });
+    const updates = await Promise.all(
+      streams.map(async (s) => ({ cells: (await s.reader.next("cells"))!.cells, ms: performance.now() - s.heardAt })),
+    );
+    for (const update of updates) {
+      expect(update.ms).toBeLessThan(WATCH_HEARTBEAT_MS / 2);
+      expect(update.cells[0]).toMatchObject({ symbol: COIN, price: breaker.close, signal: "LONG" });
+    }
     for (const s of streams) s.close();
   }, 120_000);
 });

@@ -28,6 +28,7 @@ import { awayFromMytMidnight, waitFor } from "../support/reliability.ts";
 import { connectionOwners } from "../support/socket-owners.ts";
 import { structureBreak } from "../support/structure-break.ts";
 import { createPostgresDatabase, usingPostgres } from "../support/test-db.ts";
+import { EVENT_WAIT_MS } from "../support/waits.ts";
 import { WebClient } from "../support/web-client.ts";
 
 const H = 3_600_000;
@@ -183,7 +184,7 @@ describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on on
       "live",
       COINS.map((symbol) => ({ symbol, candle: breaker })),
     );
-    await telegram.waitForDelivered(COINS.length, 20_000);
+    await telegram.waitForDelivered(COINS.length, EVENT_WAIT_MS);
     // Time for a second delivery worker (if there were one) to send anything again.
     await sleep(3_000);
     expect(telegram.received.map((m) => m.eventId).sort()).toEqual(
@@ -264,7 +265,7 @@ describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on on
         process.kill(pid, "SIGKILL");
         await waitFor(
           () => restarted().length === n,
-          30_000,
+          EVENT_WAIT_MS,
           () => `restart ${n}; logs: ${JSON.stringify(server.logs().slice(-5))}`,
         );
       }

@@ -312,10 +312,12 @@ describe.runIf(usingPostgres)("a charge whose connection breaks before its answe
   let viaProxy: DbHandle;
   let admin: ReturnType<typeof adminSql>;
   let proxy: TcpProxy;
+  let databaseUrl: string;
 
   beforeAll(async () => {
     const database = await createPostgresDatabase();
     drop = database.drop;
+    databaseUrl = database.url;
     direct = await openDb({ databaseUrl: database.url, dataDir: "memory://", poolSize: 2 });
     const { migrateDb } = await import("../../src/db/client.ts");
     await migrateDb(direct);
@@ -372,39 +374,34 @@ describe.runIf(usingPostgres)("a charge whose connection breaks before its answe
   }
 
   it(
-    "slow but answering (a row lock held past answerWithinMs): the caller " +
-      "gets its real answer, charged once, and the pool is kept",
+    "slow but answering (a row lock held past DB_SILENCE_MS): the caller " +
+      "gets its real answer, charged once, and the link is never taken for down",
     async () => {
       const { accountId, keyHash, before } = await setup();
-      let probes = 0;
-      let abandoned = 0;
-      const watched: DbHandle = {
-        ...viaProxy,
-        reachable: (withinMs) => {
-          probes++;
-          return viaProxy.reachable(withinMs);
-        },
-        abandonConnections: () => void abandoned++,
-      };
-      const charge = createChargeBatcher(watched, limits, {
-        answerWithinMs: 100,
-        resolveWithinMs: 10_000,
-        retryEveryMs: 50,
+      // A pool of its own with a short silence bound: the link watch probes the database
+      // (src/db/link-watch.ts) each time the blocked statement has waited that long in silence.
+      const watched = await openDb({
+        databaseUrl: withApplicationName(proxy.urlFor(databaseUrl), SUT),
+        dataDir: "memory://",
+        poolSize: 2,
+        silenceMs: 100,
       });
+      const charge = createChargeBatcher(watched, limits, { resolveWithinMs: 10_000, retryEveryMs: 50 });
       const lock = await lockAccount(accountId);
       let result: ChargeResult | undefined;
       try {
         const call = charge(keyHash, Date.now());
         await blockedOnLock();
         // Three times past the bound, each time with the database answering a fresh connection.
-        await waitFor(() => probes >= 3, EVENT_WAIT_MS, "three probes of the database");
+        await waitFor(() => watched.link().probes >= 3, EVENT_WAIT_MS, "three probes of the database");
         await lock.release();
         result = await call;
       } finally {
         await lock.release();
+        await watched.close();
       }
       expect(result).toMatchObject({ outcome: "ok", accountId, tokensLeft: before - 1 });
-      expect(abandoned).toBe(0);
+      expect(watched.link()).toMatchObject({ down: false, cuts: 0 });
       const check = await ledgerCheck(direct, accountId);
       expect(check.charges).toBe(1);
       expect(ledgerBalances(check)).toBe(true);

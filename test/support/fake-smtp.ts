@@ -7,6 +7,7 @@
 import { type ParsedMail, simpleParser } from "mailparser";
 import { SMTPServer } from "smtp-server";
 import { waitFor } from "./reliability.ts";
+import { EVENT_WAIT_MS } from "./waits.ts";
 
 export interface FakeSmtp {
   /** smtp://user:password@127.0.0.1:port, for SMTP_URL. */
@@ -53,7 +54,7 @@ export async function startFakeSmtp(): Promise<FakeSmtp> {
     messages,
     countTo,
     async mailTo(to, skip = 0) {
-      await waitFor(() => countTo(to) > skip, 10_000, `mail number ${skip + 1} to ${to}`);
+      await waitFor(() => countTo(to) > skip, EVENT_WAIT_MS, `mail number ${skip + 1} to ${to}`);
       return messages.filter((m) => recipients(m).includes(to.toLowerCase()))[skip]!;
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),

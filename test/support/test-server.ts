@@ -50,7 +50,8 @@ export interface TestServer {
     email?: string;
     subscriptionUntil?: Date;
   }): Promise<{ accountId: number; apiKey: string }>;
-  close(): Promise<void>;
+  /** Stops the server (in-flight calls get `graceMs`, 1 s unless given) and drops its own database. */
+  close(graceMs?: number): Promise<void>;
 }
 
 let emailCounter = 0;
@@ -122,8 +123,8 @@ export async function startTestServer(
       );
       return { accountId: summary.accountId, apiKey };
     },
-    async close() {
-      await server.stop(1000);
+    async close(graceMs = 1000) {
+      await server.stop(graceMs);
       if (!options.db) await db.drop();
     },
   };

@@ -18,6 +18,7 @@ import { chromiumAvailable, launchChromium } from "../support/browser.ts";
 import { FAKE_BOT_TOKEN, type FakeTelegram, startFakeTelegram, webhookPost } from "../support/fake-telegram.ts";
 import { waitFor } from "../support/reliability.ts";
 import { createTestClock, startTestServer, type TestServer } from "../support/test-server.ts";
+import { EVENT_WAIT_MS } from "../support/waits.ts";
 import { csrfTokenOf, WebClient } from "../support/web-client.ts";
 
 declare const document: any;
@@ -142,7 +143,7 @@ describe.skipIf(!chromiumAvailable)("Connect Telegram in one tap (getUpdates pol
     expect(reply!.text).toBe(START_REPLIES.unknown);
     expect(await boundChat(server, accountId)).toBe(String(CHAT));
     // The poller confirmed both updates to Telegram (offset past them).
-    await waitFor(() => telegram.pendingUpdates.length === 0 || null, 5000, "confirmed updates");
+    await waitFor(() => telegram.pendingUpdates.length === 0 || null, EVENT_WAIT_MS, "confirmed updates");
   });
 
   it("keeps the connected chat when coins are saved with the chat id left empty", async () => {
@@ -234,7 +235,7 @@ describe.skipIf(!chromiumAvailable)("Connect Telegram in one tap (getUpdates pol
     server.clock.advance(CONNECT_TOKEN_TTL_MS);
     const late = 717171;
     telegram.injectMessage(late, `/start ${second}`);
-    await waitFor(() => (messagesTo(telegram, late).length > 0 ? true : null), 5000, "the expiry reply");
+    await waitFor(() => (messagesTo(telegram, late).length > 0 ? true : null), EVENT_WAIT_MS, "the expiry reply");
     expect(messagesTo(telegram, late)[0]!.text).toBe(START_REPLIES.expired);
     expect(await boundChat(server, accountId)).toBeNull();
     await page.reload();
@@ -245,7 +246,11 @@ describe.skipIf(!chromiumAvailable)("Connect Telegram in one tap (getUpdates pol
     const stranger = 818181;
     telegram.injectMessage(stranger, "hello bot");
     telegram.injectMessage(stranger, "/start");
-    await waitFor(() => (messagesTo(telegram, stranger).length > 0 ? true : null), 5000, "the reply to /start");
+    await waitFor(
+      () => (messagesTo(telegram, stranger).length > 0 ? true : null),
+      EVENT_WAIT_MS,
+      "the reply to /start",
+    );
     expect(messagesTo(telegram, stranger).map((m) => m.text)).toEqual([START_REPLIES.noToken]);
   });
 

@@ -18,6 +18,7 @@ import { chromiumAvailable, launchChromium, RESULTS_DIR } from "../support/brows
 import { awayFromMytMidnight, waitFor } from "../support/reliability.ts";
 import { usingPostgres } from "../support/test-db.ts";
 import { createTestClock, INTERNAL_TOKEN, startTestServer, type TestServer } from "../support/test-server.ts";
+import { EVENT_WAIT_MS } from "../support/waits.ts";
 
 declare const document: any;
 declare const getComputedStyle: any;
@@ -296,7 +297,7 @@ describe.skipIf(!chromiumAvailable)("usage over time and key facts on the accoun
         await page.reload();
         return (await page.locator("#key-last-used").textContent())!.startsWith(time);
       };
-      await waitFor(() => lastUsedShows(first), 10_000, "the first last-used time", 250);
+      await waitFor(() => lastUsedShows(first), EVENT_WAIT_MS, "the first last-used time", 250);
 
       // 50 calls, ten minutes later: the time moves, and the calls made no write each.
       server.clock.advance(10 * 60_000);
@@ -307,7 +308,7 @@ describe.skipIf(!chromiumAvailable)("usage over time and key facts on the accoun
       const callsMs = Date.now() - started;
       const later = formatMyt(server.clock());
       expect(later).not.toBe(first);
-      await waitFor(() => lastUsedShows(later), 10_000, "the moved last-used time", 250);
+      await waitFor(() => lastUsedShows(later), EVENT_WAIT_MS, "the moved last-used time", 250);
       const after = await lastUsedMetrics();
       // One row write per window at most: the 50 calls span at most this many windows.
       const windows = Math.ceil(callsMs / WINDOW_MS) + 1;

@@ -148,6 +148,7 @@ const READ: Record<string, (p: Parsed) => unknown> = {
   DB_POOL_SIZE: (p) => p.server.dbPoolSize,
   CHARGE_GROUP_WAIT_MS: (p) => p.server.chargeGroupWaitMs,
   CHARGE_RESOLVE_MS: (p) => p.server.chargeResolveMs,
+  DB_SILENCE_MS: (p) => p.server.dbSilenceMs,
   WORKERS: (p) => p.server.workers,
   DAILY_CAP: (p) => p.server.limits.dailyCap,
   MONTHLY_GRANT: (p) => p.server.limits.monthlyGrant,
