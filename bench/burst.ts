@@ -15,7 +15,11 @@
  * - to each alert's arrival at the Bot API, where the API is read at once for that series (on
  *   shared keep-alive connections; `--fresh-reads`: a fresh one each): its `signal_id` must be
  *   the alert's event;
- * - the paid calls' throughput over the burst against the quiet seconds before it (same run);
+ * - every billed call the server answered per second (the closed loop's, the readers' and the
+ *   alert checks', and the ledger's count beside it) over the burst window, against the last quiet
+ *   seconds before it with the same callers: the readers (Readers) call as closed loops from the
+ *   quiet to the end of the burst window, which is counted once it is over;
+ * - with BENCH_BURST_TRACE, per 100 ms around each close: the calls answered and each process's CPU;
  * - each server process's RSS holding 400 × 5 once the run is quiet.
  *
  * Prints each figure beside its target and exits non-zero on a miss. Needs ../shared/data/candles
@@ -234,6 +238,8 @@ interface Measuring {
 class Readers {
   /** Set at the close. */
   measuring: Measuring | null = null;
+  /** Answer times of the pinned connections' billed calls, per worker (the trace shows which worker slowed). */
+  readonly pinnedAnswers = new Map<number, number[]>();
   /** Reads not answered 200 outside the measurement (its own are counted in the boundary). */
   failed = 0;
   private over = false;
@@ -288,6 +294,12 @@ class Readers {
     await this.running;
   }
 
+  private answeredBy(pid: number): number[] {
+    const list = this.pinnedAnswers.get(pid) ?? [];
+    this.pinnedAnswers.set(pid, list);
+    return list;
+  }
+
   /** A prime stride: successive reads go to coins far apart. */
   private static next(queries: readonly string[], turn: number): string {
     return queries[(turn * 7_919) % queries.length]!;
@@ -306,6 +318,7 @@ class Readers {
           continue;
         }
         this.billed.push(read.at);
+        this.answeredBy(connection.pid).push(read.at);
         for (const entry of (JSON.parse(read.body) as { signals: Entry[] }).signals) {
           const seen = m.boundary.answered.get(entry.symbol);
           if (seen && !seen.has(connection.pid) && entry.price !== undefined && m.after.has(entry.symbol, entry.price))
@@ -314,8 +327,10 @@ class Readers {
         continue;
       }
       const read = await readPinned(connection, Readers.next(calls, turn), this.key);
-      if (read.status === 200) this.billed.push(read.at);
-      else this.failed++;
+      if (read.status === 200) {
+        this.billed.push(read.at);
+        this.answeredBy(connection.pid).push(read.at);
+      } else this.failed++;
       if (read.status === -1) break;
     }
     // A connection the server closed no longer tells its worker: it measures nothing more.
@@ -506,6 +521,7 @@ async function chargesBetween(sql: postgres.Sql, from: number, to: number): Prom
 function traceBurst(
   buckets: readonly ClosedLoopBucket[],
   billed: readonly number[],
+  pinnedAnswers: ReadonlyMap<number, readonly number[]>,
   cpu: CpuSampler,
   from: number,
   to: number,
@@ -513,10 +529,14 @@ function traceBurst(
   for (let t = from; t < to; t += 100) {
     const loop = rateBetween(buckets, t, t + 100).ok;
     const reads = billed.filter((at) => at > t && at <= t + 100).length;
+    const perWorker = [...pinnedAnswers.values()].map((list) => list.filter((at) => at > t && at <= t + 100).length);
     const used = Object.entries(cpu.between(t, t + 100))
       .map(([group, s]) => `${group.split(" ")[0]} ${Math.round(s * 1000)}`)
       .join(", ");
-    console.error(`[burst trace] +${t - from - 1_000} ms: closed loop ${loop}, readers ${reads}; CPU ms ${used}`);
+    console.error(
+      `[burst trace] +${t - from - 1_000} ms: closed loop ${loop}, readers ${reads} ` +
+        `(pinned, per worker: ${perWorker.join("/")}); CPU ms ${used}`,
+    );
   }
 }
 
@@ -695,6 +715,7 @@ export async function benchBurst(): Promise<string> {
 
       // Reads until every worker has answered every measured coin's new close.
       let burstEnd = boundary.closeAt + TARGET_MS;
+      let pinnedAnswers = new Map<number, number[]>();
       const ticking = setInterval(() => {
         fake.tick();
         after.addForming(bases);
@@ -718,6 +739,7 @@ export async function benchBurst(): Promise<string> {
         clearInterval(ticking);
         await readers.stop();
         if (readers.failed > 0) boundary.readsFailed["readers' other calls"] = readers.failed;
+        pinnedAnswers = readers.pinnedAnswers;
         readers = null;
         for (const connection of pinned) connection.agent.destroy();
       }
@@ -753,7 +775,11 @@ export async function benchBurst(): Promise<string> {
         quietSeconds: seconds(quietWindow),
         burstSeconds: seconds(burstWindow),
       };
-      if (process.env.BENCH_BURST_TRACE) traceBurst(load.buckets, billed, cpu, boundary.closeAt - 1_000, burstEnd);
+      if (process.env.BENCH_BURST_TRACE) {
+        // Lead first, as the workers are listed.
+        const byWorker = new Map(server.workerPids.map((pid) => [pid, pinnedAnswers.get(pid) ?? []]));
+        traceBurst(load.buckets, billed, byWorker, cpu, boundary.closeAt - 1_000, burstEnd);
+      }
       results.push(boundary);
       before = after;
       console.error(

@@ -8,7 +8,7 @@
  *
  * What must hold: every 200 is charged and every charge answered (the ledger's charges equal the
  * client's 200s); a host cut off from the database answers 503 `unavailable` to every kind of
- * request that needs it (plain and idempotent paid calls, a free endpoint, a page) within
+ * request that needs it (plain and idempotent paid calls, gRPC, a free endpoint, a page) within
  * DB_SILENCE_MS and its probe, at once once it knows, never a 200 it could not charge; an
  * idempotent call cut off is retried after the link returns and gets one answer and one charge;
  * and after the link returns the host never answers older than the market it missed;
@@ -21,11 +21,13 @@
  */
 import http from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
-import { createClient, type Interceptor } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
+import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { AdminService } from "../../gen/signals/v1/admin_pb.js";
+import { SignalsService } from "../../gen/signals/v1/signals_pb.js";
 import { hashToken, newToken } from "../../src/one-time-token.ts";
 import { type FakeExchange, startFakeExchange } from "../support/fake-exchange.ts";
 import { FAKE_BOT_TOKEN, type FakeTelegram, startFakeTelegram } from "../support/fake-telegram.ts";
@@ -56,10 +58,10 @@ const REQUEST_TIMEOUT_S = 30;
 const DB_SILENCE_MS = 5_000;
 /** What the test allows for the first answers after the cut: the bound above, with room for a loaded machine. */
 const CUT_ANSWER_LIMIT_MS = (REQUEST_TIMEOUT_S * 1000) / 2;
-/** The kinds of request B's callers send: each needs the database. */
-const KINDS = ["paid", "idempotent", "free", "page"] as const;
+/** The kinds of request B's callers send: each needs the database ("grpc": a plain paid call over gRPC). */
+const KINDS = ["paid", "idempotent", "free", "page", "grpc"] as const;
 type Kind = (typeof KINDS)[number];
-const PATHS: Record<Kind, string> = {
+const PATHS: Record<Exclude<Kind, "grpc">, string> = {
   paid: `/api/v1/signals?symbols=${COINS.join(",")}&tf=1h`,
   idempotent: `/api/v1/signals?symbols=${COINS.join(",")}&tf=1h`,
   free: "/api/v1/movers?tf=1h",
@@ -265,6 +267,8 @@ describe.skipIf(skipReason !== null)(
       // B's idempotent caller (and its member page), and B's free-endpoint caller.
       const gamma = await admin.createAccount({ email: "gamma@example.test", plan: "node" });
       const delta = await admin.createAccount({ email: "delta@example.test", plan: "node" });
+      // B's gRPC caller.
+      const epsilon = await admin.createAccount({ email: "epsilon@example.test", plan: "node" });
       const gammaSession = newToken();
       await sql`INSERT INTO web_sessions (token_hash, account_id, csrf_secret, expires_at)
         VALUES (${hashToken(gammaSession)}, ${Number(gamma.account!.accountId)}, ${newToken()},
@@ -353,7 +357,7 @@ describe.skipIf(skipReason !== null)(
       let job = 0;
       const request = async (
         host: "a" | "b",
-        kind: Kind,
+        kind: Exclude<Kind, "grpc">,
         headers: Record<string, string>,
         agent: http.Agent,
       ): Promise<Call> => {
@@ -466,6 +470,43 @@ describe.skipIf(skipReason !== null)(
         }
         agent.destroy();
       };
+      /** gRPC: UNAVAILABLE with the ErrorInfo `unavailable` is noted as a 503 with that error. */
+      const grpcCallerOfB = async () => {
+        const client = createClient(SignalsService, createGrpcTransport({ baseUrl: servers.get("b")!.baseUrl }));
+        while (!stopping) {
+          const startedAt = Date.now();
+          const sent = { host: "b" as const, kind: "grpc" as const, startedAt };
+          inFlight.add(sent);
+          const answer: Call = {
+            host: "b",
+            kind: "grpc",
+            status: 200,
+            startedAt,
+            endedAt: 0,
+            price: null,
+            replayed: false,
+            error: null,
+            message: null,
+          };
+          try {
+            const r = await client.getSignals(
+              { symbols: COINS.join(","), tf: "1h" },
+              { headers: { "x-api-key": epsilon.apiKey }, timeoutMs: (REQUEST_TIMEOUT_S + 10) * 1000 },
+            );
+            answer.price = r.signals[0]?.price ?? null;
+          } catch (e) {
+            const err = ConnectError.from(e);
+            answer.status = err.code === Code.Unavailable ? 503 : null;
+            answer.error = err.findDetails(ErrorInfoSchema)[0]?.reason ?? `${Code[err.code]} ${err.rawMessage}`;
+            answer.message = err.rawMessage;
+          } finally {
+            answer.endedAt = Date.now();
+            inFlight.delete(sent);
+          }
+          calls.push(answer);
+          await afterRefusal(answer);
+        }
+      };
       const pageCallerOfB = async () => {
         const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
         while (!stopping) {
@@ -481,6 +522,7 @@ describe.skipIf(skipReason !== null)(
         idempotentCallerOfB(),
         freeCallerOfB(),
         pageCallerOfB(),
+        grpcCallerOfB(),
       ]);
 
       try {
@@ -699,11 +741,17 @@ describe.skipIf(skipReason !== null)(
         alpha: { charged: await charges(alpha.account!.accountId), answered200: jobsOk.length },
         beta: { charged: await charges(beta.account!.accountId), answered200: betaOk },
         gamma: { charged: await charges(gamma.account!.accountId), jobsAnswered: jobsOfB.length },
+        epsilon: {
+          charged: await charges(epsilon.account!.accountId),
+          answered200: bCalls.filter((c) => c.kind === "grpc" && c.status === 200).length,
+        },
       };
       // One charge per idempotent job of B, however many tries it took; the test's page and free
       // calls of gamma and delta charge nothing.
       expect(await charges(gamma.account!.accountId)).toBe(jobsOfB.length);
       expect(await charges(delta.account!.accountId)).toBe(0);
+      const grpcOk = bCalls.filter((c) => c.kind === "grpc" && c.status === 200).length;
+      expect(await charges(epsilon.account!.accountId)).toBe(grpcOk);
       expect(await charges(beta.account!.accountId)).toBe(betaOk);
       expect(await charges(alpha.account!.accountId)).toBe(jobsOk.length);
 
