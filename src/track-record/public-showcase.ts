@@ -5,13 +5,11 @@
  * live record, pooled over its series exactly as /track-record shows them (real data only,
  * after its costs). Never a current signal; a demo coin's example says it is one.
  */
-import { eq } from "drizzle-orm";
+import { sql } from "drizzle-orm";
+import { ENDED_SIGNAL_DELAY_MS } from "../accounts/entitlement.ts";
 import type { DbHandle } from "../db/client.ts";
-import { signalEvents } from "../db/schema.ts";
-import { TIMEFRAME_MS, type Timeframe } from "../market/timeframes.ts";
+import { TIMEFRAME_MS, TIMEFRAMES, type Timeframe } from "../market/timeframes.ts";
 import { BILLING_TEXT, PLAN_NAME } from "../signals/service.ts";
-import type { ChartData } from "./chart-data.ts";
-import { endedHistoryOf } from "./ended-history.ts";
 import type { LiveRecordView } from "./live-record-data.ts";
 
 /** The series the example prefers (the API's default timeframe and first default coin). */
@@ -45,11 +43,6 @@ export interface Headline {
   readonly to: number | null;
 }
 
-/** Every series as the public sees it (ended signals only), in the cache's order. */
-export function publicViews(all: readonly ChartData[], now: number): ChartData[] {
-  return all.map((data) => endedHistoryOf(data, now).data);
-}
-
 /** The pooled headline of the public live record (as /track-record shows it to everyone). */
 export function headlineOf(record: LiveRecordView): Headline {
   const traded = record.series.filter((v) => v.live.trades.length > 0);
@@ -66,35 +59,69 @@ export function headlineOf(record: LiveRecordView): Headline {
   };
 }
 
+/** The newest ended signal of one series (as its ended-signals view, track-record/ended-history.ts, shows it). */
+interface EndedSignal {
+  symbol: string;
+  tf: Timeframe;
+  demo: boolean;
+  signal: string;
+  price: number;
+  defense: number | null;
+  atr_pct: number | null;
+  candle_open_time: number;
+}
+
+/**
+ * Per series of every coin (its base timeframe and the ones built from it), in the chart
+ * index's order (symbol, then timeframe): the last signal a viewer without current access sees,
+ * the last one before the signal that was in force ENDED_SIGNAL_DELAY_MS ago (endedHistoryUntil).
+ * Two index reads per series in the store, rather than every series' chart data in memory.
+ */
+async function endedSignals(handle: DbHandle, now: number): Promise<EndedSignal[]> {
+  const horizon = now - ENDED_SIGNAL_DELAY_MS;
+  const timeframeMs = sql.raw(TIMEFRAMES.map((tf) => `('${tf}', ${TIMEFRAME_MS[tf]}::bigint)`).join(", "));
+  return handle.rows<EndedSignal>(sql`
+    SELECT c.symbol, t.tf, c.demo, ev.signal, ev.price, ev.defense, ev.atr_pct,
+           ev.candle_open_time::float8 AS candle_open_time
+    FROM coins c
+    JOIN (VALUES ${timeframeMs}) AS b(tf, ms) ON b.tf = c.base_tf
+    JOIN (VALUES ${timeframeMs}) AS t(tf, ms) ON t.ms >= b.ms
+    CROSS JOIN LATERAL (
+      SELECT max(e.candle_open_time) AS open_time FROM signal_events e
+      WHERE e.symbol = c.symbol AND e.tf = t.tf AND e.candle_open_time + t.ms <= ${horizon}
+    ) in_force
+    CROSS JOIN LATERAL (
+      SELECT e.signal, e.price, e.defense, e.atr_pct, e.candle_open_time FROM signal_events e
+      WHERE e.symbol = c.symbol AND e.tf = t.tf AND e.candle_open_time < in_force.open_time
+      ORDER BY e.candle_open_time DESC, e.seq DESC LIMIT 1
+    ) ev
+    ORDER BY c.symbol, t.ms`);
+}
+
 /**
  * The API's answer for one coin as it stood at the close that set the newest ended signal of
  * the preferred series (or of any series with one). `arming` is null: forming setups of the past
  * are not stored. Null when no series has an ended signal yet.
  */
-export async function exampleAnswer(handle: DbHandle, views: readonly ChartData[]): Promise<ExampleAnswer | null> {
+export async function exampleAnswer(handle: DbHandle, now: number): Promise<ExampleAnswer | null> {
   // Real data first: a demo coin is the example only on a server that holds nothing else.
-  const withEvents = views.filter((v) => v.events.length > 0).sort((a, b) => Number(a.demo) - Number(b.demo));
+  const withEvents = (await endedSignals(handle, now)).sort((a, b) => Number(a.demo) - Number(b.demo));
   const chosen =
     PREFERRED.map((p) => withEvents.find((v) => v.symbol === p.symbol && v.tf === p.tf && !v.demo)).find(
       (v) => v !== undefined,
     ) ?? withEvents[0];
   if (!chosen) return null;
-  const event = chosen.events.at(-1)!;
-  const [row] = await handle.db
-    .select({ atrPct: signalEvents.atrPct })
-    .from(signalEvents)
-    .where(eq(signalEvents.id, event.id));
-  const asOf = event.candleOpenTime + TIMEFRAME_MS[chosen.tf];
+  const asOf = Number(chosen.candle_open_time) + TIMEFRAME_MS[chosen.tf];
   const entry = {
     symbol: chosen.symbol,
     tf: chosen.tf,
     ok: true,
-    price: event.price,
-    signal: event.signal,
+    price: Number(chosen.price),
+    signal: chosen.signal,
     confirmed: true,
-    defense: event.defense,
+    defense: chosen.defense === null ? null : Number(chosen.defense),
     arming: null,
-    atr_pct: row?.atrPct === null || row?.atrPct === undefined ? null : Number(row.atrPct),
+    atr_pct: chosen.atr_pct === null ? null : Number(chosen.atr_pct),
     // As the API marks a demo coin's entry.
     ...(chosen.demo ? { demo: true } : {}),
   };

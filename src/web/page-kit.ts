@@ -8,6 +8,7 @@ import { DEFAULT_HASH_GATE, HashGate } from "../accounts/sign-in/hash-gate.ts";
 import { PlanPrices } from "../payments/plan-prices.ts";
 import { createStripeClient } from "../payments/stripe-client.ts";
 import { ChartDataCache } from "../track-record/chart-data.ts";
+import { LiveRecordCache } from "../track-record/live-record-data.ts";
 import { loadAssets } from "./assets.ts";
 import { type QueuedHash, withHashPlace } from "./attempt-refusals.ts";
 import { type PageContext, renderMessagePage } from "./auth-pages.ts";
@@ -61,8 +62,10 @@ export function createPageKit(deps: WebDeps) {
     deps,
     assets,
     publicCtx,
-    /** One computed copy per coin and timeframe, shared by the chart pages and /track-record. */
+    /** One computed copy per coin and timeframe a chart page has shown. */
     chartData: new ChartDataCache(db, deps.onTrackRecordComputed),
+    /** The live record's inputs, one copy for the landing page's headline and /track-record. */
+    liveRecord: new LiveRecordCache(db),
     ...createSales(deps),
     nodeRequest,
     ...cookies,

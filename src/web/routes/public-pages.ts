@@ -6,8 +6,7 @@
  * record (real data only).
  */
 import { Hono } from "hono";
-import { LiveRecordCache } from "../../track-record/live-record-data.ts";
-import { exampleAnswer, headlineOf, publicViews } from "../../track-record/public-showcase.ts";
+import { exampleAnswer, headlineOf } from "../../track-record/public-showcase.ts";
 import { renderGettingStartedPage } from "../getting-started-page.ts";
 import { renderLandingPage } from "../landing-page.ts";
 import { methodNotAllowed, type PageKit, type WebContext, type WebEnv } from "../page-kit.ts";
@@ -17,15 +16,13 @@ import { renderPricingPage } from "../pricing-page.ts";
 export function publicPageRoutes(kit: PageKit): Hono<WebEnv> {
   const { db, clock, config } = kit.deps;
   const app = new Hono<WebEnv>();
-  const liveRecord = new LiveRecordCache(db);
   const ctxOf = (c: WebContext) => c.get("signed")?.ctx ?? kit.publicCtx;
 
   app.get("/", kit.session, async (c) => {
     const now = clock();
-    const views = publicViews(await kit.chartData.all(), now);
     const view = {
-      example: await exampleAnswer(db, views),
-      headline: headlineOf(await liveRecord.get(now)),
+      example: await exampleAnswer(db, now),
+      headline: headlineOf(await kit.liveRecord.get(now)),
       offer: await kit.offer(),
     };
     return kit.page(c, 200, renderLandingPage(ctxOf(c), view));

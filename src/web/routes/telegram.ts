@@ -12,7 +12,7 @@ import { secretsEqual } from "../../accounts/api-key.ts";
 import { addressAndEmailBudgets, type ThrottlePolicy, throttleKeys } from "../../accounts/attempt-throttle.ts";
 import { entitlement, viewerOf } from "../../accounts/entitlement.ts";
 import { getAlertSettings } from "../../alerts/settings.ts";
-import { createTelegramSender, type MessageSender } from "../../alerts/telegram.ts";
+import type { MessageSender, TelegramOptions } from "../../alerts/telegram.ts";
 import { connectLink, createConnectToken, disconnectChat } from "../../alerts/telegram-connect.ts";
 import { handleUpdate, parseUpdate } from "../../alerts/telegram-updates.ts";
 import { type ErrorCode, errorBodyOf } from "../../errors.ts";
@@ -70,13 +70,31 @@ export function telegramView(kit: PageKit, signed: Signed, testResult: TelegramT
   };
 }
 
+/**
+ * The Bot API sender, loaded with its HTTP client (undici) on the first message: a server
+ * process that serves pages but sends no test alert or webhook reply never holds them
+ * (bench/README.md, "Each worker holding 400 × 5").
+ */
+function senderOnFirstUse(options: TelegramOptions): MessageSender {
+  let sender: Promise<MessageSender> | null = null;
+  const loading = () =>
+    import("../../alerts/telegram.ts").then(
+      ({ createTelegramSender }) => createTelegramSender(options),
+      (err: unknown) => {
+        sender = null;
+        throw err;
+      },
+    );
+  return { send: async (chatId, text) => (await (sender ??= loading())).send(chatId, text) };
+}
+
 /** Routes of `/account/telegram/*` and `/webhooks/telegram`. */
 export function telegramRoutes(kit: PageKit): Hono<WebEnv> {
   const { alerts } = kit.deps.config;
   const sender =
     alerts.telegramBotToken === null
       ? null
-      : createTelegramSender({
+      : senderOnFirstUse({
           apiBase: alerts.telegramApiBase,
           botToken: alerts.telegramBotToken,
           timeoutMs: alerts.sendTimeoutMs,

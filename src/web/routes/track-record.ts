@@ -10,7 +10,6 @@ import { Hono } from "hono";
 import { mytDay } from "../../clock.ts";
 import { errorSummary } from "../../logger.ts";
 import { chainLogPages, chainLogStream, DailyHeadsCache } from "../../track-record/event-log.ts";
-import { LiveRecordCache } from "../../track-record/live-record-data.ts";
 import { methodNotAllowed, type PageKit, type WebEnv } from "../page-kit.ts";
 import { renderTrackRecordPage } from "../track-record-page.ts";
 
@@ -18,14 +17,13 @@ import { renderTrackRecordPage } from "../track-record-page.ts";
 export function trackRecordRoutes(kit: PageKit): Hono<WebEnv> {
   const { db, clock, logger } = kit.deps;
   const app = new Hono<WebEnv>();
-  const liveRecord = new LiveRecordCache(db);
   const heads = new DailyHeadsCache(db);
   app.get("/track-record", kit.session, async (c) => {
     const signed = c.get("signed");
     const now = clock();
     // A public page is the same for everyone, so it never shows a current signal (entitlement.ts,
     // `track_record`): every series stands as it was before the signal in force 24 hours ago.
-    const [view, days] = await Promise.all([liveRecord.get(now), heads.get()]);
+    const [view, days] = await Promise.all([kit.liveRecord.get(now), heads.get()]);
     return kit.page(c, 200, renderTrackRecordPage(signed?.ctx ?? kit.publicCtx, view, days));
   });
   app.all("/track-record", methodNotAllowed(kit, "GET"));

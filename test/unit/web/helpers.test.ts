@@ -12,7 +12,14 @@ import {
   sessionCsrfMatches,
   sessionCsrfToken,
 } from "../../../src/web/csrf.ts";
-import { formatDelta, formatIn, formatMyt, formatPercent, formatPrice } from "../../../src/web/format.ts";
+import {
+  formatDelta,
+  formatIn,
+  formatInteger,
+  formatMyt,
+  formatPercent,
+  formatPrice,
+} from "../../../src/web/format.ts";
 import { escapeHtml, html, jsonScript } from "../../../src/web/html.ts";
 import {
   clientAddress,
@@ -195,6 +202,27 @@ describe("formatting", () => {
     expect(formatPrice(64210.5)).toBe("64,210.50");
     expect(formatPrice(1.23456)).toBe("1.2346");
     expect(formatPrice(0.012345678)).toBe("0.01235");
+  });
+
+  it("writes numbers as Intl's en-US format does, without loading it on the pages", () => {
+    const integer = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
+    const price = (v: number) =>
+      Math.abs(v) >= 1000
+        ? v.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 })
+        : Math.abs(v) >= 1
+          ? v.toLocaleString("en-US", { maximumFractionDigits: 4 })
+          : v.toPrecision(4);
+    const values = [0, -0, 0.5, 2.5, -2.5, -0.4, 999.995, 1000.005, 28555.015, 1.00005, 9.99995, 1e20, 1e21, NaN];
+    let seed = 1;
+    for (let i = 0; i < 2_000; i++) {
+      seed = (seed * 16_807) % 2_147_483_647;
+      values.push((seed / 2_147_483_647) * 10 ** ((seed % 25) - 4) * (seed % 3 === 0 ? -1 : 1));
+      values.push(Math.round(seed / 13) / 200);
+    }
+    for (const v of values) {
+      expect(formatInteger(v), String(v)).toBe(integer.format(v));
+      expect(formatPrice(v), String(v)).toBe(price(v));
+    }
   });
 
   it("masks a key after its display prefix, and builds the chart path the alerts link to", () => {
