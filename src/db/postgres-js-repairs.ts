@@ -13,6 +13,9 @@
  *    ("malformed array literal", porsager/postgres #789, #1164), and a connection cut while
  *    fetching the types crashes the process with an unhandled rejection (#952 is the per
  *    connection fetch).
+ *
+ * The one fault these cannot reach (a ROLLBACK written to a connection closed under its
+ * transaction, inside the driver's closure) is patched at install: src/db/postgres-js-patch.ts.
  */
 import net from "node:net";
 import type { Logger } from "pino";
