@@ -62,18 +62,25 @@ export function createWebApp(deps: WebDeps, fallbacks: Pick<WebFallbacks, "notFo
   app.notFound(() => fallbacks.notFound());
   app.onError((err, c) => {
     deps.logger.error({ err: errorSummary(err), path: c.req.path }, "web page failed");
-    // The database out of reach is not a broken page: say so, and when to try again.
-    if (isDatabaseUnavailable(err))
+    // The database out of reach is not a broken page: say so, and when to try again. A form's
+    // change may have committed before the link went silent (the outcome is unknown), so only a
+    // read is told that nothing changed.
+    if (isDatabaseUnavailable(err)) {
+      const read = c.req.method === "GET" || c.req.method === "HEAD";
       return kit.page(
         c,
         503,
         renderMessagePage(
           kit.publicCtx,
           "Temporarily unavailable",
-          "This page needs data we cannot reach right now. Nothing was changed. Try again in a moment.",
+          read
+            ? "This page needs data we cannot reach right now. Nothing was changed. Try again in a moment."
+            : "We lost the connection to our data while saving, so your change may or may not have been " +
+                "saved. Reload the page in a moment to check before trying again.",
         ),
         { "retry-after": "5", "x-error-code": "unavailable" },
       );
+    }
     return kit.page(
       c,
       500,
