@@ -50,15 +50,7 @@ export function treeCpuSeconds(rootPid: number): number {
 /** CPU seconds, all and in the kernel, used so far by a process and all its descendants. */
 export function treeCpu(rootPid: number): { cpuSeconds: number; systemSeconds: number } {
   const all = allProcesses();
-  const tree = new Set([rootPid]);
-  for (let grew = true; grew; ) {
-    grew = false;
-    for (const p of all) {
-      if (tree.has(p.pid) || !tree.has(p.ppid)) continue;
-      tree.add(p.pid);
-      grew = true;
-    }
-  }
+  const tree = new Set(descendantsIn(all, rootPid));
   const members = all.filter((p) => tree.has(p.pid));
   return {
     cpuSeconds: members.reduce((sum, p) => sum + p.cpuSeconds, 0),
@@ -122,7 +114,11 @@ export function processCpuSeconds(pid: number): number | null {
 
 /** The pids of a process and its descendants now (read once: a sampler then reads only these). */
 export function descendantPids(rootPid: number): number[] {
-  const all = allProcesses();
+  return descendantsIn(allProcesses(), rootPid);
+}
+
+/** `rootPid` and every process in `all` that descends from it. */
+function descendantsIn(all: readonly ProcStat[], rootPid: number): number[] {
   const tree = new Set([rootPid]);
   for (let grew = true; grew; ) {
     grew = false;
