@@ -24,7 +24,7 @@
  * and sequential sendMessage POSTs to the fake (the floor of one delivery).
  */
 import { create } from "@bufbuild/protobuf";
-import { type Client, createClient, type Interceptor } from "@connectrpc/connect";
+import { type Client, createClient } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import postgres from "postgres";
 import { SignalEventsService } from "../gen/signals/v1/events_pb.js";
@@ -39,7 +39,7 @@ import { demoCandles } from "../src/market/demo-feed.ts";
 import type { SignalChange } from "../src/market/signal-events.ts";
 import { FAKE_BOT_TOKEN, startFakeTelegram } from "../test/support/fake-telegram.ts";
 import { machineLine } from "./api.ts";
-import { benchDatabase, startServerProcess } from "./server-process.ts";
+import { bearer, benchDatabase, startServerProcess } from "./server-process.ts";
 
 const H = 3_600_000;
 const TOKEN = "bench-internal-token-0123456789";
@@ -181,10 +181,7 @@ export async function benchAlerts(): Promise<string> {
   const sessions: Http2SessionManager[] = [];
   try {
     const internalUrl = `http://127.0.0.1:${server.internalPort}`;
-    const auth: Interceptor = (next) => (req) => {
-      req.header.set("authorization", `Bearer ${TOKEN}`);
-      return next(req);
-    };
+    const auth = bearer(TOKEN);
     const transport = () => {
       const sessionManager = new Http2SessionManager(internalUrl);
       sessions.push(sessionManager);

@@ -27,10 +27,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import http from "node:http";
-import { createClient, type Interceptor } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import postgres from "postgres";
-import { AdminService } from "../gen/signals/v1/admin_pb.js";
 import type { FakeExchange } from "../test/support/fake-exchange.ts";
 import { FAKE_BOT_TOKEN, type ReceivedMessage, startFakeTelegram } from "../test/support/fake-telegram.ts";
 import { httpGet } from "../test/support/http-load.ts";
@@ -49,7 +46,13 @@ import {
   waitForColdStart,
 } from "./feeder-process.ts";
 import { descendantPids, machineBusySeconds, postgresBackendPids, processCpuSeconds } from "./proc-cpu.ts";
-import { benchDatabase, rssMiB, type ServerProcess, startServerProcess } from "./server-process.ts";
+import {
+  benchDatabase,
+  internalAdminClient,
+  rssMiB,
+  type ServerProcess,
+  startServerProcess,
+} from "./server-process.ts";
 
 const COINS = 400;
 const MEMBERS = 100;
@@ -487,14 +490,7 @@ function startLoad(
 }
 
 async function createMembers(internalPort: number, bases: string[]): Promise<string[]> {
-  const bearer: Interceptor = (next) => (req) => {
-    req.header.set("authorization", `Bearer ${TOKEN}`);
-    return next(req);
-  };
-  const admin = createClient(
-    AdminService,
-    createConnectTransport({ baseUrl: `http://127.0.0.1:${internalPort}`, httpVersion: "1.1", interceptors: [bearer] }),
-  );
+  const admin = internalAdminClient(internalPort, TOKEN);
   const keys: string[] = [];
   for (let i = 0; i < MEMBERS; i++) {
     const created = await admin.createAccount({ email: `burst-member-${i}@example.test`, plan: "node" });

@@ -7,7 +7,10 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createWriteStream, readFileSync } from "node:fs";
+import { type Client, createClient, type Interceptor } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
 import postgres from "postgres";
+import { AdminService } from "../gen/signals/v1/admin_pb.js";
 
 const BASE_URL = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 
@@ -126,4 +129,24 @@ export async function rssMiB(pid: number): Promise<number> {
   const { readFileSync } = await import("node:fs");
   const kb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
   return kb / 1024;
+}
+
+/** Sends the internal token with every call to a server's internal listener. */
+export function bearer(token: string): Interceptor {
+  return (next) => (req) => {
+    req.header.set("authorization", `Bearer ${token}`);
+    return next(req);
+  };
+}
+
+/** An AdminService client for the internal listener on `internalPort` (HTTP/1.1, the token sent). */
+export function internalAdminClient(internalPort: number, token: string): Client<typeof AdminService> {
+  return createClient(
+    AdminService,
+    createConnectTransport({
+      baseUrl: `http://127.0.0.1:${internalPort}`,
+      httpVersion: "1.1",
+      interceptors: [bearer(token)],
+    }),
+  );
 }

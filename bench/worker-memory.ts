@@ -19,16 +19,13 @@
  */
 import { readFileSync } from "node:fs";
 import http from "node:http";
-import { createClient, type Interceptor } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
-import { AdminService } from "../gen/signals/v1/admin_pb.js";
 import type { Candle } from "../src/engine/index.ts";
 import { demoCandles } from "../src/market/demo-feed.ts";
 import { FAKE_BOT_TOKEN, type FakeTelegram, startFakeTelegram } from "../test/support/fake-telegram.ts";
 import { httpGet } from "../test/support/http-load.ts";
 import { type CoinCandle, pushClosedCandles } from "../test/support/ingest-push.ts";
 import { connectionOwners } from "../test/support/socket-owners.ts";
-import { benchDatabase, rssMiB, startServerProcess } from "./server-process.ts";
+import { benchDatabase, internalAdminClient, rssMiB, startServerProcess } from "./server-process.ts";
 
 const TOKEN = "bench-internal-token-0123456789";
 const COINS = Number(process.env.BENCH_COINS ?? 400);
@@ -121,14 +118,7 @@ function residentParts(pid: number): string {
 
 /** Members whose alerts follow every coin on 15m; their API keys. */
 async function createMembers(internalPort: number): Promise<string[]> {
-  const bearer: Interceptor = (next) => (req) => {
-    req.header.set("authorization", `Bearer ${TOKEN}`);
-    return next(req);
-  };
-  const admin = createClient(
-    AdminService,
-    createConnectTransport({ baseUrl: `http://127.0.0.1:${internalPort}`, httpVersion: "1.1", interceptors: [bearer] }),
-  );
+  const admin = internalAdminClient(internalPort, TOKEN);
   const keys: string[] = [];
   for (let first = 0; first < COINS; first += COINS_PER_MEMBER) {
     const created = await admin.createAccount({ email: `memory-member-${first}@example.test`, plan: "node" });
