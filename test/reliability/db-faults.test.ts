@@ -263,6 +263,11 @@ describe.runIf(usingPostgres)("database faults under load (one server process be
       expect(health.status).toBe(503);
       expect(await health.json()).toEqual({ ok: false, database: "unavailable" });
       await sleep(Math.max(0, downFor - (Date.now() - downSince)));
+      // The database stays away until a caller has been told so (on a loaded machine the load
+      // can send nothing that fails in the first seconds: CI saw no 503 after 2.5 s); a server
+      // that leaves its callers hanging instead fails here.
+      const told = () => load.result.rest.get("503") + load.result.grpc.get("Unavailable:unavailable");
+      await waitFor(() => told() > 0, EVENT_WAIT_MS, "a caller told 503 / UNAVAILABLE while the database is away");
       const during = { rest: load.result.rest.toObject(), grpc: load.result.grpc.toObject() };
       await proxy.accept();
       const back = Date.now();
