@@ -3,7 +3,6 @@
  * independently with Python's zlib), the legacy format still accepted, and typos refused offline.
  */
 import { describe, expect, it } from "vitest";
-import { wellFormedKeyHash } from "../../../src/accounts/api-key-guard.ts";
 import {
   API_KEY_PATTERN,
   apiKeyChecksum,
@@ -13,6 +12,7 @@ import {
   isLegacyApiKey,
   isWellFormedApiKey,
 } from "../../../src/accounts/api-key.ts";
+import { wellFormedKeyHash } from "../../../src/accounts/api-key-guard.ts";
 
 /** python3: zlib.crc32(b"sig_live_0123456789abcdefghijABCDEFGHIJ") = 0xf3249af5 → base62 "4S4AVh". */
 const VECTOR = "sig_live_0123456789abcdefghijABCDEFGHIJ4S4AVh";

@@ -13,7 +13,12 @@ import { seededUniform } from "../../support/seeded-random.ts";
 function parsed(target: string) {
   const url = requestUrl(target);
   if (url === null) return null;
-  return { pathname: url.pathname, parameters: [...url.searchParams], hasQuery: url.search !== "", href: url.toString() };
+  return {
+    pathname: url.pathname,
+    parameters: [...url.searchParams],
+    hasQuery: url.search !== "",
+    href: url.toString(),
+  };
 }
 
 /** The same, through requestTarget. */
