@@ -13,20 +13,10 @@ import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fixedSnapshot, SAMPLE_READINGS } from "../support/fixed-snapshot.ts";
 import { type LedgerCheck, ledgerBalances, ledgerCheck } from "../support/ledger.ts";
+import { waitFor } from "../support/reliability.ts";
 import { usingPostgres } from "../support/test-db.ts";
 import { startTestServer, type TestServer } from "../support/test-server.ts";
 import { EVENT_WAIT_MS } from "../support/waits.ts";
-
-/** Polls `check` until it returns a value (not undefined), or fails naming `what`. */
-async function waitFor<T>(what: string, check: () => Promise<T | undefined> | T | undefined): Promise<T> {
-  const until = Date.now() + EVENT_WAIT_MS;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error(`waited ${EVENT_WAIT_MS} ms for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe.skipIf(!usingPostgres)("a REST caller gone before its charge was sent (PostgreSQL)", () => {
   let server: TestServer;
@@ -81,12 +71,16 @@ describe.skipIf(!usingPostgres)("a REST caller gone before its charge was sent (
           )
           .on("error", reject);
       });
-      await waitFor("the holder's charge to wait on the row lock", async () => {
-        const [row] = await tx<{ n: number }[]>`
+      await waitFor(
+        async () => {
+          const [row] = await tx<{ n: number }[]>`
           SELECT count(*)::int AS n FROM pg_stat_activity
            WHERE datname = current_database() AND wait_event_type = 'Lock'`;
-        return row!.n > 0 ? true : undefined;
-      });
+          return row!.n > 0;
+        },
+        EVENT_WAIT_MS,
+        "the holder's charge to wait on the row lock",
+      );
 
       // The leaver's call reaches the charger and waits for the slot; then its caller leaves.
       const requestId = `caller-gone-${process.pid}`;
@@ -96,17 +90,19 @@ describe.skipIf(!usingPostgres)("a REST caller gone before its charge was sent (
         `GET /api/v1/signals?symbols=BTC&tf=1h HTTP/1.1\r\nHost: x\r\nx-api-key: ${leaver.apiKey}\r\n` +
           `x-request-id: ${requestId}\r\n\r\n`,
       );
-      await waitFor("the leaver's charge to queue", async () => ((await chargesInFlight()) === 2 ? true : undefined));
+      await waitFor(async () => (await chargesInFlight()) === 2, EVENT_WAIT_MS, "the leaver's charge to queue");
       socket.resetAndDestroy();
-      const line = await waitFor("the server to see the leaver gone", () =>
-        logLines.find((l) => l.reqId === requestId && l.msg === "request"),
+      const line = await waitFor(
+        () => logLines.find((l) => l.reqId === requestId && l.msg === "request"),
+        EVENT_WAIT_MS,
+        "the server to see the leaver gone",
       );
       expect(line.aborted).toBe(true);
       // Leaving the callback commits the lock's transaction: the slot frees, the queue moves.
     });
 
     expect(await holderAnswer).toBe(200);
-    await waitFor("every charge to settle", async () => ((await chargesInFlight()) === 0 ? true : undefined));
+    await waitFor(async () => (await chargesInFlight()) === 0, EVENT_WAIT_MS, "every charge to settle");
     const holderLedger = await ledgerCheck(server.db.handle, holder.accountId);
     expect(holderLedger.charges).toBe(1);
     expect(ledgerBalances(holderLedger)).toBe(true);
