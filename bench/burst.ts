@@ -701,7 +701,12 @@ export async function benchBurst(): Promise<string> {
         cpu: { quiet: {}, burst: {}, quietSeconds: 0, burstSeconds: 0 },
       };
       current = boundary;
-      console.error(`[burst] boundary ${n + 1}: every coin closes now (${boundary.closeAt})`);
+      // The monotonic clock too: a `--cpu-prof` profile's sample times are on it (BENCH_NODE_FLAGS;
+      // bench/cpu-profile-table.ts --from).
+      console.error(
+        `[burst] boundary ${n + 1}: every coin closes now (${boundary.closeAt}; monotonic ` +
+          `${process.hrtime.bigint() / 1000n} µs)`,
+      );
       fake.closeCandles();
       for (const b of bases) after.add(b, fake.closed(b).at(-1)!.close);
       after.addForming(bases);

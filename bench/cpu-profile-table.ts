@@ -7,6 +7,11 @@
  *
  * `last`: only the samples of the profile's last seconds (e.g. bench/api.ts's final open-loop
  * turn, which ends just before the server is stopped), leaving out start-up and earlier phases.
+ *
+ *   node bench/cpu-profile-table.ts <file> [top] --from <µs> --seconds <s>
+ *
+ * only the samples from a moment on the monotonic clock (`process.hrtime`, which a profile's
+ * sample times are on; bench/burst.ts prints it at each close) for that many seconds.
  */
 import { readFileSync } from "node:fs";
 
@@ -18,6 +23,8 @@ interface ProfileNode {
 
 interface Profile {
   nodes: ProfileNode[];
+  /** Monotonic clock, µs. */
+  startTime: number;
   samples: number[];
   timeDeltas: number[];
 }
@@ -51,7 +58,10 @@ function groupOf(node: ProfileNode): string {
   return ours ? `${ours[1]}/${ours[2]}` : url;
 }
 
-export function summarise(profile: Profile, top = 20, lastSeconds = Infinity): string {
+/** Samples counted: the profile's last `lastSeconds`, or from `from` (monotonic µs) for `seconds`. */
+export type SampleWindow = { lastSeconds: number } | { from: number; seconds: number };
+
+export function summarise(profile: Profile, top = 20, window: SampleWindow = { lastSeconds: Infinity }): string {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
@@ -62,10 +72,15 @@ export function summarise(profile: Profile, top = 20, lastSeconds = Infinity): s
   let idle = 0;
   const span = profile.timeDeltas.reduce((sum, us) => sum + us, 0);
   let at = 0;
+  const counted =
+    "lastSeconds" in window
+      ? (t: number) => span - t <= window.lastSeconds * 1e6
+      : (t: number) =>
+          profile.startTime + t >= window.from && profile.startTime + t <= window.from + window.seconds * 1e6;
   profile.samples.forEach((id, i) => {
     const us = profile.timeDeltas[i] ?? 0;
     at += us;
-    if (span - at > lastSeconds * 1e6) return;
+    if (!counted(at)) return;
     const node = byId.get(id)!;
     if (node.callFrame.functionName === "(idle)") {
       idle += us;
@@ -106,12 +121,21 @@ export function summarise(profile: Profile, top = 20, lastSeconds = Infinity): s
 }
 
 if (import.meta.main) {
-  const [file, top, last] = process.argv.slice(2);
+  const args = process.argv.slice(2);
+  const option = (name: string) => {
+    const i = args.indexOf(name);
+    return i < 0 ? undefined : Number(args.splice(i, 2)[1]);
+  };
+  const from = option("--from");
+  const seconds = option("--seconds");
+  const [file, top, last] = args;
   if (!file) {
-    console.error("usage: node bench/cpu-profile-table.ts <file.cpuprofile> [top]");
+    console.error(
+      "usage: node bench/cpu-profile-table.ts <file.cpuprofile> [top] [last seconds | --from µs --seconds s]",
+    );
     process.exit(2);
   }
-  console.log(
-    summarise(JSON.parse(readFileSync(file, "utf8")) as Profile, Number(top ?? 20), last ? Number(last) : Infinity),
-  );
+  const window: SampleWindow =
+    from !== undefined ? { from, seconds: seconds ?? 2 } : { lastSeconds: last ? Number(last) : Infinity };
+  console.log(summarise(JSON.parse(readFileSync(file, "utf8")) as Profile, Number(top ?? 20), window));
 }

@@ -21,6 +21,11 @@ export async function benchDatabase(): Promise<{ url: string; drop: () => Promis
   u.pathname = "/postgres";
   const admin = postgres(u.toString(), { max: 1, onnotice: () => {} });
   await admin.unsafe(`CREATE DATABASE ${name}`);
+  // Every statement in the server's log, to count what a burst sends (BENCH_PG_LOG_STATEMENTS=1),
+  // or with its duration (=duration; log_min_duration_statement 0). bench/pg-statements.ts reads it.
+  const logStatements = process.env.BENCH_PG_LOG_STATEMENTS;
+  if (logStatements === "1") await admin.unsafe(`ALTER DATABASE ${name} SET log_statement = 'all'`);
+  if (logStatements === "duration") await admin.unsafe(`ALTER DATABASE ${name} SET log_min_duration_statement = 0`);
   u.pathname = `/${name}`;
   return {
     url: u.toString(),

@@ -12,6 +12,11 @@ export const databaseEnv = {
   CHARGE_GROUP_WAIT_MS: wholeNumber(5, 0, 1000),
   CHARGE_RESOLVE_MS: wholeNumber(10_000, 1, 600_000),
   DB_SILENCE_MS: wholeNumber(5_000, 100, 60_000),
+  // Below a second it would end legitimate transactions of a loaded process between statements.
+  DB_IDLE_IN_TRANSACTION_MS: wholeNumber(15_000, 0, 3_600_000).refine(
+    (v) => v === 0 || v >= 1_000,
+    "must be 0 (not sent) or at least 1000",
+  ),
 };
 
 /** The database's settings. */
@@ -34,5 +39,11 @@ export function databaseConfig(env: Parsed<typeof databaseEnv>) {
      * the link for down and every query is answered 503 at once until it answers again (ms).
      */
     dbSilenceMs: env.DB_SILENCE_MS,
+    /**
+     * PostgreSQL ends a session of ours that stays idle inside a transaction this long, releasing
+     * its row locks: the transaction of a host cut off mid-way (ms; 0: not sent, the server's
+     * own setting applies).
+     */
+    dbIdleInTransactionMs: env.DB_IDLE_IN_TRANSACTION_MS,
   };
 }

@@ -59,6 +59,11 @@ export interface DbOptions {
   readonly silenceMs?: number;
   /** How long that probe may take before the link is taken for down (default 2 s). */
   readonly probeWithinMs?: number;
+  /**
+   * postgres.js only: PostgreSQL's idle_in_transaction_session_timeout for every connection
+   * (default 15 s; DB_IDLE_IN_TRANSACTION_MS; 0 leaves the server's own setting).
+   */
+  readonly idleInTransactionMs?: number;
   /** Where the link watch says that the database went away and came back. */
   readonly logger?: Logger;
   /**
@@ -77,21 +82,39 @@ export function resultRows<T>(result: unknown): T[] {
 /** DB_SILENCE_MS's default: see docs/decisions.md, "A host cut off from its database". */
 export const DEFAULT_SILENCE_MS = 5_000;
 const DEFAULT_PROBE_WITHIN_MS = 2_000;
+/** DB_IDLE_IN_TRANSACTION_MS's default: see docs/reliability.md, "What the tests found", 19. */
+export const DEFAULT_IDLE_IN_TRANSACTION_MS = 15_000;
+/**
+ * TCP keepalive of the pool's sockets (s): postgres.js sets 60 by default, and Node 24 (libuv)
+ * then probes every second, 10 times, so a dead idle connection is dropped 70 s after its last
+ * word; 15 s brings that to 25 s and keeps NAT and load-balancer mappings alive.
+ */
+const KEEP_ALIVE_S = 15;
 
 export const migrationsFolder = fileURLToPath(new URL("./migrations", import.meta.url));
 
 /** Opens (but does not migrate) the database described by the options. */
 export async function openDb(options: DbOptions): Promise<DbHandle> {
   if (options.databaseUrl)
-    return openPostgres(options.databaseUrl, options.poolSize ?? 10, {
-      silenceMs: options.silenceMs ?? DEFAULT_SILENCE_MS,
-      probeWithinMs: options.probeWithinMs ?? DEFAULT_PROBE_WITHIN_MS,
-      ...(options.logger ? { logger: options.logger } : {}),
-    });
+    return openPostgres(
+      options.databaseUrl,
+      options.poolSize ?? 10,
+      options.idleInTransactionMs ?? DEFAULT_IDLE_IN_TRANSACTION_MS,
+      {
+        silenceMs: options.silenceMs ?? DEFAULT_SILENCE_MS,
+        probeWithinMs: options.probeWithinMs ?? DEFAULT_PROBE_WITHIN_MS,
+        ...(options.logger ? { logger: options.logger } : {}),
+      },
+    );
   return openPglite(options.dataDir, options.startFrom);
 }
 
-async function openPostgres(url: string, poolSize: number, bounds: SilenceBounds): Promise<DbHandle> {
+async function openPostgres(
+  url: string,
+  poolSize: number,
+  idleInTransactionMs: number,
+  bounds: SilenceBounds,
+): Promise<DbHandle> {
   const { default: postgres } = await import("postgres");
   const { drizzle } = await import("drizzle-orm/postgres-js");
   const pool = await openRepairedPool(
@@ -102,6 +125,13 @@ async function openPostgres(url: string, poolSize: number, bounds: SilenceBounds
         // Connection errors surface as rejected queries (mapped to 503), never as crashes.
         connect_timeout: 10,
         idle_timeout: 60,
+        keep_alive: KEEP_ALIVE_S,
+        // A startup parameter (accepted by managed PostgreSQL; see docs/scaling.md for poolers):
+        // the backend of a transaction whose host was cut off mid-way (a silent partition) would
+        // otherwise keep its row locks until the database's kernel gives up on the socket.
+        ...(idleInTransactionMs > 0
+          ? { connection: { idle_in_transaction_session_timeout: idleInTransactionMs } }
+          : {}),
         // Pause before reconnecting after a failed connection: 0.1, 0.2, 0.4, 0.8, then 1 s. The
         // driver's default grows with every failure of any pool connection up to 20 s, so after an
         // outage of a few seconds the process kept callers waiting (and failing) for up to 20 s

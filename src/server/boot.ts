@@ -39,6 +39,7 @@ export async function openDbWithRetry(config: Config, logger: Logger, signal?: A
         dataDir: config.dataDir,
         poolSize: config.dbPoolSize,
         silenceMs: config.dbSilenceMs,
+        idleInTransactionMs: config.dbIdleInTransactionMs,
         logger,
       });
       await migrateDb(handle);

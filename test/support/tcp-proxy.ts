@@ -2,8 +2,9 @@
  * A TCP fault-injection proxy for database faults without touching the real server: the code
  * under test connects to the proxy, which forwards to the real PostgreSQL. A test can cut every
  * open connection at once (both directions reset, as when the database restarts or the network
- * drops), refuse new connections (nothing listens on the port: ECONNREFUSED, as while the
- * database is down), or accept them again.
+ * drops), silence every open connection (nothing passes either way and nothing is closed, as
+ * in a partition that drops packets), refuse new connections (nothing listens on the port:
+ * ECONNREFUSED, as while the database is down), or accept them again.
  */
 import net from "node:net";
 
@@ -14,6 +15,11 @@ export interface TcpProxy {
   urlFor(url: string): string;
   /** Resets every open connection (both sides); returns how many were cut. */
   cutAll(): number;
+  /**
+   * Stops forwarding on every open connection, both ways, and keeps both sockets open: each
+   * peer sees a live connection on which the other says nothing (new connections still pass).
+   */
+  silenceAll(): number;
   /** Stops listening: new connections are refused until accept(). */
   refuse(): Promise<void>;
   /** Listens again on the same port. */
@@ -29,7 +35,7 @@ export async function startTcpProxy(
   targetPort: number,
   listenHost = "127.0.0.1",
 ): Promise<TcpProxy> {
-  const pairs = new Set<{ client: net.Socket; upstream: net.Socket }>();
+  const pairs = new Set<{ client: net.Socket; upstream: net.Socket; silenced: boolean }>();
   let accepted = 0;
   let cut = 0;
   const server = net.createServer((client) => {
@@ -38,9 +44,11 @@ export async function startTcpProxy(
     // No Nagle delay: small protocol messages go through at once, as on a direct connection.
     client.setNoDelay(true);
     upstream.setNoDelay(true);
-    const pair = { client, upstream };
+    const pair = { client, upstream, silenced: false };
     pairs.add(pair);
     const end = () => {
+      // A partition does not pass on a close either: the other peer still hears nothing.
+      if (pair.silenced) return;
       pairs.delete(pair);
       client.destroy();
       upstream.destroy();
@@ -78,6 +86,21 @@ export async function startTcpProxy(
         n++;
       }
       cut += n;
+      return n;
+    },
+    silenceAll() {
+      let n = 0;
+      for (const pair of pairs)
+        if (!pair.silenced) {
+          pair.silenced = true;
+          // Read and drop what arrives (as a partition loses it) instead of letting it wait in
+          // the kernel's buffers, which would close the TCP window: a peer sees that as a slow
+          // reader, not as silence.
+          pair.client.unpipe(pair.upstream);
+          pair.upstream.unpipe(pair.client);
+          for (const socket of [pair.client, pair.upstream]) socket.on("data", () => {}).resume();
+          n++;
+        }
       return n;
     },
     async refuse() {

@@ -149,6 +149,7 @@ const READ: Record<string, (p: Parsed) => unknown> = {
   CHARGE_GROUP_WAIT_MS: (p) => p.server.chargeGroupWaitMs,
   CHARGE_RESOLVE_MS: (p) => p.server.chargeResolveMs,
   DB_SILENCE_MS: (p) => p.server.dbSilenceMs,
+  DB_IDLE_IN_TRANSACTION_MS: (p) => p.server.dbIdleInTransactionMs,
   WORKERS: (p) => p.server.workers,
   DAILY_CAP: (p) => p.server.limits.dailyCap,
   MONTHLY_GRANT: (p) => p.server.limits.monthlyGrant,
