@@ -115,7 +115,8 @@ function createHttp1Side(handler: RequestHandler, maxHeaderBytes: number, t: Tim
       const socket = req.socket;
       side.active.add(socket);
       side.used.add(socket);
-      res.once("close", () => side.active.delete(socket));
+      // A response closes once: `on`, as `once` wraps each call's listener in another function.
+      res.on("close", () => side.active.delete(socket));
       // The last answer on this connection: the client opens a new one (to another process).
       if (side.draining) res.setHeader("connection", "close");
       handler(req, res);

@@ -69,7 +69,8 @@ export function withRequestScope(handler: RequestHandler, options: RequestScopeO
     (res as { writeHead: unknown }).writeHead = writeHeadWithRequestId;
     const context: RequestContext = { reqId, peer: peerOf(req, options.trustProxy) };
     const started = process.hrtime.bigint();
-    res.once("close", () => {
+    // A response closes once (`once` would wrap the listener in another function per call).
+    res.on("close", () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       // The path only: query strings are the caller's business (and never carry keys, but a
       // misbehaving client might put anything there).

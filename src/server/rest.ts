@@ -20,6 +20,7 @@ import { http as httpRule } from "../../gen/google/api/annotations_pb.js";
 import { type ErrorCode, errorBodyOf, errorCodeOf, errorSpec } from "../errors.ts";
 import { errorSummary } from "../logger.ts";
 import { addWarnings, unknownParameterWarnings } from "../signals/warnings.ts";
+import { requestIdOf } from "./request-scope.ts";
 import { restJsonWriter } from "./rest-json.ts";
 
 type FallbackArgs = Parameters<NonNullable<ConnectNodeAdapterOptions["fallback"]>>;
@@ -62,18 +63,23 @@ class RestContext implements HandlerContext {
   readonly service: DescService;
   readonly method: DescMethod;
   readonly requestMethod: string;
-  readonly url: string;
   readonly requestHeader: Headers;
+  readonly #target: RequestTarget;
   readonly #controller = new AbortController();
   #trailer: Headers | undefined;
 
-  constructor(route: RestRoute, url: string, requestHeader: Headers) {
+  constructor(route: RestRoute, target: RequestTarget, requestHeader: Headers) {
     this.service = route.service;
     this.method = route.method;
     this.requestMethod = route.verb;
-    this.url = url;
+    this.#target = target;
     this.requestHeader = requestHeader;
     this.signal = this.#controller.signal;
+  }
+
+  /** The request's URL, made only if a handler asks for it (none of ours does). */
+  get url(): string {
+    return this.#target.href();
   }
 
   timeoutMs(): number | undefined {
@@ -129,6 +135,112 @@ export function headerPairs(req: NodeRequest): [string, string][] {
   return pairs;
 }
 
+/** An HTTP header name (a token); anything else makes a fetch Headers throw. */
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** What a fetch Headers refuses in a value: NUL, CR, LF, and characters beyond Latin-1. */
+const UNREADABLE_VALUE = /[\0\n\r\u0100-\uffff]/;
+/** HTTP whitespace at either end of a value, which a fetch Headers strips. */
+const EDGE_WHITESPACE = /^[\t\n\r ]+|[\t\n\r ]+$/g;
+
+/** True for a value a fetch Headers refuses (it strips the edge whitespace before it looks for CR and LF). */
+function unreadable(value: string): boolean {
+  return UNREADABLE_VALUE.test(value) && UNREADABLE_VALUE.test(value.replace(EDGE_WHITESPACE, ""));
+}
+
+function isHttpWhitespace(code: number): boolean {
+  return code === 0x20 || code === 0x09 || code === 0x0a || code === 0x0d;
+}
+
+/** A value without its edge whitespace, as a fetch Headers keeps it (no copy when there is none). */
+function stripped(value: string): string {
+  const last = value.length - 1;
+  return last >= 0 && (isHttpWhitespace(value.charCodeAt(0)) || isHttpWhitespace(value.charCodeAt(last)))
+    ? value.replace(EDGE_WHITESPACE, "")
+    : value;
+}
+
+/**
+ * The request's headers for the handler context: a fetch Headers made only when a handler needs
+ * more than `get` or `has`. Those two (all our handlers call, for x-api-key and Idempotency-Key)
+ * read Node's header object as that Headers would (the same names; values joined with ", " and
+ * stripped of edge whitespace; a name that is no token throws as there). Filling a Headers from
+ * every header of every call (a validation, a lower-cased copy and a list entry each) was ~2 % of
+ * a billed call's CPU, and garbage (bench/README.md, "CPU per billed call, seventh step"). A
+ * header a Headers would refuse is refused when this is made, so the caller still gets the 400.
+ */
+export class NodeRequestHeaders implements Headers {
+  readonly #req: NodeRequest;
+  #headers: Headers | undefined;
+
+  constructor(req: NodeRequest) {
+    this.#req = req;
+    for (const name in req.headers) {
+      if (name.startsWith(":")) continue;
+      const value = req.headers[name];
+      if (!HEADER_NAME.test(name)) throw new TypeError(`Invalid header name: ${name}`);
+      if (typeof value === "string" ? unreadable(value) : value?.some(unreadable))
+        throw new TypeError(`Invalid value of header ${name}`);
+    }
+  }
+
+  /** The fetch Headers of the request, made on first use by anything but get and has. */
+  #full(): Headers {
+    this.#headers ??= new Headers(headerPairs(this.#req));
+    return this.#headers;
+  }
+
+  get(name: string): string | null {
+    if (this.#headers !== undefined || !HEADER_NAME.test(name)) return this.#full().get(name);
+    const value = this.#req.headers[name.toLowerCase()];
+    if (value === undefined) return null;
+    // Each value is stripped as it is appended, then the values are joined.
+    return typeof value === "string" ? stripped(value) : value.map(stripped).join(", ");
+  }
+
+  has(name: string): boolean {
+    if (this.#headers !== undefined || !HEADER_NAME.test(name)) return this.#full().has(name);
+    return this.#req.headers[name.toLowerCase()] !== undefined;
+  }
+
+  set(name: string, value: string): void {
+    this.#full().set(name, value);
+  }
+
+  append(name: string, value: string): void {
+    this.#full().append(name, value);
+  }
+
+  delete(name: string): void {
+    this.#full().delete(name);
+  }
+
+  getSetCookie(): string[] {
+    return this.#full().getSetCookie();
+  }
+
+  forEach(callback: (value: string, key: string, parent: Headers) => void, thisArg?: unknown): void {
+    this.#full().forEach((value, key) => {
+      callback.call(thisArg, value, key, this);
+    });
+  }
+
+  entries(): ReturnType<Headers["entries"]> {
+    return this.#full().entries();
+  }
+
+  keys(): ReturnType<Headers["keys"]> {
+    return this.#full().keys();
+  }
+
+  values(): ReturnType<Headers["values"]> {
+    return this.#full().values();
+  }
+
+  [Symbol.iterator](): ReturnType<Headers["entries"]> {
+    return this.#full()[Symbol.iterator]();
+  }
+}
+
 /** Writes the contract's error body with the catalogue's status. */
 export function sendError(
   res: NodeResponse,
@@ -164,6 +276,23 @@ function sendJsonText(res: NodeResponse, status: number, payload: string, header
 }
 
 /**
+ * A 200's head in one object: the handler's headers (in the sorted order a fetch Headers
+ * iterates), then the same three as sendJsonText, then x-request-id, which the request scope's
+ * writeHead would otherwise add by copying the whole object (request-scope.ts).
+ */
+function sendAnswer(res: NodeResponse, payload: string, answerHeaders: Headers): void {
+  const head: Record<string, string> = {};
+  for (const [name, value] of answerHeaders) head[name] = value;
+  head["content-type"] = "application/json; charset=utf-8";
+  head["content-length"] = String(Buffer.byteLength(payload));
+  head["cache-control"] = "no-store";
+  const id = requestIdOf(res as Parameters<typeof requestIdOf>[0]);
+  if (id !== undefined && head["x-request-id"] === undefined) head["x-request-id"] = id;
+  (res as ServerResponse).writeHead(200, head);
+  res.end(payload);
+}
+
+/**
  * The URL of a request whose target is a plain path ("origin form"), or null for anything else
  * (answered 400 by the REST handler, which runs first for every request the RPC router does not
  * take). `new URL(target, base)` throws on targets such as "//", which would end in the
@@ -177,6 +306,43 @@ export function requestUrl(target: string | undefined): URL | null {
   } catch {
     return null;
   }
+}
+
+/** The path and query of a request target, and its URL only when someone asks. */
+export interface RequestTarget {
+  readonly pathname: string;
+  /** The query with its "?", as URL's `search` ("" for none or an empty one). */
+  readonly search: string;
+  readonly href: () => string;
+}
+
+/**
+ * A target whose path and query need none of the URL parser's work: the path only letters,
+ * digits, "-", "_", "~" and "/" (no dot segments, no percent-escapes, no backslashes), the query
+ * printable ASCII without "#". For such a target the parser's pathname is the path itself, and
+ * URLSearchParams over the query reads what `url.searchParams` would (the parser's escapes of
+ * `"`, `'`, `<` and `>` in a query are undone by the reading). A `new URL` per call was 3-4 % of
+ * a billed call's CPU (bench/README.md, "CPU per billed call, seventh step").
+ */
+const PLAIN_TARGET = /^\/[\w~/-]*(?:\?[\x21\x22\x24-\x7e]*)?$/;
+
+/**
+ * `requestUrl` without the URL object for the plain targets every API client sends; null for the
+ * targets requestUrl refuses.
+ */
+export function requestTarget(target: string | undefined): RequestTarget | null {
+  const raw = target ?? "/";
+  if (PLAIN_TARGET.test(raw) && !raw.startsWith("//")) {
+    const at = raw.indexOf("?");
+    return {
+      pathname: at < 0 ? raw : raw.slice(0, at),
+      search: at < 0 || at === raw.length - 1 ? "" : raw.slice(at),
+      href: () => new URL(raw, "http://localhost").toString(),
+    };
+  }
+  const url = requestUrl(raw);
+  if (url === null) return null;
+  return { pathname: url.pathname, search: url.search, href: () => url.toString() };
 }
 
 /** Every method of the services that has a google.api.http annotation, keyed by its path. */
@@ -218,12 +384,12 @@ export function createRestHandler(services: readonly RestService[], logger: Logg
     { once: true },
   );
   return async function handleRest(req: NodeRequest, res: NodeResponse): Promise<boolean> {
-    const url = requestUrl(req.url);
-    if (url === null) {
+    const target = requestTarget(req.url);
+    if (target === null) {
       sendError(res, "bad_request", "The request target must be a path.");
       return true;
     }
-    const route = routes.get(url.pathname);
+    const route = routes.get(target.pathname);
     if (!route) return false;
     if (req.method !== route.verb) {
       sendError(res, "method_not_allowed", `Use ${route.verb} for ${route.path}.`, { allow: route.verb });
@@ -231,31 +397,34 @@ export function createRestHandler(services: readonly RestService[], logger: Logg
     }
     let requestHeader: Headers;
     try {
-      requestHeader = new Headers(headerPairs(req));
+      requestHeader = new NodeRequestHeaders(req);
     } catch {
       // Headers refuses a value it cannot carry (Node's parser lets some through).
       sendError(res, "bad_request", "A request header has a value that cannot be read.");
       return true;
     }
-    const ctx = new RestContext(route, url.toString(), requestHeader);
+    const ctx = new RestContext(route, target, requestHeader);
     if (shutdownSignal?.aborted) ctx.abort(shutdownSignal.reason);
     else live.add(ctx);
     // The caller going away aborts a call still running; one that has answered has nothing to
-    // stop (nothing listens to its signal then), and an abort dispatches an Event.
+    // stop (nothing listens to its signal then), and an abort dispatches an Event. A response
+    // closes once, so `on` (`once` wraps the listener in another function per call).
     let running = true;
-    res.once("close", () => {
+    res.on("close", () => {
       if (running) ctx.abort(REQUEST_DONE);
     });
     try {
+      // URLSearchParams drops one leading "?", as URL does before its searchParams read the query.
+      const query = new URLSearchParams(target.search);
       // Only REST sees parameter names: one it does not read (a misspelt `symbol=`) is ignored,
       // as the contract says, and named in x-signals-warnings (sent with a 200 only: an error's
       // headers come from the error). No query, no work.
-      if (url.search !== "") {
-        const unknown = [...url.searchParams.keys()].filter((name) => !route.parameters.has(name));
+      if (target.search !== "") {
+        const unknown = [...query.keys()].filter((name) => !route.parameters.has(name));
         if (unknown.length > 0) addWarnings(ctx.responseHeader, unknownParameterWarnings(unknown));
       }
-      const output = await route.invoke(requestFromQuery(route.method.input, url.searchParams), ctx);
-      sendJsonText(res, 200, route.toJson(output as Message), Object.fromEntries(ctx.responseHeader));
+      const output = await route.invoke(requestFromQuery(route.method.input, query), ctx);
+      sendAnswer(res, route.toJson(output as Message), ctx.responseHeader);
     } catch (err) {
       const code = errorCodeOf(err);
       const headers = err instanceof ConnectError ? Object.fromEntries(err.metadata) : {};

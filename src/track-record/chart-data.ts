@@ -19,6 +19,12 @@ import { computeTrackRecord, type TrackEvent, type TrackRecord } from "./track-r
 export const CHART_CANDLES = 1500;
 /** Backtests at fees other than the default kept per series (the latest ones asked for). */
 const FEES_KEPT = ALLOWED_FEES_PCT.length;
+/**
+ * Series whose computed copy is kept (the least recently viewed is dropped first): each holds its
+ * whole history's closes (about 0.5 MB for 32,000 hourly closes) and its drawn candles, so an
+ * unbounded cache grew with every coin and timeframe anyone viewed (docs/track-record.md).
+ */
+export const CHART_SERIES_KEPT = 32;
 /** Events listed in the page's signal history table (newest first). */
 export const HISTORY_ROWS = 30;
 
@@ -201,16 +207,28 @@ async function seriesStamps(handle: DbHandle, symbol: string | null): Promise<Ma
  * view with no notification to lose.
  */
 export class ChartDataCache {
+  /** In order of last use, least recent first (a Map keeps insertion order: a hit re-inserts). */
   private readonly entries = new Map<string, { stamp: string; data: Promise<ChartData> }>();
+  private readonly seriesKept: number;
   /** Backtests at other fees, per computed copy (dropped with it), at most FEES_KEPT each. */
   private readonly otherFees = new WeakMap<ChartData, Map<number, BacktestResult>>();
   private readonly db: DbHandle;
   private readonly onComputed: (symbol: string, tf: Timeframe) => void;
 
-  /** `onComputed` is told of every computation (a metric counts them). */
-  constructor(db: DbHandle, onComputed: (symbol: string, tf: Timeframe) => void = () => {}) {
+  /** `onComputed` is told of every computation (a metric counts them); at most `seriesKept` copies stay. */
+  constructor(
+    db: DbHandle,
+    onComputed: (symbol: string, tf: Timeframe) => void = () => {},
+    seriesKept = CHART_SERIES_KEPT,
+  ) {
     this.db = db;
     this.onComputed = onComputed;
+    this.seriesKept = seriesKept;
+  }
+
+  /** How many series' copies are kept now. */
+  get size(): number {
+    return this.entries.size;
   }
 
   /** The chart data of one series; null when the coin is unknown. */
@@ -219,19 +237,6 @@ export class ChartDataCache {
     if (!coin) return null;
     const stamps = await seriesStamps(this.db, symbol);
     return this.fresh(symbol, tf, coin.timeframes, coin.demo, stamps.get(`${symbol}/${tf}`) ?? "none");
-  }
-
-  /** The chart data of every coin's every timeframe, by symbol then timeframe. */
-  async all(): Promise<ChartData[]> {
-    const [coinList, stamps] = await Promise.all([listChartCoins(this.db), seriesStamps(this.db, null)]);
-    const out: ChartData[] = [];
-    // One series after another: a burst of recomputation must not take every pooled connection.
-    for (const coin of coinList)
-      for (const tf of coin.timeframes)
-        out.push(
-          await this.fresh(coin.symbol, tf, coin.timeframes, coin.demo, stamps.get(`${coin.symbol}/${tf}`) ?? "none"),
-        );
-    return out;
   }
 
   /** The backtest of `data` at a fee per side: the default's is part of the data; others are computed once per copy. */
@@ -262,10 +267,19 @@ export class ChartDataCache {
     // Real data replacing a coin's demo history changes its provenance: never serve the demo copy for it.
     const stamp = `${demo ? "demo" : "real"}/${seriesStamp}`;
     const cached = this.entries.get(key);
-    if (cached && cached.stamp === stamp) return cached.data;
+    this.entries.delete(key);
+    if (cached && cached.stamp === stamp) {
+      this.entries.set(key, cached);
+      return cached.data;
+    }
     // Concurrent views of a changed series share one computation.
     const data = computeChartData(this.db, symbol, tf, timeframes, demo);
     this.entries.set(key, { stamp, data });
+    // A dropped copy still in computation finishes for the views that asked for it.
+    for (const oldest of this.entries.keys()) {
+      if (this.entries.size <= this.seriesKept) break;
+      this.entries.delete(oldest);
+    }
     this.onComputed(symbol, tf);
     data.catch(() => {
       if (this.entries.get(key)?.data === data) this.entries.delete(key);

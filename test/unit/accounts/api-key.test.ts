@@ -12,6 +12,7 @@ import {
   isLegacyApiKey,
   isWellFormedApiKey,
 } from "../../../src/accounts/api-key.ts";
+import { wellFormedKeyHash } from "../../../src/accounts/api-key-guard.ts";
 
 /** python3: zlib.crc32(b"sig_live_0123456789abcdefghijABCDEFGHIJ") = 0xf3249af5 → base62 "4S4AVh". */
 const VECTOR = "sig_live_0123456789abcdefghijABCDEFGHIJ4S4AVh";
@@ -67,5 +68,24 @@ describe("API key checksum", () => {
     expect(isLegacyApiKey(legacy)).toBe(true);
     expect(isWellFormedApiKey(legacy)).toBe(true);
     expect(hasValidChecksum(legacy)).toBe(false);
+  });
+});
+
+describe("the guard's remembered key hashes", () => {
+  it("gives every well-formed key its SHA-256 and every other string null, call after call", () => {
+    const legacy = `sig_live_${"a".repeat(32)}`;
+    const typo = `${VECTOR.slice(0, -1)}${VECTOR.endsWith("h") ? "g" : "h"}`;
+    for (let round = 0; round < 3; round++) {
+      expect(wellFormedKeyHash(VECTOR)).toBe(hashApiKey(VECTOR));
+      expect(wellFormedKeyHash(legacy)).toBe(hashApiKey(legacy));
+      expect(wellFormedKeyHash(typo)).toBeNull();
+      expect(wellFormedKeyHash("")).toBeNull();
+      expect(wellFormedKeyHash(` ${VECTOR}`)).toBeNull();
+    }
+  });
+
+  it("stays right past its size limit (more distinct keys than it holds, each asked twice)", () => {
+    const keys = Array.from({ length: 5000 }, () => generateApiKey());
+    for (const key of [...keys, ...keys]) expect(wellFormedKeyHash(key)).toBe(hashApiKey(key));
   });
 });
