@@ -521,9 +521,11 @@ describe(`a batch the store cannot commit (${usingPostgres ? "Postgres" : "PGlit
     }
     let settled = false;
     const ingesting = feed.ingest(slowStream());
-    ingesting.catch(() => {}).finally(() => {
-      settled = true;
-    });
+    ingesting
+      .catch(() => {})
+      .finally(() => {
+        settled = true;
+      });
     // The stream sees the failure at its next update; its error waits for the reload, so memory
     // equals the store when the sender hears of it. Two event-loop turns after the update was
     // offered, an error raised at once would have settled (only microtasks stand between them).
