@@ -323,14 +323,19 @@ export class MarketFeed implements SignalSnapshot {
     const summary = emptySummary();
     const order = new Map<string, number>();
     const failedAtStart = this.failedFlushes;
-    const lost = () => new Error("a batch of this stream could not be committed; resend it (duplicates are ignored)");
+    // The error is raised only once the failed batch's reload has finished, so memory equals the
+    // store when the sender hears of it and a resend at once is not refused for the same failure.
+    const lost = async () => {
+      await this.flushChain;
+      return new Error("a batch of this stream could not be committed; resend it (duplicates are ignored)");
+    };
     let index = 0;
     const started = Date.now();
     let closes = 0;
     for await (const update of source) {
       if (update.closed) closes++;
       // A background flush failed and reloaded the coins: stop before building on the reloaded state.
-      if (this.failedFlushes !== failedAtStart) throw lost();
+      if (this.failedFlushes !== failedAtStart) throw await lost();
       this.applyOne(update, index++, order, summary, { alerts, admit: options.admit, demo: options.demo === true });
       if (this.pending.size >= FLUSH_ROWS) {
         await this.flush();
@@ -340,7 +345,7 @@ export class MarketFeed implements SignalSnapshot {
       }
     }
     await this.flush();
-    if (this.failedFlushes !== failedAtStart) throw lost();
+    if (this.failedFlushes !== failedAtStart) throw await lost();
     onProgress?.(summary);
     this.deps.logger.debug(
       { updates: index, closes, accepted: summary.accepted, ms: Date.now() - started },

@@ -91,7 +91,10 @@ export async function persistMarket(handle: DbHandle, write: MarketWrite): Promi
       return {
         symbol: coin.symbol,
         tf: s.tf,
-        state: JSON.parse(serializeState(s.state)) as unknown,
+        // The engine's JSON as the jsonb parameter itself: parsing it back into an object only for
+        // drizzle to stringify it again cost ~15 ms of the lead's CPU (and its garbage) per 2,000
+        // checkpoints at a boundary. The string is also the snapshot taken before the first await.
+        state: sql`${serializeState(s.state)}::jsonb`,
         lastClosedOpenTime: s.state.lastOpenTime,
         updatedAt,
       };

@@ -471,14 +471,29 @@ describe(`bad data (${usingPostgres ? "Postgres" : "PGlite"})`, () => {
 describe(`a batch the store cannot commit (${usingPostgres ? "Postgres" : "PGlite"})`, () => {
   it("fails the stream that sent it, leaves memory equal to the store, and a resend fills the hole", async () => {
     const clock = createTestClock();
-    // The same database, with a switch that makes the next transaction fail.
+    // The same database, with a switch that makes the next transaction fail and holds the one
+    // after it (the reload of the failed batch's coins) until the test lets it run.
     let failNext = false;
+    let holdNext = false;
+    let reloadStarted = false;
+    let releaseReload!: () => void;
+    const reloadReleased = new Promise<void>((resolve) => {
+      releaseReload = resolve;
+    });
     const real = db.handle.db;
     const failing = Object.create(real) as typeof real;
-    failing.transaction = ((fn: Parameters<typeof real.transaction>[0]) => {
-      if (!failNext) return real.transaction(fn);
-      failNext = false;
-      return Promise.reject(new Error("store unavailable"));
+    failing.transaction = ((...args: Parameters<typeof real.transaction>) => {
+      if (failNext) {
+        failNext = false;
+        holdNext = true;
+        return Promise.reject(new Error("store unavailable"));
+      }
+      if (holdNext) {
+        holdNext = false;
+        reloadStarted = true;
+        return reloadReleased.then(() => real.transaction(...args));
+      }
+      return real.transaction(...args);
     }) as typeof real.transaction;
     const feed = new MarketFeed({
       db: { ...quietHandle(), db: failing },
@@ -493,16 +508,33 @@ describe(`a batch the store cannot commit (${usingPostgres ? "Postgres" : "PGlit
     const committed = await readCandles(db.handle, "FLK", "1h");
     expect(committed).toHaveLength(20);
 
+    let offeredAfterFailure = false;
     async function* slowStream() {
       yield c[20]!;
       yield c[21]!;
       failNext = true;
       // The background flush (every 100 ms) runs here and fails: it takes the failing transaction.
-      await waitFor(() => !failNext, EVENT_WAIT_MS, "the background flush to fail");
+      await waitFor(() => reloadStarted, EVENT_WAIT_MS, "the background flush to fail and start its reload");
+      offeredAfterFailure = true;
       yield c[22]!;
       yield c[23]!;
     }
-    await expect(feed.ingest(slowStream())).rejects.toThrow(/could not be committed/);
+    let settled = false;
+    const ingesting = feed.ingest(slowStream());
+    ingesting
+      .catch(() => {})
+      .finally(() => {
+        settled = true;
+      });
+    // The stream sees the failure at its next update; its error waits for the reload, so memory
+    // equals the store when the sender hears of it. Two event-loop turns after the update was
+    // offered, an error raised at once would have settled (only microtasks stand between them).
+    await waitFor(() => offeredAfterFailure, EVENT_WAIT_MS, "the stream to offer an update after the failure");
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(settled, "the stream's error came before the reload had finished").toBe(false);
+    releaseReload();
+    await expect(ingesting).rejects.toThrow(/could not be committed/);
     // Nothing of the failed stream is kept, in memory or in the store.
     expect(await readCandles(db.handle, "FLK", "1h")).toEqual(committed);
     expect(feed.lookup("FLK", "1h", clock())).toEqual(expectedLookup("FLK", committed, "1h"));
