@@ -63,26 +63,13 @@ export function callerKey(ctx: HandlerContext): CallerKey {
 }
 
 /**
- * Hashes of the well-formed keys presented lately, by key. A caller sends the same key call
- * after call, and its checksum and SHA-256 were ~2.5 % of a billed call's CPU (bench/README.md,
- * "CPU per billed call, seventh step"). Only the local checks are remembered (a hash is a pure
- * function of the key): whether the key is valid is still the database's answer on every call.
- * Malformed strings are never kept, so what is held is bounded by the key's length times the
- * limit; when full it starts over (a flood of fresh well-formed keys only costs the hashing
- * there was before).
+ * SHA-256 of a well-formed key, null for anything else (api-key.ts). Computed on every call and
+ * never remembered: a map from keys to their hashes would keep callers' keys in plaintext in the
+ * process for as long as it lived (heap snapshots, core dumps), a revoked key's too, for ~2.5 %
+ * of a billed call's CPU (measured and removed; bench/README.md, "CPU per billed call, seventh step").
  */
-const recentKeyHashes = new Map<string, string>();
-const RECENT_KEY_LIMIT = 4096;
-
-/** SHA-256 of a well-formed key, null for anything else (api-key.ts). */
 export function wellFormedKeyHash(given: string): string | null {
-  const known = recentKeyHashes.get(given);
-  if (known !== undefined) return known;
-  if (!isWellFormedApiKey(given)) return null;
-  const keyHash = hashApiKey(given);
-  if (recentKeyHashes.size >= RECENT_KEY_LIMIT) recentKeyHashes.clear();
-  recentKeyHashes.set(given, keyHash);
-  return keyHash;
+  return isWellFormedApiKey(given) ? hashApiKey(given) : null;
 }
 
 type UnaryHandler = (request: unknown, ctx: HandlerContext) => Promise<unknown>;

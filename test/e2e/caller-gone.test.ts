@@ -18,6 +18,9 @@ import { usingPostgres } from "../support/test-db.ts";
 import { startTestServer, type TestServer } from "../support/test-server.ts";
 import { EVENT_WAIT_MS } from "../support/waits.ts";
 
+/** The charger's default wait for a statement slot (createChargeBatcher's queueTimeoutMs). */
+const QUEUE_DEADLINE_MS = 5_000;
+
 describe.skipIf(!usingPostgres)("a REST caller gone before its charge was sent (PostgreSQL)", () => {
   let server: TestServer;
   let admin: postgres.Sql;
@@ -84,6 +87,10 @@ describe.skipIf(!usingPostgres)("a REST caller gone before its charge was sent (
 
       // The leaver's call reaches the charger and waits for the slot; then its caller leaves.
       const requestId = `caller-gone-${process.pid}`;
+      // The charger's queue deadline (5 s, charge.ts) also refuses a queued group unsent: if the
+      // lock were held past it, this test could pass without the caller-gone check, so the time
+      // from the request to the lock's release is bounded below.
+      const requestedAt = Date.now();
       const socket = net.connect(server.port, "127.0.0.1");
       await once(socket, "connect");
       socket.write(
@@ -98,6 +105,11 @@ describe.skipIf(!usingPostgres)("a REST caller gone before its charge was sent (
         "the server to see the leaver gone",
       );
       expect(line.aborted).toBe(true);
+      const queuedForMs = Date.now() - requestedAt;
+      expect(
+        queuedForMs,
+        "the lock outlived the queue deadline: that deadline may have refused the charge",
+      ).toBeLessThan(QUEUE_DEADLINE_MS);
       // Leaving the callback commits the lock's transaction: the slot frees, the queue moves.
     });
 

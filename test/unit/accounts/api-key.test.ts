@@ -71,7 +71,7 @@ describe("API key checksum", () => {
   });
 });
 
-describe("the guard's remembered key hashes", () => {
+describe("the guard's key hash", () => {
   it("gives every well-formed key its SHA-256 and every other string null, call after call", () => {
     const legacy = `sig_live_${"a".repeat(32)}`;
     const typo = `${VECTOR.slice(0, -1)}${VECTOR.endsWith("h") ? "g" : "h"}`;
@@ -82,10 +82,5 @@ describe("the guard's remembered key hashes", () => {
       expect(wellFormedKeyHash("")).toBeNull();
       expect(wellFormedKeyHash(` ${VECTOR}`)).toBeNull();
     }
-  });
-
-  it("stays right past its size limit (more distinct keys than it holds, each asked twice)", () => {
-    const keys = Array.from({ length: 5000 }, () => generateApiKey());
-    for (const key of [...keys, ...keys]) expect(wellFormedKeyHash(key)).toBe(hashApiKey(key));
   });
 });
