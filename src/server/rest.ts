@@ -261,34 +261,21 @@ export function errorResponse(code: ErrorCode, message?: string): Response {
 
 /** Writes a JSON body with no-store caching (answers are per caller and per moment). */
 export function sendJson(res: NodeResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  sendJsonText(res, status, JSON.stringify(body), headers);
-}
-
-/** Writes JSON text already made, with no-store caching. */
-function sendJsonText(res: NodeResponse, status: number, payload: string, headers: Record<string, string>): void {
-  (res as ServerResponse).writeHead(status, {
-    ...headers,
-    "content-type": "application/json; charset=utf-8",
-    "content-length": String(Buffer.byteLength(payload)),
-    "cache-control": "no-store",
-  });
-  res.end(payload);
+  sendJsonText(res, status, JSON.stringify(body), { ...headers });
 }
 
 /**
- * A 200's head in one object: the handler's headers (in the sorted order a fetch Headers
- * iterates), then the same three as sendJsonText, then x-request-id, which the request scope's
- * writeHead would otherwise add by copying the whole object (request-scope.ts).
+ * Writes JSON text already made, with no-store caching. `head` is the caller's own object and is
+ * completed in place: the handler's headers first, then these three, then x-request-id, which
+ * the request scope's writeHead would otherwise add by copying the whole object (request-scope.ts).
  */
-function sendAnswer(res: NodeResponse, payload: string, answerHeaders: Headers): void {
-  const head: Record<string, string> = {};
-  for (const [name, value] of answerHeaders) head[name] = value;
+function sendJsonText(res: NodeResponse, status: number, payload: string, head: Record<string, string>): void {
   head["content-type"] = "application/json; charset=utf-8";
   head["content-length"] = String(Buffer.byteLength(payload));
   head["cache-control"] = "no-store";
   const id = requestIdOf(res as Parameters<typeof requestIdOf>[0]);
   if (id !== undefined && head["x-request-id"] === undefined) head["x-request-id"] = id;
-  (res as ServerResponse).writeHead(200, head);
+  (res as ServerResponse).writeHead(status, head);
   res.end(payload);
 }
 
@@ -424,7 +411,8 @@ export function createRestHandler(services: readonly RestService[], logger: Logg
         if (unknown.length > 0) addWarnings(ctx.responseHeader, unknownParameterWarnings(unknown));
       }
       const output = await route.invoke(requestFromQuery(route.method.input, query), ctx);
-      sendAnswer(res, route.toJson(output as Message), ctx.responseHeader);
+      // The handler's headers in the sorted order a fetch Headers iterates.
+      sendJsonText(res, 200, route.toJson(output as Message), Object.fromEntries(ctx.responseHeader));
     } catch (err) {
       const code = errorCodeOf(err);
       const headers = err instanceof ConnectError ? Object.fromEntries(err.metadata) : {};
