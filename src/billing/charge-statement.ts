@@ -86,8 +86,8 @@ export function chargeCallStatement(call: ChargeRequest, limits: Limits): SQL {
 const CHARGE_BATCH_SQL = `
   WITH r AS MATERIALIZED (
     SELECT k.ord, c.*, b.market
-      FROM unnest($1::text[], $2::timestamptz[], $3::date[], $4::date[], $9::text[]::jsonb[]) WITH ORDINALITY AS k(key_hash,
-      at, day, month, known, ord)
+      FROM unnest($1::text[], $2::timestamptz[], $3::date[], $4::date[], $9::text[]::jsonb[])
+           WITH ORDINALITY AS k(key_hash, at, day, month, known, ord)
      CROSS JOIN LATERAL (${behindMarket("k.known")}) b
      CROSS JOIN LATERAL (${chargeUnlessBehind("k.key_hash, k.at, k.day, k.month, $5::integer, $6::bigint, $7::bigint")})
      c),
