@@ -38,13 +38,17 @@ function callArguments(call: ChargeRequest) {
 }
 
 /**
- * The coins (of a call's known versions, a jsonb expression) whose stored version is newer, as
- * one jsonb object `market`, or NULL when none is: read in the charge's own statement, so it
- * costs no round trip, and sees every market transaction committed before the call began.
+ * The coins (of a call's known versions, a jsonb value) whose stored version is newer, as one
+ * jsonb object `market`, or NULL when none is (a NULL `known` has no entries): read in the
+ * charge's own statement, so it costs no round trip, and sees every market transaction
+ * committed before the call began. Each known coin is one primary-key look-up. `known` must be
+ * jsonb already (parsed once): the former form filtered every row of `coins` with a text-to-jsonb
+ * cast, so each call parsed its JSON once per coin the market holds (400 at issue 28's scale,
+ * ~1.6 ms of PostgreSQL CPU a call; bench/README.md, "Run 11").
  */
 const behindMarket = (known: string) => `
     SELECT jsonb_object_agg(m.symbol, m.version) AS market FROM coins m
-     WHERE ${known} IS NOT NULL AND m.symbol IN (SELECT jsonb_object_keys(${known}))
+     WHERE m.symbol = ANY (ARRAY(SELECT jsonb_object_keys(${known})))
        AND m.version > (${known} ->> m.symbol)::bigint`;
 
 /** charge_call with these arguments unless `b.market` says the process is behind; then 'behind', nothing charged. */
@@ -82,9 +86,9 @@ export function chargeCallStatement(call: ChargeRequest, limits: Limits): SQL {
 const CHARGE_BATCH_SQL = `
   WITH r AS MATERIALIZED (
     SELECT k.ord, c.*, b.market
-      FROM unnest($1::text[], $2::timestamptz[], $3::date[], $4::date[], $9::text[]) WITH ORDINALITY AS k(key_hash, at,
-      day, month, known, ord)
-     CROSS JOIN LATERAL (${behindMarket("k.known::jsonb")}) b
+      FROM unnest($1::text[], $2::timestamptz[], $3::date[], $4::date[], $9::text[]::jsonb[])
+           WITH ORDINALITY AS k(key_hash, at, day, month, known, ord)
+     CROSS JOIN LATERAL (${behindMarket("k.known")}) b
      CROSS JOIN LATERAL (${chargeUnlessBehind("k.key_hash, k.at, k.day, k.month, $5::integer, $6::bigint, $7::bigint")})
      c),
   attempt AS (

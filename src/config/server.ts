@@ -28,6 +28,8 @@ export const serverEnv = {
     (v) => v === undefined || v === "lead" || v === "follower",
     'must be "lead" or "follower"',
   ),
+  /** glibc's malloc arenas in each worker process (set in the workers' environment by the primary). */
+  MALLOC_ARENA_MAX: wholeNumber(2, 1, 1024),
   LOG_LEVEL: optionalText.transform((v, ctx) => {
     const level = v ?? "info";
     return LOG_LEVELS.includes(level) ? level : fail(ctx, `must be one of ${LOG_LEVELS.join(", ")}`);
@@ -64,6 +66,11 @@ export function serverConfig(env: ServerEnv, databaseUrl: string | null) {
     workers: env.WORKERS ?? (databaseUrl === null ? 1 : availableParallelism()),
     /** This process's part when it is one of several workers; null when it is the only server process. */
     workerRole: (env.SIGNALS_WORKER_ROLE ?? null) as "lead" | "follower" | null,
+    /**
+     * MALLOC_ARENA_MAX the primary gives its workers (glibc's default, 8 per core, lets each
+     * allocating thread keep freed memory in an arena of its own; docs/decisions.md).
+     */
+    workerMallocArenas: env.MALLOC_ARENA_MAX,
     logLevel: env.LOG_LEVEL,
     /** Largest request header block accepted, bytes. */
     maxHeaderBytes: env.MAX_HEADER_BYTES,

@@ -96,24 +96,29 @@ export const migrationsFolder = fileURLToPath(new URL("./migrations", import.met
 /** Opens (but does not migrate) the database described by the options. */
 export async function openDb(options: DbOptions): Promise<DbHandle> {
   if (options.databaseUrl)
-    return openPostgres(
-      options.databaseUrl,
-      options.poolSize ?? 10,
-      options.idleInTransactionMs ?? DEFAULT_IDLE_IN_TRANSACTION_MS,
-      {
+    return openPostgres(options.databaseUrl, {
+      poolSize: options.poolSize ?? 10,
+      idleInTransactionMs: options.idleInTransactionMs ?? DEFAULT_IDLE_IN_TRANSACTION_MS,
+      bounds: {
         silenceMs: options.silenceMs ?? DEFAULT_SILENCE_MS,
         probeWithinMs: options.probeWithinMs ?? DEFAULT_PROBE_WITHIN_MS,
         ...(options.logger ? { logger: options.logger } : {}),
       },
-    );
+    });
   return openPglite(options.dataDir, options.startFrom);
+}
+
+/** openDb's options for PostgreSQL, defaults filled in. */
+interface PostgresSettings {
+  readonly poolSize: number;
+  /** 0: the server's own idle_in_transaction_session_timeout. */
+  readonly idleInTransactionMs: number;
+  readonly bounds: SilenceBounds;
 }
 
 async function openPostgres(
   url: string,
-  poolSize: number,
-  idleInTransactionMs: number,
-  bounds: SilenceBounds,
+  { poolSize, idleInTransactionMs, bounds }: PostgresSettings,
 ): Promise<DbHandle> {
   const { default: postgres } = await import("postgres");
   const { drizzle } = await import("drizzle-orm/postgres-js");

@@ -57,6 +57,7 @@ interface Slot {
 
 /** What the primary knows of its workers. */
 interface Supervision {
+  readonly config: Config;
   readonly logger: Logger;
   readonly slots: Slot[];
   stopping: boolean;
@@ -97,13 +98,23 @@ function readyOf(worker: Worker, index: number): Promise<ReadyMessage> {
   });
 }
 
-function fork(sup: Supervision, slot: Slot): { worker: Worker; ready: Promise<ReadyMessage> } {
-  const lead = slot.index === 0;
-  const worker = cluster.fork({
+/** The environment a worker is forked with, on top of the primary's own. */
+export function workerEnv(lead: boolean, internalPort: number | null, config: Config): Record<string, string> {
+  return {
     SIGNALS_WORKER_ROLE: lead ? "lead" : "follower",
     // A restarted lead takes the internal port it had (it was 0 only the first time).
-    ...(lead && sup.internalPort !== null ? { INTERNAL_PORT: String(sup.internalPort) } : {}),
-  });
+    ...(lead && internalPort !== null ? { INTERNAL_PORT: String(internalPort) } : {}),
+    // glibc reads it when the process starts, so it goes in the fork's environment: without it
+    // each thread that allocates (V8's platform workers compiling and marking, libuv's pool) may
+    // get an arena of its own, up to 8 per core, and what is freed there stays resident
+    // (docs/decisions.md, "MALLOC_ARENA_MAX=2 in each worker").
+    MALLOC_ARENA_MAX: String(config.workerMallocArenas),
+  };
+}
+
+function fork(sup: Supervision, slot: Slot): { worker: Worker; ready: Promise<ReadyMessage> } {
+  const lead = slot.index === 0;
+  const worker = cluster.fork(workerEnv(lead, sup.internalPort, sup.config));
   slot.worker = worker;
   slot.startedAt = Date.now();
   const ready = readyOf(worker, slot.index);
@@ -169,7 +180,7 @@ export async function startClusterPrimary(config: Config, logger: Logger): Promi
     quickDeaths: 0,
     restartTimer: null,
   }));
-  const sup: Supervision = { logger, slots, stopping: false, started: false, internalPort: null };
+  const sup: Supervision = { config, logger, slots, stopping: false, started: false, internalPort: null };
   try {
     // All at once (start-up is mostly loading code and the market): the first to migrate holds
     // the migration lock (db/client.ts) and the others find the schema current.

@@ -9,7 +9,7 @@
  * database WORKERS=2 is refused as a configuration error.
  */
 
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import http from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -42,6 +42,15 @@ const bearer: Interceptor = (next) => (req) => {
   req.header.set("authorization", `Bearer ${INTERNAL_TOKEN}`);
   return next(req);
 };
+
+/** A process's environment as it started (Linux /proc). */
+const environmentOf = (pid: number) =>
+  new Map(
+    readFileSync(`/proc/${pid}/environ`, "utf8")
+      .split("\0")
+      .filter(Boolean)
+      .map((entry) => [entry.slice(0, entry.indexOf("=")), entry.slice(entry.indexOf("=") + 1)] as const),
+  );
 
 const alive = (pid: number) => {
   try {
@@ -133,6 +142,10 @@ describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on on
     async () => {
       expect(server.workerPids).toHaveLength(2);
       expect(new Set([server.pid, ...server.workerPids]).size).toBe(3);
+      // glibc's malloc arena limit is in each worker's own environment (it is read when a
+      // process starts), not in the primary's (server/cluster.ts).
+      for (const pid of server.workerPids) expect(environmentOf(pid).get("MALLOC_ARENA_MAX")).toBe("2");
+      expect(environmentOf(server.pid).has("MALLOC_ARENA_MAX")).toBe(false);
       await admin.setAlerts({
         accountId: BigInt(account.accountId),
         alerts: { chatId: CHAT, symbols: COINS, timeframes: ["1h"] },

@@ -151,6 +151,7 @@ const READ: Record<string, (p: Parsed) => unknown> = {
   DB_SILENCE_MS: (p) => p.server.dbSilenceMs,
   DB_IDLE_IN_TRANSACTION_MS: (p) => p.server.dbIdleInTransactionMs,
   WORKERS: (p) => p.server.workers,
+  MALLOC_ARENA_MAX: (p) => p.server.workerMallocArenas,
   DAILY_CAP: (p) => p.server.limits.dailyCap,
   MONTHLY_GRANT: (p) => p.server.limits.monthlyGrant,
   LOW_BALANCE_PCT: (p) => p.server.limits.lowBalancePct,
