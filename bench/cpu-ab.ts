@@ -11,6 +11,11 @@
  *
  *   node bench/cpu-ab.ts /path/to/tree-a /path/to/tree-b     (default: this tree alone)
  *   node bench/cpu-ab.ts . ".::--single-threaded-gc"          (a tree with V8 flags added after npm start's)
+ *   node bench/cpu-ab.ts ".::::WORKERS=2" ".::::WORKERS=2 CHARGE_GROUP_WAIT_MS=10"
+ *                                                             (a tree with environment of its own after "::::")
+ *
+ * A server with several workers also gets a row per process in each turn (primary, lead,
+ * followers: CPU per call of the whole turn's 200s), to see where a second worker's cost goes.
  *
  * Environment: BENCH_ROUNDS (default 4), BENCH_OPEN_LOOP_SECONDS (default 6), BENCH_RATE
  * (default 1000), BENCH_WORKERS (default 1). Each tree needs its node_modules (a symlink to
@@ -23,7 +28,7 @@ import { loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import postgres from "postgres";
 import { createAccounts, machineLine, openLoop, pushCandles, QUERY, startBareServer, TOKEN } from "./api.ts";
-import { treeCpu } from "./proc-cpu.ts";
+import { processCpuSeconds, treeCpu } from "./proc-cpu.ts";
 import { benchDatabase, startServerProcess } from "./server-process.ts";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
@@ -51,19 +56,24 @@ async function turn(
   pid: number,
   url: string,
   keys?: string[],
-): Promise<{ us: number; kernel: number; p50: number; errors: number; perStatement: number }> {
+  processes: number[] = [],
+): Promise<{ us: number; kernel: number; p50: number; errors: number; perStatement: number; perProcess: number[] }> {
   const statementsBefore = keys ? await statements() : 0;
   const before = treeCpu(pid);
+  const processesBefore = processes.map((p) => processCpuSeconds(p) ?? Number.NaN);
   const result = await openLoop({ url, rate: RATE, seconds: SECONDS, connections: 64, ...(keys ? { keys } : {}) });
   const after = treeCpu(pid);
+  const processesAfter = processes.map((p) => processCpuSeconds(p) ?? Number.NaN);
   const cpu = after.cpuSeconds - before.cpuSeconds;
   const sent = keys ? (await statements()) - statementsBefore : 0;
+  const ok = Math.max(1, result.ok);
   return {
-    us: (1e6 * cpu) / Math.max(1, result.ok),
+    us: (1e6 * cpu) / ok,
     kernel: (after.systemSeconds - before.systemSeconds) / Math.max(cpu, 1e-9),
     p50: result.p50,
     errors: result.errors,
     perStatement: result.ok / Math.max(1, sent),
+    perProcess: processes.map((_, i) => (1e6 * (processesAfter[i]! - processesBefore[i]!)) / ok),
   };
 }
 
@@ -81,10 +91,19 @@ try {
   };
   const servers = [];
   for (const tree of trees) {
-    const [dir, flags = ""] = tree.split("::");
-    const server = await startServerProcess(env, 60_000, flags.split(" ").filter(Boolean), dir);
+    const [dir, flags = "", own = ""] = tree.split("::");
+    // NAME=value words after a second "::": this tree's own environment (e.g. WORKERS=2).
+    const ownEnv = Object.fromEntries(
+      own
+        .split(" ")
+        .filter(Boolean)
+        .map((word) => [word.slice(0, word.indexOf("=")), word.slice(word.indexOf("=") + 1)]),
+    );
+    const server = await startServerProcess({ ...env, ...ownEnv }, 60_000, flags.split(" ").filter(Boolean), dir);
     children.push(server.child);
-    servers.push({ tree, server });
+    // With workers: the primary, then the lead, then the followers.
+    const processes = server.workerPids.length > 0 ? [server.child.pid!, ...server.workerPids] : [];
+    servers.push({ tree, server, processes });
   }
   const keys = await createAccounts(database.url, 64);
   for (const { server } of servers) await pushCandles(server.internalPort);
@@ -97,14 +116,29 @@ try {
   children.push(bare.child);
   // Warm-up: every server's code is optimised before the first measured turn.
   for (const { server } of servers) await turn(server.child.pid!, `http://127.0.0.1:${server.port}${QUERY}`, keys);
+  const processNames = (n: number) => [
+    "primary",
+    "lead",
+    ...Array.from({ length: n - 2 }, (_, i) => `follower #${i + 1}`),
+  ];
 
   const figures = new Map<string, number[]>([["bare", []], ...trees.map((t): [string, number[]] => [t, []])]);
   const rows: string[] = [];
+  const processRows: string[] = [];
+  const idleRows: string[] = [];
   for (let round = 1; round <= ROUNDS; round++) {
+    // The billed servers sit idle while the bare one is driven: their fixed background work.
+    const idleFrom = servers.map(({ server }) => treeCpu(server.child.pid!).cpuSeconds);
+    const idleStart = performance.now();
     const b = await turn(bare.child.pid!, `http://127.0.0.1:${bare.port}${QUERY}`);
     figures.get("bare")!.push(b.us);
-    for (const { tree, server } of servers) {
-      const t = await turn(server.child.pid!, `http://127.0.0.1:${server.port}${QUERY}`, keys);
+    const idleSeconds = (performance.now() - idleStart) / 1000;
+    servers.forEach(({ tree, server }, i) => {
+      const ms = (1000 * (treeCpu(server.child.pid!).cpuSeconds - idleFrom[i]!)) / idleSeconds;
+      idleRows.push(`| ${round} | ${tree} | ${ms.toFixed(1)} ms/s |`);
+    });
+    for (const { tree, server, processes } of servers) {
+      const t = await turn(server.child.pid!, `http://127.0.0.1:${server.port}${QUERY}`, keys, processes);
       figures.get(tree)!.push(t.us / b.us);
       rows.push(
         `| ${round} | ${tree} | ${loadavg()[0]!.toFixed(1)} | ${t.us.toFixed(0)} µs | ${percent(t.kernel)} | ` +
@@ -112,6 +146,12 @@ try {
           `${t.perStatement.toFixed(2)} | ${t.errors} |`,
       );
       console.error(rows.at(-1));
+      if (processes.length > 0) {
+        const names = processNames(processes.length);
+        const split = t.perProcess.map((us, i) => `${names[i]} ${us.toFixed(0)} µs`).join(", ");
+        processRows.push(`| ${round} | ${tree} | ${split} |`);
+        console.error(processRows.at(-1));
+      }
     }
   }
   console.log(machineLine());
@@ -123,6 +163,13 @@ try {
       "|---|---|---|---|---|---|---|---|---|---|---|",
       ...rows,
     ].join("\n"),
+  );
+  if (processRows.length > 0)
+    console.log(
+      ["\n| round | tree | CPU per call (of the turn's 200s) by process |", "|---|---|---|", ...processRows].join("\n"),
+    );
+  console.log(
+    ["\n| round | tree | CPU while idle (the bare server's turn) |", "|---|---|---|", ...idleRows].join("\n"),
   );
   console.log(`\nmedian bare: ${median(figures.get("bare")!).toFixed(0)} µs`);
   for (const tree of trees) console.log(`median ratio ${tree}: ${median(figures.get(tree)!).toFixed(2)} ×`);

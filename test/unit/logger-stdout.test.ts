@@ -47,6 +47,32 @@ describe("the process logger's stdout", () => {
     expect(lines.map((l) => l.msg)).toEqual(["one", "two"]);
   });
 
+  it("writes a partial block within its flush period, and nothing while idle", async () => {
+    // Counts sonic-boom's writes (it calls fs.write through the shared module object).
+    const { lines } = await linesOf(`
+      // The flush timer is unref'd: this keeps the process up while it waits.
+      setInterval(() => {}, 1000);
+      const fs = (await import("node:fs")).default;
+      let writes = 0;
+      let firstDone;
+      const firstWritten = new Promise((resolve) => (firstDone = resolve));
+      const write = fs.write;
+      fs.write = (...args) => {
+        writes++;
+        const done = args.at(-1);
+        return write(...args.slice(0, -1), (...result) => { done(...result); firstDone(); });
+      };
+      logger.info({ i: 0 }, "partial block");
+      await firstWritten;
+      const before = writes;
+      await new Promise((r) => setTimeout(r, 500));
+      logger.info({ writesWhileIdle: writes - before }, "count");
+      process.exit(0);`);
+    expect(lines.map((l) => l.msg)).toEqual(["partial block", "count"]);
+    // sonic-boom's own periodic flush wrote the empty buffer every 100 ms here.
+    expect(lines[1]!.writesWhileIdle).toBe(0);
+  });
+
   it("writes a warning and the lines before it at once: a SIGKILL right after loses none", async () => {
     const { lines, signal } = await linesOf(`
       logger.info({ i: 0 }, "before");
