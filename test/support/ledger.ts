@@ -14,6 +14,8 @@ export interface LedgerCheck {
   lastGrantAfter: number | null;
   lastPackAfter: number | null;
   charges: number;
+  /** Charges given back because their call was answered 503 before the charge was known to have committed. */
+  refunds: number;
 }
 
 /** Reads balances and ledger sums for one account. */
@@ -24,7 +26,9 @@ export async function ledgerCheck(db: DbHandle, accountId: number): Promise<Ledg
       coalesce((SELECT sum(pack_delta) FROM ledger_entries l WHERE l.account_id = a.id), 0) AS pack_sum,
       (SELECT grant_after FROM ledger_entries l WHERE l.account_id = a.id ORDER BY id DESC LIMIT 1) AS last_grant_after,
       (SELECT pack_after FROM ledger_entries l WHERE l.account_id = a.id ORDER BY id DESC LIMIT 1) AS last_pack_after,
-      (SELECT count(*) FROM ledger_entries l WHERE l.account_id = a.id AND kind = 'charge') AS charges
+      (SELECT count(*) FROM ledger_entries l WHERE l.account_id = a.id AND kind = 'charge') AS charges,
+      (SELECT count(*) FROM ledger_entries l WHERE l.account_id = a.id AND kind = 'adjustment'
+        AND reason LIKE 'refund: call answered 503%') AS refunds
     FROM accounts a WHERE a.id = ${accountId}`);
   const n = (v: string | number | null | undefined) => (v === null || v === undefined ? null : Number(v));
   return {
@@ -36,6 +40,7 @@ export async function ledgerCheck(db: DbHandle, accountId: number): Promise<Ledg
     lastGrantAfter: n(row!.last_grant_after),
     lastPackAfter: n(row!.last_pack_after),
     charges: n(row!.charges)!,
+    refunds: n(row!.refunds)!,
   };
 }
 
