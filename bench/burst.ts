@@ -578,6 +578,9 @@ export async function benchBurst(): Promise<string> {
     );
     if (server.workerPids.length !== 2)
       throw new Error(`expected 2 workers, the server reported ${JSON.stringify(server.workerPids)}`);
+    // Each worker's start-up GC (server/startup-gc.ts), as the worker logged it: pause and RSS.
+    for (const line of server.startLog.split("\n").filter((l) => l.includes('"start-up memory-reducing GC"')))
+      console.error(`[burst] ${line}`);
     const keys = await createMembers(server.internalPort, bases);
     // The history goes in as an import would (the feeder's cold start is bench/feeder-400.ts's
     // subject, and on a shared machine it takes minutes); the feeder then resumes from it and streams.

@@ -76,6 +76,8 @@ export interface ServerProcess {
   internalPort: number;
   /** With WORKERS > 1, the workers' pids at start, lead first; else empty. */
   workerPids: number[];
+  /** The log lines written before "listening" (start-up's, e.g. each worker's start-up GC). */
+  startLog: string;
 }
 
 /**
@@ -119,7 +121,13 @@ export function startServerProcess(
       if (process.env.BENCH_SERVER_LOG) child.stdout!.pipe(createWriteStream(process.env.BENCH_SERVER_LOG));
       else child.stdout!.resume();
       const info = JSON.parse(line) as { port: number; internalPort: number; workerPids?: number[] };
-      resolve({ child, port: info.port, internalPort: info.internalPort, workerPids: info.workerPids ?? [] });
+      resolve({
+        child,
+        port: info.port,
+        internalPort: info.internalPort,
+        workerPids: info.workerPids ?? [],
+        startLog: buffer,
+      });
     };
     child.stdout!.on("data", onData);
     child.on("exit", (code) => {

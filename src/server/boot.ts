@@ -12,7 +12,7 @@ import { type Clock, systemClock } from "../clock.ts";
 import type { Config } from "../config.ts";
 import { type DbHandle, migrateDb, openDb } from "../db/client.ts";
 import { accounts } from "../db/schema.ts";
-import { errorSummary } from "../logger.ts";
+import { errorSummary, flushLogs } from "../logger.ts";
 import { startDemoFeed } from "../market/demo-feed.ts";
 import { startDemoData } from "../market-data/demo-data.ts";
 import { backoffMs } from "../retry.ts";
@@ -21,6 +21,7 @@ import { createServer } from "./create-server.ts";
 import { acquireLock, updateLock } from "./data-dir-lock.ts";
 import { serverTokenSource } from "./internal-token.ts";
 import { securePrivateDir } from "./private-files.ts";
+import { startupGc } from "./startup-gc.ts";
 
 export interface RunningServer {
   readonly port: number;
@@ -147,6 +148,12 @@ export async function startServer(config: Config, logger: Logger, clock: Clock =
     if (config.workerRole === null) logger.info(where, "listening");
     else logger.info({ ...where, role: config.workerRole }, "worker listening");
     if (config.demoAccount && lead) await createDemoAccountOnce(config, db, clock, port);
+    // Start-up's heavy work is done and no traffic is routed here before the ready report:
+    // the one memory-reducing GC of this process's life (server/startup-gc.ts).
+    const gc = startupGc();
+    if (gc) logger.info({ ...gc, role: config.workerRole, pid: process.pid }, "start-up memory-reducing GC");
+    // Out before the ready report (and so before the primary's "listening"), not a 100 ms tick later.
+    flushLogs(logger);
     reportReady(port, internalPort);
     return {
       port,

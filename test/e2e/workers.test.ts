@@ -210,6 +210,33 @@ describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on on
     expect(metrics).toMatch(new RegExp(`^signals_alert_deliveries\\{result="sent"\\} ${COINS.length}$`, "m"));
   });
 
+  it(
+    "each worker runs its memory-reducing GC once, after its start-up load and before the " +
+      "primary's listening, and never again under traffic",
+    async () => {
+      // By now both workers have answered calls on many connections, imported a backfill and
+      // applied live candles (the tests above), so a GC from load or a timer would show here.
+      const logs = server.logs();
+      const gcs = logs.filter((l) => l.msg === "start-up memory-reducing GC");
+      expect(gcs.map((l) => Number(l.pid)).sort()).toEqual([...server.workerPids].sort());
+      const listening = logs.findIndex((l) => l.msg === "listening");
+      for (const role of ["lead", "follower"]) {
+        const gc = logs.findIndex((l) => l.msg === "start-up memory-reducing GC" && l.role === role);
+        const up = logs.findIndex((l) => l.msg === "worker listening" && l.role === role);
+        // "worker listening" is logged once server.start() has loaded the market (and, in the
+        // lead, the event chain); the primary's "listening" once every worker reported ready.
+        expect(up).toBeGreaterThanOrEqual(0);
+        expect(gc).toBeGreaterThan(up);
+        expect(gc).toBeLessThan(listening);
+      }
+      for (const gc of gcs) {
+        expect(gc.pauseMs).toBeGreaterThan(0);
+        expect(gc.rssAfterMiB).toBeGreaterThan(0);
+        expect(gc.heapUsedAfterMiB).toBeLessThanOrEqual(Number(gc.heapUsedBeforeMiB));
+      }
+    },
+  );
+
   it("chart page views are counted in the database: the account's day budget holds across both workers", async () => {
     await awayFromMytMidnight(60_000);
     const password = "a long password for the workers test";
@@ -301,6 +328,10 @@ describe.runIf(usingPostgres)("WORKERS=2 on Postgres: two worker processes on on
       // Both replacements are new processes; the lead came back on the same internal port.
       const newPids = restarted().map((l) => Number(l.pid));
       expect(newPids.every((pid) => alive(pid) && !server.workerPids.includes(pid))).toBe(true);
+      // Each replacement is a new process with its own start-up: one GC each, before its traffic.
+      const startupGcs = server.logs().filter((l) => l.msg === "start-up memory-reducing GC");
+      for (const pid of [...server.workerPids, ...newPids])
+        expect(startupGcs.filter((l) => Number(l.pid) === pid)).toHaveLength(1);
       expect((await admin.getAccount({ accountId: BigInt(account.accountId) })).account?.accountId).toBe(
         BigInt(account.accountId),
       );
