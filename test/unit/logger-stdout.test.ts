@@ -73,6 +73,39 @@ describe("the process logger's stdout", () => {
     expect(lines[1]!.writesWhileIdle).toBe(0);
   });
 
+  it("writes a line logged while a block's write is still out, without a later line or the exit", async () => {
+    // fs.write completes 250 ms late (a slow pipe); line B is logged while line A's write is out.
+    // The flush timer must write B once A's write is done; the process then waits for B's write
+    // itself; on the old timer (it dropped its mark on a no-op flush) B never went out, and the
+    // process gives up after 20 s (a bound for failing, not a pass condition) without B's line.
+    const { lines } = await linesOf(`
+      setTimeout(() => process.exit(3), 20_000);
+      const fs = (await import("node:fs")).default;
+      const write = fs.write;
+      let writes = 0;
+      let bWritten;
+      const bOut = new Promise((resolve) => (bWritten = resolve));
+      fs.write = (...args) => {
+        const done = args.at(-1);
+        const text = String(args[1]);
+        return write(...args.slice(0, -1), (...result) =>
+          setTimeout(() => {
+            writes++;
+            done(...result);
+            if (text.includes('"B"')) bWritten();
+          }, 250),
+        );
+      };
+      logger.info({ line: "A" }, "first");
+      await new Promise((r) => setTimeout(r, 150));
+      logger.info({ line: "B" }, "second");
+      await bOut;
+      fs.write = write;
+      logger.info({ writesBeforeExit: writes }, "done");
+      process.exit(0);`);
+    expect(lines.map((l) => l.line ?? l.msg)).toEqual(["A", "B", "done"]);
+  }, 30_000);
+
   it("writes a warning and the lines before it at once: a SIGKILL right after loses none", async () => {
     const { lines, signal } = await linesOf(`
       logger.info({ i: 0 }, "before");
