@@ -44,7 +44,7 @@ function callArguments(call: ChargeRequest) {
  * committed before the call began. Each known coin is one primary-key look-up. `known` must be
  * jsonb already (parsed once): the former form filtered every row of `coins` with a text-to-jsonb
  * cast, so each call parsed its JSON once per coin the market holds (400 at issue 28's scale,
- * ~1.6 ms of PostgreSQL CPU a call; bench/README.md, "Run 11").
+ * 1.65 ms a call in EXPLAIN ANALYZE; bench/README.md, "Run 11").
  */
 const behindMarket = (known: string) => `
     SELECT jsonb_object_agg(m.symbol, m.version) AS market FROM coins m

@@ -148,8 +148,9 @@ export async function startServer(config: Config, logger: Logger, clock: Clock =
     if (config.workerRole === null) logger.info(where, "listening");
     else logger.info({ ...where, role: config.workerRole }, "worker listening");
     if (config.demoAccount && lead) await createDemoAccountOnce(config, db, clock, port);
-    // Start-up's heavy work is done and no traffic is routed here before the ready report:
-    // the one memory-reducing GC of this process's life (server/startup-gc.ts).
+    // Start-up's heavy work is done: the one memory-reducing GC of this process's life
+    // (server/startup-gc.ts). The listeners are open, so a call that arrives now waits out its
+    // pause (56-143 ms measured; docs/decisions.md says when that can happen).
     const gc = startupGc();
     if (gc) logger.info({ ...gc, role: config.workerRole, pid: process.pid }, "start-up memory-reducing GC");
     // Out before the ready report (and so before the primary's "listening"), not a 100 ms tick later.
