@@ -9,7 +9,6 @@
  * same number of statements without `known` (the check skipped), to show what the check costs.
  * Charges are checked against the ledger at the end.
  */
-import { readFileSync } from "node:fs";
 import postgres from "postgres";
 import { hashApiKey } from "../src/accounts/api-key.ts";
 import { chargeBatch } from "../src/billing/charge.ts";
@@ -17,19 +16,19 @@ import type { ChargeRequest } from "../src/billing/charge-statement.ts";
 import { loadConfig } from "../src/config.ts";
 import { migrateDb, openDb } from "../src/db/client.ts";
 import { createAccounts, machineLine } from "./api.ts";
+import { processCpuSeconds } from "./proc-cpu.ts";
 import { benchDatabase } from "./server-process.ts";
 
 const GROUPS = Number(process.argv[2] ?? 3000);
 const GROUP = Number(process.argv[3] ?? 9);
 const ACCOUNTS = 100;
 const COINS = 400;
-const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 
-/** CPU seconds (user + system) a process has used so far. */
+/** CPU seconds (user + system) the backend has used so far (bench/proc-cpu.ts). */
 function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+  const seconds = processCpuSeconds(pid);
+  if (seconds === null) throw new Error(`backend ${pid} is gone`);
+  return seconds;
 }
 
 async function main(): Promise<void> {
